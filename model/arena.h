@@ -1,0 +1,53 @@
+// Arenas: host byte buffers holding every block of the state tensors of a layout.
+//
+// Storage is an anonymous private mapping, so an arena of many GiB costs memory
+// only where it is touched: the >2^32-byte offset tests (class B) use one that
+// is mostly never written. poison() fills bytes with a position-dependent
+// pattern of prime period, so a byte nothing wrote shows, and a copy of poison
+// onto poison at a different offset shows too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace mc::model {
+
+inline constexpr std::int64_t kPoisonPeriod = 4099; // prime: no block stride is a multiple in practice
+
+// The poison byte at arena offset `offset_bytes`.
+std::uint8_t poison_byte(std::int64_t offset_bytes);
+
+class Arena {
+public:
+  Arena() = default;
+  explicit Arena(std::int64_t size_bytes); // zero-filled, lazily mapped
+  ~Arena();
+  Arena(Arena&& other) noexcept;
+  Arena& operator=(Arena&& other) noexcept;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  Arena clone() const;
+
+  std::int64_t size_bytes() const { return size_bytes_; }
+  std::byte* data() { return data_; }
+  const std::byte* data() const { return data_; }
+  std::span<std::byte> bytes() { return {data_, static_cast<std::size_t>(size_bytes_)}; }
+  std::span<const std::byte> bytes() const {
+    return {data_, static_cast<std::size_t>(size_bytes_)};
+  }
+  std::uint64_t address() const { return reinterpret_cast<std::uint64_t>(data_); }
+
+  void poison(); // the whole arena
+  void poison_range(std::int64_t offset_bytes, std::int64_t size_bytes);
+
+  // Byte-exact equality; the first differing offset or -1.
+  std::int64_t first_difference(const Arena& other) const;
+
+private:
+  std::byte* data_ = nullptr;
+  std::int64_t size_bytes_ = 0;
+};
+
+} // namespace mc::model

@@ -1,0 +1,58 @@
+#include "model/launch.h"
+
+#include "model/errors.h"
+
+namespace mc::model {
+
+std::string_view to_string(LaunchKind kind) {
+  switch (kind) {
+  case LaunchKind::postprocess: return "postprocess";
+  case LaunchKind::postprocess_align: return "postprocess_align";
+  case LaunchKind::precopy: return "precopy";
+  case LaunchKind::preprocess_align: return "preprocess_align";
+  case LaunchKind::batch_copy: return "batch_copy";
+  }
+  return "?";
+}
+
+LaunchKind parse_launch_kind(std::string_view text) {
+  for (const LaunchKind k : kAllLaunchKinds)
+    if (to_string(k) == text) return k;
+  fail_input("launch kind: expected postprocess, postprocess_align, precopy, preprocess_align or "
+             "batch_copy, got '{}'",
+             text);
+}
+
+bool uses_idx_mapping(LaunchKind kind) {
+  return kind == LaunchKind::postprocess_align || kind == LaunchKind::precopy ||
+         kind == LaunchKind::preprocess_align;
+}
+
+namespace {
+std::vector<Arena> clone_arenas(const std::vector<Arena>& arenas) {
+  std::vector<Arena> out;
+  out.reserve(arenas.size());
+  for (const Arena& a : arenas) out.push_back(a.clone());
+  return out;
+}
+} // namespace
+
+LaunchCase LaunchCase::clone() const {
+  return LaunchCase{.layout = layout,
+                    .kind = kind,
+                    .num_reqs = num_reqs,
+                    .num_slots = num_slots,
+                    .block_tables = block_tables,
+                    .requests = requests,
+                    .arenas = clone_arenas(arenas)};
+}
+
+LaunchResult LaunchResult::clone() const {
+  return LaunchResult{.status = status,
+                      .unsupported_reason = unsupported_reason,
+                      .requests = requests,
+                      .decisions = decisions,
+                      .arenas = clone_arenas(arenas)};
+}
+
+} // namespace mc::model
