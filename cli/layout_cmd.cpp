@@ -67,4 +67,6 @@ void add_layout_command(CLI::App& app, Action& action) {
   });
 }
 
+MC_REGISTER_COMMAND(add_layout_command);
+
 } // namespace mc::cli

@@ -7,13 +7,20 @@
 #include <cstdio>
 #include <exception>
 
+namespace mc::cli {
+std::vector<AddCommand>& command_registry() {
+  static std::vector<AddCommand> registry;
+  return registry;
+}
+} // namespace mc::cli
+
 int main(int argc, char** argv) {
   CLI::App app{"mambacheck: verifies the state cache of hybrid (Mamba / linear-attention) "
                "models: a CPU oracle, CUDA kernels, and property-based fuzzing between them"};
   app.set_version_flag("--version", std::string("mambacheck ") + MC_VERSION);
   app.require_subcommand(1);
   mc::cli::Action action;
-  mc::cli::add_layout_command(app, action);
+  for (const mc::cli::AddCommand add : mc::cli::command_registry()) add(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
