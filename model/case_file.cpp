@@ -1,0 +1,802 @@
+#include "model/case_file.h"
+
+#include "model/errors.h"
+#include "model/metadata.h"
+#include "model/npy.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <system_error>
+
+namespace mc::model {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+constexpr std::size_t kJsonListMax = std::size_t{1} << 24; // entries of any list read
+
+// ---------------------------------------------------------------------------------------
+// Per-request arrays: their file names and lengths (launch.h, LAUNCH_KINDS.md "Indexing").
+
+enum class ArrayLength : std::uint8_t { reqs, reqs_plus_one, slots };
+
+struct ArrayField {
+  std::string_view name;
+  std::vector<std::int32_t> RequestArrays::*member;
+  ArrayLength length;
+};
+
+constexpr std::array<ArrayField, 11> kArrayFields = {{
+    {"idx_mapping", &RequestArrays::idx_mapping, ArrayLength::reqs},
+    {"num_accepted", &RequestArrays::num_accepted, ArrayLength::slots},
+    {"state_idx", &RequestArrays::state_idx, ArrayLength::slots},
+    {"num_scheduled", &RequestArrays::num_scheduled, ArrayLength::slots},
+    {"num_computed", &RequestArrays::num_computed, ArrayLength::slots},
+    {"num_draft", &RequestArrays::num_draft, ArrayLength::slots},
+    {"new_num_computed", &RequestArrays::new_num_computed, ArrayLength::slots},
+    {"query_start_loc", &RequestArrays::query_start_loc, ArrayLength::reqs_plus_one},
+    {"src_col", &RequestArrays::src_col, ArrayLength::slots},
+    {"token_bias", &RequestArrays::token_bias, ArrayLength::slots},
+    {"num_accepted_out", &RequestArrays::num_accepted_out, ArrayLength::slots},
+}};
+
+std::int64_t expected_length(ArrayLength length, std::int32_t num_reqs, std::int32_t num_slots) {
+  switch (length) {
+  case ArrayLength::reqs:
+    return num_reqs;
+  case ArrayLength::reqs_plus_one:
+    return std::int64_t{num_reqs} + 1;
+  case ArrayLength::slots:
+    return num_slots;
+  }
+  MC_ASSERT(false);
+  return 0;
+}
+
+// The inputs each kind reads (LAUNCH_KINDS.md); a case without one of them cannot run.
+std::vector<std::string_view> required_arrays(LaunchKind kind) {
+  switch (kind) {
+  case LaunchKind::postprocess:
+    return {"num_accepted", "state_idx", "num_scheduled", "num_computed", "num_draft"};
+  case LaunchKind::postprocess_align:
+    return {"idx_mapping", "num_accepted", "state_idx", "new_num_computed"};
+  case LaunchKind::precopy:
+    return {"idx_mapping", "state_idx", "src_col", "token_bias"};
+  case LaunchKind::preprocess_align:
+    return {"idx_mapping", "state_idx", "num_computed", "num_accepted", "query_start_loc"};
+  case LaunchKind::batch_copy:
+    return {"src_col", "state_idx", "token_bias"};
+  }
+  MC_ASSERT(false);
+  return {};
+}
+
+std::string_view to_string(PagePolicy policy) {
+  return policy == PagePolicy::shared ? "shared" : "separate";
+}
+std::string_view to_string(StateKind kind) {
+  return kind == StateKind::conv ? "conv" : "temporal";
+}
+std::string_view to_string(LaunchStatus status) {
+  return status == LaunchStatus::ok ? "ok" : "unsupported";
+}
+
+fs::path arena_file(const fs::path& dir, std::size_t i) {
+  return dir / fmt::format("arena_{}.npy", i);
+}
+fs::path table_file(const fs::path& dir, std::size_t g) {
+  return dir / fmt::format("block_table_{}.npy", g);
+}
+fs::path array_file(const fs::path& dir, std::string_view name) {
+  return dir / fmt::format("{}.npy", name);
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing.
+
+json config_json(const CacheConfig& c) {
+  return {{"mamba_block_size", c.mamba_block_size},
+          {"attn_block_size", c.attn_block_size},
+          {"num_spec_tokens", c.num_spec_tokens},
+          {"num_spec_blocks", c.num_spec_blocks},
+          {"mode", to_string(c.mode)},
+          {"conv_layout", to_string(c.conv_layout)},
+          {"runner", to_string(c.runner)},
+          {"tp_size", c.tp_size}};
+}
+
+json params_json(const FamilyParams& p) {
+  return {{"intermediate_size", p.intermediate_size},
+          {"n_groups", p.n_groups},
+          {"num_heads", p.num_heads},
+          {"head_dim", p.head_dim},
+          {"state_size", p.state_size},
+          {"conv_kernel", p.conv_kernel},
+          {"num_k_heads", p.num_k_heads},
+          {"num_v_heads", p.num_v_heads},
+          {"head_k_dim", p.head_k_dim},
+          {"head_v_dim", p.head_v_dim}};
+}
+
+json tensor_json(const StateTensor& t) {
+  return {{"group", t.group},
+          {"layer", t.layer},
+          {"state", t.state},
+          {"name", t.shape.name},
+          {"kind", to_string(t.kind())},
+          {"conv_layout", to_string(t.conv_layout)},
+          {"dims", t.shape.dims},
+          {"conv_dim", t.shape.conv_dim},
+          {"conv_state_len", t.shape.conv_state_len},
+          {"elem_size", t.elem_size},
+          {"natural_bytes", t.natural_bytes},
+          {"arena", t.arena},
+          {"offset_bytes", t.offset_bytes},
+          {"block_stride_bytes", t.block_stride_bytes}};
+}
+
+json meta_json(const StateMeta& m, std::int32_t arena) {
+  return {{"arena", arena},
+          {"base_addr", m.base_addr},
+          {"block_stride_bytes", m.block_stride_bytes},
+          {"inner_size", m.inner_size},
+          {"ds_row_stride_bytes", m.ds_row_stride_bytes},
+          {"elem_size", m.elem_size},
+          {"conv_width", m.conv_width},
+          {"group_index", m.group_index},
+          {"ds_row_count", m.ds_row_count}};
+}
+
+json layout_json(const Layout& layout) {
+  json groups = json::array();
+  for (const GroupSpec& g : layout.spec.groups)
+    groups.push_back({{"name", g.name},
+                      {"family", to_string(g.family)},
+                      {"params", params_json(g.params)},
+                      {"num_layers", g.num_layers},
+                      {"conv_elem_size", g.conv_elem_size},
+                      {"temporal_elem_size", g.temporal_elem_size},
+                      {"page_policy", to_string(g.page_policy)},
+                      {"page_align_bytes", g.page_align_bytes}});
+  json tensors = json::array();
+  for (const StateTensor& t : layout.tensors)
+    tensors.push_back(tensor_json(t));
+  json arenas = json::array();
+  for (const ArenaSpec& a : layout.arenas)
+    arenas.push_back({{"page_bytes", a.page_bytes}, {"num_blocks", a.num_blocks}});
+  return {{"num_blocks", layout.spec.num_blocks},
+          {"groups", groups},
+          {"tensors", tensors},
+          {"arenas", arenas}};
+}
+
+// The flattened metadata with every arena at address 0: base_addr is the offset of block
+// 0 of the state within its arena.
+json metadata_json(const Layout& layout) {
+  const std::vector<std::uint64_t> zeros(layout.arenas.size(), 0);
+  const std::vector<StateMeta> metas = flatten_metadata(layout, zeros);
+  json out = json::array();
+  for (std::size_t i = 0; i < metas.size(); ++i)
+    out.push_back(meta_json(metas[i], layout.tensors[i].arena));
+  return out;
+}
+
+json decision_json(const CopyDecision& d) {
+  return {{"batch_row", d.batch_row},
+          {"slot", d.slot},
+          {"tensor", d.tensor},
+          {"group", d.group},
+          {"layer", d.layer},
+          {"state", d.state},
+          {"src_col", d.src_col},
+          {"dst_col", d.dst_col},
+          {"token_bias", d.token_bias},
+          {"src_block_id", d.src_block_id},
+          {"dst_block_id", d.dst_block_id},
+          {"src_byte_offset", d.src_byte_offset},
+          {"bytes", d.bytes}};
+}
+
+void write_json(const fs::path& file, const json& value) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << value.dump(1) << '\n';
+  out.close();
+  if (!out) fail_input("{}: cannot write", file.string());
+}
+
+void create_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail_input("{}: cannot create directory: {}", dir.string(), ec.message());
+}
+
+// Writes every non-empty array and returns their names.
+json write_arrays(const fs::path& dir, const RequestArrays& arrays) {
+  json names = json::array();
+  for (const ArrayField& f : kArrayFields) {
+    const std::vector<std::int32_t>& values = arrays.*f.member;
+    if (values.empty()) continue;
+    const std::array<std::int64_t, 1> shape = {static_cast<std::int64_t>(values.size())};
+    write_npy<std::int32_t>(array_file(dir, f.name), shape, values);
+    names.push_back(f.name);
+  }
+  return names;
+}
+
+void write_arenas(const fs::path& dir, const Layout& layout, const std::vector<Arena>& arenas) {
+  for (std::size_t i = 0; i < arenas.size(); ++i) {
+    const ArenaSpec& spec = layout.arenas[i];
+    const std::array<std::int64_t, 2> shape = {spec.num_blocks, spec.page_bytes};
+    write_npy(arena_file(dir, i), NpyDtype::uint8, shape, arenas[i].bytes());
+  }
+}
+
+void assert_arrays_fit(const RequestArrays& arrays, std::int32_t num_reqs, std::int32_t num_slots) {
+  for (const ArrayField& f : kArrayFields) {
+    const std::vector<std::int32_t>& values = arrays.*f.member;
+    MC_ASSERT(values.empty() || static_cast<std::int64_t>(values.size()) ==
+                                    expected_length(f.length, num_reqs, num_slots));
+  }
+}
+
+void assert_well_formed(const LaunchCase& c) {
+  MC_ASSERT(c.arenas.size() == c.layout.arenas.size());
+  for (std::size_t i = 0; i < c.arenas.size(); ++i)
+    MC_ASSERT(c.arenas[i].size_bytes() == c.layout.arenas[i].size_bytes());
+  MC_ASSERT(c.block_tables.groups.size() == c.layout.spec.groups.size());
+  const BlockTable& first = c.block_tables.groups.front();
+  for (const BlockTable& t : c.block_tables.groups) {
+    MC_ASSERT(t.num_rows == first.num_rows);
+    MC_ASSERT(t.row_width == first.row_width);
+    MC_ASSERT(t.row_stride == first.row_stride);
+    MC_ASSERT(t.block_ids.size() ==
+              static_cast<std::size_t>(t.num_rows) * static_cast<std::size_t>(t.row_stride));
+  }
+  MC_ASSERT(c.num_reqs >= 0 && c.num_slots >= 0);
+  assert_arrays_fit(c.requests, c.num_reqs, c.num_slots);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading: a JSON value with the file and field path it came from, for error messages.
+
+class Node {
+public:
+  Node(const json& value, std::string path, const std::string& file)
+      : value_(value), path_(std::move(path)), file_(file) {}
+
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
+    fail_input("{}: {}: {}", file_, path_.empty() ? "(top level)" : path_,
+               fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  const json& value() const { return value_; }
+  const std::string& file() const { return file_; }
+  Node operator[](std::string_view key) const {
+    if (!value_.is_object()) fail("expected an object, got {}", describe());
+    const auto it = value_.find(key);
+    const std::string child = path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
+    if (it == value_.end()) fail_input("{}: {}: missing", file_, child);
+    return Node(*it, child, file_);
+  }
+  Node operator[](std::size_t index) const {
+    MC_ASSERT(index < value_.size());
+    return Node(value_[index], fmt::format("{}[{}]", path_, index), file_);
+  }
+  std::size_t array_size(std::size_t size_max) const {
+    if (!value_.is_array()) fail("expected an array, got {}", describe());
+    if (value_.size() > size_max) fail("{} entries, at most {}", value_.size(), size_max);
+    return value_.size();
+  }
+  std::int64_t integer(std::int64_t min, std::int64_t max) const {
+    if (!value_.is_number_integer()) fail("expected an integer, got {}", describe());
+    if (value_.is_number_unsigned() &&
+        value_.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
+      fail("{} is out of range {}..{}", value_.get<std::uint64_t>(), min, max);
+    const std::int64_t v = value_.get<std::int64_t>();
+    if (v < min || v > max) fail("{} is out of range {}..{}", v, min, max);
+    return v;
+  }
+  std::int32_t int32(std::int32_t min = INT32_MIN, std::int32_t max = INT32_MAX) const {
+    return static_cast<std::int32_t>(integer(min, max));
+  }
+  std::uint64_t uint64() const {
+    if (!value_.is_number_unsigned()) fail("expected a non-negative integer, got {}", describe());
+    return value_.get<std::uint64_t>();
+  }
+  std::string string(std::size_t size_max) const {
+    if (!value_.is_string()) fail("expected a string, got {}", describe());
+    const std::string& s = value_.get_ref<const std::string&>();
+    if (s.size() > size_max) fail("string of {} bytes, at most {}", s.size(), size_max);
+    return s;
+  }
+  // Runs `parse` (an enum parser of model/) and names this field when it throws.
+  template <typename Parse> auto parse_with(Parse parse, std::size_t size_max = 64) const {
+    const std::string text = string(size_max);
+    try {
+      return parse(text);
+    } catch (const InputError& e) {
+      fail("{}", e.what());
+    }
+  }
+
+private:
+  std::string describe() const {
+    std::string text = value_.dump();
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    return fmt::format("{} {}", value_.type_name(), text);
+  }
+
+  const json& value_;
+  std::string path_;
+  const std::string& file_;
+};
+
+json read_json(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) fail_input("{}: missing (not a regular file)", file.string());
+  const std::uintmax_t size = fs::file_size(file, ec);
+  if (ec) fail_input("{}: cannot stat: {}", file.string(), ec.message());
+  if (size > static_cast<std::uintmax_t>(kCaseJsonBytesMax))
+    fail_input("{}: {} bytes, at most {}", file.string(), size, kCaseJsonBytesMax);
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) fail_input("{}: cannot read", file.string());
+  const json::parser_callback_t limit_depth = [&file](int depth, json::parse_event_t,
+                                                      json&) -> bool {
+    if (depth > kCaseJsonDepthMax)
+      fail_input("{}: nested deeper than {} levels", file.string(), kCaseJsonDepthMax);
+    return true;
+  };
+  try {
+    return json::parse(text.str(), limit_depth);
+  } catch (const json::exception& e) {
+    fail_input("{}: not valid JSON: {}", file.string(), e.what());
+  }
+}
+
+// The format name and version at the top of case.json and result.json.
+void check_format(const Node& root, std::string_view name) {
+  const std::string format = root["format"].string(64);
+  if (format != name) root["format"].fail("'{}', expected '{}'", format, name);
+  const std::int64_t version = root["version"].integer(INT32_MIN, INT32_MAX);
+  if (version > kCaseFormatVersion)
+    root["version"].fail("version {} is newer than this mambacheck reads ({}); update "
+                         "mambacheck",
+                         version, kCaseFormatVersion);
+  if (version < 1) root["version"].fail("version {} is not a version (1 and up)", version);
+}
+
+CacheConfig parse_config(const Node& n) {
+  return CacheConfig{
+      .mamba_block_size = n["mamba_block_size"].int32(),
+      .attn_block_size = n["attn_block_size"].int32(),
+      .num_spec_tokens = n["num_spec_tokens"].int32(),
+      .num_spec_blocks = n["num_spec_blocks"].int32(),
+      .mode = n["mode"].parse_with(parse_cache_mode),
+      .conv_layout = n["conv_layout"].parse_with(parse_conv_layout),
+      .runner = n["runner"].parse_with(parse_runner),
+      .tp_size = n["tp_size"].int32(),
+  };
+}
+
+FamilyParams parse_params(const Node& n) {
+  const auto param = [&n](std::string_view key) { return n[key].integer(0, kCaseFamilyParamMax); };
+  return FamilyParams{.intermediate_size = param("intermediate_size"),
+                      .n_groups = param("n_groups"),
+                      .num_heads = param("num_heads"),
+                      .head_dim = param("head_dim"),
+                      .state_size = param("state_size"),
+                      .conv_kernel = param("conv_kernel"),
+                      .num_k_heads = param("num_k_heads"),
+                      .num_v_heads = param("num_v_heads"),
+                      .head_k_dim = param("head_k_dim"),
+                      .head_v_dim = param("head_v_dim")};
+}
+
+PagePolicy parse_page_policy(std::string_view text) {
+  if (text == "shared") return PagePolicy::shared;
+  if (text == "separate") return PagePolicy::separate;
+  fail_input("expected shared or separate, got '{}'", text);
+}
+
+LayoutSpec parse_spec(const Node& n) {
+  LayoutSpec spec{.num_blocks = n["num_blocks"].integer(2, kBlocksMax)};
+  const Node groups = n["groups"];
+  const std::size_t num_groups = groups.array_size(kGroupsMax);
+  for (std::size_t i = 0; i < num_groups; ++i) {
+    const Node g = groups[i];
+    spec.groups.push_back(GroupSpec{
+        .name = g["name"].string(256),
+        .family = g["family"].parse_with(parse_family),
+        .params = parse_params(g["params"]),
+        .num_layers = g["num_layers"].int32(1, kLayersMax),
+        .conv_elem_size = g["conv_elem_size"].int32(),
+        .temporal_elem_size = g["temporal_elem_size"].int32(),
+        .page_policy = g["page_policy"].parse_with(parse_page_policy),
+        .page_align_bytes = g["page_align_bytes"].integer(1, kCasePageAlignMax),
+    });
+  }
+  return spec;
+}
+
+void expect_same(const Node& n, std::int64_t rebuilt) {
+  const std::int64_t stored = n.integer(INT64_MIN, INT64_MAX);
+  if (stored != rebuilt)
+    n.fail("{} does not match the layout rebuilt from the spec ({})", stored, rebuilt);
+}
+
+void expect_same(const Node& n, std::string_view rebuilt) {
+  const std::string stored = n.string(256);
+  if (stored != rebuilt)
+    n.fail("'{}' does not match the layout rebuilt from the spec ('{}')", stored, rebuilt);
+}
+
+void check_tensor(const Node& n, const StateTensor& t) {
+  expect_same(n["group"], t.group);
+  expect_same(n["layer"], t.layer);
+  expect_same(n["state"], t.state);
+  expect_same(n["name"], t.shape.name);
+  expect_same(n["kind"], to_string(t.kind()));
+  expect_same(n["conv_layout"], to_string(t.conv_layout));
+  const Node dims = n["dims"];
+  if (dims.array_size(kNpyRankMax) != t.shape.dims.size())
+    dims.fail("{} dimensions, the layout rebuilt from the spec has {}", dims.value().size(),
+              t.shape.dims.size());
+  for (std::size_t d = 0; d < t.shape.dims.size(); ++d)
+    expect_same(dims[d], t.shape.dims[d]);
+  expect_same(n["conv_dim"], t.shape.conv_dim);
+  expect_same(n["conv_state_len"], t.shape.conv_state_len);
+  expect_same(n["elem_size"], t.elem_size);
+  expect_same(n["natural_bytes"], t.natural_bytes);
+  expect_same(n["arena"], t.arena);
+  expect_same(n["offset_bytes"], t.offset_bytes);
+  expect_same(n["block_stride_bytes"], t.block_stride_bytes);
+}
+
+void check_meta(const Node& n, const StateMeta& m, std::int32_t arena) {
+  expect_same(n["arena"], arena);
+  if (n["base_addr"].uint64() != m.base_addr)
+    n["base_addr"].fail("{} does not match the layout rebuilt from the spec ({})",
+                        n["base_addr"].uint64(), m.base_addr);
+  expect_same(n["block_stride_bytes"], m.block_stride_bytes);
+  expect_same(n["inner_size"], m.inner_size);
+  expect_same(n["ds_row_stride_bytes"], m.ds_row_stride_bytes);
+  expect_same(n["elem_size"], m.elem_size);
+  expect_same(n["conv_width"], m.conv_width);
+  expect_same(n["group_index"], m.group_index);
+  expect_same(n["ds_row_count"], m.ds_row_count);
+}
+
+// Every arena together stays under kCaseArenaBytesMax (checked before any product).
+void check_arena_sizes(const Node& n, const Layout& layout) {
+  std::int64_t total = 0;
+  for (const ArenaSpec& a : layout.arenas) {
+    if (a.page_bytes > (kCaseArenaBytesMax - total) / a.num_blocks)
+      n.fail("the arenas need more than {} bytes", kCaseArenaBytesMax);
+    total += a.size_bytes();
+  }
+}
+
+Layout parse_layout(const Node& root) {
+  const CacheConfig config = parse_config(root["config"]);
+  const Node n = root["layout"];
+  const LayoutSpec spec = parse_spec(n);
+  Layout layout;
+  try {
+    layout = build_layout(config, spec);
+  } catch (const InputError& e) {
+    // build_layout names the section and field ("config: ...", "layout: group 1 ...").
+    fail_input("{}: {}", n.file(), e.what());
+  }
+  check_arena_sizes(n, layout);
+  const Node tensors = n["tensors"];
+  if (tensors.array_size(kJsonListMax) != layout.tensors.size())
+    tensors.fail("{} tensors, the layout rebuilt from the spec has {}", tensors.value().size(),
+                 layout.tensors.size());
+  for (std::size_t i = 0; i < layout.tensors.size(); ++i)
+    check_tensor(tensors[i], layout.tensors[i]);
+  const Node arenas = n["arenas"];
+  if (arenas.array_size(kJsonListMax) != layout.arenas.size())
+    arenas.fail("{} arenas, the layout rebuilt from the spec has {}", arenas.value().size(),
+                layout.arenas.size());
+  for (std::size_t i = 0; i < layout.arenas.size(); ++i) {
+    expect_same(arenas[i]["page_bytes"], layout.arenas[i].page_bytes);
+    expect_same(arenas[i]["num_blocks"], layout.arenas[i].num_blocks);
+  }
+  const Node metadata = root["metadata"];
+  if (metadata.array_size(kJsonListMax) != layout.tensors.size())
+    metadata.fail("{} entries, the layout has {} tensors", metadata.value().size(),
+                  layout.tensors.size());
+  const std::vector<std::uint64_t> zeros(layout.arenas.size(), 0);
+  const std::vector<StateMeta> metas = flatten_metadata(layout, zeros);
+  for (std::size_t i = 0; i < metas.size(); ++i)
+    check_meta(metadata[i], metas[i], layout.tensors[i].arena);
+  return layout;
+}
+
+// ---------------------------------------------------------------------------------------
+// case.json without the arrays: what both load_case and the result functions need.
+
+struct CaseHeader {
+  Layout layout;
+  LaunchKind kind = LaunchKind::postprocess;
+  std::int32_t num_reqs = 0;
+  std::int32_t num_slots = 0;
+  std::int32_t num_rows = 0;
+  std::int32_t row_width = 0;
+  std::int32_t row_stride = 0;
+  std::vector<const ArrayField*> arrays;
+};
+
+std::vector<const ArrayField*> parse_array_names(const Node& list) {
+  std::vector<const ArrayField*> out;
+  const std::size_t count = list.array_size(kArrayFields.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string name = list[i].string(64);
+    const ArrayField* field = nullptr;
+    for (const ArrayField& f : kArrayFields)
+      if (f.name == name) field = &f;
+    if (field == nullptr) {
+      std::string known;
+      for (const ArrayField& f : kArrayFields)
+        known += fmt::format("{}{}", known.empty() ? "" : ", ", f.name);
+      list[i].fail("unknown array '{}' (known: {})", name, known);
+    }
+    for (const ArrayField* seen : out)
+      if (seen == field) list[i].fail("array '{}' is listed twice", name);
+    out.push_back(field);
+  }
+  return out;
+}
+
+void parse_table_geometry(const Node& n, CaseHeader& h) {
+  h.num_rows = n["num_rows"].int32(0, kCaseReqsMax);
+  h.row_width = n["row_width"].int32(0, kCaseTableColsMax);
+  h.row_stride = n["row_stride"].int32(0, kCaseTableColsMax);
+  if (h.row_stride < h.row_width)
+    n["row_stride"].fail("{} is less than row_width {}", h.row_stride, h.row_width);
+  if (std::int64_t{h.num_rows} * h.row_stride > kCaseTableElementsMax)
+    n.fail("{} x {} entries, at most {} per table", h.num_rows, h.row_stride,
+           kCaseTableElementsMax);
+  if (h.num_rows < h.num_reqs)
+    n["num_rows"].fail("{} rows, fewer than the {} batch rows of the launch", h.num_rows,
+                       h.num_reqs);
+}
+
+void parse_launch(const Node& n, CaseHeader& h) {
+  h.kind = n["kind"].parse_with(parse_launch_kind);
+  h.num_reqs = n["num_reqs"].int32(0, kCaseReqsMax);
+  h.num_slots = n["num_slots"].int32(0, kCaseReqsMax);
+  if (!uses_idx_mapping(h.kind) && h.num_slots != h.num_reqs)
+    n["num_slots"].fail("{}, but {} indexes by request row: it must equal num_reqs ({})",
+                        h.num_slots, to_string(h.kind), h.num_reqs);
+  parse_table_geometry(n["block_table"], h);
+  const Node arrays = n["arrays"];
+  h.arrays = parse_array_names(arrays);
+  const auto has = [&h](std::string_view name) {
+    for (const ArrayField* f : h.arrays)
+      if (f->name == name) return true;
+    return false;
+  };
+  if (!uses_idx_mapping(h.kind) && has("idx_mapping"))
+    arrays.fail("{} indexes by request row and takes no idx_mapping", to_string(h.kind));
+  if (h.num_reqs == 0) return; // an empty launch reads nothing
+  for (const std::string_view name : required_arrays(h.kind))
+    if (!has(name)) arrays.fail("{} needs '{}'", to_string(h.kind), name);
+}
+
+CaseHeader read_case_header(const fs::path& dir) {
+  const fs::path file = dir / "case.json";
+  const json doc = read_json(file);
+  const std::string file_name = file.string();
+  const Node root(doc, "", file_name);
+  check_format(root, kCaseFormatName);
+  CaseHeader h{.layout = parse_layout(root)};
+  parse_launch(root["launch"], h);
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading the .npy files a case.json names.
+
+std::vector<std::int32_t> read_array(const fs::path& dir, const ArrayField& field,
+                                     std::int32_t num_reqs, std::int32_t num_slots) {
+  const fs::path file = array_file(dir, field.name);
+  const NpyHeader header = read_npy_header(file, NpyDtype::int32);
+  const std::int64_t length = expected_length(field.length, num_reqs, num_slots);
+  if (header.shape != std::vector<std::int64_t>{length})
+    fail_input("{}: shape {}, expected ({},) ({})", file.string(), npy_shape_string(header.shape),
+               length,
+               field.length == ArrayLength::slots  ? "num_slots"
+               : field.length == ArrayLength::reqs ? "num_reqs"
+                                                   : "num_reqs + 1");
+  std::vector<std::int32_t> values(static_cast<std::size_t>(length), 0);
+  read_npy_data(file, header, std::as_writable_bytes(std::span<std::int32_t>(values)));
+  return values;
+}
+
+RequestArrays read_arrays(const fs::path& dir, const std::vector<const ArrayField*>& fields,
+                          std::int32_t num_reqs, std::int32_t num_slots) {
+  RequestArrays arrays;
+  for (const ArrayField* f : fields)
+    arrays.*(f->member) = read_array(dir, *f, num_reqs, num_slots);
+  return arrays;
+}
+
+BlockTables read_tables(const fs::path& dir, const CaseHeader& h) {
+  BlockTables tables;
+  for (std::size_t g = 0; g < h.layout.spec.groups.size(); ++g) {
+    const fs::path file = table_file(dir, g);
+    const NpyHeader header = read_npy_header(file, NpyDtype::int32);
+    const std::array<std::int64_t, 2> shape = {h.num_rows, h.row_stride};
+    expect_npy_shape(file, header, shape);
+    BlockTable t{.num_rows = h.num_rows, .row_width = h.row_width, .row_stride = h.row_stride};
+    t.block_ids.assign(static_cast<std::size_t>(header.num_elements()), 0);
+    read_npy_data(file, header, std::as_writable_bytes(std::span<std::int32_t>(t.block_ids)));
+    tables.groups.push_back(std::move(t));
+  }
+  return tables;
+}
+
+std::vector<Arena> read_arenas(const fs::path& dir, const Layout& layout) {
+  std::vector<Arena> arenas;
+  for (std::size_t i = 0; i < layout.arenas.size(); ++i) {
+    const fs::path file = arena_file(dir, i);
+    const NpyHeader header = read_npy_header(file, NpyDtype::uint8);
+    const std::array<std::int64_t, 2> shape = {layout.arenas[i].num_blocks,
+                                               layout.arenas[i].page_bytes};
+    expect_npy_shape(file, header, shape); // before the arena is mapped
+    Arena arena(layout.arenas[i].size_bytes());
+    read_npy_data(file, header, arena.bytes());
+    arenas.push_back(std::move(arena));
+  }
+  return arenas;
+}
+
+// ---------------------------------------------------------------------------------------
+// Results.
+
+CopyDecision parse_decision(const Node& n, const CaseHeader& h) {
+  const std::int32_t num_tensors = static_cast<std::int32_t>(h.layout.tensors.size());
+  CopyDecision d{
+      .batch_row = n["batch_row"].int32(0, std::max(h.num_reqs - 1, 0)),
+      .slot = n["slot"].int32(),
+      .tensor = n["tensor"].int32(0, num_tensors - 1),
+      .group = n["group"].int32(),
+      .layer = n["layer"].int32(),
+      .state = n["state"].int32(),
+      .src_col = n["src_col"].int32(),
+      .dst_col = n["dst_col"].int32(),
+      .token_bias = n["token_bias"].int32(),
+      .src_block_id = n["src_block_id"].int32(),
+      .dst_block_id = n["dst_block_id"].int32(),
+      .src_byte_offset = n["src_byte_offset"].integer(INT64_MIN, INT64_MAX),
+      .bytes = n["bytes"].integer(INT64_MIN, INT64_MAX),
+  };
+  if (h.num_reqs == 0) n["batch_row"].fail("a launch of 0 rows has no decisions");
+  return d;
+}
+
+LaunchStatus parse_status(std::string_view text) {
+  if (text == "ok") return LaunchStatus::ok;
+  if (text == "unsupported") return LaunchStatus::unsupported;
+  fail_input("expected ok or unsupported, got '{}'", text);
+}
+
+// The arrays and arenas of `result` must have the sizes the case on disk declares.
+void check_result_fits(const LaunchResult& result, const CaseHeader& h, const fs::path& dir) {
+  const std::string where = (dir / "case.json").string();
+  if (result.arenas.size() != h.layout.arenas.size())
+    fail_input("{}: the result has {} arenas, the case {}", where, result.arenas.size(),
+               h.layout.arenas.size());
+  for (std::size_t i = 0; i < result.arenas.size(); ++i)
+    if (result.arenas[i].size_bytes() != h.layout.arenas[i].size_bytes())
+      fail_input("{}: result arena {} has {} bytes, the case's has {}", where, i,
+                 result.arenas[i].size_bytes(), h.layout.arenas[i].size_bytes());
+  for (const ArrayField& f : kArrayFields) {
+    const std::size_t size = (result.requests.*f.member).size();
+    const std::int64_t length = expected_length(f.length, h.num_reqs, h.num_slots);
+    if (size != 0 && static_cast<std::int64_t>(size) != length)
+      fail_input("{}: result array {} has {} entries, the case needs {}", where, f.name, size,
+                 length);
+  }
+}
+
+} // namespace
+
+void save_case(const LaunchCase& launch_case, const std::filesystem::path& dir) {
+  assert_well_formed(launch_case);
+  std::error_code ec;
+  fs::remove_all(dir / kResultDirName, ec); // a result of an earlier case would be stale
+  if (ec) fail_input("{}: cannot remove: {}", (dir / kResultDirName).string(), ec.message());
+  create_dir(dir);
+  const BlockTables& tables = launch_case.block_tables;
+  for (std::size_t g = 0; g < tables.groups.size(); ++g) {
+    const BlockTable& t = tables.groups[g];
+    const std::array<std::int64_t, 2> shape = {t.num_rows, t.row_stride};
+    write_npy<std::int32_t>(table_file(dir, g), shape, t.block_ids);
+  }
+  const json arrays = write_arrays(dir, launch_case.requests);
+  write_arenas(dir, launch_case.layout, launch_case.arenas);
+  const BlockTable& first = tables.groups.front();
+  const json launch = {{"kind", to_string(launch_case.kind)},
+                       {"num_reqs", launch_case.num_reqs},
+                       {"num_slots", launch_case.num_slots},
+                       {"block_table",
+                        {{"num_rows", first.num_rows},
+                         {"row_width", first.row_width},
+                         {"row_stride", first.row_stride}}},
+                       {"arrays", arrays}};
+  // case.json last: a directory whose writing was cut short does not load.
+  write_json(dir / "case.json", {{"format", kCaseFormatName},
+                                 {"version", kCaseFormatVersion},
+                                 {"config", config_json(launch_case.layout.config)},
+                                 {"layout", layout_json(launch_case.layout)},
+                                 {"launch", launch},
+                                 {"metadata", metadata_json(launch_case.layout)}});
+}
+
+LaunchCase load_case(const std::filesystem::path& dir) {
+  CaseHeader h = read_case_header(dir);
+  LaunchCase c{.kind = h.kind, .num_reqs = h.num_reqs, .num_slots = h.num_slots};
+  c.block_tables = read_tables(dir, h);
+  c.requests = read_arrays(dir, h.arrays, h.num_reqs, h.num_slots);
+  c.arenas = read_arenas(dir, h.layout);
+  c.layout = std::move(h.layout);
+  return c;
+}
+
+void save_result(const LaunchResult& result, const std::filesystem::path& dir) {
+  const CaseHeader h = read_case_header(dir);
+  check_result_fits(result, h, dir);
+  const fs::path rdir = dir / kResultDirName;
+  std::error_code ec;
+  fs::remove_all(rdir, ec);
+  if (ec) fail_input("{}: cannot remove: {}", rdir.string(), ec.message());
+  create_dir(rdir);
+  const json arrays = write_arrays(rdir, result.requests);
+  write_arenas(rdir, h.layout, result.arenas);
+  json decisions = json::array();
+  for (const CopyDecision& d : result.decisions)
+    decisions.push_back(decision_json(d));
+  write_json(rdir / "result.json", {{"format", kResultFormatName},
+                                    {"version", kCaseFormatVersion},
+                                    {"status", to_string(result.status)},
+                                    {"unsupported_reason", result.unsupported_reason},
+                                    {"arrays", arrays},
+                                    {"decisions", decisions}});
+}
+
+LaunchResult load_result(const std::filesystem::path& dir) {
+  const CaseHeader h = read_case_header(dir);
+  const fs::path rdir = dir / kResultDirName;
+  const fs::path file = rdir / "result.json";
+  const json doc = read_json(file);
+  const std::string file_name = file.string();
+  const Node root(doc, "", file_name);
+  check_format(root, kResultFormatName);
+  LaunchResult r{.status = root["status"].parse_with(parse_status),
+                 .unsupported_reason = root["unsupported_reason"].string(1 << 16)};
+  const std::vector<const ArrayField*> fields = parse_array_names(root["arrays"]);
+  const Node decisions = root["decisions"];
+  const std::size_t count = decisions.array_size(kJsonListMax);
+  for (std::size_t i = 0; i < count; ++i)
+    r.decisions.push_back(parse_decision(decisions[i], h));
+  r.requests = read_arrays(rdir, fields, h.num_reqs, h.num_slots);
+  r.arenas = read_arenas(rdir, h.layout);
+  return r;
+}
+
+bool has_result(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / kResultDirName / "result.json", ec);
+}
+
+} // namespace mc::model
