@@ -1,0 +1,23 @@
+#include "model/conv_history.h"
+
+#include "model/errors.h"
+
+namespace mc::model {
+
+bool conv_window_holds_drafts(const Layout& layout, std::int32_t tensor) {
+  const StateTensor& t = layout.tensors[static_cast<std::size_t>(tensor)];
+  MC_ASSERT(t.kind() == StateKind::conv);
+  const Family family = layout.spec.groups[static_cast<std::size_t>(t.group)].family;
+  return family == Family::mamba2 || family == Family::gated_delta_net;
+}
+
+std::int64_t conv_history_rows(const Layout& layout, std::int32_t tensor) {
+  const StateTensor& t = layout.tensors[static_cast<std::size_t>(tensor)];
+  const std::int64_t rows =
+      t.shape.conv_state_len -
+      (conv_window_holds_drafts(layout, tensor) ? layout.config.num_spec_tokens : 0);
+  MC_ASSERT(rows >= 0);
+  return rows;
+}
+
+} // namespace mc::model

@@ -1,0 +1,21 @@
+// How many rows of a conv window hold history, per state tensor (model/FORWARD.md).
+//
+// mamba2 and gated_delta_net widen their conv window by num_spec rows so that it can carry
+// the drafts of a spec-decode step (REFERENCE.md 1: state_len = K - 1 + num_spec); every
+// other family keeps K - 1 rows, all of them history. The synthetic forward anchors its
+// stamps on this count, and spec decode needs room for drafts (history < state_len).
+#pragma once
+
+#include "model/layout.h"
+
+#include <cstdint>
+
+namespace mc::model {
+
+// K - 1 for the conv state `tensor` (index into layout.tensors); asserted to be a conv state.
+std::int64_t conv_history_rows(const Layout& layout, std::int32_t tensor);
+
+// True when the conv window of `tensor` carries num_spec draft rows beyond its history.
+bool conv_window_holds_drafts(const Layout& layout, std::int32_t tensor);
+
+} // namespace mc::model

@@ -1,0 +1,69 @@
+// Stamps: the deterministic world of the synthetic forward (DESIGN.md, "The synthetic forward
+// and ground truth"). Both sides of the engine simulation use these functions; they are not
+// the logic under test, only what a state *means*.
+//
+// - A token sequence has a running hash: h(0) = kEmptySequenceHash, h(p + 1) =
+//   extend_hash(h(p), tokens[p]). Two requests with the same prefix share h, so their
+//   states are equal and prefix caching is testable across requests.
+// - The temporal state "after p tokens" of tensor t is fill_temporal(h(p), t): 8-byte words
+//   mix(seed(h, t) + i), little-endian, cut to the tensor's natural bytes.
+// - A conv window holds, per row (SD) or column (DS), a stamp of one (token, position) per
+//   channel: conv_stamp(token, position, tensor, channel, elem_size), never 0 for a real
+//   token; position < 0 (before the sequence) and "no token" are 0. Which position each row
+//   holds is the forward's contract (model/FORWARD.md).
+// Everything is integer mixing (splitmix64's finaliser): a few ns per 8 bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace mc::model {
+
+using TokenHash = std::uint64_t;
+inline constexpr TokenHash kEmptySequenceHash = 0x6A09E667F3BCC908ULL;
+
+// splitmix64's output function: a bijection with good avalanche.
+constexpr std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  x ^= x >> 31;
+  return x;
+}
+
+// The running hash after one more token.
+constexpr TokenHash extend_hash(TokenHash hash, std::int32_t token) {
+  return mix64(hash + 0x9E3779B97F4A7C15ULL *
+                          (static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) + 1));
+}
+
+// Hash of a whole sequence (h(tokens.size())).
+TokenHash sequence_hash(std::span<const std::int32_t> tokens);
+
+// The temporal state after the sequence hashed `hash`, for tensor index `tensor` (index into
+// Layout::tensors): writes out.size() bytes (the natural bytes of one block).
+void fill_temporal(std::span<std::byte> out, TokenHash hash, std::int32_t tensor);
+
+// One 8-byte word of the same state (byte b of the state is byte b % 8 of word b / 8).
+constexpr std::uint64_t temporal_word(TokenHash hash, std::int32_t tensor, std::int64_t word) {
+  const std::uint64_t seed =
+      mix64(hash ^ (0xD1B54A32D192ED03ULL * (static_cast<std::uint64_t>(tensor) + 1)));
+  return mix64(seed + 0x8CB92BA72F3D8DD7ULL * static_cast<std::uint64_t>(word));
+}
+
+// The value of one conv element: the low elem_size bytes; 0 when position < 0.
+constexpr std::uint64_t conv_stamp(std::int32_t token, std::int64_t position, std::int32_t tensor,
+                                   std::int64_t channel, std::int32_t elem_size) {
+  if (position < 0) return 0;
+  std::uint64_t v =
+      mix64(static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) * 0xA24BAED4963EE407ULL ^
+            static_cast<std::uint64_t>(position) * 0x9FB21C651E98DF25ULL ^
+            (static_cast<std::uint64_t>(tensor) << 40) ^
+            static_cast<std::uint64_t>(channel) * 0xC2B2AE3D27D4EB4FULL);
+  if (elem_size < 8) v &= (std::uint64_t{1} << (8 * elem_size)) - 1;
+  return v == 0 ? 1 : v;
+}
+
+} // namespace mc::model

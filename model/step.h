@@ -1,0 +1,60 @@
+// One scheduler step as both sides of the engine simulation consume it (DESIGN.md, "Engine
+// level"), and as a trace file records it.
+//
+// Modelled on vLLM's SchedulerOutput plus the sampling outcome of the step:
+// - new requests carry their prompt and their whole first block table per mamba group (a
+//   prefix hit shows as num_computed_tokens > 0 and nulls before the hit block);
+// - cached requests carry the block ids appended to their rows this step, or, when
+//   resumed, the whole new table that replaces the old row (REFERENCE.md 3);
+// - scheduled entries are in batch order and carry the token ids at positions
+//   num_computed .. num_computed + num_scheduled - 1, the last num_draft of them drafts;
+// - num_accepted_tokens is the outcome: for a decode row 1..1+num_draft (a - 1 drafts
+//   matched, plus the bonus token), for a prefill row 1 (neutral);
+// - a request force-preempted by reset_prefix_cache never appears in preempted_req_ids, only
+//   later among the resumed (REFERENCE.md 2, cleanup).
+// Plain data: aggregates with designated initialisers, no behaviour.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mc::model {
+
+using RequestId = std::string;
+// One block id list per mamba group, in group order.
+using GroupBlockIds = std::vector<std::vector<std::int32_t>>;
+
+struct NewRequestData {
+  RequestId req_id;
+  std::vector<std::int32_t> prompt_token_ids;
+  GroupBlockIds block_ids;              // the whole table per group
+  std::int32_t num_computed_tokens = 0; // from a prefix hit, a multiple of the mamba block size
+};
+
+struct CachedRequestData {
+  RequestId req_id;
+  bool resumed = false;                 // new_block_ids then replace the row
+  GroupBlockIds new_block_ids;          // appended to the row (the whole row when resumed)
+  std::int32_t num_computed_tokens = 0; // before this step
+};
+
+struct ScheduledRequest {
+  RequestId req_id;
+  std::int32_t num_scheduled_tokens = 0; // drafts included
+  std::int32_t num_draft_tokens = 0;
+  std::vector<std::int32_t> token_ids;  // num_scheduled_tokens ids, drafts last
+  std::int32_t num_accepted_tokens = 1; // outcome of the step (see the header comment)
+};
+
+struct Step {
+  std::int64_t index = 0;
+  std::vector<NewRequestData> new_requests;
+  std::vector<CachedRequestData> cached_requests;
+  std::vector<ScheduledRequest> scheduled; // batch order; every new and cached request once
+  std::vector<RequestId> preempted_req_ids;
+  std::vector<RequestId> finished_req_ids; // finished or aborted since the last step
+  bool reset_prefix_cache = false;
+};
+
+} // namespace mc::model
