@@ -1,0 +1,15 @@
+// The cuda backend of a build without nvcc: nothing to run on.
+#include "gpu/cuda_backend.h"
+#include "model/errors.h"
+
+namespace mc::gpu {
+
+bool cuda_available() {
+  return false;
+}
+
+model::LaunchResult run_launch_cuda(const model::LaunchCase&) {
+  throw model::EnvironmentError("built without CUDA");
+}
+
+} // namespace mc::gpu

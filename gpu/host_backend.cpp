@@ -1,0 +1,116 @@
+#include "gpu/host_backend.h"
+
+#include "gpu/kernels/batch_copy.cuh"
+#include "gpu/kernels/fused_launch.cuh"
+#include "gpu/launch_plan.h"
+
+#include <vector>
+
+namespace mc::gpu {
+namespace {
+
+// Copy programs the host runs: few, since one host "team" is one thread anyway.
+constexpr std::int64_t kHostProgramsMax = 8;
+
+std::vector<std::uint64_t> arena_addresses(const std::vector<model::Arena>& arenas) {
+  std::vector<std::uint64_t> out;
+  for (const model::Arena& a : arenas)
+    out.push_back(a.address());
+  return out;
+}
+
+template <KernelKind K> void run_fused_programs(const FusedParams& p, int num_programs) {
+  FusedShared shared{};
+  for (int program = 0; program < num_programs; ++program)
+    fused_program<K, true, Mutant::none>(p, program, num_programs, HostTeam{}, shared);
+}
+
+void run_fused(KernelKind kind, const FusedParams& p, int num_programs) {
+  switch (kind) {
+  case KernelKind::postprocess:
+    return run_fused_programs<KernelKind::postprocess>(p, num_programs);
+  case KernelKind::postprocess_align:
+    return run_fused_programs<KernelKind::postprocess_align>(p, num_programs);
+  case KernelKind::precopy:
+    return run_fused_programs<KernelKind::precopy>(p, num_programs);
+  case KernelKind::preprocess_align:
+    return run_fused_programs<KernelKind::preprocess_align>(p, p.num_segments);
+  }
+}
+
+// Scratch of the fused launch in host memory.
+struct HostScratch {
+  std::vector<std::int32_t> row_decisions;
+  std::vector<GroupBlocks> row_blocks;
+  std::vector<std::int32_t> active_rows;
+  std::vector<std::int32_t> segment_counts = std::vector<std::int32_t>(kSegmentsMax, 0);
+  std::vector<std::uint32_t> segment_flags = std::vector<std::uint32_t>(kSegmentsMax, 0);
+  std::uint32_t ticket = 0;
+  std::vector<DecisionRecord> records;
+
+  FusedScratch bind(const FusedParams& p) {
+    const auto reqs = static_cast<std::size_t>(p.num_reqs);
+    row_decisions.assign(reqs * 4, 0);
+    row_blocks.assign(reqs * static_cast<std::size_t>(p.num_groups), GroupBlocks{});
+    active_rows.assign(static_cast<std::size_t>(p.num_segments) * kSegmentRows, -1);
+    records.assign(reqs * static_cast<std::size_t>(p.num_tensors), DecisionRecord{});
+    return FusedScratch{.row_decisions = row_decisions.data(),
+                        .row_blocks = row_blocks.data(),
+                        .active_rows = active_rows.data(),
+                        .segment_counts = segment_counts.data(),
+                        .segment_flags = segment_flags.data(),
+                        .ticket = &ticket,
+                        .records = records.data()};
+  }
+};
+
+void run_fused_launch(const model::LaunchCase& launch, model::LaunchResult& result) {
+  validate_fused_copies(launch);
+  const std::vector<TensorDesc> tensors =
+      make_tensor_descs(launch.layout, arena_addresses(result.arenas));
+  const std::vector<UnitRef> units = make_units(tensors);
+  FusedParams p = make_fused_params(launch, tensors, units);
+  for (std::size_t g = 0; g < launch.block_tables.groups.size(); ++g)
+    p.block_tables[g] =
+        reinterpret_cast<std::uint64_t>(launch.block_tables.groups[g].block_ids.data());
+  p.requests = host_request_pointers(result.requests);
+  HostScratch scratch;
+  p.scratch = scratch.bind(p);
+  p.epoch = 1;
+  run_fused(to_kernel_kind(launch.kind), p, fused_program_count(p, kHostProgramsMax));
+  result.decisions = compact_decisions(scratch.records, launch.layout);
+}
+
+void run_batch_copy(const model::LaunchCase& launch, model::LaunchResult& result) {
+  BatchPlan plan = plan_batch_copy(launch, arena_addresses(result.arenas));
+  if (plan.unsupported) {
+    result.status = model::LaunchStatus::unsupported;
+    result.unsupported_reason = std::move(plan.unsupported_reason);
+    return;
+  }
+  const BatchCopyParams p{.triples = plan.triples.data(),
+                          .num_triples = static_cast<std::int64_t>(plan.triples.size()),
+                          .num_units = plan.num_units};
+  const std::int64_t programs = std::min(kHostProgramsMax, p.num_units);
+  for (std::int64_t program = 0; program < programs; ++program)
+    batch_copy_program<Mutant::none>(p, program, programs, HostTeam{});
+  result.decisions = std::move(plan.decisions);
+}
+
+} // namespace
+
+model::LaunchResult run_launch_host(const model::LaunchCase& launch) {
+  validate_case(launch);
+  model::LaunchResult result;
+  result.requests = prepare_request_arrays(launch);
+  for (const model::Arena& a : launch.arenas)
+    result.arenas.push_back(a.clone());
+  if (launch.kind == model::LaunchKind::batch_copy) {
+    run_batch_copy(launch, result);
+  } else {
+    run_fused_launch(launch, result);
+  }
+  return result;
+}
+
+} // namespace mc::gpu

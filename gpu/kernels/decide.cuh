@@ -1,0 +1,109 @@
+/* Per-row decisions of every launch kind (model/LAUNCH_KINDS.md; REFERENCE.md 2).
+ *
+ * One call per batch row b, made once per launch by one thread (never once per state):
+ * - postprocess (V1), slot b: running = computed + scheduled - draft, new = running + a - 1;
+ *   postprocess_align (V2), slot idx_mapping[b]: new = new_num_computed, running = new - a + 1.
+ *   aligned = floor(new / B) * B; when aligned >= running: bias = aligned - running,
+ *   dst = aligned / B - 1, src = state_idx; src == dst (columns, not addresses) resets a to 1
+ *   (V1: num_accepted_out, V2: num_accepted in place) and, with bias == 0, copies nothing.
+ * - precopy (V2 and fused V1), slot idx_mapping[b]: copy state_idx's predecessor src_col ->
+ *   state_idx with token_bias unless src_col < 0 or src_col == state_idx.
+ * - preprocess_align (V2 bookkeeping): src_col = old state_idx, token_bias = max(a - 1, 0),
+ *   state_idx = cdiv(num_computed + qlen, B) - 1, a = 1 when old >= 0 and it changed.
+ * decide_row only reads, so the decision uses every value as it was when the launch began
+ * (the snapshot the contract requires: the seed re-reads a in every (request, state)
+ * program while program 0 resets it); write_row_outputs then writes this row's outputs.
+ * Two rows never share a slot (invalid input), so no other thread reads what it writes.
+ */
+#pragma once
+
+#include "gpu/device_types.h"
+#include "gpu/hd.h"
+#include "gpu/kernels/memory_ops.cuh"
+#include "gpu/mutant.h"
+
+#include <cstdint>
+
+namespace mc::gpu {
+
+MC_HD_INLINE std::int32_t row_slot(const FusedParams& p, std::int32_t b, bool v2) {
+  return v2 ? p.requests.idx_mapping[b] : b;
+}
+
+// The post-step save of a row with `running` and `new_computed` tokens (REFERENCE.md 2).
+template <Mutant M>
+MC_HD_INLINE RowDecision decide_save(std::int32_t slot, std::int64_t running,
+                                     std::int64_t new_computed, std::int32_t state_idx,
+                                     std::int32_t block_size) {
+  RowDecision d;
+  d.slot = slot;
+  const std::int64_t aligned = floor_div64(new_computed, block_size) * block_size;
+  if (aligned < running) return d;
+  d.bias = static_cast<std::int32_t>(aligned - running);
+  d.dst_col = static_cast<std::int32_t>(aligned / block_size - 1);
+  d.src_col = state_idx;
+  const bool same_col = d.src_col == d.dst_col;
+  d.reset = same_col;
+  d.copy = !(same_col && d.bias == 0);
+  return d;
+}
+
+template <KernelKind K, Mutant M>
+MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b) {
+  const RequestPointers& r = p.requests;
+  const std::int32_t slot = row_slot(p, b, K != KernelKind::postprocess);
+  RowDecision none;
+  if (slot < 0) return none;
+  none.slot = slot;
+  if constexpr (K == KernelKind::postprocess) {
+    const std::int64_t a = r.num_accepted[slot];
+    const std::int64_t running =
+        static_cast<std::int64_t>(r.num_computed[slot]) + r.num_scheduled[slot] - r.num_draft[slot];
+    return decide_save<M>(slot, running, running + a - 1, r.state_idx[slot], p.block_size);
+  } else if constexpr (K == KernelKind::postprocess_align) {
+    const std::int64_t a = r.num_accepted[slot];
+    const std::int64_t new_computed = r.new_num_computed[slot];
+    return decide_save<M>(slot, new_computed - a + 1, new_computed, r.state_idx[slot],
+                          p.block_size);
+  } else if constexpr (K == KernelKind::precopy) {
+    RowDecision d = none;
+    d.src_col = r.src_col[slot];
+    d.dst_col = r.state_idx[slot];
+    d.bias = r.token_bias[slot];
+    d.copy = d.src_col >= 0 && d.src_col != d.dst_col;
+    return d;
+  } else {
+    return none; // preprocess_align copies nothing
+  }
+}
+
+// V2 bookkeeping for one row (preprocess_align); reads before it writes.
+template <Mutant M>
+MC_HD_INLINE void preprocess_align_row(const FusedParams& p, std::int32_t b, std::int32_t slot) {
+  const RequestPointers& r = p.requests;
+  const std::int32_t old_idx = r.state_idx[slot];
+  const std::int32_t a = r.num_accepted[slot];
+  const std::int64_t qlen =
+      static_cast<std::int64_t>(r.query_start_loc[b + 1]) - r.query_start_loc[b];
+  const std::int64_t after = r.num_computed[slot] + qlen;
+  const std::int64_t new_idx = (after + p.block_size - 1) / p.block_size - 1;
+  r.src_col[slot] = old_idx;
+  r.token_bias[slot] = a - 1 > 0 ? a - 1 : 0;
+  r.state_idx[slot] = static_cast<std::int32_t>(new_idx);
+  if (old_idx >= 0 && old_idx != new_idx) r.num_accepted[slot] = 1;
+}
+
+// The outputs of row b, written after its decision was made.
+template <KernelKind K, Mutant M>
+MC_HD_INLINE void write_row_outputs(const FusedParams& p, std::int32_t b, const RowDecision& d) {
+  if (d.slot < 0) return;
+  if constexpr (K == KernelKind::postprocess) {
+    if (d.reset) p.requests.num_accepted_out[d.slot] = 1;
+  } else if constexpr (K == KernelKind::postprocess_align) {
+    if (d.reset) p.requests.num_accepted[d.slot] = 1;
+  } else if constexpr (K == KernelKind::preprocess_align) {
+    preprocess_align_row<M>(p, b, d.slot);
+  }
+}
+
+} // namespace mc::gpu

@@ -1,0 +1,186 @@
+/* The fused launch: decide once per request, then spread the copies over every CTA.
+ *
+ * Implements postprocess, postprocess_align, precopy and preprocess_align of
+ * model/LAUNCH_KINDS.md in ONE kernel launch (decisions in gpu/kernels/decide.cuh, copies in
+ * gpu/kernels/state_copy.cuh):
+ * 1. Every CTA takes a ticket (an atomic counter, so tickets follow the order CTAs actually
+ *    started; the last CTA resets it for the next launch). The CTAs holding tickets
+ *    0..num_segments-1 are deciders: one thread per batch row decides (reading only launch-
+ *    time values), writes the row's outputs, and for a copying row stores its columns, bias
+ *    and the block ids of every group (one block-table read per group, not per state), then
+ *    appends the row to its segment's active list. The segment is published with a flag
+ *    holding this launch's epoch (release after a fence).
+ * 2. Every CTA waits for all segment flags (acquire). Deciders have started by definition
+ *    of the ticket order, so the wait always ends, whatever the grid size.
+ * 3. The work is active_rows x num_units units (a unit: <= kUnitBytes of one state's copy,
+ *    see launch_plan.h); CTA `ticket` takes units ticket, ticket + grid, ... When no row
+ *    crosses a block the launch ends right after step 2.
+ * preprocess_align copies nothing: one CTA per segment, no ticket, no wait.
+ * The host backend runs fused_program for programs 0, 1, ... in order with a one-thread
+ * team: deciders come first, so every flag is set before a copier reads it.
+ */
+#pragma once
+
+#include "gpu/device_types.h"
+#include "gpu/hd.h"
+#include "gpu/kernels/decide.cuh"
+#include "gpu/kernels/memory_ops.cuh"
+#include "gpu/kernels/state_copy.cuh"
+#include "gpu/mutant.h"
+
+#include <cstdint>
+
+namespace mc::gpu {
+
+struct FusedShared {
+  int ticket;
+  int active_count;
+  std::int64_t prefix[kSegmentsMax + 1]; // active rows before each segment
+};
+
+MC_HD_INLINE std::int32_t block_at(const FusedParams& p, std::int32_t group, std::int32_t row,
+                                   std::int32_t col) {
+  const std::int32_t* table =
+      reinterpret_cast<const std::int32_t*>(static_cast<std::uintptr_t>(p.block_tables[group]));
+  return table[static_cast<std::int64_t>(row) * p.block_table_row_stride + col];
+}
+
+// Columns, bias and per-group block ids of a copying row, for the copy units.
+MC_HD_INLINE void store_row_plan(const FusedParams& p, std::int32_t b, const RowDecision& d) {
+  std::int32_t* out = p.scratch.row_decisions + static_cast<std::int64_t>(b) * 4;
+  out[0] = d.slot;
+  out[1] = d.src_col;
+  out[2] = d.dst_col;
+  out[3] = d.bias;
+  for (std::int32_t g = 0; g < p.num_groups; ++g) {
+    GroupBlocks blocks;
+    if ((p.groups_with_conv >> g) & 1u) blocks.conv_src = block_at(p, g, b, d.src_col);
+    if ((p.groups_with_temporal >> g) & 1u)
+      blocks.temporal_src = block_at(p, g, b, d.src_col + d.bias);
+    blocks.dst = block_at(p, g, b, d.dst_col);
+    p.scratch.row_blocks[static_cast<std::int64_t>(b) * p.num_groups + g] = blocks;
+  }
+}
+
+template <class Team>
+MC_HD_INLINE void publish_segment(const FusedParams& p, int seg, Team team, const FusedShared& sh) {
+#if defined(__CUDA_ARCH__)
+  __threadfence(); // this thread's plan writes before the flag
+#endif
+  team.sync();
+  if (team.rank() != 0) return;
+  p.scratch.segment_counts[seg] = sh.active_count;
+#if defined(__CUDA_ARCH__)
+  __threadfence();
+  atomicExch(p.scratch.segment_flags + seg, p.epoch);
+#else
+  p.scratch.segment_flags[seg] = p.epoch;
+#endif
+}
+
+template <KernelKind K, bool kRecord, Mutant M, class Team>
+MC_HD void decide_segment(const FusedParams& p, int seg, Team team, FusedShared& sh) {
+  constexpr bool kCopies = K != KernelKind::preprocess_align;
+  const std::int32_t row0 = seg * kSegmentRows;
+  const std::int32_t rows = static_cast<std::int32_t>(min64(kSegmentRows, p.num_reqs - row0));
+  if (team.rank() == 0) sh.active_count = 0;
+  team.sync();
+  for (std::int32_t r = team.rank(); r < rows; r += team.size()) {
+    const std::int32_t b = row0 + r;
+    const RowDecision d = decide_row<K, M>(p, b);
+    write_row_outputs<K, M>(p, b, d);
+    if (kCopies && d.copy) {
+      store_row_plan(p, b, d);
+      p.scratch.active_rows[row0 + team.fetch_add(&sh.active_count, 1)] = b;
+    }
+  }
+  if constexpr (kCopies) publish_segment(p, seg, team, sh);
+}
+
+// Waits until every segment of this launch is published, then sums the active rows.
+template <class Team> MC_HD void gather_segments(const FusedParams& p, Team team, FusedShared& sh) {
+  if (team.rank() == 0) {
+    sh.prefix[0] = 0;
+    for (int seg = 0; seg < p.num_segments; ++seg) {
+#if defined(__CUDA_ARCH__)
+      volatile std::uint32_t* flag = p.scratch.segment_flags + seg;
+      while (*flag != p.epoch)
+        __nanosleep(64);
+      __threadfence();
+#endif
+      sh.prefix[seg + 1] = sh.prefix[seg] + load_published(p.scratch.segment_counts + seg);
+    }
+  }
+  team.sync();
+}
+
+MC_HD_INLINE RowCopy load_row_copy(const FusedParams& p, const FusedShared& sh, std::int64_t k) {
+  int seg = 0;
+  while (sh.prefix[seg + 1] <= k)
+    ++seg;
+  RowCopy row;
+  row.batch_row = load_published(p.scratch.active_rows + seg * kSegmentRows + (k - sh.prefix[seg]));
+  const std::int32_t* d = p.scratch.row_decisions + static_cast<std::int64_t>(row.batch_row) * 4;
+  row.slot = load_published(d);
+  row.src_col = load_published(d + 1);
+  row.dst_col = load_published(d + 2);
+  row.bias = load_published(d + 3);
+  return row;
+}
+
+MC_HD_INLINE GroupBlocks load_group_blocks(const FusedParams& p, std::int32_t b, std::int32_t g) {
+  const GroupBlocks* src = p.scratch.row_blocks + static_cast<std::int64_t>(b) * p.num_groups + g;
+  GroupBlocks blocks;
+  blocks.conv_src = load_published(&src->conv_src);
+  blocks.temporal_src = load_published(&src->temporal_src);
+  blocks.dst = load_published(&src->dst);
+  return blocks;
+}
+
+template <bool kRecord, Mutant M, class Team>
+MC_HD void copy_units(const FusedParams& p, int program, int num_programs, Team team,
+                      const FusedShared& sh) {
+  const std::int64_t total = sh.prefix[p.num_segments] * p.num_units;
+  for (std::int64_t item = program; item < total; item += num_programs) {
+    const std::int64_t k = item / p.num_units;
+    const UnitRef unit = p.units[item - k * p.num_units];
+    const RowCopy row = load_row_copy(p, sh, k);
+    const TensorDesc t = p.tensors[unit.tensor];
+    const GroupBlocks blocks = load_group_blocks(p, row.batch_row, t.group);
+    copy_state_unit<kRecord, M>(team, t, unit.tensor, unit.chunk, row, blocks, p.scratch.records,
+                                p.num_tensors);
+  }
+}
+
+// One program (CTA) of the fused launch; `program` is its ticket.
+template <KernelKind K, bool kRecord, Mutant M, class Team>
+MC_HD void fused_program(const FusedParams& p, int program, int num_programs, Team team,
+                         FusedShared& sh) {
+  if (program < p.num_segments) decide_segment<K, kRecord, M>(p, program, team, sh);
+  if constexpr (K != KernelKind::preprocess_align) {
+    gather_segments(p, team, sh);
+    copy_units<kRecord, M>(p, program, num_programs, team, sh);
+  }
+}
+
+#if defined(__CUDACC__)
+template <KernelKind K, bool kRecord, Mutant M>
+__global__ void __launch_bounds__(kThreadsPerCta)
+    fused_kernel(const __grid_constant__ FusedParams p) {
+  __shared__ FusedShared sh;
+  const CtaTeam team;
+  if constexpr (K == KernelKind::preprocess_align) {
+    decide_segment<K, kRecord, M>(p, static_cast<int>(blockIdx.x), team, sh);
+  } else {
+    if (threadIdx.x == 0) {
+      const unsigned ticket = atomicAdd(p.scratch.ticket, 1u);
+      if (ticket == gridDim.x - 1) atomicExch(p.scratch.ticket, 0u); // every CTA has one
+      sh.ticket = static_cast<int>(ticket);
+    }
+    __syncthreads();
+    fused_program<K, kRecord, M>(p, sh.ticket, static_cast<int>(gridDim.x), team, sh);
+  }
+}
+#endif
+
+} // namespace mc::gpu
