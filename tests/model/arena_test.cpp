@@ -11,7 +11,8 @@ TEST(Arena, PoisonIsPositionDependentAndDetectable) {
   EXPECT_EQ(static_cast<std::uint8_t>(a.data()[123]), poison_byte(123));
   EXPECT_EQ(poison_byte(5), poison_byte(5 + kPoisonPeriod));
   int same = 0;
-  for (int i = 1; i < 64; ++i) same += poison_byte(i) == poison_byte(i - 1);
+  for (int i = 1; i < 64; ++i)
+    same += poison_byte(i) == poison_byte(i - 1);
   EXPECT_LT(same, 8); // not a constant fill
   Arena b = a.clone();
   EXPECT_EQ(a.first_difference(b), -1);

@@ -16,7 +16,8 @@ Layout tiny_mixed(ConvLayout conv_layout) {
 
 std::vector<std::uint64_t> bases(const Layout& layout, std::uint64_t first) {
   std::vector<std::uint64_t> out;
-  for (std::size_t i = 0; i < layout.arenas.size(); ++i) out.push_back(first + i * 0x10000);
+  for (std::size_t i = 0; i < layout.arenas.size(); ++i)
+    out.push_back(first + i * 0x10000);
   return out;
 }
 

@@ -11,17 +11,26 @@ using Dims = std::vector<std::int64_t>;
 
 std::vector<Dims> dims_of(Family f, const FamilyParams& p, int tp, int num_spec, ConvLayout l) {
   std::vector<Dims> out;
-  for (const StateShape& s : state_shapes(f, p, tp, num_spec, l)) out.push_back(s.dims);
+  for (const StateShape& s : state_shapes(f, p, tp, num_spec, l))
+    out.push_back(s.dims);
   return out;
 }
 
 const FamilyParams kMamba1{.intermediate_size = 8192, .state_size = 16, .conv_kernel = 4};
-const FamilyParams kMamba2{.intermediate_size = 5120, .n_groups = 1, .num_heads = 80,
-                           .head_dim = 64, .state_size = 128, .conv_kernel = 4};
-const FamilyParams kNemotron{.intermediate_size = 8192, .n_groups = 8, .num_heads = 128,
-                             .head_dim = 64, .state_size = 128, .conv_kernel = 4};
-const FamilyParams kGdn{.conv_kernel = 4, .num_k_heads = 16, .num_v_heads = 32,
-                        .head_k_dim = 128, .head_v_dim = 128};
+const FamilyParams kMamba2{.intermediate_size = 5120,
+                           .n_groups = 1,
+                           .num_heads = 80,
+                           .head_dim = 64,
+                           .state_size = 128,
+                           .conv_kernel = 4};
+const FamilyParams kNemotron{.intermediate_size = 8192,
+                             .n_groups = 8,
+                             .num_heads = 128,
+                             .head_dim = 64,
+                             .state_size = 128,
+                             .conv_kernel = 4};
+const FamilyParams kGdn{
+    .conv_kernel = 4, .num_k_heads = 16, .num_v_heads = 32, .head_k_dim = 128, .head_v_dim = 128};
 const FamilyParams kKda{.num_heads = 32, .head_dim = 128, .conv_kernel = 4};
 
 TEST(Shapes, Mamba1IgnoresNumSpec) {
