@@ -1,0 +1,109 @@
+// Launch-case generators: small copyable specs that RapidCheck can generate and shrink,
+// and the deterministic step that turns a spec into a LaunchCase with arenas.
+//
+// A LaunchCase owns arenas (move-only, possibly many GiB of lazily mapped bytes), so
+// RapidCheck generates a LaunchSpec instead: the config, the layout spec, the launch
+// kind, the block tables and per-request arrays, and a seed for the arena contents.
+// materialize() builds the layout, poisons the arenas and fills every block that a
+// block table references with seeded pseudo-random bytes (natural bytes only, so page
+// padding stays poison and a copy of the page stride shows).
+//
+// Every generated spec is valid per model/LAUNCH_KINDS.md ("Validity"): the generator
+// first chooses each row's decision outcome (copy, same-column reset, same-block shift,
+// no copy, skip) and derives the counters from it, then gives every row private
+// physical blocks for what it writes; blocks shared between rows (prefix hits, the
+// null block) are only ever read. Shrinking moves toward fewer requests, fewer groups
+// and layers, smaller parameters and plain tables.
+#pragma once
+
+#include "model/block_table.h"
+#include "model/config.h"
+#include "model/launch.h"
+#include "model/layout.h"
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mc::fuzz {
+
+// The sizing class of a generated case; chosen with weights (GenOptions::weights).
+enum class SizeClass : std::uint8_t {
+  tiny,        // a few bytes per state, 1..few requests and layers: fast shrinking
+  small,       // up to tens of requests and layers, small states
+  wide_states, // realistic state sizes (KiB per block), few layers and requests
+  grid,        // production-like grids: tens of layers, hundreds of requests, tiny states
+  big_offset,  // a sparse arena > 4 GiB whose used blocks sit past byte 2^32 (class B)
+};
+inline constexpr SizeClass kAllSizeClasses[] = {SizeClass::tiny, SizeClass::small,
+                                                SizeClass::wide_states, SizeClass::grid,
+                                                SizeClass::big_offset};
+std::string_view to_string(SizeClass size_class);
+
+struct LaunchSpec {
+  model::CacheConfig config;
+  model::LayoutSpec layout_spec;
+  model::LaunchKind kind = model::LaunchKind::postprocess;
+  std::int32_t num_reqs = 0;  // batch rows
+  std::int32_t num_slots = 0; // per-slot array length (== num_reqs for V1 kinds)
+  model::BlockTables block_tables;
+  model::RequestArrays requests;
+  std::uint64_t fill_seed = 0; // arena contents of referenced blocks
+  SizeClass size_class = SizeClass::tiny;
+
+  bool operator==(const LaunchSpec&) const = default;
+};
+
+// Relative weights of the size classes; a class is only drawn once RapidCheck's size
+// parameter reaches its threshold (wide_states 30, grid and big_offset 50), so small
+// sizes stay tiny and shrink fast.
+struct ClassWeights {
+  int tiny = 40;
+  int small = 35;
+  int wide_states = 10;
+  int grid = 12;
+  int big_offset = 3;
+};
+
+struct GenOptions {
+  std::vector<model::LaunchKind> kinds; // empty: all five kinds
+  ClassWeights weights;
+  std::int32_t grid_layers_min = 8; // grid: total layers over all groups
+  std::int32_t grid_layers_max = 64;
+  std::int32_t grid_reqs_min = 32; // grid: batch rows
+  std::int32_t grid_reqs_max = 256;
+  // Fully poisoned bytes per case are kept under this (except big_offset cases, whose
+  // arenas are poisoned only around the referenced blocks).
+  std::int64_t arena_bytes_max = std::int64_t{64} << 20;
+  // random_launch_spec only: the size parameter (0..100); -1 derives it from the seed.
+  int random_size = -1;
+
+  // Defaults for CI runs (oracle vs host): every kind and class, big offsets rare.
+  static GenOptions host_default();
+  // GPU runs: every case a grid of >= 64 layers x >= 2 states x >= 256 requests.
+  static GenOptions gpu_grid();
+  // Every case a big_offset case (arena > 4 GiB, block offsets past 2^32).
+  static GenOptions big_offsets();
+};
+
+// RapidCheck generator of valid specs; sizes scale with the size parameter.
+rc::Gen<LaunchSpec> gen_launch_spec(const GenOptions& options);
+
+// The same generator driven by a fixed rc::Random(seed) at size options.random_size
+// (or seed % 101): deterministic, for campaigns and case exports.
+LaunchSpec random_launch_spec(std::uint64_t seed, const GenOptions& options);
+
+// Builds layout and arenas; same spec, same bytes.
+model::LaunchCase materialize(const LaunchSpec& spec);
+
+// One paragraph for reports: kind, config, layout, sizes, and for small cases the arrays.
+std::string describe(const LaunchSpec& spec);
+
+// RapidCheck prints counterexamples through this (found by ADL).
+void showValue(const LaunchSpec& spec, std::ostream& os);
+
+} // namespace mc::fuzz

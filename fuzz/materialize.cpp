@@ -1,0 +1,89 @@
+// materialize(): a LaunchSpec made concrete (see gen_launch.h).
+//
+// Arenas are poisoned whole when the layout is at most kPoisonWholeBytesMax; larger
+// (sparse, > 4 GiB) layouts are poisoned only on the pages of referenced blocks and
+// their neighbours, so that untouched pages stay unmapped. Then the natural bytes of
+// every (tensor, referenced block) get SplitMix64 bytes seeded by (fill_seed, tensor,
+// block): independent of visiting order, so the same spec gives the same bytes.
+#include "fuzz/gen_launch.h"
+
+#include "fuzz/prng.h"
+#include "model/errors.h"
+
+#include <algorithm>
+#include <set>
+
+namespace mc::fuzz {
+namespace {
+
+constexpr std::int64_t kPoisonWholeBytesMax = std::int64_t{2} << 30;
+
+// Block ids a group's table references (inside the row widths and the pool).
+std::set<std::int64_t> referenced_blocks(const model::BlockTable& table, std::int64_t num_blocks) {
+  std::set<std::int64_t> ids;
+  for (std::int32_t r = 0; r < table.num_rows; ++r)
+    for (std::int32_t c = 0; c < table.row_width; ++c) {
+      const std::int32_t id = table.at(r, c);
+      if (id >= 0 && id < num_blocks) ids.insert(id);
+    }
+  return ids;
+}
+
+void poison_around(model::Arena& arena, const model::ArenaSpec& spec,
+                   const std::set<std::int64_t>& ids) {
+  for (const std::int64_t id : ids) {
+    const std::int64_t first = std::max<std::int64_t>(id - 1, 0);
+    const std::int64_t last = std::min(id + 1, spec.num_blocks - 1);
+    arena.poison_range(first * spec.page_bytes, (last - first + 1) * spec.page_bytes);
+  }
+}
+
+void fill_block(model::Arena& arena, std::int64_t offset, std::int64_t bytes, std::uint64_t seed) {
+  detail::SplitMix64 rng{seed};
+  std::byte* p = arena.data() + offset;
+  for (std::int64_t i = 0; i < bytes; i += 8) {
+    const std::uint64_t word = rng.next();
+    for (std::int64_t j = 0; j < 8 && i + j < bytes; ++j)
+      p[i + j] = static_cast<std::byte>(word >> (8 * j));
+  }
+}
+
+} // namespace
+
+model::LaunchCase materialize(const LaunchSpec& spec) {
+  model::LaunchCase c;
+  c.layout = model::build_layout(spec.config, spec.layout_spec);
+  c.kind = spec.kind;
+  c.num_reqs = spec.num_reqs;
+  c.num_slots = spec.num_slots;
+  c.block_tables = spec.block_tables;
+  c.requests = spec.requests;
+  MC_ASSERT(static_cast<std::int32_t>(spec.block_tables.groups.size()) == c.layout.num_groups());
+
+  std::vector<std::set<std::int64_t>> referenced;
+  for (const model::BlockTable& t : spec.block_tables.groups)
+    referenced.push_back(referenced_blocks(t, spec.layout_spec.num_blocks));
+  const bool whole = c.layout.total_bytes() <= kPoisonWholeBytesMax;
+  for (const model::ArenaSpec& a : c.layout.arenas)
+    c.arenas.emplace_back(a.size_bytes());
+  if (whole)
+    for (model::Arena& a : c.arenas)
+      a.poison();
+
+  std::vector<bool> poisoned(c.arenas.size(), whole);
+  for (std::size_t ti = 0; ti < c.layout.tensors.size(); ++ti) {
+    const model::StateTensor& t = c.layout.tensors[ti];
+    const auto arena = static_cast<std::size_t>(t.arena);
+    const std::set<std::int64_t>& ids = referenced[static_cast<std::size_t>(t.group)];
+    if (!poisoned[arena]) {
+      poison_around(c.arenas[arena], c.layout.arenas[arena], ids);
+      poisoned[arena] = true; // every tensor of one arena belongs to one group
+    }
+    for (const std::int64_t id : ids)
+      fill_block(c.arenas[arena], t.block_offset_bytes(id), t.natural_bytes,
+                 detail::mix_seed(spec.fill_seed, ti, static_cast<std::uint64_t>(id)));
+  }
+  return c;
+}
+
+} // namespace mc::fuzz
