@@ -2,7 +2,10 @@
 // would: it must accept good cases (with and without an expected result) and reject one
 // whose expected arena does not hold the bytes its decision says were copied.
 //
-// Usage: case_file_python_check PYTHON3 READ_CASE_PY WORK_DIR
+// It also runs the worked example of CASE_FORMAT.md as written there, so the document
+// cannot drift from the format.
+//
+// Usage: case_file_python_check PYTHON3 READ_CASE_PY CASE_FORMAT_MD WORK_DIR
 // Exit: 0 all held, 1 a check failed, 77 python3 or numpy is missing (ctest: skipped).
 #include "model/case_file.h"
 #include "model/npy.h"
@@ -44,7 +47,7 @@ bool check(bool ok, const std::string& what) {
 }
 
 // Files numpy writes (np.save, and format versions 2.0 and 3.0) read back in C++.
-constexpr const char* kNumpyWrites = R"(
+constexpr const char* kNumpyWrites = R"py(
 import sys, numpy as np
 from numpy.lib import format
 d = sys.argv[1]
@@ -55,14 +58,23 @@ np.save(d + "/u1.npy", np.arange(256, dtype=np.uint8).reshape(2, 8, 16))
 for v in (2, 3):
     with open(f"{d}/v{v}.npy", "wb") as fh:
         format.write_array(fh, np.arange(6, dtype="<i4").reshape(2, 3), version=(v, 0))
-)";
+)py";
 
 // A Python user rewrites every array of a case directory with numpy.
-constexpr const char* kNumpyResaves = R"(
+constexpr const char* kNumpyResaves = R"py(
 import sys, pathlib, numpy as np
 for p in pathlib.Path(sys.argv[1]).rglob("*.npy"):
     np.save(p, np.load(p))
-)";
+)py";
+
+// The first python block of CASE_FORMAT.md, run on a case directory.
+constexpr const char* kRunDocExample = R"py(
+import re, sys, pathlib
+text = pathlib.Path(sys.argv[1]).read_text()
+code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+code = code.replace('pathlib.Path("case_dir")', "pathlib.Path(sys.argv[2])")
+exec(compile(code, "CASE_FORMAT.md example", "exec"), {"sys": sys, "__name__": "__main__"})
+)py";
 
 template <typename T> std::vector<T> iota(std::size_t n, T first) {
   std::vector<T> v(n);
@@ -122,13 +134,14 @@ bool numpy_resaved_case_loads(const std::string& python, const fs::path& dir) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s PYTHON3 READ_CASE_PY WORK_DIR\n", argv[0]);
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: %s PYTHON3 READ_CASE_PY CASE_FORMAT_MD WORK_DIR\n", argv[0]);
     return 2;
   }
   const std::string python = argv[1];
   const std::string script = argv[2];
-  const fs::path work = argv[3];
+  const std::string format_md = argv[3];
+  const fs::path work = argv[4];
   if (python.empty() || python.ends_with("NOTFOUND") || run({python, "--version"}) != 0) {
     std::printf("python3 not found: skipped\n");
     return kSkip;
@@ -156,6 +169,8 @@ int main(int argc, char** argv) {
       save_case(c, dir);
       save_result(testing::precopy_result(c), dir);
       expect_rc(dir, true);
+      ok &= check(run({python, "-c", kRunDocExample, format_md, dir.string()}) == 0,
+                  "the CASE_FORMAT.md example on " + dir.filename().string());
     }
     const fs::path plain = work / "postprocess_no_result";
     save_case(testing::make_case("tiny-kda", ConvLayout::SD, LaunchKind::postprocess, 6), plain);
