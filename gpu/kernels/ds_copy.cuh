@@ -46,8 +46,8 @@ template <class E, bool kOverlap, class Team> MC_HD void team_copy_ds_rows(Team 
   const bool narrow = total < (std::int64_t{1} << 31);
   const std::int64_t step = static_cast<std::int64_t>(team.size()) * kUnroll;
   for (std::int64_t base = 0; base < total; base += step) {
-    E regs[kUnroll];
-    std::uint64_t dst_addr[kUnroll];
+    E regs[kUnroll] = {};
+    std::uint64_t dst_addr[kUnroll] = {};
     bool live[kUnroll];
     MC_UNROLL
     for (int u = 0; u < kUnroll; ++u) {

@@ -1,0 +1,178 @@
+// `mambacheck bench` (gpu/bench.h): every number comes from this run on this GPU.
+#include "gpu/bench.h"
+
+#include "gpu/bench_cases.h"
+#include "gpu/bench_device.h"
+#include "gpu/cuda_check.h"
+#include "model/errors.h"
+#include "model/presets.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <ostream>
+
+namespace mc::gpu {
+namespace {
+
+const std::vector<std::string> kDefaultPresets = {"mamba2-2.7b", "qwen3-next-80b", "nemotron-h-8b"};
+constexpr std::int64_t kMemcpyScratchMax = std::int64_t{1} << 30;
+
+double gbps(std::int64_t bytes, double us) {
+  return us > 0 ? static_cast<double>(bytes) / us / 1e3 : 0;
+}
+
+// cudaMemcpyAsync D2D of `bytes` (timed on at most 1 GiB, scaled to `bytes`).
+double memcpy_us(cudaStream_t stream, std::int64_t bytes, int iters) {
+  const std::int64_t n = std::min(bytes, kMemcpyScratchMax);
+  if (n <= 0) return 0;
+  const DeviceBuffer a(n);
+  const DeviceBuffer b(n);
+  const double us = median_us(stream, iters, [&](int) {
+    MC_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), static_cast<std::size_t>(n),
+                                  cudaMemcpyDeviceToDevice, stream));
+  });
+  return us * static_cast<double>(bytes) / static_cast<double>(n);
+}
+
+// cudaMemcpyBatchAsync over the same copy list (CUDA 12.8+); -1 when unavailable.
+double batch_memcpy_us(BenchDevice& dev, std::size_t sets, int iters) {
+#if CUDART_VERSION >= 12080
+  std::vector<std::vector<void*>> dsts(sets);
+  std::vector<std::vector<const void*>> srcs(sets);
+  std::vector<std::vector<std::size_t>> sizes(sets);
+  for (std::size_t s = 0; s < sets; ++s)
+    for (const CopyTriple& t : dev.triples(s)) {
+      dsts[s].push_back(reinterpret_cast<void*>(t.dst_addr));
+      srcs[s].push_back(reinterpret_cast<const void*>(t.src_addr));
+      sizes[s].push_back(static_cast<std::size_t>(t.bytes));
+    }
+  if (sizes.front().empty()) return 0;
+  cudaMemcpyAttributes attrs{};
+  attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  std::size_t attr_index = 0;
+  return median_us(dev.stream(), iters, [&](int i) {
+    const std::size_t s = static_cast<std::size_t>(i) % sets;
+#if CUDART_VERSION >= 13000
+    MC_CUDA_CHECK(cudaMemcpyBatchAsync(dsts[s].data(), srcs[s].data(), sizes[s].data(),
+                                       sizes[s].size(), &attrs, &attr_index, 1, dev.stream()));
+#else
+    std::size_t fail_index = 0;
+    MC_CUDA_CHECK(cudaMemcpyBatchAsync(dsts[s].data(), const_cast<void**>(srcs[s].data()),
+                                       sizes[s].data(), sizes[s].size(), &attrs, &attr_index, 1,
+                                       &fail_index, dev.stream()));
+#endif
+  });
+#else
+  (void)dev;
+  (void)sets;
+  (void)iters;
+  return -1;
+#endif
+}
+
+nlohmann::json measure(const BenchCase& bench, int iters, std::ostream& out) {
+  BenchDevice dev(bench);
+  const std::size_t sets = bench.sets.size();
+  const double fused = median_us(
+      dev.stream(), iters, [&](int i) { dev.launch_fused(static_cast<std::size_t>(i) % sets); });
+  const std::int64_t bytes = dev.bytes_per_launch();
+  const double memcpy = memcpy_us(dev.stream(), bytes, iters);
+  const double batch = batch_memcpy_us(dev, sets, iters);
+  const double kernel = median_us(dev.stream(), iters, [&](int i) {
+    dev.launch_batch_kernel(static_cast<std::size_t>(i) % sets);
+  });
+  out << fmt::format(
+      "{:<22} reqs {:>4} crossing {:>4} states {:>4} sets {}  {:>9.3f} MB  fused {:>9.1f} us "
+      "{:>7.1f} GB/s | memcpy {:>9.1f} us (x{:.2f}) | batch memcpy {:>9.1f} us (x{:.2f}) | "
+      "batch kernel {:>9.1f} us\n",
+      bench.name, bench.num_reqs, bench.num_copying, dev.num_tensors(), sets,
+      static_cast<double>(bytes) / 1e6, fused, gbps(bytes, fused), memcpy,
+      fused > 0 ? memcpy / fused : 0, batch, fused > 0 && batch > 0 ? batch / fused : 0, kernel);
+  return {{"case", bench.name},
+          {"requests", bench.num_reqs},
+          {"crossing", bench.num_copying},
+          {"states", dev.num_tensors()},
+          {"input_sets", sets},
+          {"bytes_per_launch", bytes},
+          {"fused_us", fused},
+          {"fused_gbps", gbps(bytes, fused)},
+          {"memcpy_us", memcpy},
+          {"memcpy_gbps", gbps(bytes, memcpy)},
+          {"batch_memcpy_us", batch},
+          {"batch_kernel_us", kernel},
+          {"memcpy_over_fused", fused > 0 ? memcpy / fused : 0}};
+}
+
+std::int64_t memory_budget() {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  MC_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<std::int64_t>(static_cast<double>(free_bytes) * 0.6) - 2 * kMemcpyScratchMax;
+}
+
+// 64 layers x 2 states (conv, temporal) = 128 states; 256 requests, none crossing.
+BenchCase decision_only_case(std::int64_t budget) {
+  model::GroupSpec g{.name = "mamba",
+                     .family = model::Family::mamba2,
+                     .params = {.intermediate_size = 256,
+                                .n_groups = 1,
+                                .num_heads = 8,
+                                .head_dim = 16,
+                                .state_size = 16,
+                                .conv_kernel = 4},
+                     .num_layers = 64};
+  const model::Preset& p = model::find_preset("mamba2-2.7b");
+  return make_bench_case("decision-only 256x128", p.config, {.groups = {g}}, 256, 0, budget);
+}
+
+// linear_attention 1 head of 128 x 128 fp32 = 64 KiB per block per state, 64 layers.
+BenchCase block64k_case(std::int32_t reqs, std::int64_t budget) {
+  model::GroupSpec g{.name = "linear",
+                     .family = model::Family::linear_attention,
+                     .params = {.num_heads = 1, .head_dim = 128},
+                     .num_layers = 64,
+                     .temporal_elem_size = 4};
+  const model::Preset& p = model::find_preset("mamba2-2.7b");
+  return make_bench_case(fmt::format("64KiB-per-block"), p.config, {.groups = {g}}, reqs, reqs,
+                         budget);
+}
+
+} // namespace
+
+int run_bench(const BenchOptions& options, std::ostream& out) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    throw model::EnvironmentError("no CUDA device is visible");
+  cudaDeviceProp prop{};
+  MC_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  out << fmt::format("GPU: {} ({} SMs, {:.1f} GiB, L2 {} MiB); CUDA runtime {}; iters {}\n",
+                     prop.name, prop.multiProcessorCount,
+                     static_cast<double>(prop.totalGlobalMem) / (1 << 30), prop.l2CacheSize >> 20,
+                     CUDART_VERSION, options.iters);
+  const std::vector<std::string>& presets =
+      options.presets.empty() ? kDefaultPresets : options.presets;
+  const std::vector<std::int32_t> requests =
+      options.requests.empty() ? std::vector<std::int32_t>{64, 256} : options.requests;
+  nlohmann::json report{
+      {"gpu", prop.name}, {"iters", options.iters}, {"cases", nlohmann::json::array()}};
+  const BenchCase decide = decision_only_case(memory_budget());
+  report["cases"].push_back(measure(decide, options.iters, out));
+  for (const std::string& name : presets)
+    for (const std::int32_t reqs : requests) {
+      const model::Preset& p = model::find_preset(name);
+      report["cases"].push_back(
+          measure(make_bench_case(name, p.config, p.spec, reqs, reqs, memory_budget()),
+                  options.iters, out));
+    }
+  report["cases"].push_back(measure(block64k_case(256, memory_budget()), options.iters, out));
+  if (!options.json_path.empty()) {
+    std::ofstream file(options.json_path);
+    if (!file) throw model::InputError("bench: cannot write --json " + options.json_path);
+    file << report.dump(2) << "\n";
+  }
+  return 0;
+}
+
+} // namespace mc::gpu

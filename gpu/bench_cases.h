@@ -1,0 +1,36 @@
+// Inputs of the benchmark (gpu/bench.h): a layout from a preset, sized to fit the GPU, and
+// several input sets (block tables over disjoint blocks) rotated between timed runs, so
+// neither L2 nor a repeated block pattern flatters a kernel.
+#pragma once
+
+#include "model/launch.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mc::gpu {
+
+struct BenchCase {
+  std::string name;
+  model::Layout layout;
+  std::int32_t num_reqs = 0;
+  std::int32_t num_copying = 0; // rows that cross a block (the first ones)
+  std::vector<model::BlockTables> sets;
+  model::RequestArrays requests; // postprocess_align inputs (V2), identity idx_mapping
+};
+
+inline constexpr std::int32_t kBenchSetsMax = 3;
+
+// Every copying row saves its running state to the next block column with bias 2
+// (a = 3, new_num_computed = 2B: conv shifted by 2 tokens, temporal from column 2);
+// the other rows decide and copy nothing. `crossing_max` caps the copying rows; the block
+// count is cut to fit `memory_budget_bytes`, first by fewer input sets, then fewer rows.
+BenchCase make_bench_case(std::string name, const model::CacheConfig& config,
+                          model::LayoutSpec spec, std::int32_t num_reqs, std::int32_t crossing_max,
+                          std::int64_t memory_budget_bytes);
+
+// The same copies as a V1 batch_copy case of input set `set` (for the flat copy list).
+model::LaunchCase batch_copy_view(const BenchCase& bench, std::size_t set);
+
+} // namespace mc::gpu

@@ -1,0 +1,109 @@
+#include "gpu/bench_device.h"
+
+#include "gpu/cuda_check.h"
+#include "gpu/kernel_launch.h"
+#include "gpu/launch_plan.h"
+
+#include <algorithm>
+
+namespace mc::gpu {
+
+double median_us(cudaStream_t stream, int iters, const std::function<void(int)>& run) {
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+  MC_CUDA_CHECK(cudaEventCreate(&start));
+  MC_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 3; ++i)
+    run(i); // warm-up
+  std::vector<double> times;
+  for (int i = 0; i < iters; ++i) {
+    MC_CUDA_CHECK(cudaEventRecord(start, stream));
+    run(i);
+    MC_CUDA_CHECK(cudaEventRecord(stop, stream));
+    MC_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    MC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(static_cast<double>(ms) * 1000.0);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times.empty() ? 0.0 : times[times.size() / 2];
+}
+
+BenchDevice::BenchDevice(const BenchCase& bench) : bench_(bench) {
+  MC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  std::vector<std::uint64_t> bases;
+  for (const model::ArenaSpec& a : bench.layout.arenas) {
+    arenas_.emplace_back(a.size_bytes());
+    bases.push_back(arenas_.back().address());
+  }
+  tensors_ = make_tensor_descs(bench.layout, bases);
+  units_ = make_units(tensors_);
+  d_tensors_ = upload_vector<TensorDesc>(tensors_);
+  d_units_ = upload_vector<UnitRef>(units_);
+  for (const model::BlockTables& set : bench.sets) {
+    tables_.emplace_back();
+    for (const model::BlockTable& t : set.groups)
+      tables_.back().push_back(upload_vector<std::int32_t>(t.block_ids));
+  }
+  const model::RequestArrays& r = bench.requests;
+  for (const auto* v : {&r.idx_mapping, &r.num_accepted, &r.state_idx, &r.new_num_computed})
+    requests_.push_back(upload_vector<std::int32_t>(*v));
+  model::LaunchCase shape;
+  shape.layout = bench.layout;
+  shape.kind = model::LaunchKind::postprocess_align;
+  shape.num_reqs = shape.num_slots = bench.num_reqs;
+  shape.block_tables = bench.sets.front();
+  params_ = make_fused_params(shape, tensors_, units_);
+  params_.tensors = d_tensors_.as<TensorDesc>();
+  params_.units = d_units_.as<UnitRef>();
+  params_.requests = RequestPointers{.idx_mapping = requests_[0].as<std::int32_t>(),
+                                     .num_accepted = requests_[1].as<std::int32_t>(),
+                                     .state_idx = requests_[2].as<std::int32_t>(),
+                                     .new_num_computed = requests_[3].as<std::int32_t>()};
+  const std::int64_t reqs = bench.num_reqs;
+  for (const std::int64_t bytes :
+       {reqs * 16, reqs * params_.num_groups * std::int64_t{sizeof(GroupBlocks)},
+        std::int64_t{params_.num_segments} * kSegmentRows * 4, std::int64_t{kSegmentsMax} * 4,
+        std::int64_t{kSegmentsMax} * 4, std::int64_t{4}})
+    scratch_.emplace_back(std::max<std::int64_t>(bytes, 4));
+  params_.scratch = FusedScratch{.row_decisions = scratch_[0].as<std::int32_t>(),
+                                 .row_blocks = scratch_[1].as<GroupBlocks>(),
+                                 .active_rows = scratch_[2].as<std::int32_t>(),
+                                 .segment_counts = scratch_[3].as<std::int32_t>(),
+                                 .segment_flags = scratch_[4].as<std::uint32_t>(),
+                                 .ticket = scratch_[5].as<std::uint32_t>()};
+  programs_ = fused_program_count(params_, fused_programs_max());
+  for (std::size_t s = 0; s < bench.sets.size(); ++s) {
+    const BatchPlan plan = plan_batch_copy(batch_copy_view(bench, s), bases);
+    MC_ASSERT(!plan.unsupported);
+    triples_.push_back(plan.triples);
+    d_triples_.push_back(upload_vector<CopyTriple>(plan.triples));
+    triple_units_.push_back(plan.num_units);
+  }
+  bytes_per_launch_ = 0;
+  for (const CopyTriple& t : triples_.front())
+    bytes_per_launch_ += t.bytes;
+}
+
+BenchDevice::~BenchDevice() {
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void BenchDevice::launch_fused(std::size_t set) {
+  for (std::size_t g = 0; g < tables_[set].size(); ++g)
+    params_.block_tables[g] = tables_[set][g].address();
+  params_.epoch = params_.epoch == 0xFFFFFFFFu ? 1u : params_.epoch + 1; // never 0
+  gpu::launch_fused(KernelKind::postprocess_align, false, Mutant::none, params_, programs_,
+                    stream_);
+}
+
+void BenchDevice::launch_batch_kernel(std::size_t set) {
+  const BatchCopyParams p{.triples = d_triples_[set].as<CopyTriple>(),
+                          .num_triples = static_cast<std::int64_t>(triples_[set].size()),
+                          .num_units = triple_units_[set]};
+  launch_batch_copy(Mutant::none, p, stream_);
+}
+
+} // namespace mc::gpu

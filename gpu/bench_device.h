@@ -1,0 +1,53 @@
+// One benchmark case resident on the GPU: arenas, descriptors, every input set's block
+// tables, request arrays and scratch, plus the timers. Used by gpu/bench.cpp only.
+#pragma once
+
+#include "gpu/bench_cases.h"
+#include "gpu/device_memory.h"
+#include "gpu/device_types.h"
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <vector>
+
+namespace mc::gpu {
+
+// Median over `iters` runs of `run(i)`, each timed alone with CUDA events, after warm-up.
+double median_us(cudaStream_t stream, int iters, const std::function<void(int)>& run);
+
+class BenchDevice {
+public:
+  explicit BenchDevice(const BenchCase& bench);
+  ~BenchDevice();
+  BenchDevice(const BenchDevice&) = delete;
+  BenchDevice& operator=(const BenchDevice&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  std::int64_t bytes_per_launch() const { return bytes_per_launch_; }
+  std::int32_t num_tensors() const { return static_cast<std::int32_t>(tensors_.size()); }
+  // The fused postprocess_align launch (no recording) over input set `set`.
+  void launch_fused(std::size_t set);
+  // The V1 flat copy list of input set `set`, and its batched-copy kernel launch.
+  const std::vector<CopyTriple>& triples(std::size_t set) const { return triples_[set]; }
+  void launch_batch_kernel(std::size_t set);
+
+private:
+  const BenchCase& bench_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<DeviceBuffer> arenas_;
+  std::vector<TensorDesc> tensors_;
+  std::vector<UnitRef> units_;
+  DeviceBuffer d_tensors_, d_units_;
+  std::vector<std::vector<DeviceBuffer>> tables_; // [set][group]
+  std::vector<DeviceBuffer> requests_;            // idx_mapping, num_accepted, state_idx, new
+  std::vector<DeviceBuffer> scratch_;
+  FusedParams params_;
+  int programs_ = 0;
+  std::int64_t bytes_per_launch_ = 0;
+  std::vector<std::vector<CopyTriple>> triples_;
+  std::vector<DeviceBuffer> d_triples_;
+  std::vector<std::int64_t> triple_units_;
+};
+
+} // namespace mc::gpu

@@ -1,0 +1,171 @@
+#include "gpu/cuda_backend.h"
+
+#include "gpu/cuda_check.h"
+#include "gpu/device_memory.h"
+#include "gpu/kernel_launch.h"
+#include "gpu/launch_plan.h"
+
+#include <array>
+#include <stdexcept>
+#include <utility>
+
+namespace mc::gpu {
+namespace {
+
+using ArrayField = std::vector<std::int32_t> model::RequestArrays::*;
+using PointerField = std::int32_t* RequestPointers::*;
+
+constexpr std::array<std::pair<ArrayField, PointerField>, 11> kArrayFields{{
+    {&model::RequestArrays::idx_mapping, &RequestPointers::idx_mapping},
+    {&model::RequestArrays::num_accepted, &RequestPointers::num_accepted},
+    {&model::RequestArrays::state_idx, &RequestPointers::state_idx},
+    {&model::RequestArrays::num_scheduled, &RequestPointers::num_scheduled},
+    {&model::RequestArrays::num_computed, &RequestPointers::num_computed},
+    {&model::RequestArrays::num_draft, &RequestPointers::num_draft},
+    {&model::RequestArrays::new_num_computed, &RequestPointers::new_num_computed},
+    {&model::RequestArrays::query_start_loc, &RequestPointers::query_start_loc},
+    {&model::RequestArrays::src_col, &RequestPointers::src_col},
+    {&model::RequestArrays::token_bias, &RequestPointers::token_bias},
+    {&model::RequestArrays::num_accepted_out, &RequestPointers::num_accepted_out},
+}};
+
+// The per-request arrays on the device: uploaded, pointed at, downloaded after the launch.
+struct DeviceRequests {
+  std::array<DeviceBuffer, kArrayFields.size()> buffers;
+  RequestPointers pointers;
+
+  explicit DeviceRequests(const model::RequestArrays& arrays) {
+    for (std::size_t i = 0; i < kArrayFields.size(); ++i) {
+      const std::vector<std::int32_t>& v = arrays.*kArrayFields[i].first;
+      if (v.empty()) continue;
+      buffers[i] = upload_vector<std::int32_t>(v);
+      pointers.*kArrayFields[i].second = buffers[i].as<std::int32_t>();
+    }
+  }
+  void download(model::RequestArrays& arrays) const {
+    for (std::size_t i = 0; i < kArrayFields.size(); ++i) {
+      std::vector<std::int32_t>& v = arrays.*kArrayFields[i].first;
+      if (!v.empty()) v = download_vector<std::int32_t>(buffers[i], v.size());
+    }
+  }
+};
+
+std::vector<DeviceBuffer> upload_arenas(const model::LaunchCase& launch) {
+  std::vector<DeviceBuffer> out;
+  for (const model::Arena& a : launch.arenas)
+    out.push_back(upload_arena(a));
+  return out;
+}
+
+std::vector<std::uint64_t> addresses(const std::vector<DeviceBuffer>& buffers) {
+  std::vector<std::uint64_t> out;
+  for (const DeviceBuffer& b : buffers)
+    out.push_back(b.address());
+  return out;
+}
+
+void download_arenas(const std::vector<DeviceBuffer>& arenas, model::LaunchResult& result) {
+  for (const DeviceBuffer& a : arenas)
+    result.arenas.push_back(download_arena(a));
+}
+
+// Scratch of the fused launch in device memory (zeroed: ticket 0, no flag published).
+struct DeviceScratch {
+  DeviceBuffer row_decisions, row_blocks, active_rows, counts, flags, ticket, records;
+
+  FusedScratch bind(const FusedParams& p) {
+    const std::int64_t reqs = p.num_reqs;
+    row_decisions = DeviceBuffer(reqs * 4 * 4);
+    row_blocks = DeviceBuffer(reqs * p.num_groups * std::int64_t{sizeof(GroupBlocks)});
+    active_rows = DeviceBuffer(std::int64_t{p.num_segments} * kSegmentRows * 4);
+    counts = DeviceBuffer(kSegmentsMax * 4);
+    flags = DeviceBuffer(kSegmentsMax * 4);
+    ticket = DeviceBuffer(4);
+    records = DeviceBuffer(reqs * p.num_tensors * std::int64_t{sizeof(DecisionRecord)});
+    return FusedScratch{.row_decisions = row_decisions.as<std::int32_t>(),
+                        .row_blocks = row_blocks.as<GroupBlocks>(),
+                        .active_rows = active_rows.as<std::int32_t>(),
+                        .segment_counts = counts.as<std::int32_t>(),
+                        .segment_flags = flags.as<std::uint32_t>(),
+                        .ticket = ticket.as<std::uint32_t>(),
+                        .records = records.as<DecisionRecord>()};
+  }
+};
+
+void run_fused_cuda(const model::LaunchCase& launch, model::LaunchResult& result) {
+  validate_fused_copies(launch);
+  const std::vector<DeviceBuffer> arenas = upload_arenas(launch);
+  const std::vector<TensorDesc> tensors = make_tensor_descs(launch.layout, addresses(arenas));
+  const std::vector<UnitRef> units = make_units(tensors);
+  const DeviceBuffer d_tensors = upload_vector<TensorDesc>(tensors);
+  const DeviceBuffer d_units = upload_vector<UnitRef>(units);
+  FusedParams p = make_fused_params(launch, tensors, units);
+  p.tensors = d_tensors.as<TensorDesc>();
+  p.units = d_units.as<UnitRef>();
+  std::vector<DeviceBuffer> tables;
+  for (const model::BlockTable& t : launch.block_tables.groups) {
+    tables.push_back(upload_vector<std::int32_t>(t.block_ids));
+    p.block_tables[tables.size() - 1] = tables.back().address();
+  }
+  const DeviceRequests requests(result.requests);
+  p.requests = requests.pointers;
+  DeviceScratch scratch;
+  p.scratch = scratch.bind(p);
+  p.epoch = 1;
+  launch_fused(to_kernel_kind(launch.kind), true, Mutant::none, p,
+               fused_program_count(p, fused_programs_max()), nullptr);
+  MC_CUDA_CHECK(cudaDeviceSynchronize());
+  requests.download(result.requests);
+  const auto records =
+      download_vector<DecisionRecord>(scratch.records, static_cast<std::size_t>(p.num_reqs) *
+                                                           static_cast<std::size_t>(p.num_tensors));
+  result.decisions = compact_decisions(records, launch.layout);
+  download_arenas(arenas, result);
+}
+
+void run_batch_copy_cuda(const model::LaunchCase& launch, model::LaunchResult& result) {
+  const std::vector<DeviceBuffer> arenas = upload_arenas(launch);
+  BatchPlan plan = plan_batch_copy(launch, addresses(arenas));
+  if (plan.unsupported) {
+    result.status = model::LaunchStatus::unsupported;
+    result.unsupported_reason = std::move(plan.unsupported_reason);
+    for (const model::Arena& a : launch.arenas)
+      result.arenas.push_back(a.clone());
+    return;
+  }
+  const DeviceBuffer triples = upload_vector<CopyTriple>(plan.triples);
+  const BatchCopyParams p{.triples = triples.as<CopyTriple>(),
+                          .num_triples = static_cast<std::int64_t>(plan.triples.size()),
+                          .num_units = plan.num_units};
+  launch_batch_copy(Mutant::none, p, nullptr);
+  MC_CUDA_CHECK(cudaDeviceSynchronize());
+  result.decisions = std::move(plan.decisions);
+  download_arenas(arenas, result);
+}
+
+} // namespace
+
+bool cuda_available() {
+  return device_present();
+}
+
+model::LaunchResult run_launch_cuda(const model::LaunchCase& launch) {
+  if (!device_present()) throw model::EnvironmentError("no CUDA device is visible");
+  validate_case(launch);
+  model::LaunchResult result;
+  result.requests = prepare_request_arrays(launch);
+  try {
+    if (launch.kind == model::LaunchKind::batch_copy) {
+      run_batch_copy_cuda(launch, result);
+    } else {
+      run_fused_cuda(launch, result);
+    }
+  } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const model::InputError*>(&e) != nullptr) throw;
+    if (dynamic_cast<const model::EnvironmentError*>(&e) != nullptr) throw;
+    throw model::EnvironmentError(e.what());
+  }
+  return result;
+}
+
+} // namespace mc::gpu

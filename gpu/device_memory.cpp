@@ -1,0 +1,102 @@
+#include "gpu/device_memory.h"
+
+#include "gpu/cuda_check.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace mc::gpu {
+namespace {
+
+constexpr std::int64_t kChunkBytes = std::int64_t{1} << 16;   // sparse granularity
+constexpr std::int64_t kStagingBytes = std::int64_t{1} << 26; // download staging
+
+bool all_zero(const std::byte* p, std::int64_t n) {
+  static const std::vector<std::byte> zeros(static_cast<std::size_t>(kChunkBytes));
+  return std::memcmp(p, zeros.data(), static_cast<std::size_t>(n)) == 0;
+}
+
+} // namespace
+
+DeviceBuffer::DeviceBuffer(std::int64_t size_bytes) : size_bytes_(size_bytes) {
+  if (size_bytes <= 0) return;
+  MC_CUDA_CHECK(cudaMalloc(&data_, static_cast<std::size_t>(size_bytes)));
+  MC_CUDA_CHECK(cudaMemset(data_, 0, static_cast<std::size_t>(size_bytes)));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_ != nullptr) cudaFree(data_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(other.data_), size_bytes_(other.size_bytes_) {
+  other.data_ = nullptr;
+  other.size_bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) cudaFree(data_);
+    data_ = other.data_;
+    size_bytes_ = other.size_bytes_;
+    other.data_ = nullptr;
+    other.size_bytes_ = 0;
+  }
+  return *this;
+}
+
+void upload_bytes(const DeviceBuffer& dst, const void* src, std::int64_t bytes) {
+  MC_ASSERT(bytes <= dst.size_bytes());
+  if (bytes > 0)
+    MC_CUDA_CHECK(
+        cudaMemcpy(dst.data(), src, static_cast<std::size_t>(bytes), cudaMemcpyHostToDevice));
+}
+
+void download_bytes(void* dst, const DeviceBuffer& src, std::int64_t bytes) {
+  MC_ASSERT(bytes <= src.size_bytes());
+  if (bytes > 0)
+    MC_CUDA_CHECK(
+        cudaMemcpy(dst, src.data(), static_cast<std::size_t>(bytes), cudaMemcpyDeviceToHost));
+}
+
+DeviceBuffer upload_arena(const model::Arena& arena) {
+  DeviceBuffer buffer(arena.size_bytes());
+  const std::int64_t size = arena.size_bytes();
+  std::int64_t run_begin = -1; // a run of non-zero chunks goes up in one copy
+  for (std::int64_t off = 0; off <= size; off += kChunkBytes) {
+    const std::int64_t n = std::min(kChunkBytes, size - off);
+    const bool data = off < size && !all_zero(arena.data() + off, n);
+    if (data && run_begin < 0) run_begin = off;
+    if (!data && run_begin >= 0) {
+      MC_CUDA_CHECK(cudaMemcpy(static_cast<std::byte*>(buffer.data()) + run_begin,
+                               arena.data() + run_begin, static_cast<std::size_t>(off - run_begin),
+                               cudaMemcpyHostToDevice));
+      run_begin = -1;
+    }
+  }
+  return buffer;
+}
+
+model::Arena download_arena(const DeviceBuffer& buffer) {
+  model::Arena arena(buffer.size_bytes());
+  std::vector<std::byte> staging(static_cast<std::size_t>(
+      std::min(kStagingBytes, std::max<std::int64_t>(buffer.size_bytes(), 1))));
+  for (std::int64_t off = 0; off < buffer.size_bytes(); off += kStagingBytes) {
+    const std::int64_t n = std::min(kStagingBytes, buffer.size_bytes() - off);
+    MC_CUDA_CHECK(cudaMemcpy(staging.data(), static_cast<const std::byte*>(buffer.data()) + off,
+                             static_cast<std::size_t>(n), cudaMemcpyDeviceToHost));
+    for (std::int64_t c = 0; c < n; c += kChunkBytes) {
+      const std::int64_t m = std::min(kChunkBytes, n - c);
+      if (!all_zero(staging.data() + c, m))
+        std::memcpy(arena.data() + off + c, staging.data() + c, static_cast<std::size_t>(m));
+    }
+  }
+  return arena;
+}
+
+bool device_present() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+} // namespace mc::gpu

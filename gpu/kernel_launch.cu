@@ -1,0 +1,92 @@
+// Instantiations and launches of the kernels (gpu/kernels/*.cuh).
+#include "gpu/kernel_launch.h"
+#include "gpu/kernels/batch_copy.cuh"
+#include "gpu/kernels/fused_launch.cuh"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace mc::gpu {
+namespace {
+
+// A launch failure becomes std::runtime_error here (no fmt in nvcc-compiled code); the
+// backend turns it into model::EnvironmentError.
+void check_launch(const char* what) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA launch of ") + what +
+                             " failed: " + cudaGetErrorString(err));
+}
+
+constexpr int kCtasPerSm = 4;
+
+template <KernelKind K, bool kRecord, Mutant M>
+void launch_fused_kind(const FusedParams& p, int num_programs, cudaStream_t stream) {
+  fused_kernel<K, kRecord, M><<<num_programs, kThreadsPerCta, 0, stream>>>(p);
+  check_launch("fused_kernel");
+}
+
+template <bool kRecord, Mutant M>
+void launch_fused_variant(KernelKind kind, const FusedParams& p, int n, cudaStream_t s) {
+  switch (kind) {
+  case KernelKind::postprocess:
+    return launch_fused_kind<KernelKind::postprocess, kRecord, M>(p, n, s);
+  case KernelKind::postprocess_align:
+    return launch_fused_kind<KernelKind::postprocess_align, kRecord, M>(p, n, s);
+  case KernelKind::precopy:
+    return launch_fused_kind<KernelKind::precopy, kRecord, M>(p, n, s);
+  case KernelKind::preprocess_align:
+    return launch_fused_kind<KernelKind::preprocess_align, kRecord, M>(p, p.num_segments, s);
+  }
+}
+
+// One case per Mutant: each variant is its own instantiation (gpu/mutant.h).
+template <bool kRecord>
+void launch_fused_record(Mutant mutant, KernelKind kind, const FusedParams& p, int n,
+                         cudaStream_t s) {
+  switch (mutant) {
+  case Mutant::none:
+    return launch_fused_variant<kRecord, Mutant::none>(kind, p, n, s);
+  }
+}
+
+} // namespace
+
+int fused_programs_max() {
+  int device = 0;
+  int sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    throw std::runtime_error("CUDA: cannot read the multiprocessor count");
+  return std::max(1, sms * kCtasPerSm);
+}
+
+void launch_fused(KernelKind kind, bool record, Mutant mutant, const FusedParams& params,
+                  int num_programs, void* stream) {
+  if (num_programs <= 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (record) {
+    launch_fused_record<true>(mutant, kind, params, num_programs, s);
+  } else {
+    launch_fused_record<false>(mutant, kind, params, num_programs, s);
+  }
+}
+
+void launch_batch_copy(Mutant mutant, const BatchCopyParams& params, void* stream) {
+  if (params.num_units <= 0) return;
+  const auto grid = static_cast<int>(
+      std::min<std::int64_t>(params.num_units, static_cast<std::int64_t>(fused_programs_max())));
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (mutant) {
+  case Mutant::none:
+    batch_copy_kernel<Mutant::none><<<grid, kThreadsPerCta, 0, s>>>(params);
+    break;
+  }
+  check_launch("batch_copy_kernel");
+}
+
+} // namespace mc::gpu
