@@ -3,7 +3,10 @@
 // Each helper draws through `*gen` and so must be called inside rc::gen::exec. Every
 // pick shrinks toward its first or smallest choice, which the generators order from
 // simplest to most exotic, so a counterexample shrinks toward plain cases.
-// rc::gen::weightedElement does not shrink at all, hence pick_weighted.
+// rc::gen::weightedElement does not shrink at all, hence pick_weighted. rc::gen::inRange
+// narrows its range with the size parameter; these picks draw over the whole range at
+// every size (the generators scale their bounds with the size themselves), so that a
+// kind or family is as likely at size 3 as at size 100.
 #pragma once
 
 #include <rapidcheck.h>
@@ -13,15 +16,17 @@
 
 namespace mc::fuzz::detail {
 
+inline constexpr int kFullRangeSize = 100; // RapidCheck's nominal size: inRange's full range
+
 // An integer in [lo, hi] (both inclusive), shrinking toward lo.
 inline std::int32_t pick_int(std::int32_t lo, std::int32_t hi) {
   if (hi <= lo) return lo;
-  return *rc::gen::inRange<std::int32_t>(lo, hi + 1);
+  return *rc::gen::resize(kFullRangeSize, rc::gen::inRange<std::int32_t>(lo, hi + 1));
 }
 
 inline std::int64_t pick_int64(std::int64_t lo, std::int64_t hi) {
   if (hi <= lo) return lo;
-  return *rc::gen::inRange<std::int64_t>(lo, hi + 1);
+  return *rc::gen::resize(kFullRangeSize, rc::gen::inRange<std::int64_t>(lo, hi + 1));
 }
 
 // The index of a bucket drawn with the given weights (zero weights are never drawn),
