@@ -1,0 +1,185 @@
+#include "oracle/engine/block_manager.h"
+
+#include "model/block_table.h"
+#include "model/errors.h"
+
+namespace mc::oracle::engine {
+
+using model::kNullBlockId;
+
+BlockManager::BlockManager(const model::CacheConfig& config, std::int32_t num_groups,
+                           std::int32_t num_blocks, bool defer_frees)
+    : config_(config) {
+  MC_ASSERT(num_groups >= 1 && num_groups <= model::kGroupsMax);
+  MC_ASSERT(config.mode != model::CacheMode::none);
+  for (std::int32_t g = 0; g < num_groups; ++g)
+    pools_.emplace_back(num_blocks, defer_frees);
+}
+
+std::int32_t BlockManager::num_required(std::int32_t num_tokens) const {
+  const auto blocks = static_cast<std::int32_t>(model::cdiv(num_tokens, config_.mamba_block_size));
+  return config_.mode == model::CacheMode::align ? blocks + config_.num_spec_blocks : blocks;
+}
+
+std::int32_t BlockManager::find_cache_hit(std::span<const model::TokenHash> boundary_hashes,
+                                          std::int32_t positions_max) const {
+  const auto n =
+      std::min<std::int32_t>(positions_max, static_cast<std::int32_t>(boundary_hashes.size()));
+  for (std::int32_t p = n - 1; p >= 0; --p) {
+    bool everywhere = true;
+    for (const BlockPool& pool : pools_)
+      everywhere = everywhere && pool.lookup(boundary_hashes[static_cast<std::size_t>(p)]);
+    if (everywhere) return p;
+  }
+  return -1;
+}
+
+void BlockManager::start_with_hit(const std::string& req_id, std::int32_t position,
+                                  model::TokenHash boundary_hash) {
+  MC_ASSERT(!requests_.contains(req_id));
+  RequestBlocks& req = requests_[req_id];
+  req.groups.resize(pools_.size());
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    const std::optional<std::int32_t> block = pools_[g].lookup(boundary_hash);
+    MC_ASSERT(block.has_value());
+    pools_[g].touch(*block);
+    req.groups[g].block_ids.assign(static_cast<std::size_t>(position), kNullBlockId);
+    req.groups[g].block_ids.push_back(*block);
+  }
+}
+
+std::int32_t BlockManager::num_new_blocks(const std::string& req_id,
+                                          std::int32_t num_tokens) const {
+  const auto it = requests_.find(req_id);
+  const std::int32_t required = num_required(num_tokens);
+  if (it == requests_.end()) // first allocation: align takes the running and spec blocks only
+    return config_.mode == model::CacheMode::align ? 1 + config_.num_spec_blocks : required;
+  const RequestBlocks& req = it->second;
+  const auto prev_len = static_cast<std::int32_t>(req.groups[0].block_ids.size());
+  if (required <= prev_len) return 0;
+  if (config_.mode != model::CacheMode::align) return required - prev_len;
+  const std::int32_t nsb = config_.num_spec_blocks;
+  const std::int32_t skipped = required - nsb - 1;
+  std::int32_t len = std::max(prev_len, skipped);
+  if (req.allocated) len += std::clamp(skipped - (prev_len - nsb), 0, nsb);
+  return required - len;
+}
+
+bool BlockManager::can_allocate(const std::string& req_id, std::int32_t num_tokens) const {
+  const std::int32_t needed = num_new_blocks(req_id, num_tokens);
+  for (const BlockPool& pool : pools_)
+    if (pool.num_free() < needed) return false;
+  return true;
+}
+
+std::vector<std::int32_t> BlockManager::grow_align(GroupRow& row, bool allocated,
+                                                   std::int32_t required, BlockPool& pool) {
+  std::vector<std::int32_t>& t = row.block_ids;
+  const std::int32_t nsb = config_.num_spec_blocks;
+  const auto prev_len = static_cast<std::int32_t>(t.size());
+  if (allocated)
+    row.last_state_idx = prev_len - 1 - nsb;
+  else if (prev_len > 0)
+    row.last_state_idx = prev_len - 1; // the prefix-hit block
+  const std::int32_t skipped = required - nsb - 1;
+  if (prev_len < skipped) t.resize(static_cast<std::size_t>(skipped), kNullBlockId);
+  if (allocated) {
+    for (std::int32_t i = prev_len - nsb; i < prev_len && i < skipped; ++i) {
+      t.push_back(t[static_cast<std::size_t>(i)]); // an old spec block becomes a new one
+      t[static_cast<std::size_t>(i)] = kNullBlockId;
+    }
+  }
+  const std::int32_t num_new = required - static_cast<std::int32_t>(t.size());
+  MC_ASSERT(num_new >= 0);
+  MC_ASSERT(allocated ? num_new <= 1 : num_new <= nsb + 1);
+  for (const std::int32_t b : pool.take(num_new))
+    t.push_back(b);
+  return {t.begin() + prev_len, t.end()};
+}
+
+model::GroupBlockIds BlockManager::allocate(const std::string& req_id, std::int32_t num_tokens) {
+  MC_ASSERT(can_allocate(req_id, num_tokens));
+  RequestBlocks& req = requests_[req_id];
+  req.groups.resize(pools_.size());
+  const std::int32_t required = num_required(num_tokens);
+  model::GroupBlockIds tails(pools_.size());
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    GroupRow& row = req.groups[g];
+    const auto prev_len = static_cast<std::int32_t>(row.block_ids.size());
+    if (required <= prev_len) continue;
+    if (config_.mode == model::CacheMode::align) {
+      tails[g] = grow_align(row, req.allocated, required, pools_[g]);
+    } else {
+      tails[g] = pools_[g].take(required - prev_len);
+      row.block_ids.insert(row.block_ids.end(), tails[g].begin(), tails[g].end());
+    }
+  }
+  req.allocated = true;
+  return tails;
+}
+
+void BlockManager::remove_skipped(const std::string& req_id, std::int32_t num_computed) {
+  if (config_.mode != model::CacheMode::align) return;
+  const auto it = requests_.find(req_id);
+  if (it == requests_.end()) return;
+  const auto stale_below =
+      static_cast<std::int32_t>(model::cdiv(num_computed, config_.mamba_block_size)) - 1;
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    GroupRow& row = it->second.groups[g];
+    if (row.last_state_idx < 0 || row.last_state_idx >= stale_below) continue;
+    std::int32_t& block = row.block_ids[static_cast<std::size_t>(row.last_state_idx)];
+    if (block != kNullBlockId) pools_[g].free(block); // a cached block stays findable
+    block = kNullBlockId;
+  }
+}
+
+void BlockManager::free_request(const std::string& req_id) {
+  const auto it = requests_.find(req_id);
+  if (it == requests_.end()) return;
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    const std::vector<std::int32_t>& t = it->second.groups[g].block_ids;
+    for (auto b = t.rbegin(); b != t.rend(); ++b) // tail first: evicted first, as vLLM
+      if (*b != kNullBlockId) pools_[g].free(*b);
+  }
+  requests_.erase(it);
+}
+
+void BlockManager::cache_blocks(const std::string& req_id, std::int32_t num_computed,
+                                std::span<const model::TokenHash> prefix_hashes,
+                                std::span<const std::int32_t> tokens, std::int32_t tail_len) {
+  const auto it = requests_.find(req_id);
+  if (it == requests_.end()) return;
+  const std::int32_t B = config_.mamba_block_size;
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    const std::vector<std::int32_t>& t = it->second.groups[g].block_ids;
+    const auto n = std::min<std::int32_t>(num_computed / B, static_cast<std::int32_t>(t.size()));
+    for (std::int32_t p = 0; p < n; ++p) {
+      const std::int32_t block = t[static_cast<std::size_t>(p)];
+      if (block == kNullBlockId || pools_[g].cached(block) != nullptr) continue;
+      const std::int32_t end = (p + 1) * B;
+      const std::int32_t begin = std::max(0, end - tail_len);
+      pools_[g].register_block(
+          block, CachedBlock{.hash = prefix_hashes[static_cast<std::size_t>(end)],
+                             .position = p,
+                             .tail_tokens = {tokens.begin() + begin, tokens.begin() + end}});
+    }
+  }
+}
+
+const RequestBlocks* BlockManager::find(const std::string& req_id) const {
+  const auto it = requests_.find(req_id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+void BlockManager::release_deferred() {
+  for (BlockPool& pool : pools_)
+    pool.release_deferred();
+}
+
+void BlockManager::reset_cache() {
+  MC_ASSERT(requests_.empty());
+  for (BlockPool& pool : pools_)
+    pool.reset_cache();
+}
+
+} // namespace mc::oracle::engine

@@ -1,0 +1,81 @@
+// The mamba block manager: per request and group, the block table the scheduler keeps.
+//
+// Align mode follows REFERENCE.md 3 exactly:
+// - num_required = cdiv(num_tokens, B) + nsb; the running state lives at num_required-1-nsb;
+// - first allocation: 1 + nsb new blocks, nulls before them, or after a prefix hit the
+//   nulls and the single hit block first;
+// - growth: nulls up to the running position, the old spec blocks that fall before it move
+//   to the end (their old positions become null), at most one new block;
+// - the block of the previous running state is remembered and freed (its position nulled)
+//   once its index < cdiv(num_computed, B) - 1, two steps later, when it is no copy source.
+// "all" mode keeps every block: one block per B tokens, none freed while running.
+// Blocks are cached (registered for prefix reuse) only after the step that wrote them has
+// committed, never in the step that produced them (class C).
+#pragma once
+
+#include "model/layout.h"
+#include "model/step.h"
+#include "oracle/engine/block_pool.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mc::oracle::engine {
+
+struct GroupRow {
+  std::vector<std::int32_t> block_ids; // the scheduler's table (nulled where freed or moved)
+  std::int32_t last_state_idx = -1;    // the previous running block, freed once stale
+};
+
+struct RequestBlocks {
+  std::vector<GroupRow> groups;
+  bool allocated = false; // has had its first allocation of new blocks
+};
+
+class BlockManager {
+public:
+  BlockManager(const model::CacheConfig& config, std::int32_t num_groups, std::int32_t num_blocks,
+               bool defer_frees);
+
+  // The rightmost position p < positions_max whose boundary hash is cached in every group.
+  std::int32_t find_cache_hit(std::span<const model::TokenHash> boundary_hashes,
+                              std::int32_t positions_max) const;
+  // A new (or resumed) request starts with p nulls then the hit block of each group.
+  void start_with_hit(const std::string& req_id, std::int32_t position,
+                      model::TokenHash boundary_hash);
+
+  // New blocks the next allocate(num_tokens) takes from each group (the same for all).
+  std::int32_t num_new_blocks(const std::string& req_id, std::int32_t num_tokens) const;
+  bool can_allocate(const std::string& req_id, std::int32_t num_tokens) const;
+  // Grows the tables to cover num_tokens; returns the appended tail of every group.
+  model::GroupBlockIds allocate(const std::string& req_id, std::int32_t num_tokens);
+  // Frees the stale previous running block (align mode).
+  void remove_skipped(const std::string& req_id, std::int32_t num_computed);
+  void free_request(const std::string& req_id);
+  // Registers every real block at a position p with (p+1)*B <= num_computed.
+  void cache_blocks(const std::string& req_id, std::int32_t num_computed,
+                    std::span<const model::TokenHash> prefix_hashes,
+                    std::span<const std::int32_t> tokens, std::int32_t tail_len);
+
+  const RequestBlocks* find(const std::string& req_id) const;
+  const BlockPool& pool(std::int32_t group) const {
+    return pools_[static_cast<std::size_t>(group)];
+  }
+  std::int32_t num_groups() const { return static_cast<std::int32_t>(pools_.size()); }
+  void release_deferred();
+  void reset_cache(); // all requests must have been freed
+
+private:
+  std::int32_t num_required(std::int32_t num_tokens) const;
+  std::vector<std::int32_t> grow_align(GroupRow& row, bool allocated, std::int32_t required,
+                                       BlockPool& pool);
+
+  model::CacheConfig config_;
+  std::vector<BlockPool> pools_;
+  std::unordered_map<std::string, RequestBlocks> requests_;
+};
+
+} // namespace mc::oracle::engine

@@ -1,0 +1,117 @@
+#include "oracle/engine/block_pool.h"
+
+#include "model/block_table.h"
+#include "model/errors.h"
+
+namespace mc::oracle::engine {
+
+BlockPool::BlockPool(std::int32_t num_blocks, bool defer_frees)
+    : ref_count_(static_cast<std::size_t>(num_blocks), 0),
+      queue_generation_(static_cast<std::size_t>(num_blocks), 0),
+      in_queue_(static_cast<std::size_t>(num_blocks), false), defer_frees_(defer_frees) {
+  MC_ASSERT(num_blocks >= 2);
+  ref_count_[0] = 1; // the null block is held forever
+  for (std::int32_t b = 1; b < num_blocks; ++b)
+    push_free(b);
+}
+
+std::int32_t BlockPool::ref_count(std::int32_t block_id) const {
+  MC_ASSERT(block_id >= 0 && block_id < num_blocks());
+  return ref_count_[static_cast<std::size_t>(block_id)];
+}
+
+void BlockPool::push_free(std::int32_t block_id) {
+  const auto b = static_cast<std::size_t>(block_id);
+  MC_ASSERT(!in_queue_[b]);
+  in_queue_[b] = true;
+  ++queue_generation_[b];
+  free_queue_.emplace_back(block_id, queue_generation_[b]);
+  ++num_free_;
+}
+
+std::vector<std::int32_t> BlockPool::take(std::int32_t count) {
+  MC_ASSERT(count >= 0 && count <= num_free_);
+  std::vector<std::int32_t> blocks;
+  blocks.reserve(static_cast<std::size_t>(count));
+  while (static_cast<std::int32_t>(blocks.size()) < count) {
+    MC_ASSERT(!free_queue_.empty());
+    const auto [block_id, generation] = free_queue_.front();
+    free_queue_.pop_front();
+    const auto b = static_cast<std::size_t>(block_id);
+    if (!in_queue_[b] || queue_generation_[b] != generation) continue; // touched since
+    in_queue_[b] = false;
+    --num_free_;
+    MC_ASSERT(ref_count_[b] == 0);
+    evict(block_id);
+    ref_count_[b] = 1;
+    blocks.push_back(block_id);
+  }
+  return blocks;
+}
+
+void BlockPool::touch(std::int32_t block_id) {
+  MC_ASSERT(block_id > 0 && block_id < num_blocks());
+  const auto b = static_cast<std::size_t>(block_id);
+  if (ref_count_[b] == 0) {
+    MC_ASSERT(in_queue_[b]); // a deferred free is not in the cache's reach yet
+    in_queue_[b] = false;
+    --num_free_;
+  }
+  ++ref_count_[b];
+}
+
+void BlockPool::free(std::int32_t block_id) {
+  MC_ASSERT(block_id > 0 && block_id < num_blocks());
+  const auto b = static_cast<std::size_t>(block_id);
+  MC_ASSERT(ref_count_[b] > 0);
+  if (--ref_count_[b] > 0) return;
+  if (defer_frees_) {
+    deferred_.push_back(block_id);
+    return;
+  }
+  push_free(block_id);
+}
+
+void BlockPool::release_deferred() {
+  for (const std::int32_t block_id : deferred_)
+    if (ref_count_[static_cast<std::size_t>(block_id)] == 0) push_free(block_id);
+  deferred_.clear();
+}
+
+std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash) const {
+  const auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return std::nullopt;
+  const auto b = static_cast<std::size_t>(it->second);
+  // A deferred free is neither referenced nor in the queue: not reachable until released.
+  if (ref_count_[b] == 0 && !in_queue_[b]) return std::nullopt;
+  return it->second;
+}
+
+void BlockPool::register_block(std::int32_t block_id, CachedBlock entry) {
+  MC_ASSERT(block_id > 0 && block_id < num_blocks());
+  MC_ASSERT(!by_block_.contains(block_id));
+  if (by_hash_.contains(entry.hash)) return; // another block already holds this boundary
+  by_hash_.emplace(entry.hash, block_id);
+  by_block_.emplace(block_id, std::move(entry));
+}
+
+const CachedBlock* BlockPool::cached(std::int32_t block_id) const {
+  const auto it = by_block_.find(block_id);
+  return it == by_block_.end() ? nullptr : &it->second;
+}
+
+void BlockPool::evict(std::int32_t block_id) {
+  const auto it = by_block_.find(block_id);
+  if (it == by_block_.end()) return;
+  by_hash_.erase(it->second.hash);
+  by_block_.erase(it);
+}
+
+void BlockPool::reset_cache() {
+  for (std::int32_t b = 1; b < num_blocks(); ++b)
+    MC_ASSERT(ref_count_[static_cast<std::size_t>(b)] == 0);
+  by_hash_.clear();
+  by_block_.clear();
+}
+
+} // namespace mc::oracle::engine

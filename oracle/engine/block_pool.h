@@ -1,0 +1,67 @@
+// The block pool of one mamba group: free queue, reference counts, prefix cache.
+//
+// Modelled on vLLM's BlockPool (REFERENCE.md 3):
+// - block 0 is the null block, never handed out, never freed;
+// - take() pops from the head of the free queue; a block that still carries a prefix-cache
+//   entry is evicted from the cache then (its state is about to be overwritten);
+// - free() drops one reference; at zero the block goes to the tail of the queue (least
+//   recently used first) but keeps its cache entry, so a later prefix hit can touch() it back;
+// - with deferred frees (async scheduling) a freed block becomes takeable only after
+//   release_deferred(), one step later.
+// A cached block remembers its position p and the boundary it holds: the hash of the first
+// (p+1)*B tokens and the last few of those tokens (the conv history), so its content can be
+// checked against the ground truth at any time.
+#pragma once
+
+#include "model/stamps.h"
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace mc::oracle::engine {
+
+struct CachedBlock {
+  model::TokenHash hash = 0;             // running hash of the first (position+1)*B tokens
+  std::int32_t position = 0;             // block-table column it was registered at
+  std::vector<std::int32_t> tail_tokens; // the last tokens before the boundary, oldest first
+};
+
+class BlockPool {
+public:
+  BlockPool(std::int32_t num_blocks, bool defer_frees);
+
+  std::int32_t num_blocks() const { return static_cast<std::int32_t>(ref_count_.size()); }
+  std::int32_t num_free() const { return num_free_; }
+  std::int32_t ref_count(std::int32_t block_id) const;
+
+  std::vector<std::int32_t> take(std::int32_t count); // asserts count <= num_free()
+  void touch(std::int32_t block_id);                  // one more reference (a prefix hit)
+  void free(std::int32_t block_id);
+  void release_deferred(); // async: frees of the last step become takeable
+
+  std::optional<std::int32_t> lookup(model::TokenHash hash) const;
+  void register_block(std::int32_t block_id, CachedBlock entry); // asserts not yet cached
+  const CachedBlock* cached(std::int32_t block_id) const;
+  const std::unordered_map<std::int32_t, CachedBlock>& cached_blocks() const { return by_block_; }
+  // Drops every cache entry; asserts no block is referenced (reset_prefix_cache).
+  void reset_cache();
+
+private:
+  void push_free(std::int32_t block_id);
+  void evict(std::int32_t block_id);
+
+  std::vector<std::int32_t> ref_count_;
+  std::vector<std::uint32_t> queue_generation_; // entry valid iff it matches (lazy removal)
+  std::vector<bool> in_queue_;
+  std::deque<std::pair<std::int32_t, std::uint32_t>> free_queue_;
+  std::vector<std::int32_t> deferred_;
+  std::int32_t num_free_ = 0;
+  bool defer_frees_ = false;
+  std::unordered_map<model::TokenHash, std::int32_t> by_hash_;
+  std::unordered_map<std::int32_t, CachedBlock> by_block_;
+};
+
+} // namespace mc::oracle::engine

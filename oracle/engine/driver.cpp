@@ -1,0 +1,92 @@
+#include "oracle/engine/driver.h"
+
+#include "model/errors.h"
+
+namespace mc::oracle::engine {
+
+Engine::Engine(const model::Layout& layout, std::vector<RequestSpec> requests, std::uint64_t seed,
+               const EngineOptions& options)
+    : options_(options),
+      scheduler_(layout, options.scheduler, std::move(requests), model::mix64(seed + 1)),
+      runner_(layout, options.runner) {
+  validate_options(options, layout);
+}
+
+bool Engine::step(const std::function<void(model::Step&)>& edit) {
+  if (report_.first_finding || scheduler_.done()) return false;
+  model::Step step = scheduler_.schedule();
+  if (edit) edit(step);
+  std::optional<Finding> finding;
+  if (auto mismatch = ledger_.begin_step(step))
+    finding = make_finding(runner_.layout(), FindingKind::token_mismatch, step.index, "", -1, -1,
+                           -1, *mismatch, "tokens that agree with the committed sequence");
+  StepRecord record;
+  if (!finding) {
+    record = runner_.execute(step, ledger_);
+    finding = record.finding;
+  }
+  report_.bytes_checked += record.bytes_checked;
+  for (const LaunchRecord& l : record.launches) {
+    ++report_.launches;
+    report_.copies_by_kind[std::string(model::to_string(l.kind))] +=
+        static_cast<std::int64_t>(l.decisions.size());
+  }
+  if (!finding) {
+    ledger_.end_step(step);
+    finding =
+        checker_.after_step(step, record, scheduler_, runner_, ledger_, report_.bytes_checked);
+  }
+  if (!finding) {
+    scheduler_.update(step);
+    const bool sweep = step.index % options_.cache_sweep_every == 0;
+    finding = checker_.after_commit(step.index, scheduler_, runner_, sweep, report_.bytes_checked);
+  }
+  const SchedulerStats& s = scheduler_.stats();
+  report_.steps = s.steps;
+  report_.request_steps = s.request_steps;
+  report_.tokens = s.tokens;
+  report_.finished = s.finished;
+  report_.aborts = s.aborts;
+  report_.preemptions = s.preemptions;
+  report_.forced_preemptions = s.forced_preemptions;
+  report_.resets = s.resets;
+  report_.prefix_hits = s.prefix_hits;
+  report_.first_finding = finding;
+  last_step_ = std::move(step);
+  last_record_ = std::move(record);
+  return !finding && !scheduler_.done();
+}
+
+EngineReport run_engine(const model::CacheConfig& config, const model::LayoutSpec& spec,
+                        std::int64_t num_steps, std::int32_t num_requests, std::uint64_t seed,
+                        const EngineOptions& options) {
+  if (num_steps < 0 || num_steps > kStepsMax)
+    model::fail_input("engine: num_steps must be in 0..{}, got {}", kStepsMax, num_steps);
+  if (num_requests < 0 || num_requests > kRequestsMax)
+    model::fail_input("engine: num_requests must be in 0..{}, got {}", kRequestsMax, num_requests);
+  const model::Layout layout = model::build_layout(config, spec);
+  validate_options(options, layout);
+  Rng rng(seed);
+  std::vector<RequestSpec> requests =
+      generate_workload(options.workload, num_requests, model::kSpecTokensMax + 2, rng);
+  Engine engine(layout, std::move(requests), seed, options);
+  EngineReport report;
+  for (std::int64_t i = 0; i < num_steps; ++i)
+    if (!engine.step()) break;
+  report = engine.report();
+  report.requests = num_requests;
+  return report;
+}
+
+void force_acceptance(model::ScheduledRequest& row, std::int32_t num_computed,
+                      const std::vector<std::int32_t>& truth, std::int32_t a) {
+  MC_ASSERT(row.num_draft_tokens > 0);
+  MC_ASSERT(a >= 1 && a <= 1 + row.num_draft_tokens);
+  row.num_accepted_tokens = a;
+  for (std::int32_t j = 0; j < row.num_draft_tokens; ++j) {
+    const std::int32_t t = truth[static_cast<std::size_t>(num_computed + 1 + j)];
+    row.token_ids[static_cast<std::size_t>(1 + j)] = j < a - 1 ? t : t + 1;
+  }
+}
+
+} // namespace mc::oracle::engine

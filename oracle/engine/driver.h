@@ -1,0 +1,82 @@
+// The engine simulation on the oracle side: schedule, run, check, commit, step after step.
+//
+// Engine holds the parts (scheduler, oracle runner, ground-truth ledger, invariant checker)
+// and runs one step at a time, so tests can look at every Step and StepRecord and a later
+// GPU runner can be fed the same Steps. run_engine drives a whole run from a seed and reports
+// what happened and the first finding; it is deterministic for a seed.
+#pragma once
+
+#include "model/layout.h"
+#include "model/step.h"
+#include "oracle/engine/finding.h"
+#include "oracle/engine/invariants.h"
+#include "oracle/engine/ledger.h"
+#include "oracle/engine/options.h"
+#include "oracle/engine/runner.h"
+#include "oracle/engine/scheduler.h"
+#include "oracle/engine/workload.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mc::oracle::engine {
+
+struct EngineReport {
+  std::int64_t steps = 0;
+  std::int64_t request_steps = 0;
+  std::int64_t tokens = 0;
+  std::int64_t requests = 0; // in the workload
+  std::int64_t finished = 0;
+  std::int64_t aborts = 0;
+  std::int64_t preemptions = 0;
+  std::int64_t forced_preemptions = 0;
+  std::int64_t resets = 0;
+  std::int64_t prefix_hits = 0;
+  std::map<std::string, std::int64_t> copies_by_kind; // copy decisions per launch kind
+  std::int64_t launches = 0;
+  std::int64_t bytes_checked = 0;
+  std::optional<Finding> first_finding;
+};
+
+class Engine {
+public:
+  Engine(const model::Layout& layout, std::vector<RequestSpec> requests, std::uint64_t seed,
+         const EngineOptions& options);
+
+  // One whole step; false once every request finished or a finding stopped the run.
+  // `edit` may change the step before it runs (tests force an acceptance that way).
+  bool step(const std::function<void(model::Step&)>& edit = {});
+
+  const model::Step& last_step() const { return last_step_; }
+  const StepRecord& last_record() const { return last_record_; }
+  const Scheduler& scheduler() const { return scheduler_; }
+  OracleRunner& runner() { return runner_; }
+  const Ledger& ledger() const { return ledger_; }
+  const EngineReport& report() const { return report_; }
+
+private:
+  EngineOptions options_;
+  Scheduler scheduler_;
+  OracleRunner runner_;
+  Ledger ledger_;
+  InvariantChecker checker_;
+  model::Step last_step_;
+  StepRecord last_record_;
+  EngineReport report_;
+};
+
+// Builds the layout (pool size = spec.num_blocks), the workload and runs up to num_steps.
+EngineReport run_engine(const model::CacheConfig& config, const model::LayoutSpec& spec,
+                        std::int64_t num_steps, std::int32_t num_requests, std::uint64_t seed,
+                        const EngineOptions& options);
+
+// Sets the outcome of a decode row to `a` accepted tokens, rewriting its drafts so that the
+// first a - 1 match the truth and the rest do not (`truth`: the request's true sequence).
+void force_acceptance(model::ScheduledRequest& row, std::int32_t num_computed,
+                      const std::vector<std::int32_t>& truth, std::int32_t a);
+
+} // namespace mc::oracle::engine

@@ -1,0 +1,172 @@
+#include "oracle/engine/forward.h"
+
+#include "model/block_table.h"
+#include "model/conv_history.h"
+#include "model/errors.h"
+#include "oracle/engine/state_io.h"
+
+#include <fmt/format.h>
+
+#include <variant>
+
+namespace mc::oracle::engine {
+namespace {
+
+struct TensorStep {
+  const ForwardContext& ctx;
+  const ForwardRow& row;
+  const RequestTruth& truth;
+  std::int32_t tensor = 0;
+  const model::StateTensor& t;
+
+  const std::string& req_id() const { return row.scheduled->req_id; }
+
+  Finding finding(FindingKind kind, std::int32_t col, std::int32_t block, std::string detail,
+                  std::string expected) const {
+    return make_finding(*ctx.layout, kind, ctx.step, req_id(), tensor, col, block,
+                        std::move(detail), std::move(expected));
+  }
+
+  // The block at `col` of the request's row, or a finding when it is no block to touch.
+  std::variant<BlockRef, Finding> block_at(std::int32_t col, std::string_view role) const {
+    const std::vector<std::int32_t>& ids = (*row.row)[static_cast<std::size_t>(t.group)];
+    if (col < 0 || col >= static_cast<std::int32_t>(ids.size()))
+      return finding(FindingKind::bad_index, col, -1,
+                     fmt::format("forward {} column outside the block-table row of {} columns",
+                                 role, ids.size()),
+                     "a column inside the row");
+    const std::int32_t block = ids[static_cast<std::size_t>(col)];
+    if (block <= model::kNullBlockId || block >= ctx.layout->spec.num_blocks)
+      return finding(FindingKind::bad_index, col, block,
+                     fmt::format("forward {} column holds {}", role,
+                                 block == model::kNullBlockId ? "the null block"
+                                 : block == model::kPadSlot   ? "a pad slot"
+                                                              : "no valid block id"),
+                     "a block of the request");
+    return BlockRef{.arena = &(*ctx.arenas)[static_cast<std::size_t>(t.arena)],
+                    .tensor = &t,
+                    .tensor_index = tensor,
+                    .num_blocks = ctx.layout->spec.num_blocks,
+                    .block_id = block};
+  }
+
+  void log_write(std::int32_t col, std::int32_t block) const {
+    ctx.log->writes.push_back({.req_id = req_id(),
+                               .tensor = tensor,
+                               .group = t.group,
+                               .col = col,
+                               .block_id = block,
+                               .origin = "forward"});
+  }
+
+  std::optional<std::int32_t> committed_token(std::int64_t pos) const {
+    if (pos < 0 || pos >= row.num_computed) return std::nullopt;
+    return truth.tokens[static_cast<std::size_t>(pos)];
+  }
+  std::optional<std::int32_t> processed_token(std::int64_t pos) const {
+    if (pos < row.num_computed) return committed_token(pos);
+    const std::int64_t i = pos - row.num_computed;
+    if (i >= row.scheduled->num_scheduled_tokens) return std::nullopt;
+    return row.scheduled->token_ids[static_cast<std::size_t>(i)];
+  }
+};
+
+std::optional<Finding> check_read(const TensorStep& ts, std::int32_t col, std::int32_t offset) {
+  auto ref = ts.block_at(col, "read");
+  if (auto* f = std::get_if<Finding>(&ref)) return std::move(*f);
+  const BlockRef& b = std::get<BlockRef>(ref);
+  const std::int32_t c = ts.row.num_computed;
+  std::optional<std::string> wrong;
+  if (ts.t.kind() == model::StateKind::temporal) {
+    wrong = check_temporal(b, ts.truth.hashes[static_cast<std::size_t>(c)], ts.truth.hashes);
+  } else {
+    const std::int64_t history = model::conv_history_rows(*ts.ctx.layout, ts.tensor);
+    wrong = check_conv(b, history, c, offset,
+                       [&ts](std::int64_t pos) { return ts.committed_token(pos); });
+  }
+  *ts.ctx.bytes_checked += ts.t.natural_bytes;
+  if (!wrong) return std::nullopt;
+  return ts.finding(FindingKind::wrong_read, col, b.block_id,
+                    fmt::format("the forward reads its initial state with a = {}: {}",
+                                ts.row.num_accepted, *wrong),
+                    fmt::format("the state after {} tokens", c));
+}
+
+std::optional<Finding> write_state(const TensorStep& ts, std::int32_t col, model::TokenHash hash,
+                                   std::int64_t running) {
+  auto ref = ts.block_at(col, "write");
+  if (auto* f = std::get_if<Finding>(&ref)) return std::move(*f);
+  const BlockRef& b = std::get<BlockRef>(ref);
+  if (ts.t.kind() == model::StateKind::temporal) {
+    write_temporal(b, hash);
+  } else {
+    const std::int64_t history = model::conv_history_rows(*ts.ctx.layout, ts.tensor);
+    write_conv(b, history, running, [&ts](std::int64_t pos) { return ts.processed_token(pos); });
+  }
+  ts.log_write(col, b.block_id);
+  return std::nullopt;
+}
+
+std::optional<Finding> forward_align(const TensorStep& ts) {
+  const model::ScheduledRequest& s = *ts.row.scheduled;
+  const std::int32_t c = ts.row.num_computed;
+  const std::int32_t bias = std::max(ts.row.num_accepted - 1, 0);
+  const bool temporal = ts.t.kind() == model::StateKind::temporal;
+  const std::int32_t w0 = ts.row.state_idx;
+  if (c > 0)
+    if (auto f = check_read(ts, temporal ? w0 + bias : w0, temporal ? 0 : bias)) return f;
+  const std::int32_t running = c + s.num_scheduled_tokens - s.num_draft_tokens;
+  const bool decode = s.num_scheduled_tokens - s.num_draft_tokens == 1;
+  model::TokenHash h = ts.truth.hashes[static_cast<std::size_t>(c)];
+  if (!temporal) return write_state(ts, w0, h, running);
+  for (std::int32_t i = 0; i < s.num_scheduled_tokens; ++i) {
+    h = model::extend_hash(h, s.token_ids[static_cast<std::size_t>(i)]);
+    if (decode)
+      if (auto f = write_state(ts, w0 + i, h, running)) return f;
+  }
+  if (!decode) return write_state(ts, w0, h, running);
+  return std::nullopt;
+}
+
+std::optional<Finding> forward_all(const TensorStep& ts, std::int32_t block_size) {
+  const model::ScheduledRequest& s = *ts.row.scheduled;
+  const std::int32_t c = ts.row.num_computed;
+  MC_ASSERT(s.num_draft_tokens == 0);
+  if (c > 0)
+    if (auto f = check_read(ts, ts.row.state_idx, 0)) return f;
+  model::TokenHash h = ts.truth.hashes[static_cast<std::size_t>(c)];
+  for (std::int32_t i = 0; i < s.num_scheduled_tokens; ++i) {
+    h = model::extend_hash(h, s.token_ids[static_cast<std::size_t>(i)]);
+    const std::int32_t n = c + i + 1;
+    if (n % block_size != 0 || n == c + s.num_scheduled_tokens) continue;
+    const std::int32_t col = n / block_size - 1; // a block-aligned intermediate state
+    MC_ASSERT(col >= ts.row.first_scheduled_col && col < ts.row.last_scheduled_col);
+    if (auto f = write_state(ts, col, h, n)) return f;
+  }
+  return write_state(ts, ts.row.last_scheduled_col, h, c + s.num_scheduled_tokens);
+}
+
+} // namespace
+
+std::optional<Finding> run_forward(const ForwardContext& ctx, std::span<const ForwardRow> rows) {
+  const model::Layout& layout = *ctx.layout;
+  for (const ForwardRow& row : rows) {
+    MC_ASSERT(row.scheduled != nullptr && row.row != nullptr);
+    const RequestTruth& truth = ctx.ledger->truth(row.scheduled->req_id);
+    MC_ASSERT(static_cast<std::int32_t>(truth.tokens.size()) >= row.num_computed);
+    for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
+      const TensorStep ts{.ctx = ctx,
+                          .row = row,
+                          .truth = truth,
+                          .tensor = static_cast<std::int32_t>(i),
+                          .t = layout.tensors[i]};
+      std::optional<Finding> f = layout.config.mode == model::CacheMode::all
+                                     ? forward_all(ts, layout.config.mamba_block_size)
+                                     : forward_align(ts);
+      if (f) return f;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace mc::oracle::engine

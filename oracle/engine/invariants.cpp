@@ -1,0 +1,174 @@
+#include "oracle/engine/invariants.h"
+
+#include "model/block_table.h"
+#include "model/conv_history.h"
+#include "oracle/engine/state_io.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mc::oracle::engine {
+namespace {
+
+std::optional<std::string> illegal_write(const BlockAccess& w, const Scheduler& scheduler,
+                                         std::int64_t num_blocks) {
+  if (w.block_id == model::kNullBlockId) return "writes the null block";
+  if (w.block_id < 0 || w.block_id >= num_blocks) return "writes outside the arena (a pad slot?)";
+  const BlockPool& pool = scheduler.blocks().pool(w.group);
+  const RequestBlocks* rb = scheduler.blocks().find(w.req_id);
+  const auto& ids =
+      rb ? rb->groups[static_cast<std::size_t>(w.group)].block_ids : std::vector<std::int32_t>{};
+  if (std::find(ids.begin(), ids.end(), w.block_id) == ids.end())
+    return pool.ref_count(w.block_id) == 0 ? "writes a freed block"
+                                           : "writes a block the request does not hold";
+  if (pool.ref_count(w.block_id) > 1) return "writes a block shared with another request";
+  if (const CachedBlock* c = pool.cached(w.block_id))
+    return fmt::format("writes a block registered in the prefix cache (boundary of position {})",
+                       c->position);
+  return std::nullopt;
+}
+
+std::optional<Finding> check_accesses(const StepRecord& record, const Scheduler& scheduler,
+                                      const model::Layout& layout, std::int64_t step) {
+  for (const BlockAccess& w : record.access.writes)
+    if (auto why = illegal_write(w, scheduler, layout.spec.num_blocks))
+      return make_finding(layout, FindingKind::bad_write, step, w.req_id, w.tensor, w.col,
+                          w.block_id, fmt::format("{} ({})", *why, w.origin),
+                          "a block the request holds alone");
+  for (const BlockAccess& r : record.access.copy_reads) {
+    const RequestBlocks* rb = scheduler.blocks().find(r.req_id);
+    const auto& ids =
+        rb ? rb->groups[static_cast<std::size_t>(r.group)].block_ids : std::vector<std::int32_t>{};
+    if (r.block_id == model::kNullBlockId ||
+        std::find(ids.begin(), ids.end(), r.block_id) == ids.end())
+      return make_finding(
+          layout, FindingKind::bad_read, step, r.req_id, r.tensor, r.col, r.block_id,
+          fmt::format("the {} copy reads a block the request does not hold", r.origin),
+          "a block of the request");
+  }
+  return std::nullopt;
+}
+
+std::optional<Finding> check_rows(const model::Step& step, const Scheduler& scheduler,
+                                  OracleRunner& runner) {
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    const RequestBlocks* rb = scheduler.blocks().find(s.req_id);
+    const model::GroupBlockIds* row = runner.row(s.req_id);
+    if (rb == nullptr || row == nullptr) continue; // finished or preempted since
+    for (std::size_t g = 0; g < rb->groups.size(); ++g) {
+      const auto& want = rb->groups[g].block_ids;
+      const auto& got = (*row)[g];
+      for (std::size_t j = 0; j < want.size(); ++j)
+        if (want[j] != model::kNullBlockId && (j >= got.size() || got[j] != want[j]))
+          return make_finding(runner.layout(), FindingKind::bad_index, step.index, s.req_id, -1,
+                              static_cast<std::int32_t>(j), j < got.size() ? got[j] : -1,
+                              fmt::format("the runner's row of group {} disagrees with the "
+                                          "scheduler's table",
+                                          g),
+                              fmt::format("block {}", want[j]));
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
+                                                    const StepRecord& record,
+                                                    const Scheduler& scheduler,
+                                                    OracleRunner& runner, const Ledger& ledger,
+                                                    std::int64_t& bytes_checked) {
+  const model::Layout& layout = runner.layout();
+  if (auto f = check_accesses(record, scheduler, layout, step.index)) return f;
+  if (auto f = check_rows(step, scheduler, runner)) return f;
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    const std::optional<ReadPoint> rp = runner.read_point(s.req_id);
+    const RequestTruth& truth = ledger.truth(s.req_id);
+    const std::int32_t c = truth.num_committed;
+    if (!rp || c == 0) continue;
+    const std::int32_t bias =
+        layout.config.mode == model::CacheMode::all ? 0 : std::max(rp->num_accepted - 1, 0);
+    for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
+      const model::StateTensor& t = layout.tensors[i];
+      const bool temporal = t.kind() == model::StateKind::temporal;
+      const std::int32_t col = rp->state_idx + (temporal ? bias : 0);
+      const auto& ids = (*runner.row(s.req_id))[static_cast<std::size_t>(t.group)];
+      const std::int32_t block = col >= 0 && col < static_cast<std::int32_t>(ids.size())
+                                     ? ids[static_cast<std::size_t>(col)]
+                                     : model::kPadSlot;
+      std::optional<std::string> wrong;
+      if (block <= model::kNullBlockId || block >= layout.spec.num_blocks) {
+        wrong = fmt::format("the column holds {}", block == 0 ? "the null block" : "no block");
+      } else {
+        const BlockRef ref{.arena = &runner.arenas()[static_cast<std::size_t>(t.arena)],
+                           .tensor = &t,
+                           .tensor_index = static_cast<std::int32_t>(i),
+                           .num_blocks = layout.spec.num_blocks,
+                           .block_id = block};
+        wrong =
+            temporal
+                ? check_temporal(ref, truth.hashes[static_cast<std::size_t>(c)], truth.hashes)
+                : check_conv(ref, model::conv_history_rows(layout, static_cast<std::int32_t>(i)), c,
+                             bias, [&truth, c](std::int64_t pos) -> std::optional<std::int32_t> {
+                               if (pos < 0 || pos >= c) return std::nullopt;
+                               return truth.tokens[static_cast<std::size_t>(pos)];
+                             });
+        bytes_checked += t.natural_bytes;
+      }
+      if (wrong)
+        return make_finding(layout, FindingKind::wrong_next_state, step.index, s.req_id,
+                            static_cast<std::int32_t>(i), col, block,
+                            fmt::format("after the step, the state the next step reads "
+                                        "(state_idx {}, a = {}) is wrong: {}",
+                                        rp->state_idx, rp->num_accepted, *wrong),
+                            fmt::format("the state after {} tokens", c));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const Scheduler& scheduler,
+                                                      OracleRunner& runner, bool sweep_all,
+                                                      std::int64_t& bytes_checked) {
+  const model::Layout& layout = runner.layout();
+  const std::int32_t B = layout.config.mamba_block_size;
+  for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
+    const model::StateTensor& t = layout.tensors[i];
+    const BlockPool& pool = scheduler.blocks().pool(t.group);
+    for (const auto& [block, entry] : pool.cached_blocks()) {
+      const std::int64_t key = std::int64_t{t.group} << 32 | block;
+      const auto seen = checked_cache_.find(key);
+      if (!sweep_all && seen != checked_cache_.end() && seen->second == entry.hash) continue;
+      const BlockRef ref{.arena = &runner.arenas()[static_cast<std::size_t>(t.arena)],
+                         .tensor = &t,
+                         .tensor_index = static_cast<std::int32_t>(i),
+                         .num_blocks = layout.spec.num_blocks,
+                         .block_id = block};
+      const std::int32_t n = (entry.position + 1) * B;
+      const auto first =
+          static_cast<std::int64_t>(n) - static_cast<std::int64_t>(entry.tail_tokens.size());
+      std::optional<std::string> wrong =
+          t.kind() == model::StateKind::temporal
+              ? check_temporal(ref, entry.hash, {})
+              : check_conv(ref, model::conv_history_rows(layout, static_cast<std::int32_t>(i)), n,
+                           0, [&entry, first](std::int64_t pos) -> std::optional<std::int32_t> {
+                             if (pos < first) return std::nullopt;
+                             return entry.tail_tokens[static_cast<std::size_t>(pos - first)];
+                           });
+      bytes_checked += t.natural_bytes;
+      if (wrong)
+        return make_finding(
+            layout, FindingKind::wrong_cached_state, step, "", static_cast<std::int32_t>(i),
+            entry.position, block,
+            fmt::format("a block registered for prefix reuse is wrong: {}", *wrong),
+            fmt::format("the state after {} tokens (position {})", n, entry.position));
+    }
+  }
+  for (std::int32_t g = 0; g < scheduler.blocks().num_groups(); ++g)
+    for (const auto& [block, entry] : scheduler.blocks().pool(g).cached_blocks())
+      checked_cache_[std::int64_t{g} << 32 | block] = entry.hash;
+  return std::nullopt;
+}
+
+} // namespace mc::oracle::engine

@@ -1,0 +1,39 @@
+// The invariants checked after every step (DESIGN.md, "Invariants after every step"):
+// - every write of the step hit a block its request holds alone: not the null block, not a
+//   pad slot, not a freed block, not a block shared by a prefix hit or registered in the
+//   prefix cache; every copy read a block its request holds;
+// - the runner's block-table rows agree with the scheduler's tables where those are real;
+// - the state the next step will read as initial (the runner's column and a) equals the
+//   sequential ground truth after num_computed tokens;
+// - every block registered for prefix reuse holds exactly the ground truth after (p+1)*B
+//   tokens (new registrations every step, all of them every few steps).
+#pragma once
+
+#include "model/step.h"
+#include "oracle/engine/finding.h"
+#include "oracle/engine/ledger.h"
+#include "oracle/engine/runner.h"
+#include "oracle/engine/scheduler.h"
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+namespace mc::oracle::engine {
+
+class InvariantChecker {
+public:
+  // Before the scheduler commits the step (tables as the step ran).
+  std::optional<Finding> after_step(const model::Step& step, const StepRecord& record,
+                                    const Scheduler& scheduler, OracleRunner& runner,
+                                    const Ledger& ledger, std::int64_t& bytes_checked);
+  // After the scheduler committed the step (new cache registrations).
+  std::optional<Finding> after_commit(std::int64_t step, const Scheduler& scheduler,
+                                      OracleRunner& runner, bool sweep_all,
+                                      std::int64_t& bytes_checked);
+
+private:
+  std::unordered_map<std::int64_t, model::TokenHash> checked_cache_; // (group, block) -> hash
+};
+
+} // namespace mc::oracle::engine

@@ -1,0 +1,43 @@
+// The sequential ground truth: per request, the committed token sequence and its hashes.
+//
+// Built from the steps alone (so a recorded trace can be checked the same way): a new request
+// brings its prompt; every scheduled row brings its non-draft tokens (which must agree with
+// what is already known: a resumed request recomputes the same tokens); after the step the
+// first a tokens of a decode (the a - 1 accepted drafts and the bonus token before them) or
+// the whole prefill chunk are committed. state "after p tokens" = stamps of hash(p).
+#pragma once
+
+#include "model/stamps.h"
+#include "model/step.h"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mc::oracle::engine {
+
+struct RequestTruth {
+  std::vector<std::int32_t> tokens;     // known: committed + the last sampled token
+  std::vector<model::TokenHash> hashes; // hashes[p] = running hash of tokens[0..p)
+  std::int32_t num_committed = 0;       // tokens whose state is the ground truth
+};
+
+class Ledger {
+public:
+  // Learns prompts and scheduled tokens; the first contradiction, if any, as a message.
+  std::optional<std::string> begin_step(const model::Step& step);
+  // Commits accepted tokens and drops finished requests.
+  void end_step(const model::Step& step);
+
+  const RequestTruth& truth(const std::string& req_id) const;
+  model::TokenHash hash_after(const std::string& req_id, std::int32_t num_tokens) const;
+
+private:
+  void append(RequestTruth& t, std::int32_t token);
+  std::unordered_map<std::string, RequestTruth> requests_;
+};
+
+} // namespace mc::oracle::engine

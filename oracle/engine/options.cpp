@@ -1,0 +1,67 @@
+#include "oracle/engine/options.h"
+
+#include "model/conv_history.h"
+#include "model/errors.h"
+
+#include <algorithm>
+
+namespace mc::oracle::engine {
+namespace {
+
+void require_range(std::int64_t value, std::int64_t lo, std::int64_t hi, const char* field) {
+  if (value < lo || value > hi)
+    model::fail_input("engine: {} must be in {}..{}, got {}", field, lo, hi, value);
+}
+
+void validate_geometry(const EngineOptions& o, const model::Layout& layout) {
+  const model::CacheConfig& c = layout.config;
+  if (c.mode == model::CacheMode::none)
+    model::fail_input("engine: mode none keeps no state blocks to check; use align or all");
+  if (c.mode == model::CacheMode::all && c.num_spec_tokens > 0)
+    model::fail_input("engine: all mode runs without drafts (num_spec_tokens 0); its per-token "
+                      "write targets with drafts are not specified (model/FORWARD.md)");
+  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
+    if (c.num_spec_tokens > 0 && layout.tensors[t].kind() == model::StateKind::conv &&
+        !model::conv_window_holds_drafts(layout, static_cast<std::int32_t>(t)))
+      model::fail_input("engine: group {} ({}) keeps no drafts in its conv window; spec decode "
+                        "needs num_spec_tokens 0 for it",
+                        layout.tensors[t].group,
+                        layout.spec.groups[static_cast<std::size_t>(layout.tensors[t].group)].name);
+  const std::int64_t usable = layout.spec.num_blocks - 1;
+  const std::int64_t len_max = o.workload.prompt_len_max + o.workload.output_len_max;
+  const std::int64_t per_request = c.mode == model::CacheMode::align
+                                       ? 3 + c.num_spec_blocks
+                                       : model::cdiv(len_max + 1, c.mamba_block_size) + 1;
+  if (usable < per_request)
+    model::fail_input("engine: a pool of {} blocks cannot hold one request ({} blocks needed)",
+                      layout.spec.num_blocks, per_request + 1);
+  if (o.scheduler.token_budget < std::max(c.mamba_block_size, 1 + c.num_spec_tokens))
+    model::fail_input("engine: token_budget {} must be at least the mamba block size {} and "
+                      "1 + num_spec_tokens (else a block-aligned split never progresses)",
+                      o.scheduler.token_budget, c.mamba_block_size);
+}
+
+} // namespace
+
+void validate_options(const EngineOptions& o, const model::Layout& layout) {
+  const WorkloadOptions& w = o.workload;
+  require_range(w.vocab_size, 2, 1 << 30, "vocab_size");
+  require_range(w.prompt_len_min, 1, kSequenceLenMax, "prompt_len_min");
+  require_range(w.prompt_len_max, w.prompt_len_min, kSequenceLenMax, "prompt_len_max");
+  require_range(w.output_len_min, 1, kSequenceLenMax, "output_len_min");
+  require_range(w.output_len_max, w.output_len_min, kSequenceLenMax, "output_len_max");
+  require_range(w.num_shared_prefixes, 0, 1 << 10, "num_shared_prefixes");
+  require_range(w.shared_prefix_per_million, 0, 1'000'000, "shared_prefix_per_million");
+  require_range(w.arrivals_per_step_max, 1, 1 << 10, "arrivals_per_step_max");
+  const SchedulerOptions& s = o.scheduler;
+  require_range(s.token_budget, 1, kTokenBudgetMax, "token_budget");
+  require_range(s.max_running, 1, kRunningMax, "max_running");
+  require_range(s.reset_prefix_cache_per_million, 0, 1'000'000, "reset_prefix_cache_per_million");
+  require_range(s.abort_per_million, 0, 1'000'000, "abort_per_million");
+  require_range(s.full_drafts_per_million, 0, 1'000'000, "full_drafts_per_million");
+  require_range(o.runner.row_stride_extra, 0, 1 << 10, "row_stride_extra");
+  require_range(o.cache_sweep_every, 1, 1 << 30, "cache_sweep_every");
+  validate_geometry(o, layout);
+}
+
+} // namespace mc::oracle::engine

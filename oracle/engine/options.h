@@ -1,0 +1,68 @@
+// Knobs of one engine run: workload, scheduler, runner flavour, deliberate rule breaks.
+//
+// Every count has a limit (STYLE.md); validate_options rejects what a user can get wrong
+// with an InputError naming the field. Probabilities are per million so that runs stay
+// integer-exact and replay the same everywhere.
+#pragma once
+
+#include "model/layout.h"
+
+#include <cstdint>
+
+namespace mc::oracle::engine {
+
+// The workload: prompts sharing prefixes (so prefix hits happen), a true continuation each.
+struct WorkloadOptions {
+  std::int32_t vocab_size = 512;
+  std::int32_t prompt_len_min = 1;
+  std::int32_t prompt_len_max = 40;
+  std::int32_t output_len_min = 1;
+  std::int32_t output_len_max = 40;
+  std::int32_t num_shared_prefixes = 3;             // distinct prefix families
+  std::int32_t shared_prefix_per_million = 600'000; // chance a prompt starts with one
+  std::int32_t arrivals_per_step_max = 2;           // new requests arriving per step
+};
+
+struct SchedulerOptions {
+  std::int32_t token_budget = 32; // tokens per step (max_num_batched_tokens)
+  std::int32_t max_running = 8;   // max_num_seqs
+  std::int32_t reset_prefix_cache_per_million = 0;
+  std::int32_t abort_per_million = 0;
+  std::int32_t full_drafts_per_million = 800'000; // else 0..num_spec-1 drafts
+  bool async_frees = false;                       // frees become allocatable one step later
+  bool drafter_prunes_last_block = false;         // eagle: last cache position one block earlier
+};
+
+// How the V1 runner moves its pre-step copies (REFERENCE.md 2).
+enum class V1CopyPath : std::uint8_t { batch_copy, precopy };
+
+// Deliberate rule breaks, for the tests that prove an invariant catches them.
+struct Mutations {
+  bool skip_cleanup_of_resumed = false;      // class A, #35157
+  bool v2_seed_with_attn_block_size = false; // class A, #53142
+};
+
+struct RunnerOptions {
+  model::RunnerFlavour flavour = model::RunnerFlavour::v1;
+  V1CopyPath v1_copy_path = V1CopyPath::precopy;
+  std::int32_t row_stride_extra = 3; // block-table row stride beyond the width (gap poison)
+  Mutations mutations;
+};
+
+struct EngineOptions {
+  WorkloadOptions workload;
+  SchedulerOptions scheduler;
+  RunnerOptions runner;
+  std::int32_t cache_sweep_every = 64; // full check of every cached block every N steps
+};
+
+inline constexpr std::int32_t kRequestsMax = 1 << 20;
+inline constexpr std::int64_t kStepsMax = std::int64_t{1} << 32;
+inline constexpr std::int32_t kSequenceLenMax = 1 << 20;
+inline constexpr std::int32_t kTokenBudgetMax = 1 << 20;
+inline constexpr std::int32_t kRunningMax = 1 << 14;
+
+// Throws InputError naming the field; `layout` is the geometry of the run.
+void validate_options(const EngineOptions& options, const model::Layout& layout);
+
+} // namespace mc::oracle::engine

@@ -1,0 +1,115 @@
+// The model runner on the oracle side, written at the level of the Python (dicts keyed by
+// request id, explicit loops over the batch): REFERENCE.md 2 and the seeds' runner utilities.
+//
+// One execute() per step, in the runner's order:
+// - V1: cleanup of stale columns (finished, preempted AND resumed), preprocess_mamba
+//   bookkeeping, its copies through batch_copy (the flat plan) or the fused precopy, the
+//   synthetic forward, then the fused postprocess launch with this step's accepted counts.
+// - V2: request slots (reused by later requests) seeded with (num_computed - 1) // B, the
+//   preprocess_align launch, the precopy launch, the forward, postprocess_align with
+//   idx_mapping.
+// - all mode: the forward at the blocks the attention metadata builder derives.
+// Copies run through mc::oracle::run_launch (each launch a model::LaunchCase over the
+// runner's arenas). Before a pre-step copy runs, its source is checked against the ground
+// truth, so a stale or mis-seeded column is reported where it is used (class A).
+// The result of a step (launch decisions, arrays, accesses) is what a GPU runner must match.
+#pragma once
+
+#include "model/launch.h"
+#include "model/layout.h"
+#include "model/step.h"
+#include "oracle/engine/finding.h"
+#include "oracle/engine/forward.h"
+#include "oracle/engine/ledger.h"
+#include "oracle/engine/options.h"
+#include "oracle/engine/writes.h"
+#include "oracle/runner_bookkeeping.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mc::oracle::engine {
+
+struct LaunchRecord {
+  model::LaunchKind kind = model::LaunchKind::precopy;
+  model::LaunchStatus status = model::LaunchStatus::ok;
+  std::string unsupported_reason;
+  std::vector<model::CopyDecision> decisions;
+  model::RequestArrays requests; // every per-request array after the launch
+};
+
+struct StepRecord {
+  std::int64_t step = 0;
+  std::vector<LaunchRecord> launches;
+  AccessLog access;
+  std::optional<Finding> finding; // the first, which stops the step
+  std::int64_t bytes_checked = 0;
+};
+
+// Where the next step reads a request's initial state: the column and the accepted count.
+struct ReadPoint {
+  std::int32_t state_idx = 0;
+  std::int32_t num_accepted = 1;
+};
+
+class OracleRunner {
+public:
+  OracleRunner(const model::Layout& layout, const RunnerOptions& options);
+
+  StepRecord execute(const model::Step& step, const Ledger& ledger);
+
+  const model::Layout& layout() const { return layout_; }
+  std::vector<model::Arena>& arenas() { return arenas_; }
+  // After execute(): where the next step will read (align and all mode).
+  std::optional<ReadPoint> read_point(const std::string& req_id) const;
+  const model::GroupBlockIds* row(const std::string& req_id) const;
+
+private:
+  struct Slot { // V2 per-request state, by slot
+    std::string req_id;
+    std::int32_t state_idx = -1;
+    std::int32_t num_accepted = 1;
+    std::int32_t num_computed = 0;
+    std::int32_t src_col = -1;   // preprocess_align output, precopy input
+    std::int32_t token_bias = 0; // preprocess_align output, precopy input
+    bool reseeded = false;       // (re)seeded by the current step
+  };
+  model::RequestArrays slot_arrays() const;
+  void store_slot_arrays(const model::RequestArrays& arrays);
+  struct StepCtx;
+
+  void update_rows(const model::Step& step);
+  void update_slots(const model::Step& step);
+  void execute_v1(StepCtx& ctx);
+  void execute_v2(StepCtx& ctx);
+  void execute_all(StepCtx& ctx);
+  model::BlockTables batch_tables(const model::Step& step) const;
+  bool launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num_slots,
+              model::RequestArrays arrays);
+  bool check_copy_sources(StepCtx& ctx, const std::vector<std::int32_t>& src_col,
+                          const std::vector<std::int32_t>& dst_col,
+                          const std::vector<std::int32_t>& token_bias,
+                          const std::vector<std::string>& seed_note);
+  bool forward(StepCtx& ctx, const std::vector<std::int32_t>& state_idx,
+               const std::vector<std::int32_t>& num_accepted);
+
+  model::Layout layout_;
+  RunnerOptions options_;
+  std::vector<model::Arena> arenas_;
+  model::LaunchCase launch_case_; // reused: the layout is copied once
+  std::unordered_map<std::string, model::GroupBlockIds> rows_;
+  std::unordered_map<std::string, std::int32_t> num_computed_;  // before the current step
+  std::unordered_map<std::string, std::int32_t> next_computed_; // after it
+  // V1
+  MambaStateIdx mamba_state_idx_;
+  std::unordered_map<std::string, std::int32_t> num_accepted_;
+  // V2
+  std::vector<Slot> slots_;
+  std::vector<std::int32_t> free_slots_;
+  std::unordered_map<std::string, std::int32_t> slot_of_;
+};
+
+} // namespace mc::oracle::engine

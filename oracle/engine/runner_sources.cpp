@@ -1,0 +1,66 @@
+// The check of every pre-step copy source against the ground truth (class A: a stale or
+// mis-seeded column is caught where it is used, with the column's history in the message).
+#include "model/block_table.h"
+#include "model/conv_history.h"
+#include "oracle/engine/runner.h"
+#include "oracle/engine/runner_step.h"
+#include "oracle/engine/state_io.h"
+
+#include <fmt/format.h>
+
+namespace mc::oracle::engine {
+
+bool OracleRunner::check_copy_sources(StepCtx& ctx, const std::vector<std::int32_t>& src_col,
+                                      const std::vector<std::int32_t>& dst_col,
+                                      const std::vector<std::int32_t>& token_bias,
+                                      const std::vector<std::string>& seed_note) {
+  for (std::size_t b = 0; b < ctx.step.scheduled.size(); ++b) {
+    if (src_col[b] < 0 || src_col[b] == dst_col[b]) continue;
+    const std::string& id = ctx.step.scheduled[b].req_id;
+    const std::int32_t c = ctx.num_computed[b];
+    const RequestTruth& truth = ctx.ledger.truth(id);
+    for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
+      const model::StateTensor& t = layout_.tensors[i];
+      const bool temporal = t.kind() == model::StateKind::temporal;
+      const std::int32_t col = src_col[b] + (temporal ? token_bias[b] : 0);
+      const auto& ids = rows_.at(id)[static_cast<std::size_t>(t.group)];
+      const std::int32_t block = col >= 0 && col < static_cast<std::int32_t>(ids.size())
+                                     ? ids[static_cast<std::size_t>(col)]
+                                     : model::kPadSlot;
+      std::optional<std::string> wrong;
+      if (block <= model::kNullBlockId || block >= layout_.spec.num_blocks || c <= 0) {
+        wrong = block == model::kNullBlockId ? "it holds the null block"
+                : c <= 0                     ? "the request has no computed tokens to copy"
+                                             : "it lies outside the row (a pad slot)";
+      } else {
+        const BlockRef ref{.arena = &arenas_[static_cast<std::size_t>(t.arena)],
+                           .tensor = &t,
+                           .tensor_index = static_cast<std::int32_t>(i),
+                           .num_blocks = layout_.spec.num_blocks,
+                           .block_id = block};
+        wrong =
+            temporal
+                ? check_temporal(ref, truth.hashes[static_cast<std::size_t>(c)], truth.hashes)
+                : check_conv(ref, model::conv_history_rows(layout_, static_cast<std::int32_t>(i)),
+                             c, token_bias[b],
+                             [&truth, c](std::int64_t pos) -> std::optional<std::int32_t> {
+                               if (pos < 0 || pos >= c) return std::nullopt;
+                               return truth.tokens[static_cast<std::size_t>(pos)];
+                             });
+        ctx.rec.bytes_checked += t.natural_bytes;
+      }
+      if (!wrong) continue;
+      ctx.rec.finding = make_finding(
+          layout_, FindingKind::wrong_copy_source, ctx.step.index, id, static_cast<std::int32_t>(i),
+          col, block,
+          fmt::format("the pre-step copy {} -> {} (token bias {}) reads a wrong source: {}; the "
+                      "source column {}",
+                      src_col[b], dst_col[b], token_bias[b], *wrong, seed_note[b]),
+          fmt::format("the state after {} tokens", c));
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace mc::oracle::engine

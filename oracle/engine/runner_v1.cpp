@@ -1,0 +1,167 @@
+// execute(): the per-step flow, V1 align (REFERENCE.md 2) and all mode.
+#include "model/errors.h"
+#include "oracle/engine/runner.h"
+#include "oracle/engine/runner_step.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_set>
+
+namespace mc::oracle::engine {
+
+StepRecord OracleRunner::execute(const model::Step& step, const Ledger& ledger) {
+  StepRecord rec{.step = step.index};
+  update_rows(step);
+  if (options_.flavour == model::RunnerFlavour::v2) update_slots(step);
+  StepCtx ctx{.step = step, .ledger = ledger, .rec = rec};
+  next_computed_.clear();
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    const std::int32_t c = num_computed_.at(s.req_id);
+    ctx.num_computed.push_back(c);
+    next_computed_[s.req_id] =
+        c + (s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens);
+  }
+  if (layout_.config.mode == model::CacheMode::all)
+    execute_all(ctx);
+  else if (options_.flavour == model::RunnerFlavour::v1)
+    execute_v1(ctx);
+  else
+    execute_v2(ctx);
+  return rec;
+}
+
+bool OracleRunner::forward(StepCtx& ctx, const std::vector<std::int32_t>& state_idx,
+                           const std::vector<std::int32_t>& num_accepted) {
+  std::vector<ForwardRow> rows;
+  for (std::size_t b = 0; b < ctx.step.scheduled.size(); ++b)
+    rows.push_back({.scheduled = &ctx.step.scheduled[b],
+                    .num_computed = ctx.num_computed[b],
+                    .num_accepted = num_accepted[b],
+                    .state_idx = state_idx[b],
+                    .row = &rows_.at(ctx.step.scheduled[b].req_id)});
+  const ForwardContext fctx{.layout = &layout_,
+                            .arenas = &arenas_,
+                            .ledger = &ctx.ledger,
+                            .step = ctx.step.index,
+                            .log = &ctx.rec.access,
+                            .bytes_checked = &ctx.rec.bytes_checked};
+  ctx.rec.finding = run_forward(fctx, rows);
+  return !ctx.rec.finding;
+}
+
+void OracleRunner::execute_v1(StepCtx& ctx) {
+  const model::Step& step = ctx.step;
+  StepRequestIds ids{.finished = step.finished_req_ids, .preempted = step.preempted_req_ids};
+  for (const model::CachedRequestData& c : step.cached_requests)
+    if (c.resumed && !options_.mutations.skip_cleanup_of_resumed) ids.resumed.push_back(c.req_id);
+  std::unordered_set<std::string> dropped(ids.finished.begin(), ids.finished.end());
+  dropped.insert(ids.preempted.begin(), ids.preempted.end());
+  dropped.insert(ids.resumed.begin(), ids.resumed.end());
+  for (const std::string& id : dropped)
+    num_accepted_.erase(id);
+  std::unordered_set<std::string> resumed_now;
+  for (const model::CachedRequestData& c : step.cached_requests)
+    if (c.resumed) resumed_now.insert(c.req_id);
+  std::vector<BatchRequest> batch;
+  for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
+    const model::ScheduledRequest& s = step.scheduled[b];
+    const auto a = num_accepted_.find(s.req_id);
+    batch.push_back({.req_id = s.req_id,
+                     .num_computed_tokens = ctx.num_computed[b],
+                     .num_scheduled_tokens = s.num_scheduled_tokens,
+                     .num_accepted_tokens = a == num_accepted_.end() ? 1 : a->second});
+    const bool kept = mamba_state_idx_.contains(s.req_id) && !dropped.contains(s.req_id);
+    ctx.seed_note.push_back(
+        !kept ? fmt::format("was derived as (num_computed - 1) // {}",
+                            layout_.config.mamba_block_size)
+        : resumed_now.contains(s.req_id)
+            ? "comes from a mamba_state_idx entry that survived cleanup although the request was "
+              "resumed this step (stale since before its preemption)"
+            : "comes from the request's mamba_state_idx entry of its last step");
+  }
+  const std::int32_t B = layout_.config.mamba_block_size;
+  const std::int32_t nsb = layout_.config.num_spec_blocks;
+  PreprocessPlan plan = preprocess_mamba(ids, batch, B, nsb, mamba_state_idx_);
+  if (!check_copy_sources(ctx, plan.src_col, plan.state_idx, plan.token_bias, ctx.seed_note))
+    return;
+  const auto n = static_cast<std::int32_t>(batch.size());
+  bool any_copy = false;
+  for (std::int32_t b = 0; b < n; ++b)
+    any_copy = any_copy || (plan.src_col[static_cast<std::size_t>(b)] >= 0 &&
+                            plan.src_col[static_cast<std::size_t>(b)] !=
+                                plan.state_idx[static_cast<std::size_t>(b)]);
+  if (any_copy) {
+    model::RequestArrays arrays{
+        .state_idx = plan.state_idx, .src_col = plan.src_col, .token_bias = plan.token_bias};
+    model::LaunchKind kind = model::LaunchKind::batch_copy;
+    if (options_.v1_copy_path == V1CopyPath::precopy) {
+      kind = model::LaunchKind::precopy;
+      arrays.idx_mapping.resize(static_cast<std::size_t>(n));
+      std::iota(arrays.idx_mapping.begin(), arrays.idx_mapping.end(), 0);
+    }
+    if (!launch(ctx, kind, n, std::move(arrays))) return;
+  }
+  if (!forward(ctx, plan.state_idx, plan.num_accepted)) return;
+  for (const model::ScheduledRequest& s : step.scheduled)
+    num_accepted_[s.req_id] = s.num_accepted_tokens;
+  if (layout_.config.num_spec_tokens == 0 || n == 0) return;
+  model::RequestArrays post{.state_idx = plan.state_idx, .num_computed = ctx.num_computed};
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    post.num_accepted.push_back(s.num_accepted_tokens);
+    post.num_scheduled.push_back(s.num_scheduled_tokens);
+    post.num_draft.push_back(s.num_draft_tokens);
+  }
+  post.num_accepted_out = post.num_accepted; // the runner initialises the output (LAUNCH_KINDS)
+  if (!launch(ctx, model::LaunchKind::postprocess, n, std::move(post))) return;
+  const model::RequestArrays& out = ctx.rec.launches.back().requests;
+  for (std::int32_t b = 0; b < n; ++b)
+    num_accepted_[step.scheduled[static_cast<std::size_t>(b)].req_id] =
+        out.num_accepted_out[static_cast<std::size_t>(b)];
+}
+
+void OracleRunner::execute_all(StepCtx& ctx) {
+  const model::Step& step = ctx.step;
+  cleanup_mamba_state_idx(step.finished_req_ids, step.preempted_req_ids, {}, mamba_state_idx_);
+  std::vector<std::int32_t> seq_lens;
+  for (std::size_t b = 0; b < step.scheduled.size(); ++b)
+    seq_lens.push_back(ctx.num_computed[b] + step.scheduled[b].num_scheduled_tokens);
+  const PrefixCachingBlockIndices idx = compute_prefix_caching_block_indices(
+      ctx.num_computed, seq_lens, layout_.config.mamba_block_size);
+  std::vector<ForwardRow> rows;
+  for (std::size_t b = 0; b < step.scheduled.size(); ++b)
+    rows.push_back({.scheduled = &step.scheduled[b],
+                    .num_computed = ctx.num_computed[b],
+                    .num_accepted = 1,
+                    .state_idx = idx.last_computed[b],
+                    .last_scheduled_col = idx.last_scheduled[b],
+                    .first_scheduled_col = idx.first_scheduled[b],
+                    .row = &rows_.at(step.scheduled[b].req_id)});
+  const ForwardContext fctx{.layout = &layout_,
+                            .arenas = &arenas_,
+                            .ledger = &ctx.ledger,
+                            .step = step.index,
+                            .log = &ctx.rec.access,
+                            .bytes_checked = &ctx.rec.bytes_checked};
+  ctx.rec.finding = run_forward(fctx, rows);
+}
+
+std::optional<ReadPoint> OracleRunner::read_point(const std::string& req_id) const {
+  const auto c = next_computed_.find(req_id);
+  if (c == next_computed_.end()) return std::nullopt;
+  if (layout_.config.mode == model::CacheMode::all) {
+    const auto col =
+        static_cast<std::int32_t>(model::cdiv(c->second, layout_.config.mamba_block_size)) - 1;
+    return ReadPoint{.state_idx = std::max(col, 0), .num_accepted = 1};
+  }
+  if (options_.flavour == model::RunnerFlavour::v2) {
+    const Slot& s = slots_[static_cast<std::size_t>(slot_of_.at(req_id))];
+    return ReadPoint{.state_idx = s.state_idx, .num_accepted = s.num_accepted};
+  }
+  const auto a = num_accepted_.find(req_id);
+  return ReadPoint{.state_idx = mamba_state_idx_.at(req_id),
+                   .num_accepted = a == num_accepted_.end() ? 1 : a->second};
+}
+
+} // namespace mc::oracle::engine

@@ -1,0 +1,101 @@
+// The scheduler model: requests, token budget, chunked prefill, drafts, acceptance,
+// preemption, reset_prefix_cache; one model::Step per call (REFERENCE.md 3).
+//
+// Per step, as vLLM's scheduler: running requests first (in order), then waiting ones
+// (preempted or resumed first). A prefill chunk of a running or resumed request is split at
+// block boundaries in align mode; a decode schedules the last sampled token plus 0..num_spec
+// drafts, whose outcome (a accepted, 1..1+drafts) is drawn here: the first a-1 drafts equal
+// the true continuation, the others differ. When blocks run out the last running request is
+// preempted (blocks freed, num_computed back to 0, it resumes later, maybe with a prefix hit).
+// reset_prefix_cache force-preempts every running request WITHOUT listing it as preempted
+// (it only comes back among the resumed) and empties the cache. update() commits the step:
+// computed counts, sampled tokens, cached boundary blocks (only now: never in the step that
+// produced them), finished requests.
+#pragma once
+
+#include "model/layout.h"
+#include "model/step.h"
+#include "oracle/engine/block_manager.h"
+#include "oracle/engine/options.h"
+#include "oracle/engine/rng.h"
+#include "oracle/engine/workload.h"
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mc::oracle::engine {
+
+enum class RequestStatus : std::uint8_t { future, waiting, running, finished };
+
+struct SchedRequest {
+  RequestSpec spec;
+  std::vector<model::TokenHash> prefix_hashes; // h(p) of spec.tokens, p in [0, size]
+  std::int32_t num_tokens = 0; // prompt + outputs so far (the last sampled token included)
+  std::int32_t num_computed = 0;
+  RequestStatus status = RequestStatus::future;
+  bool started = false; // sent once as a new request
+};
+
+struct SchedulerStats {
+  std::int64_t steps = 0;
+  std::int64_t request_steps = 0;      // scheduled (request, step) pairs
+  std::int64_t tokens = 0;             // scheduled tokens, drafts included
+  std::int64_t preemptions = 0;        // out of blocks
+  std::int64_t forced_preemptions = 0; // by reset_prefix_cache
+  std::int64_t resets = 0;
+  std::int64_t prefix_hits = 0;
+  std::int64_t aborts = 0;
+  std::int64_t finished = 0;
+};
+
+class Scheduler {
+public:
+  Scheduler(const model::Layout& layout, const SchedulerOptions& options,
+            std::vector<RequestSpec> requests, std::uint64_t seed);
+
+  model::Step schedule();
+  void update(const model::Step& step);
+  bool done() const { return num_finished_ == static_cast<std::int64_t>(requests_.size()); }
+
+  const BlockManager& blocks() const { return blocks_; }
+  const SchedulerStats& stats() const { return stats_; }
+  const SchedRequest& request(const std::string& req_id) const;
+  // Rows of conv history a cached block must keep for checks (the largest H of the layout).
+  std::int32_t tail_tokens() const { return tail_tokens_; }
+
+private:
+  bool in_prefill(const SchedRequest& r) const;
+  std::int32_t split_chunk(const SchedRequest& r, std::int32_t num_new) const;
+  std::int32_t draw_drafts(const SchedRequest& r, std::int32_t budget);
+  model::ScheduledRequest make_scheduled(const SchedRequest& r, std::int32_t num_new,
+                                         std::int32_t num_draft);
+  void admit_arrivals();
+  void maybe_abort(model::Step& step);
+  void force_preempt_all(model::Step& step);
+  void preempt(std::size_t running_index, model::Step& step);
+  void schedule_running(model::Step& step, std::int32_t& budget);
+  void schedule_waiting(model::Step& step, std::int32_t& budget);
+  bool admit_one(SchedRequest& r, model::Step& step, std::int32_t& budget);
+  void finish(SchedRequest& r);
+
+  model::CacheConfig config_;
+  SchedulerOptions options_;
+  BlockManager blocks_;
+  Rng rng_;
+  std::vector<SchedRequest> requests_;
+  std::unordered_map<std::string, std::size_t> index_;
+  std::size_t next_arrival_ = 0;
+  std::deque<std::size_t> waiting_;
+  std::vector<std::size_t> running_;
+  std::vector<model::RequestId> finished_pending_;
+  std::int64_t step_ = 0;
+  std::int64_t num_finished_ = 0;
+  std::int32_t idle_steps_ = 0;
+  std::int32_t tail_tokens_ = 1;
+  SchedulerStats stats_;
+};
+
+} // namespace mc::oracle::engine
