@@ -1,0 +1,61 @@
+#include "oracle/copy.h"
+
+#include "model/errors.h"
+#include "oracle/copy_plan.h"
+#include "oracle/state_view.h"
+
+namespace mc::oracle {
+namespace {
+
+template <typename Elem>
+void copy_conv(StateTensorView<Elem>& state, const model::StateTensor& tensor,
+               const model::CopyDecision& decision) {
+  const std::int64_t kept = conv_tokens_kept(tensor, decision.token_bias);
+  if (kept == 0) return; // bias >= state_len: an empty slice
+  ConvBlock<Elem> src = state.conv(decision.src_block_id);
+  ConvBlock<Elem> dst = state.conv(decision.dst_block_id);
+  // .eval(): read the whole source slice before writing, so a same-block shift is a memmove.
+  if (tensor.conv_layout == model::ConvLayout::SD)
+    dst.topRows(kept) = src.bottomRows(kept).eval(); // token rows bias.. -> 0..
+  else
+    dst.leftCols(kept) = src.rightCols(kept).eval(); // per dim row: tokens bias.. -> 0..
+}
+
+template <typename Elem>
+void copy_temporal(StateTensorView<Elem>& state, const model::CopyDecision& decision) {
+  TemporalBlock<Elem> src = state.temporal(decision.src_block_id);
+  TemporalBlock<Elem> dst = state.temporal(decision.dst_block_id);
+  dst = src.eval();
+}
+
+template <typename Elem>
+void apply_typed(model::Arena& arena, const model::StateTensor& tensor, std::int64_t num_blocks,
+                 const model::CopyDecision& decision) {
+  StateTensorView<Elem> state(arena, tensor, num_blocks);
+  if (tensor.kind() == model::StateKind::conv)
+    copy_conv(state, tensor, decision);
+  else
+    copy_temporal(state, decision);
+}
+
+} // namespace
+
+void apply_copy(model::Arena& arena, const model::StateTensor& tensor, std::int64_t num_blocks,
+                const model::CopyDecision& decision) {
+  // Bytes are what matter: each element size maps to an unsigned integer of that size.
+  switch (tensor.elem_size) {
+  case 2:
+    apply_typed<std::uint16_t>(arena, tensor, num_blocks, decision);
+    return;
+  case 4:
+    apply_typed<std::uint32_t>(arena, tensor, num_blocks, decision);
+    return;
+  case 8:
+    apply_typed<std::uint64_t>(arena, tensor, num_blocks, decision);
+    return;
+  default:
+    MC_ASSERT(false);
+  }
+}
+
+} // namespace mc::oracle

@@ -1,0 +1,86 @@
+#include "oracle/runner_bookkeeping.h"
+
+#include "model/config.h"
+#include "model/errors.h"
+
+#include <algorithm>
+
+namespace mc::oracle {
+
+void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
+                             const std::vector<std::string>& preempted_req_ids,
+                             const std::vector<std::string>& resumed_req_ids,
+                             MambaStateIdx& mamba_state_idx) {
+  for (const auto* ids : {&finished_req_ids, &preempted_req_ids, &resumed_req_ids})
+    for (const std::string& req_id : *ids)
+      mamba_state_idx.erase(req_id);
+}
+
+PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const BatchRequest> batch,
+                                std::int32_t block_size, std::int32_t num_speculative_blocks,
+                                MambaStateIdx& mamba_state_idx) {
+  MC_ASSERT(block_size > 0);
+  MC_ASSERT(num_speculative_blocks >= 0);
+  cleanup_mamba_state_idx(step.finished, step.preempted, step.resumed, mamba_state_idx);
+  PreprocessPlan plan;
+  for (const BatchRequest& req : batch) {
+    std::int64_t prev_state_idx = 0;
+    if (const auto it = mamba_state_idx.find(req.req_id); it != mamba_state_idx.end())
+      prev_state_idx = it->second;
+    else // new or resumed: -1 when nothing is computed yet (Python floor division)
+      prev_state_idx = model::floor_div(std::int64_t{req.num_computed_tokens} - 1, block_size);
+    // The running state is saved in the first of the last 1 + nsb blocks of the table: with
+    // B = 4, two drafts and [A, B, C] + 2 drafts, tokens fill blocks 0 and 1, so block 1.
+    const std::int64_t num_blocks =
+        model::cdiv(std::int64_t{req.num_computed_tokens} + req.num_scheduled_tokens, block_size) +
+        num_speculative_blocks;
+    const auto curr_state_idx = static_cast<std::int32_t>(num_blocks - 1 - num_speculative_blocks);
+    mamba_state_idx[req.req_id] = curr_state_idx;
+    std::int32_t num_accepted = req.num_accepted_tokens;
+    if (prev_state_idx != -1 && prev_state_idx != curr_state_idx) num_accepted = 1;
+    plan.src_col.push_back(static_cast<std::int32_t>(prev_state_idx));
+    plan.state_idx.push_back(curr_state_idx);
+    plan.token_bias.push_back(req.num_accepted_tokens - 1);
+    plan.num_accepted.push_back(num_accepted);
+  }
+  return plan;
+}
+
+void postprocess_mamba_all(std::span<const BatchRequest> batch, std::int32_t block_size,
+                           std::int32_t num_spec_tokens, MambaStateIdx& mamba_state_idx) {
+  MC_ASSERT(block_size > 0);
+  if (num_spec_tokens <= 0) return;
+  const std::int32_t full_decode_len = 1 + num_spec_tokens;
+  for (const BatchRequest& req : batch) {
+    if (req.num_scheduled_tokens == full_decode_len) {
+      const std::int64_t seq_len = std::int64_t{req.num_computed_tokens} + req.num_scheduled_tokens;
+      mamba_state_idx[req.req_id] = static_cast<std::int32_t>(
+          std::max<std::int64_t>(0, model::floor_div(seq_len - 1, block_size)));
+    } else {
+      mamba_state_idx.erase(req.req_id);
+    }
+  }
+}
+
+PrefixCachingBlockIndices
+compute_prefix_caching_block_indices(std::span<const std::int32_t> num_computed_tokens,
+                                     std::span<const std::int32_t> seq_lens,
+                                     std::int32_t mamba_block_size) {
+  MC_ASSERT(mamba_block_size > 0);
+  MC_ASSERT(num_computed_tokens.size() == seq_lens.size());
+  PrefixCachingBlockIndices out;
+  for (std::size_t i = 0; i < seq_lens.size(); ++i) {
+    const std::int64_t computed = num_computed_tokens[i];
+    const std::int64_t last_computed = model::cdiv(computed, mamba_block_size) - 1;
+    const std::int64_t first_scheduled = model::cdiv(computed + 1, mamba_block_size) - 1;
+    const std::int64_t last_scheduled = model::cdiv(seq_lens[i], mamba_block_size) - 1;
+    out.last_computed.push_back(
+        static_cast<std::int32_t>(std::max<std::int64_t>(last_computed, 0)));
+    out.first_scheduled.push_back(static_cast<std::int32_t>(first_scheduled));
+    out.last_scheduled.push_back(
+        static_cast<std::int32_t>(std::max<std::int64_t>(last_scheduled, 0)));
+  }
+  return out;
+}
+
+} // namespace mc::oracle

@@ -1,0 +1,99 @@
+// Runner bookkeeping (REFERENCE.md 2), values worked out by hand with B = 4, nsb = 2.
+#include "oracle/launch.h"
+#include "oracle/runner_bookkeeping.h"
+#include "oracle_test_util.h"
+
+#include <gtest/gtest.h>
+
+namespace mc::oracle {
+namespace {
+
+using I32s = std::vector<std::int32_t>;
+
+TEST(RunnerBookkeeping, CleanupDropsFinishedPreemptedAndResumed) {
+  MambaStateIdx idx{{"done", 3}, {"preempted", 2}, {"forced", 9}, {"running", 1}};
+  // "forced" was force-preempted by reset_prefix_cache: it shows up only in resumed ids.
+  cleanup_mamba_state_idx({"done", "unknown"}, {"preempted"}, {"forced"}, idx);
+  EXPECT_EQ(idx, (MambaStateIdx{{"running", 1}}));
+}
+
+TEST(RunnerBookkeeping, PreprocessMamba) {
+  MambaStateIdx idx{{"running", 1}, {"forced", 9}, {"done", 0}};
+  const std::vector<BatchRequest> batch{
+      // fresh: prev (0 - 1) // 4 = -1; curr cdiv(5, 4) + 2 - 1 - 2 = 1; no copy.
+      {.req_id = "fresh",
+       .num_computed_tokens = 0,
+       .num_scheduled_tokens = 5,
+       .num_accepted_tokens = 1},
+      // running: prev 1; curr cdiv(10, 4) - 1 = 2: copy 1 -> 2 with bias a - 1 = 1, a = 1.
+      {.req_id = "running",
+       .num_computed_tokens = 7,
+       .num_scheduled_tokens = 3,
+       .num_accepted_tokens = 2},
+      // forced: its stale 9 is dropped (resumed); prev (6 - 1) // 4 = 1, curr cdiv(8, 4) - 1
+      // = 1: no copy, a kept.
+      {.req_id = "forced",
+       .num_computed_tokens = 6,
+       .num_scheduled_tokens = 2,
+       .num_accepted_tokens = 3},
+      // boundary: prev (4 - 1) // 4 = 0, curr cdiv(5, 4) - 1 = 1: copy 0 -> 1, bias 0.
+      {.req_id = "boundary",
+       .num_computed_tokens = 4,
+       .num_scheduled_tokens = 1,
+       .num_accepted_tokens = 1}};
+  const PreprocessPlan plan =
+      preprocess_mamba({.finished = {"done"}, .resumed = {"forced"}}, batch, 4, 2, idx);
+  EXPECT_EQ(plan.src_col, (I32s{-1, 1, 1, 0}));
+  EXPECT_EQ(plan.state_idx, (I32s{1, 2, 1, 1}));
+  EXPECT_EQ(plan.token_bias, (I32s{0, 1, 2, 0}));
+  EXPECT_EQ(plan.num_accepted, (I32s{1, 1, 3, 1}));
+  EXPECT_EQ(idx, (MambaStateIdx{{"fresh", 1}, {"running", 2}, {"forced", 1}, {"boundary", 1}}));
+
+  // The plan drives a batch_copy launch: rows 1 and 3 copy, rows 0 and 2 do not.
+  model::LaunchCase c =
+      test_util::make_case(test_util::hand_layout(), model::LaunchKind::batch_copy, 4, 4, 5, 5);
+  for (std::int32_t row = 0; row < 4; ++row)
+    test_util::set_row(c, 0, row, {1 + 3 * row, 2 + 3 * row, 3 + 3 * row, 0, 0});
+  c.requests = {
+      .state_idx = plan.state_idx, .src_col = plan.src_col, .token_bias = plan.token_bias};
+  const model::LaunchResult r = run_launch(c);
+  ASSERT_EQ(r.decisions.size(), 4u);
+  EXPECT_EQ(r.decisions[0].batch_row, 1);
+  EXPECT_EQ(r.decisions[0].src_block_id, 5); // row 1: column 1
+  EXPECT_EQ(r.decisions[0].dst_block_id, 6); // column 2
+  EXPECT_EQ(r.decisions[1].src_block_id, 6); // temporal: column 1 + 1
+  EXPECT_EQ(r.decisions[2].batch_row, 3);
+  EXPECT_EQ(r.decisions[2].src_block_id, 10);
+  EXPECT_EQ(r.decisions[2].dst_block_id, 11);
+}
+
+TEST(RunnerBookkeeping, PostprocessMambaAll) {
+  MambaStateIdx idx{{"prefill", 5}, {"decode", 0}};
+  const std::vector<BatchRequest> batch{
+      // 1 + 2 tokens scheduled: (9 + 3 - 1) // 4 = 2.
+      {.req_id = "decode", .num_computed_tokens = 9, .num_scheduled_tokens = 3},
+      // first decode: (0 + 3 - 1) // 4 = 0.
+      {.req_id = "short", .num_computed_tokens = 0, .num_scheduled_tokens = 3},
+      // anything else: dropped.
+      {.req_id = "prefill", .num_computed_tokens = 0, .num_scheduled_tokens = 7}};
+  postprocess_mamba_all(batch, 4, 2, idx);
+  EXPECT_EQ(idx, (MambaStateIdx{{"decode", 2}, {"short", 0}}));
+  MambaStateIdx untouched{{"prefill", 5}};
+  postprocess_mamba_all(batch, 4, 0, untouched); // no drafts: nothing to record
+  EXPECT_EQ(untouched, (MambaStateIdx{{"prefill", 5}}));
+}
+
+TEST(RunnerBookkeeping, PrefixCachingBlockIndices) {
+  const I32s computed{0, 4, 5, 7};
+  const I32s seq_lens{3, 8, 0, 9};
+  const PrefixCachingBlockIndices got = compute_prefix_caching_block_indices(computed, seq_lens, 4);
+  // last computed: cdiv(c, 4) - 1 clamped: -1 -> 0, 0, 1, 1.
+  EXPECT_EQ(got.last_computed, (I32s{0, 0, 1, 1}));
+  // first scheduled: cdiv(c + 1, 4) - 1: 0, 1, 1, 1.
+  EXPECT_EQ(got.first_scheduled, (I32s{0, 1, 1, 1}));
+  // last scheduled: cdiv(seq_len, 4) - 1 clamped (a padded row has seq_len 0): 0, 1, 0, 2.
+  EXPECT_EQ(got.last_scheduled, (I32s{0, 1, 0, 2}));
+}
+
+} // namespace
+} // namespace mc::oracle
