@@ -1,0 +1,44 @@
+#include "cli/backend.h"
+
+#include "gpu/cuda_backend.h"
+#include "gpu/host_backend.h"
+#include "model/errors.h"
+#include "oracle/launch.h"
+
+namespace mc::cli {
+
+Backend parse_backend(std::string_view name) {
+  if (name == "oracle") return Backend::oracle;
+  if (name == "host") return Backend::host;
+  if (name == "cuda") return Backend::cuda;
+  model::fail_input("--backend: expected oracle, host or cuda, got '{}'", name);
+}
+
+void require_backend(Backend backend) {
+  if (backend == Backend::cuda && !gpu::cuda_available())
+    throw model::EnvironmentError("--backend cuda: no CUDA device is usable here (or this "
+                                  "build has no CUDA); use --backend host");
+}
+
+Backend default_backend() { return gpu::cuda_available() ? Backend::cuda : Backend::host; }
+
+std::string_view to_string(Backend backend) {
+  switch (backend) {
+  case Backend::oracle: return "oracle";
+  case Backend::host: return "host";
+  case Backend::cuda: return "cuda";
+  }
+  return "?";
+}
+
+model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch_case) {
+  switch (backend) {
+  case Backend::oracle: return oracle::run_launch(launch_case);
+  case Backend::host: return gpu::run_launch_host(launch_case);
+  case Backend::cuda: return gpu::run_launch_cuda(launch_case);
+  }
+  MC_ASSERT(false);
+  return {};
+}
+
+} // namespace mc::cli

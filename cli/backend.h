@@ -1,0 +1,20 @@
+// The backends a subcommand can run a launch on, by name (DESIGN.md, "Backends").
+#pragma once
+
+#include "model/launch.h"
+
+#include <string_view>
+
+namespace mc::cli {
+
+enum class Backend { oracle, host, cuda };
+
+Backend parse_backend(std::string_view name); // InputError for an unknown name
+// EnvironmentError (exit 3) when the backend cannot run here (cuda without a device).
+void require_backend(Backend backend);
+// The default of campaigns: cuda when a device is present, host otherwise.
+Backend default_backend();
+std::string_view to_string(Backend backend);
+model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch_case);
+
+} // namespace mc::cli

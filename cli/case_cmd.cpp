@@ -1,0 +1,103 @@
+// `mambacheck case DIR`: runs one saved launch case (model/CASE_FORMAT.md) on a backend,
+// writes the result (--out), compares it with the expected result stored in DIR (--check).
+//
+// Every backend run is preceded by the oracle's run: it is the judge of what is valid
+// (a column outside its row, a block outside its arena: exit 2) before a kernel sees the
+// case, and its result is what --check compares against when DIR holds no expected result.
+#include "cli/backend.h"
+#include "cli/commands.h"
+#include "fuzz/compare.h"
+#include "model/case_file.h"
+#include "oracle/launch.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+namespace mc::cli {
+namespace {
+
+struct CaseOptions {
+  std::string dir;
+  std::string backend = "oracle";
+  std::string out;
+  std::string report;
+  bool check = false;
+};
+
+void write_report(const std::string& path, const nlohmann::json& report) {
+  std::ofstream file(path);
+  if (!file) model::fail_input("--report: cannot write '{}'", path);
+  file << report.dump(2) << "\n";
+}
+
+std::string summary(const model::LaunchResult& result) {
+  if (result.status == model::LaunchStatus::unsupported)
+    return fmt::format("unsupported: {}", result.unsupported_reason);
+  std::int64_t bytes = 0;
+  for (const model::CopyDecision& d : result.decisions) bytes += d.bytes;
+  return fmt::format("ok: {} copies, {} bytes", result.decisions.size(), bytes);
+}
+
+int run_case(const CaseOptions& options) {
+  const Backend backend = parse_backend(options.backend);
+  require_backend(backend);
+  const model::LaunchCase launch_case = model::load_case(options.dir);
+  const model::LaunchResult oracle_result = oracle::run_launch(launch_case);
+  const model::LaunchResult result =
+      backend == Backend::oracle ? oracle_result.clone() : run_backend(backend, launch_case);
+  std::cout << fmt::format("{}: {} on {} ({} rows): {}\n", options.dir,
+                           model::to_string(launch_case.kind), options.backend,
+                           launch_case.num_reqs, summary(result));
+  nlohmann::json report = {{"case", options.dir},
+                           {"kind", model::to_string(launch_case.kind)},
+                           {"backend", options.backend},
+                           {"result", summary(result)}};
+  if (!options.out.empty()) {
+    model::save_case(launch_case, options.out);
+    model::save_result(result, options.out);
+    std::cout << fmt::format("result written to {}/{}/\n", options.out, model::kResultDirName);
+  }
+  int exit_code = kExitOk;
+  if (options.check) {
+    const bool stored = model::has_result(options.dir);
+    const model::LaunchResult expected =
+        stored ? model::load_result(options.dir) : oracle_result.clone();
+    const std::optional<fuzz::Difference> difference =
+        fuzz::compare_results(launch_case, expected, result);
+    report["expected_from"] = stored ? "stored" : "oracle";
+    if (difference) {
+      std::cout << fmt::format("MISMATCH against the {} result: {}\n",
+                               stored ? "stored" : "oracle", difference->message);
+      report["difference"] = fuzz::to_json(*difference);
+      exit_code = kExitMismatch;
+    } else {
+      std::cout << fmt::format("matches the {} result exactly\n", stored ? "stored" : "oracle");
+    }
+  }
+  report["exit_code"] = exit_code;
+  if (!options.report.empty()) write_report(options.report, report);
+  return exit_code;
+}
+
+void add_case_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<CaseOptions>();
+  CLI::App* cmd = app.add_subcommand("case", "Run a saved launch case on a backend");
+  cmd->add_option("dir", options->dir, "Case directory (case.json + .npy files)")->required();
+  cmd->add_option("--backend", options->backend, "oracle, host or cuda (default oracle)");
+  cmd->add_option("--out", options->out, "Write the case and this backend's result here");
+  cmd->add_flag("--check", options->check,
+                "Compare with DIR/expected (or the oracle when DIR has none); exit 1 on a "
+                "difference");
+  cmd->add_option("--report", options->report, "Write a JSON report");
+  cmd->callback([options, &action] { action = [options] { return run_case(*options); }; });
+}
+
+} // namespace
+
+MC_REGISTER_COMMAND(add_case_command);
+
+} // namespace mc::cli
