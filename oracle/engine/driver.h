@@ -54,6 +54,7 @@ public:
   const model::Step& last_step() const { return last_step_; }
   const StepRecord& last_record() const { return last_record_; }
   const Scheduler& scheduler() const { return scheduler_; }
+  void request_reset_prefix_cache() { scheduler_.request_reset_prefix_cache(); }
   OracleRunner& runner() { return runner_; }
   const Ledger& ledger() const { return ledger_; }
   const EngineReport& report() const { return report_; }

@@ -106,8 +106,9 @@ model::Step Scheduler::schedule() {
   if (options_.async_frees) blocks_.release_deferred();
   admit_arrivals();
   maybe_abort(step);
-  if (!running_.empty() && rng_.chance(options_.reset_prefix_cache_per_million))
-    force_preempt_all(step);
+  const bool reset = rng_.chance(options_.reset_prefix_cache_per_million) || reset_requested_;
+  reset_requested_ = false;
+  if (reset && !running_.empty()) force_preempt_all(step);
   std::int32_t budget = options_.token_budget;
   schedule_running(step, budget);
   schedule_waiting(step, budget);

@@ -58,6 +58,8 @@ public:
 
   model::Step schedule();
   void update(const model::Step& step);
+  // The next schedule() runs reset_prefix_cache (tests and traces choose the step).
+  void request_reset_prefix_cache() { reset_requested_ = true; }
   bool done() const { return num_finished_ == static_cast<std::int64_t>(requests_.size()); }
 
   const BlockManager& blocks() const { return blocks_; }
@@ -94,6 +96,7 @@ private:
   std::int64_t step_ = 0;
   std::int64_t num_finished_ = 0;
   std::int32_t idle_steps_ = 0;
+  bool reset_requested_ = false;
   std::int32_t tail_tokens_ = 1;
   SchedulerStats stats_;
 };
