@@ -1,0 +1,26 @@
+// A progress line for long runs: shown on a terminal (stderr), silent otherwise.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace mc::cli {
+
+class Progress {
+public:
+  Progress(std::string what, std::int64_t total); // total <= 0: unknown
+  // Counts one item; redraws at most a few times a second.
+  void tick(const std::string& detail = {});
+  void done();
+
+private:
+  std::string what_;
+  std::int64_t total_ = 0;
+  std::int64_t count_ = 0;
+  bool enabled_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+} // namespace mc::cli
