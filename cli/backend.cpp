@@ -20,22 +20,30 @@ void require_backend(Backend backend) {
                                   "build has no CUDA); use --backend host");
 }
 
-Backend default_backend() { return gpu::cuda_available() ? Backend::cuda : Backend::host; }
+Backend default_backend() {
+  return gpu::cuda_available() ? Backend::cuda : Backend::host;
+}
 
 std::string_view to_string(Backend backend) {
   switch (backend) {
-  case Backend::oracle: return "oracle";
-  case Backend::host: return "host";
-  case Backend::cuda: return "cuda";
+  case Backend::oracle:
+    return "oracle";
+  case Backend::host:
+    return "host";
+  case Backend::cuda:
+    return "cuda";
   }
   return "?";
 }
 
 model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch_case) {
   switch (backend) {
-  case Backend::oracle: return oracle::run_launch(launch_case);
-  case Backend::host: return gpu::run_launch_host(launch_case);
-  case Backend::cuda: return gpu::run_launch_cuda(launch_case);
+  case Backend::oracle:
+    return oracle::run_launch(launch_case);
+  case Backend::host:
+    return gpu::run_launch_host(launch_case);
+  case Backend::cuda:
+    return gpu::run_launch_cuda(launch_case);
   }
   MC_ASSERT(false);
   return {};

@@ -38,7 +38,8 @@ std::string summary(const model::LaunchResult& result) {
   if (result.status == model::LaunchStatus::unsupported)
     return fmt::format("unsupported: {}", result.unsupported_reason);
   std::int64_t bytes = 0;
-  for (const model::CopyDecision& d : result.decisions) bytes += d.bytes;
+  for (const model::CopyDecision& d : result.decisions)
+    bytes += d.bytes;
   return fmt::format("ok: {} copies, {} bytes", result.decisions.size(), bytes);
 }
 
@@ -70,8 +71,8 @@ int run_case(const CaseOptions& options) {
         fuzz::compare_results(launch_case, expected, result);
     report["expected_from"] = stored ? "stored" : "oracle";
     if (difference) {
-      std::cout << fmt::format("MISMATCH against the {} result: {}\n",
-                               stored ? "stored" : "oracle", difference->message);
+      std::cout << fmt::format("MISMATCH against the {} result: {}\n", stored ? "stored" : "oracle",
+                               difference->message);
       report["difference"] = fuzz::to_json(*difference);
       exit_code = kExitMismatch;
     } else {

@@ -48,16 +48,18 @@ std::string layout_text(const std::string& preset_name, const model::Layout& lay
   for (const model::StateTensor& t : layout.tensors) {
     std::vector<std::int64_t> shape{layout.spec.num_blocks};
     shape.insert(shape.end(), t.shape.dims.begin(), t.shape.dims.end());
-    out += fmt::format(
-        "{:>5} {:>5} {:>5} {:<10} {:<10} {:<22} {:<28} {:>4} {:>12} {:>12} {:>10}\n", t.group,
-        t.layer, t.state, t.shape.name, kind_name(t), fmt::format("({})", fmt::join(shape, ", ")),
-        fmt::format("({})", fmt::join(element_strides(t), ", ")), t.elem_size, t.natural_bytes,
-        t.block_stride_bytes, t.offset_bytes);
+    out += fmt::format("{:>5} {:>5} {:>5} {:<10} {:<10} {:<22} {:<28} {:>4} {:>12} {:>12} {:>10}\n",
+                       t.group, t.layer, t.state, t.shape.name, kind_name(t),
+                       fmt::format("({})", fmt::join(shape, ", ")),
+                       fmt::format("({})", fmt::join(element_strides(t), ", ")), t.elem_size,
+                       t.natural_bytes, t.block_stride_bytes, t.offset_bytes);
   }
   std::int64_t natural = 0;
-  for (const model::StateTensor& t : layout.tensors) natural += t.natural_bytes;
+  for (const model::StateTensor& t : layout.tensors)
+    natural += t.natural_bytes;
   std::int64_t page = 0;
-  for (const model::ArenaSpec& a : layout.arenas) page += a.page_bytes;
+  for (const model::ArenaSpec& a : layout.arenas)
+    page += a.page_bytes;
   out += fmt::format("{} state tensors in {} arenas; per block: {} natural, {} with padding; "
                      "total for {} blocks: {} ({} bytes)\n",
                      layout.tensors.size(), layout.arenas.size(), human_bytes(natural),

@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("mambacheck ") + MC_VERSION);
   app.require_subcommand(1);
   mc::cli::Action action;
-  for (const mc::cli::AddCommand add : mc::cli::command_registry()) add(app, action);
+  for (const mc::cli::AddCommand add : mc::cli::command_registry())
+    add(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
