@@ -1,3 +1,4 @@
+// apply_copy (copy.h): the tensor-slice copy of one state, dispatched on the element size.
 #include "oracle/copy.h"
 
 #include "model/errors.h"

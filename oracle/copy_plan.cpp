@@ -1,3 +1,5 @@
+// plan_state_copy / plan_copies (copy_plan.h): columns -> block ids -> CopyDecision, with the
+// column and block-id checks of LAUNCH_KINDS.md "Validity" made where the table is read.
 #include "oracle/copy_plan.h"
 
 #include "model/errors.h"

@@ -1,3 +1,4 @@
+// describe_tensor / describe_row (describe.h): the names every oracle InputError uses.
 #include "oracle/describe.h"
 
 #include "model/errors.h"

@@ -1,3 +1,5 @@
+// The per-kind decisions (kinds.h), each a loop over batch rows as the seed kernels' grids
+// are; REFERENCE.md 2 for the post-step save, the V2 pre-step and the V1 copy condition.
 #include "oracle/kinds.h"
 
 #include "model/config.h"

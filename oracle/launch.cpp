@@ -1,3 +1,5 @@
+// run_launch (launch.h): validate, decide per row, plan per tensor, check races, then apply
+// the copies to clones of the input arenas (sparse arenas stay sparse).
 #include "oracle/launch.h"
 
 #include "model/errors.h"

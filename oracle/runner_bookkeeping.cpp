@@ -1,3 +1,4 @@
+// The runner's host bookkeeping (runner_bookkeeping.h; REFERENCE.md 2), dict by dict.
 #include "oracle/runner_bookkeeping.h"
 
 #include "model/config.h"

@@ -1,3 +1,4 @@
+// validate_case (validate.h): the structural checks made before any decision.
 #include "oracle/validate.h"
 
 #include "model/errors.h"
