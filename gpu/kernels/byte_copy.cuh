@@ -48,7 +48,11 @@ MC_HD void team_copy_units(Team team, std::uint64_t dst, std::uint64_t src, std:
   const std::uint64_t src_body = src + static_cast<std::uint64_t>(head);
   const std::int64_t step_units = static_cast<std::int64_t>(team.size()) * kCopyUnroll;
   for (std::int64_t base = 0; base < num_units; base += step_units) {
-    V regs[kCopyUnroll];
+#if defined(__CUDA_ARCH__)
+    V regs[kCopyUnroll]; // only the loaded entries are stored
+#else
+    V regs[kCopyUnroll] = {}; // (g++ -O3 cannot see that, and warns)
+#endif
     MC_UNROLL
     for (int u = 0; u < kCopyUnroll; ++u) {
       const std::int64_t i = base + u * team.size() + team.rank();

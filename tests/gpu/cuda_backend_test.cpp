@@ -72,7 +72,11 @@ INSTANTIATE_TEST_SUITE_P(
                       KindCase{LaunchKind::precopy, model::ConvLayout::DS},
                       KindCase{LaunchKind::preprocess_align, model::ConvLayout::SD},
                       KindCase{LaunchKind::batch_copy, model::ConvLayout::SD},
-                      KindCase{LaunchKind::batch_copy, model::ConvLayout::DS}));
+                      KindCase{LaunchKind::batch_copy, model::ConvLayout::DS}),
+    [](const ::testing::TestParamInfo<KindCase>& info) {
+      return std::string(model::to_string(info.param.kind)) + "_" +
+             std::string(model::to_string(info.param.conv_layout));
+    });
 
 // 64 mamba2 layers (2 states each) x 256 requests, every kind with copies.
 TEST(CudaVsHostGrid, SixtyFourLayersTwoStatesTwoHundredFiftySixRequests) {
