@@ -33,14 +33,14 @@ EngineReport run_case(const RunCase& rc, std::uint64_t seed, std::int64_t steps,
   EngineOptions options;
   options.runner.flavour = rc.flavour;
   options.runner.v1_copy_path = rc.copy_path;
-  options.scheduler.reset_prefix_cache_per_million = 4'000;
+  options.scheduler.reset_prefix_cache_per_million = 10'000;
   options.scheduler.abort_per_million = 5'000;
   options.scheduler.async_frees = rc.async;
   return run_engine(config, spec, steps, requests, seed, options);
 }
 
 void expect_clean(const RunCase& rc, std::uint64_t seed) {
-  const EngineReport r = run_case(rc, seed, 4000, 300);
+  const EngineReport r = run_case(rc, seed, 6000, 600);
   ASSERT_FALSE(r.first_finding.has_value()) << r.first_finding->message;
   EXPECT_GT(r.request_steps, 1000);
   EXPECT_GT(r.prefix_hits, 0);
@@ -51,29 +51,45 @@ using model::CacheMode;
 using model::ConvLayout;
 using model::RunnerFlavour;
 
-TEST(EngineRandomized, V1AlignPrecopySD) {
-  expect_clean({"tiny-mamba2", CacheMode::align, RunnerFlavour::v1, V1CopyPath::precopy,
-                ConvLayout::SD, 2, 24, false},
-               1);
+class EngineRandomized : public ::testing::TestWithParam<RunCase> {};
+
+TEST_P(EngineRandomized, EveryInvariantHoldsForThousandsOfSteps) {
+  for (std::uint64_t seed : {1u, 2u})
+    expect_clean(GetParam(), seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, EngineRandomized,
+    ::testing::Values(RunCase{"tiny-mamba2", CacheMode::align, RunnerFlavour::v1,
+                              V1CopyPath::precopy, ConvLayout::SD, 2, 24, false},
+                      RunCase{"tiny-mamba2", CacheMode::align, RunnerFlavour::v1,
+                              V1CopyPath::batch_copy, ConvLayout::SD, 2, 24, false},
+                      RunCase{"tiny-gdn", CacheMode::align, RunnerFlavour::v1, V1CopyPath::precopy,
+                              ConvLayout::DS, 2, 20, true},
+                      RunCase{"tiny-mamba2", CacheMode::align, RunnerFlavour::v2,
+                              V1CopyPath::precopy, ConvLayout::DS, 2, 24, false},
+                      RunCase{"tiny-gdn", CacheMode::align, RunnerFlavour::v2, V1CopyPath::precopy,
+                              ConvLayout::SD, 1, 16, true},
+                      RunCase{"tiny-mixed", CacheMode::align, RunnerFlavour::v1,
+                              V1CopyPath::batch_copy, ConvLayout::DS, 0, 16, false},
+                      RunCase{"tiny-mixed", CacheMode::align, RunnerFlavour::v2,
+                              V1CopyPath::precopy, ConvLayout::SD, 0, 16, false},
+                      RunCase{"tiny-linear", CacheMode::align, RunnerFlavour::v2,
+                              V1CopyPath::precopy, ConvLayout::SD, 2, 12, false},
+                      RunCase{"tiny-mamba2", CacheMode::all, RunnerFlavour::v1, V1CopyPath::precopy,
+                              ConvLayout::SD, 0, 32, false},
+                      RunCase{"tiny-kda", CacheMode::all, RunnerFlavour::v2, V1CopyPath::precopy,
+                              ConvLayout::DS, 0, 32, true}));
+
+// A DS conv state shifted by a bias cannot be one flat copy: V1's batch_copy path must report
+// it as unsupported (class E), never copy wrong bytes.
+TEST(EngineRandomizedDS, BatchCopyReportsDsWithBiasAsUnsupported) {
+  const EngineReport r = run_case({"tiny-mamba2", CacheMode::align, RunnerFlavour::v1,
+                                   V1CopyPath::batch_copy, ConvLayout::DS, 2, 24, false},
+                                  1, 4000, 300);
+  ASSERT_TRUE(r.first_finding.has_value());
+  EXPECT_EQ(r.first_finding->kind, FindingKind::unsupported_copy) << r.first_finding->message;
 }
 
 } // namespace
-} // namespace mc::oracle::engine
-namespace mc::oracle::engine {
-TEST(EngineDebug, Print) {
-  const model::Preset& preset = model::find_preset("tiny-mamba2");
-  model::LayoutSpec spec = preset.spec;
-  spec.num_blocks = 24;
-  EngineOptions options;
-  options.scheduler.reset_prefix_cache_per_million = 4'000;
-  options.scheduler.abort_per_million = 5'000;
-  const EngineReport r = run_engine(preset.config, spec, 4000, 300, 1, options);
-  std::printf("steps %ld rs %ld tok %ld fin %ld ab %ld pre %ld fpre %ld resets %ld hits %ld "
-              "launches %ld bytes %ld\n",
-              r.steps, r.request_steps, r.tokens, r.finished, r.aborts, r.preemptions,
-              r.forced_preemptions, r.resets, r.prefix_hits, r.launches, r.bytes_checked);
-  for (auto& [k, v] : r.copies_by_kind)
-    std::printf("  %s %ld\n", k.c_str(), v);
-  if (r.first_finding) std::printf("%s\n", r.first_finding->message.c_str());
-}
 } // namespace mc::oracle::engine

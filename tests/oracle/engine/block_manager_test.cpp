@@ -1,0 +1,103 @@
+// The align-mode block manager against tables derived by hand from REFERENCE.md 3
+// (B = 4, nsb = 2, one group, 16 blocks, free queue 1..15 in order), and "all" mode.
+#include "model/stamps.h"
+#include "oracle/engine/block_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace mc::oracle::engine {
+namespace {
+
+using Table = std::vector<std::int32_t>;
+
+model::CacheConfig align_config() {
+  return {.mamba_block_size = 4, .attn_block_size = 2, .num_spec_tokens = 2, .num_spec_blocks = 2};
+}
+
+Table table(const BlockManager& m, const std::string& id) {
+  return m.find(id)->groups[0].block_ids;
+}
+
+TEST(BlockManager, AlignGrowthMovesSpecBlocksAndFreesTheStaleRunningBlock) {
+  BlockManager m(align_config(), 1, 16, false);
+  EXPECT_EQ(m.allocate("a", 4)[0], (Table{1, 2, 3})); // 1 + nsb new, running at 0
+  m.remove_skipped("a", 4);
+  EXPECT_EQ(m.allocate("a", 5)[0], (Table{4})); // one new block, running at 1
+  EXPECT_EQ(m.find("a")->groups[0].last_state_idx, 0);
+  m.remove_skipped("a", 5); // 0 < cdiv(5, 4) - 1: block 1 is freed
+  EXPECT_EQ(table(m, "a"), (Table{0, 2, 3, 4}));
+  EXPECT_EQ(m.pool(0).num_free(), 12);
+  EXPECT_TRUE(m.allocate("a", 8)[0].empty()); // still 2 + 2 entries
+  // A chunk to 14 tokens: running at 3; the old spec block at 2 moves to the end.
+  EXPECT_EQ(m.allocate("a", 14)[0], (Table{3, 5}));
+  EXPECT_EQ(table(m, "a"), (Table{0, 2, 0, 4, 3, 5}));
+  EXPECT_EQ(m.find("a")->groups[0].last_state_idx, 1);
+  m.remove_skipped("a", 8); // 1 < cdiv(8, 4) - 1 fails: block 2 is still a copy source
+  EXPECT_EQ(table(m, "a"), (Table{0, 2, 0, 4, 3, 5}));
+  m.remove_skipped("a", 12);
+  EXPECT_EQ(table(m, "a"), (Table{0, 0, 0, 4, 3, 5}));
+}
+
+TEST(BlockManager, LargeChunkPadsNullsAndMovesEverySpecBlock) {
+  BlockManager m(align_config(), 1, 16, false);
+  m.allocate("a", 4); // [1 2 3]
+  // Tail from the old length 3: one null (to the running position 4), spec blocks 2 and 3
+  // moved to the end (their old positions nulled), one new block.
+  EXPECT_EQ(m.allocate("a", 20)[0], (Table{0, 2, 3, 4}));
+  EXPECT_EQ(table(m, "a"), (Table{1, 0, 0, 0, 2, 3, 4}));
+  EXPECT_EQ(m.num_new_blocks("a", 24), 1);
+}
+
+TEST(BlockManager, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
+  BlockManager m(align_config(), 1, 16, false);
+  std::vector<std::int32_t> tokens(40);
+  std::iota(tokens.begin(), tokens.end(), 7);
+  std::vector<model::TokenHash> h{model::kEmptySequenceHash};
+  for (const std::int32_t t : tokens)
+    h.push_back(model::extend_hash(h.back(), t));
+  m.allocate("a", 4);                    // [1 2 3]
+  m.allocate("a", 14);                   // [1 0 0 2 3 4]: block 2 runs at position 3
+  m.cache_blocks("a", 16, h, tokens, 3); // positions 0 (block 1) and 3 (block 2)
+  ASSERT_NE(m.pool(0).cached(2), nullptr);
+  EXPECT_EQ(m.pool(0).cached(2)->position, 3);
+  const std::vector<model::TokenHash> boundaries{h[4], h[8], h[12], h[16]};
+  EXPECT_EQ(m.find_cache_hit(boundaries, 4), 3); // the rightmost cached boundary
+  EXPECT_EQ(m.find_cache_hit(boundaries, 3), 0);
+  m.start_with_hit("b", 3, h[16]);
+  EXPECT_EQ(table(m, "b"), (Table{0, 0, 0, 2}));
+  EXPECT_EQ(m.pool(0).ref_count(2), 2);
+  EXPECT_EQ(m.num_new_blocks("b", 18), 3);
+  EXPECT_EQ(m.allocate("b", 18)[0], (Table{5, 6, 7}));
+  EXPECT_EQ(m.find("b")->groups[0].last_state_idx, 3); // the hit block is the copy source
+  m.free_request("a");
+  EXPECT_EQ(m.pool(0).ref_count(2), 1);
+  EXPECT_NE(m.pool(0).lookup(h[4]), std::nullopt); // freed but still cached (evictable)
+}
+
+TEST(BlockManager, AllModeKeepsOneBlockPerBlockSizeTokens) {
+  model::CacheConfig c = align_config();
+  c.mode = model::CacheMode::all;
+  c.num_spec_tokens = 0;
+  c.num_spec_blocks = 0;
+  BlockManager m(c, 2, 8, false);
+  EXPECT_EQ(m.allocate("a", 9)[1], (Table{1, 2, 3}));
+  m.remove_skipped("a", 9); // nothing is freed in all mode
+  EXPECT_EQ(m.allocate("a", 13)[0], (Table{4}));
+  EXPECT_EQ(table(m, "a"), (Table{1, 2, 3, 4}));
+  EXPECT_FALSE(m.can_allocate("a", 40)); // 10 blocks > 7 usable
+}
+
+TEST(BlockPool, NullBlockIsNeverHandedOutAndFreesCanBeDeferred) {
+  BlockPool p(4, true);
+  EXPECT_EQ(p.take(3), (Table{1, 2, 3}));
+  p.free(2);
+  EXPECT_EQ(p.num_free(), 0); // deferred (async scheduling)
+  p.release_deferred();
+  EXPECT_EQ(p.num_free(), 1);
+  EXPECT_EQ(p.take(1), (Table{2}));
+}
+
+} // namespace
+} // namespace mc::oracle::engine
