@@ -1,0 +1,162 @@
+// `mambacheck fuzz`: the main job. A kernel-level campaign: generated launch cases of every
+// kind on the oracle and a backend (cuda when a device is present, host otherwise),
+// compared exactly; a failure is shrunk and written as case directories, and the exit
+// message prints the command that replays it (exit 1).
+#include "cli/backend.h"
+#include "cli/commands.h"
+#include "cli/junit.h"
+#include "cli/progress.h"
+#include "fuzz/campaign/kernel_campaign.h"
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+namespace mc::cli {
+namespace {
+
+inline constexpr std::int64_t kCasesMax = std::int64_t{1} << 40;
+
+struct FuzzOptions {
+  std::string level = "kernel";
+  std::string backend;
+  std::uint64_t seed = 1;
+  std::int64_t cases = 0;
+  std::string time_budget;
+  int max_size = 100;
+  std::string out = "mc-out";
+  std::string report;
+  std::string junit;
+};
+
+// "90", "90s", "15m", "2h" -> seconds.
+double parse_duration(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    model::fail_input("--time-budget: expected a duration like 90s, 15m or 2h, got '{}'", text);
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit.empty() || unit == "s" ? 1.0
+                       : unit == "m"               ? 60.0
+                       : unit == "h"               ? 3600.0
+                                                   : -1.0;
+  if (scale < 0 || value <= 0)
+    model::fail_input("--time-budget: expected a positive duration like 90s, 15m or 2h, got '{}'",
+                      text);
+  return value * scale;
+}
+
+fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, Backend backend) {
+  fuzz::KernelCampaignOptions c;
+  c.seed = o.seed;
+  c.max_size = o.max_size;
+  c.backend_name = std::string(to_string(backend));
+  c.backend = [backend](const model::LaunchCase& launch) { return run_backend(backend, launch); };
+  c.out_dir = o.out;
+  c.seconds_max = o.time_budget.empty() ? 0.0 : parse_duration(o.time_budget);
+  c.cases_max = o.cases > 0 ? o.cases : (c.seconds_max > 0 ? kCasesMax : 2000);
+  if (backend == Backend::cuda) c.gen.weights.grid *= 2; // the device makes big grids cheap
+  return c;
+}
+
+void print_summary(const fuzz::KernelCampaignOptions& c, const fuzz::KernelCampaignReport& r) {
+  std::cout << fmt::format("kernel level, backend {}, seed {}: {} cases in {:.1f} s ({:.0f} "
+                           "cases/s), {} copies and {:.1f} MiB of arenas compared\n",
+                           c.backend_name, c.seed, r.cases, r.seconds,
+                           r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0,
+                           r.copies_compared,
+                           static_cast<double>(r.arena_bytes_compared) / (1 << 20));
+  std::string kinds;
+  for (const auto& [kind, n] : r.cases_by_kind)
+    kinds += fmt::format(" {}={}", kind, n);
+  std::string classes;
+  for (const auto& [cls, n] : r.cases_by_size_class)
+    classes += fmt::format(" {}={}", cls, n);
+  std::cout << "  kinds:" << kinds << "\n  sizes:" << classes << "\n";
+}
+
+int report_counterexample(const fuzz::KernelCampaignOptions& c, const fuzz::Counterexample& cx) {
+  std::cout << fmt::format("MISMATCH (case seed {}, size {}): {}\n", cx.case_seed, cx.size,
+                           cx.failure);
+  std::cout << fmt::format("  shrunk in {} steps ({} candidates tried): {}\n", cx.shrink_steps,
+                           cx.shrink_tried, cx.description);
+  std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n", cx.shrunk_dir.string(),
+                           cx.original_dir.string());
+  std::cout << fmt::format("  reproduce: mambacheck case {} --backend {} --check\n",
+                           cx.shrunk_dir.string(), c.backend_name);
+  std::cout << fmt::format("  rerun the campaign: mambacheck fuzz --backend {} --seed {} --cases "
+                           "{} --max-size {}\n",
+                           c.backend_name, c.seed, cx.case_seed - c.seed + 1, c.max_size);
+  return kExitMismatch;
+}
+
+int run_fuzz(const FuzzOptions& o) {
+  if (o.level != "kernel")
+    model::fail_input("--level: only 'kernel' is available in this build, got '{}' (the engine "
+                      "level arrives with the engine runner)",
+                      o.level);
+  if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
+  if (o.max_size < 0 || o.max_size > 100)
+    model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
+  const Backend backend = o.backend.empty() ? default_backend() : parse_backend(o.backend);
+  if (backend == Backend::oracle)
+    model::fail_input("--backend: fuzz compares the oracle with host or cuda");
+  require_backend(backend);
+  fuzz::KernelCampaignOptions c = campaign_options(o, backend);
+  Progress progress("fuzz kernel", o.cases > 0 ? o.cases : 0);
+  c.on_case = [&progress](std::int64_t, const fuzz::LaunchSpec& spec) {
+    progress.tick(
+        fmt::format("{} {}", model::to_string(spec.kind), fuzz::to_string(spec.size_class)));
+  };
+  const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
+  progress.done();
+  print_summary(c, r);
+  if (!o.report.empty()) {
+    std::ofstream file(o.report);
+    if (!file) model::fail_input("--report: cannot write '{}'", o.report);
+    file << fuzz::to_json(c, r).dump(2) << "\n";
+  }
+  if (!o.junit.empty()) {
+    JunitCase jc{.name = fmt::format("kernel-{}-seed{}", c.backend_name, c.seed),
+                 .seconds = r.seconds};
+    if (r.counterexample) {
+      jc.failed = true;
+      jc.message = r.counterexample->failure;
+      jc.details = fmt::format("{}\nreproduce: mambacheck case {} --backend {} --check",
+                               r.counterexample->description, r.counterexample->shrunk_dir.string(),
+                               c.backend_name);
+    }
+    write_junit(o.junit, "mambacheck.fuzz", {jc});
+  }
+  if (r.counterexample) return report_counterexample(c, *r.counterexample);
+  std::cout << "all cases held\n";
+  return kExitOk;
+}
+
+void add_fuzz_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<FuzzOptions>();
+  CLI::App* cmd = app.add_subcommand("fuzz", "Run a fuzz campaign: oracle vs backend");
+  cmd->add_option("--level", o->level, "kernel (the engine level arrives with the engine runner)");
+  cmd->add_option("--backend", o->backend, "host or cuda (default: cuda when a GPU is present)");
+  cmd->add_option("--seed", o->seed, "Campaign seed (case i uses seed + i; default 1)");
+  cmd->add_option("--cases", o->cases,
+                  "Stop after N cases (default 2000, or unlimited with "
+                  "--time-budget)");
+  cmd->add_option("--time-budget", o->time_budget, "Stop after this long: 90s, 15m, 2h");
+  cmd->add_option("--max-size", o->max_size, "Largest generator size, 0..100 (default 100)");
+  cmd->add_option("--out", o->out, "Directory for counterexamples (default mc-out)");
+  cmd->add_option("--report", o->report, "Write a JSON report (deterministic for a seed)");
+  cmd->add_option("--junit", o->junit, "Write JUnit XML");
+  cmd->callback([o, &action] { action = [o] { return run_fuzz(*o); }; });
+}
+
+} // namespace
+
+MC_REGISTER_COMMAND(add_fuzz_command);
+
+} // namespace mc::cli

@@ -1,0 +1,72 @@
+#include "cli/junit.h"
+
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+namespace mc::cli {
+namespace {
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+void write_junit(const std::string& path, const std::string& suite,
+                 const std::vector<JunitCase>& cases) {
+  std::ofstream file(path);
+  if (!file) model::fail_input("--junit: cannot write '{}'", path);
+  int failures = 0;
+  int skipped = 0;
+  double total = 0.0;
+  for (const JunitCase& c : cases) {
+    failures += c.failed;
+    skipped += c.skipped;
+    total += c.seconds;
+  }
+  file << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  file << fmt::format("<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" "
+                      "time=\"{:.3f}\">\n",
+                      xml_escape(suite), cases.size(), failures, skipped, total);
+  for (const JunitCase& c : cases) {
+    file << fmt::format("  <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"",
+                        xml_escape(suite), xml_escape(c.name), c.seconds);
+    if (!c.failed && !c.skipped) {
+      file << "/>\n";
+      continue;
+    }
+    file << ">\n";
+    if (c.failed)
+      file << fmt::format("    <failure message=\"{}\">{}</failure>\n", xml_escape(c.message),
+                          xml_escape(c.details));
+    else
+      file << fmt::format("    <skipped message=\"{}\"/>\n", xml_escape(c.message));
+    file << "  </testcase>\n";
+  }
+  file << "</testsuite>\n";
+}
+
+} // namespace mc::cli
