@@ -204,7 +204,8 @@ json decision_json(const CopyDecision& d) {
 
 void write_json(const fs::path& file, const json& value) {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << value.dump(1) << '\n';
+  // Invalid UTF-8 (in a group name or a reason) is replaced, never a throw while saving.
+  out << value.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
   out.close();
   if (!out) fail_input("{}: cannot write", file.string());
 }

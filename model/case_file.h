@@ -45,7 +45,8 @@ void save_case(const LaunchCase& launch_case, const std::filesystem::path& dir);
 LaunchCase load_case(const std::filesystem::path& dir);
 
 // Writes `result` into `dir/expected/` next to a case saved there (its case.json gives
-// the arena geometry); the result must fit that case: asserted.
+// the arena geometry). Throws InputError when dir holds no valid case or the result does
+// not fit it (arena count or sizes, array lengths).
 void save_result(const LaunchResult& result, const std::filesystem::path& dir);
 
 // Reads `dir/expected/`, checked against `dir/case.json` (array lengths, arena sizes, one

@@ -12,6 +12,7 @@
 
 #include <fstream>
 #include <functional>
+#include <random>
 #include <tuple>
 
 namespace mc::model {
@@ -195,6 +196,86 @@ TEST(CaseFile, SaveResultNeedsAMatchingCase) {
     EXPECT_NE(std::string(e.what()).find("case.json: the result has"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(CaseFile, EmptyLaunchRoundTrips) {
+  TempDir tmp;
+  LaunchCase c = make_case("tiny-mixed", ConvLayout::SD, LaunchKind::preprocess_align, 2);
+  c.num_reqs = 0;
+  c.num_slots = 0;
+  c.requests = RequestArrays{};
+  for (BlockTable& t : c.block_tables.groups)
+    t = BlockTable::make(0, 6, 8);
+  save_case(c, tmp.path());
+  expect_same_case(load_case(tmp.path()), c);
+  const LaunchResult r{.arenas = c.clone().arenas};
+  save_result(r, tmp.path());
+  expect_same_result(load_result(tmp.path()), r);
+}
+
+TEST(CaseFile, InvalidUtf8InAReasonIsReplacedNotThrown) {
+  TempDir tmp;
+  const LaunchCase c = make_case("tiny-gdn", ConvLayout::DS, LaunchKind::batch_copy, 3);
+  LaunchResult r = make_result(c, LaunchStatus::unsupported, 4);
+  r.unsupported_reason = "bad \xff byte";
+  save_case(c, tmp.path());
+  save_result(r, tmp.path());
+  EXPECT_EQ(load_result(tmp.path()).unsupported_reason, "bad \xef\xbf\xbd byte"); // U+FFFD
+}
+
+// Random damage to case.json, result.json and .npy headers: every load either succeeds or
+// throws InputError (never another exception, never a crash).
+TEST(CaseFile, RandomDamageIsAnInputErrorOrHarmless) {
+  TempDir tmp;
+  const fs::path base = tmp.path() / "base";
+  const LaunchCase c = make_case("tiny-mixed", ConvLayout::DS, LaunchKind::precopy, 21);
+  save_case(c, base);
+  save_result(testing::precopy_result(c), base);
+  const char* const files[] = {"case.json",         "expected/result.json", "arena_2.npy",
+                               "block_table_1.npy", "src_col.npy",          "expected/arena_0.npy"};
+  constexpr std::string_view kJsonChars = "{}[],:\"0123456789-.e tfn";
+  std::mt19937 rng(12345);
+  int rejected = 0;
+  for (int i = 0; i < 300; ++i) {
+    const fs::path dir = tmp.path() / "damaged";
+    fs::remove_all(dir);
+    fs::copy(base, dir, fs::copy_options::recursive);
+    const fs::path file = dir / files[rng() % std::size(files)];
+    std::string bytes;
+    {
+      std::ifstream in(file, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const std::size_t span =
+        std::min<std::size_t>(bytes.size(), file.extension() == ".npy" ? 128 : bytes.size());
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % std::min(span, bytes.size());
+      switch (rng() % 3) {
+      case 0:
+        bytes[at] = static_cast<char>(rng());
+        break;
+      case 1:
+        bytes.resize(at);
+        break;
+      default:
+        bytes.insert(at, 1, kJsonChars[rng() % kJsonChars.size()]);
+        break;
+      }
+      if (bytes.empty()) break;
+    }
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+    try {
+      load_case(dir);
+      load_result(dir);
+    } catch (const InputError& e) {
+      ++rejected;
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not an InputError: " << e.what();
+    }
+  }
+  EXPECT_GT(rejected, 200);
 }
 
 // ---------------------------------------------------------------------------------------
