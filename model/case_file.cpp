@@ -59,6 +59,8 @@ std::int64_t expected_length(ArrayLength length, std::int32_t num_reqs, std::int
 }
 
 // The inputs each kind reads (LAUNCH_KINDS.md); a case without one of them cannot run.
+// preprocess_align writes src_col and token_bias but keeps them for slots outside the
+// batch, so it needs them coming in too (LAUNCH_KINDS.md, "Details settled").
 std::vector<std::string_view> required_arrays(LaunchKind kind) {
   switch (kind) {
   case LaunchKind::postprocess:
@@ -68,7 +70,8 @@ std::vector<std::string_view> required_arrays(LaunchKind kind) {
   case LaunchKind::precopy:
     return {"idx_mapping", "state_idx", "src_col", "token_bias"};
   case LaunchKind::preprocess_align:
-    return {"idx_mapping", "state_idx", "num_computed", "num_accepted", "query_start_loc"};
+    return {"idx_mapping",     "state_idx", "num_computed", "num_accepted",
+            "query_start_loc", "src_col",   "token_bias"};
   case LaunchKind::batch_copy:
     return {"src_col", "state_idx", "token_bias"};
   }

@@ -25,7 +25,7 @@ REQUIRED_ARRAYS = {  # model/LAUNCH_KINDS.md: the inputs each kind reads
     "postprocess_align": ["idx_mapping", "num_accepted", "state_idx", "new_num_computed"],
     "precopy": ["idx_mapping", "state_idx", "src_col", "token_bias"],
     "preprocess_align": ["idx_mapping", "state_idx", "num_computed", "num_accepted",
-                         "query_start_loc"],
+                         "query_start_loc", "src_col", "token_bias"],
     "batch_copy": ["src_col", "state_idx", "token_bias"],
 }
 FULL_CHECK_BYTES_MAX = 256 << 20  # arenas copied in memory to replay every decision

@@ -82,6 +82,8 @@ RequestArrays make_arrays(LaunchKind kind, std::int32_t num_slots) {
     a.num_computed = values(n, 4, 4);
     a.num_accepted = values(n, 1, 0);
     a.query_start_loc = {0, 3, 3, 6};
+    a.src_col = values(n, -1, 0);
+    a.token_bias = values(n, 0, 0);
     break;
   case LaunchKind::batch_copy:
     a.src_col = {0, -1, 2};
