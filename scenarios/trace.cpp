@@ -1,0 +1,150 @@
+// TraceReader and TraceWriter: lines in and out, with the file and line number put in front
+// of every FieldError raised by the JSON layer (trace_*_json) and the rules (trace_rules).
+#include "scenarios/trace.h"
+
+#include "model/errors.h"
+#include "scenarios/line_reader.h"
+#include "scenarios/trace_field.h"
+#include "scenarios/trace_header_json.h"
+#include "scenarios/trace_rules.h"
+#include "scenarios/trace_step_json.h"
+
+namespace mc::scenarios {
+namespace {
+
+nlohmann::json parse_line(const std::string& line) {
+  if (line.empty()) fail_field("line", "an empty line (every line holds one JSON object)");
+  if (json_nesting_depth(line) > kTraceJsonDepthMax)
+    fail_field("json", "nested deeper than {} levels", kTraceJsonDepthMax);
+  try {
+    return nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();
+    if (const std::size_t cut = what.find("] "); cut != std::string::npos) what.erase(0, cut + 2);
+    fail_field("json", "malformed JSON ({})", what);
+  }
+}
+
+// model/ names the section first ("config: ...", "layout: ..."): keep it as the field.
+[[noreturn]] void rethrow_model_error(const model::InputError& e) {
+  const std::string what = e.what();
+  const std::size_t cut = what.find(": ");
+  if (cut == std::string::npos) fail_field("header", "{}", what);
+  fail_field(what.substr(0, cut), "{}", what.substr(cut + 2));
+}
+
+model::Layout build_checked_layout(const TraceHeader& header) {
+  try {
+    return model::build_layout(header.config, header.layout_spec);
+  } catch (const model::InputError& e) {
+    rethrow_model_error(e);
+  }
+}
+
+} // namespace
+
+TraceReader::TraceReader(const std::filesystem::path& file, TraceReaderOptions options)
+    : file_(std::make_unique<std::ifstream>(file, std::ios::binary)), name_(file.string()) {
+  if (!*file_) model::fail_input("{}: cannot open the trace for reading", name_);
+  lines_ = std::make_unique<LineReader>(*file_, options.line_bytes_max);
+  read_header();
+}
+
+TraceReader::TraceReader(std::istream& in, std::string name, TraceReaderOptions options)
+    : name_(std::move(name)), lines_(std::make_unique<LineReader>(in, options.line_bytes_max)) {
+  read_header();
+}
+
+TraceReader::~TraceReader() = default;
+
+std::int64_t TraceReader::line_number() const {
+  return lines_->line_number();
+}
+
+std::size_t TraceReader::num_live_requests() const {
+  return checker_->num_live();
+}
+
+void TraceReader::rethrow_at_line() const {
+  try {
+    throw;
+  } catch (const FieldError& e) {
+    const std::int64_t line = std::max<std::int64_t>(lines_->line_number(), 1);
+    model::fail_input("{}:{}: {}: {}", name_, line, e.field.empty() ? "line" : e.field, e.reason);
+  }
+}
+
+void TraceReader::read_header() {
+  try {
+    if (!lines_->next(line_)) fail_field("header", "the trace is empty; expected a header line");
+    const nlohmann::json root = parse_line(line_);
+    header_ = header_from_json(Field(root, ""));
+    layout_ = build_checked_layout(header_);
+    checker_ = std::make_unique<StepChecker>(header_.config, header_.block_pool_sizes);
+  } catch (const FieldError&) {
+    failed_ = true;
+    rethrow_at_line();
+  }
+}
+
+std::optional<model::Step> TraceReader::next() {
+  MC_ASSERT(!failed_);
+  try {
+    if (!lines_->next(line_)) return std::nullopt;
+    const nlohmann::json root = parse_line(line_);
+    model::Step step = step_from_json(Field(root, ""), header_.layout_spec.groups.size(),
+                                      header_.derived_vocab_size);
+    checker_->check(step);
+    return step;
+  } catch (const FieldError&) {
+    failed_ = true;
+    rethrow_at_line();
+  }
+}
+
+TraceWriter::TraceWriter(const std::filesystem::path& file, const TraceHeader& header)
+    : file_(std::make_unique<std::ofstream>(file, std::ios::binary | std::ios::trunc)),
+      out_(file_.get()), name_(file.string()) {
+  if (!*file_) throw model::EnvironmentError(name_ + ": cannot open the trace for writing");
+  start(header);
+}
+
+TraceWriter::TraceWriter(std::ostream& out, std::string name, const TraceHeader& header)
+    : out_(&out), name_(std::move(name)) {
+  start(header);
+}
+
+TraceWriter::~TraceWriter() = default;
+
+void TraceWriter::start(const TraceHeader& header) {
+  // The header goes through the reader's own checks, so what is written always reads back.
+  const std::string line = header_to_json(header).dump();
+  try {
+    const nlohmann::json root = nlohmann::json::parse(line);
+    const TraceHeader checked = header_from_json(Field(root, ""));
+    build_checked_layout(checked);
+    checker_ = std::make_unique<StepChecker>(checked.config, checked.block_pool_sizes);
+  } catch (const FieldError& e) {
+    model::fail_input("{}: header: {}: {}", name_, e.field, e.reason);
+  }
+  put_line(line);
+}
+
+void TraceWriter::write(const model::Step& step) {
+  try {
+    checker_->check(step);
+  } catch (const FieldError& e) {
+    model::fail_input("{}: step {}: {}: {}", name_, step.index, e.field, e.reason);
+  }
+  put_line(step_to_line(step));
+  ++steps_written_;
+}
+
+void TraceWriter::put_line(const std::string& line) {
+  out_->write(line.data(), static_cast<std::streamsize>(line.size()));
+  out_->put('\n');
+  out_->flush();
+  if (!*out_) throw model::EnvironmentError(name_ + ": writing the trace failed");
+}
+
+} // namespace mc::scenarios

@@ -1,0 +1,72 @@
+// A JSON value of a trace line together with its path ("scheduled[2].token_ids"), so that
+// every rejection names the field (FORMAT.md, "Errors").
+//
+// Field throws FieldError, which carries the path and the reason apart; TraceReader adds the
+// file and line number in front ("FILE:LINE: field: reason") and turns it into the project's
+// InputError. Objects are closed: a key the format does not list is rejected unless it starts
+// with "x_" (FORMAT.md, "Unknown fields", says why).
+#pragma once
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mc::scenarios {
+
+// A rejected field: `field` is its path within the line, `reason` says what is wrong.
+struct FieldError : std::runtime_error {
+  FieldError(std::string field_path, std::string why)
+      : std::runtime_error(field_path + ": " + why), field(std::move(field_path)),
+        reason(std::move(why)) {}
+  std::string field;
+  std::string reason;
+};
+
+template <typename... Args>
+[[noreturn]] void fail_field(std::string field, fmt::format_string<Args...> format,
+                             Args&&... args) {
+  throw FieldError(std::move(field), fmt::format(format, std::forward<Args>(args)...));
+}
+
+class Field {
+public:
+  Field(const nlohmann::json& value, std::string path) : value_(value), path_(std::move(path)) {}
+
+  const nlohmann::json& value() const { return value_; }
+  const std::string& path() const { return path_; }
+
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
+    fail_field(path_, format, std::forward<Args>(args)...);
+  }
+
+  // Asserts an object whose keys are all in `known` (or start with "x_").
+  void expect_object(std::initializer_list<std::string_view> known) const;
+  bool has(std::string_view key) const;         // asserts an object
+  Field operator[](std::string_view key) const; // a missing key is rejected
+  Field operator[](std::size_t index) const;    // asserts index < size
+  std::size_t array_size(std::size_t size_max) const;
+
+  std::int64_t integer(std::int64_t min, std::int64_t max) const;
+  std::int32_t int32(std::int32_t min, std::int32_t max) const;
+  bool boolean() const;
+  std::string string(std::size_t size_max) const;
+  // A list of integers in min..max, at most size_max of them.
+  std::vector<std::int32_t> int32_list(std::int32_t min, std::int32_t max,
+                                       std::size_t size_max) const;
+
+private:
+  std::string describe() const; // type and a short excerpt, for messages
+  std::string child_path(std::string_view key) const;
+
+  const nlohmann::json& value_;
+  std::string path_;
+};
+
+} // namespace mc::scenarios

@@ -1,0 +1,216 @@
+// The header line: config, layout (preset or inline spec), pool sizes, derived vocabulary,
+// free-form source (FORMAT.md, "Header line").
+#include "scenarios/trace_header_json.h"
+
+#include "model/errors.h"
+#include "model/presets.h"
+
+namespace mc::scenarios {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string_view to_string(model::PagePolicy policy) {
+  return policy == model::PagePolicy::shared ? "shared" : "separate";
+}
+
+ojson config_to_json(const model::CacheConfig& c) {
+  return {
+      {"mamba_block_size", c.mamba_block_size}, {"attn_block_size", c.attn_block_size},
+      {"num_spec_tokens", c.num_spec_tokens},   {"num_spec_blocks", c.num_spec_blocks},
+      {"mode", model::to_string(c.mode)},       {"conv_layout", model::to_string(c.conv_layout)},
+      {"runner", model::to_string(c.runner)},   {"tp_size", c.tp_size}};
+}
+
+// The FamilyParams fields by name; a field left at 0 is not written and reads back as 0.
+struct ParamField {
+  std::string_view name;
+  std::int64_t model::FamilyParams::*member;
+};
+constexpr ParamField kParamFields[] = {
+    {"intermediate_size", &model::FamilyParams::intermediate_size},
+    {"n_groups", &model::FamilyParams::n_groups},
+    {"num_heads", &model::FamilyParams::num_heads},
+    {"head_dim", &model::FamilyParams::head_dim},
+    {"state_size", &model::FamilyParams::state_size},
+    {"conv_kernel", &model::FamilyParams::conv_kernel},
+    {"num_k_heads", &model::FamilyParams::num_k_heads},
+    {"num_v_heads", &model::FamilyParams::num_v_heads},
+    {"head_k_dim", &model::FamilyParams::head_k_dim},
+    {"head_v_dim", &model::FamilyParams::head_v_dim},
+};
+
+ojson group_to_json(const model::GroupSpec& g) {
+  ojson params = ojson::object();
+  for (const ParamField& f : kParamFields)
+    if (g.params.*f.member != 0) params[std::string(f.name)] = g.params.*f.member;
+  return {{"name", g.name},
+          {"family", model::to_string(g.family)},
+          {"params", params},
+          {"num_layers", g.num_layers},
+          {"conv_elem_size", g.conv_elem_size},
+          {"temporal_elem_size", g.temporal_elem_size},
+          {"page_policy", to_string(g.page_policy)},
+          {"page_align_bytes", g.page_align_bytes}};
+}
+
+ojson layout_to_json(const TraceHeader& h) {
+  if (!h.preset.empty()) {
+    const model::Preset& preset = model::find_preset(h.preset);
+    MC_ASSERT(preset.spec.groups.size() == h.layout_spec.groups.size());
+    for (std::size_t g = 0; g < preset.spec.groups.size(); ++g)
+      MC_ASSERT(group_to_json(preset.spec.groups[g]) == group_to_json(h.layout_spec.groups[g]));
+    return {{"preset", h.preset}, {"num_blocks", h.layout_spec.num_blocks}};
+  }
+  ojson groups = ojson::array();
+  for (const model::GroupSpec& g : h.layout_spec.groups)
+    groups.push_back(group_to_json(g));
+  return {{"groups", groups}, {"num_blocks", h.layout_spec.num_blocks}};
+}
+
+// Runs a parser of model/ (which throws InputError) and names this field when it throws.
+template <typename Parse> auto parse_enum(const Field& f, Parse parse) {
+  const std::string text = f.string(64);
+  try {
+    return parse(text);
+  } catch (const model::InputError& e) {
+    f.fail("{}", e.what());
+  }
+}
+
+model::CacheConfig config_from_json(const Field& f) {
+  f.expect_object({"mamba_block_size", "attn_block_size", "num_spec_tokens", "num_spec_blocks",
+                   "mode", "conv_layout", "runner", "tp_size"});
+  return {.mamba_block_size = f["mamba_block_size"].int32(1, model::kBlockSizeMax),
+          .attn_block_size = f["attn_block_size"].int32(1, model::kBlockSizeMax),
+          .num_spec_tokens = f["num_spec_tokens"].int32(0, model::kSpecTokensMax),
+          .num_spec_blocks = f["num_spec_blocks"].int32(0, model::kSpecTokensMax),
+          .mode = parse_enum(f["mode"], model::parse_cache_mode),
+          .conv_layout = parse_enum(f["conv_layout"], model::parse_conv_layout),
+          .runner = parse_enum(f["runner"], model::parse_runner),
+          .tp_size = f["tp_size"].int32(1, model::kTpSizeMax)};
+}
+
+model::PagePolicy parse_page_policy(std::string_view text) {
+  if (text == "shared") return model::PagePolicy::shared;
+  if (text == "separate") return model::PagePolicy::separate;
+  model::fail_input("expected shared or separate, got '{}'", text);
+}
+
+model::FamilyParams params_from_json(const Field& f) {
+  if (!f.value().is_object()) f.fail("expected an object");
+  for (const auto& item : f.value().items()) {
+    bool known = item.key().starts_with("x_");
+    for (const ParamField& p : kParamFields)
+      known = known || item.key() == p.name;
+    if (!known) f[item.key()].fail("unknown family parameter");
+  }
+  model::FamilyParams params;
+  for (const ParamField& p : kParamFields)
+    if (f.has(p.name)) params.*p.member = f[p.name].integer(0, kFamilyParamMax);
+  return params;
+}
+
+model::GroupSpec group_from_json(const Field& f) {
+  f.expect_object({"name", "family", "params", "num_layers", "conv_elem_size", "temporal_elem_size",
+                   "page_policy", "page_align_bytes"});
+  return {.name = f["name"].string(64),
+          .family = parse_enum(f["family"], model::parse_family),
+          .params = params_from_json(f["params"]),
+          .num_layers = f["num_layers"].int32(1, model::kLayersMax),
+          .conv_elem_size = f["conv_elem_size"].int32(1, 8),
+          .temporal_elem_size = f["temporal_elem_size"].int32(1, 8),
+          .page_policy = parse_enum(f["page_policy"], parse_page_policy),
+          .page_align_bytes = f["page_align_bytes"].integer(1, std::int64_t{1} << 30)};
+}
+
+void layout_from_json(const Field& f, TraceHeader& h) {
+  if (f.value().is_object() && f.value().contains("preset")) {
+    f.expect_object({"preset", "num_blocks"});
+    h.preset = f["preset"].string(64);
+    try {
+      h.layout_spec = model::find_preset(h.preset).spec;
+    } catch (const model::InputError& e) {
+      f["preset"].fail("{}", e.what());
+    }
+    if (f.has("num_blocks"))
+      h.layout_spec.num_blocks = f["num_blocks"].integer(2, model::kBlocksMax);
+    return;
+  }
+  f.expect_object({"groups", "num_blocks"});
+  const Field groups = f["groups"];
+  const std::size_t num_groups = groups.array_size(model::kGroupsMax);
+  if (num_groups == 0) groups.fail("at least one mamba group is required");
+  for (std::size_t g = 0; g < num_groups; ++g)
+    h.layout_spec.groups.push_back(group_from_json(groups[g]));
+  h.layout_spec.num_blocks = f["num_blocks"].integer(2, model::kBlocksMax);
+}
+
+void pools_from_json(const Field& root, TraceHeader& h) {
+  const std::size_t num_groups = h.layout_spec.groups.size();
+  const auto num_blocks = static_cast<std::int32_t>(
+      std::min<std::int64_t>(h.layout_spec.num_blocks, std::numeric_limits<std::int32_t>::max()));
+  if (!root.has("block_pool_sizes")) {
+    h.block_pool_sizes.assign(num_groups, num_blocks);
+    return;
+  }
+  const Field pools = root["block_pool_sizes"];
+  if (pools.array_size(model::kGroupsMax) != num_groups)
+    pools.fail("{} entries, the layout has {} groups", pools.value().size(), num_groups);
+  h.block_pool_sizes = pools.int32_list(2, num_blocks, num_groups);
+}
+
+void check_format_and_version(const Field& root) {
+  if (!root.value().is_object()) root.fail("the header line must be a JSON object");
+  const std::string format = root["format"].string(64);
+  if (format != kTraceFormatName)
+    root["format"].fail("expected '{}', got '{}'", kTraceFormatName, format);
+  const std::int64_t version = root["version"].integer(0, std::numeric_limits<std::int32_t>::max());
+  if (version > kTraceFormatVersion)
+    root["version"].fail("this trace is format version {}; this mambacheck reads version {} "
+                         "only: use a newer mambacheck",
+                         version, kTraceFormatVersion);
+  if (version < 1) root["version"].fail("versions start at 1, got {}", version);
+}
+
+} // namespace
+
+std::vector<std::int32_t> resolved_pool_sizes(const TraceHeader& header) {
+  if (!header.block_pool_sizes.empty()) return header.block_pool_sizes;
+  return std::vector<std::int32_t>(header.layout_spec.groups.size(),
+                                   static_cast<std::int32_t>(header.layout_spec.num_blocks));
+}
+
+nlohmann::ordered_json header_to_json(const TraceHeader& header) {
+  ojson out = {{"format", kTraceFormatName},
+               {"version", kTraceFormatVersion},
+               {"config", config_to_json(header.config)},
+               {"layout", layout_to_json(header)},
+               {"block_pool_sizes", resolved_pool_sizes(header)},
+               {"derived_vocab_size", header.derived_vocab_size}};
+  if (!header.source.is_null()) out["source"] = ojson::parse(header.source.dump());
+  return out;
+}
+
+TraceHeader header_from_json(const Field& root) {
+  check_format_and_version(root);
+  root.expect_object({"format", "version", "config", "layout", "block_pool_sizes",
+                      "derived_vocab_size", "source"});
+  TraceHeader h;
+  h.config = config_from_json(root["config"]);
+  layout_from_json(root["layout"], h);
+  pools_from_json(root, h);
+  if (root.has("derived_vocab_size"))
+    h.derived_vocab_size =
+        root["derived_vocab_size"].int32(1, std::numeric_limits<std::int32_t>::max());
+  if (root.has("source")) {
+    const Field source = root["source"];
+    if (!source.value().is_object()) source.fail("expected an object (free-form metadata)");
+    if (source.value().dump().size() > kSourceBytesMax)
+      source.fail("more than {} bytes", kSourceBytesMax);
+    h.source = source.value();
+  }
+  return h;
+}
+
+} // namespace mc::scenarios

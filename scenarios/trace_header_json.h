@@ -1,0 +1,25 @@
+// The header line of a trace: TraceHeader to JSON and back (FORMAT.md, "Header line").
+//
+// Reading checks the format name and the version first (a newer version is refused before
+// anything else is looked at, since its fields may mean other things), then every field, and
+// resolves a preset name into its layout spec and absent pool sizes into num_blocks. The
+// layout itself is built and checked by the reader (model::build_layout).
+#pragma once
+
+#include "scenarios/trace.h"
+#include "scenarios/trace_field.h"
+
+#include <nlohmann/json.hpp>
+
+namespace mc::scenarios {
+
+// Asserts a header whose preset (if any) has the groups of layout_spec.
+nlohmann::ordered_json header_to_json(const TraceHeader& header);
+
+// Throws FieldError naming the field.
+TraceHeader header_from_json(const Field& root);
+
+// Pool sizes as written: the header's, or num_blocks for every group when it has none.
+std::vector<std::int32_t> resolved_pool_sizes(const TraceHeader& header);
+
+} // namespace mc::scenarios

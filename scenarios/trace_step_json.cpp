@@ -1,0 +1,167 @@
+// Step lines: writing with defaults left out, reading with types, presence and unknown keys
+// checked (FORMAT.md, "Step lines").
+#include "scenarios/trace_step_json.h"
+
+#include "scenarios/derived_prompt.h"
+#include "scenarios/trace.h"
+
+#include <limits>
+
+namespace mc::scenarios {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+constexpr std::int32_t kInt32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int32_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+
+bool all_empty(const model::GroupBlockIds& ids) {
+  for (const auto& row : ids)
+    if (!row.empty()) return false;
+  return true;
+}
+
+ojson new_to_json(const model::NewRequestData& r) {
+  ojson out = {{"req_id", r.req_id}, {"prompt_token_ids", r.prompt_token_ids}};
+  if (r.num_computed_tokens != 0) out["num_computed_tokens"] = r.num_computed_tokens;
+  out["block_ids"] = r.block_ids;
+  return out;
+}
+
+ojson cached_to_json(const model::CachedRequestData& r) {
+  ojson out = {{"req_id", r.req_id}};
+  if (r.resumed) out["resumed"] = true;
+  if (r.resumed || !all_empty(r.new_block_ids)) out["new_block_ids"] = r.new_block_ids;
+  out["num_computed_tokens"] = r.num_computed_tokens;
+  return out;
+}
+
+ojson scheduled_to_json(const model::ScheduledRequest& r) {
+  ojson out = {{"req_id", r.req_id}, {"num_scheduled_tokens", r.num_scheduled_tokens}};
+  if (r.num_draft_tokens != 0) out["num_draft_tokens"] = r.num_draft_tokens;
+  out["token_ids"] = r.token_ids;
+  if (r.num_accepted_tokens != 1) out["num_accepted_tokens"] = r.num_accepted_tokens;
+  return out;
+}
+
+template <typename T, typename ToJson>
+void put_list(ojson& out, const char* key, const std::vector<T>& items, ToJson to_json) {
+  if (items.empty()) return;
+  ojson list = ojson::array();
+  for (const T& item : items)
+    list.push_back(to_json(item));
+  out[key] = std::move(list);
+}
+
+model::GroupBlockIds block_ids_from_json(const Field& f, std::size_t num_groups) {
+  if (f.array_size(num_groups) != num_groups)
+    f.fail("{} groups, the layout has {}", f.value().size(), num_groups);
+  model::GroupBlockIds ids(num_groups);
+  for (std::size_t g = 0; g < num_groups; ++g)
+    ids[g] = f[g].int32_list(kInt32Min, kInt32Max, kBlockIdsPerRowMax);
+  return ids;
+}
+
+std::vector<std::int32_t> prompt_from_json(const Field& f, std::int32_t vocab_size) {
+  if (f.has("prompt_token_ids")) {
+    for (const char* key : {"prompt_len", "prefix_id", "prefix_len", "suffix_id"})
+      if (f.has(key)) f[key].fail("give either prompt_token_ids or a derived prompt, not both");
+    return f["prompt_token_ids"].int32_list(0, kInt32Max, kPromptTokensMax);
+  }
+  if (!f.has("prompt_len")) f.fail("needs prompt_token_ids, or prompt_len and prefix_id");
+  DerivedPrompt p{.prompt_len = f["prompt_len"].int32(1, kPromptTokensMax)};
+  p.prefix_id = static_cast<std::uint32_t>(f["prefix_id"].integer(0, 0xFFFFFFFF));
+  p.prefix_len = f.has("prefix_len") ? f["prefix_len"].int32(0, p.prompt_len) : p.prompt_len;
+  if (p.prefix_len < p.prompt_len)
+    p.suffix_id = static_cast<std::uint32_t>(f["suffix_id"].integer(0, 0xFFFFFFFF));
+  else if (f.has("suffix_id"))
+    f["suffix_id"].fail("unused: prefix_len covers the whole prompt");
+  return derive_prompt(p, vocab_size);
+}
+
+model::NewRequestData new_from_json(const Field& f, std::size_t num_groups,
+                                    std::int32_t vocab_size) {
+  f.expect_object({"req_id", "prompt_token_ids", "prompt_len", "prefix_id", "prefix_len",
+                   "suffix_id", "num_computed_tokens", "block_ids"});
+  model::NewRequestData r{.req_id = f["req_id"].string(kReqIdBytesMax)};
+  r.prompt_token_ids = prompt_from_json(f, vocab_size);
+  r.block_ids = block_ids_from_json(f["block_ids"], num_groups);
+  if (f.has("num_computed_tokens"))
+    r.num_computed_tokens = f["num_computed_tokens"].int32(kInt32Min, kInt32Max);
+  return r;
+}
+
+model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups) {
+  f.expect_object({"req_id", "resumed", "new_block_ids", "num_computed_tokens"});
+  model::CachedRequestData r{.req_id = f["req_id"].string(kReqIdBytesMax)};
+  r.resumed = f.has("resumed") && f["resumed"].boolean();
+  if (f.has("new_block_ids"))
+    r.new_block_ids = block_ids_from_json(f["new_block_ids"], num_groups);
+  else if (r.resumed)
+    f["new_block_ids"].fail("missing (required for a resumed request: its whole new table)");
+  else
+    r.new_block_ids.assign(num_groups, {});
+  r.num_computed_tokens = f["num_computed_tokens"].int32(kInt32Min, kInt32Max);
+  return r;
+}
+
+model::ScheduledRequest scheduled_from_json(const Field& f) {
+  f.expect_object(
+      {"req_id", "num_scheduled_tokens", "num_draft_tokens", "token_ids", "num_accepted_tokens"});
+  model::ScheduledRequest r{.req_id = f["req_id"].string(kReqIdBytesMax),
+                            .num_scheduled_tokens =
+                                f["num_scheduled_tokens"].int32(kInt32Min, kInt32Max)};
+  if (f.has("num_draft_tokens"))
+    r.num_draft_tokens = f["num_draft_tokens"].int32(kInt32Min, kInt32Max);
+  r.token_ids = f["token_ids"].int32_list(0, kInt32Max, kScheduledTokensMax);
+  if (f.has("num_accepted_tokens"))
+    r.num_accepted_tokens = f["num_accepted_tokens"].int32(kInt32Min, kInt32Max);
+  return r;
+}
+
+template <typename T, typename FromJson>
+std::vector<T> list_from_json(const Field& root, const char* key, FromJson from_json) {
+  std::vector<T> out;
+  if (!root.has(key)) return out;
+  const Field list = root[key];
+  const std::size_t size = list.array_size(kRequestsPerStepMax);
+  out.reserve(size);
+  for (std::size_t i = 0; i < size; ++i)
+    out.push_back(from_json(list[i]));
+  return out;
+}
+
+} // namespace
+
+std::string step_to_line(const model::Step& step) {
+  ojson out = {{"index", step.index}};
+  put_list(out, "new_requests", step.new_requests, new_to_json);
+  put_list(out, "cached_requests", step.cached_requests, cached_to_json);
+  put_list(out, "scheduled", step.scheduled, scheduled_to_json);
+  if (!step.preempted_req_ids.empty()) out["preempted_req_ids"] = step.preempted_req_ids;
+  if (!step.finished_req_ids.empty()) out["finished_req_ids"] = step.finished_req_ids;
+  if (step.reset_prefix_cache) out["reset_prefix_cache"] = true;
+  // Invalid UTF-8 in a request id is replaced, never a throw while writing; the checker
+  // rejects control characters before this is reached.
+  return out.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+model::Step step_from_json(const Field& root, std::size_t num_groups,
+                           std::int32_t derived_vocab_size) {
+  root.expect_object({"index", "new_requests", "cached_requests", "scheduled", "preempted_req_ids",
+                      "finished_req_ids", "reset_prefix_cache"});
+  model::Step step{.index = root["index"].integer(0, kStepIndexMax)};
+  step.new_requests =
+      list_from_json<model::NewRequestData>(root, "new_requests", [&](const Field& f) {
+        return new_from_json(f, num_groups, derived_vocab_size);
+      });
+  step.cached_requests = list_from_json<model::CachedRequestData>(
+      root, "cached_requests", [&](const Field& f) { return cached_from_json(f, num_groups); });
+  step.scheduled = list_from_json<model::ScheduledRequest>(root, "scheduled", scheduled_from_json);
+  const auto id = [](const Field& f) { return f.string(kReqIdBytesMax); };
+  step.preempted_req_ids = list_from_json<model::RequestId>(root, "preempted_req_ids", id);
+  step.finished_req_ids = list_from_json<model::RequestId>(root, "finished_req_ids", id);
+  step.reset_prefix_cache = root.has("reset_prefix_cache") && root["reset_prefix_cache"].boolean();
+  return step;
+}
+
+} // namespace mc::scenarios

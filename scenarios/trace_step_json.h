@@ -1,0 +1,25 @@
+// A step line of a trace: model::Step to JSON and back (FORMAT.md, "Step lines").
+//
+// This layer owns syntax only: JSON types, required and optional fields and their defaults,
+// unknown keys, and the expansion of derived prompts. Whether the values make sense (counts,
+// block ids, request lifetimes) is StepChecker's (trace_rules.h), which sees a model::Step
+// whose member names are the JSON field names, so its messages name the same fields.
+#pragma once
+
+#include "model/step.h"
+#include "scenarios/trace_field.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mc::scenarios {
+
+// One line without its newline; fields equal to their defaults are left out.
+std::string step_to_line(const model::Step& step);
+
+// Throws FieldError. `num_groups` sizes the default of new_block_ids; `derived_vocab_size`
+// expands derived prompts.
+model::Step step_from_json(const Field& root, std::size_t num_groups,
+                           std::int32_t derived_vocab_size);
+
+} // namespace mc::scenarios
