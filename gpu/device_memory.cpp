@@ -63,16 +63,21 @@ DeviceBuffer upload_arena(const model::Arena& arena) {
   DeviceBuffer buffer(arena.size_bytes());
   const std::int64_t size = arena.size_bytes();
   std::int64_t run_begin = -1; // a run of non-zero chunks goes up in one copy
-  for (std::int64_t off = 0; off <= size; off += kChunkBytes) {
-    const std::int64_t n = std::min(kChunkBytes, size - off);
-    const bool data = off < size && !all_zero(arena.data() + off, n);
+  // One pass past the last chunk flushes a run that reaches the end of the arena (also when
+  // the size is not a multiple of the chunk: a 16-byte arena is one partial chunk).
+  for (std::int64_t off = 0;; off += kChunkBytes) {
+    const bool at_end = off >= size;
+    const bool data = !at_end && !all_zero(arena.data() + off, std::min(kChunkBytes, size - off));
     if (data && run_begin < 0) run_begin = off;
     if (!data && run_begin >= 0) {
+      const std::int64_t run_end = std::min(off, size);
       MC_CUDA_CHECK(cudaMemcpy(static_cast<std::byte*>(buffer.data()) + run_begin,
-                               arena.data() + run_begin, static_cast<std::size_t>(off - run_begin),
+                               arena.data() + run_begin,
+                               static_cast<std::size_t>(run_end - run_begin),
                                cudaMemcpyHostToDevice));
       run_begin = -1;
     }
+    if (at_end) break;
   }
   return buffer;
 }
