@@ -36,8 +36,10 @@ bool LineReader::next(std::string& line) {
     const auto* newline = static_cast<const char*>(std::memchr(start, '\n', end_ - begin_));
     const std::size_t take =
         newline != nullptr ? static_cast<std::size_t>(newline - start) : end_ - begin_;
-    if (line.size() + take > line_bytes_max_)
-      fail_field("line", "line {} is longer than {} bytes", line_number_ + 1, line_bytes_max_);
+    if (line.size() + take > line_bytes_max_) {
+      ++line_number_; // the line being read is the one refused
+      fail_field("line", "longer than {} bytes", line_bytes_max_);
+    }
     line.append(start, take);
     begin_ += take;
     if (newline != nullptr) {

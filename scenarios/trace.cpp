@@ -78,7 +78,7 @@ void TraceReader::read_header() {
   try {
     if (!lines_->next(line_)) fail_field("header", "the trace is empty; expected a header line");
     const nlohmann::json root = parse_line(line_);
-    header_ = header_from_json(Field(root, ""));
+    header_ = header_from_json(Field(root));
     layout_ = build_checked_layout(header_);
     checker_ = std::make_unique<StepChecker>(header_.config, header_.block_pool_sizes);
   } catch (const FieldError&) {
@@ -92,8 +92,8 @@ std::optional<model::Step> TraceReader::next() {
   try {
     if (!lines_->next(line_)) return std::nullopt;
     const nlohmann::json root = parse_line(line_);
-    model::Step step = step_from_json(Field(root, ""), header_.layout_spec.groups.size(),
-                                      header_.derived_vocab_size);
+    model::Step step =
+        step_from_json(Field(root), header_.layout_spec.groups.size(), header_.derived_vocab_size);
     checker_->check(step);
     return step;
   } catch (const FieldError&) {
@@ -121,7 +121,7 @@ void TraceWriter::start(const TraceHeader& header) {
   const std::string line = header_to_json(header).dump();
   try {
     const nlohmann::json root = nlohmann::json::parse(line);
-    const TraceHeader checked = header_from_json(Field(root, ""));
+    const TraceHeader checked = header_from_json(Field(root));
     build_checked_layout(checked);
     checker_ = std::make_unique<StepChecker>(checked.config, checked.block_pool_sizes);
   } catch (const FieldError& e) {

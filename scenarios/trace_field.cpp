@@ -7,8 +7,16 @@
 
 namespace mc::scenarios {
 
+std::string Field::path() const {
+  if (parent_ == nullptr) return {};
+  std::string parent = parent_->path();
+  if (key_.empty()) return fmt::format("{}[{}]", parent, index_);
+  return parent.empty() ? std::string(key_) : fmt::format("{}.{}", parent, key_);
+}
+
 std::string Field::child_path(std::string_view key) const {
-  return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
+  const std::string own = path();
+  return own.empty() ? std::string(key) : fmt::format("{}.{}", own, key);
 }
 
 std::string Field::describe() const {
@@ -36,13 +44,13 @@ Field Field::operator[](std::string_view key) const {
   if (!value_.is_object()) fail("expected an object, got {}", describe());
   const auto it = value_.find(key);
   if (it == value_.end()) fail_field(child_path(key), "missing (required)");
-  return Field(*it, child_path(key));
+  return Field(*it, this, key, 0);
 }
 
 Field Field::operator[](std::size_t index) const {
   MC_ASSERT(value_.is_array());
   MC_ASSERT(index < value_.size());
-  return Field(value_[index], fmt::format("{}[{}]", path_, index));
+  return Field(value_[index], this, {}, index);
 }
 
 std::size_t Field::array_size(std::size_t size_max) const {

@@ -1,5 +1,6 @@
 // A JSON value of a trace line together with its path ("scheduled[2].token_ids"), so that
-// every rejection names the field (FORMAT.md, "Errors").
+// every rejection names the field (FORMAT.md, "Errors"). The path is kept as a chain of
+// parents and spelt out only when a field is rejected: reading stays allocation-light.
 //
 // Field throws FieldError, which carries the path and the reason apart; TraceReader adds the
 // file and line number in front ("FILE:LINE: field: reason") and turns it into the project's
@@ -36,14 +37,16 @@ template <typename... Args>
 
 class Field {
 public:
-  Field(const nlohmann::json& value, std::string path) : value_(value), path_(std::move(path)) {}
+  // The root of a line: an empty path.
+  explicit Field(const nlohmann::json& value) : value_(value) {}
 
   const nlohmann::json& value() const { return value_; }
-  const std::string& path() const { return path_; }
+  // Built on demand (only a rejection needs it): "scheduled[2].token_ids".
+  std::string path() const;
 
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
-    fail_field(path_, format, std::forward<Args>(args)...);
+    fail_field(path(), format, std::forward<Args>(args)...);
   }
 
   // Asserts an object whose keys are all in `known` (or start with "x_").
@@ -62,11 +65,18 @@ public:
                                        std::size_t size_max) const;
 
 private:
+  // A child refers to its parent, which outlives it (children are temporaries or locals of
+  // a callee), and to a key owned by the JSON value or a literal.
+  Field(const nlohmann::json& value, const Field* parent, std::string_view key, std::size_t index)
+      : value_(value), parent_(parent), key_(key), index_(index) {}
+
   std::string describe() const; // type and a short excerpt, for messages
   std::string child_path(std::string_view key) const;
 
   const nlohmann::json& value_;
-  std::string path_;
+  const Field* parent_ = nullptr;
+  std::string_view key_; // empty: this is element index_ of the parent
+  std::size_t index_ = 0;
 };
 
 } // namespace mc::scenarios

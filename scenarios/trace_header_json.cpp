@@ -68,13 +68,21 @@ ojson layout_to_json(const TraceHeader& h) {
   return {{"groups", groups}, {"num_blocks", h.layout_spec.num_blocks}};
 }
 
+// model/ starts its messages with its own name of the field ("mode: expected ..."); the
+// trace's path replaces it.
+std::string without_prefix(const model::InputError& e) {
+  const std::string what = e.what();
+  const std::size_t cut = what.find(": ");
+  return cut == std::string::npos ? what : what.substr(cut + 2);
+}
+
 // Runs a parser of model/ (which throws InputError) and names this field when it throws.
 template <typename Parse> auto parse_enum(const Field& f, Parse parse) {
   const std::string text = f.string(64);
   try {
     return parse(text);
   } catch (const model::InputError& e) {
-    f.fail("{}", e.what());
+    f.fail("{}", without_prefix(e));
   }
 }
 
@@ -131,7 +139,7 @@ void layout_from_json(const Field& f, TraceHeader& h) {
     try {
       h.layout_spec = model::find_preset(h.preset).spec;
     } catch (const model::InputError& e) {
-      f["preset"].fail("{}", e.what());
+      f["preset"].fail("{}", without_prefix(e));
     }
     if (f.has("num_blocks"))
       h.layout_spec.num_blocks = f["num_blocks"].integer(2, model::kBlocksMax);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <unordered_set>
 
 namespace mc::scenarios {
@@ -16,18 +17,20 @@ std::string at(std::string_view list, std::size_t i, std::string_view member) {
   return fmt::format("{}[{}].{}", list, i, member);
 }
 
-void check_req_id(const std::string& id, const std::string& path) {
-  if (id.empty()) fail_field(path, "an empty request id");
+// `path(member)` spells out the path of a member of the entry holding the id; only a broken
+// rule calls it.
+template <typename Path> void check_req_id(const std::string& id, const Path& path) {
+  if (id.empty()) fail_field(path("req_id"), "an empty request id");
   if (id.size() > kReqIdBytesMax)
-    fail_field(path, "{} bytes, at most {}", id.size(), kReqIdBytesMax);
+    fail_field(path("req_id"), "{} bytes, at most {}", id.size(), kReqIdBytesMax);
   for (const char c : id)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      fail_field(path, "a control character in the request id");
+      fail_field(path("req_id"), "a control character in the request id");
 }
 
-void check_tokens(const std::vector<std::int32_t>& ids, const std::string& path) {
+template <typename Path> void check_tokens(const std::vector<std::int32_t>& ids, const Path& path) {
   for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0) fail_field(fmt::format("{}[{}]", path, i), "negative token id {}", ids[i]);
+    if (ids[i] < 0) fail_field(fmt::format("{}[{}]", path(), i), "negative token id {}", ids[i]);
 }
 
 // Ids of a list that must be live before the step (preempted, finished), each at most once.
@@ -36,11 +39,12 @@ void check_known_ids(const std::vector<model::RequestId>& ids, std::string_view 
                      const Live& live) {
   std::unordered_set<std::string_view> seen;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    const std::string path = fmt::format("{}[{}]", list, i);
+    const auto path = [&](std::string_view) { return fmt::format("{}[{}]", list, i); };
     check_req_id(ids[i], path);
     if (!live.contains(ids[i]))
-      fail_field(path, "request '{}' is not known (never arrived, or already finished)", ids[i]);
-    if (!seen.insert(ids[i]).second) fail_field(path, "request '{}' listed twice", ids[i]);
+      fail_field(path({}), "request '{}' is not known (never arrived, or already finished)",
+                 ids[i]);
+    if (!seen.insert(ids[i]).second) fail_field(path({}), "request '{}' listed twice", ids[i]);
   }
 }
 
@@ -71,17 +75,18 @@ void StepChecker::check(const model::Step& step) {
   commit(step);
 }
 
-void StepChecker::check_blocks(const model::GroupBlockIds& ids, const std::string& path) const {
+void StepChecker::check_blocks(const model::GroupBlockIds& ids,
+                               const std::function<std::string()>& path) const {
   if (ids.size() != pool_sizes_.size())
-    fail_field(path, "{} groups, the layout has {}", ids.size(), pool_sizes_.size());
+    fail_field(path(), "{} groups, the layout has {}", ids.size(), pool_sizes_.size());
   for (std::size_t g = 0; g < ids.size(); ++g) {
     if (ids[g].size() > kBlockIdsPerRowMax)
-      fail_field(fmt::format("{}[{}]", path, g), "{} block ids, at most {}", ids[g].size(),
+      fail_field(fmt::format("{}[{}]", path(), g), "{} block ids, at most {}", ids[g].size(),
                  kBlockIdsPerRowMax);
     for (std::size_t i = 0; i < ids[g].size(); ++i) {
       const std::int32_t id = ids[g][i];
       if (id < 0 || id >= pool_sizes_[g])
-        fail_field(fmt::format("{}[{}][{}]", path, g, i),
+        fail_field(fmt::format("{}[{}][{}]", path(), g, i),
                    "block id {} is outside group {}'s pool 0..{}{}", id, g, pool_sizes_[g] - 1,
                    id == -1 ? " (-1 pads belong to the runner's table, never to a trace)" : "");
     }
@@ -91,28 +96,29 @@ void StepChecker::check_blocks(const model::GroupBlockIds& ids, const std::strin
 void StepChecker::check_new(const model::Step& step, StepRequests& in_step) const {
   for (std::size_t i = 0; i < step.new_requests.size(); ++i) {
     const model::NewRequestData& r = step.new_requests[i];
-    const std::string id_path = at("new_requests", i, "req_id");
-    check_req_id(r.req_id, id_path);
+    // Paths are spelt out only when a rule is broken (this runs for every line read).
+    const auto path = [i](std::string_view member) { return at("new_requests", i, member); };
+    check_req_id(r.req_id, path);
     if (const auto it = live_.find(r.req_id); it != live_.end())
-      fail_field(id_path, "request '{}' already exists (arrived at step {})", r.req_id,
+      fail_field(path("req_id"), "request '{}' already exists (arrived at step {})", r.req_id,
                  it->second.arrival_step);
     if (!in_step.emplace(r.req_id, InStep{.role = Role::arrived, .list_index = i}).second)
-      fail_field(id_path, "request '{}' arrives twice in this step", r.req_id);
+      fail_field(path("req_id"), "request '{}' arrives twice in this step", r.req_id);
     const auto prompt_len = static_cast<std::int64_t>(r.prompt_token_ids.size());
     if (prompt_len < 1 || prompt_len > kPromptTokensMax)
-      fail_field(at("new_requests", i, "prompt_token_ids"), "{} tokens, expected 1..{}", prompt_len,
+      fail_field(path("prompt_token_ids"), "{} tokens, expected 1..{}", prompt_len,
                  kPromptTokensMax);
-    check_tokens(r.prompt_token_ids, at("new_requests", i, "prompt_token_ids"));
-    const std::string computed_path = at("new_requests", i, "num_computed_tokens");
+    check_tokens(r.prompt_token_ids, [&] { return path("prompt_token_ids"); });
     if (r.num_computed_tokens < 0 || r.num_computed_tokens >= prompt_len)
-      fail_field(computed_path, "{} is outside 0..{} (a prefix hit leaves one prompt token)",
+      fail_field(path("num_computed_tokens"),
+                 "{} is outside 0..{} (a prefix hit leaves one prompt token)",
                  r.num_computed_tokens, prompt_len - 1);
     if (r.num_computed_tokens % config_.mamba_block_size != 0)
-      fail_field(computed_path,
-                 "{} is not a multiple of mamba_block_size {} (a prefix hit ends "
-                 "on a block boundary)",
+      fail_field(path("num_computed_tokens"),
+                 "{} is not a multiple of mamba_block_size {} (a prefix hit ends on a block "
+                 "boundary)",
                  r.num_computed_tokens, config_.mamba_block_size);
-    check_blocks(r.block_ids, at("new_requests", i, "block_ids"));
+    check_blocks(r.block_ids, [&] { return path("block_ids"); });
   }
 }
 
@@ -122,49 +128,48 @@ void StepChecker::check_cached(const model::Step& step, StepRequests& in_step) c
                kRequestsPerStepMax);
   for (std::size_t i = 0; i < step.cached_requests.size(); ++i) {
     const model::CachedRequestData& r = step.cached_requests[i];
-    const std::string id_path = at("cached_requests", i, "req_id");
-    check_req_id(r.req_id, id_path);
+    const auto path = [i](std::string_view member) { return at("cached_requests", i, member); };
+    check_req_id(r.req_id, path);
     const auto it = live_.find(r.req_id);
     if (it == live_.end())
-      fail_field(id_path, "request '{}' is not known (never arrived, or already finished)",
+      fail_field(path("req_id"), "request '{}' is not known (never arrived, or already finished)",
                  r.req_id);
     if (!in_step.emplace(r.req_id, InStep{.role = Role::cached, .list_index = i}).second)
-      fail_field(id_path, "request '{}' is listed twice in this step", r.req_id);
+      fail_field(path("req_id"), "request '{}' is listed twice in this step", r.req_id);
     if (!r.resumed && it->second.must_resume)
-      fail_field(at("cached_requests", i, "resumed"),
+      fail_field(path("resumed"),
                  "request '{}' was preempted and must come back resumed (a whole new table)",
                  r.req_id);
     if (!r.resumed && step.reset_prefix_cache)
-      fail_field(at("cached_requests", i, "resumed"),
+      fail_field(path("resumed"),
                  "reset_prefix_cache preempts every running request: '{}' must be resumed",
                  r.req_id);
     if (r.num_computed_tokens < 0)
-      fail_field(at("cached_requests", i, "num_computed_tokens"), "negative count {}",
-                 r.num_computed_tokens);
-    check_blocks(r.new_block_ids, at("cached_requests", i, "new_block_ids"));
+      fail_field(path("num_computed_tokens"), "negative count {}", r.num_computed_tokens);
+    check_blocks(r.new_block_ids, [&] { return path("new_block_ids"); });
   }
 }
 
-void StepChecker::check_row(const model::ScheduledRequest& row, const std::string& path) const {
+void StepChecker::check_row(const model::ScheduledRequest& row, std::size_t index) const {
+  const auto path = [index](std::string_view member) { return at("scheduled", index, member); };
   if (row.num_scheduled_tokens < 1 || row.num_scheduled_tokens > kScheduledTokensMax)
-    fail_field(path + ".num_scheduled_tokens", "{} is outside 1..{}", row.num_scheduled_tokens,
+    fail_field(path("num_scheduled_tokens"), "{} is outside 1..{}", row.num_scheduled_tokens,
                kScheduledTokensMax);
-  const std::string drafts = path + ".num_draft_tokens";
-  if (row.num_draft_tokens < 0) fail_field(drafts, "negative count {}", row.num_draft_tokens);
+  if (row.num_draft_tokens < 0)
+    fail_field(path("num_draft_tokens"), "negative count {}", row.num_draft_tokens);
   if (row.num_draft_tokens > config_.num_spec_tokens)
-    fail_field(drafts, "{} drafts, more than num_spec_tokens {}", row.num_draft_tokens,
-               config_.num_spec_tokens);
+    fail_field(path("num_draft_tokens"), "{} drafts, more than num_spec_tokens {}",
+               row.num_draft_tokens, config_.num_spec_tokens);
   if (row.num_draft_tokens >= row.num_scheduled_tokens)
-    fail_field(drafts,
-               "{} drafts in {} scheduled tokens (the first scheduled token is never a "
-               "draft)",
+    fail_field(path("num_draft_tokens"),
+               "{} drafts in {} scheduled tokens (the first scheduled token is never a draft)",
                row.num_draft_tokens, row.num_scheduled_tokens);
   if (row.token_ids.size() != static_cast<std::size_t>(row.num_scheduled_tokens))
-    fail_field(path + ".token_ids", "{} token ids for {} scheduled tokens", row.token_ids.size(),
+    fail_field(path("token_ids"), "{} token ids for {} scheduled tokens", row.token_ids.size(),
                row.num_scheduled_tokens);
-  check_tokens(row.token_ids, path + ".token_ids");
+  check_tokens(row.token_ids, [&] { return path("token_ids"); });
   if (row.num_accepted_tokens < 1 || row.num_accepted_tokens > 1 + row.num_draft_tokens)
-    fail_field(path + ".num_accepted_tokens", "{} is outside 1..{} (1 + num_draft_tokens)",
+    fail_field(path("num_accepted_tokens"), "{} is outside 1..{} (1 + num_draft_tokens)",
                row.num_accepted_tokens, 1 + row.num_draft_tokens);
 }
 
@@ -173,23 +178,21 @@ void StepChecker::check_scheduled(const model::Step& step, StepRequests& in_step
     fail_field("scheduled", "{} entries, at most {}", step.scheduled.size(), kRequestsPerStepMax);
   for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
     const model::ScheduledRequest& row = step.scheduled[i];
-    const std::string path = fmt::format("scheduled[{}]", i);
-    check_req_id(row.req_id, path + ".req_id");
+    const auto path = [i](std::string_view member) { return at("scheduled", i, member); };
+    check_req_id(row.req_id, path);
     const auto it = in_step.find(row.req_id);
     if (it == in_step.end() && !live_.contains(row.req_id))
-      fail_field(path + ".req_id",
-                 "request '{}' is scheduled before it arrived (not new in this "
-                 "step and not known)",
+      fail_field(path("req_id"),
+                 "request '{}' is scheduled before it arrived (not new in this step and not "
+                 "known)",
                  row.req_id);
     if (it == in_step.end())
-      fail_field(path + ".req_id",
-                 "request '{}' is scheduled but not among this step's "
-                 "cached_requests",
-                 row.req_id);
+      fail_field(path("req_id"),
+                 "request '{}' is scheduled but not among this step's cached_requests", row.req_id);
     if (it->second.scheduled)
-      fail_field(path + ".req_id", "request '{}' is scheduled twice", row.req_id);
+      fail_field(path("req_id"), "request '{}' is scheduled twice", row.req_id);
     it->second.scheduled = true;
-    check_row(row, path);
+    check_row(row, i);
   }
   for (const auto& [id, entry] : in_step) {
     if (entry.scheduled) continue;

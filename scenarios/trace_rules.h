@@ -12,6 +12,7 @@
 #include "model/step.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -43,9 +44,11 @@ private:
   void check_new(const model::Step& step, StepRequests& in_step) const;
   void check_cached(const model::Step& step, StepRequests& in_step) const;
   void check_scheduled(const model::Step& step, StepRequests& in_step) const;
-  void check_row(const model::ScheduledRequest& row, const std::string& path) const;
+  void check_row(const model::ScheduledRequest& row, std::size_t index) const;
   void check_departures(const model::Step& step, const StepRequests& in_step) const;
-  void check_blocks(const model::GroupBlockIds& ids, const std::string& path) const;
+  // `path` spells out the field's path, called only when a rule is broken.
+  void check_blocks(const model::GroupBlockIds& ids,
+                    const std::function<std::string()>& path) const;
   void commit(const model::Step& step);
 
   model::CacheConfig config_;

@@ -2,6 +2,7 @@
 // checked (FORMAT.md, "Step lines").
 #include "scenarios/trace_step_json.h"
 
+#include "model/layout.h"
 #include "scenarios/derived_prompt.h"
 #include "scenarios/trace.h"
 
@@ -53,7 +54,7 @@ void put_list(ojson& out, const char* key, const std::vector<T>& items, ToJson t
 }
 
 model::GroupBlockIds block_ids_from_json(const Field& f, std::size_t num_groups) {
-  if (f.array_size(num_groups) != num_groups)
+  if (f.array_size(model::kGroupsMax) != num_groups)
     f.fail("{} groups, the layout has {}", f.value().size(), num_groups);
   model::GroupBlockIds ids(num_groups);
   for (std::size_t g = 0; g < num_groups; ++g)
@@ -97,7 +98,8 @@ model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups
   if (f.has("new_block_ids"))
     r.new_block_ids = block_ids_from_json(f["new_block_ids"], num_groups);
   else if (r.resumed)
-    f["new_block_ids"].fail("missing (required for a resumed request: its whole new table)");
+    fail_field(f.path() + ".new_block_ids",
+               "missing (required for a resumed request: its whole new table)");
   else
     r.new_block_ids.assign(num_groups, {});
   r.num_computed_tokens = f["num_computed_tokens"].int32(kInt32Min, kInt32Max);
