@@ -1,0 +1,115 @@
+// `mambacheck run`: an engine-level simulation. The oracle engine's scheduler produces each
+// step; the oracle runner (with every invariant) and the GPU-side engine runner (host or
+// cuda executor) execute it; after every step their launches, arrays and arena bytes are
+// compared. Exit 0 when everything held, 1 on a mismatch or a broken invariant (the finding
+// is printed), 2 on bad options, 3 when cuda is asked for and unavailable.
+#include "cli/commands.h"
+#include "fuzz/engine/engine_campaign.h"
+#include "gpu/cuda_backend.h"
+#include "model/errors.h"
+#include "model/presets.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace mc::cli {
+namespace {
+
+struct RunOptions {
+  std::string preset = "tiny-mamba2";
+  std::int64_t steps = 1000;
+  std::int32_t requests = 64;
+  std::uint64_t seed = 1;
+  std::string backend = "host";
+  std::string runner = "v1";
+  std::string mode = "align";
+  std::int64_t pool_blocks = 0; // 0: the preset's
+  std::string v1_copy = "precopy";
+};
+
+fuzz::EngineCampaignOptions campaign_options(const RunOptions& o) {
+  const model::Preset& preset = model::find_preset(o.preset);
+  fuzz::EngineCampaignOptions c{.config = preset.config, .spec = preset.spec};
+  c.config.mode = model::parse_cache_mode(o.mode);
+  if (c.config.mode == model::CacheMode::none) model::fail_input("--mode: expected align or all");
+  c.engine.runner.flavour = model::parse_runner(o.runner);
+  if (c.config.mode == model::CacheMode::all) { // all mode runs without drafts (FORWARD.md)
+    c.config.num_spec_tokens = 0;
+    c.config.num_spec_blocks = 0;
+  }
+  if (o.pool_blocks != 0) {
+    if (o.pool_blocks < 4 || o.pool_blocks > model::kBlocksMax)
+      model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
+    c.spec.num_blocks = o.pool_blocks;
+  }
+  if (o.v1_copy != "precopy" && o.v1_copy != "batch_copy")
+    model::fail_input("--v1-copy: expected precopy or batch_copy, got '{}'", o.v1_copy);
+  c.engine.runner.v1_copy_path = o.v1_copy == "precopy" ? oracle::engine::V1CopyPath::precopy
+                                                        : oracle::engine::V1CopyPath::batch_copy;
+  c.num_steps = o.steps;
+  c.num_requests = o.requests;
+  c.seed = o.seed;
+  if (o.backend == "host") {
+    c.executor = gpu::engine::ExecutorKind::host;
+  } else if (o.backend == "cuda") {
+    if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
+    c.executor = gpu::engine::ExecutorKind::cuda;
+  } else {
+    model::fail_input("--backend: expected host or cuda, got '{}'", o.backend);
+  }
+  return c;
+}
+
+void print_summary(const RunOptions& o, const fuzz::EngineCampaignResult& r) {
+  const oracle::engine::EngineReport& e = r.report;
+  fmt::print("run: preset {}, runner {}, mode {}, backend {}, seed {}\n", o.preset, o.runner,
+             o.mode, o.backend, o.seed);
+  fmt::print("steps {} (compared {}), requests {} (finished {}, aborted {})\n", e.steps,
+             r.steps_compared, e.requests, e.finished, e.aborts);
+  fmt::print("preemptions {} (forced {}), resets {}, prefix hits {}\n", e.preemptions,
+             e.forced_preemptions, e.resets, e.prefix_hits);
+  std::string copies;
+  for (const auto& [kind, n] : e.copies_by_kind)
+    copies += fmt::format(" {} {}", kind, n);
+  fmt::print("launches {}, copies by kind:{}\n", e.launches, copies.empty() ? " none" : copies);
+  fmt::print("bytes compared {}, bytes checked by invariants {}\n", r.bytes_compared,
+             e.bytes_checked);
+}
+
+int run_run(const RunOptions& o) {
+  const fuzz::EngineCampaignOptions c = campaign_options(o);
+  const fuzz::EngineCampaignResult r = fuzz::run_engine_campaign(c);
+  print_summary(o, r);
+  if (r.finding) {
+    fmt::print("FINDING: {}\n", r.finding->message);
+    return kExitMismatch;
+  }
+  if (r.mismatch) {
+    fmt::print("MISMATCH oracle vs {}: {}\n", o.backend, *r.mismatch);
+    return kExitMismatch;
+  }
+  fmt::print("held: oracle and {} agree on every step\n", o.backend);
+  return kExitOk;
+}
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Engine simulation: oracle vs a backend, every step");
+  cmd->add_option("--preset", o->preset, "Layout preset (see `mambacheck layout`)");
+  cmd->add_option("--steps", o->steps, "Scheduler steps at most (default 1000)");
+  cmd->add_option("--requests", o->requests, "Requests in the workload (default 64)");
+  cmd->add_option("--seed", o->seed, "Seed of workload and scheduler (default 1)");
+  cmd->add_option("--backend", o->backend, "host or cuda (default host)");
+  cmd->add_option("--runner", o->runner, "v1 or v2 (default v1)");
+  cmd->add_option("--mode", o->mode, "align or all (default align)");
+  cmd->add_option("--pool-blocks", o->pool_blocks, "Blocks per state tensor (default: preset's)");
+  cmd->add_option("--v1-copy", o->v1_copy, "V1 pre-step copies: precopy or batch_copy");
+  cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
+}
+
+} // namespace
+
+MC_REGISTER_COMMAND(add_run_command);
+
+} // namespace mc::cli

@@ -1,0 +1,171 @@
+// EngineRunner: slots, rows, committed tokens and the per-step flow (engine_runner.h).
+#include "gpu/engine/engine_runner.h"
+#include "gpu/engine/runner_batch.h"
+
+#include "model/errors.h"
+#include "model/stamps.h"
+
+#include <algorithm>
+
+namespace mc::gpu::engine {
+
+EngineRunner::EngineRunner(const model::Layout& layout, const RunnerOptions& options,
+                           ExecutorKind kind)
+    : layout_(layout), options_(options), executor_(make_executor(kind, layout)) {
+  launch_case_.layout = layout;
+  for (const model::StateTensor& t : layout.tensors)
+    if (t.kind() != model::StateKind::temporal)
+      conv_width_max_ =
+          std::max(conv_width_max_, static_cast<std::int32_t>(t.shape.conv_state_len));
+}
+
+std::int32_t EngineRunner::slot_of(const std::string& req_id) const {
+  const auto it = slot_index_.find(req_id);
+  MC_ASSERT(it != slot_index_.end());
+  return it->second;
+}
+
+// The slot of a new or resumed request: its own if it still holds one (force-preempted),
+// else the last freed one, else a new one at the end (V2 reuse order).
+std::int32_t EngineRunner::take_slot(const std::string& req_id) {
+  const auto it = slot_index_.find(req_id);
+  std::int32_t slot = 0;
+  if (it != slot_index_.end()) {
+    slot = it->second;
+  } else if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::int32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  slot_index_[req_id] = slot;
+  return slot;
+}
+
+void EngineRunner::release(const std::string& req_id) {
+  const auto it = slot_index_.find(req_id);
+  if (it == slot_index_.end()) return;
+  slots_[static_cast<std::size_t>(it->second)] = Request{};
+  free_slots_.push_back(it->second);
+  slot_index_.erase(it);
+}
+
+// Rows of the step: finished and preempted requests leave; new requests and resumed ones get
+// a fresh slot entry (V2 seeds state_idx with (c - 1) // B, the MAMBA block size); cached rows
+// grow by their new block ids.
+void EngineRunner::apply_rows(const model::Step& step) {
+  for (const auto& id : step.finished_req_ids) {
+    release(id);
+    truth_.erase(id);
+  }
+  for (const auto& id : step.preempted_req_ids)
+    release(id);
+  const std::int32_t B = layout_.config.mamba_block_size;
+  auto seed = [&](const std::string& id, const model::GroupBlockIds& row, std::int32_t c) {
+    const std::int32_t slot = take_slot(id);
+    const bool v2 = options_.flavour == model::RunnerFlavour::v2;
+    slots_[static_cast<std::size_t>(slot)] =
+        Request{.req_id = id,
+                .row = row,
+                .state_idx = v2 ? static_cast<std::int32_t>(model::floor_div(c - 1, B)) : -1,
+                .num_computed = c};
+  };
+  for (const model::NewRequestData& n : step.new_requests) {
+    seed(n.req_id, n.block_ids, n.num_computed_tokens);
+    truth_[n.req_id] = n.prompt_token_ids;
+  }
+  for (const model::CachedRequestData& c : step.cached_requests) {
+    if (c.resumed) {
+      seed(c.req_id, c.new_block_ids, c.num_computed_tokens);
+      continue;
+    }
+    Request& r = slots_[static_cast<std::size_t>(slot_of(c.req_id))];
+    r.num_computed = c.num_computed_tokens;
+    MC_ASSERT(r.row.size() == c.new_block_ids.size());
+    for (std::size_t g = 0; g < r.row.size(); ++g)
+      r.row[g].insert(r.row[g].end(), c.new_block_ids[g].begin(), c.new_block_ids[g].end());
+  }
+}
+
+model::BlockTables EngineRunner::batch_tables(const Batch& batch) const {
+  std::int32_t width = 1;
+  for (const std::int32_t slot : batch.slot)
+    for (const auto& ids : slots_[static_cast<std::size_t>(slot)].row)
+      width = std::max(width, static_cast<std::int32_t>(ids.size()));
+  const auto num_rows = static_cast<std::int32_t>(batch.slot.size());
+  model::BlockTables tables;
+  for (std::int32_t g = 0; g < layout_.num_groups(); ++g) {
+    model::BlockTable t =
+        model::BlockTable::make(num_rows, width, width + options_.row_stride_extra);
+    for (std::int32_t b = 0; b < num_rows; ++b) {
+      const auto& ids = slots_[static_cast<std::size_t>(batch.slot[static_cast<std::size_t>(b)])]
+                            .row[static_cast<std::size_t>(g)];
+      std::copy(ids.begin(), ids.end(), t.block_ids.begin() + std::int64_t{b} * t.row_stride);
+    }
+    tables.groups.push_back(std::move(t));
+  }
+  return tables;
+}
+
+bool EngineRunner::launch(StepRecord& rec, const Batch& batch, model::LaunchKind kind,
+                          std::int32_t num_slots, model::RequestArrays arrays) {
+  launch_case_.kind = kind;
+  launch_case_.num_reqs = static_cast<std::int32_t>(batch.slot.size());
+  launch_case_.num_slots = num_slots;
+  launch_case_.block_tables = batch_tables(batch);
+  launch_case_.requests = std::move(arrays);
+  model::LaunchResult result;
+  try {
+    result = executor_->launch(launch_case_);
+  } catch (const model::InputError& e) {
+    rec.stopped = true;
+    rec.rejected = e.what();
+    return false;
+  }
+  rec.launches.push_back({.kind = kind,
+                          .status = result.status,
+                          .unsupported_reason = std::move(result.unsupported_reason),
+                          .decisions = std::move(result.decisions),
+                          .requests = std::move(result.requests)});
+  rec.stopped = result.status == model::LaunchStatus::unsupported;
+  return !rec.stopped;
+}
+
+StepRecord EngineRunner::execute(const model::Step& step) {
+  StepRecord rec{.step = step.index};
+  apply_rows(step);
+  Batch batch{.step = &step};
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    const std::int32_t slot = slot_of(s.req_id);
+    batch.slot.push_back(slot);
+    batch.num_computed.push_back(slots_[static_cast<std::size_t>(slot)].num_computed);
+  }
+  if (layout_.config.mode == model::CacheMode::all) {
+    run_forward(batch, {});
+  } else if (options_.flavour == model::RunnerFlavour::v1) {
+    execute_v1(rec, batch);
+  } else {
+    execute_v2(rec, batch);
+  }
+  if (!rec.stopped) commit_tokens(step, batch);
+  return rec;
+}
+
+// After the step: the committed tokens (a decode keeps its accepted ones, a prefill all) and
+// the computed count the next step starts from.
+void EngineRunner::commit_tokens(const model::Step& step, const Batch& batch) {
+  for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
+    const model::ScheduledRequest& s = step.scheduled[b];
+    const std::int32_t c = batch.num_computed[b];
+    const std::int32_t kept =
+        s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens;
+    std::vector<std::int32_t>& truth = truth_.at(s.req_id);
+    MC_ASSERT(static_cast<std::int32_t>(truth.size()) >= c);
+    truth.resize(static_cast<std::size_t>(c));
+    truth.insert(truth.end(), s.token_ids.begin(), s.token_ids.begin() + kept);
+    slots_[static_cast<std::size_t>(batch.slot[b])].num_computed = c + kept;
+  }
+}
+
+} // namespace mc::gpu::engine

@@ -1,0 +1,107 @@
+// The GPU side of the engine simulation (DESIGN.md, "Engine level"), written at the level of
+// the kernels: per-request slots with int32 arrays, block tables as int32 rows with a row
+// stride, and every launch and the synthetic forward run through an Executor (host or cuda)
+// whose arenas live for the whole run.
+//
+// Per step (REFERENCE.md 2, model/FORWARD.md), in the runner's order:
+// - V1: cleanup (finished, preempted AND resumed lose their column and accepted count), the
+//   pre-step columns (prev = kept column or (c - 1) // B, curr = cdiv(c + s, B) - 1), the
+//   copy launch (batch_copy or fused precopy) when some row copies, the forward, then the
+//   postprocess launch when num_spec > 0;
+// - V2: slots reused by later requests (freed on finish and preemption, seeded with
+//   (c - 1) // B for new and resumed requests), preprocess_align, precopy when some row
+//   copies, the forward, postprocess_align when num_spec > 0;
+// - all mode: the forward alone.
+// The record of a step (launches with decisions and arrays) is what the oracle's StepRecord
+// holds; the comparison lives in fuzz/engine.
+#pragma once
+
+#include "gpu/engine/executor.h"
+#include "model/launch.h"
+#include "model/step.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mc::gpu::engine {
+
+enum class V1CopyPath : std::uint8_t { batch_copy, precopy };
+
+struct RunnerOptions {
+  model::RunnerFlavour flavour = model::RunnerFlavour::v1;
+  V1CopyPath v1_copy_path = V1CopyPath::precopy;
+  std::int32_t row_stride_extra = 3; // block-table row stride beyond the width
+};
+
+struct LaunchRecord {
+  model::LaunchKind kind = model::LaunchKind::precopy;
+  model::LaunchStatus status = model::LaunchStatus::ok;
+  std::string unsupported_reason;
+  std::vector<model::CopyDecision> decisions;
+  model::RequestArrays requests; // every per-request array after the launch
+};
+
+struct StepRecord {
+  std::int64_t step = 0;
+  std::vector<LaunchRecord> launches;
+  bool stopped = false; // a launch was unsupported or rejected: the step ended there
+  std::string rejected; // the InputError of a rejected launch
+};
+
+class EngineRunner {
+public:
+  EngineRunner(const model::Layout& layout, const RunnerOptions& options, ExecutorKind kind);
+
+  StepRecord execute(const model::Step& step);
+
+  const model::Layout& layout() const { return layout_; }
+  const std::vector<model::Arena>& arenas() { return executor_->arenas(); }
+
+private:
+  struct Request { // by request slot
+    std::string req_id;
+    model::GroupBlockIds row;      // the block-table row per group
+    std::int32_t state_idx = -1;   // V1: -1 = no mamba_state_idx entry
+    std::int32_t num_accepted = 1; // V1: kept from the previous step
+    bool has_accepted = false;     // V1: an entry exists
+    std::int32_t num_computed = 0;
+    std::int32_t src_col = -1;   // V2: preprocess_align out, precopy in
+    std::int32_t token_bias = 0; // V2
+  };
+  struct Batch; // the step's per-row arrays
+
+  std::int32_t slot_of(const std::string& req_id) const;
+  std::int32_t take_slot(const std::string& req_id);
+  void release(const std::string& req_id);
+  void apply_rows(const model::Step& step);
+  void commit_tokens(const model::Step& step, const Batch& batch);
+  model::BlockTables batch_tables(const Batch& batch) const;
+  bool launch(StepRecord& rec, const Batch& batch, model::LaunchKind kind, std::int32_t num_slots,
+              model::RequestArrays arrays);
+  void run_forward(const Batch& batch, const std::vector<std::int32_t>& state_idx);
+  void add_row_ops(const Batch& batch, std::size_t b, std::int32_t state_idx,
+                   std::vector<ForwardOp>& ops, std::vector<std::int32_t>& tokens) const;
+  ForwardOp row_op(const Batch& batch, std::size_t b, std::int64_t token_offset,
+                   std::int64_t token_pos0) const;
+  void execute_v1(StepRecord& rec, const Batch& batch);
+  void execute_v2(StepRecord& rec, const Batch& batch);
+  model::RequestArrays slot_arrays() const;
+  void store_slot_arrays(const model::RequestArrays& arrays);
+
+  model::Layout layout_;
+  RunnerOptions options_;
+  std::unique_ptr<Executor> executor_;
+  model::LaunchCase launch_case_; // reused: the layout is copied once
+  std::vector<Request> slots_;
+  std::vector<std::int32_t> free_slots_;
+  std::unordered_map<std::string, std::int32_t> slot_index_;
+  // Committed tokens per request (prompt, then accepted), kept across preemption: the truth
+  // the forward stamps (FORWARD.md), not a decision.
+  std::unordered_map<std::string, std::vector<std::int32_t>> truth_;
+  std::int32_t conv_width_max_ = 0;
+};
+
+} // namespace mc::gpu::engine

@@ -1,0 +1,46 @@
+// Where the GPU-side engine runs its kernels: the host executor (the kernels' bodies on the
+// CPU in grid order, in place over host arenas) or the cuda executor (device arenas kept for
+// the whole run; the step's small arrays go up, results come down). Both keep their arenas
+// for the whole run: nothing is rebuilt per step.
+#pragma once
+
+#include "gpu/engine/forward_types.h"
+#include "model/launch.h"
+
+#include <memory>
+#include <vector>
+
+namespace mc::gpu::engine {
+
+enum class ExecutorKind : std::uint8_t { host, cuda };
+
+class Executor {
+public:
+  virtual ~Executor() = default;
+  // Runs one launch over the executor's arenas (`launch_case.arenas` comes in and leaves
+  // empty; the host executor lends its arenas to it for the call). The
+  // result holds status, arrays and decisions; its arenas stay empty. Throws
+  // model::InputError for an invalid case, as the backends do.
+  virtual model::LaunchResult launch(model::LaunchCase& launch_case) = 0;
+  // Runs the forward programs of `ops` over the batch tables `tables`.
+  virtual void forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
+                       const std::vector<std::int32_t>& tokens) = 0;
+  // The arenas as they are now, in host memory (the cuda executor downloads them).
+  virtual const std::vector<model::Arena>& arenas() = 0;
+};
+
+// Poisoned arenas of `layout`, as the oracle runner starts. Throws model::EnvironmentError
+// for cuda when the build or the machine has no CUDA.
+std::unique_ptr<Executor> make_executor(ExecutorKind kind, const model::Layout& layout);
+
+std::unique_ptr<Executor> make_host_executor(const model::Layout& layout);
+std::unique_ptr<Executor> make_cuda_executor(const model::Layout& layout);
+
+// Descriptors of every state tensor for the forward, from arena base addresses.
+std::vector<ForwardTensor> make_forward_tensors(const model::Layout& layout,
+                                                const std::vector<std::uint64_t>& arena_addrs);
+// The layout-level fields of ForwardParams for `tables` (addresses of arrays left null).
+ForwardParams make_forward_params(const model::Layout& layout, const model::BlockTables& tables,
+                                  std::int32_t num_ops);
+
+} // namespace mc::gpu::engine

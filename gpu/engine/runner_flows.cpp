@@ -1,0 +1,142 @@
+// The per-step flows of EngineRunner at array level: V1 (cleanup, prev/curr columns with
+// Python floor division, the copy launch, postprocess) and V2 (slot arrays, preprocess_align,
+// precopy, postprocess_align), REFERENCE.md 2 and model/LAUNCH_KINDS.md.
+#include "gpu/engine/engine_runner.h"
+#include "gpu/engine/runner_batch.h"
+
+#include "model/errors.h"
+
+#include <numeric>
+
+namespace mc::gpu::engine {
+
+namespace {
+
+bool any_row_copies(const std::vector<std::int32_t>& src, const std::vector<std::int32_t>& dst) {
+  for (std::size_t b = 0; b < src.size(); ++b)
+    if (src[b] >= 0 && src[b] != dst[b]) return true;
+  return false;
+}
+
+} // namespace
+
+void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
+  const model::Step& step = *batch.step;
+  // Cleanup happened in apply_rows: finished and preempted requests lost their slot, resumed
+  // ones were reseeded (no column, no accepted count). The reset of a to 1 where a row copies
+  // only matters to what the forward reads, which the oracle checks.
+  const std::int32_t B = layout_.config.mamba_block_size;
+  const auto n = static_cast<std::int32_t>(batch.slot.size());
+  std::vector<std::int32_t> src(static_cast<std::size_t>(n)), dst(src), bias(src);
+  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
+    Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
+    const model::ScheduledRequest& s = step.scheduled[b];
+    const std::int32_t c = batch.num_computed[b];
+    const std::int32_t acc = r.has_accepted ? r.num_accepted : 1;
+    const std::int32_t prev =
+        r.state_idx >= 0 ? r.state_idx : static_cast<std::int32_t>(model::floor_div(c - 1, B));
+    const auto curr = static_cast<std::int32_t>(model::cdiv(c + s.num_scheduled_tokens, B) - 1);
+    r.state_idx = curr;
+    src[b] = prev;
+    dst[b] = curr;
+    bias[b] = acc - 1;
+  }
+  if (any_row_copies(src, dst)) {
+    model::RequestArrays arrays{.state_idx = dst, .src_col = src, .token_bias = bias};
+    model::LaunchKind kind = model::LaunchKind::batch_copy;
+    if (options_.v1_copy_path == V1CopyPath::precopy) {
+      kind = model::LaunchKind::precopy;
+      arrays.idx_mapping.resize(static_cast<std::size_t>(n));
+      std::iota(arrays.idx_mapping.begin(), arrays.idx_mapping.end(), 0);
+    }
+    if (!launch(rec, batch, kind, n, std::move(arrays))) return;
+  }
+  run_forward(batch, dst);
+  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
+    Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
+    r.num_accepted = step.scheduled[b].num_accepted_tokens;
+    r.has_accepted = true;
+  }
+  if (layout_.config.num_spec_tokens == 0 || n == 0) return;
+  model::RequestArrays post{.state_idx = dst, .num_computed = batch.num_computed};
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    post.num_accepted.push_back(s.num_accepted_tokens);
+    post.num_scheduled.push_back(s.num_scheduled_tokens);
+    post.num_draft.push_back(s.num_draft_tokens);
+  }
+  post.num_accepted_out = post.num_accepted;
+  if (!launch(rec, batch, model::LaunchKind::postprocess, n, std::move(post))) return;
+  const model::RequestArrays& out = rec.launches.back().requests;
+  for (std::size_t b = 0; b < batch.slot.size(); ++b)
+    slots_[static_cast<std::size_t>(batch.slot[b])].num_accepted = out.num_accepted_out[b];
+}
+
+model::RequestArrays EngineRunner::slot_arrays() const {
+  model::RequestArrays a;
+  for (const Request& r : slots_) {
+    a.state_idx.push_back(r.state_idx);
+    a.num_accepted.push_back(r.num_accepted);
+    a.num_computed.push_back(r.num_computed);
+    a.src_col.push_back(r.src_col);
+    a.token_bias.push_back(r.token_bias);
+  }
+  return a;
+}
+
+void EngineRunner::store_slot_arrays(const model::RequestArrays& a) {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    slots_[i].state_idx = a.state_idx[i];
+    slots_[i].num_accepted = a.num_accepted[i];
+    if (!a.src_col.empty()) slots_[i].src_col = a.src_col[i];
+    if (!a.token_bias.empty()) slots_[i].token_bias = a.token_bias[i];
+  }
+}
+
+void EngineRunner::execute_v2(StepRecord& rec, const Batch& batch) {
+  const model::Step& step = *batch.step;
+  const auto n = static_cast<std::int32_t>(batch.slot.size());
+  const auto num_slots = static_cast<std::int32_t>(slots_.size());
+  if (n == 0) return;
+  std::vector<std::int32_t> query_start_loc{0};
+  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
+    query_start_loc.push_back(query_start_loc.back() + step.scheduled[b].num_scheduled_tokens);
+    slots_[static_cast<std::size_t>(batch.slot[b])].num_computed = batch.num_computed[b];
+  }
+  model::RequestArrays pre = slot_arrays();
+  pre.idx_mapping = batch.slot;
+  pre.query_start_loc = std::move(query_start_loc);
+  if (!launch(rec, batch, model::LaunchKind::preprocess_align, num_slots, std::move(pre))) return;
+  store_slot_arrays(rec.launches.back().requests);
+  std::vector<std::int32_t> src, dst;
+  for (const std::int32_t slot : batch.slot) {
+    const Request& r = slots_[static_cast<std::size_t>(slot)];
+    src.push_back(r.src_col);
+    dst.push_back(r.state_idx);
+  }
+  if (any_row_copies(src, dst)) {
+    model::RequestArrays copy = slot_arrays();
+    copy.idx_mapping = batch.slot;
+    copy.num_accepted.clear();
+    copy.num_computed.clear();
+    if (!launch(rec, batch, model::LaunchKind::precopy, num_slots, std::move(copy))) return;
+  }
+  run_forward(batch, dst);
+  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
+    const model::ScheduledRequest& s = step.scheduled[b];
+    Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
+    r.num_accepted = s.num_accepted_tokens;
+    r.num_computed = batch.num_computed[b] +
+                     (s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens);
+  }
+  if (layout_.config.num_spec_tokens == 0) return;
+  model::RequestArrays post = slot_arrays();
+  post.idx_mapping = batch.slot;
+  post.new_num_computed = post.num_computed;
+  post.num_computed.clear();
+  post.src_col.clear();
+  post.token_bias.clear();
+  if (!launch(rec, batch, model::LaunchKind::postprocess_align, num_slots, std::move(post))) return;
+  store_slot_arrays(rec.launches.back().requests);
+}
+
+} // namespace mc::gpu::engine
