@@ -1,5 +1,5 @@
-// run_launch (launch.h): validate, decide per row, plan per tensor, check races, then apply
-// the copies to clones of the input arenas (sparse arenas stay sparse).
+// run_launch_in_place (launch.h): validate, decide per row, plan per tensor, check races, then
+// apply the copies to the case's own arenas. run_launch is the same on a clone of the case.
 #include "oracle/launch.h"
 
 #include "model/errors.h"
@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mc::oracle {
@@ -55,37 +56,45 @@ flat_copy_unsupported(const model::Layout& layout,
   return std::nullopt;
 }
 
-std::vector<model::Arena> clone_arenas(const std::vector<model::Arena>& arenas) {
-  std::vector<model::Arena> out;
-  out.reserve(arenas.size());
-  for (const model::Arena& arena : arenas)
-    out.push_back(arena.clone()); // sparse stays sparse
-  return out;
+void apply_copies(model::LaunchCase& launch_case,
+                  const std::vector<model::CopyDecision>& decisions) {
+  const std::int64_t num_blocks = launch_case.layout.spec.num_blocks;
+  for (const model::CopyDecision& d : decisions) {
+    const model::StateTensor& t = launch_case.layout.tensors[static_cast<std::size_t>(d.tensor)];
+    apply_copy(launch_case.arenas[static_cast<std::size_t>(t.arena)], t, num_blocks, d);
+  }
 }
 
 } // namespace
 
-model::LaunchResult run_launch(const model::LaunchCase& launch_case) {
+model::LaunchResult run_launch_in_place(model::LaunchCase& launch_case) {
   validate_case(launch_case);
-  model::LaunchResult result{.requests = launch_case.requests};
-  const std::vector<RowCopy> row_copies = decide(launch_case, result.requests);
+  // Outputs go to a copy first: every decision reads the arrays as the launch started, and
+  // nothing of the case may change before the last check has passed.
+  model::RequestArrays requests_after = launch_case.requests;
+  const std::vector<RowCopy> row_copies = decide(launch_case, requests_after);
   std::vector<model::CopyDecision> decisions = plan_copies(launch_case, row_copies);
   validate_no_overlap(launch_case.layout, decisions);
+  model::LaunchResult result;
   if (launch_case.kind == model::LaunchKind::batch_copy) {
     if (std::optional<std::string> reason = flat_copy_unsupported(launch_case.layout, decisions)) {
       result.status = model::LaunchStatus::unsupported;
       result.unsupported_reason = std::move(*reason);
-      result.arenas = clone_arenas(launch_case.arenas);
-      return result; // nothing copied, no decision recorded
+      return result; // nothing copied, no decision recorded, arrays as they came in
     }
   }
-  result.arenas = clone_arenas(launch_case.arenas);
-  const std::int64_t num_blocks = launch_case.layout.spec.num_blocks;
-  for (const model::CopyDecision& d : decisions) {
-    const model::StateTensor& t = launch_case.layout.tensors[static_cast<std::size_t>(d.tensor)];
-    apply_copy(result.arenas[static_cast<std::size_t>(t.arena)], t, num_blocks, d);
-  }
+  // Every check passed: from here on nothing throws.
+  std::swap(launch_case.requests, requests_after);
+  apply_copies(launch_case, decisions);
   result.decisions = std::move(decisions);
+  return result;
+}
+
+model::LaunchResult run_launch(const model::LaunchCase& launch_case) {
+  model::LaunchCase after = launch_case.clone(); // sparse arenas stay sparse
+  model::LaunchResult result = run_launch_in_place(after);
+  result.requests = std::move(after.requests);
+  result.arenas = std::move(after.arenas);
   return result;
 }
 

@@ -14,7 +14,18 @@
 namespace mc::oracle {
 
 // Throws mc::model::InputError, naming request row, tensor and index, for invalid inputs
-// (LAUNCH_KINDS.md, "Validity"). The case is not modified.
+// (LAUNCH_KINDS.md, "Validity"). The case is not modified. Implemented as
+// run_launch_in_place on a clone of the case, so both share one code path.
 mc::model::LaunchResult run_launch(const mc::model::LaunchCase& launch_case);
+
+// The same launch applied to the case itself, for callers that run many launches over one
+// set of arenas (the engine oracle): no arena is cloned, mapped or unmapped.
+// - Everything is validated before anything is written: an InputError leaves the case
+//   untouched (arenas and arrays).
+// - On success the case's arenas hold the bytes after the launch and its request arrays the
+//   arrays after it; batch_copy's unsupported status changes nothing, as run_launch.
+// - The result holds status, reason and decisions only: its `arenas` and `requests` are
+//   EMPTY (they are the case's own, read them there).
+mc::model::LaunchResult run_launch_in_place(mc::model::LaunchCase& launch_case);
 
 } // namespace mc::oracle

@@ -13,39 +13,45 @@
 
 #include <fmt/format.h>
 
-#include <map>
+#include <algorithm>
 #include <string>
-#include <utility>
+#include <tuple>
+#include <vector>
 
 namespace mc::oracle {
 namespace {
 
 struct Access {
+  std::int32_t tensor = 0;
+  std::int64_t block_id = 0;
   std::int32_t batch_row = 0;
   std::int64_t begin = 0; // conv: first token of the slice; temporal: 0
   std::int64_t end = 0;   // conv: one past the last token; temporal: 1 (the whole block)
   bool writes = false;
 };
 
-using TensorBlock = std::pair<std::int32_t, std::int64_t>; // (tensor, block id)
-
-std::map<TensorBlock, std::vector<Access>>
-collect_accesses(const model::Layout& layout, const std::vector<model::CopyDecision>& decisions) {
-  std::map<TensorBlock, std::vector<Access>> accesses;
+// Every access of every decision, grouped by (tensor, block) and, inside a group, in decision
+// order (src before dst), so the first race reported is the same whatever the sort does.
+std::vector<Access> collect_accesses(const model::Layout& layout,
+                                     const std::vector<model::CopyDecision>& decisions) {
+  std::vector<Access> accesses;
+  accesses.reserve(2 * decisions.size());
   for (const model::CopyDecision& d : decisions) {
     const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(d.tensor)];
-    const TensorBlock src{d.tensor, d.src_block_id};
-    const TensorBlock dst{d.tensor, d.dst_block_id};
     if (t.kind() == model::StateKind::temporal) {
-      accesses[src].push_back({d.batch_row, 0, 1, false});
-      accesses[dst].push_back({d.batch_row, 0, 1, true});
+      accesses.push_back({d.tensor, d.src_block_id, d.batch_row, 0, 1, false});
+      accesses.push_back({d.tensor, d.dst_block_id, d.batch_row, 0, 1, true});
       continue;
     }
     const std::int64_t kept = conv_tokens_kept(t, d.token_bias);
     if (kept == 0) continue; // an empty slice touches nothing
-    accesses[src].push_back({d.batch_row, d.token_bias, d.token_bias + kept, false});
-    accesses[dst].push_back({d.batch_row, 0, kept, true});
+    accesses.push_back(
+        {d.tensor, d.src_block_id, d.batch_row, d.token_bias, d.token_bias + kept, false});
+    accesses.push_back({d.tensor, d.dst_block_id, d.batch_row, 0, kept, true});
   }
+  std::stable_sort(accesses.begin(), accesses.end(), [](const Access& x, const Access& y) {
+    return std::tie(x.tensor, x.block_id) < std::tie(y.tensor, y.block_id);
+  });
   return accesses;
 }
 
@@ -58,24 +64,35 @@ bool races(const Access& x, const Access& y) {
   return x.batch_row != y.batch_row && (x.writes || y.writes) && x.begin < y.end && y.begin < x.end;
 }
 
+[[noreturn]] void fail_race(const model::Layout& layout, const Access& x, const Access& y) {
+  const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(x.tensor)];
+  const Access& w = x.writes ? x : y;
+  const Access& o = x.writes ? y : x;
+  model::fail_input("launch: copies of request rows {} and {} race on {} block {}: row {} "
+                    "writes {} while row {} {} {}",
+                    x.batch_row, y.batch_row, describe_tensor(layout, x.tensor), x.block_id,
+                    w.batch_row, describe_slice(t, w), o.batch_row, o.writes ? "writes" : "reads",
+                    describe_slice(t, o));
+}
+
 } // namespace
 
 void validate_no_overlap(const model::Layout& layout,
                          const std::vector<model::CopyDecision>& decisions) {
-  for (const auto& [key, list] : collect_accesses(layout, decisions)) {
-    const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(key.first)];
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      for (std::size_t j = i + 1; j < list.size(); ++j) {
-        if (!races(list[i], list[j])) continue;
-        const Access& w = list[i].writes ? list[i] : list[j];
-        const Access& o = list[i].writes ? list[j] : list[i];
-        model::fail_input("launch: copies of request rows {} and {} race on {} block {}: row {} "
-                          "writes {} while row {} {} {}",
-                          list[i].batch_row, list[j].batch_row, describe_tensor(layout, key.first),
-                          key.second, w.batch_row, describe_slice(t, w), o.batch_row,
-                          o.writes ? "writes" : "reads", describe_slice(t, o));
-      }
+  const std::vector<Access> accesses = collect_accesses(layout, decisions);
+  for (std::size_t first = 0; first < accesses.size();) {
+    std::size_t last = first + 1; // [first, last): one (tensor, block)
+    bool any_write = accesses[first].writes;
+    while (last < accesses.size() && accesses[last].tensor == accesses[first].tensor &&
+           accesses[last].block_id == accesses[first].block_id) {
+      any_write = any_write || accesses[last].writes;
+      ++last;
     }
+    // Reads alone never race (many rows may read one prefix-cached block).
+    for (std::size_t i = first; any_write && i < last; ++i)
+      for (std::size_t j = i + 1; j < last; ++j)
+        if (races(accesses[i], accesses[j])) fail_race(layout, accesses[i], accesses[j]);
+    first = last;
   }
 }
 

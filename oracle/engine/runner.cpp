@@ -14,11 +14,12 @@ namespace mc::oracle::engine {
 
 OracleRunner::OracleRunner(const model::Layout& layout, const RunnerOptions& options)
     : layout_(layout), options_(options) {
-  for (const model::ArenaSpec& a : layout.arenas) {
-    arenas_.emplace_back(a.size_bytes());
-    arenas_.back().poison(); // a byte nothing wrote shows
-  }
   launch_case_.layout = layout;
+  for (const model::ArenaSpec& a : layout.arenas) {
+    launch_case_.arenas.emplace_back(a.size_bytes());
+    launch_case_.arenas.back().poison(); // a byte nothing wrote shows
+  }
+  launch_case_.block_tables.groups.resize(static_cast<std::size_t>(layout.num_groups()));
 }
 
 const model::GroupBlockIds* OracleRunner::row(const std::string& req_id) const {
@@ -50,25 +51,33 @@ void OracleRunner::update_rows(const model::Step& step) {
     num_computed_[c.req_id] = c.num_computed_tokens;
 }
 
-model::BlockTables OracleRunner::batch_tables(const model::Step& step) const {
+// The block tables of this step's batch, by batch row, refilled in place: pads past each
+// row's width, stride-gap fill past it (as BlockTable::make lays them out).
+void OracleRunner::fill_batch_tables(const model::Step& step) {
   std::int32_t width = 1;
   for (const model::ScheduledRequest& s : step.scheduled)
     for (const auto& ids : rows_.at(s.req_id))
       width = std::max(width, static_cast<std::int32_t>(ids.size()));
   const auto num_rows = static_cast<std::int32_t>(step.scheduled.size());
-  model::BlockTables tables;
+  const std::int32_t stride = width + options_.row_stride_extra;
+  std::vector<const model::GroupBlockIds*> rows;
+  rows.reserve(step.scheduled.size());
+  for (const model::ScheduledRequest& s : step.scheduled)
+    rows.push_back(&rows_.at(s.req_id));
   for (std::int32_t g = 0; g < layout_.num_groups(); ++g) {
-    model::BlockTable t =
-        model::BlockTable::make(num_rows, width, width + options_.row_stride_extra);
+    model::BlockTable& t = launch_case_.block_tables.groups[static_cast<std::size_t>(g)];
+    t.num_rows = num_rows;
+    t.row_width = width;
+    t.row_stride = stride;
+    t.block_ids.assign(static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(stride),
+                       model::kStrideGapFill);
     for (std::int32_t b = 0; b < num_rows; ++b) {
-      const auto& ids =
-          rows_.at(step.scheduled[static_cast<std::size_t>(b)].req_id)[static_cast<std::size_t>(g)];
-      for (std::size_t c = 0; c < ids.size(); ++c)
-        t.at(b, static_cast<std::int32_t>(c)) = ids[c];
+      const auto& ids = (*rows[static_cast<std::size_t>(b)])[static_cast<std::size_t>(g)];
+      for (std::int32_t c = 0; c < width; ++c)
+        t.at(b, c) = c < static_cast<std::int32_t>(ids.size()) ? ids[static_cast<std::size_t>(c)]
+                                                               : model::kPadSlot;
     }
-    tables.groups.push_back(std::move(t));
   }
-  return tables;
 }
 
 // One launch through the oracle; its decisions become logged accesses.
@@ -77,20 +86,18 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
   launch_case_.kind = kind;
   launch_case_.num_reqs = static_cast<std::int32_t>(ctx.step.scheduled.size());
   launch_case_.num_slots = num_slots;
-  launch_case_.block_tables = batch_tables(ctx.step);
+  if (!ctx.tables_filled) fill_batch_tables(ctx.step); // the rows do not change within a step
+  ctx.tables_filled = true;
   launch_case_.requests = std::move(arrays);
-  launch_case_.arenas = std::move(arenas_);
   model::LaunchResult result;
   try {
-    result = run_launch(launch_case_);
+    result = run_launch_in_place(launch_case_); // an InputError leaves the arenas untouched
   } catch (const model::InputError& e) {
-    arenas_ = std::move(launch_case_.arenas);
     ctx.rec.finding =
         make_finding(layout_, FindingKind::launch_rejected, ctx.step.index, "", -1, -1, -1,
                      fmt::format("{} launch: {}", to_string(kind), e.what()), "a valid launch");
     return false;
   }
-  arenas_ = std::move(result.arenas);
   for (const model::CopyDecision& d : result.decisions) {
     const std::string& id = ctx.step.scheduled[static_cast<std::size_t>(d.batch_row)].req_id;
     const auto src_col = d.src_col + (layout_.tensors[static_cast<std::size_t>(d.tensor)].kind() ==
@@ -106,7 +113,7 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
                               .status = result.status,
                               .unsupported_reason = result.unsupported_reason,
                               .decisions = std::move(result.decisions),
-                              .requests = std::move(result.requests)});
+                              .requests = launch_case_.requests});
   if (result.status == model::LaunchStatus::unsupported) {
     ctx.rec.finding = make_finding(layout_, FindingKind::unsupported_copy, ctx.step.index, "", -1,
                                    -1, -1, result.unsupported_reason, "");

@@ -9,10 +9,12 @@
 //   preprocess_align launch, the precopy launch, the forward, postprocess_align with
 //   idx_mapping.
 // - all mode: the forward at the blocks the attention metadata builder derives.
-// Copies run through mc::oracle::run_launch (each launch a model::LaunchCase over the
-// runner's arenas). Before a pre-step copy runs, its source is checked against the ground
-// truth, so a stale or mis-seeded column is reported where it is used (class A).
-// The result of a step (launch decisions, arrays, accesses) is what a GPU runner must match.
+// Copies run through mc::oracle::run_launch_in_place on one LaunchCase kept for the whole
+// run: it owns the runner's arenas, its block tables are refilled once per step and its
+// arrays once per launch (no arena is ever cloned). Before a pre-step copy runs, its source is
+// checked against the ground truth, so a stale or mis-seeded column is reported where it is used
+// (class A). The result of a step (launch decisions, arrays, accesses) is what a GPU runner must
+// match.
 #pragma once
 
 #include "model/launch.h"
@@ -62,7 +64,7 @@ public:
   StepRecord execute(const model::Step& step, const Ledger& ledger);
 
   const model::Layout& layout() const { return layout_; }
-  std::vector<model::Arena>& arenas() { return arenas_; }
+  std::vector<model::Arena>& arenas() { return launch_case_.arenas; }
   // After execute(): where the next step will read (align and all mode).
   std::optional<ReadPoint> read_point(const std::string& req_id) const;
   const model::GroupBlockIds* row(const std::string& req_id) const;
@@ -86,7 +88,7 @@ private:
   void execute_v1(StepCtx& ctx);
   void execute_v2(StepCtx& ctx);
   void execute_all(StepCtx& ctx);
-  model::BlockTables batch_tables(const model::Step& step) const;
+  void fill_batch_tables(const model::Step& step);
   bool launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num_slots,
               model::RequestArrays arrays);
   bool check_copy_sources(StepCtx& ctx, const std::vector<std::int32_t>& src_col,
@@ -98,8 +100,9 @@ private:
 
   model::Layout layout_;
   RunnerOptions options_;
-  std::vector<model::Arena> arenas_;
-  model::LaunchCase launch_case_; // reused: the layout is copied once
+  // The run's arenas, this step's block tables (by batch row) and the arrays of the launch
+  // in flight; the layout is copied once.
+  model::LaunchCase launch_case_;
   std::unordered_map<std::string, model::GroupBlockIds> rows_;
   std::unordered_map<std::string, std::int32_t> num_computed_;  // before the current step
   std::unordered_map<std::string, std::int32_t> next_computed_; // after it

@@ -33,7 +33,7 @@ bool OracleRunner::check_copy_sources(StepCtx& ctx, const std::vector<std::int32
                 : c <= 0                     ? "the request has no computed tokens to copy"
                                              : "it lies outside the row (a pad slot)";
       } else {
-        const BlockRef ref{.arena = &arenas_[static_cast<std::size_t>(t.arena)],
+        const BlockRef ref{.arena = &launch_case_.arenas[static_cast<std::size_t>(t.arena)],
                            .tensor = &t,
                            .tensor_index = static_cast<std::int32_t>(i),
                            .num_blocks = layout_.spec.num_blocks,

@@ -42,7 +42,7 @@ bool OracleRunner::forward(StepCtx& ctx, const std::vector<std::int32_t>& state_
                     .state_idx = state_idx[b],
                     .row = &rows_.at(ctx.step.scheduled[b].req_id)});
   const ForwardContext fctx{.layout = &layout_,
-                            .arenas = &arenas_,
+                            .arenas = &launch_case_.arenas,
                             .ledger = &ctx.ledger,
                             .step = ctx.step.index,
                             .log = &ctx.rec.access,
@@ -139,7 +139,7 @@ void OracleRunner::execute_all(StepCtx& ctx) {
                     .first_scheduled_col = idx.first_scheduled[b],
                     .row = &rows_.at(step.scheduled[b].req_id)});
   const ForwardContext fctx{.layout = &layout_,
-                            .arenas = &arenas_,
+                            .arenas = &launch_case_.arenas,
                             .ledger = &ctx.ledger,
                             .step = step.index,
                             .log = &ctx.rec.access,

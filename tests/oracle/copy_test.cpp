@@ -1,4 +1,5 @@
 // The copy of one state, corner by corner (REFERENCE.md 2, class D), bytes worked out by hand.
+#include "in_place_check.h"
 #include "oracle/launch.h"
 #include "oracle_test_util.h"
 
@@ -27,7 +28,7 @@ model::LaunchResult shift_in_place(const model::Layout& layout, std::int32_t bia
   fill_blocks(c, 0, {7});
   c.requests = {
       .idx_mapping = {0}, .num_accepted = {bias + 1}, .state_idx = {0}, .new_num_computed = {4}};
-  return run_launch(c);
+  return test_util::run_launch_checked(c);
 }
 
 // SD window [5 x 2]: token row k of block 7 is (700 + 2k, 701 + 2k).
@@ -76,7 +77,7 @@ TEST(Copy, BiasPastTheWindowIsAnEmptySlice) {
   for (std::int32_t t : {0, 1})
     fill_blocks(c, t, {1, 2, 4});
   c.requests = {.idx_mapping = {0}, .state_idx = {1}, .src_col = {0}, .token_bias = {3}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
   ASSERT_EQ(r.decisions.size(), 2u);
   EXPECT_EQ(r.decisions[0].bytes, 0);
   EXPECT_EQ(r.decisions[0].src_byte_offset, 3 * 2 * 2);
@@ -96,7 +97,7 @@ TEST(Copy, PagePaddedTemporalCopiesNaturalBytesOnly) {
   set_row(c, 0, 0, {3, 9, 10, 11});
   fill_blocks(c, 1, {3});
   c.requests = {.idx_mapping = {0}, .state_idx = {1}, .src_col = {0}, .token_bias = {0}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
   EXPECT_EQ(block_elems(r.arenas, layout, 1, 9), (Elems{300, 301, 302, 303}));
   const std::int64_t page9 = 9 * 64;
   for (std::int64_t off = page9 + 28; off < page9 + 64; ++off)
@@ -115,7 +116,7 @@ TEST(Copy, AliasedColumnsDecideOnColumnsNotBlocks) {
     fill_blocks(c, t, {7, 9});
   // running 5 - 3 + 1 = 3, aligned 4: bias 1, dst 0, src 1.
   c.requests = {.idx_mapping = {0}, .num_accepted = {3}, .state_idx = {1}, .new_num_computed = {5}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
   EXPECT_EQ(r.requests.num_accepted, (std::vector<std::int32_t>{3}));
   ASSERT_EQ(r.decisions.size(), 2u);
   EXPECT_EQ(r.decisions[0].src_block_id, 7);
@@ -136,7 +137,7 @@ TEST(Copy, BlockTableRowStrideExceedsWidth) {
   for (std::int32_t t : {0, 1})
     fill_blocks(c, t, {1, 2, 3, 4, 5, 6, 7, 8, 10, 11});
   c.requests = {.state_idx = {-1, 3}, .src_col = {-1, 1}, .token_bias = {0, 1}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
   ASSERT_EQ(r.decisions.size(), 2u);
   EXPECT_EQ(r.decisions[0].src_block_id, 7);
   EXPECT_EQ(r.decisions[0].dst_block_id, 10);
@@ -161,7 +162,7 @@ TEST(Copy, ElementSizesTwoFourEight) {
       // Column 0 -> column 2 with bias 1: conv block 1 from token 1 -> block 3; temporal
       // column 1 (block 2) -> block 3.
       c.requests = {.idx_mapping = {0}, .state_idx = {2}, .src_col = {0}, .token_bias = {1}};
-      const model::LaunchResult r = run_launch(c);
+      const model::LaunchResult r = test_util::run_launch_checked(c);
       EXPECT_EQ(block_elems(r.arenas, layout, 0, 3), (Elems{102, 103, 104, 105, 304, 305}));
       EXPECT_EQ(block_elems(r.arenas, layout, 1, 3), (Elems{200, 201, 202, 203}));
       ASSERT_EQ(r.decisions.size(), 2u);

@@ -4,6 +4,7 @@
 //
 // Hand layout per block: conv SD [3 x 2] (12 bytes at page offset 0), temporal [2 x 2] of
 // 4-byte elements (16 bytes at page offset 12), page 64 bytes.
+#include "in_place_check.h"
 #include "oracle/launch.h"
 #include "oracle/runner_bookkeeping.h"
 #include "oracle_test_util.h"
@@ -72,7 +73,7 @@ TEST(LaunchKinds, PostprocessV1) {
                 .num_scheduled = {3, 3, 3, 3},
                 .num_computed = {6, 4, 3, 2},
                 .num_draft = {2, 2, 2, 1}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
 
   EXPECT_EQ(r.status, model::LaunchStatus::ok);
   model::RequestArrays expected = c.requests;
@@ -110,7 +111,7 @@ TEST(LaunchKinds, PostprocessAlignV2DecidesFromTheSnapshotOfA) {
                 .num_accepted = {2, 3, 2, 1},
                 .state_idx = {1, 2, 1, 0},
                 .new_num_computed = {5, 9, 8, 8}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
 
   model::RequestArrays expected = c.requests;
   expected.num_accepted = {2, 3, 1, 1};
@@ -146,7 +147,7 @@ TEST(LaunchKinds, PrecopyV2) {
                 .state_idx = {1, 1, 3, 2},
                 .src_col = {-1, 0, 0, 2},
                 .token_bias = {0, 2, 1, 1}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
 
   EXPECT_EQ(r.requests, c.requests);
   EXPECT_EQ(r.decisions, (std::vector<CopyDecision>{
@@ -174,7 +175,7 @@ TEST(LaunchKinds, PreprocessAlignV2IsBookkeepingOnly) {
                 .query_start_loc = {0, 3, 4, 4, 6},
                 .src_col = {7, 7, 7, 7, 7},
                 .token_bias = {9, 9, 9, 9, 9}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
 
   model::RequestArrays expected = c.requests;
   expected.src_col = {-1, 2, 7, 1, 7};
@@ -195,7 +196,7 @@ TEST(LaunchKinds, BatchCopyV1Sd) {
     fill_blocks(c, t, {1, 2, 3});
   // row 0: prev 0 -> curr 1, bias a - 1 = 2. row 1: fresh. row 2: prev == curr.
   c.requests = {.state_idx = {1, 0, 2}, .src_col = {0, -1, 2}, .token_bias = {2, 0, 1}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
 
   EXPECT_EQ(r.status, model::LaunchStatus::ok);
   EXPECT_EQ(r.requests, c.requests);
@@ -217,7 +218,7 @@ TEST(LaunchKinds, BatchCopyV1DsWithoutBiasCopiesTheWholeBlock) {
   for (std::int32_t t : {kConv, kTemporal})
     fill_blocks(c, t, {1, 2});
   c.requests = {.state_idx = {1}, .src_col = {0}, .token_bias = {0}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
 
   EXPECT_EQ(r.status, model::LaunchStatus::ok);
   EXPECT_EQ(r.decisions, (std::vector<CopyDecision>{
@@ -237,7 +238,7 @@ TEST(LaunchKinds, BatchCopyV1DsWithBiasIsUnsupportedAndCopiesNothing) {
     fill_blocks(c, t, {1, 2, 3, 5, 6});
   // Row 0 alone would be fine (bias 0); row 1 has bias 1 on a DS conv state.
   c.requests = {.state_idx = {1, 1}, .src_col = {0, 0}, .token_bias = {0, 1}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
 
   EXPECT_EQ(r.status, model::LaunchStatus::unsupported);
   EXPECT_NE(r.unsupported_reason.find("request row 1"), std::string::npos) << r.unsupported_reason;
@@ -273,7 +274,7 @@ TEST(LaunchKinds, SeedCornerCaseRunningStateInBlockOne) {
                 .num_scheduled = {3},
                 .num_computed = {2},
                 .num_draft = {2}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
   EXPECT_EQ(r.requests.num_accepted_out, (std::vector<std::int32_t>{3}));
   EXPECT_EQ(r.decisions, (std::vector<CopyDecision>{
                              decision(0, 0, kConv, 1, 0, 1, 5, 2, 4, 8),

@@ -4,6 +4,7 @@
 // table row of private blocks per request (aliasing inside a row, never across rows, so
 // copies of different requests never race), poisoned arenas, and per-kind arrays drawn so
 // that every column read stays in its row.
+#include "in_place_check.h"
 #include "oracle/launch.h"
 #include "oracle_test_util.h"
 
@@ -160,7 +161,7 @@ void check_destinations_hold_sources(const model::LaunchCase& c, const model::La
 
 RC_GTEST_PROP(OracleProps, BytesOutsideEveryDestinationNeverChange, ()) {
   const model::LaunchCase c = arbitrary_case(arbitrary_kind());
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
   RC_TAG(std::string(model::to_string(c.kind)), r.decisions.empty() ? "no copy" : "copies");
   const auto mask = destination_mask(c, r);
   for (std::size_t a = 0; a < c.arenas.size(); ++a)
@@ -204,7 +205,7 @@ RC_GTEST_PROP(OracleProps, ALaunchWithoutCopiesChangesNothingButItsOutputs, ()) 
   if (c.kind == LaunchKind::precopy || c.kind == LaunchKind::batch_copy)
     for (std::size_t s = 0; s < c.requests.src_col.size(); ++s) // force "no copy" everywhere
       c.requests.src_col[s] = *rc::gen::element(-1, c.requests.state_idx[s]);
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
   RC_TAG(std::string(model::to_string(c.kind)));
   if (c.kind != LaunchKind::postprocess && c.kind != LaunchKind::postprocess_align)
     RC_ASSERT(r.decisions.empty());
@@ -263,7 +264,7 @@ V2Step consistent_v2_step() {
 
 RC_GTEST_PROP(OracleProps, PreprocessThenPostprocessAlignKeepsStateIdxInsideItsRow, ()) {
   const V2Step step = consistent_v2_step();
-  const model::LaunchResult pre = run_launch(step.pre);
+  const model::LaunchResult pre = test_util::run_launch_checked(step.pre);
   model::LaunchCase post = step.pre.clone();
   post.kind = LaunchKind::postprocess_align;
   post.requests = {.idx_mapping = step.pre.requests.idx_mapping,
@@ -283,7 +284,8 @@ RC_GTEST_PROP(OracleProps, PreprocessThenPostprocessAlignKeepsStateIdxInsideItsR
     RC_ASSERT(pre.requests.state_idx[si] >= 0);
     RC_ASSERT(pre.requests.state_idx[si] < step.row_width[bi] - post.layout.config.num_spec_blocks);
   }
-  const model::LaunchResult result = run_launch(post); // an InputError here fails the property
+  const model::LaunchResult result =
+      test_util::run_launch_checked(post); // an InputError here fails the property
   RC_TAG(result.decisions.empty() ? "no copy" : "copies");
   for (const model::CopyDecision& d : result.decisions) {
     RC_ASSERT(d.dst_col >= 0);

@@ -1,5 +1,6 @@
 // Layouts that stress geometry: offsets past 2^32 bytes (class B) and several groups with
 // different state tuples and element sizes (REFERENCE.md 1).
+#include "in_place_check.h"
 #include "oracle/launch.h"
 #include "oracle_test_util.h"
 
@@ -51,7 +52,7 @@ TEST(LayoutCases, OffsetsPastFourGiB) {
   // Column 1 -> column 0 with bias 1: conv block 65 from token 1 -> block 64; temporal
   // column 2 (block 63) -> block 64.
   c.requests = {.idx_mapping = {0}, .state_idx = {0}, .src_col = {1}, .token_bias = {1}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
 
   ASSERT_EQ(r.decisions.size(), 2u);
   EXPECT_EQ(r.decisions[0].src_block_id, 65);
@@ -90,7 +91,7 @@ TEST(LayoutCases, SeveralGroupsWithDifferentStateTuples) {
                 .num_scheduled = {4},
                 .num_computed = {1},
                 .num_draft = {2}};
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
 
   ASSERT_EQ(r.decisions.size(), 9u);
   const std::vector<std::int32_t> groups{0, 0, 0, 0, 1, 2, 2, 2, 2};

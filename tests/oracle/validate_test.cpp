@@ -1,5 +1,6 @@
 // Invalid inputs are InputErrors naming request row, tensor and the bad index
 // (LAUNCH_KINDS.md, "Validity"); valid but unusual inputs are not.
+#include "in_place_check.h"
 #include "oracle/launch.h"
 #include "oracle_test_util.h"
 
@@ -36,10 +37,10 @@ model::LaunchCase valid_precopy() {
 void expect_input_error(const std::function<void(model::LaunchCase&)>& mutate,
                         const std::vector<std::string>& needles) {
   model::LaunchCase c = valid_precopy();
-  ASSERT_NO_THROW(run_launch(c));
+  ASSERT_NO_THROW(test_util::run_launch_checked(c));
   mutate(c);
   try {
-    run_launch(c);
+    test_util::run_launch_checked(c);
     ADD_FAILURE() << "no InputError";
   } catch (const model::InputError& e) {
     const std::string message = e.what();
@@ -114,16 +115,16 @@ TEST(Validate, DisjointSlicesOfOneBlockDoNotRace) {
   set_row(c, 0, 1, {9, 5, 10, 11});
   c.requests = {
       .idx_mapping = {0, 1}, .state_idx = {1, 1}, .src_col = {0, 0}, .token_bias = {2, 2}};
-  EXPECT_NO_THROW(run_launch(c));
+  EXPECT_NO_THROW(test_util::run_launch_checked(c));
   c.requests.token_bias = {1, 1}; // now row 0 reads tokens [1, 3) and row 1 writes [0, 2)
-  EXPECT_THROW(run_launch(c), model::InputError);
+  EXPECT_THROW(test_util::run_launch_checked(c), model::InputError);
 }
 
 TEST(Validate, SharedSourceBlocksAreReadOnlyAndFine) {
   model::LaunchCase c = valid_precopy();
   c.block_tables.groups[0].at(1, 0) = 1; // both rows read block 1 (column 0)
   c.block_tables.groups[0].at(1, 1) = 9;
-  EXPECT_NO_THROW(run_launch(c));
+  EXPECT_NO_THROW(test_util::run_launch_checked(c));
 }
 
 TEST(Validate, ArrayLengths) {
@@ -166,7 +167,7 @@ TEST(Validate, PostprocessDestinationBeforeTheFirstColumn) {
                 .num_computed = {0},
                 .num_draft = {0}};
   try {
-    run_launch(c);
+    test_util::run_launch_checked(c);
     ADD_FAILURE() << "no InputError";
   } catch (const model::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("dst column -1"), std::string::npos) << e.what();
@@ -177,11 +178,50 @@ TEST(Validate, TheCaseIsNotModified) {
   model::LaunchCase c = valid_precopy();
   test_util::fill_blocks(c, 0, {1, 5});
   const model::LaunchCase before = c.clone();
-  const model::LaunchResult r = run_launch(c);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
   EXPECT_EQ(c.requests, before.requests);
   EXPECT_EQ(c.block_tables, before.block_tables);
   EXPECT_EQ(c.arenas[0].first_difference(before.arenas[0]), -1);
   EXPECT_NE(r.arenas[0].first_difference(before.arenas[0]), -1);
+}
+
+} // namespace
+} // namespace mc::oracle
+
+namespace mc::oracle {
+namespace {
+
+// Row 0 decides a reset of its a (an output) and a copy; row 2 then reads a pad block id, an
+// InputError found only when the table is read. In place, nothing may have been written.
+TEST(Validate, InPlaceLeavesAnInvalidCaseUntouched) {
+  model::LaunchCase c =
+      make_case(test_util::hand_layout(), LaunchKind::postprocess_align, 3, 4, 4, 4);
+  set_row(c, 0, 0, {5, 6, 7, -1});
+  set_row(c, 0, 2, {-1, 10, 11, -1}); // dst column 0 holds a pad
+  test_util::fill_blocks(c, 0, {6, 7, 10});
+  test_util::fill_blocks(c, 1, {6, 7, 10});
+  c.requests = {.idx_mapping = {2, -1, 0},
+                .num_accepted = {2, 3, 2, 1},
+                .state_idx = {1, 2, 1, 0},
+                .new_num_computed = {5, 9, 8, 8}};
+  const model::LaunchCase before = c.clone();
+  try {
+    run_launch_in_place(c);
+    ADD_FAILURE() << "no InputError";
+  } catch (const model::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("dst column 0 holds block id -1"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(c.requests, before.requests);
+  EXPECT_EQ(c.block_tables, before.block_tables);
+  EXPECT_EQ(c.arenas[0].first_difference(before.arenas[0]), -1);
+  // The same case without the pad runs, resets row 0's a and copies, in place.
+  set_row(c, 0, 2, {9, 10, 11, -1});
+  const model::LaunchResult r = run_launch_in_place(c);
+  EXPECT_EQ(c.requests.num_accepted, (std::vector<std::int32_t>{2, 3, 1, 1}));
+  EXPECT_EQ(r.decisions.size(), 4u);
+  EXPECT_TRUE(r.arenas.empty());
+  EXPECT_NE(c.arenas[0].first_difference(before.arenas[0]), -1);
 }
 
 } // namespace
