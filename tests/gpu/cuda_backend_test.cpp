@@ -73,9 +73,9 @@ INSTANTIATE_TEST_SUITE_P(
                       KindCase{LaunchKind::preprocess_align, model::ConvLayout::SD},
                       KindCase{LaunchKind::batch_copy, model::ConvLayout::SD},
                       KindCase{LaunchKind::batch_copy, model::ConvLayout::DS}),
-    [](const ::testing::TestParamInfo<KindCase>& info) {
-      return std::string(model::to_string(info.param.kind)) + "_" +
-             std::string(model::to_string(info.param.conv_layout));
+    [](const ::testing::TestParamInfo<KindCase>& param_info) {
+      return std::string(model::to_string(param_info.param.kind)) + "_" +
+             std::string(model::to_string(param_info.param.conv_layout));
     });
 
 // 64 mamba2 layers (2 states each) x 256 requests, every kind with copies.
