@@ -126,6 +126,8 @@ void StepChecker::check_cached(const model::Step& step, StepRequests& in_step) c
   if (step.cached_requests.size() > kRequestsPerStepMax)
     fail_field("cached_requests", "{} entries, at most {}", step.cached_requests.size(),
                kRequestsPerStepMax);
+  const std::unordered_set<std::string_view> preempted_now(step.preempted_req_ids.begin(),
+                                                           step.preempted_req_ids.end());
   for (std::size_t i = 0; i < step.cached_requests.size(); ++i) {
     const model::CachedRequestData& r = step.cached_requests[i];
     const auto path = [i](std::string_view member) { return at("cached_requests", i, member); };
@@ -136,7 +138,7 @@ void StepChecker::check_cached(const model::Step& step, StepRequests& in_step) c
                  r.req_id);
     if (!in_step.emplace(r.req_id, InStep{.role = Role::cached, .list_index = i}).second)
       fail_field(path("req_id"), "request '{}' is listed twice in this step", r.req_id);
-    if (!r.resumed && it->second.must_resume)
+    if (!r.resumed && (it->second.must_resume || preempted_now.contains(r.req_id)))
       fail_field(path("resumed"),
                  "request '{}' was preempted and must come back resumed (a whole new table)",
                  r.req_id);
@@ -212,14 +214,16 @@ void StepChecker::check_departures(const model::Step& step, const StepRequests& 
                  step.finished_req_ids[i]);
 }
 
+// In a step, preemptions (and a reset's forced ones) come before resumes: a scheduler may
+// take a request it just preempted back from the waiting queue in the same step.
 void StepChecker::commit(const model::Step& step) {
   if (step.reset_prefix_cache)
     for (auto& [id, live] : live_)
-      live.must_resume = true; // force-preempted; the resumed ones are cleared just below
-  for (const model::CachedRequestData& r : step.cached_requests)
-    live_.at(r.req_id).must_resume = false;
+      live.must_resume = true;
   for (const model::RequestId& id : step.preempted_req_ids)
     live_.at(id).must_resume = true;
+  for (const model::CachedRequestData& r : step.cached_requests)
+    live_.at(r.req_id).must_resume = false;
   for (const model::RequestId& id : step.finished_req_ids)
     live_.erase(id);
   for (const model::NewRequestData& r : step.new_requests)

@@ -17,6 +17,7 @@ struct EngineCase {
   std::string preset;
   model::RunnerFlavour runner;
   std::int64_t num_blocks;
+  std::int32_t num_spec_tokens; // tiny-mixed's short_conv group cannot hold drafts
   std::uint64_t seed;
 };
 
@@ -44,6 +45,8 @@ TEST_P(EngineTraceTest, GeneratedStepsRoundTrip) {
   const model::Preset& preset = model::find_preset(c.preset);
   TraceHeader header{.config = preset.config, .preset = c.preset, .layout_spec = preset.spec};
   header.config.runner = c.runner;
+  header.config.num_spec_tokens = c.num_spec_tokens;
+  header.config.num_spec_blocks = c.num_spec_tokens;
   header.layout_spec.num_blocks = c.num_blocks;
   const model::Layout layout = model::build_layout(header.config, header.layout_spec);
   const std::vector<model::Step> steps = engine_steps(c, layout, 400);
@@ -72,11 +75,12 @@ TEST_P(EngineTraceTest, GeneratedStepsRoundTrip) {
 
 INSTANTIATE_TEST_SUITE_P(
     Presets, EngineTraceTest,
-    ::testing::Values(EngineCase{"tiny-mamba2", model::RunnerFlavour::v1, 16, 1},
-                      EngineCase{"tiny-mixed", model::RunnerFlavour::v2, 20, 2},
-                      EngineCase{"tiny-gdn", model::RunnerFlavour::v1, 64, 3}),
-    [](const auto& info) {
-      std::string name = info.param.preset + "_" + std::string(model::to_string(info.param.runner));
+    ::testing::Values(EngineCase{"tiny-mamba2", model::RunnerFlavour::v1, 16, 2, 1},
+                      EngineCase{"tiny-mixed", model::RunnerFlavour::v2, 24, 0, 2},
+                      EngineCase{"tiny-gdn", model::RunnerFlavour::v2, 64, 2, 3}),
+    [](const auto& param_info) {
+      std::string name =
+          param_info.param.preset + "_" + std::string(model::to_string(param_info.param.runner));
       for (char& ch : name)
         if (ch == '-') ch = '_';
       return name;

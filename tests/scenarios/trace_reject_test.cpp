@@ -235,6 +235,11 @@ std::vector<BadTrace> step_catalogue() {
               step(2, R"("cached_requests":[{"req_id":"a","num_computed_tokens":0}],)"
                       R"("scheduled":[{"req_id":"a","num_scheduled_tokens":1,"token_ids":[1]}])")}),
        4, "cached_requests[0].resumed", "must come back resumed"},
+      {"preempted and scheduled in one step without resume",
+       lines({h, kArriveA,
+              decode_a(R"({"req_id":"a","num_scheduled_tokens":1,"token_ids":[6]})")
+                  .replace(0, 1, R"({"preempted_req_ids":["a"],)")}),
+       3, "cached_requests[0].resumed", "must come back resumed"},
       {"resumed without its table",
        lines(
            {h, kArriveA, step(1, R"("preempted_req_ids":["a"])"),

@@ -1,0 +1,278 @@
+"""Record a vLLM run's scheduler steps as a mambacheck trace (scenarios/FORMAT.md, version 1).
+
+A vLLM user loads this module in the process that runs the model (the worker, with
+tensor parallelism the rank-0 worker), makes one TraceRecorder, and calls record() once per
+executed step with the step's SchedulerOutput and what was sampled for each request
+(README.md in this folder shows where). Python 3 standard library only.
+
+What the recorder has to reconstruct, and how:
+- Token ids of every scheduled row: vLLM sends a request's prompt once (scheduled_new_reqs)
+  and afterwards only counts. The recorder keeps each live request's tokens (prompt plus the
+  tokens sampled so far) and takes the row's tokens from positions num_computed ..
+  num_computed + scheduled - drafts - 1, then the drafts from scheduled_spec_decode_tokens.
+  This needs the sampled tokens of step N before step N+1 is recorded: synchronous
+  scheduling. With async scheduling a row can start past the known tokens: RecorderError.
+- The accepted count of a row with drafts is the number of tokens sampled for it (accepted
+  drafts plus the bonus token); a row without drafts has 1.
+- Only the mamba KV-cache groups belong in the trace: block ids of attention groups are
+  dropped (mamba_group_indices).
+- Sets (resumed, preempted, finished ids) are written sorted, so a trace is deterministic.
+- Finished ids of requests the recorder never saw scheduled (aborted while waiting) are
+  dropped: the format only lists live requests.
+- reset_prefix_cache does not travel in a SchedulerOutput: call note_reset_prefix_cache()
+  when the engine's prefix cache is reset; the next recorded step carries the flag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+FORMAT_NAME = "mambacheck-trace"
+FORMAT_VERSION = 1
+RECORDER_NAME = "mambacheck_recorder"
+DERIVED_VOCAB_SIZE_DEFAULT = 32768
+
+_MASK64 = (1 << 64) - 1
+
+
+class RecorderError(RuntimeError):
+    """The scheduler output cannot be written as a valid trace step."""
+
+
+def splitmix64(x: int) -> int:
+    """splitmix64 on unsigned 64-bit integers, as FORMAT.md "Derived prompts" defines it."""
+    z = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def derived_token(stream_id: int, position: int, vocab_size: int = DERIVED_VOCAB_SIZE_DEFAULT) -> int:
+    """Token `position` of stream `stream_id` (FORMAT.md, "Derived prompts")."""
+    return splitmix64(((stream_id & 0xFFFFFFFF) << 32) | (position & 0xFFFFFFFF)) % vocab_size
+
+
+def derive_prompt(prompt_len: int, prefix_id: int, prefix_len: Optional[int] = None,
+                  suffix_id: int = 0, vocab_size: int = DERIVED_VOCAB_SIZE_DEFAULT) -> list[int]:
+    """The token ids a reader expands a derived prompt into."""
+    if prefix_len is None:
+        prefix_len = prompt_len
+    return [derived_token(prefix_id if i < prefix_len else suffix_id, i, vocab_size)
+            for i in range(prompt_len)]
+
+
+def cache_config(*, mamba_block_size: int, attn_block_size: int, num_spec_tokens: int = 0,
+                 num_spec_blocks: Optional[int] = None, mode: str = "align",
+                 conv_layout: str = "SD", runner: str = "v1", tp_size: int = 1) -> dict:
+    """The header's "config" object; num_spec_blocks defaults to num_spec_tokens (align)."""
+    return {
+        "mamba_block_size": int(mamba_block_size),
+        "attn_block_size": int(attn_block_size),
+        "num_spec_tokens": int(num_spec_tokens),
+        "num_spec_blocks": int(num_spec_tokens if num_spec_blocks is None else num_spec_blocks),
+        "mode": mode,
+        "conv_layout": conv_layout,
+        "runner": runner,
+        "tp_size": int(tp_size),
+    }
+
+
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    return getattr(obj, name, default) if obj is not None else default
+
+
+class _Request:
+    """What the recorder keeps of a live request: its tokens so far."""
+
+    __slots__ = ("tokens",)
+
+    def __init__(self, prompt: Sequence[int]):
+        self.tokens = [int(t) for t in prompt]
+
+
+class TraceRecorder:
+    """Writes one trace file: the header now, one flushed line per record() call."""
+
+    def __init__(self, path: str | os.PathLike, *, config: Mapping[str, Any],
+                 layout: Mapping[str, Any], num_mamba_groups: int,
+                 mamba_group_indices: Optional[Sequence[int]] = None,
+                 block_pool_sizes: Optional[Sequence[int]] = None,
+                 source: Optional[Mapping[str, Any]] = None,
+                 num_spec_tokens: Optional[int] = None):
+        """`layout`: {"preset": NAME[, "num_blocks": N]} or an inline spec (FORMAT.md).
+        `mamba_group_indices`: which KV-cache groups of a block_ids tuple are mamba groups,
+        in trace group order (default: 0..num_mamba_groups-1, every group is a mamba group).
+        """
+        self._groups = list(range(num_mamba_groups) if mamba_group_indices is None
+                            else mamba_group_indices)
+        if len(self._groups) != num_mamba_groups or num_mamba_groups < 1:
+            raise ValueError("mamba_group_indices must name num_mamba_groups >= 1 groups")
+        self._num_spec_tokens = int(config["num_spec_tokens"] if num_spec_tokens is None
+                                    else num_spec_tokens)
+        self._requests: dict[str, _Request] = {}
+        self._index = 0
+        self._reset_pending = False
+        header: dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION,
+                                  "config": dict(config), "layout": dict(layout)}
+        if block_pool_sizes is not None:
+            header["block_pool_sizes"] = [int(n) for n in block_pool_sizes]
+        header["source"] = {"recorder": f"{RECORDER_NAME} {FORMAT_VERSION}", **(source or {})}
+        self._file = open(path, "w", encoding="utf-8", newline="\n")
+        self._put(header)
+
+    # -- public -------------------------------------------------------------------------
+
+    def note_reset_prefix_cache(self) -> None:
+        """The prefix cache was reset: the next recorded step carries reset_prefix_cache."""
+        self._reset_pending = True
+
+    def record(self, scheduler_output: Any, sampled_token_ids: Mapping[str, Sequence[int]],
+               batch_order: Optional[Sequence[str]] = None) -> dict:
+        """Writes one step and returns it (as the dict written).
+
+        `sampled_token_ids`: req_id -> the tokens sampled for it this step (accepted drafts
+        plus the bonus token; empty for a partial prefill chunk). `batch_order`: the runner's
+        row order (e.g. input_batch.req_ids); default: the order of num_scheduled_tokens.
+        """
+        finished = sorted(r for r in (_field(scheduler_output, "finished_req_ids") or ())
+                          if r in self._requests)
+        for req_id in finished:
+            del self._requests[req_id]
+        computed: dict[str, int] = {}
+        step: dict[str, Any] = {"index": self._index}
+        new_requests = self._new_requests(scheduler_output, computed)
+        cached_requests = self._cached_requests(scheduler_output, computed)
+        scheduled = self._scheduled_rows(scheduler_output, computed, sampled_token_ids,
+                                         batch_order)
+        preempted = sorted(_field(scheduler_output, "preempted_req_ids") or ())
+        for key, value in (("new_requests", new_requests), ("cached_requests", cached_requests),
+                           ("scheduled", scheduled), ("preempted_req_ids", preempted),
+                           ("finished_req_ids", finished)):
+            if value:
+                step[key] = value
+        if self._reset_pending:
+            step["reset_prefix_cache"] = True
+            self._reset_pending = False
+        self._put(step)
+        self._index += 1
+        return step
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> "TraceRecorder":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- one step -----------------------------------------------------------------------
+
+    def _mamba_rows(self, block_ids: Any) -> list[list[int]]:
+        """The mamba groups' rows of a per-KV-cache-group tuple (None: nothing new)."""
+        if block_ids is None:
+            return [[] for _ in self._groups]
+        rows = list(block_ids)
+        try:
+            return [[int(b) for b in rows[g]] for g in self._groups]
+        except IndexError:
+            raise RecorderError(f"block ids have {len(rows)} groups, the recorder expects "
+                                f"groups {self._groups}") from None
+
+    def _new_requests(self, out: Any, computed: dict[str, int]) -> list[dict]:
+        entries = []
+        for req in _field(out, "scheduled_new_reqs") or ():
+            req_id = str(req.req_id)
+            prompt = list(req.prompt_token_ids or ())
+            if not prompt:
+                raise RecorderError(f"new request {req_id!r} has no prompt token ids "
+                                    "(prompt embeddings cannot be recorded)")
+            self._requests[req_id] = _Request(prompt)
+            computed[req_id] = int(req.num_computed_tokens)
+            entry: dict[str, Any] = {"req_id": req_id, "prompt_token_ids": [int(t) for t in prompt]}
+            if computed[req_id]:
+                entry["num_computed_tokens"] = computed[req_id]
+            entry["block_ids"] = self._mamba_rows(req.block_ids)
+            entries.append(entry)
+        return entries
+
+    def _cached_requests(self, out: Any, computed: dict[str, int]) -> list[dict]:
+        cached = _field(out, "scheduled_cached_reqs")
+        req_ids = list(_field(cached, "req_ids") or ())
+        resumed_ids = set(_field(cached, "resumed_req_ids") or ())
+        # Older vLLM: one bool per cached request instead of a set of ids.
+        resumed_flags = list(_field(cached, "resumed_from_preemption") or ())
+        new_block_ids = list(_field(cached, "new_block_ids") or [None] * len(req_ids))
+        num_computed = list(_field(cached, "num_computed_tokens") or ())
+        entries = []
+        for i, req_id in enumerate(req_ids):
+            req_id = str(req_id)
+            if req_id not in self._requests:
+                raise RecorderError(f"cached request {req_id!r} was never recorded as new")
+            resumed = req_id in resumed_ids or (i < len(resumed_flags) and bool(resumed_flags[i]))
+            computed[req_id] = int(num_computed[i])
+            entry: dict[str, Any] = {"req_id": req_id}
+            if resumed:
+                entry["resumed"] = True
+            rows = self._mamba_rows(new_block_ids[i])
+            if resumed or any(rows):
+                entry["new_block_ids"] = rows
+            entry["num_computed_tokens"] = computed[req_id]
+            entries.append(entry)
+        return entries
+
+    def _scheduled_rows(self, out: Any, computed: Mapping[str, int],
+                        sampled: Mapping[str, Sequence[int]],
+                        batch_order: Optional[Sequence[str]]) -> list[dict]:
+        counts: Mapping[str, int] = _field(out, "num_scheduled_tokens") or {}
+        drafts_by_id: Mapping[str, Sequence[int]] = _field(out, "scheduled_spec_decode_tokens") or {}
+        order = list(batch_order) if batch_order is not None else list(counts)
+        if sorted(order) != sorted(counts):
+            raise RecorderError("batch_order does not list exactly the scheduled requests")
+        rows = []
+        for req_id in order:
+            if req_id not in computed:
+                raise RecorderError(f"request {req_id!r} is scheduled but neither new nor cached")
+            rows.append(self._row(str(req_id), int(counts[req_id]), computed[req_id],
+                                  [int(t) for t in drafts_by_id.get(req_id, ())],
+                                  list(sampled.get(req_id, ()))))
+        return rows
+
+    def _row(self, req_id: str, num_scheduled: int, num_computed: int, drafts: list[int],
+             sampled: list[int]) -> dict:
+        request = self._requests[req_id]
+        num_known = num_scheduled - len(drafts)
+        end = num_computed + num_known
+        if end > len(request.tokens):
+            raise RecorderError(
+                f"request {req_id!r}: tokens up to position {end} are scheduled but only "
+                f"{len(request.tokens)} are known (async scheduling is not supported)")
+        if any(t < 0 for t in drafts):
+            raise RecorderError(f"request {req_id!r}: placeholder draft ids (async scheduling)")
+        row: dict[str, Any] = {"req_id": req_id, "num_scheduled_tokens": num_scheduled}
+        if drafts:
+            row["num_draft_tokens"] = len(drafts)
+        row["token_ids"] = request.tokens[num_computed:end] + drafts
+        accepted = len(sampled) if drafts else 1
+        if drafts and not 1 <= accepted <= 1 + len(drafts):
+            raise RecorderError(f"request {req_id!r}: {accepted} tokens sampled for "
+                                f"{len(drafts)} drafts (expected 1..{1 + len(drafts)})")
+        if accepted != 1:
+            row["num_accepted_tokens"] = accepted
+        if end == len(request.tokens):  # the row reached the end: what it sampled is kept
+            request.tokens.extend(int(t) for t in sampled)
+        return row
+
+    def _put(self, obj: Mapping[str, Any]) -> None:
+        self._file.write(json.dumps(obj, separators=(",", ":")))
+        self._file.write("\n")
+        self._file.flush()
+
+
+def sampled_by_request(req_ids: Sequence[str],
+                       sampled_token_ids: Iterable[Sequence[int]]) -> dict[str, list[int]]:
+    """Zips a ModelRunnerOutput's req_ids and sampled_token_ids into record()'s mapping."""
+    return {str(r): [int(t) for t in s] for r, s in zip(req_ids, sampled_token_ids)}
