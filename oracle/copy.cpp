@@ -15,18 +15,28 @@ void copy_conv(StateTensorView<Elem>& state, const model::StateTensor& tensor,
   if (kept == 0) return; // bias >= state_len: an empty slice
   ConvBlock<Elem> src = state.conv(decision.src_block_id);
   ConvBlock<Elem> dst = state.conv(decision.dst_block_id);
-  // .eval(): read the whole source slice before writing, so a same-block shift is a memmove.
-  if (tensor.conv_layout == model::ConvLayout::SD)
-    dst.topRows(kept) = src.bottomRows(kept).eval(); // token rows bias.. -> 0..
-  else
-    dst.leftCols(kept) = src.rightCols(kept).eval(); // per dim row: tokens bias.. -> 0..
+  // Blocks of one tensor are disjoint, so only a same-block shift can alias: there, .eval()
+  // reads the whole source slice before writing (a memmove); elsewhere no temporary is needed.
+  const bool same_block = decision.src_block_id == decision.dst_block_id;
+  if (tensor.conv_layout == model::ConvLayout::SD) {
+    if (same_block)
+      dst.topRows(kept) = src.bottomRows(kept).eval(); // token rows bias.. -> 0..
+    else
+      dst.topRows(kept) = src.bottomRows(kept);
+  } else {
+    if (same_block)
+      dst.leftCols(kept) = src.rightCols(kept).eval(); // per dim row: tokens bias.. -> 0..
+    else
+      dst.leftCols(kept) = src.rightCols(kept);
+  }
 }
 
 template <typename Elem>
 void copy_temporal(StateTensorView<Elem>& state, const model::CopyDecision& decision) {
+  if (decision.src_block_id == decision.dst_block_id) return; // a whole block onto itself
   TemporalBlock<Elem> src = state.temporal(decision.src_block_id);
   TemporalBlock<Elem> dst = state.temporal(decision.dst_block_id);
-  dst = src.eval();
+  dst = src; // two distinct blocks of one tensor never overlap
 }
 
 template <typename Elem>

@@ -22,6 +22,7 @@ namespace mc::oracle {
 namespace {
 
 struct Access {
+  std::int64_t order = 0; // position in decision order: the tie-break of the sort
   std::int32_t tensor = 0;
   std::int64_t block_id = 0;
   std::int32_t batch_row = 0;
@@ -31,26 +32,28 @@ struct Access {
 };
 
 // Every access of every decision, grouped by (tensor, block) and, inside a group, in decision
-// order (src before dst), so the first race reported is the same whatever the sort does.
+// order (src before dst), so the first race reported does not depend on the sort.
 std::vector<Access> collect_accesses(const model::Layout& layout,
                                      const std::vector<model::CopyDecision>& decisions) {
   std::vector<Access> accesses;
   accesses.reserve(2 * decisions.size());
+  std::int64_t order = 0;
+  const auto next = [&order] { return order++; };
   for (const model::CopyDecision& d : decisions) {
     const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(d.tensor)];
     if (t.kind() == model::StateKind::temporal) {
-      accesses.push_back({d.tensor, d.src_block_id, d.batch_row, 0, 1, false});
-      accesses.push_back({d.tensor, d.dst_block_id, d.batch_row, 0, 1, true});
+      accesses.push_back({next(), d.tensor, d.src_block_id, d.batch_row, 0, 1, false});
+      accesses.push_back({next(), d.tensor, d.dst_block_id, d.batch_row, 0, 1, true});
       continue;
     }
     const std::int64_t kept = conv_tokens_kept(t, d.token_bias);
     if (kept == 0) continue; // an empty slice touches nothing
     accesses.push_back(
-        {d.tensor, d.src_block_id, d.batch_row, d.token_bias, d.token_bias + kept, false});
-    accesses.push_back({d.tensor, d.dst_block_id, d.batch_row, 0, kept, true});
+        {next(), d.tensor, d.src_block_id, d.batch_row, d.token_bias, d.token_bias + kept, false});
+    accesses.push_back({next(), d.tensor, d.dst_block_id, d.batch_row, 0, kept, true});
   }
-  std::stable_sort(accesses.begin(), accesses.end(), [](const Access& x, const Access& y) {
-    return std::tie(x.tensor, x.block_id) < std::tie(y.tensor, y.block_id);
+  std::sort(accesses.begin(), accesses.end(), [](const Access& x, const Access& y) {
+    return std::tie(x.tensor, x.block_id, x.order) < std::tie(y.tensor, y.block_id, y.order);
   });
   return accesses;
 }

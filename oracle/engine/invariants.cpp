@@ -7,19 +7,43 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
+#include <string>
 
 namespace mc::oracle::engine {
 namespace {
 
+// The scheduler's table of one request and group (empty once it finished or was preempted).
+// Accesses come request by request, so the last lookup is kept (one hash per request).
+class HeldBlocks {
+public:
+  explicit HeldBlocks(const Scheduler& scheduler) : scheduler_(scheduler) {}
+
+  std::span<const std::int32_t> of(const std::string& req_id, std::int32_t group) {
+    if (last_ == nullptr || *last_ != req_id) {
+      last_ = &req_id;
+      blocks_ = scheduler_.blocks().find(req_id);
+    }
+    if (blocks_ == nullptr) return {};
+    return blocks_->groups[static_cast<std::size_t>(group)].block_ids;
+  }
+
+private:
+  const Scheduler& scheduler_;
+  const std::string* last_ = nullptr;
+  const RequestBlocks* blocks_ = nullptr;
+};
+
+bool holds(std::span<const std::int32_t> ids, std::int32_t block_id) {
+  return std::find(ids.begin(), ids.end(), block_id) != ids.end();
+}
+
 std::optional<std::string> illegal_write(const BlockAccess& w, const Scheduler& scheduler,
-                                         std::int64_t num_blocks) {
+                                         HeldBlocks& held, std::int64_t num_blocks) {
   if (w.block_id == model::kNullBlockId) return "writes the null block";
   if (w.block_id < 0 || w.block_id >= num_blocks) return "writes outside the arena (a pad slot?)";
   const BlockPool& pool = scheduler.blocks().pool(w.group);
-  const RequestBlocks* rb = scheduler.blocks().find(w.req_id);
-  const auto& ids =
-      rb ? rb->groups[static_cast<std::size_t>(w.group)].block_ids : std::vector<std::int32_t>{};
-  if (std::find(ids.begin(), ids.end(), w.block_id) == ids.end())
+  if (!holds(held.of(w.req_id, w.group), w.block_id))
     return pool.ref_count(w.block_id) == 0 ? "writes a freed block"
                                            : "writes a block the request does not hold";
   if (pool.ref_count(w.block_id) > 1) return "writes a block shared with another request";
@@ -31,17 +55,14 @@ std::optional<std::string> illegal_write(const BlockAccess& w, const Scheduler& 
 
 std::optional<Finding> check_accesses(const StepRecord& record, const Scheduler& scheduler,
                                       const model::Layout& layout, std::int64_t step) {
+  HeldBlocks held(scheduler);
   for (const BlockAccess& w : record.access.writes)
-    if (auto why = illegal_write(w, scheduler, layout.spec.num_blocks))
+    if (auto why = illegal_write(w, scheduler, held, layout.spec.num_blocks))
       return make_finding(layout, FindingKind::bad_write, step, w.req_id, w.tensor, w.col,
                           w.block_id, fmt::format("{} ({})", *why, w.origin),
                           "a block the request holds alone");
   for (const BlockAccess& r : record.access.copy_reads) {
-    const RequestBlocks* rb = scheduler.blocks().find(r.req_id);
-    const auto& ids =
-        rb ? rb->groups[static_cast<std::size_t>(r.group)].block_ids : std::vector<std::int32_t>{};
-    if (r.block_id == model::kNullBlockId ||
-        std::find(ids.begin(), ids.end(), r.block_id) == ids.end())
+    if (r.block_id == model::kNullBlockId || !holds(held.of(r.req_id, r.group), r.block_id))
       return make_finding(
           layout, FindingKind::bad_read, step, r.req_id, r.tensor, r.col, r.block_id,
           fmt::format("the {} copy reads a block the request does not hold", r.origin),

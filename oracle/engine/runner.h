@@ -35,6 +35,8 @@
 
 namespace mc::oracle::engine {
 
+struct SeedNote;
+
 struct LaunchRecord {
   model::LaunchKind kind = model::LaunchKind::precopy;
   model::LaunchStatus status = model::LaunchStatus::ok;
@@ -94,7 +96,7 @@ private:
   bool check_copy_sources(StepCtx& ctx, const std::vector<std::int32_t>& src_col,
                           const std::vector<std::int32_t>& dst_col,
                           const std::vector<std::int32_t>& token_bias,
-                          const std::vector<std::string>& seed_note);
+                          const std::vector<SeedNote>& seed_note);
   bool forward(StepCtx& ctx, const std::vector<std::int32_t>& state_idx,
                const std::vector<std::int32_t>& num_accepted);
 

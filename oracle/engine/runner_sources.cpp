@@ -2,6 +2,7 @@
 // mis-seeded column is caught where it is used, with the column's history in the message).
 #include "model/block_table.h"
 #include "model/conv_history.h"
+#include "model/errors.h"
 #include "oracle/engine/runner.h"
 #include "oracle/engine/runner_step.h"
 #include "oracle/engine/state_io.h"
@@ -10,10 +11,29 @@
 
 namespace mc::oracle::engine {
 
+std::string describe(const SeedNote& note) {
+  switch (note.origin) {
+  case SeedNote::Origin::derived:
+    return fmt::format("was derived as (num_computed - 1) // {}", note.divisor);
+  case SeedNote::Origin::survived_resume:
+    return "comes from a mamba_state_idx entry that survived cleanup although the request was "
+           "resumed this step (stale since before its preemption)";
+  case SeedNote::Origin::kept:
+    return "comes from the request's mamba_state_idx entry of its last step";
+  case SeedNote::Origin::seeded:
+    return fmt::format("was seeded this step as ({} - 1) // {} = {}", note.num_computed,
+                       note.divisor, note.state_idx);
+  case SeedNote::Origin::kept_slot:
+    return "is the slot's state_idx of its last step";
+  }
+  MC_ASSERT(false);
+  return {};
+}
+
 bool OracleRunner::check_copy_sources(StepCtx& ctx, const std::vector<std::int32_t>& src_col,
                                       const std::vector<std::int32_t>& dst_col,
                                       const std::vector<std::int32_t>& token_bias,
-                                      const std::vector<std::string>& seed_note) {
+                                      const std::vector<SeedNote>& seed_note) {
   for (std::size_t b = 0; b < ctx.step.scheduled.size(); ++b) {
     if (src_col[b] < 0 || src_col[b] == dst_col[b]) continue;
     const std::string& id = ctx.step.scheduled[b].req_id;
@@ -55,7 +75,7 @@ bool OracleRunner::check_copy_sources(StepCtx& ctx, const std::vector<std::int32
           col, block,
           fmt::format("the pre-step copy {} -> {} (token bias {}) reads a wrong source: {}; the "
                       "source column {}",
-                      src_col[b], dst_col[b], token_bias[b], *wrong, seed_note[b]),
+                      src_col[b], dst_col[b], token_bias[b], *wrong, describe(seed_note[b])),
           fmt::format("the state after {} tokens", c));
       return false;
     }

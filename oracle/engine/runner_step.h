@@ -3,17 +3,36 @@
 
 #include "oracle/engine/runner.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace mc::oracle::engine {
+
+// Where a batch row's pre-step source column came from. Kept as numbers and rendered only
+// when a finding needs the sentence (most steps find nothing).
+struct SeedNote {
+  enum class Origin : std::uint8_t {
+    derived,         // V1: (num_computed - 1) // divisor, no entry survived
+    survived_resume, // V1: an entry that survived cleanup although the request resumed
+    kept,            // V1: the request's entry of its last step
+    seeded,          // V2: seeded this step as (num_computed - 1) // divisor = state_idx
+    kept_slot,       // V2: the slot's state_idx of its last step
+  };
+  Origin origin = Origin::kept;
+  std::int32_t num_computed = 0;
+  std::int32_t divisor = 0;
+  std::int32_t state_idx = 0;
+};
+
+std::string describe(const SeedNote& note);
 
 struct OracleRunner::StepCtx {
   const model::Step& step;
   const Ledger& ledger;
   StepRecord& rec;
   std::vector<std::int32_t> num_computed; // per batch row, before the step
-  std::vector<std::string> seed_note;     // per batch row: where its source column came from
+  std::vector<SeedNote> seed_note;        // per batch row: where its source column came from
   bool tables_filled = false;             // launch_case_'s block tables hold this step's batch
 };
 

@@ -73,13 +73,11 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
                      .num_scheduled_tokens = s.num_scheduled_tokens,
                      .num_accepted_tokens = a == num_accepted_.end() ? 1 : a->second});
     const bool kept = mamba_state_idx_.contains(s.req_id) && !dropped.contains(s.req_id);
-    ctx.seed_note.push_back(
-        !kept ? fmt::format("was derived as (num_computed - 1) // {}",
-                            layout_.config.mamba_block_size)
-        : resumed_now.contains(s.req_id)
-            ? "comes from a mamba_state_idx entry that survived cleanup although the request was "
-              "resumed this step (stale since before its preemption)"
-            : "comes from the request's mamba_state_idx entry of its last step");
+    ctx.seed_note.push_back({.origin = !kept ? SeedNote::Origin::derived
+                                       : resumed_now.contains(s.req_id)
+                                           ? SeedNote::Origin::survived_resume
+                                           : SeedNote::Origin::kept,
+                             .divisor = layout_.config.mamba_block_size});
   }
   const std::int32_t B = layout_.config.mamba_block_size;
   const std::int32_t nsb = layout_.config.num_spec_blocks;

@@ -87,12 +87,12 @@ void OracleRunner::execute_v2(StepCtx& ctx) {
     Slot& st = slots_[static_cast<std::size_t>(slot)];
     st.num_computed = ctx.num_computed[b];
     ctx.seed_note.push_back(
-        st.reseeded ? fmt::format("was seeded this step as ({} - 1) // {} = {}", st.num_computed,
-                                  options_.mutations.v2_seed_with_attn_block_size
-                                      ? layout_.config.attn_block_size
-                                      : layout_.config.mamba_block_size,
-                                  st.state_idx)
-                    : std::string("is the slot's state_idx of its last step"));
+        {.origin = st.reseeded ? SeedNote::Origin::seeded : SeedNote::Origin::kept_slot,
+         .num_computed = st.num_computed,
+         .divisor = options_.mutations.v2_seed_with_attn_block_size
+                        ? layout_.config.attn_block_size
+                        : layout_.config.mamba_block_size,
+         .state_idx = st.state_idx});
   }
   if (n == 0) return;
   model::RequestArrays pre = slot_arrays();

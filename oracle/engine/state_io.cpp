@@ -5,8 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
-#include <vector>
 
 namespace mc::oracle::engine {
 namespace {
@@ -63,10 +64,34 @@ std::byte* block_bytes(const BlockRef& ref) {
   return ref.arena->data() + off;
 }
 
-std::vector<std::byte>& scratch(std::int64_t size) {
-  thread_local std::vector<std::byte> buffer;
-  buffer.resize(static_cast<std::size_t>(size));
-  return buffer;
+// The first byte of the natural bytes at `got` that differs from the temporal state of `hash`,
+// or -1. The words are computed as they are compared (model::temporal_word, the definition
+// fill_temporal writes), so a 2.6 MB state is neither materialised nor read twice; runs of
+// four words are compared at once (independent hashes overlap in the pipeline) and a run
+// that differs is searched word by word.
+std::int64_t first_temporal_difference(const std::byte* got, std::int64_t num_bytes,
+                                       model::TokenHash hash, std::int32_t tensor) {
+  constexpr std::int64_t kRun = 4;
+  const std::int64_t num_words = num_bytes / 8;
+  std::int64_t word = 0;
+  for (; word + kRun <= num_words; word += kRun) {
+    std::uint64_t have[kRun];
+    std::memcpy(have, got + 8 * word, sizeof(have)); // little-endian host
+    std::uint64_t diff = 0;
+    for (std::int64_t k = 0; k < kRun; ++k)
+      diff |= have[k] ^ model::temporal_word(hash, tensor, word + k);
+    if (diff != 0) break;
+  }
+  for (; 8 * word < num_bytes; ++word) {
+    const std::uint64_t want = model::temporal_word(hash, tensor, word);
+    const std::int64_t n = std::min<std::int64_t>(8, num_bytes - 8 * word);
+    std::uint64_t have = 0;
+    std::memcpy(&have, got + 8 * word, static_cast<std::size_t>(n));
+    const std::uint64_t mask = n == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * n)) - 1;
+    const std::uint64_t diff = (have ^ want) & mask;
+    if (diff != 0) return 8 * word + std::countr_zero(diff) / 8;
+  }
+  return -1;
 }
 
 } // namespace
@@ -74,20 +99,14 @@ std::vector<std::byte>& scratch(std::int64_t size) {
 std::optional<std::string> check_temporal(const BlockRef& ref, model::TokenHash hash,
                                           std::span<const model::TokenHash> known_hashes) {
   const std::int64_t n = ref.tensor->natural_bytes;
-  std::vector<std::byte>& want = scratch(n);
-  model::fill_temporal(want, hash, ref.tensor_index);
   const std::byte* got = block_bytes(ref);
-  if (std::memcmp(got, want.data(), static_cast<std::size_t>(n)) == 0) return std::nullopt;
-  std::int64_t first = 0;
-  while (got[first] == want[static_cast<std::size_t>(first)])
-    ++first;
-  for (std::size_t p = 0; p < known_hashes.size(); ++p) {
-    model::fill_temporal(want, known_hashes[p], ref.tensor_index);
-    if (std::memcmp(got, want.data(), static_cast<std::size_t>(n)) == 0)
+  const std::int64_t first = first_temporal_difference(got, n, hash, ref.tensor_index);
+  if (first < 0) return std::nullopt;
+  for (std::size_t p = 0; p < known_hashes.size(); ++p)
+    if (first_temporal_difference(got, n, known_hashes[p], ref.tensor_index) < 0)
       return fmt::format("temporal state differs from byte {}: it holds the state after {} "
                          "tokens of this request",
                          first, p);
-  }
   return fmt::format("temporal state differs from byte {} (not the state after any count of "
                      "this request)",
                      first);
