@@ -160,10 +160,13 @@ void EngineRunner::commit_tokens(const model::Step& step, const Batch& batch) {
     const std::int32_t c = batch.num_computed[b];
     const std::int32_t kept =
         s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens;
+    // Positions c .. c + kept - 1 become committed; the prompt beyond them stays known (a
+    // prefix hit after a preemption can restore more than this request computed itself).
     std::vector<std::int32_t>& truth = truth_.at(s.req_id);
     MC_ASSERT(static_cast<std::int32_t>(truth.size()) >= c);
-    truth.resize(static_cast<std::size_t>(c));
-    truth.insert(truth.end(), s.token_ids.begin(), s.token_ids.begin() + kept);
+    if (truth.size() < static_cast<std::size_t>(c + kept))
+      truth.resize(static_cast<std::size_t>(c + kept));
+    std::copy(s.token_ids.begin(), s.token_ids.begin() + kept, truth.begin() + c);
     slots_[static_cast<std::size_t>(batch.slot[b])].num_computed = c + kept;
   }
 }
