@@ -1,0 +1,27 @@
+#include "gpu/mutant.h"
+
+#include <array>
+
+namespace mc::gpu {
+namespace {
+
+// Entry i describes Mutant(i + 1); mutant_test.cpp checks the order.
+constexpr std::array<MutantInfo, 0> kKernelMutants{};
+
+} // namespace
+
+std::span<const MutantInfo> kernel_mutants() { return kKernelMutants; }
+
+std::string_view to_string(Mutant mutant) {
+  const auto i = static_cast<std::size_t>(mutant);
+  return i == 0 || i > kKernelMutants.size() ? std::string_view("none") : kKernelMutants[i - 1].name;
+}
+
+std::optional<Mutant> find_kernel_mutant(std::string_view name) {
+  if (name == "none") return Mutant::none;
+  for (std::size_t i = 0; i < kKernelMutants.size(); ++i)
+    if (kKernelMutants[i].name == name) return static_cast<Mutant>(i + 1);
+  return std::nullopt;
+}
+
+} // namespace mc::gpu
