@@ -18,6 +18,7 @@
 #include "oracle/engine/block_pool.h"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -59,6 +60,15 @@ public:
   void cache_blocks(const std::string& req_id, std::int32_t num_computed,
                     std::span<const model::TokenHash> prefix_hashes,
                     std::span<const std::int32_t> tokens, std::int32_t tail_len);
+
+  // Replay (oracle/engine/replay.h): tables chosen by another scheduler, applied with the rules
+  // above. A message when the ids cannot come from this block manager (a held block handed
+  // out again, a prefix hit on the null block); the tables are then left half applied.
+  std::optional<std::string> adopt_first(const std::string& req_id,
+                                         const model::GroupBlockIds& table,
+                                         std::int32_t num_computed);
+  std::optional<std::string> adopt_growth(const std::string& req_id,
+                                          const model::GroupBlockIds& appended);
 
   const RequestBlocks* find(const std::string& req_id) const;
   const BlockPool& pool(std::int32_t group) const {

@@ -49,6 +49,19 @@ std::vector<std::int32_t> BlockPool::take(std::int32_t count) {
   return blocks;
 }
 
+bool BlockPool::take_block(std::int32_t block_id) {
+  MC_ASSERT(block_id > 0 && block_id < num_blocks());
+  const auto b = static_cast<std::size_t>(block_id);
+  if (ref_count_[b] != 0) return false;
+  if (in_queue_[b]) { // its queue entry goes stale (lazy removal)
+    in_queue_[b] = false;
+    --num_free_;
+  }
+  evict(block_id);
+  ref_count_[b] = 1;
+  return true;
+}
+
 void BlockPool::touch(std::int32_t block_id) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);

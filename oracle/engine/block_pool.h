@@ -38,6 +38,8 @@ public:
   std::int32_t ref_count(std::int32_t block_id) const;
 
   std::vector<std::int32_t> take(std::int32_t count); // asserts count <= num_free()
+  // Takes this very block (replay: a recorded scheduler chose it); false when it is held.
+  bool take_block(std::int32_t block_id);
   void touch(std::int32_t block_id);                  // one more reference (a prefix hit)
   void free(std::int32_t block_id);
   void release_deferred(); // async: frees of the last step become takeable

@@ -34,12 +34,12 @@ bool Engine::step(const std::function<void(model::Step&)>& edit) {
   if (!finding) {
     ledger_.end_step(step);
     finding =
-        checker_.after_step(step, record, scheduler_, runner_, ledger_, report_.bytes_checked);
+        checker_.after_step(step, record, scheduler_.blocks(), runner_, ledger_, report_.bytes_checked);
   }
   if (!finding) {
     scheduler_.update(step);
     const bool sweep = step.index % options_.cache_sweep_every == 0;
-    finding = checker_.after_commit(step.index, scheduler_, runner_, sweep, report_.bytes_checked);
+    finding = checker_.after_commit(step.index, scheduler_.blocks(), runner_, sweep, report_.bytes_checked);
   }
   const SchedulerStats& s = scheduler_.stats();
   report_.steps = s.steps;

@@ -26,6 +26,8 @@ std::string_view to_string(FindingKind kind) {
     return "unsupported_copy";
   case FindingKind::token_mismatch:
     return "token_mismatch";
+  case FindingKind::inconsistent_step:
+    return "inconsistent_step";
   }
   return "?";
 }

@@ -24,6 +24,7 @@ enum class FindingKind : std::uint8_t {
   launch_rejected,    // run_launch refused the case (InputError), message attached
   unsupported_copy,   // batch_copy cannot express a copy (DS conv with bias > 0)
   token_mismatch,     // a step schedules tokens that contradict the committed sequence
+  inconsistent_step,  // replay: a step contradicts the past (counts, held blocks handed out)
 };
 
 std::string_view to_string(FindingKind kind);

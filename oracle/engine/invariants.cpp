@@ -13,23 +13,23 @@
 namespace mc::oracle::engine {
 namespace {
 
-// The scheduler's table of one request and group (empty once it finished or was preempted).
+// The block manager's table of one request and group (empty once it finished or was preempted).
 // Accesses come request by request, so the last lookup is kept (one hash per request).
 class HeldBlocks {
 public:
-  explicit HeldBlocks(const Scheduler& scheduler) : scheduler_(scheduler) {}
+  explicit HeldBlocks(const BlockManager& blocks) : manager_(blocks) {}
 
   std::span<const std::int32_t> of(const std::string& req_id, std::int32_t group) {
     if (last_ == nullptr || *last_ != req_id) {
       last_ = &req_id;
-      blocks_ = scheduler_.blocks().find(req_id);
+      blocks_ = manager_.find(req_id);
     }
     if (blocks_ == nullptr) return {};
     return blocks_->groups[static_cast<std::size_t>(group)].block_ids;
   }
 
 private:
-  const Scheduler& scheduler_;
+  const BlockManager& manager_;
   const std::string* last_ = nullptr;
   const RequestBlocks* blocks_ = nullptr;
 };
@@ -38,11 +38,11 @@ bool holds(std::span<const std::int32_t> ids, std::int32_t block_id) {
   return std::find(ids.begin(), ids.end(), block_id) != ids.end();
 }
 
-std::optional<std::string> illegal_write(const BlockAccess& w, const Scheduler& scheduler,
+std::optional<std::string> illegal_write(const BlockAccess& w, const BlockManager& blocks,
                                          HeldBlocks& held, std::int64_t num_blocks) {
   if (w.block_id == model::kNullBlockId) return "writes the null block";
   if (w.block_id < 0 || w.block_id >= num_blocks) return "writes outside the arena (a pad slot?)";
-  const BlockPool& pool = scheduler.blocks().pool(w.group);
+  const BlockPool& pool = blocks.pool(w.group);
   if (!holds(held.of(w.req_id, w.group), w.block_id))
     return pool.ref_count(w.block_id) == 0 ? "writes a freed block"
                                            : "writes a block the request does not hold";
@@ -53,11 +53,11 @@ std::optional<std::string> illegal_write(const BlockAccess& w, const Scheduler& 
   return std::nullopt;
 }
 
-std::optional<Finding> check_accesses(const StepRecord& record, const Scheduler& scheduler,
+std::optional<Finding> check_accesses(const StepRecord& record, const BlockManager& blocks,
                                       const model::Layout& layout, std::int64_t step) {
-  HeldBlocks held(scheduler);
+  HeldBlocks held(blocks);
   for (const BlockAccess& w : record.access.writes)
-    if (auto why = illegal_write(w, scheduler, held, layout.spec.num_blocks))
+    if (auto why = illegal_write(w, blocks, held, layout.spec.num_blocks))
       return make_finding(layout, FindingKind::bad_write, step, w.req_id, w.tensor, w.col,
                           w.block_id, fmt::format("{} ({})", *why, w.origin),
                           "a block the request holds alone");
@@ -71,10 +71,10 @@ std::optional<Finding> check_accesses(const StepRecord& record, const Scheduler&
   return std::nullopt;
 }
 
-std::optional<Finding> check_rows(const model::Step& step, const Scheduler& scheduler,
+std::optional<Finding> check_rows(const model::Step& step, const BlockManager& blocks,
                                   OracleRunner& runner) {
   for (const model::ScheduledRequest& s : step.scheduled) {
-    const RequestBlocks* rb = scheduler.blocks().find(s.req_id);
+    const RequestBlocks* rb = blocks.find(s.req_id);
     const model::GroupBlockIds* row = runner.row(s.req_id);
     if (rb == nullptr || row == nullptr) continue; // finished or preempted since
     for (std::size_t g = 0; g < rb->groups.size(); ++g) {
@@ -97,12 +97,12 @@ std::optional<Finding> check_rows(const model::Step& step, const Scheduler& sche
 
 std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
                                                     const StepRecord& record,
-                                                    const Scheduler& scheduler,
+                                                    const BlockManager& blocks,
                                                     OracleRunner& runner, const Ledger& ledger,
                                                     std::int64_t& bytes_checked) {
   const model::Layout& layout = runner.layout();
-  if (auto f = check_accesses(record, scheduler, layout, step.index)) return f;
-  if (auto f = check_rows(step, scheduler, runner)) return f;
+  if (auto f = check_accesses(record, blocks, layout, step.index)) return f;
+  if (auto f = check_rows(step, blocks, runner)) return f;
   for (const model::ScheduledRequest& s : step.scheduled) {
     const std::optional<ReadPoint> rp = runner.read_point(s.req_id);
     const RequestTruth& truth = ledger.truth(s.req_id);
@@ -149,14 +149,14 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
   return std::nullopt;
 }
 
-std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const Scheduler& scheduler,
+std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const BlockManager& blocks,
                                                       OracleRunner& runner, bool sweep_all,
                                                       std::int64_t& bytes_checked) {
   const model::Layout& layout = runner.layout();
   const std::int32_t B = layout.config.mamba_block_size;
   for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
     const model::StateTensor& t = layout.tensors[i];
-    const BlockPool& pool = scheduler.blocks().pool(t.group);
+    const BlockPool& pool = blocks.pool(t.group);
     for (const auto& [block, entry] : pool.cached_blocks()) {
       const std::int64_t key = std::int64_t{t.group} << 32 | block;
       const auto seen = checked_cache_.find(key);
@@ -186,8 +186,8 @@ std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const S
             fmt::format("the state after {} tokens (position {})", n, entry.position));
     }
   }
-  for (std::int32_t g = 0; g < scheduler.blocks().num_groups(); ++g)
-    for (const auto& [block, entry] : scheduler.blocks().pool(g).cached_blocks())
+  for (std::int32_t g = 0; g < blocks.num_groups(); ++g)
+    for (const auto& [block, entry] : blocks.pool(g).cached_blocks())
       checked_cache_[std::int64_t{g} << 32 | block] = entry.hash;
   return std::nullopt;
 }

@@ -13,7 +13,7 @@
 #include "oracle/engine/finding.h"
 #include "oracle/engine/ledger.h"
 #include "oracle/engine/runner.h"
-#include "oracle/engine/scheduler.h"
+#include "oracle/engine/block_manager.h"
 
 #include <cstdint>
 #include <optional>
@@ -21,14 +21,16 @@
 
 namespace mc::oracle::engine {
 
+// `blocks` is the scheduler's block manager in a simulated run, the replay's shadow of the
+// recorded tables in a replay (oracle/engine/replay.h).
 class InvariantChecker {
 public:
   // Before the scheduler commits the step (tables as the step ran).
   std::optional<Finding> after_step(const model::Step& step, const StepRecord& record,
-                                    const Scheduler& scheduler, OracleRunner& runner,
+                                    const BlockManager& blocks, OracleRunner& runner,
                                     const Ledger& ledger, std::int64_t& bytes_checked);
   // After the scheduler committed the step (new cache registrations).
-  std::optional<Finding> after_commit(std::int64_t step, const Scheduler& scheduler,
+  std::optional<Finding> after_commit(std::int64_t step, const BlockManager& blocks,
                                       OracleRunner& runner, bool sweep_all,
                                       std::int64_t& bytes_checked);
 

@@ -1,0 +1,103 @@
+// Tables chosen by another scheduler (a recorded trace), applied to the block manager model
+// with the rules of block_manager.h, so that replay checks a trace's blocks exactly as a
+// simulated run checks the scheduler's: which request holds which block, which blocks are
+// shared through a prefix hit, which are freed (the previous running block, two steps back),
+// which are registered for prefix reuse. The trace names the blocks; the model says what
+// holding them means. A block the model still sees held by someone is never handed out again.
+#include "oracle/engine/block_manager.h"
+
+#include "model/block_table.h"
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mc::oracle::engine {
+
+using model::kNullBlockId;
+
+namespace {
+
+std::string held_message(std::size_t group, std::int32_t block_id, std::int32_t ref_count) {
+  return fmt::format("block {} of group {} is handed out while it is still held ({} "
+                     "reference{}): no block manager gives a held block again",
+                     block_id, group, ref_count, ref_count == 1 ? "" : "s");
+}
+
+} // namespace
+
+std::optional<std::string> BlockManager::adopt_first(const std::string& req_id,
+                                                     const model::GroupBlockIds& table,
+                                                     std::int32_t num_computed) {
+  MC_ASSERT(table.size() == pools_.size());
+  MC_ASSERT(num_computed >= 0 && num_computed % config_.mamba_block_size == 0);
+  free_request(req_id); // a resumed request's old table is gone already; be sure
+  RequestBlocks& req = requests_[req_id];
+  req.groups.resize(pools_.size());
+  req.allocated = true;
+  const std::int32_t hit = num_computed / config_.mamba_block_size - 1; // -1: no prefix hit
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    GroupRow& row = req.groups[g];
+    for (std::size_t j = 0; j < table[g].size(); ++j) {
+      const std::int32_t block = table[g][j];
+      row.block_ids.push_back(block);
+      if (block == kNullBlockId) continue;
+      if (static_cast<std::int32_t>(j) == hit) {
+        pools_[g].touch(block); // shared with the request that cached it, or revived
+        continue;
+      }
+      if (!pools_[g].take_block(block))
+        return held_message(g, block, pools_[g].ref_count(block)) +
+               fmt::format(" (position {} of {}'s first table)", j, req_id);
+    }
+    if (hit >= 0) {
+      if (hit >= static_cast<std::int32_t>(table[g].size()) ||
+          table[g][static_cast<std::size_t>(hit)] == kNullBlockId)
+        return fmt::format("a prefix hit of {} tokens needs the hit block at position {} of "
+                           "group {}, but the table holds {}",
+                           num_computed, hit, g,
+                           hit < static_cast<std::int32_t>(table[g].size()) ? "the null block"
+                                                                           : "no such position");
+      if (config_.mode == model::CacheMode::align) row.last_state_idx = hit;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> BlockManager::adopt_growth(const std::string& req_id,
+                                                      const model::GroupBlockIds& appended) {
+  MC_ASSERT(appended.size() == pools_.size());
+  const auto it = requests_.find(req_id);
+  if (it == requests_.end())
+    return fmt::format("request {} grows a table it does not hold (preempted or finished)", req_id);
+  const bool align = config_.mode == model::CacheMode::align;
+  const std::int32_t nsb = config_.num_spec_blocks;
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    if (appended[g].empty()) continue;
+    std::vector<std::int32_t>& t = it->second.groups[g].block_ids;
+    const auto prev_len = static_cast<std::int32_t>(t.size());
+    if (align) it->second.groups[g].last_state_idx = prev_len - 1 - nsb;
+    for (const std::int32_t block : appended[g]) {
+      if (block == kNullBlockId) {
+        t.push_back(block);
+        continue;
+      }
+      // An old speculative block that now sits before the running position moves to the
+      // end: its old position becomes null, it keeps its one reference.
+      const auto first_spec = static_cast<std::ptrdiff_t>(std::max(prev_len - nsb, 0));
+      const auto old_end = t.begin() + prev_len;
+      const auto moved = align ? std::find(t.begin() + first_spec, old_end, block) : old_end;
+      if (moved != old_end) {
+        *moved = kNullBlockId;
+      } else if (!pools_[g].take_block(block)) {
+        return held_message(g, block, pools_[g].ref_count(block)) +
+               fmt::format(" (appended to {}'s table at position {})", req_id, t.size());
+      }
+      t.push_back(block);
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace mc::oracle::engine
