@@ -4,6 +4,7 @@
 // message prints the command that replays it (exit 1).
 #include "cli/backend.h"
 #include "cli/commands.h"
+#include "cli/fuzz_engine.h"
 #include "cli/junit.h"
 #include "cli/progress.h"
 #include "fuzz/campaign/kernel_campaign.h"
@@ -29,6 +30,7 @@ struct FuzzOptions {
   std::string out = "mc-out";
   std::string report;
   std::string junit;
+  std::string mutant; // a kernel or runner mutant (engine level: either)
 };
 
 // "90", "90s", "15m", "2h" -> seconds.
@@ -95,19 +97,12 @@ int report_counterexample(const fuzz::KernelCampaignOptions& c, const fuzz::Coun
   return kExitMismatch;
 }
 
-int run_fuzz(const FuzzOptions& o) {
-  if (o.level != "kernel")
-    model::fail_input("--level: only 'kernel' is available in this build, got '{}' (the engine "
-                      "level arrives with the engine runner)",
-                      o.level);
-  if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
-  if (o.max_size < 0 || o.max_size > 100)
-    model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
-  const Backend backend = o.backend.empty() ? default_backend() : parse_backend(o.backend);
-  if (backend == Backend::oracle)
-    model::fail_input("--backend: fuzz compares the oracle with host or cuda");
-  require_backend(backend);
+// The kernel level: summary, report and JUnit case (written by run_fuzz).
+int run_kernel_level(const FuzzOptions& o, Backend backend, double seconds_max,
+                     nlohmann::json& report, JunitCase& jc) {
   fuzz::KernelCampaignOptions c = campaign_options(o, backend);
+  c.seconds_max = seconds_max;
+  if (o.cases == 0 && seconds_max > 0) c.cases_max = kCasesMax;
   Progress progress("fuzz kernel", o.cases > 0 ? o.cases : 0);
   c.on_case = [&progress](std::int64_t, const fuzz::LaunchSpec& spec) {
     progress.tick(
@@ -116,32 +111,76 @@ int run_fuzz(const FuzzOptions& o) {
   const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
   progress.done();
   print_summary(c, r);
+  report = fuzz::to_json(c, r);
+  jc = JunitCase{.name = fmt::format("kernel-{}-seed{}", c.backend_name, c.seed),
+                 .seconds = r.seconds};
+  if (r.counterexample) {
+    jc.failed = true;
+    jc.message = r.counterexample->failure;
+    jc.details = fmt::format("{}\nreproduce: mambacheck case {} --backend {} --check",
+                             r.counterexample->description, r.counterexample->shrunk_dir.string(),
+                             c.backend_name);
+    return report_counterexample(c, *r.counterexample);
+  }
+  std::cout << "all cases held\n";
+  return kExitOk;
+}
+
+int run_fuzz(const FuzzOptions& o) {
+  if (o.level != "kernel" && o.level != "engine" && o.level != "both")
+    model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
+  if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
+  if (o.max_size < 0 || o.max_size > 100)
+    model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
+  const Backend backend = o.backend.empty() ? default_backend() : parse_backend(o.backend);
+  if (backend == Backend::oracle)
+    model::fail_input("--backend: fuzz compares the oracle with host or cuda");
+  require_backend(backend);
+  const bool both = o.level == "both";
+  // With both levels, a time budget is shared half and half.
+  const double seconds = o.time_budget.empty() ? 0.0 : parse_duration(o.time_budget);
+  const double seconds_each = both ? seconds / 2 : seconds;
+  int exit_code = kExitOk;
+  nlohmann::json report = nlohmann::json::object();
+  std::vector<JunitCase> junit;
+  if (o.level != "engine") {
+    if (!o.mutant.empty())
+      model::fail_input("--mutant: kernel-level mutants are run by `mambacheck mutants` in this "
+                        "build; use --level engine");
+    JunitCase jc;
+    nlohmann::json kernel;
+    exit_code = std::max(exit_code, run_kernel_level(o, backend, seconds_each, kernel, jc));
+    junit.push_back(std::move(jc));
+    if (both) report["kernel"] = std::move(kernel);
+    else report = std::move(kernel);
+  }
+  if (o.level != "kernel") {
+    const EngineLevelResult e = run_engine_level({.backend = backend,
+                                                  .seed = o.seed,
+                                                  .cases = o.cases,
+                                                  .seconds_max = seconds_each,
+                                                  .max_size = o.max_size,
+                                                  .mutant = o.mutant,
+                                                  .out = o.out});
+    exit_code = std::max(exit_code, e.exit_code);
+    junit.push_back(e.junit);
+    if (both) report["engine"] = nlohmann::json::parse(e.report.dump());
+    else report = nlohmann::json::parse(e.report.dump());
+  }
   if (!o.report.empty()) {
     std::ofstream file(o.report);
     if (!file) model::fail_input("--report: cannot write '{}'", o.report);
-    file << fuzz::to_json(c, r).dump(2) << "\n";
+    file << report.dump(2) << "\n";
   }
-  if (!o.junit.empty()) {
-    JunitCase jc{.name = fmt::format("kernel-{}-seed{}", c.backend_name, c.seed),
-                 .seconds = r.seconds};
-    if (r.counterexample) {
-      jc.failed = true;
-      jc.message = r.counterexample->failure;
-      jc.details = fmt::format("{}\nreproduce: mambacheck case {} --backend {} --check",
-                               r.counterexample->description, r.counterexample->shrunk_dir.string(),
-                               c.backend_name);
-    }
-    write_junit(o.junit, "mambacheck.fuzz", {jc});
-  }
-  if (r.counterexample) return report_counterexample(c, *r.counterexample);
-  std::cout << "all cases held\n";
-  return kExitOk;
+  if (!o.junit.empty()) write_junit(o.junit, "mambacheck.fuzz", junit);
+  return exit_code;
 }
 
 void add_fuzz_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<FuzzOptions>();
   CLI::App* cmd = app.add_subcommand("fuzz", "Run a fuzz campaign: oracle vs backend");
-  cmd->add_option("--level", o->level, "kernel (the engine level arrives with the engine runner)");
+  cmd->add_option("--level", o->level,
+                  "kernel (launch cases), engine (scheduler runs, every step) or both");
   cmd->add_option("--backend", o->backend, "host or cuda (default: cuda when a GPU is present)");
   cmd->add_option("--seed", o->seed, "Campaign seed (case i uses seed + i; default 1)");
   cmd->add_option("--cases", o->cases,
@@ -152,6 +191,8 @@ void add_fuzz_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", o->out, "Directory for counterexamples (default mc-out)");
   cmd->add_option("--report", o->report, "Write a JSON report (deterministic for a seed)");
   cmd->add_option("--junit", o->junit, "Write JUnit XML");
+  cmd->add_option("--mutant", o->mutant,
+                  "Run against a mutant (engine level: a runner or kernel mutant)");
   cmd->callback([o, &action] { action = [o] { return run_fuzz(*o); }; });
 }
 

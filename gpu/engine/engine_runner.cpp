@@ -46,9 +46,58 @@ std::int32_t EngineRunner::take_slot(const std::string& req_id) {
 void EngineRunner::release(const std::string& req_id) {
   const auto it = slot_index_.find(req_id);
   if (it == slot_index_.end()) return;
-  slots_[static_cast<std::size_t>(it->second)] = Request{};
+  Request& r = slots_[static_cast<std::size_t>(it->second)];
+  if (options_.mutant == RunnerMutant::slot_reused_without_reset) {
+    r.req_id.clear(); // the arrays stay as the occupant left them
+  } else {
+    r = Request{};
+  }
   free_slots_.push_back(it->second);
   slot_index_.erase(it);
+}
+
+// The column a request starts from when it has none: (c - 1) // B with Python floor division
+// (-1 for a fresh request), from the computed count after the prefix hit.
+std::int32_t EngineRunner::prev_column(std::int32_t c, bool resumed) const {
+  const RunnerMutant m = options_.mutant;
+  const std::int32_t B = m == RunnerMutant::v2_seed_with_attn_block_size
+                             ? layout_.config.attn_block_size
+                             : layout_.config.mamba_block_size;
+  if (m == RunnerMutant::resumed_computed_before_hit && resumed) c = 0;
+  if (m == RunnerMutant::prev_c_division) return (c - 1) / B;
+  return static_cast<std::int32_t>(model::floor_div(c - 1, B));
+}
+
+// A new or resumed request's slot entry: V1 starts without a column (prev is computed in the
+// step), V2 seeds it with prev_column; the accepted count starts at 1 (no entry).
+void EngineRunner::seed(const std::string& id, const model::GroupBlockIds& row, std::int32_t c,
+                        bool resumed) {
+  const bool kept_slot = slot_index_.contains(id); // force-preempted: never released
+  const bool reused_slot = !kept_slot && !free_slots_.empty();
+  const std::int32_t slot = take_slot(id);
+  Request& r = slots_[static_cast<std::size_t>(slot)];
+  const Request old = r;
+  const bool v2 = options_.flavour == model::RunnerFlavour::v2;
+  r = Request{.req_id = id,
+              .row = row,
+              .state_idx = v2 ? prev_column(c, resumed) : -1,
+              .num_computed = c,
+              .resumed = resumed};
+  const RunnerMutant m = options_.mutant;
+  if ((m == RunnerMutant::skip_cleanup_of_resumed && resumed && kept_slot) ||
+      (m == RunnerMutant::slot_reused_without_reset && reused_slot)) {
+    r.state_idx = old.state_idx;
+    r.num_accepted = old.num_accepted;
+    r.has_accepted = old.has_accepted;
+  }
+  const auto kept = accepted_at_preemption_.find(id);
+  if (kept != accepted_at_preemption_.end()) {
+    if (resumed) {
+      r.num_accepted = kept->second;
+      r.has_accepted = true;
+    }
+    accepted_at_preemption_.erase(kept);
+  }
 }
 
 // Rows of the step: finished and preempted requests leave; new requests and resumed ones get
@@ -58,30 +107,26 @@ void EngineRunner::apply_rows(const model::Step& step) {
   for (const auto& id : step.finished_req_ids) {
     release(id);
     truth_.erase(id);
+    accepted_at_preemption_.erase(id);
   }
-  for (const auto& id : step.preempted_req_ids)
+  for (const auto& id : step.preempted_req_ids) {
+    const auto it = slot_index_.find(id);
+    if (options_.mutant == RunnerMutant::accepted_kept_across_preempt && it != slot_index_.end())
+      accepted_at_preemption_[id] = slots_[static_cast<std::size_t>(it->second)].num_accepted;
     release(id);
-  const std::int32_t B = layout_.config.mamba_block_size;
-  auto seed = [&](const std::string& id, const model::GroupBlockIds& row, std::int32_t c) {
-    const std::int32_t slot = take_slot(id);
-    const bool v2 = options_.flavour == model::RunnerFlavour::v2;
-    slots_[static_cast<std::size_t>(slot)] =
-        Request{.req_id = id,
-                .row = row,
-                .state_idx = v2 ? static_cast<std::int32_t>(model::floor_div(c - 1, B)) : -1,
-                .num_computed = c};
-  };
+  }
   for (const model::NewRequestData& n : step.new_requests) {
-    seed(n.req_id, n.block_ids, n.num_computed_tokens);
+    seed(n.req_id, n.block_ids, n.num_computed_tokens, false);
     truth_[n.req_id] = n.prompt_token_ids;
   }
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (c.resumed) {
-      seed(c.req_id, c.new_block_ids, c.num_computed_tokens);
+      seed(c.req_id, c.new_block_ids, c.num_computed_tokens, true);
       continue;
     }
     Request& r = slots_[static_cast<std::size_t>(slot_of(c.req_id))];
     r.num_computed = c.num_computed_tokens;
+    r.resumed = false;
     MC_ASSERT(r.row.size() == c.new_block_ids.size());
     for (std::size_t g = 0; g < r.row.size(); ++g)
       r.row[g].insert(r.row[g].end(), c.new_block_ids[g].begin(), c.new_block_ids[g].end());

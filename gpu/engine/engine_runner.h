@@ -17,6 +17,7 @@
 #pragma once
 
 #include "gpu/engine/executor.h"
+#include "gpu/engine/runner_mutant.h"
 #include "model/launch.h"
 #include "model/step.h"
 
@@ -34,6 +35,7 @@ struct RunnerOptions {
   model::RunnerFlavour flavour = model::RunnerFlavour::v1;
   V1CopyPath v1_copy_path = V1CopyPath::precopy;
   std::int32_t row_stride_extra = 3; // block-table row stride beyond the width
+  RunnerMutant mutant = RunnerMutant::none; // a deliberate bookkeeping bug (runner_mutant.h)
 };
 
 struct LaunchRecord {
@@ -70,12 +72,16 @@ private:
     std::int32_t num_computed = 0;
     std::int32_t src_col = -1;   // V2: preprocess_align out, precopy in
     std::int32_t token_bias = 0; // V2
+    bool resumed = false;        // came back in resumed ids this step
   };
   struct Batch; // the step's per-row arrays
 
   std::int32_t slot_of(const std::string& req_id) const;
   std::int32_t take_slot(const std::string& req_id);
   void release(const std::string& req_id);
+  void seed(const std::string& req_id, const model::GroupBlockIds& row, std::int32_t c,
+            bool resumed);
+  std::int32_t prev_column(std::int32_t c, bool resumed) const;
   void apply_rows(const model::Step& step);
   void commit_tokens(const model::Step& step, const Batch& batch);
   model::BlockTables batch_tables(const Batch& batch) const;
@@ -89,6 +95,7 @@ private:
   void execute_v1(StepRecord& rec, const Batch& batch);
   void execute_v2(StepRecord& rec, const Batch& batch);
   model::RequestArrays slot_arrays() const;
+  void mutate_precopy(model::RequestArrays& copy) const;
   void store_slot_arrays(const model::RequestArrays& arrays);
 
   model::Layout layout_;
@@ -102,6 +109,8 @@ private:
   // the forward stamps (FORWARD.md), not a decision.
   std::unordered_map<std::string, std::vector<std::int32_t>> truth_;
   std::int32_t conv_width_max_ = 0;
+  // accepted_kept_across_preempt only: the accepted count a preempted request left behind.
+  std::unordered_map<std::string, std::int32_t> accepted_at_preemption_;
 };
 
 } // namespace mc::gpu::engine

@@ -1,0 +1,33 @@
+// The engine level of `mambacheck fuzz` (fuzz/engine/engine_fuzz.h), called by fuzz_cmd.cpp
+// for `--level engine` and `--level both`: progress line, summary, counterexample message.
+#pragma once
+
+#include "cli/backend.h"
+#include "cli/junit.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace mc::cli {
+
+struct EngineLevelRequest {
+  Backend backend = Backend::host;
+  std::uint64_t seed = 1;
+  std::int64_t cases = 0;   // 0: the default (200, or unlimited with a time budget)
+  double seconds_max = 0.0; // 0: no time limit
+  int max_size = 100;
+  std::string mutant; // a runner mutant or kernel mutant name; empty: none
+  std::string out = "mc-out";
+};
+
+struct EngineLevelResult {
+  int exit_code = 0;
+  nlohmann::ordered_json report;
+  JunitCase junit;
+};
+
+EngineLevelResult run_engine_level(const EngineLevelRequest& request);
+
+} // namespace mc::cli

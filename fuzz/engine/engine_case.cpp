@@ -1,0 +1,305 @@
+// Generating and running one engine-level fuzz case (engine_case.h).
+#include "fuzz/engine/engine_case.h"
+
+#include "model/errors.h"
+#include "model/presets.h"
+#include "oracle/engine/rng.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+namespace mc::fuzz {
+namespace {
+
+using oracle::engine::Rng;
+
+constexpr std::array kTinyPresets = {"tiny-mamba2",     "tiny-mamba1", "tiny-gdn",  "tiny-kda",
+                                     "tiny-short-conv", "tiny-linear", "tiny-mixed"};
+// Bigger families, their layers cut until the arenas fit kEngineCaseArenaBytesMax.
+constexpr std::array kBigPresets = {"lfm2-1.2b", "hybrid-gdn-conv", "nemotron-h-8b",
+                                    "mamba2-2.7b"};
+
+template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
+  return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
+}
+
+std::int64_t arena_bytes(const model::Layout& layout) {
+  std::int64_t total = 0;
+  for (const model::ArenaSpec& a : layout.arenas)
+    total += a.size_bytes();
+  return total;
+}
+
+// Blocks one request needs, as validate_options counts them, plus the null block.
+std::int64_t pool_blocks_min(const EngineCase& c) {
+  const oracle::engine::WorkloadOptions& w = c.engine.workload;
+  const std::int64_t per_request =
+      c.config.mode == model::CacheMode::align
+          ? 3 + c.config.num_spec_blocks
+          : model::cdiv(w.prompt_len_max + w.output_len_max + 1, c.config.mamba_block_size) + 1;
+  return per_request + 1;
+}
+
+void draw_config(EngineCase& c, Rng& rng) {
+  const int size = c.size;
+  const bool big = size >= 60 && rng.chance(250'000);
+  c.preset = big ? pick(rng, kBigPresets) : pick(rng, kTinyPresets);
+  const model::Preset& preset = model::find_preset(c.preset);
+  c.config = preset.config;
+  c.spec = preset.spec;
+  constexpr std::array kBlockSizes = {1, 2, 3, 4, 4, 4, 5, 8};
+  constexpr std::array kBigBlockSizes = {4, 8, 16, 16, 32};
+  c.config.mamba_block_size = size > 40 && rng.chance(300'000) ? pick(rng, kBigBlockSizes)
+                                                               : pick(rng, kBlockSizes);
+  constexpr std::array kAttnBlockSizes = {1, 2, 4, 8, 16};
+  c.config.attn_block_size = pick(rng, kAttnBlockSizes);
+  c.config.mode = rng.chance(150'000) ? model::CacheMode::all : model::CacheMode::align;
+  std::int32_t num_spec = 0;
+  if (c.config.mode == model::CacheMode::align) {
+    const std::int64_t roll = rng.uniform(0, 99);
+    num_spec = roll < 25 ? 0 : roll < 80 ? rng.uniform32(1, 3) : rng.uniform32(4, 8);
+  }
+  // A decode step crossing more than one block boundary (B < 1 + drafts) leaves boundary
+  // states no write produced, which the oracle's scheduler still caches (reported as a
+  // finding of its own): the generator keeps B >= 1 + drafts.
+  num_spec = std::min(num_spec, c.config.mamba_block_size - 1);
+  c.config.num_spec_tokens = num_spec;
+  c.config.num_spec_blocks = c.config.mode == model::CacheMode::align ? num_spec : 0;
+  c.config.conv_layout = rng.chance(500'000) ? model::ConvLayout::DS : model::ConvLayout::SD;
+  c.engine.runner.flavour = rng.chance(500'000) ? model::RunnerFlavour::v2 : model::RunnerFlavour::v1;
+  c.engine.runner.v1_copy_path = rng.chance(500'000) ? oracle::engine::V1CopyPath::batch_copy
+                                                     : oracle::engine::V1CopyPath::precopy;
+  // batch_copy cannot express a DS conv copy with a token bias (REFERENCE.md 2): the oracle
+  // reports it (unsupported_copy), so drafts with DS go through the fused precopy.
+  if (c.config.conv_layout == model::ConvLayout::DS && num_spec > 0)
+    c.engine.runner.v1_copy_path = oracle::engine::V1CopyPath::precopy;
+  c.engine.runner.row_stride_extra = rng.uniform32(0, 3);
+}
+
+void draw_options(EngineCase& c, Rng& rng) {
+  const int size = c.size;
+  const std::int32_t B = c.config.mamba_block_size;
+  oracle::engine::WorkloadOptions& w = c.engine.workload;
+  w.vocab_size = rng.chance(500'000) ? 64 : 512;
+  w.prompt_len_min = 1;
+  w.prompt_len_max = rng.uniform32(1, 2 * B + 2 + size / 2);
+  w.output_len_min = 1;
+  w.output_len_max = rng.uniform32(1, B + 4 + size / 3);
+  w.num_shared_prefixes = rng.uniform32(0, 3);
+  w.shared_prefix_per_million = rng.uniform32(0, 1'000'000);
+  w.arrivals_per_step_max = rng.uniform32(1, 3);
+  oracle::engine::SchedulerOptions& s = c.engine.scheduler;
+  s.token_budget =
+      std::max(B, 1 + c.config.num_spec_tokens) + rng.uniform32(0, 2 * B + 2 + size / 2);
+  s.max_running = rng.uniform32(1, 4 + size / 8);
+  s.reset_prefix_cache_per_million = rng.chance(400'000) ? rng.uniform32(5'000, 150'000) : 0;
+  s.abort_per_million = rng.chance(300'000) ? rng.uniform32(5'000, 100'000) : 0;
+  constexpr std::array kFullDrafts = {1'000'000, 800'000, 500'000, 0};
+  s.full_drafts_per_million = pick(rng, kFullDrafts);
+  s.async_frees = rng.chance(250'000);
+  s.drafter_prunes_last_block = c.config.num_spec_tokens > 0 && rng.chance(200'000);
+  c.engine.cache_sweep_every = 8;
+}
+
+// Makes the case valid: drafts off where a conv window cannot hold them, layers cut (then a
+// tiny preset) until the arenas fit, the pool at least one request's worth.
+void make_valid(EngineCase& c, Rng& rng) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    c.spec.num_blocks = std::max(c.spec.num_blocks, pool_blocks_min(c));
+    try {
+      model::CacheConfig config = c.config;
+      config.runner = c.engine.runner.flavour;
+      const model::Layout layout = model::build_layout(config, c.spec);
+      if (arena_bytes(layout) > kEngineCaseArenaBytesMax) {
+        bool cut = false;
+        for (model::GroupSpec& g : c.spec.groups)
+          if (g.num_layers > 1) {
+            g.num_layers = std::max(1, g.num_layers / 2);
+            cut = true;
+          }
+        if (!cut) {
+          c.preset = pick(rng, kTinyPresets);
+          const model::Preset& p = model::find_preset(c.preset);
+          const std::int64_t blocks = c.spec.num_blocks;
+          c.spec = p.spec;
+          c.spec.num_blocks = blocks;
+        }
+        c.preset_layout = cut ? false : true;
+        continue;
+      }
+      oracle::engine::validate_options(c.engine, layout);
+      return;
+    } catch (const model::InputError&) {
+      if (c.config.num_spec_tokens > 0) {
+        c.config.num_spec_tokens = 0;
+        c.config.num_spec_blocks = 0;
+        c.engine.scheduler.drafter_prunes_last_block = false;
+      } else {
+        c.engine.scheduler.token_budget =
+            std::max(c.engine.scheduler.token_budget, c.config.mamba_block_size + 1);
+      }
+    }
+  }
+  MC_ASSERT(false && "generate_engine_case: no valid case after 8 attempts");
+}
+
+} // namespace
+
+void fit_workload_bounds(EngineCase& c) {
+  oracle::engine::WorkloadOptions& w = c.engine.workload;
+  w.prompt_len_min = 1;
+  w.output_len_min = 1;
+  w.prompt_len_max = 1;
+  w.output_len_max = 1;
+  for (const oracle::engine::RequestSpec& r : c.requests) {
+    w.prompt_len_max = std::max(w.prompt_len_max, r.num_prompt_tokens);
+    w.output_len_max = std::max(w.output_len_max, r.max_len - r.num_prompt_tokens);
+  }
+}
+
+EngineCase generate_engine_case(std::uint64_t case_seed, int size) {
+  MC_ASSERT(size >= 0 && size <= kEngineSizeMax);
+  Rng rng(model::mix64(case_seed) ^ static_cast<std::uint64_t>(size));
+  EngineCase c{.case_seed = case_seed, .size = size};
+  draw_config(c, rng);
+  draw_options(c, rng);
+  const std::int32_t num_requests = rng.uniform32(1, 3 + size * size / 80);
+  c.requests = oracle::engine::generate_workload(c.engine.workload, num_requests,
+                                                 model::kSpecTokensMax + 2, rng);
+  fit_workload_bounds(c);
+  const std::int64_t per_request = pool_blocks_min(c);
+  c.spec.num_blocks = per_request + rng.uniform(0, per_request * rng.uniform(0, 3)) +
+                      (size > 50 ? rng.uniform(0, 40) : 0);
+  c.num_steps = 12 + rng.uniform(0, 6 * std::int64_t{size});
+  c.scheduler_seed = rng.next();
+  make_valid(c, rng);
+  return c;
+}
+
+std::string describe(const EngineCase& c) {
+  const model::CacheConfig& k = c.config;
+  const oracle::engine::SchedulerOptions& s = c.engine.scheduler;
+  std::string layers;
+  for (const model::GroupSpec& g : c.spec.groups)
+    layers += fmt::format("{}{}", layers.empty() ? "" : "+", g.num_layers);
+  return fmt::format(
+      "{} (layers {}), {} {} {}{}, B {} attn {}, drafts {}, pool {}, budget {}, running {}, "
+      "resets {}/M, aborts {}/M, full drafts {}/M{}{}, {} requests, {} steps",
+      c.preset, layers, model::to_string(k.mode), model::to_string(c.engine.runner.flavour),
+      model::to_string(k.conv_layout),
+      c.engine.runner.flavour == model::RunnerFlavour::v1
+          ? (c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy ? " precopy"
+                                                                                  : " batch_copy")
+          : "",
+      k.mamba_block_size, k.attn_block_size, k.num_spec_tokens, c.spec.num_blocks,
+      s.token_budget, s.max_running, s.reset_prefix_cache_per_million, s.abort_per_million,
+      s.full_drafts_per_million, s.async_frees ? ", async frees" : "",
+      s.drafter_prunes_last_block ? ", drafter prunes" : "", c.requests.size(), c.num_steps);
+}
+
+nlohmann::ordered_json to_json(const EngineCase& c) {
+  const oracle::engine::SchedulerOptions& s = c.engine.scheduler;
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (const model::GroupSpec& g : c.spec.groups)
+    layers.push_back(g.num_layers);
+  nlohmann::ordered_json requests = nlohmann::ordered_json::array();
+  for (const oracle::engine::RequestSpec& r : c.requests)
+    requests.push_back({{"id", r.req_id},
+                        {"arrival_step", r.arrival_step},
+                        {"prompt_tokens", r.num_prompt_tokens},
+                        {"max_len", r.max_len}});
+  return {{"case_seed", c.case_seed},
+          {"size", c.size},
+          {"preset", c.preset},
+          {"layers", layers},
+          {"mode", model::to_string(c.config.mode)},
+          {"runner", model::to_string(c.engine.runner.flavour)},
+          {"v1_copy_path", c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy
+                               ? "precopy"
+                               : "batch_copy"},
+          {"conv_layout", model::to_string(c.config.conv_layout)},
+          {"mamba_block_size", c.config.mamba_block_size},
+          {"attn_block_size", c.config.attn_block_size},
+          {"num_spec_tokens", c.config.num_spec_tokens},
+          {"pool_blocks", c.spec.num_blocks},
+          {"row_stride_extra", c.engine.runner.row_stride_extra},
+          {"token_budget", s.token_budget},
+          {"max_running", s.max_running},
+          {"reset_prefix_cache_per_million", s.reset_prefix_cache_per_million},
+          {"abort_per_million", s.abort_per_million},
+          {"full_drafts_per_million", s.full_drafts_per_million},
+          {"async_frees", s.async_frees},
+          {"drafter_prunes_last_block", s.drafter_prunes_last_block},
+          {"scheduler_seed", c.scheduler_seed},
+          {"num_steps", c.num_steps},
+          {"requests", requests}};
+}
+
+EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
+                              std::vector<model::Step>* steps_out) {
+  EngineOutcome out;
+  model::CacheConfig config = c.config;
+  config.runner = c.engine.runner.flavour;
+  std::optional<model::Layout> layout;
+  std::unique_ptr<oracle::engine::Engine> engine;
+  std::unique_ptr<gpu::engine::EngineRunner> gpu_runner;
+  try {
+    if (run.kernel_mutant != gpu::Mutant::none)
+      model::fail_input("engine level: kernel mutant '{}' needs an executor built with kernel "
+                        "mutants (not in this build)",
+                        gpu::to_string(run.kernel_mutant));
+    layout = model::build_layout(config, c.spec);
+    oracle::engine::validate_options(c.engine, *layout);
+    engine = std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed,
+                                                      c.engine);
+    const gpu::engine::RunnerOptions gpu_options{
+        .flavour = c.engine.runner.flavour,
+        .v1_copy_path = c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy
+                            ? gpu::engine::V1CopyPath::precopy
+                            : gpu::engine::V1CopyPath::batch_copy,
+        .row_stride_extra = c.engine.runner.row_stride_extra,
+        .mutant = run.runner_mutant};
+    gpu_runner = std::make_unique<gpu::engine::EngineRunner>(*layout, gpu_options, run.executor);
+  } catch (const model::InputError& e) {
+    out.valid = false;
+    out.invalid_reason = e.what();
+    return out;
+  }
+  for (std::int64_t i = 0; i < c.num_steps; ++i) {
+    const bool more = engine->step();
+    const oracle::engine::EngineReport& report = engine->report();
+    if (report.steps == out.steps_run) break; // nothing was scheduled: the run is over
+    ++out.steps_run;
+    const model::Step& step = engine->last_step();
+    if (steps_out) steps_out->push_back(step);
+    if (const auto& f = report.first_finding) {
+      out.failure = EngineDifference{.kind = fmt::format("finding:{}", oracle::engine::to_string(f->kind)),
+                                     .step = f->step,
+                                     .request = f->req_id,
+                                     .tensor = f->tensor,
+                                     .group = f->group,
+                                     .layer = f->layer,
+                                     .state = f->state,
+                                     .block = f->block_id,
+                                     .text = f->message};
+      break;
+    }
+    const gpu::engine::StepRecord gpu_record = gpu_runner->execute(step);
+    out.failure = difference_of_step(*layout, step, engine->last_record(), gpu_record);
+    if (!out.failure)
+      out.failure = difference_of_arenas(*layout, engine->runner().arenas(),
+                                         gpu_runner->arenas(), out.bytes_compared);
+    if (out.failure) {
+      out.failure->step = step.index;
+      if (!out.failure->text.starts_with("step "))
+        out.failure->text = fmt::format("step {}: {}", step.index, out.failure->text);
+      break;
+    }
+    if (!more) break;
+  }
+  return out;
+}
+
+} // namespace mc::fuzz

@@ -1,0 +1,95 @@
+// One engine-level fuzz case: a config (preset family, block sizes, drafts, runner flavour,
+// copy path, pool, budget, rates), an explicit workload (the requests, their prompts and true
+// continuations) and the scheduler seed. generate_engine_case draws it from a seed and a size
+// (0..100: tiny runs of a few requests up to hundreds of steps and a hundred requests); the
+// shrinker (engine_shrink.cpp) edits its fields directly. run_engine_case runs it on the
+// oracle engine and the GPU-side runner step by step and names the first difference.
+#pragma once
+
+#include "fuzz/engine/engine_campaign.h"
+#include "gpu/engine/runner_mutant.h"
+#include "gpu/mutant.h"
+#include "oracle/engine/driver.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mc::fuzz {
+
+struct EngineCase {
+  std::uint64_t case_seed = 0;
+  int size = 0;
+  std::string preset;        // the family the layout came from
+  bool preset_layout = true; // spec.groups are still the preset's (else the trace inlines them)
+  model::CacheConfig config;
+  model::LayoutSpec spec; // spec.num_blocks is the pool size
+  oracle::engine::EngineOptions engine;
+  std::vector<oracle::engine::RequestSpec> requests; // sorted by arrival step
+  std::uint64_t scheduler_seed = 0;
+  std::int64_t num_steps = 0;
+};
+
+inline constexpr int kEngineSizeMax = 100;
+inline constexpr std::int64_t kEngineCaseArenaBytesMax = std::int64_t{4} << 20;
+
+// Deterministic for (case_seed, size); always a valid case (the clean runner holds on it).
+EngineCase generate_engine_case(std::uint64_t case_seed, int size);
+
+// The workload bounds in `c.engine.workload` made to cover exactly `c.requests` (what
+// validate_options checks against the pool).
+void fit_workload_bounds(EngineCase& c);
+
+// One line: preset, config, pool, budget, requests, steps.
+std::string describe(const EngineCase& c);
+nlohmann::ordered_json to_json(const EngineCase& c);
+
+struct EngineRunOptions {
+  gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
+  gpu::Mutant kernel_mutant = gpu::Mutant::none;
+  gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
+};
+
+// The first failure of a run, named down to the byte where there is one.
+struct EngineDifference {
+  std::string kind; // launch_count, launch_kind, status, decision, array, arena, rejected,
+                    // finding:<FindingKind>
+  std::int64_t step = -1;
+  std::int32_t launch = -1; // index of the launch within the step
+  std::string launch_kind;
+  std::string request;
+  std::string array; // for kind "array": its name and index
+  std::int32_t tensor = -1, group = -1, layer = -1, state = -1;
+  std::int64_t block = -1;
+  std::int64_t byte_begin = -1, byte_end = -1; // within the block (arena) or the copy
+  std::string text;                            // the whole difference in one line
+};
+nlohmann::ordered_json to_json(const EngineDifference& d);
+
+struct EngineOutcome {
+  bool valid = true;         // false: the case's options were rejected (InputError)
+  std::string invalid_reason;
+  std::int64_t steps_run = 0; // steps executed, the failing one included
+  std::int64_t bytes_compared = 0;
+  std::optional<EngineDifference> failure;
+  bool failed() const { return valid && failure.has_value(); }
+};
+
+// Runs at most c.num_steps steps. `steps_out`, when given, receives every step executed.
+EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
+                              std::vector<model::Step>* steps_out = nullptr);
+
+// Structured comparison of one step (the string forms in engine_campaign.h wrap these).
+std::optional<EngineDifference> difference_of_step(const model::Layout& layout,
+                                                   const model::Step& step,
+                                                   const oracle::engine::StepRecord& oracle_record,
+                                                   const gpu::engine::StepRecord& gpu_record);
+std::optional<EngineDifference> difference_of_arenas(const model::Layout& layout,
+                                                     const std::vector<model::Arena>& oracle_arenas,
+                                                     const std::vector<model::Arena>& gpu_arenas,
+                                                     std::int64_t& bytes_compared);
+
+} // namespace mc::fuzz

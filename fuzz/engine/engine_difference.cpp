@@ -1,0 +1,187 @@
+// The first difference of one engine step, oracle vs backend, as a structured record
+// (engine_case.h, EngineDifference): launches (count, kind, status), copy decisions, every
+// per-request array, then every arena byte, named by tensor (group, layer, state) and block.
+#include "fuzz/engine/engine_case.h"
+
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+namespace mc::fuzz {
+namespace {
+
+void name_tensor(const model::Layout& layout, std::int32_t tensor, EngineDifference& d) {
+  const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(tensor)];
+  d.tensor = tensor;
+  d.group = t.group;
+  d.layer = t.layer;
+  d.state = t.state;
+}
+
+std::string tensor_text(const model::Layout& layout, std::int32_t tensor) {
+  const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(tensor)];
+  return fmt::format("tensor {} (group {}, layer {}, state {} '{}')", tensor, t.group, t.layer,
+                     t.state, t.shape.name);
+}
+
+std::string describe_decision(const model::CopyDecision& d) {
+  return fmt::format(
+      "row {} slot {} tensor {} cols {}->{} bias {} blocks {}->{} offset {} bytes {}", d.batch_row,
+      d.slot, d.tensor, d.src_col, d.dst_col, d.token_bias, d.src_block_id, d.dst_block_id,
+      d.src_byte_offset, d.bytes);
+}
+
+std::optional<EngineDifference> compare_arrays(const model::RequestArrays& o,
+                                               const model::RequestArrays& g) {
+  const std::pair<const char*, std::vector<std::int32_t> model::RequestArrays::*> fields[] = {
+      {"idx_mapping", &model::RequestArrays::idx_mapping},
+      {"num_accepted", &model::RequestArrays::num_accepted},
+      {"state_idx", &model::RequestArrays::state_idx},
+      {"num_scheduled", &model::RequestArrays::num_scheduled},
+      {"num_computed", &model::RequestArrays::num_computed},
+      {"num_draft", &model::RequestArrays::num_draft},
+      {"new_num_computed", &model::RequestArrays::new_num_computed},
+      {"query_start_loc", &model::RequestArrays::query_start_loc},
+      {"src_col", &model::RequestArrays::src_col},
+      {"token_bias", &model::RequestArrays::token_bias},
+      {"num_accepted_out", &model::RequestArrays::num_accepted_out}};
+  for (const auto& [name, field] : fields) {
+    const auto& a = o.*field;
+    const auto& b = g.*field;
+    EngineDifference d{.kind = "array"};
+    if (a.size() != b.size()) {
+      d.array = name;
+      d.text = fmt::format("array {}: {} entries on the oracle, {} on the backend", name,
+                           a.size(), b.size());
+      return d;
+    }
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i]) {
+        d.array = fmt::format("{}[{}]", name, i);
+        d.text = fmt::format("array {}[{}]: oracle {}, backend {}", name, i, a[i], b[i]);
+        return d;
+      }
+  }
+  return std::nullopt;
+}
+
+std::optional<EngineDifference> compare_launch(const model::Layout& layout,
+                                               const model::Step& step,
+                                               const oracle::engine::LaunchRecord& o,
+                                               const gpu::engine::LaunchRecord& g) {
+  if (o.kind != g.kind)
+    return EngineDifference{.kind = "launch_kind",
+                            .text = fmt::format("kind: oracle {}, backend {}",
+                                                model::to_string(o.kind),
+                                                model::to_string(g.kind))};
+  if (o.status != g.status || o.unsupported_reason != g.unsupported_reason)
+    return EngineDifference{.kind = "status",
+                            .text = fmt::format("status: oracle '{}', backend '{}'",
+                                                o.unsupported_reason, g.unsupported_reason)};
+  const std::size_t n = std::max(o.decisions.size(), g.decisions.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool has_o = i < o.decisions.size();
+    const bool has_g = i < g.decisions.size();
+    if (has_o && has_g && o.decisions[i] == g.decisions[i]) continue;
+    const model::CopyDecision& any = has_o ? o.decisions[i] : g.decisions[i];
+    const auto row = static_cast<std::size_t>(any.batch_row);
+    EngineDifference d{.kind = "decision",
+                       .request = row < step.scheduled.size() ? step.scheduled[row].req_id : "?",
+                       .block = any.dst_block_id,
+                       .byte_begin = any.src_byte_offset,
+                       .byte_end = any.src_byte_offset + any.bytes};
+    if (any.tensor >= 0 && static_cast<std::size_t>(any.tensor) < layout.tensors.size())
+      name_tensor(layout, any.tensor, d);
+    d.text = fmt::format("decision {} (request {}): oracle {}, backend {}", i, d.request,
+                         has_o ? describe_decision(o.decisions[i]) : "none",
+                         has_g ? describe_decision(g.decisions[i]) : "none");
+    return d;
+  }
+  return compare_arrays(o.requests, g.requests);
+}
+
+} // namespace
+
+std::optional<EngineDifference> difference_of_step(const model::Layout& layout,
+                                                   const model::Step& step,
+                                                   const oracle::engine::StepRecord& o,
+                                                   const gpu::engine::StepRecord& g) {
+  std::optional<EngineDifference> d;
+  if (!g.rejected.empty()) {
+    d = EngineDifference{.kind = "rejected",
+                         .launch = static_cast<std::int32_t>(g.launches.size()),
+                         .text = fmt::format("the backend rejected a launch: {}", g.rejected)};
+  } else if (o.launches.size() != g.launches.size()) {
+    d = EngineDifference{.kind = "launch_count",
+                         .text = fmt::format("launches: oracle ran {}, backend {}",
+                                             o.launches.size(), g.launches.size())};
+  } else {
+    for (std::size_t i = 0; i < o.launches.size() && !d; ++i)
+      if ((d = compare_launch(layout, step, o.launches[i], g.launches[i]))) {
+        d->launch = static_cast<std::int32_t>(i);
+        d->launch_kind = std::string(model::to_string(o.launches[i].kind));
+        d->text = fmt::format("launch {} ({}): {}", i, d->launch_kind, d->text);
+      }
+  }
+  if (d) {
+    d->step = step.index;
+    d->text = fmt::format("step {}: {}", step.index, d->text);
+  }
+  return d;
+}
+
+std::optional<EngineDifference> difference_of_arenas(const model::Layout& layout,
+                                                     const std::vector<model::Arena>& oa,
+                                                     const std::vector<model::Arena>& ga,
+                                                     std::int64_t& bytes_compared) {
+  MC_ASSERT(oa.size() == ga.size());
+  for (std::size_t i = 0; i < oa.size(); ++i) {
+    const std::int64_t at = oa[i].first_difference(ga[i]);
+    bytes_compared += oa[i].size_bytes();
+    if (at < 0) continue;
+    std::int64_t end = at;
+    while (end < oa[i].size_bytes() && oa[i].data()[end] != ga[i].data()[end])
+      ++end;
+    EngineDifference d{.kind = "arena"};
+    for (std::size_t t = 0; t < layout.tensors.size(); ++t) {
+      const model::StateTensor& st = layout.tensors[t];
+      if (st.arena != static_cast<std::int32_t>(i) || at < st.offset_bytes) continue;
+      const std::int64_t block = (at - st.offset_bytes) / st.block_stride_bytes;
+      const std::int64_t in_block = at - st.block_offset_bytes(block);
+      if (in_block >= st.natural_bytes) continue;
+      name_tensor(layout, static_cast<std::int32_t>(t), d);
+      d.block = block;
+      d.byte_begin = in_block;
+      d.byte_end = in_block + std::min(end - at, st.natural_bytes - in_block);
+      d.text = fmt::format("arena {}: {}, block {}, bytes [{}, {}) of the block differ", i,
+                           tensor_text(layout, static_cast<std::int32_t>(t)), block, d.byte_begin,
+                           d.byte_end);
+      return d;
+    }
+    d.byte_begin = at;
+    d.byte_end = end;
+    d.text = fmt::format("arena {}: bytes [{}, {}) differ outside every state", i, at, end);
+    return d;
+  }
+  return std::nullopt;
+}
+
+nlohmann::ordered_json to_json(const EngineDifference& d) {
+  nlohmann::ordered_json j{{"kind", d.kind}, {"step", d.step}};
+  if (d.launch >= 0) j["launch"] = d.launch;
+  if (!d.launch_kind.empty()) j["launch_kind"] = d.launch_kind;
+  if (!d.request.empty()) j["request"] = d.request;
+  if (!d.array.empty()) j["array"] = d.array;
+  if (d.tensor >= 0) {
+    j["tensor"] = d.tensor;
+    j["group"] = d.group;
+    j["layer"] = d.layer;
+    j["state"] = d.state;
+  }
+  if (d.block >= 0) j["block"] = d.block;
+  if (d.byte_begin >= 0) j["bytes"] = {d.byte_begin, d.byte_end};
+  j["text"] = d.text;
+  return j;
+}
+
+} // namespace mc::fuzz

@@ -1,0 +1,196 @@
+// run_engine_fuzz, the counterexample files and the JSON report (engine_fuzz.h).
+#include "fuzz/engine/engine_fuzz.h"
+
+#include "model/errors.h"
+#include "model/presets.h"
+#include "scenarios/trace.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+
+namespace mc::fuzz {
+namespace {
+
+std::string runner_key(const EngineCase& c) {
+  if (c.config.mode == model::CacheMode::all) return "all";
+  if (c.engine.runner.flavour == model::RunnerFlavour::v2) return "v2";
+  return c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy ? "v1 precopy"
+                                                                              : "v1 batch_copy";
+}
+
+std::string mutant_args(const EngineFuzzOptions& o) {
+  std::string out;
+  if (o.runner_mutant != gpu::engine::RunnerMutant::none)
+    out += fmt::format(" --mutant {}", gpu::engine::to_string(o.runner_mutant));
+  if (o.kernel_mutant != gpu::Mutant::none)
+    out += fmt::format(" --mutant {}", gpu::to_string(o.kernel_mutant));
+  return out;
+}
+
+// Writes `steps` of case `c` as a trace; returns what went wrong, or an empty string.
+std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
+                        const EngineFuzzOptions& o, const std::vector<model::Step>& steps) {
+  scenarios::TraceHeader header;
+  header.config = c.config;
+  header.config.runner = c.engine.runner.flavour;
+  header.preset = c.preset_layout ? c.preset : "";
+  header.layout_spec = c.spec;
+  header.source = {
+      {"tool", "mambacheck fuzz --level engine"},
+      {"case_seed", c.case_seed},
+      {"size", c.size},
+      {"v1_copy_path", c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy
+                           ? "precopy"
+                           : "batch_copy"},
+      {"row_stride_extra", c.engine.runner.row_stride_extra},
+      {"runner_mutant", std::string(gpu::engine::to_string(o.runner_mutant))},
+      {"kernel_mutant", std::string(gpu::to_string(o.kernel_mutant))}};
+  try {
+    scenarios::TraceWriter writer(file, header);
+    for (const model::Step& step : steps)
+      writer.write(step);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+nlohmann::ordered_json counterexample_json(const EngineCounterexample& cx) {
+  return {{"case_seed", cx.case_seed},
+          {"size", cx.size},
+          {"failure_kind", cx.failure_kind},
+          {"first_difference", to_json(cx.difference)},
+          {"original_failure", cx.original_failure},
+          {"original_steps", cx.original_steps},
+          {"original_requests", cx.original_requests},
+          {"steps", cx.steps},
+          {"requests", cx.requests},
+          {"shrink_steps", cx.shrink_steps},
+          {"shrink_tried", cx.shrink_tried},
+          {"shrunk_case", to_json(cx.shrunk)},
+          {"original_trace", cx.original_trace.generic_string()},
+          {"shrunk_trace", cx.shrunk_trace.generic_string()},
+          {"reproduce", cx.reproduce},
+          {"replay", cx.replay}};
+}
+
+std::string counterexample_text(const EngineCounterexample& cx) {
+  const EngineDifference& d = cx.difference;
+  std::string where = fmt::format("step {}", d.step);
+  if (d.launch >= 0) where += fmt::format(", launch {} ({})", d.launch, d.launch_kind);
+  if (!d.request.empty()) where += fmt::format(", request {}", d.request);
+  if (!d.array.empty()) where += fmt::format(", array {}", d.array);
+  if (d.tensor >= 0)
+    where += fmt::format(", group {} layer {} state {} (tensor {})", d.group, d.layer, d.state,
+                         d.tensor);
+  if (d.block >= 0) where += fmt::format(", block {}", d.block);
+  if (d.byte_begin >= 0) where += fmt::format(", bytes [{}, {})", d.byte_begin, d.byte_end);
+  return fmt::format(
+      "engine-level counterexample (case seed {}, size {})\n"
+      "failure ({}): {}\nfirst difference: {}\n"
+      "shrunk from {} steps and {} requests to {} steps and {} requests ({} shrinks, {} "
+      "candidates tried)\ncase: {}\nbefore shrinking: {}\n"
+      "trace: {} (before shrinking: {})\nreproduce: {}\nreplay: {}\n",
+      cx.case_seed, cx.size, cx.failure_kind, cx.failure, where, cx.original_steps,
+      cx.original_requests, cx.steps, cx.requests, cx.shrink_steps, cx.shrink_tried,
+      cx.description, cx.original_failure, cx.shrunk_trace.generic_string(),
+      cx.original_trace.generic_string(), cx.reproduce, cx.replay);
+}
+
+EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const EngineRunOptions& run,
+                                         const EngineCase& c, const EngineOutcome& outcome) {
+  ShrinkResult s = shrink_engine_case(c, outcome, run, o.shrink);
+  EngineCounterexample cx{.case_seed = c.case_seed,
+                          .size = c.size,
+                          .failure_kind = s.outcome.failure->kind,
+                          .failure = s.outcome.failure->text,
+                          .difference = *s.outcome.failure,
+                          .original_failure = outcome.failure->text,
+                          .original_steps = outcome.steps_run,
+                          .original_requests = static_cast<std::int64_t>(c.requests.size()),
+                          .steps = s.outcome.steps_run,
+                          .requests = static_cast<std::int64_t>(s.best.requests.size()),
+                          .shrink_steps = s.accepted,
+                          .shrink_tried = s.tried,
+                          .shrunk = s.best,
+                          .description = describe(s.best)};
+  cx.reproduce = fmt::format("mambacheck fuzz --level engine --backend {} --seed {} --cases 1 "
+                             "--max-size {}{}",
+                             o.backend_name, c.case_seed, o.max_size, mutant_args(o));
+  if (o.out_dir.empty()) return cx;
+  cx.dir = o.out_dir / fmt::format("engine-seed{}", c.case_seed);
+  std::filesystem::create_directories(cx.dir);
+  cx.original_trace = cx.dir / "original.jsonl";
+  cx.shrunk_trace = cx.dir / "trace.jsonl";
+  cx.replay = fmt::format("mambacheck replay {} --backend {}{}", cx.shrunk_trace.generic_string(),
+                          o.backend_name, mutant_args(o));
+  std::vector<model::Step> steps;
+  run_engine_case(c, run, &steps);
+  std::string problem = write_trace(cx.original_trace, c, o, steps);
+  steps.clear();
+  run_engine_case(s.best, run, &steps);
+  if (problem.empty()) problem = write_trace(cx.shrunk_trace, s.best, o, steps);
+  if (!problem.empty()) cx.replay = fmt::format("(trace not written: {})", problem);
+  std::ofstream(cx.dir / "report.json") << counterexample_json(cx).dump(2) << "\n";
+  std::ofstream(cx.dir / "report.txt") << counterexample_text(cx);
+  return cx;
+}
+
+} // namespace
+
+EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
+  if (o.max_size < 0 || o.max_size > kEngineSizeMax)
+    model::fail_input("--max-size: expected 0..{}, got {}", kEngineSizeMax, o.max_size);
+  if (o.cases_max < 0) model::fail_input("--cases: got {}", o.cases_max);
+  const EngineRunOptions run{.executor = o.executor,
+                             .kernel_mutant = o.kernel_mutant,
+                             .runner_mutant = o.runner_mutant};
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  EngineFuzzReport report;
+  for (std::int64_t i = 0; i < o.cases_max; ++i) {
+    if (o.seconds_max > 0 && elapsed() >= o.seconds_max) break;
+    const std::uint64_t case_seed = o.seed + static_cast<std::uint64_t>(i);
+    const int size = static_cast<int>(case_seed % static_cast<std::uint64_t>(o.max_size + 1));
+    const EngineCase c = generate_engine_case(case_seed, size);
+    const EngineOutcome outcome = run_engine_case(c, run);
+    if (!outcome.valid) // a kernel mutant this build lacks, or a generator bug
+      model::fail_input("engine case {} (seed {}): {}", i, case_seed, outcome.invalid_reason);
+    ++report.cases;
+    report.steps += outcome.steps_run;
+    report.bytes_compared += outcome.bytes_compared;
+    ++report.cases_by_preset[c.preset];
+    ++report.cases_by_runner[runner_key(c)];
+    if (o.on_case) o.on_case(report.cases, report.steps, c);
+    if (outcome.failed()) {
+      report.counterexample = make_counterexample(o, run, c, outcome);
+      break;
+    }
+  }
+  report.seconds = elapsed();
+  return report;
+}
+
+nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzReport& r) {
+  nlohmann::ordered_json j{{"level", "engine"},
+                           {"backend", o.backend_name},
+                           {"seed", o.seed},
+                           {"cases_max", o.cases_max},
+                           {"max_size", o.max_size},
+                           {"runner_mutant", gpu::engine::to_string(o.runner_mutant)},
+                           {"kernel_mutant", gpu::to_string(o.kernel_mutant)},
+                           {"cases", r.cases},
+                           {"steps", r.steps},
+                           {"bytes_compared", r.bytes_compared},
+                           {"cases_by_preset", r.cases_by_preset},
+                           {"cases_by_runner", r.cases_by_runner},
+                           {"held", !r.counterexample.has_value()}};
+  if (r.counterexample) j["counterexample"] = counterexample_json(*r.counterexample);
+  return j;
+}
+
+} // namespace mc::fuzz

@@ -1,0 +1,195 @@
+// The bounded shrinker of engine cases (engine_fuzz.h): greedy, first improvement wins, the
+// candidate list rebuilt from the case kept. Every candidate is a strict simplification (fewer
+// or shorter things, smaller numbers, simpler options), so the search ends; the limits on
+// candidates and time bound it too. A candidate is kept only if it fails with the same kind.
+#include "fuzz/engine/engine_fuzz.h"
+
+#include "model/errors.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace mc::fuzz {
+namespace {
+
+using Candidates = std::vector<EngineCase>;
+
+void add(Candidates& out, EngineCase c) {
+  fit_workload_bounds(c);
+  out.push_back(std::move(c));
+}
+
+void request_candidates(const EngineCase& c, Candidates& out) {
+  const std::size_t n = c.requests.size();
+  if (n >= 4) { // the later half, then the earlier half
+    EngineCase a = c;
+    a.requests.resize(n / 2);
+    add(out, std::move(a));
+  }
+  for (std::size_t i = n; i-- > 0 && n > 1;) {
+    EngineCase a = c;
+    a.requests.erase(a.requests.begin() + static_cast<std::ptrdiff_t>(i));
+    add(out, std::move(a));
+  }
+  if (n > 0 && c.requests.back().arrival_step > 0) {
+    EngineCase a = c;
+    for (auto& r : a.requests)
+      r.arrival_step = 0;
+    add(out, std::move(a));
+  }
+  for (std::size_t i = 1; i < n; ++i)
+    if (c.requests[i].arrival_step > c.requests[i - 1].arrival_step) {
+      EngineCase a = c;
+      for (std::size_t j = i; j < n; ++j)
+        a.requests[j].arrival_step -= c.requests[i].arrival_step - c.requests[i - 1].arrival_step;
+      add(out, std::move(a));
+    }
+}
+
+// Smaller values of one length, largest step first: 1, half, minus one.
+std::vector<std::int32_t> smaller(std::int32_t value, std::int32_t lo) {
+  std::vector<std::int32_t> out;
+  for (const std::int32_t v : {lo, lo + (value - lo) / 2, value - 1})
+    if (v >= lo && v < value && std::find(out.begin(), out.end(), v) == out.end())
+      out.push_back(v);
+  return out;
+}
+
+void length_candidates(const EngineCase& c, Candidates& out) {
+  for (std::size_t i = 0; i < c.requests.size(); ++i) {
+    const oracle::engine::RequestSpec& r = c.requests[i];
+    const std::int32_t output = r.max_len - r.num_prompt_tokens;
+    for (const std::int32_t p : smaller(r.num_prompt_tokens, 1)) {
+      EngineCase a = c;
+      a.requests[i].num_prompt_tokens = p;
+      a.requests[i].max_len = p + output;
+      add(out, std::move(a));
+    }
+    for (const std::int32_t o : smaller(output, 1)) {
+      EngineCase a = c;
+      a.requests[i].max_len = r.num_prompt_tokens + o;
+      add(out, std::move(a));
+    }
+  }
+}
+
+void config_candidates(const EngineCase& c, Candidates& out) {
+  const bool align = c.config.mode == model::CacheMode::align;
+  for (const std::int32_t s : smaller(c.config.num_spec_tokens, 0)) {
+    EngineCase a = c;
+    a.config.num_spec_tokens = s;
+    a.config.num_spec_blocks = align ? s : 0;
+    if (s == 0) a.engine.scheduler.drafter_prunes_last_block = false;
+    add(out, std::move(a));
+  }
+  for (const std::int32_t b : smaller(static_cast<std::int32_t>(c.spec.num_blocks), 4)) {
+    EngineCase a = c;
+    a.spec.num_blocks = b;
+    add(out, std::move(a));
+  }
+  const std::int32_t budget_min =
+      std::max(c.config.mamba_block_size, 1 + c.config.num_spec_tokens);
+  for (const std::int32_t t : smaller(c.engine.scheduler.token_budget, budget_min)) {
+    EngineCase a = c;
+    a.engine.scheduler.token_budget = t;
+    add(out, std::move(a));
+  }
+  for (const std::int32_t m : smaller(c.engine.scheduler.max_running, 1)) {
+    EngineCase a = c;
+    a.engine.scheduler.max_running = m;
+    add(out, std::move(a));
+  }
+  for (std::size_t g = 0; g < c.spec.groups.size(); ++g) {
+    if (c.spec.groups.size() > 1) {
+      EngineCase a = c;
+      a.spec.groups.erase(a.spec.groups.begin() + static_cast<std::ptrdiff_t>(g));
+      a.preset_layout = false;
+      add(out, std::move(a));
+    }
+    if (c.spec.groups[g].num_layers > 1) {
+      EngineCase a = c;
+      a.spec.groups[g].num_layers = 1;
+      a.preset_layout = false;
+      add(out, std::move(a));
+    }
+  }
+  for (const std::int32_t b : smaller(c.config.mamba_block_size, 1 + c.config.num_spec_tokens)) {
+    EngineCase a = c;
+    a.config.mamba_block_size = b;
+    add(out, std::move(a));
+  }
+}
+
+void option_candidates(const EngineCase& c, Candidates& out) {
+  auto variant = [&](auto&& change) {
+    EngineCase a = c;
+    change(a);
+    add(out, std::move(a));
+  };
+  const oracle::engine::SchedulerOptions& s = c.engine.scheduler;
+  if (s.reset_prefix_cache_per_million > 0)
+    variant([](EngineCase& a) { a.engine.scheduler.reset_prefix_cache_per_million = 0; });
+  if (s.abort_per_million > 0)
+    variant([](EngineCase& a) { a.engine.scheduler.abort_per_million = 0; });
+  if (s.async_frees) variant([](EngineCase& a) { a.engine.scheduler.async_frees = false; });
+  if (s.drafter_prunes_last_block)
+    variant([](EngineCase& a) { a.engine.scheduler.drafter_prunes_last_block = false; });
+  if (s.full_drafts_per_million < 1'000'000)
+    variant([](EngineCase& a) { a.engine.scheduler.full_drafts_per_million = 1'000'000; });
+  if (c.config.conv_layout == model::ConvLayout::DS)
+    variant([](EngineCase& a) { a.config.conv_layout = model::ConvLayout::SD; });
+  if (c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::batch_copy)
+    variant([](EngineCase& a) { a.engine.runner.v1_copy_path = oracle::engine::V1CopyPath::precopy; });
+  if (c.engine.runner.row_stride_extra > 0)
+    variant([](EngineCase& a) { a.engine.runner.row_stride_extra = 0; });
+}
+
+Candidates candidates_of(const EngineCase& c, std::int64_t steps_run) {
+  Candidates out;
+  if (c.num_steps > steps_run) {
+    EngineCase a = c;
+    a.num_steps = steps_run;
+    add(out, std::move(a));
+  }
+  request_candidates(c, out);
+  config_candidates(c, out);
+  length_candidates(c, out);
+  option_candidates(c, out);
+  return out;
+}
+
+} // namespace
+
+ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& outcome,
+                                const EngineRunOptions& run, const EngineShrinkLimits& limits) {
+  MC_ASSERT(outcome.failed());
+  MC_ASSERT(limits.candidates_max >= 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto out_of_time = [&] {
+    return limits.seconds_max > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+               limits.seconds_max;
+  };
+  const std::string kind = outcome.failure->kind;
+  ShrinkResult r{.best = failing, .outcome = outcome};
+  bool progress = true;
+  while (progress && r.tried < limits.candidates_max && !out_of_time()) {
+    progress = false;
+    for (EngineCase& candidate : candidates_of(r.best, r.outcome.steps_run)) {
+      if (r.tried >= limits.candidates_max || out_of_time()) break;
+      ++r.tried;
+      EngineOutcome o = run_engine_case(candidate, run);
+      if (!o.failed() || o.failure->kind != kind) continue;
+      if (candidate.num_steps > o.steps_run) candidate.num_steps = o.steps_run;
+      r.best = std::move(candidate);
+      r.outcome = std::move(o);
+      ++r.accepted;
+      progress = true;
+      break;
+    }
+  }
+  MC_ASSERT(r.outcome.failed() && r.outcome.failure->kind == kind);
+  return r;
+}
+
+} // namespace mc::fuzz
