@@ -2,12 +2,16 @@
 // step; the oracle runner (with every invariant) and the GPU-side engine runner (host or
 // cuda executor) execute it; after every step their launches, arrays and arena bytes are
 // compared. Exit 0 when everything held, 1 on a mismatch or a broken invariant (the finding
-// is printed), 2 on bad options, 3 when cuda is asked for and unavailable.
+// is printed), 2 on bad options, 3 when cuda is asked for and unavailable. --record writes the
+// run's steps as a trace (`mambacheck replay` runs it again); --workload takes the requests from
+// a request-level JSON Lines workload (oracle/engine/workload_import.h).
 #include "cli/commands.h"
 #include "fuzz/engine/engine_campaign.h"
 #include "gpu/cuda_backend.h"
 #include "model/errors.h"
 #include "model/presets.h"
+#include "oracle/engine/workload_import.h"
+#include "scenarios/replay/simulate.h"
 
 #include <fmt/format.h>
 
@@ -26,6 +30,10 @@ struct RunOptions {
   std::string mode = "align";
   std::int64_t pool_blocks = 0; // 0: the preset's
   std::string v1_copy = "precopy";
+  std::string record;   // write the run as a trace (scenarios/FORMAT.md)
+  std::string workload; // requests from a JSON Lines workload (workload_import.h)
+  double step_ms = 100.0;
+  std::int32_t hash_block_tokens = 16;
 };
 
 fuzz::EngineCampaignOptions campaign_options(const RunOptions& o) {
@@ -77,9 +85,22 @@ void print_summary(const RunOptions& o, const fuzz::EngineCampaignResult& r) {
              e.bytes_checked);
 }
 
+// --record and --workload run the same loop as the campaign with the steps in hand
+// (scenarios/replay/simulate.h): the same seed gives the same steps.
+fuzz::EngineCampaignResult simulate_run(const RunOptions& o, const fuzz::EngineCampaignOptions& c) {
+  scenarios::SimulationOptions s{.campaign = c, .preset = o.preset};
+  if (!o.record.empty()) s.record = o.record;
+  if (!o.workload.empty())
+    s.requests = oracle::engine::import_workload_file(
+        o.workload, {.step_ms = o.step_ms, .hash_block_tokens = o.hash_block_tokens});
+  return scenarios::simulate(s);
+}
+
 int run_run(const RunOptions& o) {
   const fuzz::EngineCampaignOptions c = campaign_options(o);
-  const fuzz::EngineCampaignResult r = fuzz::run_engine_campaign(c);
+  const fuzz::EngineCampaignResult r = o.record.empty() && o.workload.empty()
+                                           ? fuzz::run_engine_campaign(c)
+                                           : simulate_run(o, c);
   print_summary(o, r);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);
@@ -105,6 +126,13 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--mode", o->mode, "align or all (default align)");
   cmd->add_option("--pool-blocks", o->pool_blocks, "Blocks per state tensor (default: preset's)");
   cmd->add_option("--v1-copy", o->v1_copy, "V1 pre-step copies: precopy or batch_copy");
+  cmd->add_option("--record", o->record, "Write the run's steps as a trace (replay it later)");
+  cmd->add_option("--workload", o->workload,
+                  "Requests from a JSON Lines workload (timestamp ms, input_length, "
+                  "output_length, hash_ids) instead of generated ones");
+  cmd->add_option("--step-ms", o->step_ms, "--workload: milliseconds per step (default 100)");
+  cmd->add_option("--hash-block-tokens", o->hash_block_tokens,
+                  "--workload: tokens per hash id (default 16)");
   cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
 }
 

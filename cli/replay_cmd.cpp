@@ -1,0 +1,207 @@
+// `mambacheck replay TRACE.jsonl`: a recorded trace (scenarios/FORMAT.md) run step by step on
+// the oracle (every invariant) and on a backend, compared after each step. Exit 0 held, 1 a
+// finding or a difference (named by step, trace line, launch, request, tensor and bytes),
+// 2 a malformed or impossible trace (FILE:LINE: field: reason), 3 cuda unavailable.
+// `--library DIR` replays every scenario of a library instead (each clean, then with each of
+// its mutants: a scenario passes when it holds clean and fails on every mutant it names).
+#include "cli/commands.h"
+#include "cli/junit.h"
+#include "cli/progress.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/engine/runner_mutant.h"
+#include "model/errors.h"
+#include "scenarios/replay/library.h"
+#include "scenarios/replay/replay.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+
+namespace mc::cli {
+namespace {
+
+struct ReplayCliOptions {
+  std::string trace;
+  std::string library;
+  std::string backend = "host";
+  std::string runner; // empty: the trace's
+  std::string v1_copy = "precopy";
+  std::string report;
+  std::string junit;
+  std::string kernel_mutant = "none";
+  std::string runner_mutant = "none";
+  std::int64_t steps_max = -1;
+};
+
+scenarios::ReplayOptions replay_options(const ReplayCliOptions& o) {
+  scenarios::ReplayOptions r;
+  if (o.backend == "cuda") {
+    if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
+    r.executor = gpu::engine::ExecutorKind::cuda;
+  } else if (o.backend != "host") {
+    model::fail_input("--backend: expected host or cuda, got '{}'", o.backend);
+  }
+  if (!o.runner.empty()) r.runner = model::parse_runner(o.runner);
+  if (o.v1_copy != "precopy" && o.v1_copy != "batch_copy")
+    model::fail_input("--v1-copy: expected precopy or batch_copy, got '{}'", o.v1_copy);
+  r.v1_copy_path = o.v1_copy == "precopy" ? oracle::engine::V1CopyPath::precopy
+                                          : oracle::engine::V1CopyPath::batch_copy;
+  const std::optional<gpu::Mutant> km = gpu::find_kernel_mutant(o.kernel_mutant);
+  if (!km) model::fail_input("--kernel-mutant: unknown mutant '{}' (see `mambacheck mutants`)",
+                             o.kernel_mutant);
+  r.kernel_mutant = *km;
+  const std::optional<gpu::engine::RunnerMutant> rm =
+      gpu::engine::find_runner_mutant(o.runner_mutant);
+  if (!rm) model::fail_input("--runner-mutant: unknown mutant '{}' (see `mambacheck mutants`)",
+                             o.runner_mutant);
+  r.runner_mutant = *rm;
+  if (o.steps_max < -1) model::fail_input("--steps: expected -1 (all) or a count");
+  r.steps_max = o.steps_max;
+  return r;
+}
+
+nlohmann::json finding_json(const oracle::engine::Finding& f) {
+  return {{"kind", std::string(oracle::engine::to_string(f.kind))},
+          {"step", f.step},
+          {"request", f.req_id},
+          {"tensor", f.tensor},
+          {"group", f.group},
+          {"layer", f.layer},
+          {"state", f.state},
+          {"col", f.col},
+          {"block", f.block_id},
+          {"detail", f.detail},
+          {"expected", f.expected},
+          {"message", f.message}};
+}
+
+nlohmann::json result_json(const ReplayCliOptions& o, const scenarios::ReplayResult& r) {
+  const oracle::engine::ReplayStats& s = r.stats;
+  nlohmann::json j = {{"trace", r.trace},
+                      {"backend", o.backend},
+                      {"runner", std::string(model::to_string(r.config.runner))},
+                      {"mode", std::string(model::to_string(r.config.mode))},
+                      {"preset", r.preset},
+                      {"kernel_mutant", o.kernel_mutant},
+                      {"runner_mutant", o.runner_mutant},
+                      {"result", r.finding ? "finding" : r.mismatch ? "mismatch" : "held"},
+                      {"steps", s.steps},
+                      {"steps_compared", r.steps_compared},
+                      {"request_steps", s.request_steps},
+                      {"tokens", s.tokens},
+                      {"arrivals", s.arrivals},
+                      {"finished", s.finished},
+                      {"preemptions", s.preemptions},
+                      {"resumes", s.resumes},
+                      {"resets", s.resets},
+                      {"prefix_hits", s.prefix_hits},
+                      {"launches", s.launches},
+                      {"copies_by_kind", s.copies_by_kind},
+                      {"bytes_compared", r.bytes_compared},
+                      {"bytes_checked", s.bytes_checked}};
+  if (!r.held()) {
+    j["stop_step"] = r.stop_step;
+    j["stop_line"] = r.stop_line;
+    j["summary"] = r.summary();
+  }
+  if (r.finding) j["finding"] = finding_json(*r.finding);
+  if (r.mismatch) j["mismatch"] = *r.mismatch;
+  return j;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream file(path);
+  if (!file) model::fail_input("--report: cannot write '{}'", path);
+  file << j.dump(2) << "\n";
+}
+
+int replay_one(const ReplayCliOptions& o) {
+  scenarios::ReplayOptions options = replay_options(o);
+  Progress progress("replay", -1);
+  options.on_step = [&progress](std::int64_t) { progress.tick(); };
+  const auto start = std::chrono::steady_clock::now();
+  const scenarios::ReplayResult r = scenarios::replay_file(o.trace, options);
+  progress.done();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const oracle::engine::ReplayStats& s = r.stats;
+  fmt::print("replay: {} (runner {}, mode {}, backend {})\n", o.trace,
+             model::to_string(r.config.runner), model::to_string(r.config.mode), o.backend);
+  fmt::print("steps {} (compared {}), request-steps {}, arrivals {}, preemptions {}, resumes {}, "
+             "resets {}, prefix hits {}, {:.0f} steps/s\n",
+             s.steps, r.steps_compared, s.request_steps, s.arrivals, s.preemptions, s.resumes,
+             s.resets, s.prefix_hits, seconds > 0 ? static_cast<double>(s.steps) / seconds : 0.0);
+  fmt::print("{}\n", r.summary());
+  if (!o.report.empty()) write_json(o.report, result_json(o, r));
+  if (!o.junit.empty())
+    write_junit(o.junit, "mambacheck.replay",
+                {JunitCase{.name = o.trace,
+                           .seconds = seconds,
+                           .failed = !r.held(),
+                           .message = r.held() ? "" : r.summary()}});
+  return r.held() ? kExitOk : kExitMismatch;
+}
+
+int replay_library(const ReplayCliOptions& o) {
+  const scenarios::ReplayOptions options = replay_options(o);
+  const std::vector<scenarios::LibraryResult> results =
+      scenarios::run_library(o.library, options);
+  std::vector<JunitCase> cases;
+  nlohmann::json report = nlohmann::json::array();
+  bool all = true;
+  for (const scenarios::LibraryResult& r : results) {
+    all = all && r.passed();
+    std::string mutants;
+    for (const auto& m : r.mutants)
+      mutants += fmt::format(" {}={}", m.mutant, !m.known ? "unknown" : m.caught ? "caught" : "MISSED");
+    fmt::print("{} {} [{}]: clean {}{}\n", r.passed() ? "pass" : "FAIL", r.info.name,
+               r.info.bug_class, r.clean.held() ? "held" : r.clean.summary(), mutants);
+    cases.push_back({.name = r.info.name, .failed = !r.passed(),
+                     .message = r.passed() ? "" : r.clean.summary() + mutants});
+    report.push_back({{"name", r.info.name},
+                      {"bug_class", std::string(1, r.info.bug_class)},
+                      {"passed", r.passed()},
+                      {"clean", r.clean.summary()},
+                      {"mutants", mutants}});
+  }
+  if (!o.report.empty()) write_json(o.report, report);
+  if (!o.junit.empty()) write_junit(o.junit, "mambacheck.library", cases);
+  fmt::print("{} of {} scenarios passed\n",
+             std::count_if(results.begin(), results.end(),
+                           [](const scenarios::LibraryResult& r) { return r.passed(); }),
+             results.size());
+  return all ? kExitOk : kExitMismatch;
+}
+
+void add_replay_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ReplayCliOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("replay", "Replay a recorded trace on the oracle and a backend");
+  cmd->add_option("trace", o->trace, "The trace (JSON Lines, scenarios/FORMAT.md)");
+  cmd->add_option("--library", o->library,
+                  "Replay every scenario of this directory, clean and with its mutants");
+  cmd->add_option("--backend", o->backend, "host or cuda (default host)");
+  cmd->add_option("--runner", o->runner, "v1 or v2 (default: the trace's)");
+  cmd->add_option("--v1-copy", o->v1_copy, "V1 pre-step copies: precopy or batch_copy");
+  cmd->add_option("--report", o->report, "Write a JSON report");
+  cmd->add_option("--junit", o->junit, "Write JUnit XML");
+  cmd->add_option("--kernel-mutant", o->kernel_mutant, "Run the backend's kernels as this mutant");
+  cmd->add_option("--runner-mutant", o->runner_mutant, "Run the backend's runner as this mutant");
+  cmd->add_option("--steps", o->steps_max, "Replay at most this many steps (default: all)");
+  cmd->callback([o, &action] {
+    action = [o] {
+      if (o->trace.empty() == o->library.empty())
+        model::fail_input("replay: give a trace or --library DIR (one of the two)");
+      return o->library.empty() ? replay_one(*o) : replay_library(*o);
+    };
+  });
+}
+
+} // namespace
+
+MC_REGISTER_COMMAND(add_replay_command);
+
+} // namespace mc::cli

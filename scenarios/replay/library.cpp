@@ -1,0 +1,116 @@
+#include "scenarios/replay/library.h"
+
+#include "gpu/engine/runner_mutant.h"
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mc::scenarios {
+namespace {
+
+std::vector<std::string> names(const nlohmann::json& s, const char* key,
+                               const std::filesystem::path& trace) {
+  std::vector<std::string> out;
+  if (!s.contains(key)) return out;
+  if (!s[key].is_array()) model::fail_input("{}:1: source.scenario.{}: expected a list", trace.string(), key);
+  for (const auto& n : s[key]) {
+    if (!n.is_string())
+      model::fail_input("{}:1: source.scenario.{}: expected names", trace.string(), key);
+    out.push_back(n.get<std::string>());
+  }
+  return out;
+}
+
+std::string text(const nlohmann::json& s, const char* key, const std::filesystem::path& trace) {
+  if (!s.contains(key) || !s[key].is_string())
+    model::fail_input("{}:1: source.scenario.{}: missing (a string)", trace.string(), key);
+  return s[key].get<std::string>();
+}
+
+LibraryResult::MutantRun run_mutant(const ScenarioInfo& info, ReplayOptions options,
+                                    std::string_view kind, const std::string& name) {
+  LibraryResult::MutantRun run{.mutant = fmt::format("{}:{}", kind, name)};
+  if (kind == "kernel") {
+    const std::optional<gpu::Mutant> m = gpu::find_kernel_mutant(name);
+    if (!m) return run;
+    options.kernel_mutant = *m;
+  } else {
+    const std::optional<gpu::engine::RunnerMutant> m = gpu::engine::find_runner_mutant(name);
+    if (!m) return run;
+    options.runner_mutant = *m;
+  }
+  run.known = true;
+  const ReplayResult r = replay_file(info.path, options);
+  run.caught = !r.held();
+  run.summary = r.summary();
+  return run;
+}
+
+} // namespace
+
+bool LibraryResult::passed() const {
+  if (!clean.held()) return false;
+  return std::all_of(mutants.begin(), mutants.end(),
+                     [](const MutantRun& m) { return !m.known || m.caught; });
+}
+
+ScenarioInfo read_scenario_info(const std::filesystem::path& trace) {
+  TraceReader reader(trace); // reads the header only
+  const nlohmann::json& source = reader.header().source;
+  if (!source.is_object() || !source.contains("scenario") || !source["scenario"].is_object())
+    model::fail_input("{}:1: source.scenario: missing (a library trace names what it guards)",
+                      trace.string());
+  const nlohmann::json& s = source["scenario"];
+  ScenarioInfo info{.path = trace, .name = text(s, "name", trace)};
+  const std::string bug_class = text(s, "bug_class", trace);
+  if (bug_class.size() != 1 || ((bug_class[0] < 'A' || bug_class[0] > 'H') && bug_class[0] != 'X'))
+    model::fail_input("{}:1: source.scenario.bug_class: '{}' is not one of A..H or X",
+                      trace.string(), bug_class);
+  info.bug_class = bug_class[0];
+  info.guards = text(s, "guards", trace);
+  info.kernel_mutants = names(s, "kernel_mutants", trace);
+  info.runner_mutants = names(s, "runner_mutants", trace);
+  return info;
+}
+
+std::vector<ScenarioInfo> list_library(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir))
+    model::fail_input("{}: not a directory (the scenario library)", dir.string());
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".jsonl")
+      files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::vector<ScenarioInfo> out;
+  for (const auto& f : files)
+    out.push_back(read_scenario_info(f));
+  return out;
+}
+
+LibraryResult run_scenario(const ScenarioInfo& info, const ReplayOptions& options) {
+  ReplayOptions clean = options;
+  clean.kernel_mutant = gpu::Mutant::none;
+  clean.runner_mutant = gpu::engine::RunnerMutant::none;
+  LibraryResult result{.info = info, .clean = replay_file(info.path, clean)};
+  for (const std::string& name : info.kernel_mutants)
+    result.mutants.push_back(run_mutant(info, clean, "kernel", name));
+  for (const std::string& name : info.runner_mutants)
+    result.mutants.push_back(run_mutant(info, clean, "runner", name));
+  return result;
+}
+
+std::vector<LibraryResult> run_library(const std::filesystem::path& dir,
+                                       const ReplayOptions& options) {
+  std::vector<LibraryResult> out;
+  for (const ScenarioInfo& info : list_library(dir))
+    out.push_back(run_scenario(info, options));
+  return out;
+}
+
+std::filesystem::path default_library_dir() {
+  return std::filesystem::path(MC_SOURCE_DIR) / "scenarios" / "library";
+}
+
+} // namespace mc::scenarios

@@ -1,0 +1,55 @@
+// The scenario library (scenarios/library/): one small named trace per bug class of
+// REFERENCE.md 5, replayed clean by ctest (label scenario) and by the gate.
+//
+// A scenario is a trace whose header `source` object holds a `scenario` entry:
+//   {"name": "...", "bug_class": "A", "guards": "what it guards",
+//    "kernel_mutants": ["..."], "runner_mutants": ["..."]}
+// The mutants are those the scenario must catch (gpu/mutant.h, gpu/engine/runner_mutant.h):
+// replayed with one of them, the scenario must fail (a mismatch or a finding).
+#pragma once
+
+#include "scenarios/replay/replay.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace mc::scenarios {
+
+struct ScenarioInfo {
+  std::filesystem::path path;
+  std::string name;
+  char bug_class = 'X';
+  std::string guards;
+  std::vector<std::string> kernel_mutants;
+  std::vector<std::string> runner_mutants;
+};
+
+struct LibraryResult {
+  ScenarioInfo info;
+  ReplayResult clean;      // replayed without a mutant: must hold
+  struct MutantRun {
+    std::string mutant;    // "kernel:NAME" or "runner:NAME"
+    bool known = false;    // the name is in this build's catalogue
+    bool caught = false;   // the replay failed (mismatch or finding)
+    std::string summary;
+  };
+  std::vector<MutantRun> mutants;
+  bool passed() const; // clean held and every known mutant caught
+};
+
+// The scenarios of `dir` (every *.jsonl), sorted by file name. Throws model::InputError for a
+// trace without a valid `source.scenario` entry.
+std::vector<ScenarioInfo> list_library(const std::filesystem::path& dir);
+ScenarioInfo read_scenario_info(const std::filesystem::path& trace);
+
+// Replays one scenario clean, then with each of its mutants (unknown names are reported,
+// not run). `options` gives the backend; its mutants are ignored.
+LibraryResult run_scenario(const ScenarioInfo& info, const ReplayOptions& options);
+std::vector<LibraryResult> run_library(const std::filesystem::path& dir,
+                                       const ReplayOptions& options);
+
+// The library shipped in the source tree (MC_SOURCE_DIR/scenarios/library).
+std::filesystem::path default_library_dir();
+
+} // namespace mc::scenarios

@@ -1,0 +1,68 @@
+// Replay of a recorded trace (FORMAT.md) on the oracle and on a backend, step by step
+// (DESIGN.md, "Engine level"; `mambacheck replay`).
+//
+// Each step read from the trace runs on the oracle Replayer (runner, ledger, every invariant,
+// the shadow block manager: oracle/engine/replay.h) and on the GPU-side EngineRunner (host or
+// cuda executor, optionally with a kernel or runner mutant); the two records and every arena
+// byte are compared after each step (fuzz::compare_step, fuzz::compare_arenas). The first
+// finding or difference stops the replay and is named by step and trace line.
+// Streaming: one step in memory at a time; memory grows with the requests in flight (the
+// reader's live set, the runners' rows and the ledger), never with the number of steps.
+//
+// This folder (scenarios/replay/) is where the format meets the simulators; the format itself
+// (scenarios/trace.h) depends on model/ only.
+#pragma once
+
+#include "gpu/engine/engine_runner.h"
+#include "gpu/mutant.h"
+#include "oracle/engine/finding.h"
+#include "oracle/engine/options.h"
+#include "oracle/engine/replay.h"
+#include "scenarios/trace.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace mc::scenarios {
+
+struct ReplayOptions {
+  gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
+  std::optional<model::RunnerFlavour> runner; // default: the trace's config.runner
+  oracle::engine::V1CopyPath v1_copy_path = oracle::engine::V1CopyPath::precopy;
+  gpu::Mutant kernel_mutant = gpu::Mutant::none;
+  gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
+  std::int64_t steps_max = -1; // -1: the whole trace
+  // Called after every step that held (progress lines).
+  std::function<void(std::int64_t steps_done)> on_step;
+};
+
+struct ReplayResult {
+  std::string trace;  // the file (or stream) name
+  std::string preset; // empty for an inline layout
+  model::CacheConfig config; // the trace's, runner as replayed
+  oracle::engine::ReplayStats stats;
+  std::int64_t steps_compared = 0;
+  std::int64_t bytes_compared = 0;
+  std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
+  std::optional<std::string> mismatch;            // first oracle vs backend difference
+  std::int64_t stop_step = -1;                    // step index of the finding or difference
+  std::int64_t stop_line = -1;                    // its trace line
+  bool held() const { return !finding && !mismatch; }
+  // One line: "held: N steps ..." or the finding or difference with step and line.
+  std::string summary() const;
+};
+
+// Throws model::InputError for a malformed or impossible trace (FILE:LINE: field: reason),
+// model::EnvironmentError when the executor cannot run here.
+ReplayResult replay_trace(TraceReader& reader, const ReplayOptions& options);
+ReplayResult replay_file(const std::filesystem::path& trace, const ReplayOptions& options);
+
+// The GPU runner's options for a replay or a recorded run.
+gpu::engine::RunnerOptions gpu_runner_options(model::RunnerFlavour flavour,
+                                              oracle::engine::V1CopyPath path,
+                                              gpu::engine::RunnerMutant mutant);
+
+} // namespace mc::scenarios
