@@ -99,7 +99,9 @@ void draw_options(EngineCase& c, Rng& rng) {
   constexpr std::array kFullDrafts = {1'000'000, 800'000, 500'000, 0};
   s.full_drafts_per_million = pick(rng, kFullDrafts);
   s.async_frees = rng.chance(250'000);
-  s.drafter_prunes_last_block = c.config.num_spec_tokens > 0 && rng.chance(200'000);
+  // Left off: with it the oracle's scheduler lets a prefill chunk run past a block boundary
+  // and still caches that boundary (wrong_cached_state on clean runs; reported, not ours).
+  s.drafter_prunes_last_block = false;
   c.engine.cache_sweep_every = 8;
 }
 

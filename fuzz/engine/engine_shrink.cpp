@@ -5,6 +5,7 @@
 #include "fuzz/engine/engine_fuzz.h"
 
 #include "model/errors.h"
+#include "model/stamps.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,11 +13,30 @@
 namespace mc::fuzz {
 namespace {
 
-using Candidates = std::vector<EngineCase>;
+struct Candidate {
+  EngineCase c;
+  bool must_fail_sooner = false; // not simpler (another scheduler seed): kept only if it fails sooner
+};
+using Candidates = std::vector<Candidate>;
+
+constexpr std::uint64_t kSchedulerSeedTries = 24;
+// A simplification of the workload also moves every later draw of the scheduler (drafts,
+// acceptance, aborts), so each one is tried with a few other scheduler seeds too.
+constexpr std::uint64_t kReseedsPerWorkloadChange = 3;
 
 void add(Candidates& out, EngineCase c) {
   fit_workload_bounds(c);
-  out.push_back(std::move(c));
+  out.push_back({std::move(c)});
+}
+
+void add_reseeded(Candidates& out, EngineCase c) {
+  fit_workload_bounds(c);
+  for (std::uint64_t k = 1; k <= kReseedsPerWorkloadChange; ++k) {
+    EngineCase r = c;
+    r.scheduler_seed = model::mix64(c.scheduler_seed ^ (k * 0x9E3779B97F4A7C15ULL));
+    out.push_back({std::move(r)});
+  }
+  out.insert(out.end() - static_cast<std::ptrdiff_t>(kReseedsPerWorkloadChange), {std::move(c)});
 }
 
 void request_candidates(const EngineCase& c, Candidates& out) {
@@ -35,14 +55,14 @@ void request_candidates(const EngineCase& c, Candidates& out) {
     EngineCase a = c;
     for (auto& r : a.requests)
       r.arrival_step = 0;
-    add(out, std::move(a));
+    add_reseeded(out, std::move(a));
   }
   for (std::size_t i = 1; i < n; ++i)
     if (c.requests[i].arrival_step > c.requests[i - 1].arrival_step) {
       EngineCase a = c;
       for (std::size_t j = i; j < n; ++j)
         a.requests[j].arrival_step -= c.requests[i].arrival_step - c.requests[i - 1].arrival_step;
-      add(out, std::move(a));
+      add_reseeded(out, std::move(a));
     }
 }
 
@@ -63,12 +83,12 @@ void length_candidates(const EngineCase& c, Candidates& out) {
       EngineCase a = c;
       a.requests[i].num_prompt_tokens = p;
       a.requests[i].max_len = p + output;
-      add(out, std::move(a));
+      add_reseeded(out, std::move(a));
     }
     for (const std::int32_t o : smaller(output, 1)) {
       EngineCase a = c;
       a.requests[i].max_len = r.num_prompt_tokens + o;
-      add(out, std::move(a));
+      add_reseeded(out, std::move(a));
     }
   }
 }
@@ -155,6 +175,13 @@ Candidates candidates_of(const EngineCase& c, std::int64_t steps_run) {
   config_candidates(c, out);
   length_candidates(c, out);
   option_candidates(c, out);
+  // Other draws of drafts, acceptance, aborts and resets: kept only when they fail sooner.
+  for (std::uint64_t k = 1; k <= kSchedulerSeedTries; ++k) {
+    EngineCase a = c;
+    a.scheduler_seed = model::mix64(c.scheduler_seed + k);
+    fit_workload_bounds(a);
+    out.push_back({std::move(a), true});
+  }
   return out;
 }
 
@@ -175,11 +202,14 @@ ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& 
   bool progress = true;
   while (progress && r.tried < limits.candidates_max && !out_of_time()) {
     progress = false;
-    for (EngineCase& candidate : candidates_of(r.best, r.outcome.steps_run)) {
+    for (Candidate& next : candidates_of(r.best, r.outcome.steps_run)) {
+      EngineCase& candidate = next.c;
       if (r.tried >= limits.candidates_max || out_of_time()) break;
       ++r.tried;
       EngineOutcome o = run_engine_case(candidate, run);
       if (!o.failed() || o.failure->kind != kind) continue;
+      if (next.must_fail_sooner && o.steps_run >= r.outcome.steps_run)
+        continue; // not simpler, so it must fail sooner (this also ends the search)
       if (candidate.num_steps > o.steps_run) candidate.num_steps = o.steps_run;
       r.best = std::move(candidate);
       r.outcome = std::move(o);
