@@ -35,6 +35,10 @@ LibraryResult::MutantRun run_mutant(const ScenarioInfo& info, ReplayOptions opti
   if (kind == "kernel") {
     const std::optional<gpu::Mutant> m = gpu::find_kernel_mutant(name);
     if (!m) return run;
+    if (!kernel_mutants_supported()) {
+      run.summary = "kernel mutants do not reach the engine runner in this build";
+      return run;
+    }
     options.kernel_mutant = *m;
   } else {
     const std::optional<gpu::engine::RunnerMutant> m = gpu::engine::find_runner_mutant(name);

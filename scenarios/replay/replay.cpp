@@ -19,6 +19,8 @@ gpu::engine::EngineRunner make_gpu_runner(const model::Layout& layout,
 
 } // namespace
 
+bool kernel_mutants_supported() { return false; }
+
 gpu::engine::RunnerOptions gpu_runner_options(model::RunnerFlavour flavour,
                                               oracle::engine::V1CopyPath path,
                                               gpu::engine::RunnerMutant mutant) {

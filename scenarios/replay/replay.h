@@ -60,6 +60,10 @@ struct ReplayResult {
 ReplayResult replay_trace(TraceReader& reader, const ReplayOptions& options);
 ReplayResult replay_file(const std::filesystem::path& trace, const ReplayOptions& options);
 
+// Whether a kernel mutant can reach the GPU-side engine runner in this build (the executor
+// takes one; the EngineRunner does not pass it on yet).
+bool kernel_mutants_supported();
+
 // The GPU runner's options for a replay or a recorded run.
 gpu::engine::RunnerOptions gpu_runner_options(model::RunnerFlavour flavour,
                                               oracle::engine::V1CopyPath path,

@@ -1,0 +1,354 @@
+// Writes the scenario library (scenarios/library/*.jsonl): each scenario is a small run of the
+// oracle's own engine, with hand-picked requests, options and step edits (a forced acceptance,
+// a reset of the prefix cache), recorded with TraceWriter; its header's `source.scenario` says
+// what it guards and which mutants it must catch (scenarios/replay/library.h).
+//
+//   scenario_library_gen OUT_DIR          writes every scenario
+//   scenario_library_gen OUT_DIR --check  writes nothing; exit 1 when a file in OUT_DIR differs
+// The traces are deterministic, so the check (ctest scenarios.library_fresh) proves the
+// committed files are what this program writes. The mutant lists are verified by
+// scenarios_library_test (each scenario fails on each of its mutants).
+#include "model/errors.h"
+#include "model/presets.h"
+#include "oracle/engine/driver.h"
+#include "scenarios/trace.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+
+namespace {
+
+using namespace mc;
+using oracle::engine::RequestSpec;
+
+struct Scenario {
+  std::string name;
+  char bug_class = 'X';
+  std::string guards;
+  std::vector<std::string> kernel_mutants;
+  std::vector<std::string> runner_mutants;
+  std::string preset = "tiny-mamba2";
+  std::function<void(model::CacheConfig&, model::LayoutSpec&)> tweak;
+  oracle::engine::EngineOptions options;
+  std::vector<RequestSpec> requests;
+  std::int64_t steps = 200;
+  bool must_finish = true; // every request finished within `steps`
+  // Called before each step (may ask for a reset) and on the scheduled step (may edit it).
+  std::function<void(oracle::engine::Engine&, std::int64_t)> before;
+  std::function<void(model::Step&, const std::vector<RequestSpec>&)> edit;
+};
+
+// A request: `prompt_len` tokens whose first `shared` come from family `family` (same family,
+// same tokens), then its own; `output_len` more tokens to generate; a few spare for drafts.
+RequestSpec request(std::string id, std::int64_t arrival, std::int32_t prompt_len,
+                    std::int32_t output_len, std::int32_t family = -1, std::int32_t shared = 0) {
+  RequestSpec r{.req_id = id, .num_prompt_tokens = prompt_len,
+                .max_len = prompt_len + output_len, .arrival_step = arrival};
+  const auto own = static_cast<std::int32_t>(std::hash<std::string>{}(id) % 1000);
+  for (std::int32_t i = 0; i < r.max_len + model::kSpecTokensMax + 2; ++i)
+    r.tokens.push_back(i < shared ? (family * 37 + i * 11) % 509 : (own * 13 + i * 7 + 1) % 503);
+  return r;
+}
+
+oracle::engine::EngineOptions small_options(std::int32_t budget = 16, std::int32_t running = 4) {
+  oracle::engine::EngineOptions o;
+  o.scheduler.token_budget = budget;
+  o.scheduler.max_running = running;
+  o.scheduler.full_drafts_per_million = 1'000'000;
+  return o;
+}
+
+const RequestSpec& spec_of(const std::vector<RequestSpec>& requests, const std::string& id) {
+  for (const RequestSpec& r : requests)
+    if (r.req_id == id) return r;
+  MC_ASSERT(false);
+  return requests.front();
+}
+
+// Decode rows of request i accept 1 + (i + step) % (1 + drafts): every acceptance, in turn.
+void cycle_acceptance(model::Step& step, const std::vector<RequestSpec>& requests) {
+  std::unordered_map<std::string, std::int32_t> computed;
+  for (const auto& c : step.cached_requests)
+    computed[c.req_id] = c.num_computed_tokens;
+  for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
+    model::ScheduledRequest& row = step.scheduled[i];
+    if (row.num_draft_tokens == 0 || !computed.contains(row.req_id)) continue;
+    const auto a = static_cast<std::int32_t>(1 + (static_cast<std::int64_t>(i) + step.index) %
+                                                     (1 + row.num_draft_tokens));
+    oracle::engine::force_acceptance(row, computed.at(row.req_id),
+                                     spec_of(requests, row.req_id).tokens, a);
+  }
+}
+
+std::vector<Scenario> all_scenarios() {
+  std::vector<Scenario> out;
+  {
+    Scenario s{.name = "a-stale-index-after-reset", .bug_class = 'A',
+               .guards = "reset_prefix_cache force-preempts running requests without listing "
+                         "them as preempted; they come back resumed with a smaller table, and "
+                         "their old column and accepted count must be dropped (#35157)",
+               .runner_mutants = {"skip_cleanup_of_resumed"}};
+    s.options = small_options(16, 3);
+    s.requests = {request("a", 0, 9, 30), request("b", 0, 6, 30), request("c", 1, 13, 30)};
+    s.before = [](oracle::engine::Engine& e, std::int64_t i) {
+      if (i == 9 || i == 16) e.request_reset_prefix_cache();
+    };
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "a-resume-after-preemption", .bug_class = 'A',
+               .guards = "a pool too small for the batch: decoding requests are preempted (blocks "
+                         "freed, computed back to 0) and resume later, some with a prefix hit; "
+                         "nothing of the old slot (column, accepted count) may survive",
+               .runner_mutants = {"resumed_computed_before_hit"}};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec& spec) {
+      c.runner = model::RunnerFlavour::v2;
+      spec.num_blocks = 8;
+    };
+    s.options = small_options(20, 4);
+    s.requests = {request("a", 0, 6, 24, 5, 6), request("b", 0, 7, 24, 5, 6),
+                  request("c", 0, 9, 24, 5, 8), request("d", 0, 5, 24)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "a-accepted-after-preemption", .bug_class = 'A',
+               .guards = "the first steps of a generated V2 run on a 12-block pool (as `run "
+                         "--runner v2 --pool-blocks 12` makes): a request preempted after a "
+                         "decode that accepted drafts resumes from a prefix hit; its accepted "
+                         "count must start again at 1",
+               .runner_mutants = {"accepted_kept_across_preempt", "slot_reused_without_reset"}};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec& spec) {
+      c.runner = model::RunnerFlavour::v2;
+      spec.num_blocks = 12;
+    };
+    oracle::engine::Rng rng(1);
+    s.requests = oracle::engine::generate_workload(s.options.workload, 40,
+                                                   model::kSpecTokensMax + 2, rng);
+    s.steps = 40;
+    s.must_finish = false;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "a-v2-seeded-column", .bug_class = 'A',
+               .guards = "V2 seeds a new or resumed request's column with (c - 1) // B using the "
+                         "MAMBA block size (attn_block_size 2 here, B 4): prefix hits and resumes "
+                         "with c > 0 (#53142, #55507, #33706)",
+               .runner_mutants = {"v2_seed_with_attn_block_size", "resumed_computed_before_hit",
+                                  "prev_c_division"}};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec& spec) {
+      c.runner = model::RunnerFlavour::v2;
+      spec.num_blocks = 12;
+    };
+    s.options = small_options(16, 4);
+    s.requests = {request("p0", 0, 14, 12, 1, 14), request("p1", 6, 17, 10, 1, 14),
+                  request("p2", 7, 11, 12, 1, 9), request("q0", 8, 15, 14),
+                  request("q1", 9, 10, 12, 1, 9)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "d-same-block-conv-shift", .bug_class = 'D',
+               .guards = "a post-step save whose source and destination columns are the same "
+                         "block shifts the conv window inside one block: it must behave as "
+                         "memmove (#50729); the reset of a to 1 is an output only",
+               .kernel_mutants = {"same_block_copy_skipped", "overlap_copied_backwards",
+                                  "decide_reads_reset_accepted", "reset_not_written",
+                                  "reset_on_every_copy"}};
+    s.options = small_options(24, 4);
+    s.requests = {request("a", 0, 5, 24), request("b", 0, 6, 24), request("c", 0, 7, 24)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "d-aliased-columns", .bug_class = 'D',
+               .guards = "in V2 a growing table moves its old speculative blocks to the end: the "
+                         "runner's row then holds one physical block in two columns, and the "
+                         "precopy guard must compare columns, not addresses",
+               .kernel_mutants = {"precopy_guard_by_address", "precopy_ignores_token_bias",
+                                  "preprocess_src_after_update", "preprocess_bias_is_accepted"},
+               .runner_mutants = {"v2_source_column_shifted", "postprocess_reset_dropped"}};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) { c.runner = model::RunnerFlavour::v2; };
+    s.options = small_options(24, 4);
+    s.requests = {request("a", 0, 7, 26), request("b", 0, 4, 26), request("c", 2, 9, 20)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "d-temporal-natural-size", .bug_class = 'D',
+               .guards = "tiny-gdn pads its temporal tensors to 64-byte strides and tiny-mixed "
+                         "shares padded pages: a temporal copy moves the natural size, never the "
+                         "page stride (the next state in the page stays untouched)",
+               .kernel_mutants = {"only_first_tensor_copied", "temporal_ignores_bias_column"},
+               .preset = "tiny-mixed"};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) {
+      c.num_spec_tokens = 0; // tiny-mixed's short_conv group keeps no drafts
+      c.num_spec_blocks = 0;
+    };
+    s.options = small_options(16, 4);
+    s.requests = {request("a", 0, 9, 20), request("b", 0, 6, 20, 2, 6),
+                  request("c", 3, 11, 12, 2, 8)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "e-ds-with-bias", .bug_class = 'E',
+               .guards = "DS conv layout (dim, state_len) with spec decode: the fused copies "
+                         "shift each dim row by the bias (a flat copy cannot: #38897, #45473, "
+                         "#49291)",
+               .kernel_mutants = {"ds_tail_ignores_bias", "ds_shift_backwards",
+                                  "ds_row_stride_as_width"}};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) {
+      c.conv_layout = model::ConvLayout::DS;
+    };
+    s.options = small_options(24, 4);
+    s.requests = {request("a", 0, 5, 24), request("b", 0, 10, 20), request("c", 1, 7, 22)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "c-chunk-ending-mid-block", .bug_class = 'C',
+               .guards = "prompts chunked under a small budget whose last chunk ends mid-block: "
+                         "only block-boundary states are registered for reuse, and a second "
+                         "request hits them (a boundary published from a mid-block chunk would be "
+                         "caught as a wrong cached state)",
+               .runner_mutants = {"curr_floor_division"}};
+    s.options = small_options(6, 3);
+    s.options.scheduler.full_drafts_per_million = 0;
+    s.requests = {request("a", 0, 15, 6, 3, 15), request("b", 12, 18, 6, 3, 15),
+                  request("c", 13, 10, 6, 3, 10)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "a-decode-crossing-each-acceptance", .bug_class = 'A',
+               .guards = "decodes with 2 drafts crossing a block boundary with a = 1, 2 and 3 in "
+                         "turn, V1 with the flat batch_copy plan: the pre-step column move, the "
+                         "bias a - 1 and the post-step save at every acceptance",
+               .kernel_mutants = {"batch_copy_drops_last", "conv_one_row_short",
+                                  "sd_bias_in_elements"},
+               .runner_mutants = {"postprocess_skipped_no_drafts"}};
+    s.options = small_options(24, 4);
+    s.options.runner.v1_copy_path = oracle::engine::V1CopyPath::batch_copy;
+    s.requests = {request("a", 0, 3, 20), request("b", 0, 4, 20), request("c", 0, 2, 20)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "g-v2-slot-reuse", .bug_class = 'G',
+               .guards = "V2 request slots freed by finished and preempted requests are reused "
+                         "by later ones: a persistent per-slot array must be rewritten, never "
+                         "kept from the previous occupant (#34874, #40648)",
+               .runner_mutants = {"slot_reused_without_reset", "precopy_wrong_slot"}};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec& spec) {
+      c.runner = model::RunnerFlavour::v2;
+      spec.num_blocks = 14;
+    };
+    s.options = small_options(16, 3);
+    for (int i = 0; i < 8; ++i)
+      s.requests.push_back(request(fmt::format("r{}", i), i * 3, 3 + i % 5, 5 + i % 4));
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "d-null-and-pad", .bug_class = 'D',
+               .guards = "a batch of rows of different widths (pads -1 past each row) with null "
+                         "blocks (0) inside the rows: copies of real blocks next to nulls, never a "
+                         "null or a pad confused with a block (#50021)",
+               .kernel_mutants = {"null_block_skipped", "vector_tail_dropped",
+                                  "vector_head_dropped"}};
+    s.options = small_options(32, 4);
+    s.requests = {request("long", 0, 30, 12), request("short", 0, 2, 12),
+                  request("mid", 1, 13, 10)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "h-all-mode-prefill", .bug_class = 'H',
+               .guards = "\"all\" mode keeps every block's state: chunked prefill writes the "
+                         "block-aligned intermediate states, prefix hits reuse them",
+               .preset = "tiny-gdn"};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) {
+      c.mode = model::CacheMode::all;
+      c.num_spec_tokens = 0;
+      c.num_spec_blocks = 0;
+    };
+    s.options = small_options(8, 3);
+    s.requests = {request("a", 0, 14, 6, 4, 14), request("b", 6, 17, 6, 4, 13),
+                  request("c", 7, 9, 6)};
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string render(const Scenario& s) {
+  const model::Preset& preset = model::find_preset(s.preset);
+  model::CacheConfig config = preset.config;
+  model::LayoutSpec spec = preset.spec;
+  if (s.tweak) s.tweak(config, spec);
+  oracle::engine::EngineOptions options = s.options;
+  options.runner.flavour = config.runner; // the tweak's flavour drives the engine
+  const model::Layout layout = model::build_layout(config, spec);
+  scenarios::TraceHeader header{.config = config, .preset = s.preset, .layout_spec = spec};
+  header.source = {{"recorder", "scenario_library_gen (tests/scenarios/library_gen.cpp)"},
+                   {"scenario",
+                    {{"name", s.name},
+                     {"bug_class", std::string(1, s.bug_class)},
+                     {"guards", s.guards},
+                     {"kernel_mutants", s.kernel_mutants},
+                     {"runner_mutants", s.runner_mutants}}}};
+  std::ostringstream text;
+  scenarios::TraceWriter writer(text, s.name, header);
+  oracle::engine::Engine engine(layout, s.requests, 7, options);
+  for (std::int64_t i = 0; i < s.steps; ++i) {
+    if (s.before) s.before(engine, i);
+    const bool more = engine.step([&](model::Step& step) {
+      if (s.edit) s.edit(step, s.requests);
+    });
+    writer.write(engine.last_step());
+    if (engine.report().first_finding)
+      throw std::runtime_error(s.name + ": the oracle found " +
+                               engine.report().first_finding->message);
+    if (!more) break;
+  }
+  if (s.must_finish && !engine.scheduler().done()) throw std::runtime_error(s.name + ": not finished in time");
+  return text.str();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argc > 3 || (argc == 3 && std::string(argv[2]) != "--check")) {
+    std::cerr << "usage: scenario_library_gen OUT_DIR [--check]\n";
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const bool check = argc == 3;
+  int stale = 0;
+  try {
+    for (const Scenario& s : all_scenarios()) {
+      const std::string text = render(s);
+      const std::string path = dir + "/" + s.name + ".jsonl";
+      if (check) {
+        std::ifstream in(path, std::ios::binary);
+        std::ostringstream have;
+        have << in.rdbuf();
+        if (have.str() != text) {
+          std::cerr << path << ": differs from what scenario_library_gen writes\n";
+          ++stale;
+        }
+        continue;
+      }
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out << text;
+      std::cout << path << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "scenario_library_gen: " << e.what() << "\n";
+    return 1;
+  }
+  return stale == 0 ? 0 : 1;
+}
