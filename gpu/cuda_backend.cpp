@@ -92,7 +92,7 @@ struct DeviceScratch {
   }
 };
 
-void run_fused_cuda(const model::LaunchCase& launch, model::LaunchResult& result) {
+void run_fused_cuda(const model::LaunchCase& launch, Mutant mutant, model::LaunchResult& result) {
   validate_fused_copies(launch);
   const std::vector<DeviceBuffer> arenas = upload_arenas(launch);
   const std::vector<TensorDesc> tensors = make_tensor_descs(launch.layout, addresses(arenas));
@@ -112,7 +112,7 @@ void run_fused_cuda(const model::LaunchCase& launch, model::LaunchResult& result
   DeviceScratch scratch;
   p.scratch = scratch.bind(p);
   p.epoch = 1;
-  launch_fused(to_kernel_kind(launch.kind), true, Mutant::none, p,
+  launch_fused(to_kernel_kind(launch.kind), true, mutant, p,
                fused_program_count(p, fused_programs_max()), nullptr);
   MC_CUDA_CHECK(cudaDeviceSynchronize());
   requests.download(result.requests);
@@ -123,7 +123,8 @@ void run_fused_cuda(const model::LaunchCase& launch, model::LaunchResult& result
   download_arenas(arenas, result);
 }
 
-void run_batch_copy_cuda(const model::LaunchCase& launch, model::LaunchResult& result) {
+void run_batch_copy_cuda(const model::LaunchCase& launch, Mutant mutant,
+                         model::LaunchResult& result) {
   const std::vector<DeviceBuffer> arenas = upload_arenas(launch);
   BatchPlan plan = plan_batch_copy(launch, addresses(arenas));
   if (plan.unsupported) {
@@ -137,7 +138,7 @@ void run_batch_copy_cuda(const model::LaunchCase& launch, model::LaunchResult& r
   const BatchCopyParams p{.triples = triples.as<CopyTriple>(),
                           .num_triples = static_cast<std::int64_t>(plan.triples.size()),
                           .num_units = plan.num_units};
-  launch_batch_copy(Mutant::none, p, nullptr);
+  launch_batch_copy(mutant, p, nullptr);
   MC_CUDA_CHECK(cudaDeviceSynchronize());
   result.decisions = std::move(plan.decisions);
   download_arenas(arenas, result);
@@ -149,16 +150,16 @@ bool cuda_available() {
   return device_present();
 }
 
-model::LaunchResult run_launch_cuda(const model::LaunchCase& launch) {
+model::LaunchResult run_launch_cuda(const model::LaunchCase& launch, Mutant mutant) {
   if (!device_present()) throw model::EnvironmentError("no CUDA device is visible");
   validate_case(launch);
   model::LaunchResult result;
   result.requests = prepare_request_arrays(launch);
   try {
     if (launch.kind == model::LaunchKind::batch_copy) {
-      run_batch_copy_cuda(launch, result);
+      run_batch_copy_cuda(launch, mutant, result);
     } else {
-      run_fused_cuda(launch, result);
+      run_fused_cuda(launch, mutant, result);
     }
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const model::InputError*>(&e) != nullptr) throw;

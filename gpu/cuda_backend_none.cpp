@@ -8,7 +8,7 @@ bool cuda_available() {
   return false;
 }
 
-model::LaunchResult run_launch_cuda(const model::LaunchCase&) {
+model::LaunchResult run_launch_cuda(const model::LaunchCase&, Mutant) {
   throw model::EnvironmentError("built without CUDA");
 }
 

@@ -19,22 +19,22 @@ std::vector<std::uint64_t> arena_addresses(const std::vector<model::Arena>& aren
   return out;
 }
 
-template <KernelKind K> void run_fused_programs(const FusedParams& p, int num_programs) {
+template <KernelKind K, Mutant M> void run_fused_programs(const FusedParams& p, int num_programs) {
   FusedShared shared{};
   for (int program = 0; program < num_programs; ++program)
-    fused_program<K, true, Mutant::none>(p, program, num_programs, HostTeam{}, shared);
+    fused_program<K, true, M>(p, program, num_programs, HostTeam{}, shared);
 }
 
-void run_fused(KernelKind kind, const FusedParams& p, int num_programs) {
+template <Mutant M> void run_fused(KernelKind kind, const FusedParams& p, int num_programs) {
   switch (kind) {
   case KernelKind::postprocess:
-    return run_fused_programs<KernelKind::postprocess>(p, num_programs);
+    return run_fused_programs<KernelKind::postprocess, M>(p, num_programs);
   case KernelKind::postprocess_align:
-    return run_fused_programs<KernelKind::postprocess_align>(p, num_programs);
+    return run_fused_programs<KernelKind::postprocess_align, M>(p, num_programs);
   case KernelKind::precopy:
-    return run_fused_programs<KernelKind::precopy>(p, num_programs);
+    return run_fused_programs<KernelKind::precopy, M>(p, num_programs);
   case KernelKind::preprocess_align:
-    return run_fused_programs<KernelKind::preprocess_align>(p, p.num_segments);
+    return run_fused_programs<KernelKind::preprocess_align, M>(p, p.num_segments);
   }
 }
 
@@ -64,12 +64,10 @@ struct HostScratch {
   }
 };
 
-void run_fused_launch(const model::LaunchCase& launch, model::LaunchResult& result) {
+void run_fused_launch(const model::LaunchCase& launch, Mutant mutant, const HostArenas& arenas,
+                      model::LaunchResult& result) {
   validate_fused_copies(launch);
-  const std::vector<TensorDesc> tensors =
-      make_tensor_descs(launch.layout, arena_addresses(result.arenas));
-  const std::vector<UnitRef> units = make_units(tensors);
-  FusedParams p = make_fused_params(launch, tensors, units);
+  FusedParams p = make_fused_params(launch, arenas.tensors, arenas.units);
   for (std::size_t g = 0; g < launch.block_tables.groups.size(); ++g)
     p.block_tables[g] =
         reinterpret_cast<std::uint64_t>(launch.block_tables.groups[g].block_ids.data());
@@ -77,12 +75,14 @@ void run_fused_launch(const model::LaunchCase& launch, model::LaunchResult& resu
   HostScratch scratch;
   p.scratch = scratch.bind(p);
   p.epoch = 1;
-  run_fused(to_kernel_kind(launch.kind), p, fused_program_count(p, kHostProgramsMax));
+  const int programs = fused_program_count(p, kHostProgramsMax);
+  visit_mutant(mutant, [&](auto m) { run_fused<decltype(m)::value>(to_kernel_kind(launch.kind), p, programs); });
   result.decisions = compact_decisions(scratch.records, launch.layout);
 }
 
-void run_batch_copy(const model::LaunchCase& launch, model::LaunchResult& result) {
-  BatchPlan plan = plan_batch_copy(launch, arena_addresses(result.arenas));
+void run_batch_copy(const model::LaunchCase& launch, Mutant mutant, const HostArenas& arenas,
+                    model::LaunchResult& result) {
+  BatchPlan plan = plan_batch_copy(launch, arenas.arena_addrs);
   if (plan.unsupported) {
     result.status = model::LaunchStatus::unsupported;
     result.unsupported_reason = std::move(plan.unsupported_reason);
@@ -92,24 +92,36 @@ void run_batch_copy(const model::LaunchCase& launch, model::LaunchResult& result
                           .num_triples = static_cast<std::int64_t>(plan.triples.size()),
                           .num_units = plan.num_units};
   const std::int64_t programs = std::min(kHostProgramsMax, p.num_units);
-  for (std::int64_t program = 0; program < programs; ++program)
-    batch_copy_program<Mutant::none>(p, program, programs, HostTeam{});
+  visit_mutant(mutant, [&](auto m) {
+    for (std::int64_t program = 0; program < programs; ++program)
+      batch_copy_program<decltype(m)::value>(p, program, programs, HostTeam{});
+  });
   result.decisions = std::move(plan.decisions);
 }
 
 } // namespace
 
-model::LaunchResult run_launch_host(const model::LaunchCase& launch) {
+void run_launch_host_in_place(const model::LaunchCase& launch, Mutant mutant,
+                              const HostArenas& arenas, model::LaunchResult& result) {
+  if (launch.kind == model::LaunchKind::batch_copy) {
+    run_batch_copy(launch, mutant, arenas, result);
+  } else {
+    run_fused_launch(launch, mutant, arenas, result);
+  }
+}
+
+model::LaunchResult run_launch_host(const model::LaunchCase& launch, Mutant mutant) {
   validate_case(launch);
   model::LaunchResult result;
   result.requests = prepare_request_arrays(launch);
   for (const model::Arena& a : launch.arenas)
     result.arenas.push_back(a.clone());
-  if (launch.kind == model::LaunchKind::batch_copy) {
-    run_batch_copy(launch, result);
-  } else {
-    run_fused_launch(launch, result);
-  }
+  const std::vector<std::uint64_t> addrs = arena_addresses(result.arenas);
+  const std::vector<TensorDesc> tensors = make_tensor_descs(launch.layout, addrs);
+  const std::vector<UnitRef> units = make_units(tensors);
+  run_launch_host_in_place(launch, mutant,
+                           HostArenas{.arena_addrs = addrs, .tensors = tensors, .units = units},
+                           result);
   return result;
 }
 

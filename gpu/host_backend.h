@@ -3,11 +3,34 @@
 // CI runs the oracle against it; races only show on the `cuda` backend.
 #pragma once
 
+#include "gpu/device_types.h"
+#include "gpu/mutant.h"
 #include "model/launch.h"
+
+#include <cstdint>
+#include <span>
 
 namespace mc::gpu {
 
-// Runs one launch. Throws model::InputError for a malformed or invalid case.
-model::LaunchResult run_launch_host(const model::LaunchCase& launch);
+// Runs one launch (with the kernels of `mutant`). Throws model::InputError for a malformed or
+// invalid case.
+model::LaunchResult run_launch_host(const model::LaunchCase& launch,
+                                    Mutant mutant = Mutant::none);
+
+// Where a launch runs in place: the arenas at `arena_addrs` (one per layout arena, host
+// memory) and the tensor descriptors and units made over those addresses
+// (make_tensor_descs, make_units), which a caller running many launches keeps.
+struct HostArenas {
+  std::span<const std::uint64_t> arena_addrs;
+  std::span<const TensorDesc> tensors;
+  std::span<const UnitRef> units;
+};
+
+// Runs a launch that validate_case accepted, in place over `arenas` (the case's own arenas
+// are not read). `result.requests` comes in as prepare_request_arrays(launch); status,
+// requests and decisions go out (result.arenas is untouched). Throws model::InputError for
+// a copy the case makes invalid (validate_fused_copies).
+void run_launch_host_in_place(const model::LaunchCase& launch, Mutant mutant,
+                              const HostArenas& arenas, model::LaunchResult& result);
 
 } // namespace mc::gpu

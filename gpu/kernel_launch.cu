@@ -44,13 +44,20 @@ void launch_fused_variant(KernelKind kind, const FusedParams& p, int n, cudaStre
   }
 }
 
-// One case per Mutant: each variant is its own instantiation (gpu/mutant.h).
+// One case per Mutant: each variant is its own instantiation (gpu/mutant.h). Mutants are
+// compared through their recorded decisions, so only the recording launch has them; the
+// launch without records (bench) is the clean kernel only.
 template <bool kRecord>
 void launch_fused_record(Mutant mutant, KernelKind kind, const FusedParams& p, int n,
                          cudaStream_t s) {
-  switch (mutant) {
-  case Mutant::none:
-    return launch_fused_variant<kRecord, Mutant::none>(kind, p, n, s);
+  if constexpr (kRecord) {
+    visit_mutant(mutant, [&](auto m) {
+      launch_fused_variant<kRecord, decltype(m)::value>(kind, p, n, s);
+    });
+  } else {
+    if (mutant != Mutant::none)
+      throw std::runtime_error("a kernel mutant needs the recording launch");
+    launch_fused_variant<kRecord, Mutant::none>(kind, p, n, s);
   }
 }
 
@@ -81,11 +88,9 @@ void launch_batch_copy(Mutant mutant, const BatchCopyParams& params, void* strea
   const auto grid = static_cast<int>(
       std::min<std::int64_t>(params.num_units, static_cast<std::int64_t>(fused_programs_max())));
   const auto s = static_cast<cudaStream_t>(stream);
-  switch (mutant) {
-  case Mutant::none:
-    batch_copy_kernel<Mutant::none><<<grid, kThreadsPerCta, 0, s>>>(params);
-    break;
-  }
+  visit_mutant(mutant, [&](auto m) {
+    batch_copy_kernel<decltype(m)::value><<<grid, kThreadsPerCta, 0, s>>>(params);
+  });
   check_launch("batch_copy_kernel");
 }
 

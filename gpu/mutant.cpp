@@ -5,8 +5,12 @@
 namespace mc::gpu {
 namespace {
 
-// Entry i describes Mutant(i + 1); mutant_test.cpp checks the order.
-constexpr std::array<MutantInfo, 0> kKernelMutants{};
+// Entry i describes Mutant(i + 1): both come from MC_KERNEL_MUTANTS in the same order.
+constexpr std::array kKernelMutants{
+#define MC_MUTANT_INFO(name, bug_class, description) MutantInfo{#name, bug_class, description},
+    MC_KERNEL_MUTANTS(MC_MUTANT_INFO)
+#undef MC_MUTANT_INFO
+};
 
 } // namespace
 

@@ -25,6 +25,8 @@ struct Outcome {
   std::optional<Difference> difference;
   std::int64_t copies = 0;
   std::int64_t arena_bytes = 0;
+  bool rejected = false; // the oracle called the case invalid: never a shrink result
+  bool shrinks_to() const { return failure.has_value() && !rejected; }
 };
 
 Outcome run_one(const LaunchSpec& spec, const LaunchRunner& backend) {
@@ -36,6 +38,7 @@ Outcome run_one(const LaunchSpec& spec, const LaunchRunner& backend) {
   } catch (const model::InputError& e) {
     // The generator promises valid cases: a rejected one is a finding about mambacheck.
     outcome.failure = fmt::format("the oracle rejected a generated case: {}", e.what());
+    outcome.rejected = true;
     return outcome;
   }
   model::LaunchResult actual;
@@ -82,12 +85,65 @@ rc::Shrinkable<LaunchSpec> shrink(rc::Shrinkable<LaunchSpec> current, const Laun
       if (cx.shrink_tried >= limits.candidates_max || seconds_since(start) > limits.seconds_max)
         return current;
       ++cx.shrink_tried;
-      if (run_one(candidate->value(), backend).failure) {
+      if (run_one(candidate->value(), backend).shrinks_to()) {
         current = *candidate;
         ++cx.shrink_steps;
         improved = true;
         break;
       }
+    }
+  }
+  return current;
+}
+
+// `spec` without batch row b: its block-table rows and its per-row entries (V1 kinds: the
+// slot arrays, slot == row; V2 kinds: idx_mapping and query_start_loc; slots stay). What is
+// left stays valid: rows never share a block they write.
+LaunchSpec without_row(const LaunchSpec& spec, std::int32_t b) {
+  MC_ASSERT(b >= 0 && b < spec.num_reqs);
+  LaunchSpec out = spec;
+  const auto at = static_cast<std::size_t>(b);
+  for (model::BlockTable& t : out.block_tables.groups) {
+    const auto stride = static_cast<std::ptrdiff_t>(t.row_stride);
+    t.block_ids.erase(t.block_ids.begin() + static_cast<std::ptrdiff_t>(b) * stride,
+                      t.block_ids.begin() + static_cast<std::ptrdiff_t>(b + 1) * stride);
+    --t.num_rows;
+  }
+  model::RequestArrays& r = out.requests;
+  const bool v1 = spec.kind == model::LaunchKind::postprocess ||
+                  spec.kind == model::LaunchKind::batch_copy;
+  if (v1) {
+    for (std::vector<std::int32_t>* v :
+         {&r.num_accepted, &r.state_idx, &r.num_scheduled, &r.num_computed, &r.num_draft,
+          &r.new_num_computed, &r.src_col, &r.token_bias, &r.num_accepted_out})
+      if (v->size() == static_cast<std::size_t>(spec.num_slots)) v->erase(v->begin() + b);
+    --out.num_slots;
+  } else {
+    if (!r.idx_mapping.empty()) r.idx_mapping.erase(r.idx_mapping.begin() + b);
+    if (!r.query_start_loc.empty()) {
+      const std::int32_t len = r.query_start_loc[at + 1] - r.query_start_loc[at];
+      r.query_start_loc.erase(r.query_start_loc.begin() + b + 1);
+      for (std::size_t i = at + 1; i < r.query_start_loc.size(); ++i)
+        r.query_start_loc[i] -= len;
+    }
+  }
+  --out.num_reqs;
+  return out;
+}
+
+// After RapidCheck's descent: drop single batch rows (its shrinks cut rows from the end
+// only) while the case still fails, within the same limits.
+LaunchSpec drop_rows(LaunchSpec current, const LaunchRunner& backend, const ShrinkLimits& limits,
+                     Clock::time_point start, Counterexample& cx) {
+  for (std::int32_t b = current.num_reqs - 1; b >= 0 && current.num_reqs > 1; --b) {
+    if (b >= current.num_reqs) continue;
+    if (cx.shrink_tried >= limits.candidates_max || seconds_since(start) > limits.seconds_max)
+      break;
+    ++cx.shrink_tried;
+    LaunchSpec candidate = without_row(current, b);
+    if (run_one(candidate, backend).shrinks_to()) {
+      current = std::move(candidate);
+      ++cx.shrink_steps;
     }
   }
   return current;
@@ -100,13 +156,18 @@ Counterexample record_failure(const KernelCampaignOptions& options, std::uint64_
   const std::string stem = fmt::format("kernel-seed{}", case_seed);
   cx.original_dir = options.out_dir / (stem + "-original");
   write_counterexample(original.value(), outcome, cx.original_dir);
-  const rc::Shrinkable<LaunchSpec> shrunk = shrink(original, options.backend, options.shrink, cx);
-  const Outcome shrunk_outcome = run_one(shrunk.value(), options.backend);
+  const Clock::time_point start = Clock::now();
+  const LaunchSpec shrunk_spec =
+      drop_rows(shrink(original, options.backend, options.shrink, cx).value(), options.backend,
+                options.shrink, start, cx);
+  const Outcome shrunk_outcome = run_one(shrunk_spec, options.backend);
   cx.failure = shrunk_outcome.failure.value_or(*outcome.failure);
   cx.difference = shrunk_outcome.failure ? shrunk_outcome.difference : outcome.difference;
-  cx.description = describe(shrunk.value());
+  cx.description = describe(shrunk_spec);
+  cx.requests = shrunk_spec.num_reqs;
+  cx.copies = shrunk_outcome.failure ? shrunk_outcome.copies : outcome.copies;
   cx.shrunk_dir = options.out_dir / stem;
-  write_counterexample(shrunk.value(), shrunk_outcome.failure ? shrunk_outcome : outcome,
+  write_counterexample(shrunk_spec, shrunk_outcome.failure ? shrunk_outcome : outcome,
                        cx.shrunk_dir);
   return cx;
 }
@@ -133,6 +194,7 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     report.arena_bytes_compared += outcome.arena_bytes;
     if (options.on_case) options.on_case(report.cases, spec);
     if (outcome.failure) {
+      report.seconds_to_failure = seconds_since(start);
       report.counterexample = record_failure(options, case_seed, size, drawn, outcome);
       break;
     }
@@ -152,11 +214,14 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                       {"copies_compared", report.copies_compared},
                       {"arena_bytes_compared", report.arena_bytes_compared},
                       {"result", report.counterexample ? "mismatch" : "held"}};
+  if (!options.mutant_name.empty()) j["mutant"] = options.mutant_name;
   if (const auto& cx = report.counterexample) {
     j["counterexample"] = {{"case_seed", cx->case_seed},
                            {"size", cx->size},
                            {"failure", cx->failure},
                            {"case", cx->description},
+                           {"requests", cx->requests},
+                           {"copies", cx->copies},
                            {"shrink_steps", cx->shrink_steps},
                            {"shrink_candidates_tried", cx->shrink_tried},
                            {"original_dir", cx->original_dir.string()},

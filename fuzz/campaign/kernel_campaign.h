@@ -38,6 +38,7 @@ struct KernelCampaignOptions {
   GenOptions gen = GenOptions::host_default();
   std::string backend_name; // for reports and the reproduce command
   LaunchRunner backend;
+  std::string mutant_name; // the kernel mutant `backend` runs (--mutant); empty: the clean kernels
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here
   ShrinkLimits shrink;
   std::function<void(std::int64_t cases, const LaunchSpec&)> on_case; // progress
@@ -49,6 +50,8 @@ struct Counterexample {
   std::string failure; // the first difference, or the exception of a backend
   std::optional<Difference> difference;
   std::string description;       // fuzz::describe of the shrunk spec
+  std::int32_t requests = 0;     // batch rows of the shrunk launch
+  std::int64_t copies = 0;       // the oracle's copy decisions on the shrunk launch
   std::int32_t shrink_steps = 0; // accepted shrinks
   std::int32_t shrink_tried = 0; // candidates tried
   std::filesystem::path original_dir;
@@ -62,6 +65,7 @@ struct KernelCampaignReport {
   std::int64_t copies_compared = 0;
   std::int64_t arena_bytes_compared = 0;
   double seconds = 0.0;
+  double seconds_to_failure = 0.0; // until the failing case was found (no shrinking)
   std::optional<Counterexample> counterexample;
 };
 

@@ -4,7 +4,8 @@
 
 namespace mc::gpu::engine {
 
-std::unique_ptr<Executor> make_cuda_executor(const model::Layout& /*layout*/) {
+std::unique_ptr<Executor> make_cuda_executor(const model::Layout& /*layout*/,
+                                             Mutant /*kernel_mutant*/) {
   throw model::EnvironmentError(
       "the cuda engine backend needs a build with CUDA (built without CUDA)");
 }

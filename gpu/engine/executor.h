@@ -5,6 +5,7 @@
 #pragma once
 
 #include "gpu/engine/forward_types.h"
+#include "gpu/mutant.h"
 #include "model/launch.h"
 
 #include <memory>
@@ -29,12 +30,16 @@ public:
   virtual const std::vector<model::Arena>& arenas() = 0;
 };
 
-// Poisoned arenas of `layout`, as the oracle runner starts. Throws model::EnvironmentError
+// Poisoned arenas of `layout`, as the oracle runner starts; every launch runs the kernels of
+// `kernel_mutant` (gpu/mutant.h; none: the clean kernels). Throws model::EnvironmentError
 // for cuda when the build or the machine has no CUDA.
-std::unique_ptr<Executor> make_executor(ExecutorKind kind, const model::Layout& layout);
+std::unique_ptr<Executor> make_executor(ExecutorKind kind, const model::Layout& layout,
+                                        Mutant kernel_mutant = Mutant::none);
 
-std::unique_ptr<Executor> make_host_executor(const model::Layout& layout);
-std::unique_ptr<Executor> make_cuda_executor(const model::Layout& layout);
+std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,
+                                             Mutant kernel_mutant = Mutant::none);
+std::unique_ptr<Executor> make_cuda_executor(const model::Layout& layout,
+                                             Mutant kernel_mutant = Mutant::none);
 
 // Descriptors of every state tensor for the forward, from arena base addresses.
 std::vector<ForwardTensor> make_forward_tensors(const model::Layout& layout,

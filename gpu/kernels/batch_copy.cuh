@@ -43,7 +43,11 @@ template <Mutant M, class Team>
 MC_HD void batch_copy_program(const BatchCopyParams& p, std::int64_t program,
                               std::int64_t num_programs, Team team) {
   for (std::int64_t unit = program; unit < p.num_units; unit += num_programs) {
-    const CopyTriple t = p.triples[find_triple(p, unit)];
+    const std::int64_t i = find_triple(p, unit);
+    if constexpr (M == Mutant::batch_copy_drops_last) {
+      if (i == p.num_triples - 1) continue;
+    }
+    const CopyTriple t = p.triples[i];
     copy_flat_chunk(team, t.dst_addr, t.src_addr, t.bytes, unit - t.first_unit, kUnitBytes);
   }
 }

@@ -45,6 +45,9 @@ MC_HD_INLINE RowDecision decide_save(std::int32_t slot, std::int64_t running,
   const bool same_col = d.src_col == d.dst_col;
   d.reset = same_col;
   d.copy = !(same_col && d.bias == 0);
+  if constexpr (M == Mutant::reset_not_written) d.reset = false;
+  if constexpr (M == Mutant::reset_on_every_copy) d.reset = same_col || d.copy;
+  if constexpr (M == Mutant::same_column_copied) d.copy = true;
   return d;
 }
 
@@ -63,6 +66,16 @@ MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b) {
   } else if constexpr (K == KernelKind::postprocess_align) {
     const std::int64_t a = r.num_accepted[slot];
     const std::int64_t new_computed = r.new_num_computed[slot];
+    if constexpr (M == Mutant::decide_reads_reset_accepted) {
+      // As if a were re-read after program 0 reset it: a row that resets decides with a = 1.
+      const RowDecision d = decide_save<M>(slot, new_computed - a + 1, new_computed,
+                                           r.state_idx[slot], p.block_size);
+      if (!d.reset) return d;
+      RowDecision late = decide_save<M>(slot, new_computed, new_computed, r.state_idx[slot],
+                                        p.block_size);
+      late.reset = true;
+      return late;
+    }
     return decide_save<M>(slot, new_computed - a + 1, new_computed, r.state_idx[slot],
                           p.block_size);
   } else if constexpr (K == KernelKind::precopy) {
@@ -71,6 +84,15 @@ MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b) {
     d.dst_col = r.state_idx[slot];
     d.bias = r.token_bias[slot];
     d.copy = d.src_col >= 0 && d.src_col != d.dst_col;
+    if constexpr (M == Mutant::precopy_ignores_token_bias) d.bias = 0;
+    if constexpr (M == Mutant::precopy_guard_by_address) {
+      if (d.copy) { // physical blocks of group 0 compared instead of the columns
+        const auto* table =
+            reinterpret_cast<const std::int32_t*>(static_cast<std::uintptr_t>(p.block_tables[0]));
+        const std::int64_t row = static_cast<std::int64_t>(b) * p.block_table_row_stride;
+        d.copy = table[row + d.src_col] != table[row + d.dst_col];
+      }
+    }
     return d;
   } else {
     return none; // preprocess_align copies nothing
@@ -86,11 +108,17 @@ MC_HD_INLINE void preprocess_align_row(const FusedParams& p, std::int32_t b, std
   const std::int64_t qlen =
       static_cast<std::int64_t>(r.query_start_loc[b + 1]) - r.query_start_loc[b];
   const std::int64_t after = r.num_computed[slot] + qlen;
-  const std::int64_t new_idx = (after + p.block_size - 1) / p.block_size - 1;
+  std::int64_t new_idx = (after + p.block_size - 1) / p.block_size - 1;
+  if constexpr (M == Mutant::preprocess_curr_floor) new_idx = after / p.block_size - 1;
   r.src_col[slot] = old_idx;
   r.token_bias[slot] = a - 1 > 0 ? a - 1 : 0;
+  if constexpr (M == Mutant::preprocess_bias_is_accepted) r.token_bias[slot] = a;
   r.state_idx[slot] = static_cast<std::int32_t>(new_idx);
+  if constexpr (M == Mutant::preprocess_src_after_update) r.src_col[slot] = r.state_idx[slot];
   if (old_idx >= 0 && old_idx != new_idx) r.num_accepted[slot] = 1;
+  if constexpr (M == Mutant::preprocess_reset_when_fresh) {
+    if (old_idx < 0) r.num_accepted[slot] = 1;
+  }
 }
 
 // The outputs of row b, written after its decision was made.

@@ -48,22 +48,85 @@ MC_HD_INLINE CopyGeometry state_copy_geometry(const TensorDesc& t, const GroupBl
                                               std::int32_t bias) {
   CopyGeometry g;
   g.dst_addr = block_addr(t.base_addr, blocks.dst, t.block_stride_bytes);
-  const std::int64_t kept_tokens = max64(static_cast<std::int64_t>(t.conv_width) - bias, 0);
+  std::int64_t kept_tokens = max64(static_cast<std::int64_t>(t.conv_width) - bias, 0);
+  if constexpr (M == Mutant::conv_one_row_short) kept_tokens = max64(kept_tokens - 1, 0);
   if (t.kind == TensorKind::temporal) {
     g.src_block_id = blocks.temporal_src;
+    if constexpr (M == Mutant::temporal_ignores_bias_column) g.src_block_id = blocks.conv_src;
     g.bytes = t.natural_bytes;
   } else if (t.kind == TensorKind::conv_sd) {
     g.src_block_id = blocks.conv_src;
     g.src_byte_offset = static_cast<std::int64_t>(bias) * t.token_row_bytes;
+    if constexpr (M == Mutant::sd_bias_in_elements)
+      g.src_byte_offset = static_cast<std::int64_t>(bias) * t.elem_size;
     g.bytes = kept_tokens * t.token_row_bytes;
   } else {
     g.src_block_id = blocks.conv_src;
     g.src_byte_offset = static_cast<std::int64_t>(bias) * t.elem_size;
+    if constexpr (M == Mutant::ds_tail_ignores_bias) g.src_byte_offset = 0;
     g.bytes = static_cast<std::int64_t>(t.ds_row_count) * kept_tokens * t.elem_size;
+  }
+  if constexpr (M == Mutant::conv_source_at_bias_column) {
+    if (t.kind != TensorKind::temporal) {
+      g.src_block_id = blocks.temporal_src;
+      g.src_byte_offset = 0;
+    }
   }
   g.src_addr = block_addr(t.base_addr, g.src_block_id, t.block_stride_bytes);
   if (t.kind == TensorKind::conv_sd) g.src_addr += static_cast<std::uint64_t>(g.src_byte_offset);
+  if constexpr (M == Mutant::block_offset_32bit) { // the product wraps at 2^32
+    const auto narrow = [&](std::int32_t block_id) {
+      return t.base_addr + static_cast<std::uint32_t>(static_cast<std::int64_t>(block_id) *
+                                                      t.block_stride_bytes);
+    };
+    g.dst_addr = narrow(blocks.dst);
+    g.src_addr = narrow(g.src_block_id);
+    if (t.kind == TensorKind::conv_sd) g.src_addr += static_cast<std::uint64_t>(g.src_byte_offset);
+  }
   return g;
+}
+
+// Mutants of the data mover (the clean path never calls these).
+template <Mutant M, class Team>
+MC_HD void copy_flat_mutant(Team team, std::uint64_t dst, std::uint64_t src, std::int64_t bytes,
+                            std::int32_t chunk) {
+  if constexpr (M == Mutant::overlap_copied_backwards) {
+    if (ranges_overlap(dst, src, bytes)) {
+      if (chunk != 0 || team.rank() != 0) return;
+      for (std::int64_t i = bytes - 1; i >= 0; --i) // from the top: wrong for dst < src
+        store_at<std::uint8_t>(dst + static_cast<std::uint64_t>(i),
+                               load_at<std::uint8_t>(src + static_cast<std::uint64_t>(i)));
+      return;
+    }
+  }
+  if constexpr (M == Mutant::vector_tail_dropped) {
+    if (((dst ^ src) & 15u) == 0) { // the vector path: stop at dst's last 16-byte boundary
+      const std::uint64_t end = (dst + static_cast<std::uint64_t>(bytes)) & ~std::uint64_t{15};
+      bytes = end > dst ? static_cast<std::int64_t>(end - dst) : 0;
+    }
+  }
+  if constexpr (M == Mutant::vector_head_dropped) {
+    if (((dst ^ src) & 15u) == 0) { // the vector path: start at dst's first 16-byte boundary
+      const std::int64_t head =
+          min64(bytes, static_cast<std::int64_t>((16u - (dst & 15u)) & 15u));
+      dst += static_cast<std::uint64_t>(head);
+      src += static_cast<std::uint64_t>(head);
+      bytes -= head;
+    }
+  }
+  copy_flat_chunk(team, dst, src, bytes, chunk, kUnitBytes);
+}
+
+// ds_shift_backwards: a same-block DS row shift done from the last element of each row.
+template <class Team> MC_HD void copy_ds_rows_backwards(Team team, const DsRows& r) {
+  if (team.rank() != 0) return;
+  for (std::int64_t row = r.row_begin; row < r.row_end; ++row) {
+    const std::uint64_t at = static_cast<std::uint64_t>(row * r.row_stride_bytes);
+    for (std::int64_t j = r.tail_bytes - 1; j >= 0; --j)
+      store_at<std::uint8_t>(
+          r.dst_block + at + static_cast<std::uint64_t>(j),
+          load_at<std::uint8_t>(r.src_block + at + static_cast<std::uint64_t>(r.bias_bytes + j)));
+  }
 }
 
 MC_HD_INLINE void write_record(DecisionRecord* out, const RowCopy& row, std::int32_t tensor,
@@ -84,7 +147,7 @@ MC_HD_INLINE void write_record(DecisionRecord* out, const RowCopy& row, std::int
 }
 
 // DS rows of unit `chunk`: the rows are split evenly over the tensor's units.
-template <class Team>
+template <Mutant M, class Team>
 MC_HD void copy_ds_unit(Team team, const TensorDesc& t, const CopyGeometry& g, std::int32_t bias,
                         std::int32_t chunk) {
   const std::int64_t row_bytes = static_cast<std::int64_t>(t.conv_width) * t.elem_size;
@@ -102,6 +165,9 @@ MC_HD void copy_ds_unit(Team team, const TensorDesc& t, const CopyGeometry& g, s
   r.row_end = min64(rows, r.row_begin + rows_per_unit);
   r.tail_bytes = max64(static_cast<std::int64_t>(t.conv_width) - bias, 0) * t.elem_size;
   r.bias_bytes = g.src_byte_offset;
+  if constexpr (M == Mutant::ds_shift_backwards) {
+    if (r.dst_block == r.src_block && r.bias_bytes > 0) return copy_ds_rows_backwards(team, r);
+  }
   copy_ds_rows(team, r);
 }
 
@@ -117,8 +183,22 @@ MC_HD void copy_state_unit(Team team, const TensorDesc& t, std::int32_t tensor, 
       write_record(records + slot, row, tensor, blocks, g);
     }
   }
+  if constexpr (M == Mutant::same_block_copy_skipped) {
+    if (g.src_block_id == blocks.dst) return;
+  }
+  if constexpr (M == Mutant::null_block_skipped) {
+    if (g.src_block_id == 0) return;
+  }
+  if constexpr (M == Mutant::only_first_tensor_copied) {
+    if (tensor != 0) return;
+  }
+  if constexpr (M == Mutant::only_group0_copied) {
+    if (t.group != 0) return;
+  }
   if (t.kind == TensorKind::conv_ds) {
-    copy_ds_unit(team, t, g, row.bias, chunk);
+    copy_ds_unit<M>(team, t, g, row.bias, chunk);
+  } else if constexpr (M != Mutant::none) {
+    copy_flat_mutant<M>(team, g.dst_addr, g.src_addr, g.bytes, chunk);
   } else {
     copy_flat_chunk(team, g.dst_addr, g.src_addr, g.bytes, chunk, kUnitBytes);
   }

@@ -1,0 +1,28 @@
+#include "cli/duration.h"
+
+#include "model/errors.h"
+
+#include <exception>
+
+namespace mc::cli {
+
+double parse_duration_option(std::string_view option, const std::string& text) {
+  std::size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    model::fail_input("{}: expected a duration like 90s, 15m or 2h, got '{}'", option, text);
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit.empty() || unit == "s" ? 1.0
+                       : unit == "m"               ? 60.0
+                       : unit == "h"               ? 3600.0
+                                                   : -1.0;
+  if (scale < 0 || !(value > 0))
+    model::fail_input("{}: expected a positive duration like 90s, 15m or 2h, got '{}'", option,
+                      text);
+  return value * scale;
+}
+
+} // namespace mc::cli

@@ -1,0 +1,131 @@
+// `mambacheck mutants`: the fuzzer against every mutant of the catalogue (or --only a few),
+// each with its own time budget; prints the table (mutant, bug class, killed, time to kill,
+// cases, shrunk counterexample size) and exits 1 if any mutant survives. Counterexamples
+// go under --out/NAME/ (default mc-out/mutants/NAME/).
+#include "cli/backend.h"
+#include "cli/commands.h"
+#include "cli/duration.h"
+#include "cli/junit.h"
+#include "cli/mutant_backend.h"
+#include "cli/mutants_levels.h"
+#include "cli/progress.h"
+#include "fuzz/mutants/mutants.h"
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace mc::cli {
+namespace {
+
+struct MutantsOptions {
+  std::string backend;
+  std::string level = "both";
+  std::string time_budget = "10s";
+  std::uint64_t seed = 1;
+  int max_size = 100;
+  std::string only; // comma-separated names
+  std::string out = "mc-out/mutants";
+  std::string report;
+  std::string junit;
+};
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> names;
+  std::stringstream in(text);
+  std::string name;
+  while (std::getline(in, name, ','))
+    if (!name.empty()) names.push_back(name);
+  return names;
+}
+
+void write_reports(const MutantsOptions& o, const fuzz::MutantRunOptions& run,
+                   const std::vector<fuzz::MutantOutcome>& outcomes) {
+  if (!o.report.empty()) {
+    std::ofstream file(o.report);
+    if (!file) model::fail_input("--report: cannot write '{}'", o.report);
+    file << fuzz::to_json(run, outcomes, true).dump(2) << "\n";
+  }
+  if (o.junit.empty()) return;
+  std::vector<JunitCase> cases;
+  for (const fuzz::MutantOutcome& m : outcomes) {
+    JunitCase jc{.name = fmt::format("{}-{}", m.level, m.name), .seconds = m.seconds};
+    if (!m.killed) {
+      jc.failed = true;
+      jc.message = fmt::format("mutant {} survived {} cases", m.name, m.cases);
+      jc.details = m.description;
+    }
+    cases.push_back(std::move(jc));
+  }
+  write_junit(o.junit, "mambacheck.mutants", cases);
+}
+
+int run_mutants(const MutantsOptions& o) {
+  if (o.level != "kernel" && o.level != "engine" && o.level != "both")
+    model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
+  if (o.max_size < 0 || o.max_size > 100)
+    model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
+  const Backend backend = o.backend.empty() ? default_backend() : parse_backend(o.backend);
+  if (backend == Backend::oracle)
+    model::fail_input("--backend: mutants run on host or cuda (the oracle has no mutants)");
+  const double seconds = parse_duration_option("--time-budget-per-mutant", o.time_budget);
+  std::vector<fuzz::MutantJob> jobs = mutant_jobs(o.level);
+  jobs = fuzz::select_jobs(std::move(jobs), split_names(o.only));
+  require_backend(backend);
+
+  fuzz::MutantRunOptions run;
+  run.seed = o.seed;
+  run.seconds_max = seconds;
+  run.max_size = o.max_size;
+  run.backend_name = std::string(to_string(backend));
+  run.backend = mutant_launch_runner(backend);
+  run.out_dir = o.out;
+  std::cout << fmt::format("{} mutants on the {} backend (MUTATED kernels/runner), seed {}, "
+                           "{} s each at most\n",
+                           jobs.size(), run.backend_name, run.seed, seconds);
+  Progress progress("mutants", static_cast<std::int64_t>(jobs.size()));
+  std::vector<fuzz::MutantOutcome> outcomes;
+  for (const fuzz::MutantJob& job : jobs) {
+    outcomes.push_back(job.run(run));
+    progress.tick(fmt::format("{} {}", job.name, outcomes.back().killed ? "killed" : "SURVIVED"));
+  }
+  progress.done();
+  std::cout << fuzz::format_table(outcomes);
+  write_reports(o, run, outcomes);
+  for (const fuzz::MutantOutcome& m : outcomes)
+    if (!m.killed) {
+      std::cout << fmt::format("SURVIVED: {} ({}): the fuzzer did not reach it in {} cases\n",
+                               m.name, m.description, m.cases);
+    }
+  for (const fuzz::MutantOutcome& m : outcomes)
+    if (!m.killed) return kExitMismatch;
+  return kExitOk;
+}
+
+void add_mutants_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<MutantsOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("mutants", "Run the fuzzer against each mutant; every one must be killed");
+  cmd->add_option("--backend", o->backend, "host or cuda (default: cuda when a GPU is present)");
+  cmd->add_option("--level", o->level,
+                  "kernel (kernel mutants, launch cases), engine (runner mutants) or both "
+                  "(default)");
+  cmd->add_option("--time-budget-per-mutant", o->time_budget,
+                  "Give up on a mutant after this long: 10s (default), 2m");
+  cmd->add_option("--seed", o->seed, "Campaign seed of every mutant run (default 1)");
+  cmd->add_option("--max-size", o->max_size, "Kernel level: largest generator size (default 100)");
+  cmd->add_option("--only", o->only, "Comma-separated mutant names (default: all)");
+  cmd->add_option("--out", o->out, "Counterexamples go to OUT/NAME/ (default mc-out/mutants)");
+  cmd->add_option("--report", o->report, "Write a JSON report (with timings)");
+  cmd->add_option("--junit", o->junit, "Write JUnit XML (one test case per mutant)");
+  cmd->callback([o, &action] { action = [o] { return run_mutants(*o); }; });
+}
+
+} // namespace
+
+MC_REGISTER_COMMAND(add_mutants_command);
+
+} // namespace mc::cli

@@ -1,0 +1,95 @@
+// Each kernel mutant is killed by the host kernel-level campaign at a fixed seed within a
+// bounded number of cases, with a shrunk counterexample of at most 3 requests; the clean
+// kernels hold on the same cases. Sizes are kept small so the whole suite stays fast under
+// ASan; `mambacheck mutants` runs the full-size version.
+#include "fuzz/mutants/mutants.h"
+#include "gpu/host_backend.h"
+#include "gpu/mutant.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace mc::fuzz {
+namespace {
+
+constexpr std::uint64_t kSeed = 1;
+constexpr std::int64_t kCasesMax = 400;
+
+MutantRunOptions options(const std::string& dir) {
+  MutantRunOptions o;
+  o.seed = kSeed;
+  o.cases_max = kCasesMax;
+  o.seconds_max = 120.0; // a safety net: the case bound decides
+  o.max_size = 100;
+  o.backend_name = "host";
+  o.backend = [](const model::LaunchCase& c, gpu::Mutant m) { return gpu::run_launch_host(c, m); };
+  o.out_dir = std::filesystem::temp_directory_path() / dir;
+  o.shrink = ShrinkLimits{.candidates_max = 400, .seconds_max = 30.0};
+  return o;
+}
+
+class KernelMutantKill : public testing::TestWithParam<std::size_t> {};
+
+TEST_P(KernelMutantKill, KilledWithASmallCounterexample) {
+  const auto mutant = static_cast<gpu::Mutant>(GetParam() + 1);
+  const MutantRunOptions o = options("mc-mutant-kill-test");
+  const MutantOutcome out = run_kernel_mutant(o, mutant);
+  std::filesystem::remove_all(o.out_dir);
+  ASSERT_TRUE(out.killed) << out.name << " survived " << out.cases << " cases";
+  EXPECT_EQ(out.name, gpu::to_string(mutant));
+  EXPECT_LE(out.cases, kCasesMax);
+  EXPECT_EQ(out.cx_steps, 1); // kernel level: one launch
+  EXPECT_GE(out.cx_requests, 1);
+  EXPECT_LE(out.cx_requests, 3) << out.name << ": " << out.failure;
+  EXPECT_FALSE(out.failure.empty());
+  EXPECT_NE(out.reproduce.find("--mutant " + out.name), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernelMutants, KernelMutantKill,
+                         testing::Range<std::size_t>(0, gpu::kernel_mutants().size()),
+                         [](const testing::TestParamInfo<std::size_t>& param) {
+                           return std::string(gpu::kernel_mutants()[param.param].name);
+                         });
+
+// The same campaign on the clean kernels finds nothing: a kill above is the mutant's doing.
+TEST(KernelMutantKill, CleanKernelsHoldOnTheSameCases) {
+  const MutantRunOptions o = options("mc-mutant-clean-test");
+  KernelCampaignOptions c;
+  c.seed = o.seed;
+  c.cases_max = 200;
+  c.max_size = o.max_size;
+  c.backend_name = "host";
+  c.backend = [](const model::LaunchCase& launch) { return gpu::run_launch_host(launch); };
+  c.out_dir = o.out_dir;
+  const KernelCampaignReport r = run_kernel_campaign(c);
+  std::filesystem::remove_all(o.out_dir);
+  EXPECT_EQ(r.cases, 200);
+  EXPECT_FALSE(r.counterexample.has_value()) << r.counterexample->failure;
+}
+
+TEST(KernelMutantJobs, SelectionKeepsOrderAndRejectsUnknownNames) {
+  const std::vector<MutantJob> all = kernel_mutant_jobs();
+  ASSERT_EQ(all.size(), gpu::kernel_mutants().size());
+  const std::vector<MutantJob> two =
+      select_jobs(all, {"batch_copy_drops_last", "precopy_guard_by_address"});
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].name, "batch_copy_drops_last");
+  EXPECT_EQ(two[1].level, "kernel");
+  EXPECT_THROW(select_jobs(all, {"nope"}), model::InputError);
+}
+
+TEST(KernelMutantTable, MedianOfKilledOnly) {
+  std::vector<MutantOutcome> outcomes(3);
+  outcomes[0].killed = true;
+  outcomes[0].seconds_to_kill = 0.5;
+  outcomes[1].killed = true;
+  outcomes[1].seconds_to_kill = 0.1;
+  outcomes[2].seconds_to_kill = 99.0; // survived: not counted
+  EXPECT_DOUBLE_EQ(median_seconds_to_kill(outcomes), 0.3);
+  EXPECT_NE(format_table(outcomes).find("2 of 3 killed"), std::string::npos);
+}
+
+} // namespace
+} // namespace mc::fuzz
