@@ -1,0 +1,128 @@
+"""Where a launch's buffers live: the GPU through torch, or host memory through numpy.
+
+Both give the adapter flat byte buffers with real addresses (the kernels under test read
+state and block-table addresses out of int64 metadata arrays, REFERENCE.md 1), typed views of
+them to pass as kernel arguments, and the two operations that keep big arenas cheap: upload
+of the byte ranges a case file holds, and the list of pages where two buffers differ (so only
+what a launch changed is read back).
+
+`HostDevice` needs numpy only: kernels written for it (mambacheck_adapter.reference) run on
+the CPU at the same addresses-in-metadata convention, which is how CI tests the adapter
+without a GPU. `TorchDevice` imports torch when it is created.
+"""
+
+import numpy as np
+
+PAGE_BYTES = 4096
+DIFF_CHUNK_BYTES = 256 << 20  # pages compared per step (bounds the temporary mask)
+
+
+class HostDevice:
+    """Buffers are numpy arrays in this process; kernel arguments are numpy views."""
+
+    name = "host"
+
+    def alloc(self, nbytes, fill=0):
+        buf = np.empty(nbytes, dtype=np.uint8) if fill else np.zeros(nbytes, dtype=np.uint8)
+        if fill:
+            buf.fill(fill)
+        return buf
+
+    def fill(self, buf, start, end, value):
+        buf[start:end] = value
+
+    def address(self, buf):
+        return int(buf.ctypes.data)
+
+    def upload(self, buf, offset, data):
+        data = np.asarray(data, dtype=np.uint8)
+        buf[offset:offset + data.size] = data
+
+    def download(self, buf, offset, nbytes):
+        return np.array(buf[offset:offset + nbytes])
+
+    def clone(self, buf):
+        return buf.copy()
+
+    def typed(self, buf, offset, dtype, count):
+        size = np.dtype(dtype).itemsize
+        return buf[offset:offset + count * size].view(dtype)
+
+    def changed_pages(self, a, b):
+        """Indices of the PAGE_BYTES pages where a and b differ (sizes: multiples of a page)."""
+        pages = []
+        step = DIFF_CHUNK_BYTES
+        for start in range(0, a.size, step):
+            x = a[start:start + step].reshape(-1, PAGE_BYTES)
+            y = b[start:start + step].reshape(-1, PAGE_BYTES)
+            differ = np.flatnonzero((x != y).any(axis=1))
+            if differ.size:
+                pages.append(differ + start // PAGE_BYTES)
+        return np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
+
+    def synchronize(self):
+        pass
+
+
+class TorchDevice:
+    """Buffers are torch uint8 tensors on a CUDA device; kernel arguments are tensor views."""
+
+    name = "cuda"
+
+    def __init__(self, device="cuda"):
+        import torch  # only here: CI has numpy alone
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch reports no CUDA device")
+        self.torch = torch
+        self.device = torch.device(device)
+
+    def alloc(self, nbytes, fill=0):
+        t = self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device)
+        t.fill_(fill)
+        return t
+
+    def fill(self, buf, start, end, value):
+        if end > start:
+            buf[start:end].fill_(value)
+
+    def address(self, buf):
+        return int(buf.data_ptr())
+
+    def upload(self, buf, offset, data):
+        host = np.ascontiguousarray(data, dtype=np.uint8)
+        if not host.flags.writeable:  # torch.from_numpy wants a writable array
+            host = host.copy()
+        buf[offset:offset + host.size].copy_(self.torch.from_numpy(host))
+
+    def download(self, buf, offset, nbytes):
+        return buf[offset:offset + nbytes].cpu().numpy()
+
+    def clone(self, buf):
+        return buf.clone()
+
+    def typed(self, buf, offset, dtype, count):
+        size = np.dtype(dtype).itemsize
+        return buf[offset:offset + count * size].view(getattr(self.torch, np.dtype(dtype).name))
+
+    def changed_pages(self, a, b):
+        pages = []
+        step = DIFF_CHUNK_BYTES
+        for start in range(0, a.numel(), step):
+            x = a[start:start + step].view(-1, PAGE_BYTES)
+            y = b[start:start + step].view(-1, PAGE_BYTES)
+            differ = self.torch.nonzero((x != y).any(dim=1)).flatten()
+            if differ.numel():
+                pages.append(differ.cpu().numpy() + start // PAGE_BYTES)
+        return np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
+
+    def synchronize(self):
+        self.torch.cuda.synchronize(self.device)
+
+
+def make_device(name):
+    if name == "host":
+        return HostDevice()
+    if name in ("cuda", "torch"):
+        return TorchDevice()
+    raise ValueError(f"--device: expected cuda or host, got {name!r}")

@@ -1,0 +1,49 @@
+"""Loading the kernels under test from a module the user names.
+
+`--kernels` takes a dotted module path (`vllm.v1.worker.mamba_utils`, importable from
+sys.path) or the path of a .py file. The module provides the seed's kernels by name
+(launch.KERNEL_NAMES); any it lacks leaves those launch kinds out. With `--variant NAME` the
+module's `select_variant(NAME)` is called and its return value provides the kernels instead
+(the adapter's own test kernels use this for their deliberately broken variants).
+"""
+
+import importlib
+import importlib.util
+import pathlib
+import sys
+
+
+class KernelsError(Exception):
+    """The kernels module cannot be loaded or has nothing to run."""
+
+
+def load_module(spec):
+    if spec.endswith(".py") or "/" in spec:
+        path = pathlib.Path(spec).resolve()
+        if not path.is_file():
+            raise KernelsError(f"--kernels: no such file {spec}")
+        name = f"mambacheck_kernels_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        sys.path.insert(0, str(path.parent))  # its own imports of neighbouring files
+        module_spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(spec)
+    except ImportError as e:
+        raise KernelsError(f"--kernels: cannot import {spec}: {e}") from None
+
+
+def load_kernels(spec, variant=None):
+    """The object whose attributes are the kernels (a module, or select_variant's result)."""
+    module = load_module(spec)
+    if variant is None:
+        return module
+    select = getattr(module, "select_variant", None)
+    if select is None:
+        raise KernelsError(f"--variant {variant}: {spec} has no select_variant(name)")
+    try:
+        return select(variant)
+    except (KeyError, ValueError) as e:
+        raise KernelsError(f"--variant {variant}: {e}") from None

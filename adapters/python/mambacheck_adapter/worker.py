@@ -1,0 +1,125 @@
+"""Worker mode: a long-lived process that runs case directories on the kernels under test.
+
+    python3 -m mambacheck_adapter.worker --kernels MODULE_OR_FILE [--variant NAME]
+            [--device cuda|host] [--results DIR]
+
+Protocol (one line each way per case, UTF-8, '\\n'-terminated; README.md, "Worker protocol"):
+- Once started and the kernels loaded, the worker writes one greeting line:
+  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME` (the launch kinds its kernels cover).
+  A worker that cannot start writes the reason to stderr and exits non-zero without greeting.
+- For each line on stdin naming a case directory (optionally followed by a tab and the result
+  directory to write), it runs the case and answers one line:
+  - the absolute path of the result directory (`case.json` + `expected/`, the format
+    `mambacheck case --out` writes), or
+  - `error: MESSAGE`: this case could not be run properly (the kernel raised, wrote outside
+    its buffers, or the case could not be read); the worker carries on, or
+  - `fatal: MESSAGE`: the device is unusable (e.g. a CUDA fault); the worker exits 1.
+- Blank lines are ignored. End of input: the worker exits 0.
+Nothing else is written to stdout (file descriptor 1 is pointed at stderr after start-up,
+so prints of the kernels' libraries cannot garble the protocol).
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+import traceback
+
+from . import PROTOCOL_VERSION, casefile, devices, kernels, launch
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m mambacheck_adapter.worker",
+                                description="Run mambacheck case directories on the kernels "
+                                            "under test, one per stdin line")
+    p.add_argument("--kernels", required=True, help="module path or .py file with the kernels")
+    p.add_argument("--variant", help="call the module's select_variant(NAME)")
+    p.add_argument("--device", help="cuda or host (default: the module's DEVICE, else cuda)")
+    p.add_argument("--results", help="write results under DIR/<case name> (default: next to "
+                                     "the case, <case dir>.result)")
+    return p.parse_args(argv)
+
+
+def result_dir_for(case_dir, results):
+    case_dir = pathlib.Path(case_dir)
+    if results:
+        return pathlib.Path(results) / case_dir.name
+    return case_dir.with_name(case_dir.name + ".result")
+
+
+def device_broken(device):
+    """Whether the device is still usable after an exception (a CUDA fault poisons the
+    context: every later launch would fail too)."""
+    try:
+        device.synchronize()
+        return None
+    except Exception as e:  # noqa: BLE001: any failure to synchronise means unusable
+        return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+
+
+def answer_case(line, module, device, results):
+    case_path, _, result_path = line.partition("\t")
+    try:
+        case = casefile.Case(case_path)
+        result = launch.run_case(case, module, device)
+        out = pathlib.Path(result_path) if result_path else result_dir_for(case_path, results)
+        casefile.write_result(case, result, out)
+        return str(out.resolve())
+    except (casefile.CaseError, launch.LaunchError) as e:
+        broken = device_broken(device)
+        if broken:
+            return f"fatal: {e} (the device is unusable: {broken})"
+        return f"error: {e}"
+    except Exception as e:  # noqa: BLE001: an adapter bug, reported, the worker carries on
+        traceback.print_exc(file=sys.stderr)
+        broken = device_broken(device)
+        if broken:
+            return f"fatal: {type(e).__name__}: {e} (the device is unusable: {broken})"
+        return f"error: adapter failure {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def one_line(text):
+    return " ".join(text.split()) or "(empty message)"
+
+
+def serve(stdin, stdout, module, device, results):
+    for raw in stdin:
+        line = raw.rstrip("\n").rstrip("\r")
+        if not line.strip():
+            continue
+        if line == "quit":
+            return 0
+        reply = one_line(answer_case(line, module, device, results))
+        stdout.write(reply + "\n")
+        stdout.flush()
+        if reply.startswith("fatal:"):
+            return 1
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    # The protocol owns the real stdout; everything else printed goes to stderr.
+    protocol_out = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        module = kernels.load_kernels(args.kernels, args.variant)
+        device = devices.make_device(args.device or getattr(module, "DEVICE", "cuda"))
+    except Exception as e:  # noqa: BLE001: any start-up failure: one line, exit 1
+        print(f"mambacheck_adapter.worker: cannot start: {type(e).__name__}: {e}",
+              file=sys.stderr)
+        return 1
+    kinds = launch.supported_kinds(module)
+    if not kinds:
+        print(f"mambacheck_adapter.worker: {args.kernels} provides none of the kernels "
+              f"{sorted(set(launch.KERNEL_NAMES.values()))}", file=sys.stderr)
+        return 1
+    protocol_out.write(f"mambacheck-worker {PROTOCOL_VERSION} kinds={','.join(kinds)} "
+                       f"device={device.name}\n")
+    protocol_out.flush()
+    return serve(sys.stdin, protocol_out, module, device, args.results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
