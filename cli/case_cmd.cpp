@@ -6,6 +6,7 @@
 // case, and its result is what --check compares against when DIR holds no expected result.
 #include "cli/backend.h"
 #include "cli/commands.h"
+#include "cli/external_backend.h"
 #include "fuzz/compare.h"
 #include "model/case_file.h"
 #include "oracle/launch.h"
@@ -26,7 +27,18 @@ struct CaseOptions {
   std::string out;
   std::string report;
   bool check = false;
+  std::string external; // a worker command running the kernels under test
+  double external_timeout = kExternalTimeoutSecondsDefault;
 };
+
+// The result of the external kernels; a worker that cannot be used is exit 3.
+model::LaunchResult run_external(const CaseOptions& options, const model::LaunchCase& launch_case) {
+  try {
+    return run_external_once(options.external, options.external_timeout, launch_case);
+  } catch (const ExternalWorkerFailure& failure) {
+    throw model::EnvironmentError(failure.message);
+  }
+}
 
 void write_report(const std::string& path, const nlohmann::json& report) {
   std::ofstream file(path);
@@ -44,19 +56,47 @@ std::string summary(const model::LaunchResult& result) {
 }
 
 int run_case(const CaseOptions& options) {
+  const bool external = !options.external.empty();
   const Backend backend = parse_backend(options.backend);
+  if (external && backend != Backend::oracle)
+    model::fail_input("--external and --backend: give one of them");
+  if (!(options.external_timeout > 0 && options.external_timeout <= 86400))
+    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
+                      options.external_timeout);
   require_backend(backend);
+  const std::string backend_name = external ? "external" : options.backend;
   const model::LaunchCase launch_case = model::load_case(options.dir);
   const model::LaunchResult oracle_result = oracle::run_launch(launch_case);
-  const model::LaunchResult result =
-      backend == Backend::oracle ? oracle_result.clone() : run_backend(backend, launch_case);
+  model::LaunchResult result;
+  std::string kernel_error; // an `error:` answer of the external kernels
+  try {
+    result = external                     ? run_external(options, launch_case)
+             : backend == Backend::oracle ? oracle_result.clone()
+                                          : run_backend(backend, launch_case);
+  } catch (const ExternalKernelError& e) {
+    kernel_error = e.what();
+  }
+  if (!kernel_error.empty()) {
+    std::cout << fmt::format("{}: {} on external ({} rows): MISMATCH: the backend failed: {}\n",
+                             options.dir, model::to_string(launch_case.kind),
+                             launch_case.num_reqs, kernel_error);
+    if (!options.report.empty())
+      write_report(options.report, {{"case", options.dir},
+                                    {"kind", model::to_string(launch_case.kind)},
+                                    {"backend", backend_name},
+                                    {"external", options.external},
+                                    {"difference", kernel_error},
+                                    {"exit_code", kExitMismatch}});
+    return kExitMismatch;
+  }
   std::cout << fmt::format("{}: {} on {} ({} rows): {}\n", options.dir,
-                           model::to_string(launch_case.kind), options.backend,
+                           model::to_string(launch_case.kind), backend_name,
                            launch_case.num_reqs, summary(result));
   nlohmann::json report = {{"case", options.dir},
                            {"kind", model::to_string(launch_case.kind)},
-                           {"backend", options.backend},
+                           {"backend", backend_name},
                            {"result", summary(result)}};
+  if (external) report["external"] = options.external;
   if (!options.out.empty()) {
     model::save_case(launch_case, options.out);
     model::save_result(result, options.out);
@@ -94,6 +134,12 @@ void add_case_command(CLI::App& app, Action& action) {
                 "Compare with DIR/expected (or the oracle when DIR has none); exit 1 on a "
                 "difference");
   cmd->add_option("--report", options->report, "Write a JSON report");
+  cmd->add_option("--external", options->external,
+                  "Run the case on the kernels under test through a worker command, e.g. "
+                  "'python3 -m mambacheck_adapter.worker --kernels MODULE' "
+                  "(adapters/python/README.md)");
+  cmd->add_option("--external-timeout", options->external_timeout,
+                  "Seconds the worker may take to start and to run the case (default 300)");
   cmd->callback([options, &action] { action = [options] { return run_case(*options); }; });
 }
 

@@ -4,6 +4,7 @@
 // message prints the command that replays it (exit 1).
 #include "cli/backend.h"
 #include "cli/commands.h"
+#include "cli/external_backend.h"
 #include "cli/fuzz_engine.h"
 #include "cli/junit.h"
 #include "cli/progress.h"
@@ -31,7 +32,18 @@ struct FuzzOptions {
   std::string report;
   std::string junit;
   std::string mutant; // a kernel or runner mutant (engine level: either)
+  std::string external; // kernel level: a worker command running the kernels under test
+  double external_timeout = kExternalTimeoutSecondsDefault;
 };
+
+// How the reproduce lines name the backend: `--backend host` or `--external 'COMMAND'`.
+std::string backend_arguments(const FuzzOptions& o, const fuzz::KernelCampaignOptions& c) {
+  if (o.external.empty()) return fmt::format("--backend {}", c.backend_name);
+  std::string args = fmt::format("--external {}", shell_quote(o.external));
+  if (o.external_timeout != kExternalTimeoutSecondsDefault)
+    args += fmt::format(" --external-timeout {}", o.external_timeout);
+  return args;
+}
 
 // "90", "90s", "15m", "2h" -> seconds.
 double parse_duration(const std::string& text) {
@@ -82,18 +94,19 @@ void print_summary(const fuzz::KernelCampaignOptions& c, const fuzz::KernelCampa
   std::cout << "  kinds:" << kinds << "\n  sizes:" << classes << "\n";
 }
 
-int report_counterexample(const fuzz::KernelCampaignOptions& c, const fuzz::Counterexample& cx) {
+int report_counterexample(const fuzz::KernelCampaignOptions& c, const fuzz::Counterexample& cx,
+                          const std::string& backend_args) {
   std::cout << fmt::format("MISMATCH (case seed {}, size {}): {}\n", cx.case_seed, cx.size,
                            cx.failure);
   std::cout << fmt::format("  shrunk in {} steps ({} candidates tried): {}\n", cx.shrink_steps,
                            cx.shrink_tried, cx.description);
   std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n", cx.shrunk_dir.string(),
                            cx.original_dir.string());
-  std::cout << fmt::format("  reproduce: mambacheck case {} --backend {} --check\n",
-                           cx.shrunk_dir.string(), c.backend_name);
-  std::cout << fmt::format("  rerun the campaign: mambacheck fuzz --backend {} --seed {} --cases "
+  std::cout << fmt::format("  reproduce: mambacheck case {} {} --check\n",
+                           cx.shrunk_dir.string(), backend_args);
+  std::cout << fmt::format("  rerun the campaign: mambacheck fuzz {} --seed {} --cases "
                            "{} --max-size {}\n",
-                           c.backend_name, c.seed, cx.case_seed - c.seed + 1, c.max_size);
+                           backend_args, c.seed, cx.case_seed - c.seed + 1, c.max_size);
   return kExitMismatch;
 }
 
@@ -103,24 +116,43 @@ int run_kernel_level(const FuzzOptions& o, Backend backend, double seconds_max,
   fuzz::KernelCampaignOptions c = campaign_options(o, backend);
   c.seconds_max = seconds_max;
   if (o.cases == 0 && seconds_max > 0) c.cases_max = kCasesMax;
+  std::unique_ptr<ExternalWorker> worker; // --external: the campaign's backend
+  if (!o.external.empty()) {
+    const std::filesystem::path work = std::filesystem::path(o.out) / "external";
+    try {
+      worker = attach_external_worker(c, {.command = o.external,
+                                          .work_dir = work,
+                                          .log_file = work / "worker.log",
+                                          .timeout_seconds = o.external_timeout});
+    } catch (const ExternalWorkerFailure& failure) {
+      throw model::EnvironmentError(failure.message);
+    }
+  }
   Progress progress("fuzz kernel", o.cases > 0 ? o.cases : 0);
   c.on_case = [&progress](std::int64_t, const fuzz::LaunchSpec& spec) {
     progress.tick(
         fmt::format("{} {}", model::to_string(spec.kind), fuzz::to_string(spec.size_class)));
   };
-  const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
+  fuzz::KernelCampaignReport r;
+  try {
+    r = fuzz::run_kernel_campaign(c);
+  } catch (const ExternalWorkerFailure& failure) {
+    progress.done();
+    throw model::EnvironmentError(failure.message);
+  }
   progress.done();
   print_summary(c, r);
   report = fuzz::to_json(c, r);
+  if (worker) report["external"] = o.external;
   jc = JunitCase{.name = fmt::format("kernel-{}-seed{}", c.backend_name, c.seed),
                  .seconds = r.seconds};
   if (r.counterexample) {
     jc.failed = true;
     jc.message = r.counterexample->failure;
-    jc.details = fmt::format("{}\nreproduce: mambacheck case {} --backend {} --check",
+    jc.details = fmt::format("{}\nreproduce: mambacheck case {} {} --check",
                              r.counterexample->description, r.counterexample->shrunk_dir.string(),
-                             c.backend_name);
-    return report_counterexample(c, *r.counterexample);
+                             backend_arguments(o, c));
+    return report_counterexample(c, *r.counterexample, backend_arguments(o, c));
   }
   std::cout << "all cases held\n";
   return kExitOk;
@@ -132,7 +164,17 @@ int run_fuzz(const FuzzOptions& o) {
   if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
   if (o.max_size < 0 || o.max_size > 100)
     model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
-  const Backend backend = o.backend.empty() ? default_backend() : parse_backend(o.backend);
+  if (!o.external.empty() && !o.backend.empty())
+    model::fail_input("--external and --backend: give one of them");
+  if (!o.external.empty() && o.level != "kernel")
+    model::fail_input("--external: runs with --level kernel only");
+  if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
+    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
+                      o.external_timeout);
+  // With --external the backend below only sizes the generator (the worker runs the cases).
+  const Backend backend = !o.external.empty() ? Backend::host
+                          : o.backend.empty() ? default_backend()
+                                              : parse_backend(o.backend);
   if (backend == Backend::oracle)
     model::fail_input("--backend: fuzz compares the oracle with host or cuda");
   require_backend(backend);
@@ -193,6 +235,12 @@ void add_fuzz_command(CLI::App& app, Action& action) {
   cmd->add_option("--junit", o->junit, "Write JUnit XML");
   cmd->add_option("--mutant", o->mutant,
                   "Run against a mutant (engine level: a runner or kernel mutant)");
+  cmd->add_option("--external", o->external,
+                  "Kernel level: run the cases on the kernels under test through a worker "
+                  "command, e.g. 'python3 -m mambacheck_adapter.worker --kernels MODULE' "
+                  "(adapters/python/README.md)");
+  cmd->add_option("--external-timeout", o->external_timeout,
+                  "Seconds the worker may take to start and for each case (default 300)");
   cmd->callback([o, &action] { action = [o] { return run_fuzz(*o); }; });
 }
 

@@ -15,6 +15,7 @@ import numpy as np
 
 PAGE_BYTES = 4096
 DIFF_CHUNK_BYTES = 256 << 20  # pages compared per step (bounds the temporary mask)
+RESERVED_BYTES_MAX = 2 << 30  # cached device memory a worker keeps between cases
 
 
 class HostDevice:
@@ -61,6 +62,9 @@ class HostDevice:
         return np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
 
     def synchronize(self):
+        pass
+
+    def release(self, force=False):
         pass
 
 
@@ -118,6 +122,11 @@ class TorchDevice:
 
     def synchronize(self):
         self.torch.cuda.synchronize(self.device)
+
+    def release(self, force=False):
+        """Returns cached device memory after a big case: several workers share one GPU."""
+        if force or self.torch.cuda.memory_reserved(self.device) > RESERVED_BYTES_MAX:
+            self.torch.cuda.empty_cache()
 
 
 def make_device(name):

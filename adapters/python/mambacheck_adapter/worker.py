@@ -57,14 +57,42 @@ def device_broken(device):
         return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
 
 
+def out_of_memory(e):
+    return type(e).__name__ == "OutOfMemoryError" or "out of memory" in str(e)
+
+
+def run_case(case, module, device):
+    """launch.run_case, retried once with the device's cache released when memory ran out
+    (several workers can share one GPU): memory is the machine's problem, not the kernel's."""
+    try:
+        return launch.run_case(case, module, device)
+    except Exception as e:  # noqa: BLE001: only out-of-memory is retried
+        if not out_of_memory(e):
+            raise
+    device.release(force=True)
+    try:
+        return launch.run_case(case, module, device)
+    except Exception as e:  # noqa: BLE001
+        if out_of_memory(e):
+            raise DeviceUnusable(f"out of device memory: {one_line(str(e))[:300]}") from e
+        raise
+
+
+class DeviceUnusable(Exception):
+    pass
+
+
 def answer_case(line, module, device, results):
     case_path, _, result_path = line.partition("\t")
     try:
         case = casefile.Case(case_path)
-        result = launch.run_case(case, module, device)
+        result = run_case(case, module, device)
         out = pathlib.Path(result_path) if result_path else result_dir_for(case_path, results)
         casefile.write_result(case, result, out)
+        device.release()
         return str(out.resolve())
+    except DeviceUnusable as e:
+        return f"fatal: {e}"
     except (casefile.CaseError, launch.LaunchError) as e:
         broken = device_broken(device)
         if broken:

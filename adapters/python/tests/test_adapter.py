@@ -1,0 +1,244 @@
+"""Tests of mambacheck_adapter that need numpy only (CI): case and result directories, the
+host reference kernels against the oracle's expected results, deliberately broken variants,
+guards, the first-difference messages (compared with `mambacheck case --check`), and the
+worker protocol.
+
+    MAMBACHECK=build/mambacheck /usr/bin/python3 -m unittest discover -s adapters/python/tests
+
+MAMBACHECK names the mambacheck binary (it exports the cases). Exit 77 (skipped) from
+run_tests.py when it or numpy is missing.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import types
+import unittest
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from mambacheck_adapter import casefile, compare, devices, launch, reference  # noqa: E402
+
+MAMBACHECK = os.environ.get("MAMBACHECK", "")
+EXPORT_CASES = 40
+WORKER = [sys.executable, "-m", "mambacheck_adapter.worker", "--kernels",
+          "mambacheck_adapter.reference"]
+ENV = dict(os.environ, PYTHONPATH=str(HERE.parent))
+
+
+def export(out, cases, seed, max_size=35, kinds=None):
+    args = [MAMBACHECK, "export", "--cases", str(cases), "--seed", str(seed), "--max-size",
+            str(max_size), "--out", str(out)]
+    if kinds:
+        args += ["--kinds", kinds]
+    subprocess.run(args, check=True, capture_output=True)
+    return sorted(p for p in pathlib.Path(out).iterdir() if p.name.startswith("case-"))
+
+
+ROOT = None  # the shared export (setUpModule)
+CASES = []
+
+
+def setUpModule():
+    global ROOT, CASES
+    ROOT = tempfile.TemporaryDirectory(prefix="mc-adapter-test-")
+    CASES = export(pathlib.Path(ROOT.name) / "cases", EXPORT_CASES, seed=5)
+
+
+def tearDownModule():
+    ROOT.cleanup()
+
+
+class Exported(unittest.TestCase):
+    """Tests over one export of small cases of every kind."""
+
+    def setUp(self):
+        self.root = pathlib.Path(ROOT.name)
+        self.cases = CASES
+
+    def run_on(self, case_dir, kernels, out):
+        case = casefile.Case(case_dir)
+        result = launch.run_case(case, kernels, devices.HostDevice())
+        casefile.write_result(case, result, out)
+        return case, casefile.StoredResult(case, case_dir), casefile.StoredResult(case, out)
+
+    def test_export_covers_every_kind(self):
+        kinds = {casefile.Case(c).kind for c in self.cases}
+        self.assertEqual(kinds, set(casefile.KINDS))
+
+    def test_reference_kernels_match_the_oracle(self):
+        copies = 0
+        for i, case_dir in enumerate(self.cases):
+            case, expected, actual = self.run_on(case_dir, reference, self.root / f"ref-{i}")
+            self.assertIsNone(compare.first_difference(case, expected, actual), case_dir)
+            self.assertFalse(actual.decisions_recorded)
+            copies += len(expected.decisions)
+        self.assertGreater(copies, 50)  # the cases did copy something
+
+    def test_broken_variants_are_caught(self):
+        for variant in ("guard_by_address", "temporal_size_from_stride",
+                        "conv_shift_not_memmove", "ds_ignores_bias", "temporal_ignores_bias",
+                        "preprocess_floor"):
+            kernels = reference.select_variant(variant)
+            found = []
+            for i, case_dir in enumerate(self.cases):
+                try:
+                    case, expected, actual = self.run_on(case_dir, kernels,
+                                                         self.root / f"{variant}-{i}")
+                except launch.LaunchError as e:  # a write outside the arena is caught too
+                    found.append(str(e))
+                    continue
+                message = compare.first_difference(case, expected, actual)
+                if message:
+                    found.append(message)
+            self.assertTrue(found, f"{variant} was not caught by any of {len(self.cases)} cases")
+
+    def test_unsupported_batch_copy_is_reported(self):
+        statuses = []
+        for i, case_dir in enumerate(self.cases):
+            case, expected, actual = self.run_on(case_dir, reference, self.root / f"st-{i}")
+            statuses.append((expected.status, actual.status))
+        self.assertIn(("unsupported", "unsupported"), statuses)
+        self.assertTrue(all(e == a for e, a in statuses))
+
+    def test_messages_match_the_cpp_report(self):
+        """A tampered expected byte: the adapter names it exactly as `mambacheck case`."""
+        for case_dir in self.cases:
+            case = casefile.Case(case_dir)
+            result = json.loads((case_dir / "expected" / "result.json").read_text())
+            if case.kind != "precopy" or not result["decisions"]:
+                continue
+            tampered = self.root / "tampered"
+            subprocess.run(["cp", "-r", str(case_dir), str(tampered)], check=True)
+            d = result["decisions"][0]
+            t = case.tensors[d["tensor"]]
+            page = int(case.arena_specs[t["arena"]]["page_bytes"])
+            offset = d["dst_block_id"] * page + t["offset_bytes"] + 1
+            arena = np.load(tampered / "expected" / f"arena_{t['arena']}.npy", mmap_mode="r+")
+            arena.reshape(-1)[offset] ^= 0xFF
+            arena.flush()
+            del arena
+            cpp = subprocess.run([MAMBACHECK, "case", str(tampered), "--backend", "oracle",
+                                  "--check"], capture_output=True, text=True)
+            self.assertEqual(cpp.returncode, 1, cpp.stdout + cpp.stderr)
+            py = subprocess.run([sys.executable, "-m", "mambacheck_adapter", str(tampered),
+                                 "--kernels", "mambacheck_adapter.reference", "--check"],
+                                capture_output=True, text=True, env=ENV)
+            self.assertEqual(py.returncode, 1, py.stdout + py.stderr)
+            line = [x for x in cpp.stdout.splitlines() if x.startswith("MISMATCH")][0]
+            self.assertIn(f"bytes [{offset}, {offset + 1}) differ: group {t['group']} layer "
+                          f"{t['layer']} state {t['name']}, block {d['dst_block_id']}, byte 1",
+                          line)
+            self.assertIn(line, py.stdout)
+            return
+        self.fail("no precopy case with a copy in the export")
+
+
+class ResultFiles(unittest.TestCase):
+    def test_sparse_copy_keeps_holes_and_applies_patches(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = pathlib.Path(tmp) / "a.npy", pathlib.Path(tmp) / "b.npy"
+            arena = np.lib.format.open_memmap(src, mode="w+", dtype=np.uint8,
+                                              shape=(64, 1 << 16))
+            arena[3, 5] = 7
+            arena[60, :] = 9
+            arena.flush()
+            offset = casefile.npy_header(src)[2]
+            casefile.copy_sparse(src, dst, [(offset + 10 * (1 << 16) + 1, b"\x01\x02")])
+            got = np.load(dst)
+            want = np.array(arena)
+            want[10, 1:3] = (1, 2)
+            np.testing.assert_array_equal(got, want)
+            self.assertLess(os.stat(dst).st_blocks * 512, 1 << 20)  # holes stayed holes
+            del arena
+
+    def test_page_runs(self):
+        self.assertEqual(launch.page_runs([7, 1, 2, 3, 9, 8]), [(1, 3), (7, 9)])
+        self.assertEqual(launch.page_runs([]), [])
+
+
+class Guards(unittest.TestCase):
+    setUp = Exported.setUp
+
+    def test_write_past_the_arena_is_reported(self):
+        kernels = types.SimpleNamespace(precopy_mamba_align_fused_kernel=None)
+        for case_dir in self.cases:
+            case = casefile.Case(case_dir)
+            if case.kind != "postprocess" or case.num_reqs == 0:
+                continue
+            lp = launch.Launch(case, devices.HostDevice())
+            arena = lp.arenas[0]
+            kernels.postprocess_mamba_fused_kernel = {
+                (case.num_reqs, len(case.tensors)): lambda *a, **k: reference.ctypes.memset(
+                    arena.address + arena.size + 3, 0, 2)}
+            lp.run(kernels)
+            with self.assertRaisesRegex(launch.LaunchError,
+                                        rf"past the end of arena 0 .*byte {arena.size + 3} "):
+                lp.read_back("ok", "")
+            return
+        self.fail("no postprocess case")
+
+    def test_write_outside_an_array_is_reported(self):
+        for case_dir in self.cases:
+            case = casefile.Case(case_dir)
+            if case.kind != "precopy" or case.num_reqs == 0:
+                continue
+            lp = launch.Launch(case, devices.HostDevice())
+            target = lp.arrays["state_idx"]
+            kernels = types.SimpleNamespace(precopy_mamba_align_fused_kernel={
+                (case.num_reqs, len(case.tensors)): lambda *a, **k: reference.ctypes.memset(
+                    target.address - 4, 0, 4)})
+            lp.run(kernels)
+            with self.assertRaisesRegex(launch.LaunchError, r"state_idx\[-1\], before"):
+                lp.read_back("ok", "")
+            return
+        self.fail("no precopy case")
+
+
+class Worker(unittest.TestCase):
+    setUp = Exported.setUp
+
+    def start(self, *extra):
+        return subprocess.Popen(WORKER + list(extra), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=ENV)
+
+    def test_protocol(self):
+        w = self.start("--results", str(self.root / "worker-results"))
+        greeting = w.stdout.readline().split()
+        self.assertEqual(greeting[:2], ["mambacheck-worker", "1"])
+        self.assertIn("kinds=" + ",".join(casefile.KINDS), greeting)
+        for case_dir in self.cases[:5]:
+            w.stdin.write(f"{case_dir}\n")
+            w.stdin.flush()
+            answer = pathlib.Path(w.stdout.readline().strip())
+            self.assertEqual(answer, self.root / "worker-results" / case_dir.name)
+            case = casefile.Case(case_dir)
+            self.assertIsNone(compare.first_difference(
+                case, casefile.StoredResult(case, case_dir), casefile.StoredResult(case, answer)))
+        explicit = self.root / "explicit-result"
+        w.stdin.write(f"{self.cases[0]}\t{explicit}\n\nno/such/case\n")
+        w.stdin.flush()
+        self.assertEqual(w.stdout.readline().strip(), str(explicit.resolve()))
+        self.assertTrue(casefile.has_result(explicit))
+        self.assertRegex(w.stdout.readline(), r"^error: no/such/case/case.json: cannot read")
+        out, _ = w.communicate(timeout=30)
+        self.assertEqual(w.returncode, 0)
+        self.assertEqual(out, "")
+
+    def test_bad_kernels_module_exits_before_greeting(self):
+        w = self.start("--variant", "no_such_variant")
+        out, err = w.communicate(timeout=30)
+        self.assertEqual(w.returncode, 1)
+        self.assertEqual(out, "")
+        self.assertIn("unknown variant 'no_such_variant'", err)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,353 @@
+#include "cli/external_backend.h"
+
+#include "model/case_file.h"
+#include "model/errors.h"
+#include "oracle/launch.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace mc::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kLineBytesMax = 1 << 20;      // one answer line
+constexpr std::int64_t kLogTailBytesMax = 1 << 12;  // read from the log for a message
+constexpr std::size_t kQuotedBytesMax = 300;        // of an answer or log line in a message
+constexpr int kExitWaitMillis = 5000;               // after closing its stdin
+constexpr std::string_view kGreetingWord = "mambacheck-worker";
+constexpr int kProtocolVersion = 1;
+
+std::string excerpt(std::string_view text) {
+  std::string out(text.substr(0, kQuotedBytesMax));
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  if (text.size() > kQuotedBytesMax) out += "...";
+  return out;
+}
+
+// The last non-empty line of the worker's log, for a failure message.
+std::string log_tail(const fs::path& log_file) {
+  if (log_file.empty()) return {};
+  std::ifstream in(log_file, std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  const std::int64_t size = in.tellg();
+  const std::int64_t from = std::max<std::int64_t>(0, size - kLogTailBytesMax);
+  in.seekg(from);
+  std::string tail(static_cast<std::size_t>(size - from), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  std::istringstream lines(tail);
+  std::string line;
+  std::string last;
+  while (std::getline(lines, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return excerpt(last);
+}
+
+std::string exit_description(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("was killed by signal {}", WTERMSIG(status));
+  return "stopped";
+}
+
+// Waits up to `millis` for the child; its status, or -1 if still running.
+int wait_for(pid_t pid, int millis) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(millis);
+  for (;;) {
+    int status = 0;
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) return status;
+    if (done < 0) return 0; // already reaped
+    if (Clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+std::string trimmed(std::string_view text) {
+  const std::size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  const std::size_t last = text.find_last_not_of(" \t");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+// Whether result.json says the kernels recorded their decisions (absent: they did).
+bool decisions_recorded(const fs::path& result_dir) {
+  std::ifstream in(result_dir / model::kResultDirName / "result.json");
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (!doc.is_object() || !doc.contains("decisions_recorded")) return true;
+  const nlohmann::json& flag = doc["decisions_recorded"];
+  return !flag.is_boolean() || flag.get<bool>();
+}
+
+} // namespace
+
+std::string shell_quote(std::string_view text) {
+  std::string out = "'";
+  for (const char ch : text) {
+    if (ch == '\'') out += "'\\''";
+    else out += ch;
+  }
+  return out + "'";
+}
+
+ExternalWorker::ExternalWorker(ExternalOptions options) : options_(std::move(options)) {
+  MC_ASSERT(!options_.command.empty());
+  MC_ASSERT(options_.timeout_seconds > 0);
+  // A worker that dies while we write to it must be an error we report, not our death.
+  ::signal(SIGPIPE, SIG_IGN);
+  int in_pipe[2] = {-1, -1};
+  int out_pipe[2] = {-1, -1};
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw ExternalWorkerFailure{fmt::format("--external: cannot create pipes: {}",
+                                            std::strerror(errno))};
+  int log_fd = -1;
+  if (!options_.log_file.empty()) {
+    log_fd = open(options_.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0)
+      throw ExternalWorkerFailure{fmt::format("--external: cannot open the worker log {}: {}",
+                                              options_.log_file.string(), std::strerror(errno))};
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  if (log_fd >= 0) posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE); // the worker gets SIGPIPE's default back
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setpgroup(&attributes, 0); // its own group: a timeout kills all of it
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  std::string command = options_.command;
+  char sh[] = "sh";
+  char dash_c[] = "-c";
+  char* argv[] = {sh, dash_c, command.data(), nullptr};
+  const int spawned = posix_spawn(&pid_, "/bin/sh", &actions, &attributes, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  if (log_fd >= 0) close(log_fd);
+  to_worker_ = in_pipe[1];
+  from_worker_ = out_pipe[0];
+  if (spawned != 0) {
+    pid_ = -1;
+    fail(fmt::format("cannot be started: {}", std::strerror(spawned)));
+  }
+  parse_greeting(read_line("its greeting"));
+}
+
+ExternalWorker::~ExternalWorker() { stop(); }
+
+void ExternalWorker::stop() {
+  if (to_worker_ >= 0) close(to_worker_);
+  to_worker_ = -1;
+  if (pid_ > 0 && wait_for(pid_, kExitWaitMillis) < 0) {
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  pid_ = -1;
+  if (from_worker_ >= 0) close(from_worker_);
+  from_worker_ = -1;
+}
+
+void ExternalWorker::fail(std::string_view what) {
+  std::string message = fmt::format("--external worker '{}' {}", excerpt(options_.command), what);
+  if (pid_ > 0) {
+    int status = wait_for(pid_, 200);
+    if (status < 0) {
+      kill(-pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    } else {
+      message += fmt::format(" (it {})", exit_description(status));
+    }
+    pid_ = -1;
+  }
+  if (const std::string tail = log_tail(options_.log_file); !tail.empty())
+    message += fmt::format("; its stderr ends: \"{}\"", tail);
+  if (!options_.log_file.empty()) message += fmt::format(" (log: {})", options_.log_file.string());
+  stop();
+  throw ExternalWorkerFailure{std::move(message)};
+}
+
+std::string ExternalWorker::read_line(std::string_view waiting_for) {
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(options_.timeout_seconds));
+  for (;;) {
+    if (const std::size_t end = buffer_.find('\n'); end != std::string::npos) {
+      std::string line = buffer_.substr(0, end);
+      buffer_.erase(0, end + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      return line;
+    }
+    if (buffer_.size() > kLineBytesMax)
+      fail(fmt::format("wrote a line of more than {} bytes while we waited for {}",
+                       kLineBytesMax, waiting_for));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0)
+      fail(fmt::format("gave no answer within {} s while we waited for {}; killed",
+                       options_.timeout_seconds, waiting_for));
+    pollfd p{.fd = from_worker_, .events = POLLIN, .revents = 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
+    if (ready < 0 && errno != EINTR) fail(fmt::format("cannot be read: {}", std::strerror(errno)));
+    if (ready <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = read(from_worker_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      fail(fmt::format("closed its output while we waited for {}{}", waiting_for,
+                       buffer_.empty() ? "" : fmt::format(" (last words: \"{}\")",
+                                                           excerpt(buffer_))));
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+void ExternalWorker::write_line(const std::string& line) {
+  const std::string data = line + "\n";
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = write(to_worker_, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(fmt::format("stopped reading its input ({})", std::strerror(errno)));
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void ExternalWorker::parse_greeting(const std::string& line) {
+  greeting_ = line;
+  std::istringstream words(line);
+  std::string word;
+  std::string version;
+  words >> word >> version;
+  if (word != kGreetingWord || version != std::to_string(kProtocolVersion))
+    fail(fmt::format("greeted with \"{}\"; expected \"{} {} kinds=...\"", excerpt(line),
+                     kGreetingWord, kProtocolVersion));
+  while (words >> word) {
+    if (!starts_with(word, "kinds=")) continue;
+    std::istringstream names(word.substr(6));
+    std::string name;
+    while (std::getline(names, name, ',')) {
+      try {
+        kinds_.push_back(model::parse_launch_kind(name));
+      } catch (const model::InputError&) {
+        fail(fmt::format("greeted with an unknown launch kind '{}'", excerpt(name)));
+      }
+    }
+  }
+  if (kinds_.empty()) fail(fmt::format("greeted with no kinds=: \"{}\"", excerpt(line)));
+}
+
+model::LaunchResult ExternalWorker::run(const model::LaunchCase& launch_case) {
+  if (pid_ < 0) throw ExternalWorkerFailure{"--external worker: no longer running"};
+  const fs::path case_dir = fs::absolute(options_.work_dir / "case");
+  const fs::path result_dir = fs::absolute(options_.work_dir / "result");
+  std::error_code ec;
+  fs::remove_all(case_dir, ec);
+  fs::remove_all(result_dir, ec);
+  model::save_case(launch_case, case_dir);
+  write_line(case_dir.string() + "\t" + result_dir.string());
+  const std::string answer = read_line(fmt::format("the result of {}", case_dir.string()));
+  ++cases_run_;
+  if (starts_with(answer, "error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
+  if (starts_with(answer, "fatal:"))
+    fail(fmt::format("gave up on {}: {}", case_dir.string(), excerpt(trimmed(answer.substr(6)))));
+  const fs::path answered = trimmed(answer);
+  if (answered.empty() || !model::has_result(answered))
+    fail(fmt::format("answered \"{}\", which is neither a result directory (DIR/{}/result.json) "
+                     "nor error:/fatal:",
+                     excerpt(answer), model::kResultDirName));
+  model::LaunchResult result;
+  try {
+    result = model::load_result(answered);
+  } catch (const model::InputError& e) {
+    fail(fmt::format("wrote a result that does not load: {}", e.what()));
+  }
+  if (result.status == model::LaunchStatus::ok && !decisions_recorded(answered)) {
+    try {
+      result.decisions = oracle::run_launch(launch_case).decisions;
+    } catch (const model::InputError&) {
+      // The oracle rejects the case: the campaign reports that itself.
+    }
+  }
+  return result;
+}
+
+std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptions& campaign,
+                                                       ExternalOptions options) {
+  std::error_code ec;
+  fs::create_directories(options.work_dir, ec);
+  if (ec)
+    model::fail_input("--out: cannot create {}: {}", options.work_dir.string(), ec.message());
+  auto worker = std::make_unique<ExternalWorker>(std::move(options));
+  std::vector<model::LaunchKind> kinds;
+  std::string names;
+  for (const model::LaunchKind kind : model::kAllLaunchKinds) {
+    const bool wanted = campaign.gen.kinds.empty() ||
+                        std::ranges::find(campaign.gen.kinds, kind) != campaign.gen.kinds.end();
+    if (wanted && std::ranges::find(worker->kinds(), kind) != worker->kinds().end()) {
+      kinds.push_back(kind);
+      names += fmt::format("{}{}", names.empty() ? "" : ",", model::to_string(kind));
+    }
+  }
+  if (kinds.empty())
+    throw ExternalWorkerFailure{fmt::format("--external worker covers none of the launch kinds "
+                                            "asked for (it greeted \"{}\")",
+                                            excerpt(worker->greeting()))};
+  campaign.gen.kinds = kinds;
+  campaign.backend_name = "external";
+  ExternalWorker* w = worker.get();
+  campaign.backend = [w](const model::LaunchCase& launch_case) { return w->run(launch_case); };
+  std::cout << fmt::format("external worker: {} (kinds {}; stderr in {})\n",
+                           excerpt(worker->greeting()), names,
+                           worker->options().log_file.string());
+  return worker;
+}
+
+model::LaunchResult run_external_once(const std::string& command, double timeout_seconds,
+                                      const model::LaunchCase& launch_case) {
+  const fs::path work =
+      fs::temp_directory_path() / fmt::format("mambacheck-external-{}", getpid());
+  std::error_code ec;
+  fs::create_directories(work, ec);
+  if (ec) model::fail_input("cannot create {}: {}", work.string(), ec.message());
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } cleanup{work};
+  ExternalWorker worker(
+      {.command = command, .work_dir = work, .log_file = {}, .timeout_seconds = timeout_seconds});
+  return worker.run(launch_case);
+}
+
+} // namespace mc::cli

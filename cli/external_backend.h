@@ -1,0 +1,106 @@
+// The external backend: kernels under test that run in another process, typically the Python
+// adapter's worker (adapters/python/: Triton or PyTorch kernels on the GPU), driven through
+// case directories (model/CASE_FORMAT.md), so `mambacheck fuzz --external 'COMMAND'`
+// generates, compares, shrinks and reports exactly as it does for its own backends.
+//
+// The worker command is started once (`/bin/sh -c COMMAND`, in its own process group, its
+// stderr appended to a log file). The protocol (adapters/python/README.md, "Worker protocol"):
+// - the worker greets with one line `mambacheck-worker 1 kinds=KIND,... [key=value ...]`;
+// - per case we write `CASE_DIR<TAB>RESULT_DIR\n` (absolute paths) and it answers one line:
+//   the result directory (case.json + expected/, what `mambacheck case --out` writes),
+//   `error: MESSAGE` (the kernel failed on this case: a finding), or `fatal: MESSAGE`.
+// A worker that dies, exceeds the timeout, answers anything else, or writes a result that does
+// not load cannot be judged: that is ExternalWorkerFailure (exit 3), never a mismatch.
+//
+// A kernel reports effects, not decisions: when the worker's result.json says
+// `"decisions_recorded": false`, the oracle's decisions stand in for the kernel's and only
+// the status, the per-request arrays and every arena byte are compared.
+#pragma once
+
+#include "fuzz/campaign/kernel_campaign.h"
+#include "model/launch.h"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mc::cli {
+
+inline constexpr double kExternalTimeoutSecondsDefault = 300.0;
+
+struct ExternalOptions {
+  std::string command;             // run by /bin/sh -c
+  std::filesystem::path work_dir;  // case and result directories are written here
+  std::filesystem::path log_file;  // the worker's stderr (appended); empty: inherited
+  double timeout_seconds = kExternalTimeoutSecondsDefault; // the greeting, and each case
+};
+
+// The worker cannot be used (it died, timed out, answered garbage or said fatal). On purpose
+// not a std::exception: the kernel campaign turns a backend's std::exception into a finding
+// and shrinks it, but a dead worker says nothing about the kernels. It propagates through the
+// campaign to the subcommand, which reports it in one line with exit 3.
+struct ExternalWorkerFailure {
+  std::string message;
+};
+
+// The worker answered `error: MESSAGE` for one case: the kernels under test failed on it
+// (raised, wrote outside their buffers). A finding like a wrong byte.
+struct ExternalKernelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class ExternalWorker {
+public:
+  // Starts the command and reads its greeting; ExternalWorkerFailure if it does not come.
+  explicit ExternalWorker(ExternalOptions options);
+  ~ExternalWorker(); // closes its stdin, waits a little, then kills its process group
+  ExternalWorker(const ExternalWorker&) = delete;
+  ExternalWorker& operator=(const ExternalWorker&) = delete;
+
+  // Runs one case on the worker. Throws ExternalKernelError for an `error:` answer and
+  // ExternalWorkerFailure when the worker cannot be used.
+  model::LaunchResult run(const model::LaunchCase& launch_case);
+
+  const std::vector<model::LaunchKind>& kinds() const { return kinds_; }
+  const std::string& greeting() const { return greeting_; }
+  const ExternalOptions& options() const { return options_; }
+  std::int64_t cases_run() const { return cases_run_; }
+
+private:
+  [[noreturn]] void fail(std::string_view what);
+  std::string read_line(std::string_view waiting_for);
+  void write_line(const std::string& line);
+  void parse_greeting(const std::string& line);
+  void stop();
+
+  ExternalOptions options_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1;   // its stdin
+  int from_worker_ = -1; // its stdout
+  std::string buffer_;   // bytes read past the last line
+  std::string greeting_;
+  std::vector<model::LaunchKind> kinds_;
+  std::int64_t cases_run_ = 0;
+};
+
+// `text` as one word for /bin/sh: 'it'\''s'.
+std::string shell_quote(std::string_view text);
+
+// Points a kernel campaign at an external worker: the campaign's backend runs cases on it,
+// its backend name is "external", and its generator draws only the kinds the worker covers.
+// Returns the worker (keep it alive for the campaign). Prints one line about the worker.
+std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptions& campaign,
+                                                       ExternalOptions options);
+
+// One case on a worker started for it (`mambacheck case --external`): its stderr inherited,
+// its files in a temporary directory removed afterwards.
+model::LaunchResult run_external_once(const std::string& command, double timeout_seconds,
+                                      const model::LaunchCase& launch_case);
+
+} // namespace mc::cli

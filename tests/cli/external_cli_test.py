@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""`mambacheck fuzz --external` and `mambacheck case --external` end to end, without a GPU.
+
+The worker is the Python adapter (adapters/python/) running the host reference kernels
+(mambacheck_adapter.reference), which read states and block tables through the addresses
+in the metadata as GPU kernels do. Part PART of:
+  clean     a campaign of small cases through the worker agrees with the oracle (exit 0);
+  VARIANT   a deliberately broken variant of the kernels is found (exit 1), shrunk to a small
+            counterexample, and the printed reproduce command (naming the external command)
+            fails the same way (guard_by_address, temporal_size_from_stride,
+            conv_shift_not_memmove, ds_ignores_bias);
+  protocol  workers that die, time out, greet or answer garbage are exit 3 with one line;
+            an `error:` answer is a finding (exit 1); bad option combinations are exit 2.
+
+Usage: external_cli_test.py MAMBACHECK PYTHON WORK_DIR PART. Exit 77 (skipped) without numpy.
+"""
+
+import json
+import os
+import pathlib
+import shlex
+import shutil
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+ADAPTER = REPO / "adapters" / "python"
+CLEAN_CASES = 200
+VARIANT_CASES = 300
+MAX_SIZE = 35
+
+
+def run(args, expected_rc, timeout=600):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != expected_rc:
+        raise AssertionError(f"{shlex.join(args)}: exit {p.returncode}, expected {expected_rc}\n"
+                             f"--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
+    return p
+
+
+def expect(condition, what, output=""):
+    if not condition:
+        raise AssertionError(f"{what}\n{output}")
+
+
+def worker_command(python, *extra):
+    return shlex.join([python, "-m", "mambacheck_adapter.worker", "--kernels",
+                       "mambacheck_adapter.reference", *extra])
+
+
+def fuzz(mambacheck, external, work, name, cases, expected_rc, *extra):
+    out = work / name
+    shutil.rmtree(out, ignore_errors=True)
+    report = work / f"{name}.json"
+    p = run([mambacheck, "fuzz", "--level", "kernel", "--external", external, "--seed", "3",
+             "--cases", str(cases), "--max-size", str(MAX_SIZE), "--out", str(out), "--report",
+             str(report), *extra], expected_rc)
+    return p, (json.loads(report.read_text()) if report.exists() else None)
+
+
+def part_clean(mambacheck, python, work):
+    p, report = fuzz(mambacheck, worker_command(python), work, "clean", CLEAN_CASES, 0)
+    expect("all cases held" in p.stdout, "no 'all cases held'", p.stdout)
+    expect(report["cases"] == CLEAN_CASES and report["backend"] == "external",
+           "report: cases/backend", json.dumps(report))
+    expect(set(report["cases_by_kind"]) == {"postprocess", "postprocess_align", "precopy",
+                                            "preprocess_align", "batch_copy"},
+           "not every kind ran", json.dumps(report))
+    expect(report["copies_compared"] > 100, "too few copies compared", json.dumps(report))
+    expect((work / "clean" / "external" / "worker.log").exists(), "no worker log")
+
+
+VARIANTS = ("guard_by_address", "temporal_size_from_stride", "conv_shift_not_memmove",
+            "ds_ignores_bias")
+
+
+def part_variant(mambacheck, python, work, variant):
+    external = worker_command(python, "--variant", variant)
+    p, report = fuzz(mambacheck, external, work, variant, VARIANT_CASES, 1)
+    cx = report["counterexample"]
+    expect(cx["requests"] <= 2, f"{variant}: counterexample of {cx['requests']} rows",
+           p.stdout)
+    reproduce = [line for line in p.stdout.splitlines() if "reproduce:" in line][0]
+    expect(f"--external {shlex.quote(external)}" in reproduce,
+           f"{variant}: the reproduce line does not name the external command", reproduce)
+    args = shlex.split(reproduce.split("reproduce:", 1)[1])
+    expect(args[0] == "mambacheck", "reproduce: not a mambacheck command", reproduce)
+    again = run([mambacheck, *args[1:]], 1)
+    expect("MISMATCH" in again.stdout, f"{variant}: the reproduction did not fail",
+           again.stdout)
+    print(f"{variant}: found after {report['cases']} cases, shrunk to {cx['requests']} "
+          f"rows in {cx['shrink_steps']} steps: {cx['failure'][:160]}")
+
+
+def part_protocol(mambacheck, python, work):
+    greet = "echo 'mambacheck-worker 1 kinds=precopy,postprocess'"
+    cases = [
+        ("exit 7", 3, "exited with status 7"),
+        ("echo hello; cat", 3, "greeted with \"hello\""),
+        ("echo 'mambacheck-worker 1 kinds=nonsense'; cat", 3, "unknown launch kind"),
+        (f"{greet}; while read l; do echo nonsense; done", 3, "answered \"nonsense\""),
+        (f"{greet}; read l; echo 'fatal: device lost'", 3, "device lost"),
+        (f"{greet}; sleep 30", 3, "gave no answer within 1 s"),
+        (f"{greet}; read l; echo 'oops' >&2; exit 4", 3, "its stderr ends: \"oops\""),
+    ]
+    for i, (command, rc, text) in enumerate(cases):
+        p, _ = fuzz(mambacheck, command, work, f"protocol-{i}", 5, rc, "--external-timeout", "1")
+        lines = p.stderr.strip().splitlines()
+        expect(len(lines) == 1 and text in lines[0], f"{command}: expected one line with {text!r}",
+               p.stderr)
+    # An error: answer is a finding about the kernels (exit 1), shrunk like a mismatch.
+    p, report = fuzz(mambacheck, f"{greet}; while read l; do echo 'error: boom'; done", work,
+                     "protocol-error", 5, 1)
+    expect("boom" in report["counterexample"]["failure"], "error: answer not reported", p.stdout)
+    expect(set(report["cases_by_kind"]) <= {"precopy", "postprocess"},
+           "the campaign drew kinds the worker does not cover", json.dumps(report))
+    run([mambacheck, "fuzz", "--external", "x", "--backend", "host"], 2)
+    run([mambacheck, "fuzz", "--external", "x", "--level", "engine"], 2)
+    run([mambacheck, "fuzz", "--external", "x", "--external-timeout", "0"], 2)
+
+
+def main(argv):
+    if len(argv) != 5:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    mambacheck, python, work, part = argv[1], argv[2], pathlib.Path(argv[3]), argv[4]
+    if subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode != 0:
+        print(f"{python} has no numpy: skipped")
+        return 77
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["PYTHONPATH"] = str(ADAPTER)  # the worker's mambacheck_adapter
+    if part in VARIANTS:
+        part_variant(mambacheck, python, work, part)
+    else:
+        {"clean": part_clean, "protocol": part_protocol}[part](mambacheck, python, work)
+    print(f"external {part}: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
