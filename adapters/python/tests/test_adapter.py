@@ -93,10 +93,11 @@ class Exported(unittest.TestCase):
                                                          self.root / f"{variant}-{i}")
                 except launch.LaunchError as e:  # a write outside the arena is caught too
                     found.append(str(e))
-                    continue
+                    break
                 message = compare.first_difference(case, expected, actual)
                 if message:
                     found.append(message)
+                    break
             self.assertTrue(found, f"{variant} was not caught by any of {len(self.cases)} cases")
 
     def test_unsupported_batch_copy_is_reported(self):
