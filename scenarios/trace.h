@@ -37,6 +37,7 @@ inline constexpr std::int32_t kTraceJsonDepthMax = 16;
 inline constexpr std::size_t kReqIdBytesMax = 256;
 inline constexpr std::int32_t kPromptTokensMax = 1 << 20;
 inline constexpr std::int32_t kScheduledTokensMax = 1 << 20;
+inline constexpr std::int64_t kSequenceTokensMax = std::int64_t{1} << 30; // computed + scheduled
 inline constexpr std::size_t kBlockIdsPerRowMax = std::size_t{1} << 20;
 inline constexpr std::size_t kRequestsPerStepMax = std::size_t{1} << 16;
 inline constexpr std::size_t kLiveRequestsMax = std::size_t{1} << 20;

@@ -118,6 +118,10 @@ void StepChecker::check_new(const model::Step& step, StepRequests& in_step) cons
                  "{} is not a multiple of mamba_block_size {} (a prefix hit ends on a block "
                  "boundary)",
                  r.num_computed_tokens, config_.mamba_block_size);
+    if (step.reset_prefix_cache && r.num_computed_tokens > 0)
+      fail_field(path("num_computed_tokens"),
+                 "{} tokens from a prefix hit in the step that emptied the prefix cache",
+                 r.num_computed_tokens);
     check_blocks(r.block_ids, [&] { return path("block_ids"); });
   }
 }
@@ -148,6 +152,15 @@ void StepChecker::check_cached(const model::Step& step, StepRequests& in_step) c
                  r.req_id);
     if (r.num_computed_tokens < 0)
       fail_field(path("num_computed_tokens"), "negative count {}", r.num_computed_tokens);
+    if (r.resumed && r.num_computed_tokens % config_.mamba_block_size != 0)
+      fail_field(path("num_computed_tokens"),
+                 "a resumed request restarts from a prefix hit: {} is not a multiple of "
+                 "mamba_block_size {}",
+                 r.num_computed_tokens, config_.mamba_block_size);
+    if (r.resumed && step.reset_prefix_cache && r.num_computed_tokens > 0)
+      fail_field(path("num_computed_tokens"),
+                 "{} tokens from a prefix hit in the step that emptied the prefix cache",
+                 r.num_computed_tokens);
     check_blocks(r.new_block_ids, [&] { return path("new_block_ids"); });
   }
 }
@@ -166,6 +179,11 @@ void StepChecker::check_row(const model::ScheduledRequest& row, std::size_t inde
     fail_field(path("num_draft_tokens"),
                "{} drafts in {} scheduled tokens (the first scheduled token is never a draft)",
                row.num_draft_tokens, row.num_scheduled_tokens);
+  if (row.num_draft_tokens > 0 && row.num_scheduled_tokens != 1 + row.num_draft_tokens)
+    fail_field(path("num_draft_tokens"),
+               "{} drafts in a row of {} tokens: drafts come only in a decode row (1 + drafts "
+               "tokens), never in a prefill chunk",
+               row.num_draft_tokens, row.num_scheduled_tokens);
   if (row.token_ids.size() != static_cast<std::size_t>(row.num_scheduled_tokens))
     fail_field(path("token_ids"), "{} token ids for {} scheduled tokens", row.token_ids.size(),
                row.num_scheduled_tokens);
@@ -173,6 +191,29 @@ void StepChecker::check_row(const model::ScheduledRequest& row, std::size_t inde
   if (row.num_accepted_tokens < 1 || row.num_accepted_tokens > 1 + row.num_draft_tokens)
     fail_field(path("num_accepted_tokens"), "{} is outside 1..{} (1 + num_draft_tokens)",
                row.num_accepted_tokens, 1 + row.num_draft_tokens);
+}
+
+// Counts of a row against its request's entry (new or cached) in the same step.
+void StepChecker::check_row_against_entry(const model::Step& step, const model::ScheduledRequest& row,
+                                          std::size_t index, const InStep& entry) const {
+  const auto path = [index](std::string_view member) { return at("scheduled", index, member); };
+  const bool arrived = entry.role == Role::arrived;
+  const std::int64_t computed =
+      arrived ? step.new_requests[entry.list_index].num_computed_tokens
+              : step.cached_requests[entry.list_index].num_computed_tokens;
+  const std::int64_t end = computed + row.num_scheduled_tokens;
+  if (end > kSequenceTokensMax)
+    fail_field(path("num_scheduled_tokens"),
+               "{} computed + {} scheduled tokens is past the longest sequence {}", computed,
+               row.num_scheduled_tokens, kSequenceTokensMax);
+  if (arrived) {
+    const auto prompt_len =
+        static_cast<std::int64_t>(step.new_requests[entry.list_index].prompt_token_ids.size());
+    if (end > prompt_len)
+      fail_field(path("num_scheduled_tokens"),
+                 "a new request schedules positions {}..{}, past its {}-token prompt", computed,
+                 end - 1, prompt_len);
+  }
 }
 
 void StepChecker::check_scheduled(const model::Step& step, StepRequests& in_step) const {
@@ -195,6 +236,7 @@ void StepChecker::check_scheduled(const model::Step& step, StepRequests& in_step
       fail_field(path("req_id"), "request '{}' is scheduled twice", row.req_id);
     it->second.scheduled = true;
     check_row(row, i);
+    check_row_against_entry(step, row, i, it->second);
   }
   for (const auto& [id, entry] : in_step) {
     if (entry.scheduled) continue;

@@ -45,6 +45,8 @@ private:
   void check_cached(const model::Step& step, StepRequests& in_step) const;
   void check_scheduled(const model::Step& step, StepRequests& in_step) const;
   void check_row(const model::ScheduledRequest& row, std::size_t index) const;
+  void check_row_against_entry(const model::Step& step, const model::ScheduledRequest& row,
+                               std::size_t index, const InStep& entry) const;
   void check_departures(const model::Step& step, const StepRequests& in_step) const;
   // `path` spells out the field's path, called only when a rule is broken.
   void check_blocks(const model::GroupBlockIds& ids,
