@@ -105,6 +105,36 @@ nlohmann::json measure(const BenchCase& bench, int iters, std::ostream& out) {
           {"memcpy_over_fused", fused > 0 ? memcpy / fused : 0}};
 }
 
+// The decision-only launch in detail: alone and back to back, against the floor of an empty
+// kernel of the same grid and of the deciders alone.
+nlohmann::json measure_decision_only(const BenchCase& bench, int iters, std::ostream& out) {
+  BenchDevice dev(bench);
+  const std::size_t sets = bench.sets.size();
+  constexpr int kBatch = 20;
+  const auto fused = [&](int i) { dev.launch_fused(static_cast<std::size_t>(i) % sets); };
+  const auto deciders = [&](int i) {
+    dev.launch_fused_deciders_only(static_cast<std::size_t>(i) % sets);
+  };
+  const auto empty = [&](int) { dev.launch_empty_grid(); };
+  const nlohmann::json r = {
+      {"grid", dev.programs()},
+      {"fused_us", median_us(dev.stream(), iters, fused)},
+      {"fused_back_to_back_us", median_us_back_to_back(dev.stream(), iters, kBatch, fused)},
+      {"deciders_only_us", median_us(dev.stream(), iters, deciders)},
+      {"deciders_only_back_to_back_us",
+       median_us_back_to_back(dev.stream(), iters, kBatch, deciders)},
+      {"empty_grid_us", median_us(dev.stream(), iters, empty)},
+      {"empty_grid_back_to_back_us", median_us_back_to_back(dev.stream(), iters, kBatch, empty)}};
+  out << fmt::format("decision-only detail: grid {} CTAs | fused {:.1f} us alone, {:.1f} us back "
+                     "to back | deciders-only grid {:.1f} / {:.1f} us | empty kernel of the "
+                     "grid {:.1f} / {:.1f} us\n",
+                     r["grid"].get<int>(), r["fused_us"].get<double>(),
+                     r["fused_back_to_back_us"].get<double>(), r["deciders_only_us"].get<double>(),
+                     r["deciders_only_back_to_back_us"].get<double>(),
+                     r["empty_grid_us"].get<double>(), r["empty_grid_back_to_back_us"].get<double>());
+  return r;
+}
+
 std::int64_t memory_budget() {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
@@ -159,6 +189,7 @@ int run_bench(const BenchOptions& options, std::ostream& out) {
       {"gpu", prop.name}, {"iters", options.iters}, {"cases", nlohmann::json::array()}};
   const BenchCase decide = decision_only_case(memory_budget());
   report["cases"].push_back(measure(decide, options.iters, out));
+  report["decision_only"] = measure_decision_only(decide, options.iters, out);
   for (const std::string& name : presets)
     for (const std::int32_t reqs : requests) {
       const model::Preset& p = model::find_preset(name);

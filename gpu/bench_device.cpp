@@ -31,6 +31,15 @@ double median_us(cudaStream_t stream, int iters, const std::function<void(int)>&
   return times.empty() ? 0.0 : times[times.size() / 2];
 }
 
+double median_us_back_to_back(cudaStream_t stream, int iters, int batch,
+                              const std::function<void(int)>& run) {
+  return median_us(stream, iters, [&](int i) {
+           for (int j = 0; j < batch; ++j)
+             run(i * batch + j);
+         }) /
+         batch;
+}
+
 BenchDevice::BenchDevice(const BenchCase& bench) : bench_(bench) {
   MC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   std::vector<std::uint64_t> bases;
@@ -98,6 +107,15 @@ void BenchDevice::launch_fused(std::size_t set) {
   gpu::launch_fused(KernelKind::postprocess_align, false, Mutant::none, params_, programs_,
                     stream_);
 }
+
+void BenchDevice::launch_fused_deciders_only(std::size_t set) {
+  const int saved = programs_;
+  programs_ = params_.num_segments;
+  launch_fused(set);
+  programs_ = saved;
+}
+
+void BenchDevice::launch_empty_grid() { gpu::launch_empty(programs_, stream_); }
 
 void BenchDevice::launch_batch_kernel(std::size_t set) {
   const BatchCopyParams p{.triples = d_triples_[set].as<CopyTriple>(),

@@ -16,6 +16,11 @@ namespace mc::gpu {
 // Median over `iters` runs of `run(i)`, each timed alone with CUDA events, after warm-up.
 double median_us(cudaStream_t stream, int iters, const std::function<void(int)>& run);
 
+// The same per launch when `batch` launches are queued back to back between the events (what
+// a runner pays per step once launches overlap their start-up).
+double median_us_back_to_back(cudaStream_t stream, int iters, int batch,
+                              const std::function<void(int)>& run);
+
 class BenchDevice {
 public:
   explicit BenchDevice(const BenchCase& bench);
@@ -28,6 +33,11 @@ public:
   std::int32_t num_tensors() const { return static_cast<std::int32_t>(tensors_.size()); }
   // The fused postprocess_align launch (no recording) over input set `set`.
   void launch_fused(std::size_t set);
+  // The same launch with only the decider CTAs (valid for any input; slow when rows copy).
+  void launch_fused_deciders_only(std::size_t set);
+  // An empty kernel with the fused launch's grid: the floor of that shape.
+  void launch_empty_grid();
+  int programs() const { return programs_; }
   // The V1 flat copy list of input set `set`, and its batched-copy kernel launch.
   const std::vector<CopyTriple>& triples(std::size_t set) const { return triples_[set]; }
   void launch_batch_kernel(std::size_t set);

@@ -17,6 +17,9 @@ int fused_programs_max();
 void launch_fused(KernelKind kind, bool record, Mutant mutant, const FusedParams& params,
                   int num_programs, void* stream);
 
+// An empty kernel of `num_programs` CTAs: the floor any launch of that shape pays (bench).
+void launch_empty(int num_programs, void* stream);
+
 // The batched flat copy over `params.triples` (device memory).
 void launch_batch_copy(Mutant mutant, const BatchCopyParams& params, void* stream);
 

@@ -13,7 +13,7 @@
  * 2. Every CTA waits for all segment flags (acquire). Deciders have started by definition
  *    of the ticket order, so the wait always ends, whatever the grid size.
  * 3. The work is active_rows x num_units units (a unit: <= kUnitBytes of one state's copy,
- *    see launch_plan.h); CTA `ticket` takes units ticket, ticket + grid, ... When no row
+ *    see launch_plan.h); CTA `ticket` takes the ticket-th contiguous run of them. When no row
  *    crosses a block the launch ends right after step 2.
  * preprocess_align copies nothing: one CTA per segment, no ticket, no wait.
  * The host backend runs fused_program for programs 0, 1, ... in order with a one-thread
@@ -137,16 +137,34 @@ MC_HD_INLINE GroupBlocks load_group_blocks(const FusedParams& p, std::int32_t b,
   return blocks;
 }
 
+// Program `program` takes one contiguous run of the active_rows x num_units items, so the
+// items of one row follow each other: the row's plan is loaded once and a group's block ids
+// once per group, not once per unit (on an H200 this took 64 KiB-per-block copies from 0.84 to
+// 0.87 of memcpy and nemotron-h-8b from 0.84 to 0.88, over the strided order before).
 template <bool kRecord, Mutant M, class Team>
 MC_HD void copy_units(const FusedParams& p, int program, int num_programs, Team team,
                       const FusedShared& sh) {
   const std::int64_t total = sh.prefix[p.num_segments] * p.num_units;
-  for (std::int64_t item = program; item < total; item += num_programs) {
+  const std::int64_t share = (total + num_programs - 1) / num_programs;
+  const std::int64_t begin = program * share;
+  const std::int64_t end = min64(total, begin + share);
+  std::int64_t row_k = -1;
+  std::int32_t blocks_group = -1;
+  RowCopy row;
+  GroupBlocks blocks;
+  for (std::int64_t item = begin; item < end; ++item) {
     const std::int64_t k = item / p.num_units;
+    if (k != row_k) {
+      row = load_row_copy(p, sh, k);
+      row_k = k;
+      blocks_group = -1;
+    }
     const UnitRef unit = p.units[item - k * p.num_units];
-    const RowCopy row = load_row_copy(p, sh, k);
     const TensorDesc t = p.tensors[unit.tensor];
-    const GroupBlocks blocks = load_group_blocks(p, row.batch_row, t.group);
+    if (t.group != blocks_group) {
+      blocks = load_group_blocks(p, row.batch_row, t.group);
+      blocks_group = t.group;
+    }
     copy_state_unit<kRecord, M>(team, t, unit.tensor, unit.chunk, row, blocks, p.scratch.records,
                                 p.num_tensors);
   }
@@ -181,6 +199,9 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     fused_program<K, kRecord, M>(p, sh.ticket, static_cast<int>(gridDim.x), team, sh);
   }
 }
+
+// The floor of any launch of this grid shape: starts and exits (bench only).
+__global__ void __launch_bounds__(kThreadsPerCta) empty_kernel(int) {}
 #endif
 
 } // namespace mc::gpu
