@@ -4,6 +4,7 @@
 
 #include "cli/backend.h"
 #include "cli/junit.h"
+#include "fuzz/mutants/mutants.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,5 +30,8 @@ struct EngineLevelResult {
 };
 
 EngineLevelResult run_engine_level(const EngineLevelRequest& request);
+
+// Every runner mutant (gpu/engine/runner_mutant.h) as a `mutants` job at the engine level.
+std::vector<fuzz::MutantJob> runner_mutant_jobs();
 
 } // namespace mc::cli

@@ -248,10 +248,6 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   std::unique_ptr<oracle::engine::Engine> engine;
   std::unique_ptr<gpu::engine::EngineRunner> gpu_runner;
   try {
-    if (run.kernel_mutant != gpu::Mutant::none)
-      model::fail_input("engine level: kernel mutant '{}' needs an executor built with kernel "
-                        "mutants (not in this build)",
-                        gpu::to_string(run.kernel_mutant));
     layout = model::build_layout(config, c.spec);
     oracle::engine::validate_options(c.engine, *layout);
     engine = std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed,
@@ -262,7 +258,8 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
                             ? gpu::engine::V1CopyPath::precopy
                             : gpu::engine::V1CopyPath::batch_copy,
         .row_stride_extra = c.engine.runner.row_stride_extra,
-        .mutant = run.runner_mutant};
+        .mutant = run.runner_mutant,
+        .kernel_mutant = run.kernel_mutant};
     gpu_runner = std::make_unique<gpu::engine::EngineRunner>(*layout, gpu_options, run.executor);
   } catch (const model::InputError& e) {
     out.valid = false;

@@ -167,6 +167,7 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     ++report.cases_by_runner[runner_key(c)];
     if (o.on_case) o.on_case(report.cases, report.steps, c);
     if (outcome.failed()) {
+      report.seconds_to_failure = elapsed();
       report.counterexample = make_counterexample(o, run, c, outcome);
       break;
     }

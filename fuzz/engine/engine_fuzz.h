@@ -68,7 +68,8 @@ struct EngineFuzzReport {
   std::int64_t bytes_compared = 0;
   std::map<std::string, std::int64_t> cases_by_preset;
   std::map<std::string, std::int64_t> cases_by_runner; // v1 precopy, v1 batch_copy, v2, all
-  double seconds = 0.0;
+  double seconds = 0.0;            // shrinking and files included
+  double seconds_to_failure = 0.0; // until the first failing case ran (shrinking not counted)
   std::optional<EngineCounterexample> counterexample;
 };
 

@@ -11,7 +11,7 @@ namespace mc::gpu::engine {
 
 EngineRunner::EngineRunner(const model::Layout& layout, const RunnerOptions& options,
                            ExecutorKind kind)
-    : layout_(layout), options_(options), executor_(make_executor(kind, layout)) {
+    : layout_(layout), options_(options), executor_(make_executor(kind, layout, options.kernel_mutant)) {
   launch_case_.layout = layout;
   for (const model::StateTensor& t : layout.tensors)
     if (t.kind() != model::StateKind::temporal)

@@ -36,6 +36,7 @@ struct RunnerOptions {
   V1CopyPath v1_copy_path = V1CopyPath::precopy;
   std::int32_t row_stride_extra = 3; // block-table row stride beyond the width
   RunnerMutant mutant = RunnerMutant::none; // a deliberate bookkeeping bug (runner_mutant.h)
+  Mutant kernel_mutant = Mutant::none;      // the executor's kernels (gpu/mutant.h)
 };
 
 struct LaunchRecord {

@@ -1,0 +1,68 @@
+// The runner mutants as `mambacheck mutants` jobs (fuzz_engine.h): the engine-level fuzz
+// against one mutant until it is killed or its budget is spent.
+#include "cli/fuzz_engine.h"
+
+#include "fuzz/engine/engine_fuzz.h"
+
+#include <fmt/format.h>
+
+namespace mc::cli {
+namespace {
+
+// Engine sizes for mutant runs: up to 60 reaches preemption followed by a prefix-hit resume.
+constexpr int kEngineMutantSizeMax = 60;
+
+fuzz::MutantOutcome run_runner_mutant(const fuzz::MutantRunOptions& m,
+                                      gpu::engine::RunnerMutant mutant,
+                                      const gpu::MutantInfo& info) {
+  fuzz::EngineFuzzOptions o{.seed = m.seed,
+                            .cases_max = m.cases_max > 0 ? m.cases_max : std::int64_t{1} << 40,
+                            .seconds_max = m.seconds_max,
+                            .max_size = std::min(m.max_size, kEngineMutantSizeMax),
+                            .runner_mutant = mutant,
+                            .backend_name = m.backend_name.empty() ? "host" : m.backend_name,
+                            .out_dir = m.out_dir / std::string(info.name),
+                            .shrink = {.candidates_max = m.shrink.candidates_max,
+                                       .seconds_max = m.shrink.seconds_max}};
+  if (o.backend_name == "cuda") o.executor = gpu::engine::ExecutorKind::cuda;
+  const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(o);
+  fuzz::MutantOutcome out{.name = std::string(info.name),
+                          .level = "engine",
+                          .bug_class = info.bug_class,
+                          .description = std::string(info.description),
+                          .seconds = r.seconds,
+                          .cases = r.cases,
+                          .steps = r.steps};
+  if (!r.counterexample) return out;
+  const fuzz::EngineCounterexample& cx = *r.counterexample;
+  out.killed = true;
+  out.seconds_to_kill = r.seconds_to_failure;
+  out.cx_steps = cx.steps;
+  out.cx_requests = cx.requests;
+  out.cx_copies = -1;
+  out.failure = cx.failure;
+  out.counterexample = cx.shrunk_trace.generic_string();
+  out.reproduce = cx.reproduce;
+  return out;
+}
+
+} // namespace
+
+std::vector<fuzz::MutantJob> runner_mutant_jobs() {
+  std::vector<fuzz::MutantJob> jobs;
+  const auto catalogue = gpu::engine::runner_mutants();
+  for (std::size_t i = 0; i < catalogue.size(); ++i) {
+    const auto mutant = static_cast<gpu::engine::RunnerMutant>(i + 1);
+    const gpu::MutantInfo info = catalogue[i];
+    jobs.push_back({.name = std::string(info.name),
+                    .level = "engine",
+                    .bug_class = info.bug_class,
+                    .description = std::string(info.description),
+                    .run = [mutant, info](const fuzz::MutantRunOptions& m) {
+                      return run_runner_mutant(m, mutant, info);
+                    }});
+  }
+  return jobs;
+}
+
+} // namespace mc::cli
