@@ -91,6 +91,7 @@ std::vector<Scenario> all_scenarios() {
                .guards = "reset_prefix_cache force-preempts running requests without listing "
                          "them as preempted; they come back resumed with a smaller table, and "
                          "their old column and accepted count must be dropped (#35157)",
+               .kernel_mutants = {"temporal_ignores_bias_column", "conv_source_at_bias_column"},
                .runner_mutants = {"skip_cleanup_of_resumed"}};
     s.options = small_options(16, 3);
     s.requests = {request("a", 0, 9, 30), request("b", 0, 6, 30), request("c", 1, 13, 30)};
@@ -139,6 +140,7 @@ std::vector<Scenario> all_scenarios() {
                .guards = "V2 seeds a new or resumed request's column with (c - 1) // B using the "
                          "MAMBA block size (attn_block_size 2 here, B 4): prefix hits and resumes "
                          "with c > 0 (#53142, #55507, #33706)",
+               .kernel_mutants = {"decide_reads_reset_accepted"},
                .runner_mutants = {"v2_seed_with_attn_block_size", "resumed_computed_before_hit",
                                   "prev_c_division"}};
     s.tweak = [](model::CacheConfig& c, model::LayoutSpec& spec) {
@@ -157,9 +159,8 @@ std::vector<Scenario> all_scenarios() {
                .guards = "a post-step save whose source and destination columns are the same "
                          "block shifts the conv window inside one block: it must behave as "
                          "memmove (#50729); the reset of a to 1 is an output only",
-               .kernel_mutants = {"same_block_copy_skipped", "overlap_copied_backwards",
-                                  "decide_reads_reset_accepted", "reset_not_written",
-                                  "reset_on_every_copy"}};
+               .kernel_mutants = {"same_block_copy_skipped", "reset_not_written",
+                                  "reset_on_every_copy", "same_column_copied"}};
     s.options = small_options(24, 4);
     s.requests = {request("a", 0, 5, 24), request("b", 0, 6, 24), request("c", 0, 7, 24)};
     s.edit = cycle_acceptance;
@@ -170,8 +171,8 @@ std::vector<Scenario> all_scenarios() {
                .guards = "in V2 a growing table moves its old speculative blocks to the end: the "
                          "runner's row then holds one physical block in two columns, and the "
                          "precopy guard must compare columns, not addresses",
-               .kernel_mutants = {"precopy_guard_by_address", "precopy_ignores_token_bias",
-                                  "preprocess_src_after_update", "preprocess_bias_is_accepted"},
+               .kernel_mutants = {"precopy_ignores_token_bias", "preprocess_src_after_update",
+                                  "preprocess_bias_is_accepted", "preprocess_curr_floor"},
                .runner_mutants = {"v2_source_column_shifted", "postprocess_reset_dropped"}};
     s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) { c.runner = model::RunnerFlavour::v2; };
     s.options = small_options(24, 4);
@@ -181,10 +182,10 @@ std::vector<Scenario> all_scenarios() {
   }
   {
     Scenario s{.name = "d-temporal-natural-size", .bug_class = 'D',
-               .guards = "tiny-gdn pads its temporal tensors to 64-byte strides and tiny-mixed "
-                         "shares padded pages: a temporal copy moves the natural size, never the "
+               .guards = "tiny-mixed: three groups with padded shared pages (conv, temporal and kda "
+                         "states side by side): a copy moves a state's natural size, never the "
                          "page stride (the next state in the page stays untouched)",
-               .kernel_mutants = {"only_first_tensor_copied", "temporal_ignores_bias_column"},
+               .kernel_mutants = {"conv_one_row_short"},
                .preset = "tiny-mixed"};
     s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) {
       c.num_spec_tokens = 0; // tiny-mixed's short_conv group keeps no drafts
@@ -200,8 +201,7 @@ std::vector<Scenario> all_scenarios() {
                .guards = "DS conv layout (dim, state_len) with spec decode: the fused copies "
                          "shift each dim row by the bias (a flat copy cannot: #38897, #45473, "
                          "#49291)",
-               .kernel_mutants = {"ds_tail_ignores_bias", "ds_shift_backwards",
-                                  "ds_row_stride_as_width"}};
+               .kernel_mutants = {"ds_tail_ignores_bias"}};
     s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) {
       c.conv_layout = model::ConvLayout::DS;
     };
@@ -228,7 +228,7 @@ std::vector<Scenario> all_scenarios() {
                .guards = "decodes with 2 drafts crossing a block boundary with a = 1, 2 and 3 in "
                          "turn, V1 with the flat batch_copy plan: the pre-step column move, the "
                          "bias a - 1 and the post-step save at every acceptance",
-               .kernel_mutants = {"batch_copy_drops_last", "conv_one_row_short",
+               .kernel_mutants = {"overlap_copied_backwards", "conv_one_row_short",
                                   "sd_bias_in_elements"},
                .runner_mutants = {"postprocess_skipped_no_drafts"}};
     s.options = small_options(24, 4);
@@ -258,8 +258,7 @@ std::vector<Scenario> all_scenarios() {
                .guards = "a batch of rows of different widths (pads -1 past each row) with null "
                          "blocks (0) inside the rows: copies of real blocks next to nulls, never a "
                          "null or a pad confused with a block (#50021)",
-               .kernel_mutants = {"null_block_skipped", "vector_tail_dropped",
-                                  "vector_head_dropped"}};
+               .kernel_mutants = {"only_first_tensor_copied"}};
     s.options = small_options(32, 4);
     s.requests = {request("long", 0, 30, 12), request("short", 0, 2, 12),
                   request("mid", 1, 13, 10)};
