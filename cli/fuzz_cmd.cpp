@@ -7,8 +7,10 @@
 #include "cli/external_backend.h"
 #include "cli/fuzz_engine.h"
 #include "cli/junit.h"
+#include "cli/mutant_backend.h"
 #include "cli/progress.h"
 #include "fuzz/campaign/kernel_campaign.h"
+#include "gpu/engine/runner_mutant.h"
 #include "model/errors.h"
 
 #include <fmt/format.h>
@@ -71,6 +73,13 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, Backend backe
   c.max_size = o.max_size;
   c.backend_name = std::string(to_string(backend));
   c.backend = [backend](const model::LaunchCase& launch) { return run_backend(backend, launch); };
+  if (!o.mutant.empty()) { // --mutant: the backend's kernels are that variant (gpu/mutant.h)
+    const gpu::Mutant mutant = parse_kernel_mutant(o.mutant);
+    c.backend = [run = mutant_launch_runner(backend), mutant](const model::LaunchCase& launch) {
+      return run(launch, mutant);
+    };
+    c.mutant_name = o.mutant;
+  }
   c.out_dir = o.out;
   c.seconds_max = o.time_budget.empty() ? 0.0 : parse_duration(o.time_budget);
   c.cases_max = o.cases > 0 ? o.cases : (c.seconds_max > 0 ? kCasesMax : 2000);
@@ -116,6 +125,9 @@ int run_kernel_level(const FuzzOptions& o, Backend backend, double seconds_max,
   fuzz::KernelCampaignOptions c = campaign_options(o, backend);
   c.seconds_max = seconds_max;
   if (o.cases == 0 && seconds_max > 0) c.cases_max = kCasesMax;
+  if (!c.mutant_name.empty())
+    std::cout << fmt::format("kernel level: the {} backend runs MUTATED kernels: {}\n",
+                             c.backend_name, c.mutant_name);
   std::unique_ptr<ExternalWorker> worker; // --external: the campaign's backend
   if (!o.external.empty()) {
     const std::filesystem::path work = std::filesystem::path(o.out) / "external";
@@ -186,9 +198,11 @@ int run_fuzz(const FuzzOptions& o) {
   nlohmann::json report = nlohmann::json::object();
   std::vector<JunitCase> junit;
   if (o.level != "engine") {
-    if (!o.mutant.empty())
-      model::fail_input("--mutant: kernel-level mutants are run by `mambacheck mutants` in this "
-                        "build; use --level engine");
+    if (!o.mutant.empty() && !o.external.empty())
+      model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
+    if (!o.mutant.empty() && !gpu::find_kernel_mutant(o.mutant) &&
+        gpu::engine::find_runner_mutant(o.mutant))
+      model::fail_input("--mutant: '{}' is a runner mutant: use --level engine", o.mutant);
     JunitCase jc;
     nlohmann::json kernel;
     exit_code = std::max(exit_code, run_kernel_level(o, backend, seconds_each, kernel, jc));

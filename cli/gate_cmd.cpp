@@ -1,0 +1,226 @@
+// `mambacheck gate`: what a kernel change must pass before merge, as a list of stages, one
+// line each (name, cases, seconds, pass/fail) and one JUnit test case each:
+//   kernel-fuzz    the kernel-level campaign on fixed seeds (every launch kind and size class)
+//   engine-fuzz    the engine-level fuzz on fixed seeds (fuzz/engine/engine_fuzz.h)
+//   library        the scenario library replayed clean (scenarios/replay/library.h)
+//   mutant-smoke   a handful of mutants spanning launch kinds and the runner must each be
+//                  killed, so the gate is shown to be live
+// Exit 0 when every stage passed, 1 otherwise. Counterexamples go under --out.
+#include "cli/backend.h"
+#include "cli/commands.h"
+#include "cli/duration.h"
+#include "cli/junit.h"
+#include "cli/mutant_backend.h"
+#include "cli/mutants_levels.h"
+#include "fuzz/campaign/kernel_campaign.h"
+#include "fuzz/engine/engine_fuzz.h"
+#include "fuzz/mutants/mutants.h"
+#include "model/errors.h"
+#include "scenarios/replay/library.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+
+namespace mc::cli {
+namespace {
+
+// Fixed seeds: a gate run is the same run every time.
+constexpr std::uint64_t kKernelSeeds[] = {1, 100001, 200001};
+constexpr std::uint64_t kEngineSeeds[] = {1, 50001};
+// Mutants whose kill proves the gate live: the decision of each fused kind, the data mover,
+// the copy geometry, the V1 batched copy, and two runner bookkeeping bugs.
+constexpr const char* kSmokeMutants[] = {
+    "precopy_guard_by_address",  "decide_reads_reset_accepted", "preprocess_curr_floor",
+    "overlap_copied_backwards",  "temporal_ignores_bias_column", "batch_copy_drops_last",
+    "skip_cleanup_of_resumed",   "v2_seed_with_attn_block_size"};
+
+struct GateOptions {
+  std::string backend;
+  std::string out = "mc-out/gate";
+  std::string junit;
+  std::string library;          // default: the source tree's scenarios/library
+  std::int64_t kernel_cases = 250; // per seed
+  std::int64_t engine_cases = 30;  // per seed
+  std::string mutant_budget = "20s";
+};
+
+struct StageResult {
+  bool passed = true;
+  std::int64_t cases = 0;
+  std::string detail; // one line: what held, or the first failure and how to reproduce it
+};
+
+struct Stage {
+  std::string name;
+  std::function<StageResult()> run;
+};
+
+using Clock = std::chrono::steady_clock;
+
+StageResult kernel_fuzz_stage(const GateOptions& o, Backend backend) {
+  StageResult s;
+  for (const std::uint64_t seed : kKernelSeeds) {
+    fuzz::KernelCampaignOptions c;
+    c.seed = seed;
+    c.cases_max = o.kernel_cases;
+    c.max_size = 100;
+    c.backend_name = std::string(to_string(backend));
+    c.backend = [backend](const model::LaunchCase& launch) { return run_backend(backend, launch); };
+    c.out_dir = std::filesystem::path(o.out) / "kernel";
+    const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
+    s.cases += r.cases;
+    if (r.counterexample) {
+      s.passed = false;
+      s.detail = fmt::format("seed {}: {} (reproduce: mambacheck case {} --backend {} --check)",
+                             seed, r.counterexample->failure,
+                             r.counterexample->shrunk_dir.string(), c.backend_name);
+      return s;
+    }
+  }
+  s.detail = fmt::format("seeds {}, {}, {}: every case held", kKernelSeeds[0], kKernelSeeds[1],
+                         kKernelSeeds[2]);
+  return s;
+}
+
+gpu::engine::ExecutorKind executor_of(Backend backend) {
+  return backend == Backend::cuda ? gpu::engine::ExecutorKind::cuda
+                                  : gpu::engine::ExecutorKind::host;
+}
+
+StageResult engine_fuzz_stage(const GateOptions& o, Backend backend) {
+  StageResult s;
+  std::int64_t steps = 0;
+  for (const std::uint64_t seed : kEngineSeeds) {
+    fuzz::EngineFuzzOptions e;
+    e.seed = seed;
+    e.cases_max = o.engine_cases;
+    e.executor = executor_of(backend);
+    e.backend_name = std::string(to_string(backend));
+    e.out_dir = std::filesystem::path(o.out) / "engine";
+    const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(e);
+    s.cases += r.cases;
+    steps += r.steps;
+    if (r.counterexample) {
+      s.passed = false;
+      s.detail = fmt::format("seed {}: {} (reproduce: {})", seed, r.counterexample->failure,
+                             r.counterexample->reproduce);
+      return s;
+    }
+  }
+  s.detail = fmt::format("seeds {}, {}: {} steps held", kEngineSeeds[0], kEngineSeeds[1], steps);
+  return s;
+}
+
+StageResult library_stage(const GateOptions& o, Backend backend) {
+  const std::filesystem::path dir =
+      o.library.empty() ? scenarios::default_library_dir() : std::filesystem::path(o.library);
+  scenarios::ReplayOptions replay;
+  replay.executor = executor_of(backend);
+  StageResult s;
+  for (const scenarios::LibraryResult& r : scenarios::run_library(dir, replay)) {
+    ++s.cases;
+    if (!r.clean.held()) { // the gate replays the scenarios clean; ctest also runs their mutants
+      s.passed = false;
+      s.detail = fmt::format("{}: {}", r.info.name, r.clean.summary());
+      return s;
+    }
+  }
+  s.detail = fmt::format("{} scenarios of {} held", s.cases, dir.string());
+  return s;
+}
+
+StageResult mutant_smoke_stage(const GateOptions& o, Backend backend) {
+  fuzz::MutantRunOptions run;
+  run.seed = 1;
+  run.seconds_max = parse_duration_option("--mutant-budget", o.mutant_budget);
+  run.backend_name = std::string(to_string(backend));
+  run.backend = mutant_launch_runner(backend);
+  run.out_dir = std::filesystem::path(o.out) / "mutants";
+  std::vector<std::string> names(std::begin(kSmokeMutants), std::end(kSmokeMutants));
+  StageResult s;
+  std::string survivors;
+  std::int64_t killed = 0;
+  for (const fuzz::MutantJob& job : fuzz::select_jobs(mutant_jobs("both"), names)) {
+    const fuzz::MutantOutcome m = job.run(run);
+    s.cases += m.cases;
+    if (m.killed) {
+      ++killed;
+    } else {
+      survivors += (survivors.empty() ? "" : ", ") + m.name;
+    }
+  }
+  s.passed = survivors.empty();
+  s.detail = s.passed ? fmt::format("{} of {} mutants killed", killed, names.size())
+                      : fmt::format("SURVIVED: {} (the gate would miss these bugs)", survivors);
+  return s;
+}
+
+int run_gate(const GateOptions& o) {
+  const Backend backend = o.backend.empty() ? default_backend() : parse_backend(o.backend);
+  if (backend == Backend::oracle) model::fail_input("--backend: the gate runs on host or cuda");
+  if (o.kernel_cases < 1 || o.engine_cases < 1)
+    model::fail_input("--kernel-cases and --engine-cases: at least 1");
+  parse_duration_option("--mutant-budget", o.mutant_budget); // reject a bad one before running
+  require_backend(backend);
+  const std::vector<Stage> stages = {
+      {"kernel-fuzz", [&] { return kernel_fuzz_stage(o, backend); }},
+      {"engine-fuzz", [&] { return engine_fuzz_stage(o, backend); }},
+      {"library", [&] { return library_stage(o, backend); }},
+      {"mutant-smoke", [&] { return mutant_smoke_stage(o, backend); }},
+  };
+  std::cout << fmt::format("gate on the {} backend: {} stages\n", to_string(backend),
+                           stages.size());
+  std::vector<JunitCase> junit;
+  bool passed = true;
+  for (const Stage& stage : stages) {
+    const Clock::time_point start = Clock::now();
+    StageResult r;
+    try {
+      r = stage.run();
+    } catch (const model::EnvironmentError& e) { // e.g. no cuda engine executor in this build
+      r.passed = false;
+      r.detail = fmt::format("could not run: {}", e.what());
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::cout << fmt::format("  {:<13} {:>6} cases {:>7.1f} s  {}  {}\n", stage.name, r.cases,
+                             seconds, r.passed ? "pass" : "FAIL", r.detail)
+              << std::flush;
+    passed = passed && r.passed;
+    junit.push_back(JunitCase{.name = stage.name,
+                              .seconds = seconds,
+                              .failed = !r.passed,
+                              .message = r.passed ? "" : r.detail,
+                              .details = r.detail});
+  }
+  if (!o.junit.empty()) write_junit(o.junit, "mambacheck.gate", junit);
+  std::cout << (passed ? "gate passed\n" : "gate FAILED\n");
+  return passed ? kExitOk : kExitMismatch;
+}
+
+void add_gate_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<GateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "gate", "The pre-merge check: fixed-seed fuzz at both levels, the scenario library, and "
+              "a mutant smoke that proves the gate is live");
+  cmd->add_option("--backend", o->backend, "host or cuda (default: cuda when a GPU is present)");
+  cmd->add_option("--out", o->out, "Counterexamples go here (default mc-out/gate)");
+  cmd->add_option("--junit", o->junit, "Write JUnit XML (one test case per stage)");
+  cmd->add_option("--library", o->library, "Scenario library directory (default: the shipped one)");
+  cmd->add_option("--kernel-cases", o->kernel_cases,
+                  "Kernel-level cases per fixed seed (default 250, 3 seeds)");
+  cmd->add_option("--engine-cases", o->engine_cases,
+                  "Engine-level cases per fixed seed (default 30, 2 seeds)");
+  cmd->add_option("--mutant-budget", o->mutant_budget,
+                  "Time each smoke mutant may take to be killed (default 20s)");
+  cmd->callback([o, &action] { action = [o] { return run_gate(*o); }; });
+}
+
+} // namespace
+
+MC_REGISTER_COMMAND(add_gate_command);
+
+} // namespace mc::cli

@@ -1,0 +1,55 @@
+# `mambacheck mutants --only a,b` kills both and writes its reports; `fuzz --mutant` says the
+# backend is mutated and finds a mismatch; bad names exit 2; `gate` with short options passes.
+function(run expected_rc)
+  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL expected_rc)
+    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
+  endif()
+  set(OUT "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+run(0 mutants --backend host --level kernel --only null_block_skipped,precopy_ignores_token_bias
+    --time-budget-per-mutant 60s --out ${WORK_DIR}/mutants --report ${WORK_DIR}/mutants.json
+    --junit ${WORK_DIR}/mutants.xml)
+if(NOT OUT MATCHES "2 of 2 killed")
+  message(FATAL_ERROR "mutants table:\n${OUT}")
+endif()
+file(READ ${WORK_DIR}/mutants.json report)
+string(JSON killed GET "${report}" killed)
+string(JSON first GET "${report}" outcomes 0 name)
+if(NOT killed EQUAL 2 OR NOT first STREQUAL "null_block_skipped")
+  message(FATAL_ERROR "mutants report: killed ${killed}, first ${first}")
+endif()
+if(NOT EXISTS ${WORK_DIR}/mutants/null_block_skipped)
+  message(FATAL_ERROR "no counterexample under ${WORK_DIR}/mutants/null_block_skipped")
+endif()
+file(READ ${WORK_DIR}/mutants.xml junit)
+if(NOT junit MATCHES "failures=\"0\"")
+  message(FATAL_ERROR "junit:\n${junit}")
+endif()
+
+run(1 fuzz --backend host --mutant conv_one_row_short --seed 1 --cases 50 --max-size 20
+    --out ${WORK_DIR}/fuzz)
+if(NOT OUT MATCHES "MUTATED kernels: conv_one_row_short" OR NOT OUT MATCHES "MISMATCH")
+  message(FATAL_ERROR "fuzz --mutant:\n${OUT}")
+endif()
+
+run(2 fuzz --backend host --mutant no_such_mutant --cases 1)
+run(2 mutants --backend host --only no_such_mutant)
+run(2 mutants --backend host --time-budget-per-mutant 0s)
+run(2 gate --backend host --mutant-budget forever)
+
+run(0 gate --backend host --kernel-cases 4 --engine-cases 1 --mutant-budget 60s
+    --out ${WORK_DIR}/gate --junit ${WORK_DIR}/gate.xml)
+foreach(stage kernel-fuzz engine-fuzz library mutant-smoke)
+  if(NOT OUT MATCHES "${stage}[^\n]*pass")
+    message(FATAL_ERROR "gate stage ${stage}:\n${OUT}")
+  endif()
+endforeach()
+file(READ ${WORK_DIR}/gate.xml junit)
+if(NOT junit MATCHES "tests=\"4\"" OR NOT junit MATCHES "failures=\"0\"")
+  message(FATAL_ERROR "gate junit:\n${junit}")
+endif()
