@@ -29,6 +29,19 @@ std::string mutant_args(const EngineFuzzOptions& o) {
   return out;
 }
 
+// `mambacheck replay`'s options for the run of case `c` (the trace holds config and steps).
+std::string replay_args(const EngineFuzzOptions& o, const EngineCase& c) {
+  std::string out = fmt::format(" --backend {}", o.backend_name);
+  if (c.engine.runner.flavour == model::RunnerFlavour::v1 &&
+      c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::batch_copy)
+    out += " --v1-copy batch_copy";
+  if (o.runner_mutant != gpu::engine::RunnerMutant::none)
+    out += fmt::format(" --runner-mutant {}", gpu::engine::to_string(o.runner_mutant));
+  if (o.kernel_mutant != gpu::Mutant::none)
+    out += fmt::format(" --kernel-mutant {}", gpu::to_string(o.kernel_mutant));
+  return out;
+}
+
 // Writes `steps` of case `c` as a trace; returns what went wrong, or an empty string.
 std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
                         const EngineFuzzOptions& o, const std::vector<model::Step>& steps) {
@@ -124,8 +137,8 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
   std::filesystem::create_directories(cx.dir);
   cx.original_trace = cx.dir / "original.jsonl";
   cx.shrunk_trace = cx.dir / "trace.jsonl";
-  cx.replay = fmt::format("mambacheck replay {} --backend {}{}", cx.shrunk_trace.generic_string(),
-                          o.backend_name, mutant_args(o));
+  cx.replay = fmt::format("mambacheck replay {}{}", cx.shrunk_trace.generic_string(),
+                          replay_args(o, s.best));
   std::vector<model::Step> steps;
   run_engine_case(c, run, &steps);
   std::string problem = write_trace(cx.original_trace, c, o, steps);
