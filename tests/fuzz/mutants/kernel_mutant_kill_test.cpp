@@ -50,7 +50,9 @@ TEST_P(KernelMutantKill, KilledWithASmallCounterexample) {
   EXPECT_LE(out.cases, kCasesMax);
   EXPECT_EQ(out.cx_steps, 1); // kernel level: one launch
   EXPECT_GE(out.cx_requests, 1);
-  if (!big) EXPECT_LE(out.cx_requests, 3) << out.name << ": " << out.failure;
+  if (!big) {
+    EXPECT_LE(out.cx_requests, 3) << out.name << ": " << out.failure;
+  }
   EXPECT_FALSE(out.failure.empty());
   EXPECT_NE(out.reproduce.find("--mutant " + out.name), std::string::npos);
 }
