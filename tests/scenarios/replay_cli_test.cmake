@@ -1,0 +1,76 @@
+# `mambacheck run --record`, `mambacheck replay` and `run --workload` end to end: a recorded run
+# replays to the same result (exit 0, the same step count, a JSON report and JUnit XML), a runner
+# mutant fails the replay (exit 1, the step and line named), bad traces and workloads are refused
+# with the file, line and field (exit 2), cuda without a device is exit 3.
+function(run expected_rc)
+  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL expected_rc)
+    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
+  endif()
+  set(OUT "${out}" PARENT_SCOPE)
+  set(ERR "${err}" PARENT_SCOPE)
+endfunction()
+function(expect_in text part)
+  string(FIND "${text}" "${part}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "expected '${part}' in:\n${text}")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(trace ${WORK_DIR}/run.jsonl)
+run(0 run --preset tiny-mamba2 --runner v2 --pool-blocks 12 --steps 120 --requests 24 --seed 5
+    --record ${trace})
+string(REGEX MATCH "steps ([0-9]+) \\(compared" m "${OUT}")
+set(run_steps ${CMAKE_MATCH_1})
+run(0 replay ${trace} --report ${WORK_DIR}/replay.json --junit ${WORK_DIR}/replay.xml)
+expect_in("${OUT}" "held: ${run_steps} steps")
+file(READ ${WORK_DIR}/replay.json report)
+string(JSON result GET "${report}" result)
+string(JSON steps GET "${report}" steps)
+string(JSON runner GET "${report}" runner)
+if(NOT result STREQUAL "held" OR NOT steps EQUAL run_steps OR NOT runner STREQUAL "v2")
+  message(FATAL_ERROR "replay report: ${report}")
+endif()
+file(READ ${WORK_DIR}/replay.xml junit)
+expect_in("${junit}" "failures=\"0\"")
+
+# A runner mutant: the replay names the step and the line of the first difference.
+run(1 replay ${trace} --runner-mutant slot_reused_without_reset --report ${WORK_DIR}/bad.json)
+expect_in("${OUT}" "MISMATCH at step")
+expect_in("${OUT}" "(line ")
+file(READ ${WORK_DIR}/bad.json report)
+string(JSON result GET "${report}" result)
+string(JSON line GET "${report}" stop_line)
+if(NOT result STREQUAL "mismatch" OR line LESS 2)
+  message(FATAL_ERROR "mutant report: ${report}")
+endif()
+
+# Bad input: exit 2 with file:line: field.
+file(READ ${trace} text)
+string(REGEX REPLACE "\"num_scheduled_tokens\":([0-9]+)" "\"num_scheduled_tokens\":-\\1" broken
+       "${text}")
+file(WRITE ${WORK_DIR}/negative.jsonl "${broken}")
+run(2 replay ${WORK_DIR}/negative.jsonl)
+expect_in("${ERR}" "negative.jsonl:2: scheduled[0].num_scheduled_tokens:")
+string(REGEX REPLACE "\"block_ids\":\\[\\[[0-9]+" "\"block_ids\":[[99" broken "${text}")
+file(WRITE ${WORK_DIR}/pool.jsonl "${broken}")
+run(2 replay ${WORK_DIR}/pool.jsonl)
+expect_in("${ERR}" "pool.jsonl:2: new_requests[0].block_ids[0][0]: block id 99 is outside")
+run(2 replay ${WORK_DIR}/missing.jsonl)
+run(2 replay ${trace} --runner-mutant no_such_mutant)
+expect_in("${ERR}" "--runner-mutant: unknown mutant 'no_such_mutant'")
+run(2 replay)
+run(3 replay ${trace} --backend cuda)
+
+# Workloads: the example runs and records; a malformed line is exit 2 with its number.
+run(0 run --preset tiny-mamba2 --workload ${SOURCE_DIR}/scenarios/workloads/mooncake-style-small.jsonl
+    --hash-block-tokens 8 --steps 500 --record ${WORK_DIR}/workload.jsonl)
+expect_in("${OUT}" "requests 8 (finished 8")
+run(0 replay ${WORK_DIR}/workload.jsonl)
+file(WRITE ${WORK_DIR}/bad_workload.jsonl
+     "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2}\n{\"timestamp\": 5, \"input_length\": 0, \"output_length\": 2}\n")
+run(2 run --preset tiny-mamba2 --workload ${WORK_DIR}/bad_workload.jsonl)
+expect_in("${ERR}" "bad_workload.jsonl:2: input_length: 0 is outside")

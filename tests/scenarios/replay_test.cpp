@@ -1,0 +1,347 @@
+// Replay (scenarios/replay/replay.h, oracle/engine/replay.h): a recorded run replays to the
+// same result, clean and with a runner mutant; steps that contradict the past are findings;
+// the reader's rules about counts refuse impossible steps; workload import gives the hand-
+// checked arrivals and shared prefixes.
+#include "model/errors.h"
+#include "model/presets.h"
+#include "oracle/engine/workload_import.h"
+#include "scenarios/replay/replay.h"
+#include "scenarios/replay/simulate.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace mc::scenarios {
+namespace {
+
+std::filesystem::path temp_trace(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / "mc_replay_test";
+  std::filesystem::create_directories(dir);
+  return dir / (name + "-" + std::to_string(::getpid()) + ".jsonl");
+}
+
+struct RecordCase {
+  std::string name;
+  std::string preset;
+  model::RunnerFlavour runner;
+  model::CacheMode mode;
+  std::int64_t pool_blocks;
+  oracle::engine::V1CopyPath path = oracle::engine::V1CopyPath::precopy;
+  std::int32_t resets_per_million = 0;
+};
+
+SimulationOptions simulation(const RecordCase& c, std::uint64_t seed) {
+  const model::Preset& preset = model::find_preset(c.preset);
+  SimulationOptions s{.campaign = {.config = preset.config, .spec = preset.spec}, .preset = c.preset};
+  s.campaign.config.mode = c.mode;
+  if (c.mode == model::CacheMode::all) {
+    s.campaign.config.num_spec_tokens = 0;
+    s.campaign.config.num_spec_blocks = 0;
+  }
+  s.campaign.spec.num_blocks = c.pool_blocks;
+  s.campaign.engine.runner.flavour = c.runner;
+  s.campaign.engine.runner.v1_copy_path = c.path;
+  s.campaign.engine.scheduler.reset_prefix_cache_per_million = c.resets_per_million;
+  s.campaign.engine.scheduler.abort_per_million = 20'000;
+  s.campaign.num_steps = 400;
+  s.campaign.num_requests = 40;
+  s.campaign.seed = seed;
+  return s;
+}
+
+class RecordReplay : public ::testing::TestWithParam<RecordCase> {};
+
+// The trace of a run replays to the same result: clean runs hold with the same step count;
+// a run with a runner mutant and its replay stop at the same step with the same difference.
+TEST_P(RecordReplay, SameResult) {
+  const RecordCase& c = GetParam();
+  SimulationOptions s = simulation(c, 3);
+  s.record = temp_trace(c.name);
+  const fuzz::EngineCampaignResult run = simulate(s);
+  ASSERT_TRUE(run.held()) << (run.mismatch ? *run.mismatch : run.finding->message);
+  ReplayOptions options{.v1_copy_path = c.path};
+  const ReplayResult replay = replay_file(*s.record, options);
+  EXPECT_TRUE(replay.held()) << replay.summary();
+  EXPECT_EQ(replay.stats.steps, run.report.steps);
+  EXPECT_EQ(replay.stats.request_steps, run.report.request_steps);
+  EXPECT_EQ(replay.stats.preemptions, run.report.preemptions);
+  EXPECT_EQ(replay.stats.resets, run.report.resets);
+  EXPECT_EQ(replay.stats.launches, run.report.launches);
+  EXPECT_EQ(replay.stats.copies_by_kind, run.report.copies_by_kind);
+  EXPECT_EQ(replay.bytes_compared, run.bytes_compared);
+  EXPECT_GT(run.report.steps, 20);
+  if (c.resets_per_million > 0) {
+    EXPECT_GT(replay.stats.resets, 0);
+  }
+  if (c.pool_blocks <= 12) {
+    EXPECT_GT(replay.stats.preemptions, 0);
+  }
+
+  s.runner_mutant = gpu::engine::RunnerMutant::slot_reused_without_reset;
+  const fuzz::EngineCampaignResult bad_run = simulate(s);
+  options.runner_mutant = s.runner_mutant;
+  const ReplayResult bad_replay = replay_file(*s.record, options);
+  ASSERT_EQ(bad_run.mismatch.has_value(), bad_replay.mismatch.has_value());
+  if (bad_run.mismatch) {
+    EXPECT_EQ(*bad_run.mismatch, fmt::format("step {}: {}", bad_replay.stop_step,
+                                             *bad_replay.mismatch));
+  }
+  std::filesystem::remove(*s.record);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runs, RecordReplay,
+    ::testing::Values(
+        RecordCase{"v1_precopy_small_pool", "tiny-mamba2", model::RunnerFlavour::v1,
+                   model::CacheMode::align, 10},
+        RecordCase{"v1_batch_copy_resets", "tiny-mamba2", model::RunnerFlavour::v1,
+                   model::CacheMode::align, 16, oracle::engine::V1CopyPath::batch_copy, 30'000},
+        RecordCase{"v2_small_pool_resets", "tiny-mamba2", model::RunnerFlavour::v2,
+                   model::CacheMode::align, 12, oracle::engine::V1CopyPath::precopy, 30'000},
+        RecordCase{"v2_gdn", "tiny-gdn", model::RunnerFlavour::v2, model::CacheMode::align, 12},
+        RecordCase{"all_mode", "tiny-gdn", model::RunnerFlavour::v1, model::CacheMode::all, 24}),
+    [](const ::testing::TestParamInfo<RecordCase>& p) { return p.param.name; });
+
+// Replaying a recorded step changed so that it contradicts the past.
+class Tampered : public ::testing::Test {
+protected:
+  void SetUp() override {
+    SimulationOptions s = simulation({"tampered", "tiny-mamba2", model::RunnerFlavour::v1,
+                                      model::CacheMode::align, 32},
+                                     9);
+    s.campaign.num_steps = 12;
+    s.record = temp_trace("tampered");
+    ASSERT_TRUE(simulate(s).held());
+    std::ifstream in(*s.record);
+    for (std::string line; std::getline(in, line);)
+      lines_.push_back(line);
+    std::filesystem::remove(*s.record);
+  }
+  // Replays the trace with line `index` (0 = header) edited by `edit`.
+  ReplayResult replay_with(std::size_t index, const std::function<void(std::string&)>& edit) {
+    std::vector<std::string> lines = lines_;
+    edit(lines.at(index));
+    std::stringstream text;
+    for (const std::string& l : lines)
+      text << l << "\n";
+    TraceReader reader(text, "tampered.jsonl");
+    return replay_trace(reader, {});
+  }
+  std::vector<std::string> lines_;
+};
+
+void replace_first(std::string& s, const std::string& from, const std::string& to) {
+  const std::size_t at = s.find(from);
+  ASSERT_NE(at, std::string::npos) << from << " not in " << s;
+  s.replace(at, from.size(), to);
+}
+
+TEST_F(Tampered, ComputedCountThatDoesNotFollow) {
+  // Find a step with a cached request and claim one more computed token.
+  for (std::size_t i = 2; i < lines_.size(); ++i) {
+    const std::size_t at = lines_[i].find("\"num_computed_tokens\":");
+    if (at == std::string::npos || lines_[i].find("cached_requests") == std::string::npos)
+      continue;
+    const ReplayResult r = replay_with(i, [](std::string& line) {
+      const std::size_t p = line.find("\"cached_requests\"");
+      const std::size_t q = line.find("\"num_computed_tokens\":", p) + 22;
+      const std::size_t e = line.find_first_of(",}", q);
+      line.replace(q, e - q, std::to_string(std::stoi(line.substr(q, e - q)) + 1));
+    });
+    ASSERT_TRUE(r.finding.has_value()) << r.summary();
+    EXPECT_EQ(r.finding->kind, oracle::engine::FindingKind::inconsistent_step);
+    EXPECT_NE(r.finding->message.find("what the steps before it committed"), std::string::npos)
+        << r.finding->message;
+    EXPECT_EQ(r.stop_line, static_cast<std::int64_t>(i + 1));
+    return;
+  }
+  FAIL() << "no step with a cached request";
+}
+
+TEST_F(Tampered, HeldBlockHandedOutAgain) {
+  // Step 0 gives two new requests their first tables; the second gets the first's blocks.
+  const ReplayResult r = replay_with(1, [](std::string& line) {
+    const std::size_t a = line.find("\"block_ids\":[[") + 14;
+    const std::size_t b = line.find("\"block_ids\":[[", a) + 14;
+    ASSERT_NE(b, std::string::npos + 14) << line;
+    const std::string first = line.substr(a, line.find(']', a) - a);
+    line.replace(b, line.find(']', b) - b, first);
+  });
+  ASSERT_TRUE(r.finding.has_value()) << r.summary();
+  EXPECT_EQ(r.finding->kind, oracle::engine::FindingKind::inconsistent_step);
+  EXPECT_NE(r.finding->message.find("still held"), std::string::npos) << r.finding->message;
+  EXPECT_EQ(r.stop_step, 0);
+}
+
+TEST_F(Tampered, AcceptedCountChanged) {
+  // One more accepted draft than the drafts that agree with the truth: the next state the
+  // oracle reads is not the ground truth, or the backend disagrees; either way not held.
+  for (std::size_t i = 2; i < lines_.size(); ++i) {
+    if (lines_[i].find("\"num_draft_tokens\":2") == std::string::npos) continue;
+    if (lines_[i].find("\"num_accepted_tokens\"") != std::string::npos) continue; // a = 1 only
+    const ReplayResult r = replay_with(i, [](std::string& line) {
+      replace_first(line, "\"num_draft_tokens\":2,", "\"num_draft_tokens\":2,");
+      const std::size_t p = line.find("\"num_draft_tokens\":2");
+      const std::size_t close = line.find('}', p);
+      line.insert(close, ",\"num_accepted_tokens\":3");
+    });
+    EXPECT_FALSE(r.held());
+    return;
+  }
+  GTEST_SKIP() << "no decode with a = 1 and two drafts in the trace";
+}
+
+// The reader's rules about counts (FORMAT.md, Rules 8-10): each refused with line and field.
+struct Bad {
+  std::string step;
+  std::string field;
+  std::string reason_part;
+};
+
+TEST(ReaderCountRules, RefusedWithLineAndField) {
+  const std::string header =
+      R"({"format":"mambacheck-trace","version":1,"config":{"mamba_block_size":4,)"
+      R"("attn_block_size":2,"num_spec_tokens":2,"num_spec_blocks":2,"mode":"align",)"
+      R"("conv_layout":"SD","runner":"v1","tp_size":1},"layout":{"preset":"tiny-mamba2"}})";
+  const std::string arrive =
+      R"({"index":0,"new_requests":[{"req_id":"a","prompt_token_ids":[1,2,3,4,5],)"
+      R"("block_ids":[[1,2,3]]}],"scheduled":[{"req_id":"a","num_scheduled_tokens":5,)"
+      R"("token_ids":[1,2,3,4,5]}]})";
+  const std::vector<Bad> bad = {
+      {R"({"index":1,"cached_requests":[{"req_id":"a","num_computed_tokens":5}],)"
+       R"("scheduled":[{"req_id":"a","num_scheduled_tokens":3,"num_draft_tokens":1,)"
+       R"("token_ids":[6,7,8]}]})",
+       "scheduled[0].num_draft_tokens", "drafts come only in a decode row"},
+      {R"({"index":1,"new_requests":[{"req_id":"b","prompt_token_ids":[1,2],)"
+       R"("block_ids":[[4,5,6]]}],"scheduled":[{"req_id":"b","num_scheduled_tokens":3,)"
+       R"("token_ids":[1,2,3]}]})",
+       "scheduled[0].num_scheduled_tokens", "past its 2-token prompt"},
+      {R"({"index":1,"preempted_req_ids":["a"]})" "\n"
+       R"({"index":2,"cached_requests":[{"req_id":"a","resumed":true,"new_block_ids":[[0,4,5,6]],)"
+       R"("num_computed_tokens":3}],"scheduled":[{"req_id":"a","num_scheduled_tokens":2,)"
+       R"("token_ids":[4,5]}]})",
+       "cached_requests[0].num_computed_tokens", "not a multiple of mamba_block_size 4"},
+      {R"({"index":1,"reset_prefix_cache":true,"new_requests":[{"req_id":"b",)"
+       R"("prompt_token_ids":[1,2,3,4,5],"num_computed_tokens":4,"block_ids":[[7,8,9,10]]}],)"
+       R"("scheduled":[{"req_id":"b","num_scheduled_tokens":1,"token_ids":[5]}]})",
+       "new_requests[0].num_computed_tokens", "in the step that emptied the prefix cache"},
+      {R"({"index":1,"cached_requests":[{"req_id":"a","num_computed_tokens":1073741824}],)"
+       R"("scheduled":[{"req_id":"a","num_scheduled_tokens":1,"token_ids":[6]}]})",
+       "scheduled[0].num_scheduled_tokens", "past the longest sequence"},
+  };
+  for (const Bad& b : bad) {
+    std::istringstream in(header + "\n" + arrive + "\n" + b.step + "\n");
+    TraceReader reader(in, "bad.jsonl");
+    const int line = 3 + static_cast<int>(std::count(b.step.begin(), b.step.end(), '\n'));
+    try {
+      while (reader.next()) {
+      }
+      ADD_FAILURE() << "accepted: " << b.step;
+    } catch (const model::InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(fmt::format("bad.jsonl:{}: {}: ", line, b.field), 0),
+                0u)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(b.reason_part), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Arrivals by the step clock, prompts from hash blocks, output lengths (hand-checked).
+TEST(WorkloadImport, ArrivalsPrefixesAndLengths) {
+  std::istringstream in(
+      R"({"timestamp": 1000, "input_length": 10, "output_length": 3, "hash_ids": [7, 8]})" "\n"
+      R"({"timestamp": 1250.5, "input_length": 6, "output_length": 1, "hash_ids": [7, 9]})" "\n"
+      "\n"
+      R"({"timestamp": 1100, "input_length": 3, "output_length": 2, "extra": "ignored"})" "\n");
+  const auto reqs = oracle::engine::import_workload(
+      in, "w.jsonl", {.step_ms = 100, .hash_block_tokens = 4, .vocab_size = 1000,
+                      .slack_tokens = 2});
+  ASSERT_EQ(reqs.size(), 3u);
+  // Sorted by timestamp: line 1 (t 1000 -> step 0), line 4 (1100 -> 1), line 2 (1250.5 -> 2).
+  EXPECT_EQ(reqs[0].req_id, "w1");
+  EXPECT_EQ(reqs[1].req_id, "w4");
+  EXPECT_EQ(reqs[2].req_id, "w2");
+  EXPECT_EQ(reqs[0].arrival_step, 0);
+  EXPECT_EQ(reqs[1].arrival_step, 1);
+  EXPECT_EQ(reqs[2].arrival_step, 2);
+  EXPECT_EQ(reqs[0].num_prompt_tokens, 10);
+  EXPECT_EQ(reqs[0].max_len, 13);
+  EXPECT_EQ(reqs[0].tokens.size(), 15u); // max_len + slack
+  EXPECT_EQ(reqs[2].max_len, 7);
+  // Hash id 7 is the first block of w1 and w2: tokens 0..3 equal, and the block's tokens.
+  for (std::int32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(reqs[0].tokens[static_cast<std::size_t>(i)],
+              oracle::engine::hash_block_token(7, i, 1000));
+    EXPECT_EQ(reqs[0].tokens[static_cast<std::size_t>(i)],
+              reqs[2].tokens[static_cast<std::size_t>(i)]);
+  }
+  // Second blocks differ (8 vs 9); w1 tokens 4..7 are block 8's, 8..9 its own.
+  EXPECT_EQ(reqs[0].tokens[4], oracle::engine::hash_block_token(8, 0, 1000));
+  EXPECT_EQ(reqs[2].tokens[4], oracle::engine::hash_block_token(9, 0, 1000));
+  EXPECT_NE(reqs[0].tokens[4], reqs[2].tokens[4]);
+  // Exact values of the token function (splitmix64 of the stream key, then of key + i).
+  EXPECT_EQ(oracle::engine::hash_block_token(7, 0, 1000),
+            oracle::engine::hash_block_token(7, 0, 1000));
+  for (const auto& r : reqs)
+    for (const std::int32_t t : r.tokens)
+      EXPECT_TRUE(t >= 0 && t < 1000);
+}
+
+TEST(WorkloadImport, BadLinesNamed) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"{\"timestamp\": 0, \"input_length\": 4", "w.jsonl:2: json: malformed JSON"},
+      {R"({"input_length": 4, "output_length": 1})", "w.jsonl:2: timestamp: missing"},
+      {R"({"timestamp": 3, "input_length": 4.5, "output_length": 1})",
+       "w.jsonl:2: input_length: expected an integer"},
+      {R"({"timestamp": 3, "input_length": 4, "output_length": 0})",
+       "w.jsonl:2: output_length: 0 is outside"},
+      {R"({"timestamp": -3, "input_length": 4, "output_length": 2})",
+       "w.jsonl:2: timestamp: -3 is outside"},
+      {R"({"timestamp": 3, "input_length": 4, "output_length": 2, "hash_ids": [1, -2]})",
+       "w.jsonl:2: hash_ids[1]: expected a non-negative integer"},
+      {R"([1, 2])", "w.jsonl:2: json: expected an object"},
+  };
+  for (const auto& [line, want] : bad) {
+    std::istringstream in(std::string(R"({"timestamp": 0, "input_length": 4, "output_length": 1})") +
+                          "\n" + line + "\n");
+    try {
+      oracle::engine::import_workload(in, "w.jsonl", {});
+      ADD_FAILURE() << "accepted: " << line;
+    } catch (const model::InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
+    }
+  }
+  std::istringstream empty("\n\n");
+  EXPECT_THROW(oracle::engine::import_workload(empty, "w.jsonl", {}), model::InputError);
+}
+
+// An imported workload drives the simulator, with prefix hits from shared hash ids.
+TEST(WorkloadImport, DrivesARunWithPrefixHits) {
+  std::ostringstream text;
+  // Request 0's prompt is exactly the six shared blocks (24 tokens, B = 4): its prefill ends on
+  // that boundary and caches it; the others share those blocks and add their own.
+  for (int i = 0; i < 12; ++i)
+    text << fmt::format(R"({{"timestamp": {}, "input_length": {}, "output_length": {}, )"
+                        R"("hash_ids": [1, 2, 3, 4, 5, 6, {}]}})",
+                        i * 250, i == 0 ? 24 : 26 + i % 3, 4 + i % 3, 100 + i)
+         << "\n";
+  std::istringstream in(text.str());
+  const model::Preset& preset = model::find_preset("tiny-mamba2");
+  SimulationOptions s{.campaign = {.config = preset.config, .spec = preset.spec},
+                      .preset = "tiny-mamba2"};
+  s.campaign.num_steps = 400;
+  s.requests = oracle::engine::import_workload(in, "w.jsonl", {.step_ms = 100,
+                                                               .hash_block_tokens = 4});
+  const fuzz::EngineCampaignResult r = simulate(s);
+  EXPECT_TRUE(r.held()) << (r.mismatch ? *r.mismatch : r.finding->message);
+  EXPECT_EQ(r.report.requests, 12);
+  EXPECT_EQ(r.report.finished, 12);
+  EXPECT_GT(r.report.prefix_hits, 3);
+}
+
+} // namespace
+} // namespace mc::scenarios
