@@ -50,13 +50,15 @@ scenarios::ReplayOptions replay_options(const ReplayCliOptions& o) {
   r.v1_copy_path = o.v1_copy == "precopy" ? oracle::engine::V1CopyPath::precopy
                                           : oracle::engine::V1CopyPath::batch_copy;
   const std::optional<gpu::Mutant> km = gpu::find_kernel_mutant(o.kernel_mutant);
-  if (!km) model::fail_input("--kernel-mutant: unknown mutant '{}' (see `mambacheck mutants`)",
-                             o.kernel_mutant);
+  if (!km)
+    model::fail_input("--kernel-mutant: unknown mutant '{}' (see `mambacheck mutants`)",
+                      o.kernel_mutant);
   r.kernel_mutant = *km;
   const std::optional<gpu::engine::RunnerMutant> rm =
       gpu::engine::find_runner_mutant(o.runner_mutant);
-  if (!rm) model::fail_input("--runner-mutant: unknown mutant '{}' (see `mambacheck mutants`)",
-                             o.runner_mutant);
+  if (!rm)
+    model::fail_input("--runner-mutant: unknown mutant '{}' (see `mambacheck mutants`)",
+                      o.runner_mutant);
   r.runner_mutant = *rm;
   if (o.steps_max < -1) model::fail_input("--steps: expected -1 (all) or a count");
   r.steps_max = o.steps_max;
@@ -87,7 +89,9 @@ nlohmann::json result_json(const ReplayCliOptions& o, const scenarios::ReplayRes
                       {"preset", r.preset},
                       {"kernel_mutant", o.kernel_mutant},
                       {"runner_mutant", o.runner_mutant},
-                      {"result", r.finding ? "finding" : r.mismatch ? "mismatch" : "held"},
+                      {"result", r.finding    ? "finding"
+                                 : r.mismatch ? "mismatch"
+                                              : "held"},
                       {"steps", s.steps},
                       {"steps_compared", r.steps_compared},
                       {"request_steps", s.request_steps},
@@ -147,8 +151,7 @@ int replay_one(const ReplayCliOptions& o) {
 
 int replay_library(const ReplayCliOptions& o) {
   const scenarios::ReplayOptions options = replay_options(o);
-  const std::vector<scenarios::LibraryResult> results =
-      scenarios::run_library(o.library, options);
+  const std::vector<scenarios::LibraryResult> results = scenarios::run_library(o.library, options);
   std::vector<JunitCase> cases;
   nlohmann::json report = nlohmann::json::array();
   bool all = true;
@@ -156,10 +159,14 @@ int replay_library(const ReplayCliOptions& o) {
     all = all && r.passed();
     std::string mutants;
     for (const auto& m : r.mutants)
-      mutants += fmt::format(" {}={}", m.mutant, !m.known ? "unknown" : m.caught ? "caught" : "MISSED");
+      mutants += fmt::format(" {}={}", m.mutant,
+                             !m.known   ? "unknown"
+                             : m.caught ? "caught"
+                                        : "MISSED");
     fmt::print("{} {} [{}]: clean {}{}\n", r.passed() ? "pass" : "FAIL", r.info.name,
                r.info.bug_class, r.clean.held() ? "held" : r.clean.summary(), mutants);
-    cases.push_back({.name = r.info.name, .failed = !r.passed(),
+    cases.push_back({.name = r.info.name,
+                     .failed = !r.passed(),
                      .message = r.passed() ? "" : r.clean.summary() + mutants});
     report.push_back({{"name", r.info.name},
                       {"bug_class", std::string(1, r.info.bug_class)},

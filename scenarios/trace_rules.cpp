@@ -194,13 +194,14 @@ void StepChecker::check_row(const model::ScheduledRequest& row, std::size_t inde
 }
 
 // Counts of a row against its request's entry (new or cached) in the same step.
-void StepChecker::check_row_against_entry(const model::Step& step, const model::ScheduledRequest& row,
-                                          std::size_t index, const InStep& entry) const {
+void StepChecker::check_row_against_entry(const model::Step& step,
+                                          const model::ScheduledRequest& row, std::size_t index,
+                                          const InStep& entry) const {
   const auto path = [index](std::string_view member) { return at("scheduled", index, member); };
   const bool arrived = entry.role == Role::arrived;
-  const std::int64_t computed =
-      arrived ? step.new_requests[entry.list_index].num_computed_tokens
-              : step.cached_requests[entry.list_index].num_computed_tokens;
+  const std::int64_t computed = arrived
+                                    ? step.new_requests[entry.list_index].num_computed_tokens
+                                    : step.cached_requests[entry.list_index].num_computed_tokens;
   const std::int64_t end = computed + row.num_scheduled_tokens;
   if (end > kSequenceTokensMax)
     fail_field(path("num_scheduled_tokens"),

@@ -58,7 +58,7 @@ std::optional<std::string> BlockManager::adopt_first(const std::string& req_id,
                            "group {}, but the table holds {}",
                            num_computed, hit, g,
                            hit < static_cast<std::int32_t>(table[g].size()) ? "the null block"
-                                                                           : "no such position");
+                                                                            : "no such position");
       if (config_.mode == model::CacheMode::align) row.last_state_idx = hit;
     }
   }

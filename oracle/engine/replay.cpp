@@ -145,8 +145,8 @@ std::optional<Finding> Replayer::step(const model::Step& step) {
   if (auto f = check_counts(step)) return f;
   if (auto f = apply_tables(step)) return f;
   if (auto mismatch = ledger_.begin_step(step))
-    return make_finding(layout_, FindingKind::token_mismatch, step.index, "", -1, -1, -1,
-                        *mismatch, "tokens that agree with the committed sequence");
+    return make_finding(layout_, FindingKind::token_mismatch, step.index, "", -1, -1, -1, *mismatch,
+                        "tokens that agree with the committed sequence");
   if (auto f = check_known_drafts(layout_, step, ledger_)) return f;
   last_record_ = runner_.execute(step, ledger_);
   stats_.bytes_checked += last_record_.bytes_checked;
@@ -157,8 +157,8 @@ std::optional<Finding> Replayer::step(const model::Step& step) {
   }
   if (last_record_.finding) return last_record_.finding;
   ledger_.end_step(step);
-  if (auto f = checker_.after_step(step, last_record_, blocks_, runner_, ledger_,
-                                   stats_.bytes_checked))
+  if (auto f =
+          checker_.after_step(step, last_record_, blocks_, runner_, ledger_, stats_.bytes_checked))
     return f;
   commit(step);
   const bool sweep = stats_.steps % cache_sweep_every_ == 0;

@@ -118,9 +118,8 @@ std::vector<RequestSpec> import_workload(std::istream& in, const std::string& na
     entries.push_back(parse_entry(text, line, where, o));
   }
   if (entries.empty()) model::fail_input("{}: the workload holds no request", name);
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.timestamp_ms < b.timestamp_ms;
-  });
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.timestamp_ms < b.timestamp_ms; });
   const double t0 = entries.front().timestamp_ms;
   std::vector<RequestSpec> out;
   out.reserve(entries.size());

@@ -26,10 +26,10 @@
 namespace mc::oracle::engine {
 
 struct WorkloadImportOptions {
-  double step_ms = 100.0;                // scheduler step clock: milliseconds per step
-  std::int32_t hash_block_tokens = 16;   // tokens per hash id (Mooncake uses 512)
-  std::int32_t vocab_size = 32768;       // token ids drawn in 0..vocab_size-1
-  std::int32_t slack_tokens = 18;        // truth past max_len (drafts near the end)
+  double step_ms = 100.0;              // scheduler step clock: milliseconds per step
+  std::int32_t hash_block_tokens = 16; // tokens per hash id (Mooncake uses 512)
+  std::int32_t vocab_size = 32768;     // token ids drawn in 0..vocab_size-1
+  std::int32_t slack_tokens = 18;      // truth past max_len (drafts near the end)
 };
 
 inline constexpr std::size_t kWorkloadLineBytesMax = std::size_t{16} << 20;

@@ -14,7 +14,8 @@ std::vector<std::string> names(const nlohmann::json& s, const char* key,
                                const std::filesystem::path& trace) {
   std::vector<std::string> out;
   if (!s.contains(key)) return out;
-  if (!s[key].is_array()) model::fail_input("{}:1: source.scenario.{}: expected a list", trace.string(), key);
+  if (!s[key].is_array())
+    model::fail_input("{}:1: source.scenario.{}: expected a list", trace.string(), key);
   for (const auto& n : s[key]) {
     if (!n.is_string())
       model::fail_input("{}:1: source.scenario.{}: expected names", trace.string(), key);

@@ -27,11 +27,11 @@ struct ScenarioInfo {
 
 struct LibraryResult {
   ScenarioInfo info;
-  ReplayResult clean;      // replayed without a mutant: must hold
+  ReplayResult clean; // replayed without a mutant: must hold
   struct MutantRun {
-    std::string mutant;    // "kernel:NAME" or "runner:NAME"
-    bool known = false;    // the name is in this build's catalogue
-    bool caught = false;   // the replay failed (mismatch or finding)
+    std::string mutant;  // "kernel:NAME" or "runner:NAME"
+    bool known = false;  // the name is in this build's catalogue
+    bool caught = false; // the replay failed (mismatch or finding)
     std::string summary;
   };
   std::vector<MutantRun> mutants;

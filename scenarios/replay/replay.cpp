@@ -19,7 +19,9 @@ gpu::engine::EngineRunner make_gpu_runner(const model::Layout& layout,
 
 } // namespace
 
-bool kernel_mutants_supported() { return false; }
+bool kernel_mutants_supported() {
+  return false;
+}
 
 gpu::engine::RunnerOptions gpu_runner_options(model::RunnerFlavour flavour,
                                               oracle::engine::V1CopyPath path,
@@ -46,8 +48,7 @@ ReplayResult replay_trace(TraceReader& reader, const ReplayOptions& options) {
   const model::Layout layout = model::build_layout(result.config, header.layout_spec);
   oracle::engine::RunnerOptions oracle_options{.flavour = result.config.runner,
                                                .v1_copy_path = options.v1_copy_path};
-  oracle::engine::validate_options(oracle::engine::EngineOptions{.runner = oracle_options},
-                                   layout);
+  oracle::engine::validate_options(oracle::engine::EngineOptions{.runner = oracle_options}, layout);
   oracle::engine::Replayer oracle(layout, oracle_options);
   gpu::engine::EngineRunner gpu = make_gpu_runner(
       layout, gpu_runner_options(result.config.runner, options.v1_copy_path, options.runner_mutant),

@@ -40,8 +40,8 @@ struct ReplayOptions {
 };
 
 struct ReplayResult {
-  std::string trace;  // the file (or stream) name
-  std::string preset; // empty for an inline layout
+  std::string trace;         // the file (or stream) name
+  std::string preset;        // empty for an inline layout
   model::CacheConfig config; // the trace's, runner as replayed
   oracle::engine::ReplayStats stats;
   std::int64_t steps_compared = 0;

@@ -46,8 +46,10 @@ struct Scenario {
 // same tokens), then its own; `output_len` more tokens to generate; a few spare for drafts.
 RequestSpec request(std::string id, std::int64_t arrival, std::int32_t prompt_len,
                     std::int32_t output_len, std::int32_t family = -1, std::int32_t shared = 0) {
-  RequestSpec r{.req_id = id, .num_prompt_tokens = prompt_len,
-                .max_len = prompt_len + output_len, .arrival_step = arrival};
+  RequestSpec r{.req_id = id,
+                .num_prompt_tokens = prompt_len,
+                .max_len = prompt_len + output_len,
+                .arrival_step = arrival};
   const auto own = static_cast<std::int32_t>(std::hash<std::string>{}(id) % 1000);
   for (std::int32_t i = 0; i < r.max_len + model::kSpecTokensMax + 2; ++i)
     r.tokens.push_back(i < shared ? (family * 37 + i * 11) % 509 : (own * 13 + i * 7 + 1) % 503);
@@ -87,7 +89,8 @@ void cycle_acceptance(model::Step& step, const std::vector<RequestSpec>& request
 std::vector<Scenario> all_scenarios() {
   std::vector<Scenario> out;
   {
-    Scenario s{.name = "a-stale-index-after-reset", .bug_class = 'A',
+    Scenario s{.name = "a-stale-index-after-reset",
+               .bug_class = 'A',
                .guards = "reset_prefix_cache force-preempts running requests without listing "
                          "them as preempted; they come back resumed with a smaller table, and "
                          "their old column and accepted count must be dropped (#35157)",
@@ -102,7 +105,8 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "a-resume-after-preemption", .bug_class = 'A',
+    Scenario s{.name = "a-resume-after-preemption",
+               .bug_class = 'A',
                .guards = "a pool too small for the batch: decoding requests are preempted (blocks "
                          "freed, computed back to 0) and resume later, some with a prefix hit; "
                          "nothing of the old slot (column, accepted count) may survive",
@@ -118,7 +122,8 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "a-accepted-after-preemption", .bug_class = 'A',
+    Scenario s{.name = "a-accepted-after-preemption",
+               .bug_class = 'A',
                .guards = "the first steps of a generated V2 run on a 12-block pool (as `run "
                          "--runner v2 --pool-blocks 12` makes): a request preempted after a "
                          "decode that accepted drafts resumes from a prefix hit; its accepted "
@@ -129,14 +134,15 @@ std::vector<Scenario> all_scenarios() {
       spec.num_blocks = 12;
     };
     oracle::engine::Rng rng(1);
-    s.requests = oracle::engine::generate_workload(s.options.workload, 40,
-                                                   model::kSpecTokensMax + 2, rng);
+    s.requests =
+        oracle::engine::generate_workload(s.options.workload, 40, model::kSpecTokensMax + 2, rng);
     s.steps = 40;
     s.must_finish = false;
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "a-v2-seeded-column", .bug_class = 'A',
+    Scenario s{.name = "a-v2-seeded-column",
+               .bug_class = 'A',
                .guards = "V2 seeds a new or resumed request's column with (c - 1) // B using the "
                          "MAMBA block size (attn_block_size 2 here, B 4): prefix hits and resumes "
                          "with c > 0 (#53142, #55507, #33706)",
@@ -155,7 +161,8 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "d-same-block-conv-shift", .bug_class = 'D',
+    Scenario s{.name = "d-same-block-conv-shift",
+               .bug_class = 'D',
                .guards = "a post-step save whose source and destination columns are the same "
                          "block shifts the conv window inside one block: it must behave as "
                          "memmove (#50729); the reset of a to 1 is an output only",
@@ -167,24 +174,29 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "d-aliased-columns", .bug_class = 'D',
+    Scenario s{.name = "d-aliased-columns",
+               .bug_class = 'D',
                .guards = "in V2 a growing table moves its old speculative blocks to the end: the "
                          "runner's row then holds one physical block in two columns, and the "
                          "precopy guard must compare columns, not addresses",
                .kernel_mutants = {"precopy_ignores_token_bias", "preprocess_src_after_update",
                                   "preprocess_bias_is_accepted", "preprocess_curr_floor"},
                .runner_mutants = {"v2_source_column_shifted", "postprocess_reset_dropped"}};
-    s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) { c.runner = model::RunnerFlavour::v2; };
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) {
+      c.runner = model::RunnerFlavour::v2;
+    };
     s.options = small_options(24, 4);
     s.requests = {request("a", 0, 7, 26), request("b", 0, 4, 26), request("c", 2, 9, 20)};
     s.edit = cycle_acceptance;
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "d-temporal-natural-size", .bug_class = 'D',
-               .guards = "tiny-mixed: three groups with padded shared pages (conv, temporal and kda "
-                         "states side by side): a copy moves a state's natural size, never the "
-                         "page stride (the next state in the page stays untouched)",
+    Scenario s{.name = "d-temporal-natural-size",
+               .bug_class = 'D',
+               .guards =
+                   "tiny-mixed: three groups with padded shared pages (conv, temporal and kda "
+                   "states side by side): a copy moves a state's natural size, never the "
+                   "page stride (the next state in the page stays untouched)",
                .kernel_mutants = {"conv_one_row_short"},
                .preset = "tiny-mixed"};
     s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) {
@@ -197,7 +209,8 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "e-ds-with-bias", .bug_class = 'E',
+    Scenario s{.name = "e-ds-with-bias",
+               .bug_class = 'E',
                .guards = "DS conv layout (dim, state_len) with spec decode: the fused copies "
                          "shift each dim row by the bias (a flat copy cannot: #38897, #45473, "
                          "#49291)",
@@ -211,7 +224,8 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "c-chunk-ending-mid-block", .bug_class = 'C',
+    Scenario s{.name = "c-chunk-ending-mid-block",
+               .bug_class = 'C',
                .guards = "prompts chunked under a small budget whose last chunk ends mid-block: "
                          "only block-boundary states are registered for reuse, and a second "
                          "request hits them (a boundary published from a mid-block chunk would be "
@@ -224,13 +238,14 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "a-decode-crossing-each-acceptance", .bug_class = 'A',
-               .guards = "decodes with 2 drafts crossing a block boundary with a = 1, 2 and 3 in "
-                         "turn, V1 with the flat batch_copy plan: the pre-step column move, the "
-                         "bias a - 1 and the post-step save at every acceptance",
-               .kernel_mutants = {"overlap_copied_backwards", "conv_one_row_short",
-                                  "sd_bias_in_elements"},
-               .runner_mutants = {"postprocess_skipped_no_drafts"}};
+    Scenario s{
+        .name = "a-decode-crossing-each-acceptance",
+        .bug_class = 'A',
+        .guards = "decodes with 2 drafts crossing a block boundary with a = 1, 2 and 3 in "
+                  "turn, V1 with the flat batch_copy plan: the pre-step column move, the "
+                  "bias a - 1 and the post-step save at every acceptance",
+        .kernel_mutants = {"overlap_copied_backwards", "conv_one_row_short", "sd_bias_in_elements"},
+        .runner_mutants = {"postprocess_skipped_no_drafts"}};
     s.options = small_options(24, 4);
     s.options.runner.v1_copy_path = oracle::engine::V1CopyPath::batch_copy;
     s.requests = {request("a", 0, 3, 20), request("b", 0, 4, 20), request("c", 0, 2, 20)};
@@ -238,7 +253,8 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "g-v2-slot-reuse", .bug_class = 'G',
+    Scenario s{.name = "g-v2-slot-reuse",
+               .bug_class = 'G',
                .guards = "V2 request slots freed by finished and preempted requests are reused "
                          "by later ones: a persistent per-slot array must be rewritten, never "
                          "kept from the previous occupant (#34874, #40648)",
@@ -254,7 +270,8 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "d-null-and-pad", .bug_class = 'D',
+    Scenario s{.name = "d-null-and-pad",
+               .bug_class = 'D',
                .guards = "a batch of rows of different widths (pads -1 past each row) with null "
                          "blocks (0) inside the rows: copies of real blocks next to nulls, never a "
                          "null or a pad confused with a block (#50021)",
@@ -266,7 +283,8 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "h-all-mode-prefill", .bug_class = 'H',
+    Scenario s{.name = "h-all-mode-prefill",
+               .bug_class = 'H',
                .guards = "\"all\" mode keeps every block's state: chunked prefill writes the "
                          "block-aligned intermediate states, prefix hits reuse them",
                .preset = "tiny-gdn"};
@@ -313,7 +331,8 @@ std::string render(const Scenario& s) {
                                engine.report().first_finding->message);
     if (!more) break;
   }
-  if (s.must_finish && !engine.scheduler().done()) throw std::runtime_error(s.name + ": not finished in time");
+  if (s.must_finish && !engine.scheduler().done())
+    throw std::runtime_error(s.name + ": not finished in time");
   return text.str();
 }
 

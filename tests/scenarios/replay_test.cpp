@@ -36,7 +36,8 @@ struct RecordCase {
 
 SimulationOptions simulation(const RecordCase& c, std::uint64_t seed) {
   const model::Preset& preset = model::find_preset(c.preset);
-  SimulationOptions s{.campaign = {.config = preset.config, .spec = preset.spec}, .preset = c.preset};
+  SimulationOptions s{.campaign = {.config = preset.config, .spec = preset.spec},
+                      .preset = c.preset};
   s.campaign.config.mode = c.mode;
   if (c.mode == model::CacheMode::all) {
     s.campaign.config.num_spec_tokens = 0;
@@ -87,8 +88,8 @@ TEST_P(RecordReplay, SameResult) {
   const ReplayResult bad_replay = replay_file(*s.record, options);
   ASSERT_EQ(bad_run.mismatch.has_value(), bad_replay.mismatch.has_value());
   if (bad_run.mismatch) {
-    EXPECT_EQ(*bad_run.mismatch, fmt::format("step {}: {}", bad_replay.stop_step,
-                                             *bad_replay.mismatch));
+    EXPECT_EQ(*bad_run.mismatch,
+              fmt::format("step {}: {}", bad_replay.stop_step, *bad_replay.mismatch));
   }
   std::filesystem::remove(*s.record);
 }
@@ -110,9 +111,8 @@ INSTANTIATE_TEST_SUITE_P(
 class Tampered : public ::testing::Test {
 protected:
   void SetUp() override {
-    SimulationOptions s = simulation({"tampered", "tiny-mamba2", model::RunnerFlavour::v1,
-                                      model::CacheMode::align, 32},
-                                     9);
+    SimulationOptions s = simulation(
+        {"tampered", "tiny-mamba2", model::RunnerFlavour::v1, model::CacheMode::align, 32}, 9);
     s.campaign.num_steps = 12;
     s.record = temp_trace("tampered");
     ASSERT_TRUE(simulate(s).held());
@@ -144,8 +144,7 @@ TEST_F(Tampered, ComputedCountThatDoesNotFollow) {
   // Find a step with a cached request and claim one more computed token.
   for (std::size_t i = 2; i < lines_.size(); ++i) {
     const std::size_t at = lines_[i].find("\"num_computed_tokens\":");
-    if (at == std::string::npos || lines_[i].find("cached_requests") == std::string::npos)
-      continue;
+    if (at == std::string::npos || lines_[i].find("cached_requests") == std::string::npos) continue;
     const ReplayResult r = replay_with(i, [](std::string& line) {
       const std::size_t p = line.find("\"cached_requests\"");
       const std::size_t q = line.find("\"num_computed_tokens\":", p) + 22;
@@ -220,7 +219,8 @@ TEST(ReaderCountRules, RefusedWithLineAndField) {
        R"("block_ids":[[4,5,6]]}],"scheduled":[{"req_id":"b","num_scheduled_tokens":3,)"
        R"("token_ids":[1,2,3]}]})",
        "scheduled[0].num_scheduled_tokens", "past its 2-token prompt"},
-      {R"({"index":1,"preempted_req_ids":["a"]})" "\n"
+      {R"({"index":1,"preempted_req_ids":["a"]})"
+       "\n"
        R"({"index":2,"cached_requests":[{"req_id":"a","resumed":true,"new_block_ids":[[0,4,5,6]],)"
        R"("num_computed_tokens":3}],"scheduled":[{"req_id":"a","num_scheduled_tokens":2,)"
        R"("token_ids":[4,5]}]})",
@@ -253,13 +253,16 @@ TEST(ReaderCountRules, RefusedWithLineAndField) {
 // Arrivals by the step clock, prompts from hash blocks, output lengths (hand-checked).
 TEST(WorkloadImport, ArrivalsPrefixesAndLengths) {
   std::istringstream in(
-      R"({"timestamp": 1000, "input_length": 10, "output_length": 3, "hash_ids": [7, 8]})" "\n"
-      R"({"timestamp": 1250.5, "input_length": 6, "output_length": 1, "hash_ids": [7, 9]})" "\n"
+      R"({"timestamp": 1000, "input_length": 10, "output_length": 3, "hash_ids": [7, 8]})"
       "\n"
-      R"({"timestamp": 1100, "input_length": 3, "output_length": 2, "extra": "ignored"})" "\n");
+      R"({"timestamp": 1250.5, "input_length": 6, "output_length": 1, "hash_ids": [7, 9]})"
+      "\n"
+      "\n"
+      R"({"timestamp": 1100, "input_length": 3, "output_length": 2, "extra": "ignored"})"
+      "\n");
   const auto reqs = oracle::engine::import_workload(
-      in, "w.jsonl", {.step_ms = 100, .hash_block_tokens = 4, .vocab_size = 1000,
-                      .slack_tokens = 2});
+      in, "w.jsonl",
+      {.step_ms = 100, .hash_block_tokens = 4, .vocab_size = 1000, .slack_tokens = 2});
   ASSERT_EQ(reqs.size(), 3u);
   // Sorted by timestamp: line 1 (t 1000 -> step 0), line 4 (1100 -> 1), line 2 (1250.5 -> 2).
   EXPECT_EQ(reqs[0].req_id, "w1");
@@ -306,8 +309,9 @@ TEST(WorkloadImport, BadLinesNamed) {
       {R"([1, 2])", "w.jsonl:2: json: expected an object"},
   };
   for (const auto& [line, want] : bad) {
-    std::istringstream in(std::string(R"({"timestamp": 0, "input_length": 4, "output_length": 1})") +
-                          "\n" + line + "\n");
+    std::istringstream in(
+        std::string(R"({"timestamp": 0, "input_length": 4, "output_length": 1})") + "\n" + line +
+        "\n");
     try {
       oracle::engine::import_workload(in, "w.jsonl", {});
       ADD_FAILURE() << "accepted: " << line;
@@ -334,8 +338,8 @@ TEST(WorkloadImport, DrivesARunWithPrefixHits) {
   SimulationOptions s{.campaign = {.config = preset.config, .spec = preset.spec},
                       .preset = "tiny-mamba2"};
   s.campaign.num_steps = 400;
-  s.requests = oracle::engine::import_workload(in, "w.jsonl", {.step_ms = 100,
-                                                               .hash_block_tokens = 4});
+  s.requests =
+      oracle::engine::import_workload(in, "w.jsonl", {.step_ms = 100, .hash_block_tokens = 4});
   const fuzz::EngineCampaignResult r = simulate(s);
   EXPECT_TRUE(r.held()) << (r.mismatch ? *r.mismatch : r.finding->message);
   EXPECT_EQ(r.report.requests, 12);
