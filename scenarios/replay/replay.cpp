@@ -6,21 +6,9 @@
 #include <fmt/format.h>
 
 namespace mc::scenarios {
-namespace {
-
-// The EngineRunner builds its own executor; a kernel mutant reaches it through the runner.
-gpu::engine::EngineRunner make_gpu_runner(const model::Layout& layout,
-                                          const gpu::engine::RunnerOptions& options,
-                                          const ReplayOptions& replay) {
-  if (replay.kernel_mutant != gpu::Mutant::none)
-    model::fail_input("--kernel-mutant: the engine runner does not take a kernel mutant yet");
-  return gpu::engine::EngineRunner(layout, options, replay.executor);
-}
-
-} // namespace
 
 bool kernel_mutants_supported() {
-  return false;
+  return true;
 }
 
 gpu::engine::RunnerOptions gpu_runner_options(model::RunnerFlavour flavour,
@@ -50,9 +38,10 @@ ReplayResult replay_trace(TraceReader& reader, const ReplayOptions& options) {
                                                .v1_copy_path = options.v1_copy_path};
   oracle::engine::validate_options(oracle::engine::EngineOptions{.runner = oracle_options}, layout);
   oracle::engine::Replayer oracle(layout, oracle_options);
-  gpu::engine::EngineRunner gpu = make_gpu_runner(
-      layout, gpu_runner_options(result.config.runner, options.v1_copy_path, options.runner_mutant),
-      options);
+  gpu::engine::RunnerOptions gpu_options =
+      gpu_runner_options(result.config.runner, options.v1_copy_path, options.runner_mutant);
+  gpu_options.kernel_mutant = options.kernel_mutant;
+  gpu::engine::EngineRunner gpu(layout, gpu_options, options.executor);
   while (options.steps_max < 0 || result.stats.steps < options.steps_max) {
     std::optional<model::Step> step = reader.next();
     if (!step) break;

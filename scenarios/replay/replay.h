@@ -60,8 +60,8 @@ struct ReplayResult {
 ReplayResult replay_trace(TraceReader& reader, const ReplayOptions& options);
 ReplayResult replay_file(const std::filesystem::path& trace, const ReplayOptions& options);
 
-// Whether a kernel mutant can reach the GPU-side engine runner in this build (the executor
-// takes one; the EngineRunner does not pass it on yet).
+// Whether a kernel mutant can reach the GPU-side engine runner in this build
+// (gpu::engine::RunnerOptions::kernel_mutant).
 bool kernel_mutants_supported();
 
 // The GPU runner's options for a replay or a recorded run.

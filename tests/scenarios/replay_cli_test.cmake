@@ -48,6 +48,11 @@ if(NOT result STREQUAL "mismatch" OR line LESS 2)
   message(FATAL_ERROR "mutant report: ${report}")
 endif()
 
+# A kernel mutant through the engine runner: the DS scenario fails on its DS mutant.
+run(1 replay ${SOURCE_DIR}/scenarios/library/e-ds-with-bias.jsonl --kernel-mutant ds_tail_ignores_bias)
+expect_in("${OUT}" "MISMATCH at step")
+run(2 replay ${trace} --kernel-mutant no_such_mutant)
+
 # Bad input: exit 2 with file:line: field.
 file(READ ${trace} text)
 string(REGEX REPLACE "\"num_scheduled_tokens\":([0-9]+)" "\"num_scheduled_tokens\":-\\1" broken
