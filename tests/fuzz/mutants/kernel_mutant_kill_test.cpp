@@ -5,6 +5,7 @@
 #include "fuzz/mutants/mutants.h"
 #include "gpu/host_backend.h"
 #include "gpu/mutant.h"
+#include "tests/model/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +18,9 @@ namespace {
 constexpr std::uint64_t kSeed = 1;
 constexpr std::int64_t kCasesMax = 400;
 
-MutantRunOptions options(const std::string& dir) {
+// Each test writes its counterexamples into its own fresh directory: ctest runs the mutants in
+// parallel, and a shared directory removed by one test pulled the files from under another.
+MutantRunOptions options(const std::filesystem::path& dir) {
   MutantRunOptions o;
   o.seed = kSeed;
   o.cases_max = kCasesMax;
@@ -25,7 +28,7 @@ MutantRunOptions options(const std::string& dir) {
   o.max_size = 60; // sizes 50..60 reach the grid and big-offset classes
   o.backend_name = "host";
   o.backend = [](const model::LaunchCase& c, gpu::Mutant m) { return gpu::run_launch_host(c, m); };
-  o.out_dir = std::filesystem::temp_directory_path() / dir;
+  o.out_dir = dir;
   o.shrink = ShrinkLimits{.candidates_max = 300, .seconds_max = 20.0};
   return o;
 }
@@ -34,7 +37,8 @@ class KernelMutantKill : public testing::TestWithParam<std::size_t> {};
 
 TEST_P(KernelMutantKill, KilledWithASmallCounterexample) {
   const auto mutant = static_cast<gpu::Mutant>(GetParam() + 1);
-  MutantRunOptions o = options("mc-mutant-kill-test");
+  const model::testing::TempDir dir;
+  MutantRunOptions o = options(dir.path());
   const bool big = mutant == gpu::Mutant::block_offset_32bit;
   if (big) {
     // Only big-offset cases (a sparse 5 GiB arena each) show it, and shrinking them dominates
@@ -44,7 +48,6 @@ TEST_P(KernelMutantKill, KilledWithASmallCounterexample) {
     o.shrink.candidates_max = 10;
   }
   const MutantOutcome out = run_kernel_mutant(o, mutant);
-  std::filesystem::remove_all(o.out_dir);
   ASSERT_TRUE(out.killed) << out.name << " survived " << out.cases << " cases";
   EXPECT_EQ(out.name, gpu::to_string(mutant));
   EXPECT_LE(out.cases, kCasesMax);
@@ -65,7 +68,8 @@ INSTANTIATE_TEST_SUITE_P(AllKernelMutants, KernelMutantKill,
 
 // The same campaign on the clean kernels finds nothing: a kill above is the mutant's doing.
 TEST(KernelMutantKill, CleanKernelsHoldOnTheSameCases) {
-  const MutantRunOptions o = options("mc-mutant-clean-test");
+  const model::testing::TempDir dir;
+  const MutantRunOptions o = options(dir.path());
   KernelCampaignOptions c;
   c.seed = o.seed;
   c.cases_max = 120;
@@ -74,7 +78,6 @@ TEST(KernelMutantKill, CleanKernelsHoldOnTheSameCases) {
   c.backend = [](const model::LaunchCase& launch) { return gpu::run_launch_host(launch); };
   c.out_dir = o.out_dir;
   const KernelCampaignReport r = run_kernel_campaign(c);
-  std::filesystem::remove_all(o.out_dir);
   EXPECT_EQ(r.cases, 120);
   EXPECT_FALSE(r.counterexample.has_value()) << r.counterexample->failure;
 }
