@@ -92,16 +92,12 @@ struct DeviceScratch {
   }
 };
 
-void run_fused_cuda(const model::LaunchCase& launch, Mutant mutant, model::LaunchResult& result) {
+void run_fused_cuda(const model::LaunchCase& launch, Mutant mutant, const DeviceArenas& arenas,
+                    model::LaunchResult& result) {
   validate_fused_copies(launch);
-  const std::vector<DeviceBuffer> arenas = upload_arenas(launch);
-  const std::vector<TensorDesc> tensors = make_tensor_descs(launch.layout, addresses(arenas));
-  const std::vector<UnitRef> units = make_units(tensors);
-  const DeviceBuffer d_tensors = upload_vector<TensorDesc>(tensors);
-  const DeviceBuffer d_units = upload_vector<UnitRef>(units);
-  FusedParams p = make_fused_params(launch, tensors, units);
-  p.tensors = d_tensors.as<TensorDesc>();
-  p.units = d_units.as<UnitRef>();
+  FusedParams p = make_fused_params(launch, arenas.tensors, arenas.units);
+  p.tensors = arenas.device_tensors;
+  p.units = arenas.device_units;
   std::vector<DeviceBuffer> tables;
   for (const model::BlockTable& t : launch.block_tables.groups) {
     tables.push_back(upload_vector<std::int32_t>(t.block_ids));
@@ -120,18 +116,14 @@ void run_fused_cuda(const model::LaunchCase& launch, Mutant mutant, model::Launc
       download_vector<DecisionRecord>(scratch.records, static_cast<std::size_t>(p.num_reqs) *
                                                            static_cast<std::size_t>(p.num_tensors));
   result.decisions = compact_decisions(records, launch.layout);
-  download_arenas(arenas, result);
 }
 
 void run_batch_copy_cuda(const model::LaunchCase& launch, Mutant mutant,
-                         model::LaunchResult& result) {
-  const std::vector<DeviceBuffer> arenas = upload_arenas(launch);
-  BatchPlan plan = plan_batch_copy(launch, addresses(arenas));
+                         const DeviceArenas& arenas, model::LaunchResult& result) {
+  BatchPlan plan = plan_batch_copy(launch, arenas.arena_addrs);
   if (plan.unsupported) {
     result.status = model::LaunchStatus::unsupported;
     result.unsupported_reason = std::move(plan.unsupported_reason);
-    for (const model::Arena& a : launch.arenas)
-      result.arenas.push_back(a.clone());
     return;
   }
   const DeviceBuffer triples = upload_vector<CopyTriple>(plan.triples);
@@ -141,7 +133,6 @@ void run_batch_copy_cuda(const model::LaunchCase& launch, Mutant mutant,
   launch_batch_copy(mutant, p, nullptr);
   MC_CUDA_CHECK(cudaDeviceSynchronize());
   result.decisions = std::move(plan.decisions);
-  download_arenas(arenas, result);
 }
 
 } // namespace
@@ -150,16 +141,39 @@ bool cuda_available() {
   return device_present();
 }
 
+void run_launch_cuda_in_place(const model::LaunchCase& launch, Mutant mutant,
+                              const DeviceArenas& arenas, model::LaunchResult& result) {
+  if (launch.kind == model::LaunchKind::batch_copy) {
+    run_batch_copy_cuda(launch, mutant, arenas, result);
+  } else {
+    run_fused_cuda(launch, mutant, arenas, result);
+  }
+}
+
 model::LaunchResult run_launch_cuda(const model::LaunchCase& launch, Mutant mutant) {
   if (!device_present()) throw model::EnvironmentError("no CUDA device is visible");
   validate_case(launch);
   model::LaunchResult result;
   result.requests = prepare_request_arrays(launch);
   try {
-    if (launch.kind == model::LaunchKind::batch_copy) {
-      run_batch_copy_cuda(launch, mutant, result);
+    const std::vector<DeviceBuffer> arenas = upload_arenas(launch);
+    const std::vector<std::uint64_t> addrs = addresses(arenas);
+    const std::vector<TensorDesc> tensors = make_tensor_descs(launch.layout, addrs);
+    const std::vector<UnitRef> units = make_units(tensors);
+    const DeviceBuffer d_tensors = upload_vector<TensorDesc>(tensors);
+    const DeviceBuffer d_units = upload_vector<UnitRef>(units);
+    run_launch_cuda_in_place(launch, mutant,
+                             DeviceArenas{.arena_addrs = addrs,
+                                          .tensors = tensors,
+                                          .units = units,
+                                          .device_tensors = d_tensors.as<TensorDesc>(),
+                                          .device_units = d_units.as<UnitRef>()},
+                             result);
+    if (result.status == model::LaunchStatus::unsupported) {
+      for (const model::Arena& a : launch.arenas) // nothing ran: the arenas as they came
+        result.arenas.push_back(a.clone());
     } else {
-      run_fused_cuda(launch, mutant, result);
+      download_arenas(arenas, result);
     }
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const model::InputError*>(&e) != nullptr) throw;

@@ -4,8 +4,12 @@
 // behind it says so (cuda_available() is false, run_launch_cuda throws).
 #pragma once
 
+#include "gpu/device_types.h"
 #include "gpu/mutant.h"
 #include "model/launch.h"
+
+#include <cstdint>
+#include <span>
 
 namespace mc::gpu {
 
@@ -17,5 +21,24 @@ bool cuda_available();
 // model::InputError for an invalid case.
 model::LaunchResult run_launch_cuda(const model::LaunchCase& launch,
                                     Mutant mutant = Mutant::none);
+
+// Where a launch runs in place on the device (CUDA builds only; the cuda engine executor keeps
+// these for a whole run): the device arenas at `arena_addrs`, the tensor descriptors and units
+// made over those addresses (make_tensor_descs, make_units), on the host and uploaded.
+struct DeviceArenas {
+  std::span<const std::uint64_t> arena_addrs;
+  std::span<const TensorDesc> tensors;
+  std::span<const UnitRef> units;
+  const TensorDesc* device_tensors = nullptr;
+  const UnitRef* device_units = nullptr;
+};
+
+// Runs a launch that validate_case_arrays accepted, in place over `arenas` (the case's own
+// arenas are not read) and waits for it. `result.requests` comes in as
+// prepare_request_arrays(launch); status, requests and decisions go out (result.arenas is
+// untouched). Throws model::InputError for a copy the case makes invalid
+// (validate_fused_copies) and model::EnvironmentError for a failed CUDA call.
+void run_launch_cuda_in_place(const model::LaunchCase& launch, Mutant mutant,
+                              const DeviceArenas& arenas, model::LaunchResult& result);
 
 } // namespace mc::gpu

@@ -30,6 +30,9 @@ FusedParams make_fused_params(const model::LaunchCase& launch, std::span<const T
 // Throws model::InputError when the case is malformed: arena sizes, block-table shapes,
 // array lengths of the kind, slots out of range or shared by two rows.
 void validate_case(const model::LaunchCase& launch);
+// The same checks but the arenas': for a caller whose arenas live elsewhere (the cuda engine
+// executor's device arenas, made from the layout).
+void validate_case_arrays(const model::LaunchCase& launch);
 
 // Throws model::InputError naming request, tensor and index when a copy the fused kinds
 // would make reads a column outside the row or a block outside the arena (LAUNCH_KINDS.md,

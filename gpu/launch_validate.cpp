@@ -82,15 +82,19 @@ void validate_tables(const model::LaunchCase& c) {
 } // namespace
 
 void validate_case(const model::LaunchCase& c) {
-  if (c.num_reqs < 0 || c.num_reqs > kRowsMax || c.num_slots < 0)
-    fail_input("launch: num_reqs {} must be in 0..{} and num_slots {} >= 0", c.num_reqs, kRowsMax,
-               c.num_slots);
   if (c.arenas.size() != c.layout.arenas.size())
     fail_input("launch: {} arenas for a layout of {}", c.arenas.size(), c.layout.arenas.size());
   for (std::size_t i = 0; i < c.arenas.size(); ++i)
     if (c.arenas[i].size_bytes() != c.layout.arenas[i].size_bytes())
       fail_input("launch: arena {} has {} bytes, the layout says {}", i, c.arenas[i].size_bytes(),
                  c.layout.arenas[i].size_bytes());
+  validate_case_arrays(c);
+}
+
+void validate_case_arrays(const model::LaunchCase& c) {
+  if (c.num_reqs < 0 || c.num_reqs > kRowsMax || c.num_slots < 0)
+    fail_input("launch: num_reqs {} must be in 0..{} and num_slots {} >= 0", c.num_reqs, kRowsMax,
+               c.num_slots);
   validate_arrays(c);
   validate_idx_mapping(c);
   validate_tables(c);

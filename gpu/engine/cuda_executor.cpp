@@ -1,0 +1,136 @@
+// The cuda executor: device arenas that live for the whole run, poisoned as the oracle's host
+// arenas start; launches run the cuda backend's kernels in place over them
+// (run_launch_cuda_in_place) and the forward runs forward_kernel.cu. Each call uploads the
+// step's small arrays (block tables, per-request arrays, forward ops and tokens), waits for
+// the GPU, and downloads only what it returns; arenas() downloads the arenas.
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_check.h"
+#include "gpu/device_memory.h"
+#include "gpu/engine/executor.h"
+#include "gpu/engine/forward_launch.h"
+#include "gpu/launch_plan.h"
+#include "model/errors.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace mc::gpu::engine {
+namespace {
+
+// Staging for the poison fill: a whole number of poison periods, so every copy of it lands in
+// phase with the pattern (model/arena.h).
+constexpr std::int64_t kPoisonStagingBytes = ((std::int64_t{64} << 20) / model::kPoisonPeriod) *
+                                             model::kPoisonPeriod;
+
+DeviceBuffer poisoned_device_arena(std::int64_t size_bytes) {
+  DeviceBuffer arena(size_bytes);
+  model::Arena staging(std::min(size_bytes, kPoisonStagingBytes));
+  staging.poison();
+  for (std::int64_t off = 0; off < size_bytes; off += staging.size_bytes()) {
+    const std::int64_t n = std::min(staging.size_bytes(), size_bytes - off);
+    MC_CUDA_CHECK(cudaMemcpy(arena.as<std::byte>() + off, staging.data(),
+                             static_cast<std::size_t>(n), cudaMemcpyHostToDevice));
+  }
+  return arena;
+}
+
+// A CUDA failure is the machine's (exit 3); an invalid case stays an input error (exit 2).
+template <class F> void on_device(F&& f) {
+  try {
+    f();
+  } catch (const model::InputError&) {
+    throw;
+  } catch (const model::EnvironmentError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw model::EnvironmentError(e.what());
+  }
+}
+
+class CudaExecutor final : public Executor {
+public:
+  CudaExecutor(const model::Layout& layout, Mutant kernel_mutant)
+      : layout_(layout), kernel_mutant_(kernel_mutant) {
+    if (!device_present()) throw model::EnvironmentError("no CUDA device is visible");
+    on_device([&] {
+      for (const model::ArenaSpec& a : layout_.arenas) {
+        arenas_.push_back(poisoned_device_arena(a.size_bytes()));
+        arena_addrs_.push_back(arenas_.back().address());
+      }
+      tensors_ = make_tensor_descs(layout_, arena_addrs_);
+      units_ = make_units(tensors_);
+      device_tensors_ = upload_vector<TensorDesc>(tensors_);
+      device_units_ = upload_vector<UnitRef>(units_);
+      device_forward_tensors_ =
+          upload_vector<ForwardTensor>(make_forward_tensors(layout_, arena_addrs_));
+    });
+  }
+
+  model::LaunchResult launch(model::LaunchCase& launch_case) override {
+    if (!launch_case.arenas.empty())
+      throw model::InputError("cuda executor: a launch brings no arenas of its own");
+    validate_case_arrays(launch_case);
+    model::LaunchResult result;
+    result.requests = prepare_request_arrays(launch_case);
+    on_device([&] {
+      run_launch_cuda_in_place(launch_case, kernel_mutant_,
+                               DeviceArenas{.arena_addrs = arena_addrs_,
+                                            .tensors = tensors_,
+                                            .units = units_,
+                                            .device_tensors = device_tensors_.as<TensorDesc>(),
+                                            .device_units = device_units_.as<UnitRef>()},
+                               result);
+    });
+    return result;
+  }
+
+  void forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
+               const std::vector<std::int32_t>& tokens) override {
+    if (ops.empty()) return;
+    on_device([&] {
+      ForwardParams p =
+          make_forward_params(layout_, tables, static_cast<std::int32_t>(ops.size()));
+      const DeviceBuffer d_ops = upload_vector<ForwardOp>(ops);
+      const DeviceBuffer d_tokens = upload_vector<std::int32_t>(tokens);
+      std::vector<DeviceBuffer> d_tables;
+      for (std::size_t g = 0; g < tables.groups.size(); ++g) {
+        d_tables.push_back(upload_vector<std::int32_t>(tables.groups[g].block_ids));
+        p.block_tables[g] = d_tables.back().address();
+      }
+      p.tensors = device_forward_tensors_.as<ForwardTensor>();
+      p.ops = d_ops.as<ForwardOp>();
+      p.tokens = d_tokens.as<std::int32_t>();
+      launch_forward(p, nullptr);
+      MC_CUDA_CHECK(cudaDeviceSynchronize());
+    });
+  }
+
+  const std::vector<model::Arena>& arenas() override {
+    on_device([&] {
+      host_arenas_.clear();
+      for (const DeviceBuffer& a : arenas_)
+        host_arenas_.push_back(download_arena(a));
+    });
+    return host_arenas_;
+  }
+
+private:
+  model::Layout layout_;
+  Mutant kernel_mutant_ = Mutant::none;
+  std::vector<DeviceBuffer> arenas_; // the run's state, on the device
+  std::vector<std::uint64_t> arena_addrs_;
+  std::vector<TensorDesc> tensors_;
+  std::vector<UnitRef> units_;
+  DeviceBuffer device_tensors_;
+  DeviceBuffer device_units_;
+  DeviceBuffer device_forward_tensors_;
+  std::vector<model::Arena> host_arenas_; // the last download
+};
+
+} // namespace
+
+std::unique_ptr<Executor> make_cuda_executor(const model::Layout& layout, Mutant kernel_mutant) {
+  return std::make_unique<CudaExecutor>(layout, kernel_mutant);
+}
+
+} // namespace mc::gpu::engine
