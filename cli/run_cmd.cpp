@@ -29,6 +29,10 @@ struct RunOptions {
   std::string runner = "v1";
   std::string mode = "align";
   std::int64_t pool_blocks = 0; // 0: the preset's
+  std::int32_t num_spec = -1;   // -1: the preset's (all mode: 0)
+  std::int32_t resets_per_million = 0;
+  std::int32_t aborts_per_million = 0;
+  bool async_frees = false;
   std::string v1_copy = "precopy";
   std::string record;   // write the run as a trace (scenarios/FORMAT.md)
   std::string workload; // requests from a JSON Lines workload (workload_import.h)
@@ -42,10 +46,27 @@ fuzz::EngineCampaignOptions campaign_options(const RunOptions& o) {
   c.config.mode = model::parse_cache_mode(o.mode);
   if (c.config.mode == model::CacheMode::none) model::fail_input("--mode: expected align or all");
   c.engine.runner.flavour = model::parse_runner(o.runner);
+  if (o.num_spec >= 0) {
+    if (o.num_spec > model::kSpecTokensMax)
+      model::fail_input("--num-spec must be in 0..{}, got {}", model::kSpecTokensMax, o.num_spec);
+    if (c.config.mode == model::CacheMode::all && o.num_spec > 0)
+      model::fail_input("--num-spec: all mode runs without drafts (model/FORWARD.md), got {}",
+                        o.num_spec);
+    c.config.num_spec_tokens = o.num_spec;
+    c.config.num_spec_blocks = o.num_spec; // align: one spec block per draft
+  }
   if (c.config.mode == model::CacheMode::all) { // all mode runs without drafts (FORWARD.md)
     c.config.num_spec_tokens = 0;
     c.config.num_spec_blocks = 0;
   }
+  const auto per_million = [](std::int32_t v, const char* name) {
+    if (v < 0 || v > 1'000'000) model::fail_input("{} must be in 0..1000000, got {}", name, v);
+    return v;
+  };
+  c.engine.scheduler.reset_prefix_cache_per_million =
+      per_million(o.resets_per_million, "--resets-per-million");
+  c.engine.scheduler.abort_per_million = per_million(o.aborts_per_million, "--aborts-per-million");
+  c.engine.scheduler.async_frees = o.async_frees;
   if (o.pool_blocks != 0) {
     if (o.pool_blocks < 4 || o.pool_blocks > model::kBlocksMax)
       model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
@@ -126,6 +147,15 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--mode", o->mode, "align or all (default align)");
   cmd->add_option("--pool-blocks", o->pool_blocks, "Blocks per state tensor (default: preset's)");
   cmd->add_option("--v1-copy", o->v1_copy, "V1 pre-step copies: precopy or batch_copy");
+  cmd->add_option("--num-spec", o->num_spec,
+                  "Speculative tokens per decode, 0..16 (default: the preset's; all mode: 0)");
+  cmd->add_option("--resets-per-million", o->resets_per_million,
+                  "Chance per step of reset_prefix_cache, which force-preempts every running "
+                  "request (default 0)");
+  cmd->add_option("--aborts-per-million", o->aborts_per_million,
+                  "Chance per step that one running or waiting request is aborted (default 0)");
+  cmd->add_flag("--async-frees", o->async_frees,
+                "Async scheduling: freed blocks become allocatable one step later");
   cmd->add_option("--record", o->record, "Write the run's steps as a trace (replay it later)");
   cmd->add_option("--workload", o->workload,
                   "Requests from a JSON Lines workload (timestamp ms, input_length, "

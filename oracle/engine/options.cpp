@@ -24,7 +24,7 @@ void validate_geometry(const EngineOptions& o, const model::Layout& layout) {
     if (c.num_spec_tokens > 0 && layout.tensors[t].kind() == model::StateKind::conv &&
         !model::conv_window_holds_drafts(layout, static_cast<std::int32_t>(t)))
       model::fail_input("engine: group {} ({}) keeps no drafts in its conv window; spec decode "
-                        "needs num_spec_tokens 0 for it",
+                        "needs num_spec_tokens 0 for it (run: --num-spec 0)",
                         layout.tensors[t].group,
                         layout.spec.groups[static_cast<std::size_t>(layout.tensors[t].group)].name);
   const std::int64_t usable = layout.spec.num_blocks - 1;

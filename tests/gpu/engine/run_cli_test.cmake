@@ -6,6 +6,7 @@ function(run expected_rc)
     message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
   endif()
   set(OUT "${out}" PARENT_SCOPE)
+  set(ERR "${err}" PARENT_SCOPE)
 endfunction()
 
 run(0 run --preset tiny-mamba2 --steps 200 --requests 20 --seed 3 --backend host --runner v1
@@ -19,3 +20,17 @@ run(2 run --preset tiny-mamba2 --steps -1 --requests 4 --backend host)
 run(2 run --preset tiny-mamba2 --steps 10 --requests 4 --backend tpu)
 run(2 run --preset tiny-mamba2 --steps 10 --requests 4 --runner v3)
 run(2 run --preset tiny-mamba2 --steps 10 --requests 4 --pool-blocks 1)
+# Drafts, resets, aborts and async frees from the command line.
+run(0 run --preset tiny-mixed --num-spec 0 --steps 300 --requests 30 --backend host --runner v2
+    --pool-blocks 16 --resets-per-million 20000 --aborts-per-million 20000 --async-frees)
+if(NOT OUT MATCHES "resets [1-9]" OR NOT OUT MATCHES "aborted [1-9]")
+  message(FATAL_ERROR "run made no reset or no abort:\n${OUT}")
+endif()
+run(2 run --preset tiny-mixed --steps 10 --requests 4) # conv group without drafts
+if(NOT ERR MATCHES "--num-spec 0")
+  message(FATAL_ERROR "the error names no way out:\n${ERR}")
+endif()
+run(2 run --preset tiny-mamba2 --num-spec 17 --steps 10 --requests 4)
+run(2 run --preset tiny-mamba2 --mode all --num-spec 2 --steps 10 --requests 4)
+run(2 run --preset tiny-mamba2 --resets-per-million 1000001 --steps 10 --requests 4)
+run(2 run --preset tiny-mamba2 --aborts-per-million -1 --steps 10 --requests 4)
