@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 
 namespace mc::fuzz {
 namespace {
@@ -108,7 +109,13 @@ void draw_options(EngineCase& c, Rng& rng) {
 // Makes the case valid: drafts off where a conv window cannot hold them, layers cut (then a
 // tiny preset) until the arenas fit, the pool at least one request's worth.
 void make_valid(EngineCase& c, Rng& rng) {
-  for (int attempt = 0; attempt < 8; ++attempt) {
+  // Cutting layers (up to log2 of 64 halvings, then a tiny preset) does not count as a failed
+  // attempt: a big family that also needed its drafts turned off once ran out of attempts.
+  constexpr int kErrorsMax = 8;
+  constexpr int kRoundsMax = 64;
+  std::string last_error;
+  int errors = 0;
+  for (int round = 0; round < kRoundsMax && errors < kErrorsMax; ++round) {
     c.spec.num_blocks = std::max(c.spec.num_blocks, pool_blocks_min(c));
     try {
       model::CacheConfig config = c.config;
@@ -133,7 +140,9 @@ void make_valid(EngineCase& c, Rng& rng) {
       }
       oracle::engine::validate_options(c.engine, layout);
       return;
-    } catch (const model::InputError&) {
+    } catch (const model::InputError& e) {
+      ++errors;
+      last_error = e.what();
       if (c.config.num_spec_tokens > 0) {
         c.config.num_spec_tokens = 0;
         c.config.num_spec_blocks = 0;
@@ -144,7 +153,9 @@ void make_valid(EngineCase& c, Rng& rng) {
       }
     }
   }
-  MC_ASSERT(false && "generate_engine_case: no valid case after 8 attempts");
+  std::fprintf(stderr, "mambacheck: generate_engine_case: no valid case: %s\n",
+               last_error.c_str());
+  MC_ASSERT(false && "generate_engine_case: no valid case");
 }
 
 } // namespace
