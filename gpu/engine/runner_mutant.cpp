@@ -39,10 +39,20 @@ constexpr std::array kCatalogue = {
     MutantInfo{"resumed_computed_before_hit", 'A',
                "a resumed request's column is computed from num_computed before its prefix hit "
                "(0), not from the hit (#33706)"},
+    MutantInfo{"all_boundaries_from_chunk_start", 'H',
+               "all mode takes a chunk's intermediate states every B tokens from its start (c + "
+               "B, c + 2B, ...) into the columns from the chunk's first block on, as if the "
+               "chunk began on a block boundary: a chunk starting mid-block fills the "
+               "block-aligned columns with states of unaligned positions and loses its last "
+               "boundary (the unaligned computed tokens not shifted back, #57266)"},
+    MutantInfo{"all_boundary_count_from_length", 'H',
+               "all mode counts a chunk's intermediate states as n // B instead of the block "
+               "boundaries inside (c, c + n): a chunk starting mid-block whose tail passes one "
+               "more boundary never writes it"},
 };
 
 static_assert(kCatalogue.size() ==
-              static_cast<std::size_t>(RunnerMutant::resumed_computed_before_hit));
+              static_cast<std::size_t>(RunnerMutant::all_boundary_count_from_length));
 
 } // namespace
 

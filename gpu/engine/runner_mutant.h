@@ -29,6 +29,8 @@ enum class RunnerMutant : std::uint8_t {
   postprocess_skipped_no_drafts, // X: the post-step launch skipped when no row has drafts
   postprocess_reset_dropped,     // X: the reset of a to 1 by the post-step launch is not kept
   resumed_computed_before_hit,   // A #33706: a resumed request's column ignores its prefix hit
+  all_boundaries_from_chunk_start, // H #57266: all-mode intermediate states every B from c
+  all_boundary_count_from_length,  // H: all-mode intermediate state count n // B
 };
 
 // Every runner mutant except none, in enum order (entry i describes RunnerMutant(i + 1)).
