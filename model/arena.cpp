@@ -78,7 +78,13 @@ Arena Arena::clone() const {
   return copy;
 }
 
-void Arena::poison() { poison_range(0, size_bytes_); }
+void Arena::poison() {
+  // Every page is about to be written: ask for huge pages, so a multi-GiB arena costs a few
+  // thousand page faults instead of a million (a hint; without THP nothing changes). A sparse
+  // arena, never poisoned, keeps its small pages.
+  if (data_ != nullptr) (void)madvise(data_, static_cast<std::size_t>(size_bytes_), MADV_HUGEPAGE);
+  poison_range(0, size_bytes_);
+}
 
 void Arena::poison_range(std::int64_t offset_bytes, std::int64_t size_bytes) {
   MC_ASSERT(offset_bytes >= 0 && size_bytes >= 0 && offset_bytes + size_bytes <= size_bytes_);
