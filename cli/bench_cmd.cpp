@@ -1,13 +1,24 @@
 // `mambacheck bench [--preset P...] [--requests N...] [--iters N] [--json FILE]`: CUDA-event
 // timings of the kernels next to cudaMemcpyAsync and a batched memcpy (gpu/bench.h). Exit 3
 // without CUDA or a device.
+//
+// `mambacheck bench --engine [--preset P...] [--steps N] [--requests N] [--max-running N]
+// [--token-budget N] [--pool-blocks N] [--num-spec N] [--layers N] [--runner v1|v2] [--json
+// FILE]`: the oracle engine alone, one core, every invariant on (oracle/engine/bench.h); works
+// in every build.
 #include "cli/commands.h"
 #include "gpu/bench.h"
 #include "model/errors.h"
 #include "model/presets.h"
+#include "oracle/engine/bench.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace mc::cli {
 namespace {
@@ -26,17 +37,135 @@ int run_bench_command(const gpu::BenchOptions& options) {
   return gpu::run_bench(options, std::cout);
 }
 
+// What the engine bench takes beyond the kernel bench's --preset, --requests and --json; an
+// option not given keeps the preset's default (oracle/engine/bench.h).
+struct EngineArgs {
+  std::int64_t steps = 0;
+  std::int32_t max_running = 0;
+  std::int32_t token_budget = 0;
+  std::int64_t pool_blocks = 0;
+  std::int32_t num_spec = 0;
+  std::int32_t layers = 0;
+  std::string runner = "v1";
+  std::uint64_t seed = 1;
+  const CLI::App* cmd = nullptr; // which options were given
+};
+
+template <typename T> std::optional<T> given(const EngineArgs& a, const char* name, T value) {
+  return a.cmd->count(name) > 0 ? std::optional<T>(value) : std::nullopt;
+}
+
+nlohmann::json to_json(const oracle::engine::EngineBenchResult& r) {
+  const oracle::engine::EngineBenchCase& c = r.bench_case;
+  const oracle::engine::EngineReport& e = r.report;
+  const double wall = std::max(r.wall_seconds, 1e-9);
+  return {{"preset", c.preset},
+          {"runner", model::to_string(c.config.runner)},
+          {"mamba_block_size", c.config.mamba_block_size},
+          {"num_spec", c.config.num_spec_tokens},
+          {"layers", r.num_layers},
+          {"pool_blocks", c.spec.num_blocks},
+          {"arena_bytes", r.arena_bytes},
+          {"requests", c.requests},
+          {"max_running", c.engine.scheduler.max_running},
+          {"token_budget", c.engine.scheduler.token_budget},
+          {"steps_max", c.steps},
+          {"seed", c.seed},
+          {"steps", e.steps},
+          {"request_steps", e.request_steps},
+          {"rows_max", r.rows_max},
+          {"tokens", e.tokens},
+          {"finished", e.finished},
+          {"preemptions", e.preemptions},
+          {"prefix_hits", e.prefix_hits},
+          {"bytes_checked", e.bytes_checked},
+          {"wall_seconds", r.wall_seconds},
+          {"cpu_seconds", r.cpu_seconds},
+          {"steps_per_second", static_cast<double>(e.steps) / wall},
+          {"request_steps_per_second", static_cast<double>(e.request_steps) / wall},
+          {"finding", e.first_finding ? nlohmann::json(e.first_finding->message) : nullptr}};
+}
+
+int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
+  oracle::engine::EngineBenchOptions o{.presets = k.presets,
+                                       .steps = given(a, "--steps", a.steps),
+                                       .max_running = given(a, "--max-running", a.max_running),
+                                       .token_budget = given(a, "--token-budget", a.token_budget),
+                                       .pool_blocks = given(a, "--pool-blocks", a.pool_blocks),
+                                       .num_spec = given(a, "--num-spec", a.num_spec),
+                                       .layers = given(a, "--layers", a.layers),
+                                       .runner = model::parse_runner(a.runner),
+                                       .seed = a.seed};
+  if (k.requests.size() > 1)
+    model::fail_input("bench --engine: --requests takes one number, got {}", k.requests.size());
+  if (!k.requests.empty()) o.requests = k.requests[0];
+  if (o.presets.empty()) o.presets = oracle::engine::kEngineBenchPresets;
+  std::vector<oracle::engine::EngineBenchCase> cases;
+  for (const std::string& p : o.presets) // every option checked before anything runs
+    cases.push_back(oracle::engine::make_engine_bench_case(p, o));
+  nlohmann::json report = nlohmann::json::array();
+  int rc = kExitOk;
+  for (const oracle::engine::EngineBenchCase& c : cases) {
+    const oracle::engine::EngineBenchResult r = oracle::engine::run_engine_bench(c);
+    std::cout << oracle::engine::describe(r) << std::flush;
+    report.push_back(to_json(r));
+    if (r.report.first_finding) rc = kExitMismatch;
+  }
+  if (!k.json_path.empty()) {
+    std::ofstream out(k.json_path);
+    if (!out) model::fail_input("bench: --json: cannot write '{}'", k.json_path);
+    out << report.dump(2) << '\n';
+  }
+  return rc;
+}
+
 } // namespace
 
 void add_bench_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<gpu::BenchOptions>();
-  CLI::App* cmd = app.add_subcommand("bench", "Time the CUDA kernels against cudaMemcpyAsync");
+  auto engine = std::make_shared<EngineArgs>();
+  auto engine_mode = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Time the CUDA kernels against cudaMemcpyAsync, or (--engine) the oracle engine");
   cmd->add_option("--preset", options->presets,
-                  "Presets to time (default: mamba2-2.7b qwen3-next-80b nemotron-h-8b)");
-  cmd->add_option("--requests", options->requests, "Batch sizes (default: 64 256)");
-  cmd->add_option("--iters", options->iters, "Timed runs per measurement (median reported)");
+                  "Presets to time (default: mamba2-2.7b qwen3-next-80b nemotron-h-8b; "
+                  "--engine: tiny-mamba2 nemotron-h-8b)");
+  cmd->add_option("--requests", options->requests,
+                  "Batch sizes (default: 64 256); --engine: requests in the workload");
+  CLI::Option* iters =
+      cmd->add_option("--iters", options->iters, "Timed runs per measurement (median reported)");
   cmd->add_option("--json", options->json_path, "Write the results as JSON to FILE");
-  cmd->callback([options, &action] { action = [options] { return run_bench_command(*options); }; });
+  CLI::Option* flag = cmd->add_flag("--engine", *engine_mode,
+                                    "Time the oracle engine alone (scheduler, runner, synthetic "
+                                    "forward, every invariant after every step) on one core; "
+                                    "needs no GPU");
+  iters->excludes(flag);
+  // The engine bench's own options (not given: the preset's default); each needs --engine.
+  engine->cmd = cmd;
+  cmd->add_option("--steps", engine->steps, "--engine: steps at most")->needs(flag);
+  cmd->add_option("--max-running", engine->max_running,
+                  "--engine: running requests at most (max_num_seqs)")
+      ->needs(flag);
+  cmd->add_option("--token-budget", engine->token_budget,
+                  "--engine: tokens per step (max_num_batched_tokens)")
+      ->needs(flag);
+  cmd->add_option("--pool-blocks", engine->pool_blocks, "--engine: blocks per state tensor")
+      ->needs(flag);
+  cmd->add_option("--num-spec", engine->num_spec, "--engine: speculative tokens per decode, 0..16")
+      ->needs(flag);
+  cmd->add_option("--layers", engine->layers,
+                  "--engine: layers per group, cut from the preset's (default: all for tiny "
+                  "presets, 2 for production ones)")
+      ->needs(flag);
+  cmd->add_option("--runner", engine->runner, "--engine: v1 or v2 (default v1)")->needs(flag);
+  cmd->add_option("--seed", engine->seed, "--engine: seed of workload and scheduler (default 1)")
+      ->needs(flag);
+  cmd->callback([options, engine, engine_mode, &action] {
+    if (*engine_mode)
+      action = [options, engine] { return run_engine_bench_command(*options, *engine); };
+    else
+      action = [options] { return run_bench_command(*options); };
+  });
 }
 
 MC_REGISTER_COMMAND(add_bench_command);

@@ -1,0 +1,64 @@
+# `mambacheck bench --engine` (oracle/engine/bench.h) at tiny sizes: it runs in every build,
+# prints every field, writes its JSON, and the counts of a seeded run are exact (the engine
+# is deterministic for a seed: a change of these numbers is a change of the simulation).
+# Bad options: one error line, exit 2.
+function(run expected_rc)
+  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL expected_rc)
+    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
+  endif()
+  set(OUT "${out}" PARENT_SCOPE)
+  set(ERR "${err}" PARENT_SCOPE)
+endfunction()
+
+function(expect text)
+  string(FIND "${OUT}" "${text}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "expected '${text}' in:\n${OUT}")
+  endif()
+endfunction()
+
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(json ${WORK_DIR}/bench.json)
+file(REMOVE ${json})
+run(0 bench --engine --preset tiny-mamba2 --steps 50 --requests 20 --json ${json})
+expect("engine bench tiny-mamba2: runner v1, B 4, num_spec 2, 2 layers, pool 1600 blocks (256000 bytes of arenas)")
+expect("workload: requests 20, max_running 256, token_budget 4096, prompts 1..40, outputs 1..200, steps at most 50, seed 1")
+expect("steps 50, request-steps 710 (rows per step: mean 14.2, max 19), tokens 2258")
+expect("finished 9, preemptions 0, prefix hits 1, launches 99, bytes checked by invariants 332320")
+foreach(field "wall " " steps/s, " " request-steps/s; cpu ")
+  expect("${field}")
+endforeach()
+file(READ ${json} report)
+foreach(pair "steps;50" "request_steps;710" "bytes_checked;332320" "requests;20" "max_running;256"
+             "token_budget;4096" "pool_blocks;1600" "num_spec;2" "finished;9")
+  list(GET pair 0 key)
+  list(GET pair 1 want)
+  string(JSON got GET "${report}" 0 ${key})
+  if(NOT got EQUAL want)
+    message(FATAL_ERROR "bench.json: ${key} is ${got}, expected ${want}")
+  endif()
+endforeach()
+string(JSON rate GET "${report}" 0 request_steps_per_second)
+if(NOT rate GREATER 0)
+  message(FATAL_ERROR "bench.json: request_steps_per_second ${rate}")
+endif()
+
+# A production-like preset cut to one layer (2 MiB temporal states), V2, a small pool.
+run(0 bench --engine --preset nemotron-h-8b --layers 1 --steps 6 --requests 3 --max-running 2
+    --pool-blocks 16 --runner v2)
+expect("engine bench nemotron-h-8b: runner v2, B 256, num_spec 2, 1 layers, pool 16 blocks (35192832 bytes of arenas)")
+expect("steps 6, request-steps 12 (rows per step: mean 2.0, max 2), tokens 1750")
+
+foreach(bad "--steps;0" "--requests;0" "--requests;1;2" "--max-running;0" "--token-budget;2"
+            "--pool-blocks;3" "--num-spec;17" "--num-spec;-1" "--layers;3" "--runner;v3"
+            "--preset;no-such-model" "--iters;3" "--preset;nemotron-h-8b;--layers;24;--pool-blocks;1000")
+  run(2 bench --engine ${bad})
+  string(STRIP "${ERR}" err)
+  string(FIND "${err}" "\n" newline)
+  if(err STREQUAL "" OR NOT newline EQUAL -1)
+    message(FATAL_ERROR "bench --engine ${bad}: expected one error line, got:\n${ERR}")
+  endif()
+endforeach()
+run(2 bench --steps 3) # an engine option without --engine
