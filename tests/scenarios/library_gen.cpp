@@ -283,18 +283,22 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    Scenario s{.name = "h-all-mode-prefill",
-               .bug_class = 'H',
-               .guards = "\"all\" mode keeps every block's state: chunked prefill writes the "
-                         "block-aligned intermediate states, prefix hits reuse them",
-               .preset = "tiny-gdn"};
+    Scenario s{
+        .name = "h-all-mode-prefill",
+        .bug_class = 'H',
+        .guards = "\"all\" mode keeps every block's state: a 7-token budget cuts a "
+                  "prompt at 7, 14 and 21, so chunks start mid-block and cross two block "
+                  "boundaries; each block-aligned intermediate state goes to its own "
+                  "block's column, and a later request's prefix hit reuses one (#57266)",
+        .runner_mutants = {"all_boundaries_from_chunk_start", "all_boundary_count_from_length"},
+        .preset = "tiny-gdn"};
     s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) {
       c.mode = model::CacheMode::all;
       c.num_spec_tokens = 0;
       c.num_spec_blocks = 0;
     };
-    s.options = small_options(8, 3);
-    s.requests = {request("a", 0, 14, 6, 4, 14), request("b", 6, 17, 6, 4, 13),
+    s.options = small_options(7, 3);
+    s.requests = {request("a", 0, 22, 6, 4, 22), request("b", 6, 17, 6, 4, 13),
                   request("c", 7, 9, 6)};
     out.push_back(std::move(s));
   }
