@@ -40,6 +40,11 @@ struct Scenario {
   // Called before each step (may ask for a reset) and on the scheduled step (may edit it).
   std::function<void(oracle::engine::Engine&, std::int64_t)> before;
   std::function<void(model::Step&, const std::vector<RequestSpec>&)> edit;
+  // Big offsets without a big generator: the engine runs on the tweaked layout's small pool,
+  // and the trace names every real block id plus `block_id_offset` in a pool of
+  // `trace_num_blocks` (inline layout, not the preset's). Replay follows the recorded ids.
+  std::int32_t block_id_offset = 0;
+  std::int64_t trace_num_blocks = 0;
 };
 
 // A request: `prompt_len` tokens whose first `shared` come from family `family` (same family,
@@ -283,6 +288,28 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
+    // One mamba2 layer whose shared page is padded to 1 MiB: 4200 blocks make a 4.1 GiB
+    // arena, and the blocks the trace names (4100 and up) start past 2^32 bytes.
+    Scenario s{.name = "b-offsets-past-4gib",
+               .bug_class = 'B',
+               .guards = "block ids near the top of a 4200-block pool whose page stride is 1 MiB: "
+                         "every copy and write lands past byte 2^32 of a 4.1 GiB arena, so "
+                         "block_id x stride must be computed in 64 bits (needs ~8.5 GiB of host "
+                         "memory to replay: the oracle's arena and the backend's)",
+               .kernel_mutants = {"block_offset_32bit"},
+               .block_id_offset = 4100,
+               .trace_num_blocks = 4200};
+    s.tweak = [](model::CacheConfig&, model::LayoutSpec& spec) {
+      spec.groups[0].num_layers = 1;
+      spec.groups[0].page_align_bytes = std::int64_t{1} << 20;
+      spec.num_blocks = 48;
+    };
+    s.options = small_options(12, 2);
+    s.requests = {request("a", 0, 5, 10), request("b", 0, 7, 9)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
     Scenario s{
         .name = "h-all-mode-prefill",
         .bug_class = 'H',
@@ -305,6 +332,20 @@ std::vector<Scenario> all_scenarios() {
   return out;
 }
 
+// `step` with every real block id (not the null block 0) moved up by `offset`.
+model::Step with_block_offset(model::Step step, std::int32_t offset) {
+  const auto shift = [offset](model::GroupBlockIds& groups) {
+    for (auto& ids : groups)
+      for (std::int32_t& id : ids)
+        if (id > 0) id += offset;
+  };
+  for (auto& r : step.new_requests)
+    shift(r.block_ids);
+  for (auto& r : step.cached_requests)
+    shift(r.new_block_ids);
+  return step;
+}
+
 std::string render(const Scenario& s) {
   const model::Preset& preset = model::find_preset(s.preset);
   model::CacheConfig config = preset.config;
@@ -314,6 +355,10 @@ std::string render(const Scenario& s) {
   options.runner.flavour = config.runner; // the tweak's flavour drives the engine
   const model::Layout layout = model::build_layout(config, spec);
   scenarios::TraceHeader header{.config = config, .preset = s.preset, .layout_spec = spec};
+  if (s.trace_num_blocks != 0) { // an inline layout with the bigger pool
+    header.preset.clear();
+    header.layout_spec.num_blocks = s.trace_num_blocks;
+  }
   header.source = {{"recorder", "scenario_library_gen (tests/scenarios/library_gen.cpp)"},
                    {"scenario",
                     {{"name", s.name},
@@ -329,7 +374,7 @@ std::string render(const Scenario& s) {
     const bool more = engine.step([&](model::Step& step) {
       if (s.edit) s.edit(step, s.requests);
     });
-    writer.write(engine.last_step());
+    writer.write(with_block_offset(engine.last_step(), s.block_id_offset));
     if (engine.report().first_finding)
       throw std::runtime_error(s.name + ": the oracle found " +
                                engine.report().first_finding->message);
