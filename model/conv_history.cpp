@@ -2,6 +2,8 @@
 
 #include "model/errors.h"
 
+#include <algorithm>
+
 namespace mc::model {
 
 bool conv_window_holds_drafts(const Layout& layout, std::int32_t tensor) {
@@ -18,6 +20,14 @@ std::int64_t conv_history_rows(const Layout& layout, std::int32_t tensor) {
       (conv_window_holds_drafts(layout, tensor) ? layout.config.num_spec_tokens : 0);
   MC_ASSERT(rows >= 0);
   return rows;
+}
+
+std::int32_t conv_history_rows_max(const Layout& layout) {
+  std::int64_t rows = 1;
+  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
+    if (layout.tensors[t].kind() == StateKind::conv)
+      rows = std::max(rows, conv_history_rows(layout, static_cast<std::int32_t>(t)));
+  return static_cast<std::int32_t>(rows);
 }
 
 } // namespace mc::model

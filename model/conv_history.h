@@ -15,6 +15,10 @@ namespace mc::model {
 // K - 1 for the conv state `tensor` (index into layout.tensors); asserted to be a conv state.
 std::int64_t conv_history_rows(const Layout& layout, std::int32_t tensor);
 
+// The most history rows of any conv state of the layout, at least 1: how many of the last tokens
+// before a block boundary a cached block must remember to check its conv states.
+std::int32_t conv_history_rows_max(const Layout& layout);
+
 // True when the conv window of `tensor` carries num_spec draft rows beyond its history.
 bool conv_window_holds_drafts(const Layout& layout, std::int32_t tensor);
 

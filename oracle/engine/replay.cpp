@@ -8,23 +8,11 @@
 #include <algorithm>
 
 namespace mc::oracle::engine {
-namespace {
-
-// Rows of conv history a cached block keeps for its checks (as the scheduler model does).
-std::int32_t conv_tail_tokens(const model::Layout& layout) {
-  std::int64_t rows = 1;
-  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
-    if (layout.tensors[t].kind() == model::StateKind::conv)
-      rows = std::max(rows, model::conv_history_rows(layout, static_cast<std::int32_t>(t)));
-  return static_cast<std::int32_t>(rows);
-}
-
-} // namespace
 
 Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
                    std::int32_t cache_sweep_every)
     : layout_(layout), cache_sweep_every_(cache_sweep_every),
-      tail_tokens_(conv_tail_tokens(layout)),
+      tail_tokens_(model::conv_history_rows_max(layout)),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               /*defer_frees=*/false),
       runner_(layout, options) {

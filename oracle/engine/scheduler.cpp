@@ -16,14 +16,6 @@ std::vector<model::TokenHash> prefix_hashes_of(const std::vector<std::int32_t>& 
   return h;
 }
 
-std::int32_t conv_tail_tokens(const model::Layout& layout) {
-  std::int64_t rows = 1;
-  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
-    if (layout.tensors[t].kind() == model::StateKind::conv)
-      rows = std::max(rows, model::conv_history_rows(layout, static_cast<std::int32_t>(t)));
-  return static_cast<std::int32_t>(rows);
-}
-
 } // namespace
 
 Scheduler::Scheduler(const model::Layout& layout, const SchedulerOptions& options,
@@ -31,7 +23,7 @@ Scheduler::Scheduler(const model::Layout& layout, const SchedulerOptions& option
     : config_(layout.config), options_(options),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               options.async_frees),
-      rng_(seed), tail_tokens_(conv_tail_tokens(layout)) {
+      rng_(seed), tail_tokens_(model::conv_history_rows_max(layout)) {
   for (RequestSpec& spec : requests) {
     SchedRequest r{.spec = std::move(spec)};
     r.prefix_hashes = prefix_hashes_of(r.spec.tokens);
