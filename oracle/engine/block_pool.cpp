@@ -3,16 +3,41 @@
 #include "model/block_table.h"
 #include "model/errors.h"
 
+#include <algorithm>
+
 namespace mc::oracle::engine {
 
 BlockPool::BlockPool(std::int32_t num_blocks, bool defer_frees)
     : ref_count_(static_cast<std::size_t>(num_blocks), 0),
       queue_generation_(static_cast<std::size_t>(num_blocks), 0),
-      in_queue_(static_cast<std::size_t>(num_blocks), false), defer_frees_(defer_frees) {
+      in_queue_(static_cast<std::size_t>(num_blocks), false), defer_frees_(defer_frees),
+      cached_at_(static_cast<std::size_t>(num_blocks), nullptr) {
   MC_ASSERT(num_blocks >= 2);
   ref_count_[0] = 1; // the null block is held forever
   for (std::int32_t b = 1; b < num_blocks; ++b)
     push_free(b);
+}
+
+BlockPool::BlockPool(const BlockPool& other)
+    : ref_count_(other.ref_count_), queue_generation_(other.queue_generation_),
+      in_queue_(other.in_queue_), free_queue_(other.free_queue_), deferred_(other.deferred_),
+      num_free_(other.num_free_), defer_frees_(other.defer_frees_), by_hash_(other.by_hash_),
+      by_block_(other.by_block_) {
+  point_cached_at();
+}
+
+BlockPool& BlockPool::operator=(const BlockPool& other) {
+  if (this != &other) {
+    BlockPool copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+void BlockPool::point_cached_at() {
+  cached_at_.assign(ref_count_.size(), nullptr);
+  for (const auto& [block_id, entry] : by_block_)
+    cached_at_[static_cast<std::size_t>(block_id)] = &entry;
 }
 
 std::int32_t BlockPool::ref_count(std::int32_t block_id) const {
@@ -102,22 +127,25 @@ std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash) const {
 
 void BlockPool::register_block(std::int32_t block_id, CachedBlock entry) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  MC_ASSERT(!by_block_.contains(block_id));
-  if (by_hash_.contains(entry.hash)) return; // another block already holds this boundary
-  by_hash_.emplace(entry.hash, block_id);
-  by_block_.emplace(block_id, std::move(entry));
+  MC_ASSERT(cached_at_[static_cast<std::size_t>(block_id)] == nullptr);
+  if (!by_hash_.emplace(entry.hash, block_id).second)
+    return; // another block already holds this boundary
+  const auto [it, inserted] = by_block_.emplace(block_id, std::move(entry));
+  MC_ASSERT(inserted);
+  cached_at_[static_cast<std::size_t>(block_id)] = &it->second;
 }
 
 const CachedBlock* BlockPool::cached(std::int32_t block_id) const {
-  const auto it = by_block_.find(block_id);
-  return it == by_block_.end() ? nullptr : &it->second;
+  MC_ASSERT(block_id >= 0 && block_id < num_blocks());
+  return cached_at_[static_cast<std::size_t>(block_id)];
 }
 
 void BlockPool::evict(std::int32_t block_id) {
-  const auto it = by_block_.find(block_id);
-  if (it == by_block_.end()) return;
-  by_hash_.erase(it->second.hash);
-  by_block_.erase(it);
+  const CachedBlock*& at = cached_at_[static_cast<std::size_t>(block_id)];
+  if (at == nullptr) return;
+  by_hash_.erase(at->hash);
+  by_block_.erase(block_id);
+  at = nullptr;
 }
 
 void BlockPool::reset_cache() {
@@ -125,6 +153,7 @@ void BlockPool::reset_cache() {
     MC_ASSERT(ref_count_[static_cast<std::size_t>(b)] == 0);
   by_hash_.clear();
   by_block_.clear();
+  std::fill(cached_at_.begin(), cached_at_.end(), nullptr);
 }
 
 } // namespace mc::oracle::engine

@@ -32,6 +32,12 @@ struct CachedBlock {
 class BlockPool {
 public:
   BlockPool(std::int32_t num_blocks, bool defer_frees);
+  // A copy points its cached_at_ at its own entries (a move keeps the nodes).
+  BlockPool(const BlockPool& other);
+  BlockPool& operator=(const BlockPool& other);
+  BlockPool(BlockPool&&) noexcept = default;
+  BlockPool& operator=(BlockPool&&) noexcept = default;
+  ~BlockPool() = default;
 
   std::int32_t num_blocks() const { return static_cast<std::int32_t>(ref_count_.size()); }
   std::int32_t num_free() const { return num_free_; }
@@ -40,7 +46,7 @@ public:
   std::vector<std::int32_t> take(std::int32_t count); // asserts count <= num_free()
   // Takes this very block (replay: a recorded scheduler chose it); false when it is held.
   bool take_block(std::int32_t block_id);
-  void touch(std::int32_t block_id);                  // one more reference (a prefix hit)
+  void touch(std::int32_t block_id); // one more reference (a prefix hit)
   void free(std::int32_t block_id);
   void release_deferred(); // async: frees of the last step become takeable
 
@@ -54,6 +60,7 @@ public:
 private:
   void push_free(std::int32_t block_id);
   void evict(std::int32_t block_id);
+  void point_cached_at();
 
   std::vector<std::int32_t> ref_count_;
   std::vector<std::uint32_t> queue_generation_; // entry valid iff it matches (lazy removal)
@@ -64,6 +71,8 @@ private:
   bool defer_frees_ = false;
   std::unordered_map<model::TokenHash, std::int32_t> by_hash_;
   std::unordered_map<std::int32_t, CachedBlock> by_block_;
+  // by_block_'s entries by block id (node addresses are stable): cached() without hashing.
+  std::vector<const CachedBlock*> cached_at_;
 };
 
 } // namespace mc::oracle::engine

@@ -150,6 +150,10 @@ std::optional<Finding> forward_all(const TensorStep& ts, std::int32_t block_size
 
 std::optional<Finding> run_forward(const ForwardContext& ctx, std::span<const ForwardRow> rows) {
   const model::Layout& layout = *ctx.layout;
+  // At most one write per tensor and window column per row (decode: the whole window).
+  ctx.log->writes.reserve(ctx.log->writes.size() +
+                          rows.size() * layout.tensors.size() *
+                              static_cast<std::size_t>(1 + layout.config.num_spec_blocks));
   for (const ForwardRow& row : rows) {
     MC_ASSERT(row.scheduled != nullptr && row.row != nullptr);
     const RequestTruth& truth = ctx.ledger->truth(row.scheduled->req_id);

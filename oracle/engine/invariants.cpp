@@ -34,8 +34,9 @@ private:
   const RequestBlocks* blocks_ = nullptr;
 };
 
+// From the end: a request's live blocks sit at the tail of its table (nulls before them).
 bool holds(std::span<const std::int32_t> ids, std::int32_t block_id) {
-  return std::find(ids.begin(), ids.end(), block_id) != ids.end();
+  return std::find(ids.rbegin(), ids.rend(), block_id) != ids.rend();
 }
 
 std::optional<std::string> illegal_write(const BlockAccess& w, const BlockManager& blocks,
@@ -110,11 +111,12 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
     if (!rp || c == 0) continue;
     const std::int32_t bias =
         layout.config.mode == model::CacheMode::all ? 0 : std::max(rp->num_accepted - 1, 0);
+    const model::GroupBlockIds& row = *runner.row(s.req_id); // looked up once per request
     for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
       const model::StateTensor& t = layout.tensors[i];
       const bool temporal = t.kind() == model::StateKind::temporal;
       const std::int32_t col = rp->state_idx + (temporal ? bias : 0);
-      const auto& ids = (*runner.row(s.req_id))[static_cast<std::size_t>(t.group)];
+      const auto& ids = row[static_cast<std::size_t>(t.group)];
       const std::int32_t block = col >= 0 && col < static_cast<std::int32_t>(ids.size())
                                      ? ids[static_cast<std::size_t>(col)]
                                      : model::kPadSlot;
@@ -149,18 +151,36 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
   return std::nullopt;
 }
 
+// Which cached blocks to check: new registrations (or a new boundary on a block), or every one
+// in a sweep; in the cache's own order, so the first finding is the same whichever way.
+void InvariantChecker::select_cached(const BlockManager& blocks, bool sweep_all) {
+  checked_.resize(static_cast<std::size_t>(blocks.num_groups()));
+  to_check_.resize(checked_.size());
+  for (std::int32_t g = 0; g < blocks.num_groups(); ++g) {
+    const BlockPool& pool = blocks.pool(g);
+    std::vector<CheckedBlock>& checked = checked_[static_cast<std::size_t>(g)];
+    checked.resize(static_cast<std::size_t>(pool.num_blocks()));
+    std::vector<std::pair<std::int32_t, const CachedBlock*>>& list =
+        to_check_[static_cast<std::size_t>(g)];
+    list.clear();
+    for (const auto& [block, entry] : pool.cached_blocks()) {
+      const CheckedBlock& seen = checked[static_cast<std::size_t>(block)];
+      if (!sweep_all && seen.seen && seen.hash == entry.hash) continue;
+      list.emplace_back(block, &entry);
+    }
+  }
+}
+
 std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const BlockManager& blocks,
                                                       OracleRunner& runner, bool sweep_all,
                                                       std::int64_t& bytes_checked) {
   const model::Layout& layout = runner.layout();
   const std::int32_t B = layout.config.mamba_block_size;
+  select_cached(blocks, sweep_all);
   for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
     const model::StateTensor& t = layout.tensors[i];
-    const BlockPool& pool = blocks.pool(t.group);
-    for (const auto& [block, entry] : pool.cached_blocks()) {
-      const std::int64_t key = std::int64_t{t.group} << 32 | block;
-      const auto seen = checked_cache_.find(key);
-      if (!sweep_all && seen != checked_cache_.end() && seen->second == entry.hash) continue;
+    for (const auto& [block, entry_ptr] : to_check_[static_cast<std::size_t>(t.group)]) {
+      const CachedBlock& entry = *entry_ptr;
       const BlockRef ref{.arena = &runner.arenas()[static_cast<std::size_t>(t.arena)],
                          .tensor = &t,
                          .tensor_index = static_cast<std::int32_t>(i),
@@ -186,9 +206,10 @@ std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const B
             fmt::format("the state after {} tokens (position {})", n, entry.position));
     }
   }
-  for (std::int32_t g = 0; g < blocks.num_groups(); ++g)
-    for (const auto& [block, entry] : blocks.pool(g).cached_blocks())
-      checked_cache_[std::int64_t{g} << 32 | block] = entry.hash;
+  // Blocks not selected already carry their hash.
+  for (std::size_t g = 0; g < to_check_.size(); ++g)
+    for (const auto& [block, entry] : to_check_[g])
+      checked_[g][static_cast<std::size_t>(block)] = {.hash = entry->hash, .seen = true};
   return std::nullopt;
 }
 

@@ -10,14 +10,15 @@
 #pragma once
 
 #include "model/step.h"
+#include "oracle/engine/block_manager.h"
 #include "oracle/engine/finding.h"
 #include "oracle/engine/ledger.h"
 #include "oracle/engine/runner.h"
-#include "oracle/engine/block_manager.h"
 
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace mc::oracle::engine {
 
@@ -35,7 +36,14 @@ public:
                                       std::int64_t& bytes_checked);
 
 private:
-  std::unordered_map<std::int64_t, model::TokenHash> checked_cache_; // (group, block) -> hash
+  struct CheckedBlock {
+    model::TokenHash hash = 0; // the boundary last found right in this block
+    bool seen = false;
+  };
+  void select_cached(const BlockManager& blocks, bool sweep_all);
+
+  std::vector<std::vector<CheckedBlock>> checked_; // by group, by block
+  std::vector<std::vector<std::pair<std::int32_t, const CachedBlock*>>> to_check_; // by group
 };
 
 } // namespace mc::oracle::engine

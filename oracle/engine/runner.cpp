@@ -98,6 +98,8 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
                      fmt::format("{} launch: {}", to_string(kind), e.what()), "a valid launch");
     return false;
   }
+  ctx.rec.access.copy_reads.reserve(ctx.rec.access.copy_reads.size() + result.decisions.size());
+  ctx.rec.access.writes.reserve(ctx.rec.access.writes.size() + result.decisions.size());
   for (const model::CopyDecision& d : result.decisions) {
     const std::string& id = ctx.step.scheduled[static_cast<std::size_t>(d.batch_row)].req_id;
     const auto src_col = d.src_col + (layout_.tensors[static_cast<std::size_t>(d.tensor)].kind() ==
