@@ -4,6 +4,7 @@
 // message prints the command that replays it (exit 1).
 #include "cli/backend.h"
 #include "cli/commands.h"
+#include "cli/duration.h"
 #include "cli/external_backend.h"
 #include "cli/fuzz_engine.h"
 #include "cli/junit.h"
@@ -33,7 +34,7 @@ struct FuzzOptions {
   std::string out = "mc-out";
   std::string report;
   std::string junit;
-  std::string mutant; // a kernel or runner mutant (engine level: either)
+  std::string mutant;   // a kernel or runner mutant (engine level: either)
   std::string external; // kernel level: a worker command running the kernels under test
   double external_timeout = kExternalTimeoutSecondsDefault;
 };
@@ -45,26 +46,6 @@ std::string backend_arguments(const FuzzOptions& o, const fuzz::KernelCampaignOp
   if (o.external_timeout != kExternalTimeoutSecondsDefault)
     args += fmt::format(" --external-timeout {}", o.external_timeout);
   return args;
-}
-
-// "90", "90s", "15m", "2h" -> seconds.
-double parse_duration(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0.0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    model::fail_input("--time-budget: expected a duration like 90s, 15m or 2h, got '{}'", text);
-  }
-  const std::string unit = text.substr(used);
-  const double scale = unit.empty() || unit == "s" ? 1.0
-                       : unit == "m"               ? 60.0
-                       : unit == "h"               ? 3600.0
-                                                   : -1.0;
-  if (scale < 0 || value <= 0)
-    model::fail_input("--time-budget: expected a positive duration like 90s, 15m or 2h, got '{}'",
-                      text);
-  return value * scale;
 }
 
 fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, Backend backend) {
@@ -81,7 +62,8 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, Backend backe
     c.mutant_name = o.mutant;
   }
   c.out_dir = o.out;
-  c.seconds_max = o.time_budget.empty() ? 0.0 : parse_duration(o.time_budget);
+  c.seconds_max =
+      o.time_budget.empty() ? 0.0 : parse_duration_option("--time-budget", o.time_budget);
   c.cases_max = o.cases > 0 ? o.cases : (c.seconds_max > 0 ? kCasesMax : 2000);
   if (backend == Backend::cuda) c.gen.weights.grid *= 2; // the device makes big grids cheap
   return c;
@@ -111,8 +93,8 @@ int report_counterexample(const fuzz::KernelCampaignOptions& c, const fuzz::Coun
                            cx.shrink_tried, cx.description);
   std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n", cx.shrunk_dir.string(),
                            cx.original_dir.string());
-  std::cout << fmt::format("  reproduce: mambacheck case {} {} --check\n",
-                           cx.shrunk_dir.string(), backend_args);
+  std::cout << fmt::format("  reproduce: mambacheck case {} {} --check\n", cx.shrunk_dir.string(),
+                           backend_args);
   std::cout << fmt::format("  rerun the campaign: mambacheck fuzz {} --seed {} --cases "
                            "{} --max-size {}\n",
                            backend_args, c.seed, cx.case_seed - c.seed + 1, c.max_size);
@@ -161,9 +143,9 @@ int run_kernel_level(const FuzzOptions& o, Backend backend, double seconds_max,
   if (r.counterexample) {
     jc.failed = true;
     jc.message = r.counterexample->failure;
-    jc.details = fmt::format("{}\nreproduce: mambacheck case {} {} --check",
-                             r.counterexample->description, r.counterexample->shrunk_dir.string(),
-                             backend_arguments(o, c));
+    jc.details =
+        fmt::format("{}\nreproduce: mambacheck case {} {} --check", r.counterexample->description,
+                    r.counterexample->shrunk_dir.string(), backend_arguments(o, c));
     return report_counterexample(c, *r.counterexample, backend_arguments(o, c));
   }
   std::cout << "all cases held\n";
@@ -192,7 +174,8 @@ int run_fuzz(const FuzzOptions& o) {
   require_backend(backend);
   const bool both = o.level == "both";
   // With both levels, a time budget is shared half and half.
-  const double seconds = o.time_budget.empty() ? 0.0 : parse_duration(o.time_budget);
+  const double seconds =
+      o.time_budget.empty() ? 0.0 : parse_duration_option("--time-budget", o.time_budget);
   const double seconds_each = both ? seconds / 2 : seconds;
   int exit_code = kExitOk;
   nlohmann::json report = nlohmann::json::object();
@@ -207,8 +190,10 @@ int run_fuzz(const FuzzOptions& o) {
     nlohmann::json kernel;
     exit_code = std::max(exit_code, run_kernel_level(o, backend, seconds_each, kernel, jc));
     junit.push_back(std::move(jc));
-    if (both) report["kernel"] = std::move(kernel);
-    else report = std::move(kernel);
+    if (both)
+      report["kernel"] = std::move(kernel);
+    else
+      report = std::move(kernel);
   }
   if (o.level != "kernel") {
     const EngineLevelResult e = run_engine_level({.backend = backend,
@@ -220,8 +205,10 @@ int run_fuzz(const FuzzOptions& o) {
                                                   .out = o.out});
     exit_code = std::max(exit_code, e.exit_code);
     junit.push_back(e.junit);
-    if (both) report["engine"] = nlohmann::json::parse(e.report.dump());
-    else report = nlohmann::json::parse(e.report.dump());
+    if (both)
+      report["engine"] = nlohmann::json::parse(e.report.dump());
+    else
+      report = nlohmann::json::parse(e.report.dump());
   }
   if (!o.report.empty()) {
     std::ofstream file(o.report);

@@ -34,5 +34,6 @@ if(NOT junit MATCHES "failures=\"0\"")
 endif()
 run(2 fuzz --level nonsense)
 run(2 fuzz --time-budget 5x)
+run(2 fuzz --time-budget nan) # not a positive duration
 run(2 fuzz --max-size 101)
 run(2 fuzz --backend oracle)
