@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace mc::gpu {
 namespace {
@@ -23,6 +24,20 @@ void check_launch(const char* what) {
 }
 
 constexpr int kCtasPerSm = 4;
+
+// Calls f(MutantTag<M>) for `mutant`. A build configured with -DMC_CUDA_KERNEL_MUTANTS=OFF
+// (MC_NO_CUDA_KERNEL_MUTANTS: one instantiation per kernel instead of 26, for fast nvcc
+// iterations on the kernels) has only the clean kernels and refuses a mutant.
+template <class F> void visit_launch_mutant(Mutant mutant, F&& f) {
+#if defined(MC_NO_CUDA_KERNEL_MUTANTS)
+  if (mutant != Mutant::none)
+    throw std::runtime_error("this build has no cuda kernel mutants (configured with "
+                             "-DMC_CUDA_KERNEL_MUTANTS=OFF)");
+  f(MutantTag<Mutant::none>{});
+#else
+  visit_mutant(mutant, std::forward<F>(f));
+#endif
+}
 
 template <KernelKind K, bool kRecord, Mutant M>
 void launch_fused_kind(const FusedParams& p, int num_programs, cudaStream_t stream) {
@@ -51,7 +66,7 @@ template <bool kRecord>
 void launch_fused_record(Mutant mutant, KernelKind kind, const FusedParams& p, int n,
                          cudaStream_t s) {
   if constexpr (kRecord) {
-    visit_mutant(mutant, [&](auto m) {
+    visit_launch_mutant(mutant, [&](auto m) {
       launch_fused_variant<kRecord, decltype(m)::value>(kind, p, n, s);
     });
   } else {
@@ -94,7 +109,7 @@ void launch_batch_copy(Mutant mutant, const BatchCopyParams& params, void* strea
   const auto grid = static_cast<int>(
       std::min<std::int64_t>(params.num_units, static_cast<std::int64_t>(fused_programs_max())));
   const auto s = static_cast<cudaStream_t>(stream);
-  visit_mutant(mutant, [&](auto m) {
+  visit_launch_mutant(mutant, [&](auto m) {
     batch_copy_kernel<decltype(m)::value><<<grid, kThreadsPerCta, 0, s>>>(params);
   });
   check_launch("batch_copy_kernel");
