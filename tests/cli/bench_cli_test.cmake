@@ -2,15 +2,7 @@
 # prints every field, writes its JSON, and the counts of a seeded run are exact (the engine
 # is deterministic for a seed: a change of these numbers is a change of the simulation).
 # Bad options: one error line, exit 2.
-function(run expected_rc)
-  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL expected_rc)
-    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
-  endif()
-  set(OUT "${out}" PARENT_SCOPE)
-  set(ERR "${err}" PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/run_mambacheck.cmake")
 
 function(expect text)
   string(FIND "${OUT}" "${text}" at)

@@ -1,14 +1,6 @@
 # `mambacheck export` then `mambacheck case --check` on every exported case and backend,
 # a tampered expected result (exit 1, naming the decision) and a broken case (exit 2).
-function(run expected_rc)
-  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL expected_rc)
-    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
-  endif()
-  set(OUT "${out}" PARENT_SCOPE)
-  set(ERR "${err}" PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/run_mambacheck.cmake")
 
 set(dir ${WORK_DIR}/cases)
 file(REMOVE_RECURSE ${dir})

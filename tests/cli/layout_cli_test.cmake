@@ -1,13 +1,5 @@
 # `mambacheck layout` on every preset, its JSON, and its errors (exit 2, one line).
-function(run expected_rc)
-  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL expected_rc)
-    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
-  endif()
-  set(OUT "${out}" PARENT_SCOPE)
-  set(ERR "${err}" PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/run_mambacheck.cmake")
 
 run(0 layout --list)
 string(REGEX MATCHALL "\n[a-z0-9.-]+ " names "\n${OUT}")

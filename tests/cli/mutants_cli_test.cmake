@@ -1,13 +1,6 @@
 # `mambacheck mutants --only a,b` kills both and writes its reports; `fuzz --mutant` says the
 # backend is mutated and finds a mismatch; bad names exit 2; `gate` with short options passes.
-function(run expected_rc)
-  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL expected_rc)
-    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
-  endif()
-  set(OUT "${out}" PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/run_mambacheck.cmake")
 
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})

@@ -2,15 +2,7 @@
 # replays to the same result (exit 0, the same step count, a JSON report and JUnit XML), a runner
 # mutant fails the replay (exit 1, the step and line named), bad traces and workloads are refused
 # with the file, line and field (exit 2), cuda without a device is exit 3.
-function(run expected_rc)
-  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL expected_rc)
-    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
-  endif()
-  set(OUT "${out}" PARENT_SCOPE)
-  set(ERR "${err}" PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/../cli/run_mambacheck.cmake")
 function(expect_in text part)
   string(FIND "${text}" "${part}" at)
   if(at EQUAL -1)

@@ -1,13 +1,5 @@
 # `mambacheck run`: a short host run holds (exit 0, summary printed); bad options exit 2.
-function(run expected_rc)
-  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL expected_rc)
-    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
-  endif()
-  set(OUT "${out}" PARENT_SCOPE)
-  set(ERR "${err}" PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/../../cli/run_mambacheck.cmake")
 
 run(0 run --preset tiny-mamba2 --steps 200 --requests 20 --seed 3 --backend host --runner v1
     --pool-blocks 24)

@@ -1,0 +1,11 @@
+# Shared by the CLI tests (cmake -P scripts): run(EXPECTED_RC ARGS...) runs ${MAMBACHECK} ARGS,
+# fails the test unless it exits EXPECTED_RC, and leaves its stdout in OUT and stderr in ERR.
+function(run expected_rc)
+  execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL expected_rc)
+    message(FATAL_ERROR "mambacheck ${ARGN}: exit ${rc}, expected ${expected_rc}\n${out}${err}")
+  endif()
+  set(OUT "${out}" PARENT_SCOPE)
+  set(ERR "${err}" PARENT_SCOPE)
+endfunction()
