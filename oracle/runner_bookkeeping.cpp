@@ -25,9 +25,11 @@ PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const Batc
   cleanup_mamba_state_idx(step.finished, step.preempted, step.resumed, mamba_state_idx);
   PreprocessPlan plan;
   for (const BatchRequest& req : batch) {
+    // One lookup for the read and the store below (the entry is set either way).
+    const auto [entry, inserted] = mamba_state_idx.try_emplace(req.req_id, 0);
     std::int64_t prev_state_idx = 0;
-    if (const auto it = mamba_state_idx.find(req.req_id); it != mamba_state_idx.end())
-      prev_state_idx = it->second;
+    if (!inserted)
+      prev_state_idx = entry->second;
     else // new or resumed: -1 when nothing is computed yet (Python floor division)
       prev_state_idx = model::floor_div(std::int64_t{req.num_computed_tokens} - 1, block_size);
     // The running state is saved in the first of the last 1 + nsb blocks of the table: with
@@ -36,7 +38,7 @@ PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const Batc
         model::cdiv(std::int64_t{req.num_computed_tokens} + req.num_scheduled_tokens, block_size) +
         num_speculative_blocks;
     const auto curr_state_idx = static_cast<std::int32_t>(num_blocks - 1 - num_speculative_blocks);
-    mamba_state_idx[req.req_id] = curr_state_idx;
+    entry->second = curr_state_idx;
     std::int32_t num_accepted = req.num_accepted_tokens;
     if (prev_state_idx != -1 && prev_state_idx != curr_state_idx) num_accepted = 1;
     plan.src_col.push_back(static_cast<std::int32_t>(prev_state_idx));

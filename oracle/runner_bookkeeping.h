@@ -12,14 +12,14 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <unordered_map>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace mc::oracle {
 
-using MambaStateIdx = std::map<std::string, std::int32_t>; // request id -> running column
+using MambaStateIdx = std::unordered_map<std::string, std::int32_t>; // request id -> running column
 
 void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
                              const std::vector<std::string>& preempted_req_ids,

@@ -5,10 +5,10 @@
 #include "oracle/copy_plan.h"
 #include "oracle/describe.h"
 
-#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace mc::oracle {
 namespace {
@@ -71,17 +71,20 @@ void validate_idx_mapping(const model::LaunchCase& c) {
     return;
   }
   expect_length(c, "idx_mapping", mapping, c.num_reqs);
-  std::map<std::int32_t, std::int32_t> row_of_slot;
+  // The row that took each slot first (-1: none yet); num_slots entries, as the arrays have.
+  std::vector<std::int32_t> row_of_slot;
   for (std::int32_t b = 0; b < c.num_reqs; ++b) {
     const std::int32_t slot = mapping[static_cast<std::size_t>(b)];
     if (slot < -1 || slot >= c.num_slots)
       fail_input("launch {}: request row {}: idx_mapping slot {} is outside [-1, {})",
                  model::to_string(c.kind), b, slot, c.num_slots);
     if (slot < 0) continue;
-    const auto [it, inserted] = row_of_slot.emplace(slot, b);
-    if (!inserted)
+    if (row_of_slot.empty()) row_of_slot.assign(static_cast<std::size_t>(c.num_slots), -1);
+    std::int32_t& first = row_of_slot[static_cast<std::size_t>(slot)];
+    if (first >= 0)
       fail_input("launch {}: request rows {} and {} both map to slot {} in idx_mapping",
-                 model::to_string(c.kind), it->second, b, slot);
+                 model::to_string(c.kind), first, b, slot);
+    first = b;
   }
 }
 

@@ -155,6 +155,10 @@ std::string describe(const EngineBenchResult& r) {
   s += fmt::format("  finished {}, preemptions {}, prefix hits {}, launches {}, bytes checked by "
                    "invariants {}\n",
                    e.finished, e.preemptions, e.prefix_hits, e.launches, e.bytes_checked);
+  std::string copies;
+  for (const auto& [kind, count] : e.copies_by_kind)
+    copies += fmt::format("{}{} {}", copies.empty() ? "" : ", ", kind, count);
+  s += fmt::format("  copy decisions by launch kind: {}\n", copies.empty() ? "none" : copies);
   s += fmt::format("  wall {:.3f} s: {:.0f} steps/s, {:.0f} request-steps/s; cpu {:.3f} s: {:.0f} "
                    "steps/s, {:.0f} request-steps/s\n",
                    r.wall_seconds, steps / wall, request_steps / wall, r.cpu_seconds, steps / cpu,

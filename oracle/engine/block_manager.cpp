@@ -50,11 +50,15 @@ void BlockManager::start_with_hit(const std::string& req_id, std::int32_t positi
 
 std::int32_t BlockManager::num_new_blocks(const std::string& req_id,
                                           std::int32_t num_tokens) const {
-  const auto it = requests_.find(req_id);
+  return num_new_blocks(find(req_id), num_tokens);
+}
+
+std::int32_t BlockManager::num_new_blocks(const RequestBlocks* found,
+                                          std::int32_t num_tokens) const {
   const std::int32_t required = num_required(num_tokens);
-  if (it == requests_.end()) // first allocation: align takes the running and spec blocks only
+  if (found == nullptr) // first allocation: align takes the running and spec blocks only
     return config_.mode == model::CacheMode::align ? 1 + config_.num_spec_blocks : required;
-  const RequestBlocks& req = it->second;
+  const RequestBlocks& req = *found;
   const auto prev_len = static_cast<std::int32_t>(req.groups[0].block_ids.size());
   if (required <= prev_len) return 0;
   if (config_.mode != model::CacheMode::align) return required - prev_len;
@@ -98,8 +102,11 @@ std::vector<std::int32_t> BlockManager::grow_align(GroupRow& row, bool allocated
 }
 
 model::GroupBlockIds BlockManager::allocate(const std::string& req_id, std::int32_t num_tokens) {
-  MC_ASSERT(can_allocate(req_id, num_tokens));
-  RequestBlocks& req = requests_[req_id];
+  const auto [it, inserted] = requests_.try_emplace(req_id);
+  const std::int32_t needed = num_new_blocks(inserted ? nullptr : &it->second, num_tokens);
+  for (const BlockPool& pool : pools_)
+    MC_ASSERT(pool.num_free() >= needed); // can_allocate
+  RequestBlocks& req = it->second;
   req.groups.resize(pools_.size());
   const std::int32_t required = num_required(num_tokens);
   model::GroupBlockIds tails(pools_.size());
@@ -151,17 +158,25 @@ void BlockManager::cache_blocks(const std::string& req_id, std::int32_t num_comp
   if (it == requests_.end()) return;
   const std::int32_t B = config_.mamba_block_size;
   for (std::size_t g = 0; g < pools_.size(); ++g) {
-    const std::vector<std::int32_t>& t = it->second.groups[g].block_ids;
+    GroupRow& row = it->second.groups[g];
+    const std::vector<std::int32_t>& t = row.block_ids;
     const auto n = std::min<std::int32_t>(num_computed / B, static_cast<std::int32_t>(t.size()));
-    for (std::int32_t p = 0; p < n; ++p) {
+    bool settled = true; // every position so far is null or cached
+    for (std::int32_t p = row.settled_positions; p < n; ++p) {
       const std::int32_t block = t[static_cast<std::size_t>(p)];
-      if (block == kNullBlockId || pools_[g].cached(block) != nullptr) continue;
+      if (block == kNullBlockId || pools_[g].cached(block) != nullptr) {
+        if (settled) row.settled_positions = p + 1;
+        continue;
+      }
       const std::int32_t end = (p + 1) * B;
       const std::int32_t begin = std::max(0, end - tail_len);
       pools_[g].register_block(
           block, CachedBlock{.hash = prefix_hashes[static_cast<std::size_t>(end)],
                              .position = p,
                              .tail_tokens = {tokens.begin() + begin, tokens.begin() + end}});
+      // Refused when another block holds the boundary: tried again next time.
+      settled = settled && pools_[g].cached(block) != nullptr;
+      if (settled) row.settled_positions = p + 1;
     }
   }
 }

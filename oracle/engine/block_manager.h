@@ -29,6 +29,10 @@ namespace mc::oracle::engine {
 struct GroupRow {
   std::vector<std::int32_t> block_ids; // the scheduler's table (nulled where freed or moved)
   std::int32_t last_state_idx = -1;    // the previous running block, freed once stale
+  // Every position before this one is null or holds a cached block, and stays so while the
+  // request holds its table (positions are only ever nulled or appended; a held block is
+  // never evicted): cache_blocks starts its walk here.
+  std::int32_t settled_positions = 0;
 };
 
 struct RequestBlocks {
@@ -80,6 +84,7 @@ public:
 
 private:
   std::int32_t num_required(std::int32_t num_tokens) const;
+  std::int32_t num_new_blocks(const RequestBlocks* found, std::int32_t num_tokens) const;
   std::vector<std::int32_t> grow_align(GroupRow& row, bool allocated, std::int32_t required,
                                        BlockPool& pool);
 

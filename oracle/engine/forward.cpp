@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <variant>
 
 namespace mc::oracle::engine {
 namespace {
@@ -16,6 +15,7 @@ struct TensorStep {
   const ForwardContext& ctx;
   const ForwardRow& row;
   const RequestTruth& truth;
+  std::int32_t batch_row = 0;
   std::int32_t tensor = 0;
   const model::StateTensor& t;
 
@@ -27,22 +27,13 @@ struct TensorStep {
                         std::move(detail), std::move(expected));
   }
 
-  // The block at `col` of the request's row, or a finding when it is no block to touch.
-  std::variant<BlockRef, Finding> block_at(std::int32_t col, std::string_view role) const {
+  // The block at `col` of the request's row, or nothing when it is no block to touch
+  // (bad_block() then says why).
+  std::optional<BlockRef> block_at(std::int32_t col) const {
     const std::vector<std::int32_t>& ids = (*row.row)[static_cast<std::size_t>(t.group)];
-    if (col < 0 || col >= static_cast<std::int32_t>(ids.size()))
-      return finding(FindingKind::bad_index, col, -1,
-                     fmt::format("forward {} column outside the block-table row of {} columns",
-                                 role, ids.size()),
-                     "a column inside the row");
+    if (col < 0 || col >= static_cast<std::int32_t>(ids.size())) return std::nullopt;
     const std::int32_t block = ids[static_cast<std::size_t>(col)];
-    if (block <= model::kNullBlockId || block >= ctx.layout->spec.num_blocks)
-      return finding(FindingKind::bad_index, col, block,
-                     fmt::format("forward {} column holds {}", role,
-                                 block == model::kNullBlockId ? "the null block"
-                                 : block == model::kPadSlot   ? "a pad slot"
-                                                              : "no valid block id"),
-                     "a block of the request");
+    if (block <= model::kNullBlockId || block >= ctx.layout->spec.num_blocks) return std::nullopt;
     return BlockRef{.arena = &(*ctx.arenas)[static_cast<std::size_t>(t.arena)],
                     .tensor = &t,
                     .tensor_index = tensor,
@@ -50,8 +41,24 @@ struct TensorStep {
                     .block_id = block};
   }
 
+  Finding bad_block(std::int32_t col, std::string_view role) const {
+    const std::vector<std::int32_t>& ids = (*row.row)[static_cast<std::size_t>(t.group)];
+    if (col < 0 || col >= static_cast<std::int32_t>(ids.size()))
+      return finding(FindingKind::bad_index, col, -1,
+                     fmt::format("forward {} column outside the block-table row of {} columns",
+                                 role, ids.size()),
+                     "a column inside the row");
+    const std::int32_t block = ids[static_cast<std::size_t>(col)];
+    return finding(FindingKind::bad_index, col, block,
+                   fmt::format("forward {} column holds {}", role,
+                               block == model::kNullBlockId ? "the null block"
+                               : block == model::kPadSlot   ? "a pad slot"
+                                                            : "no valid block id"),
+                   "a block of the request");
+  }
+
   void log_write(std::int32_t col, std::int32_t block) const {
-    ctx.log->writes.push_back({.req_id = req_id(),
+    ctx.log->writes.push_back({.batch_row = batch_row,
                                .tensor = tensor,
                                .group = t.group,
                                .col = col,
@@ -72,9 +79,9 @@ struct TensorStep {
 };
 
 std::optional<Finding> check_read(const TensorStep& ts, std::int32_t col, std::int32_t offset) {
-  auto ref = ts.block_at(col, "read");
-  if (auto* f = std::get_if<Finding>(&ref)) return std::move(*f);
-  const BlockRef& b = std::get<BlockRef>(ref);
+  const std::optional<BlockRef> ref = ts.block_at(col);
+  if (!ref) return ts.bad_block(col, "read");
+  const BlockRef& b = *ref;
   const std::int32_t c = ts.row.num_computed;
   std::optional<std::string> wrong;
   if (ts.t.kind() == model::StateKind::temporal) {
@@ -94,9 +101,9 @@ std::optional<Finding> check_read(const TensorStep& ts, std::int32_t col, std::i
 
 std::optional<Finding> write_state(const TensorStep& ts, std::int32_t col, model::TokenHash hash,
                                    std::int64_t running) {
-  auto ref = ts.block_at(col, "write");
-  if (auto* f = std::get_if<Finding>(&ref)) return std::move(*f);
-  const BlockRef& b = std::get<BlockRef>(ref);
+  const std::optional<BlockRef> ref = ts.block_at(col);
+  if (!ref) return ts.bad_block(col, "write");
+  const BlockRef& b = *ref;
   if (ts.t.kind() == model::StateKind::temporal) {
     write_temporal(b, hash);
   } else {
@@ -154,14 +161,16 @@ std::optional<Finding> run_forward(const ForwardContext& ctx, std::span<const Fo
   ctx.log->writes.reserve(ctx.log->writes.size() +
                           rows.size() * layout.tensors.size() *
                               static_cast<std::size_t>(1 + layout.config.num_spec_blocks));
-  for (const ForwardRow& row : rows) {
-    MC_ASSERT(row.scheduled != nullptr && row.row != nullptr);
-    const RequestTruth& truth = ctx.ledger->truth(row.scheduled->req_id);
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    const ForwardRow& row = rows[b];
+    MC_ASSERT(row.scheduled != nullptr && row.row != nullptr && row.truth != nullptr);
+    const RequestTruth& truth = *row.truth;
     MC_ASSERT(static_cast<std::int32_t>(truth.tokens.size()) >= row.num_computed);
     for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
       const TensorStep ts{.ctx = ctx,
                           .row = row,
                           .truth = truth,
+                          .batch_row = static_cast<std::int32_t>(b),
                           .tensor = static_cast<std::int32_t>(i),
                           .t = layout.tensors[i]};
       std::optional<Finding> f = layout.config.mode == model::CacheMode::all

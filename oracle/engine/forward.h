@@ -31,17 +31,18 @@ struct ForwardRow {
   std::int32_t last_scheduled_col = 0; // all mode
   std::int32_t first_scheduled_col = 0;      // all mode
   const model::GroupBlockIds* row = nullptr; // the runner's block-table row per group
+  const RequestTruth* truth = nullptr;       // the request's ground truth (the ledger's)
 };
 
 struct ForwardContext {
   const model::Layout* layout = nullptr;
   std::vector<model::Arena>* arenas = nullptr;
-  const Ledger* ledger = nullptr;
   std::int64_t step = 0;
   AccessLog* log = nullptr;
   std::int64_t* bytes_checked = nullptr;
 };
 
+// `rows` in batch order: rows[b] is batch row b (the accesses it logs name b).
 std::optional<Finding> run_forward(const ForwardContext& ctx, std::span<const ForwardRow> rows);
 
 } // namespace mc::oracle::engine

@@ -13,25 +13,20 @@
 namespace mc::oracle::engine {
 namespace {
 
-// The block manager's table of one request and group (empty once it finished or was preempted).
-// Accesses come request by request, so the last lookup is kept (one hash per request).
+// The block manager's table of one request and group (empty once it finished or was preempted),
+// by batch row: every request is looked up once per step.
 class HeldBlocks {
 public:
-  explicit HeldBlocks(const BlockManager& blocks) : manager_(blocks) {}
+  explicit HeldBlocks(std::span<const RequestBlocks* const> tables) : tables_(tables) {}
 
-  std::span<const std::int32_t> of(const std::string& req_id, std::int32_t group) {
-    if (last_ == nullptr || *last_ != req_id) {
-      last_ = &req_id;
-      blocks_ = manager_.find(req_id);
-    }
-    if (blocks_ == nullptr) return {};
-    return blocks_->groups[static_cast<std::size_t>(group)].block_ids;
+  std::span<const std::int32_t> of(std::int32_t batch_row, std::int32_t group) const {
+    const RequestBlocks* blocks = tables_[static_cast<std::size_t>(batch_row)];
+    if (blocks == nullptr) return {};
+    return blocks->groups[static_cast<std::size_t>(group)].block_ids;
   }
 
 private:
-  const BlockManager& manager_;
-  const std::string* last_ = nullptr;
-  const RequestBlocks* blocks_ = nullptr;
+  std::span<const RequestBlocks* const> tables_;
 };
 
 // From the end: a request's live blocks sit at the tail of its table (nulls before them).
@@ -40,11 +35,11 @@ bool holds(std::span<const std::int32_t> ids, std::int32_t block_id) {
 }
 
 std::optional<std::string> illegal_write(const BlockAccess& w, const BlockManager& blocks,
-                                         HeldBlocks& held, std::int64_t num_blocks) {
+                                         const HeldBlocks& held, std::int64_t num_blocks) {
   if (w.block_id == model::kNullBlockId) return "writes the null block";
   if (w.block_id < 0 || w.block_id >= num_blocks) return "writes outside the arena (a pad slot?)";
   const BlockPool& pool = blocks.pool(w.group);
-  if (!holds(held.of(w.req_id, w.group), w.block_id))
+  if (!holds(held.of(w.batch_row, w.group), w.block_id))
     return pool.ref_count(w.block_id) == 0 ? "writes a freed block"
                                            : "writes a block the request does not hold";
   if (pool.ref_count(w.block_id) > 1) return "writes a block shared with another request";
@@ -54,37 +49,44 @@ std::optional<std::string> illegal_write(const BlockAccess& w, const BlockManage
   return std::nullopt;
 }
 
-std::optional<Finding> check_accesses(const StepRecord& record, const BlockManager& blocks,
-                                      const model::Layout& layout, std::int64_t step) {
-  HeldBlocks held(blocks);
+std::optional<Finding> check_accesses(const model::Step& step, const StepRecord& record,
+                                      const BlockManager& blocks,
+                                      std::span<const RequestBlocks* const> tables,
+                                      const model::Layout& layout) {
+  const HeldBlocks held(tables);
+  const auto req_id = [&step](const BlockAccess& a) -> const std::string& {
+    return step.scheduled[static_cast<std::size_t>(a.batch_row)].req_id;
+  };
   for (const BlockAccess& w : record.access.writes)
     if (auto why = illegal_write(w, blocks, held, layout.spec.num_blocks))
-      return make_finding(layout, FindingKind::bad_write, step, w.req_id, w.tensor, w.col,
+      return make_finding(layout, FindingKind::bad_write, step.index, req_id(w), w.tensor, w.col,
                           w.block_id, fmt::format("{} ({})", *why, w.origin),
                           "a block the request holds alone");
   for (const BlockAccess& r : record.access.copy_reads) {
-    if (r.block_id == model::kNullBlockId || !holds(held.of(r.req_id, r.group), r.block_id))
+    if (r.block_id == model::kNullBlockId || !holds(held.of(r.batch_row, r.group), r.block_id))
       return make_finding(
-          layout, FindingKind::bad_read, step, r.req_id, r.tensor, r.col, r.block_id,
+          layout, FindingKind::bad_read, step.index, req_id(r), r.tensor, r.col, r.block_id,
           fmt::format("the {} copy reads a block the request does not hold", r.origin),
           "a block of the request");
   }
   return std::nullopt;
 }
 
-std::optional<Finding> check_rows(const model::Step& step, const BlockManager& blocks,
-                                  OracleRunner& runner) {
-  for (const model::ScheduledRequest& s : step.scheduled) {
-    const RequestBlocks* rb = blocks.find(s.req_id);
-    const model::GroupBlockIds* row = runner.row(s.req_id);
+std::optional<Finding> check_rows(const model::Step& step,
+                                  std::span<const RequestBlocks* const> tables,
+                                  const OracleRunner& runner) {
+  for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
+    const RequestBlocks* rb = tables[b];
+    const model::GroupBlockIds* row = runner.next_read(b).row;
     if (rb == nullptr || row == nullptr) continue; // finished or preempted since
     for (std::size_t g = 0; g < rb->groups.size(); ++g) {
       const auto& want = rb->groups[g].block_ids;
       const auto& got = (*row)[g];
       for (std::size_t j = 0; j < want.size(); ++j)
         if (want[j] != model::kNullBlockId && (j >= got.size() || got[j] != want[j]))
-          return make_finding(runner.layout(), FindingKind::bad_index, step.index, s.req_id, -1,
-                              static_cast<std::int32_t>(j), j < got.size() ? got[j] : -1,
+          return make_finding(runner.layout(), FindingKind::bad_index, step.index,
+                              step.scheduled[b].req_id, -1, static_cast<std::int32_t>(j),
+                              j < got.size() ? got[j] : -1,
                               fmt::format("the runner's row of group {} disagrees with the "
                                           "scheduler's table",
                                           g),
@@ -102,16 +104,21 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
                                                     OracleRunner& runner, const Ledger& ledger,
                                                     std::int64_t& bytes_checked) {
   const model::Layout& layout = runner.layout();
-  if (auto f = check_accesses(record, blocks, layout, step.index)) return f;
-  if (auto f = check_rows(step, blocks, runner)) return f;
-  for (const model::ScheduledRequest& s : step.scheduled) {
-    const std::optional<ReadPoint> rp = runner.read_point(s.req_id);
-    const RequestTruth& truth = ledger.truth(s.req_id);
+  tables_.clear();
+  for (const model::ScheduledRequest& s : step.scheduled)
+    tables_.push_back(blocks.find(s.req_id));
+  if (auto f = check_accesses(step, record, blocks, tables_, layout)) return f;
+  if (auto f = check_rows(step, tables_, runner)) return f;
+  for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
+    const model::ScheduledRequest& s = step.scheduled[b];
+    const OracleRunner::NextRead next = runner.next_read(b);
+    const std::optional<ReadPoint>& rp = next.point;
+    const RequestTruth& truth = ledger.row_truth(step.index, b);
     const std::int32_t c = truth.num_committed;
     if (!rp || c == 0) continue;
     const std::int32_t bias =
         layout.config.mode == model::CacheMode::all ? 0 : std::max(rp->num_accepted - 1, 0);
-    const model::GroupBlockIds& row = *runner.row(s.req_id); // looked up once per request
+    const model::GroupBlockIds& row = *next.row;
     for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
       const model::StateTensor& t = layout.tensors[i];
       const bool temporal = t.kind() == model::StateKind::temporal;

@@ -44,6 +44,7 @@ private:
 
   std::vector<std::vector<CheckedBlock>> checked_; // by group, by block
   std::vector<std::vector<std::pair<std::int32_t, const CachedBlock*>>> to_check_; // by group
+  std::vector<const RequestBlocks*> tables_; // after_step: the block manager's, by batch row
 };
 
 } // namespace mc::oracle::engine

@@ -17,18 +17,27 @@ std::optional<std::string> Ledger::begin_step(const model::Step& step) {
   for (const model::NewRequestData& n : step.new_requests) {
     MC_ASSERT(!requests_.contains(n.req_id));
     RequestTruth& t = requests_[n.req_id];
+    t.hashes.reserve(n.prompt_token_ids.size() + 1);
+    t.tokens.reserve(n.prompt_token_ids.size());
     t.hashes.push_back(model::kEmptySequenceHash);
     for (const std::int32_t token : n.prompt_token_ids)
       append(t, token);
+    t.listed_step = step.index;
+    t.listed_computed = n.num_computed_tokens;
   }
-  std::unordered_map<std::string, std::int32_t> computed;
-  for (const model::NewRequestData& n : step.new_requests)
-    computed[n.req_id] = n.num_computed_tokens;
-  for (const model::CachedRequestData& c : step.cached_requests)
-    computed[c.req_id] = c.num_computed_tokens;
+  for (const model::CachedRequestData& c : step.cached_requests) {
+    const auto it = requests_.find(c.req_id);
+    if (it == requests_.end()) continue; // not known: its scheduled row fails below
+    it->second.listed_step = step.index;
+    it->second.listed_computed = c.num_computed_tokens;
+  }
+  rows_step_ = -1; // until every row is known to agree
+  rows_.clear();
   for (const model::ScheduledRequest& s : step.scheduled) {
     RequestTruth& t = requests_.at(s.req_id);
-    const std::int32_t c = computed.at(s.req_id);
+    rows_.push_back(&t);
+    MC_ASSERT(t.listed_step == step.index); // every scheduled request is new or cached (step.h)
+    const std::int32_t c = t.listed_computed;
     t.num_committed = c; // a preempted request restarts from its prefix hit (or 0)
     for (std::int32_t i = 0; i < s.num_scheduled_tokens - s.num_draft_tokens; ++i) {
       const std::int32_t pos = c + i;
@@ -45,12 +54,15 @@ std::optional<std::string> Ledger::begin_step(const model::Step& step) {
       }
     }
   }
+  rows_step_ = step.index;
   return std::nullopt;
 }
 
 void Ledger::end_step(const model::Step& step) {
-  for (const model::ScheduledRequest& s : step.scheduled) {
-    RequestTruth& t = requests_.at(s.req_id);
+  MC_ASSERT(rows_step_ == step.index && rows_.size() == step.scheduled.size());
+  for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
+    const model::ScheduledRequest& s = step.scheduled[b];
+    RequestTruth& t = *rows_[b];
     if (s.num_draft_tokens == 0) {
       t.num_committed += s.num_scheduled_tokens;
       continue;
@@ -72,6 +84,12 @@ const RequestTruth& Ledger::truth(const std::string& req_id) const {
   const auto it = requests_.find(req_id);
   MC_ASSERT(it != requests_.end());
   return it->second;
+}
+
+const RequestTruth& Ledger::row_truth(std::int64_t step_index, std::size_t batch_row) const {
+  MC_ASSERT(step_index == rows_step_);
+  MC_ASSERT(batch_row < rows_.size());
+  return *rows_[batch_row];
 }
 
 model::TokenHash Ledger::hash_after(const std::string& req_id, std::int32_t num_tokens) const {

@@ -23,6 +23,9 @@ struct RequestTruth {
   std::vector<std::int32_t> tokens;     // known: committed + the last sampled token
   std::vector<model::TokenHash> hashes; // hashes[p] = running hash of tokens[0..p)
   std::int32_t num_committed = 0;       // tokens whose state is the ground truth
+  // begin_step's note of the request's entry in the step's new or cached requests.
+  std::int64_t listed_step = -1;
+  std::int32_t listed_computed = 0;
 };
 
 class Ledger {
@@ -33,11 +36,16 @@ public:
   void end_step(const model::Step& step);
 
   const RequestTruth& truth(const std::string& req_id) const;
+  // The truth of batch row `batch_row` of the step begun last (`step_index`, asserted): the
+  // same as truth(its id), without the lookup.
+  const RequestTruth& row_truth(std::int64_t step_index, std::size_t batch_row) const;
   model::TokenHash hash_after(const std::string& req_id, std::int32_t num_tokens) const;
 
 private:
   void append(RequestTruth& t, std::int32_t token);
-  std::unordered_map<std::string, RequestTruth> requests_;
+  std::unordered_map<std::string, RequestTruth> requests_; // nodes: stable addresses
+  std::int64_t rows_step_ = -1;           // the step begun last
+  std::vector<RequestTruth*> rows_;       // its batch rows' truths (all of them once it held)
 };
 
 } // namespace mc::oracle::engine

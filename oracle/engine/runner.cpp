@@ -23,47 +23,52 @@ OracleRunner::OracleRunner(const model::Layout& layout, const RunnerOptions& opt
 }
 
 const model::GroupBlockIds* OracleRunner::row(const std::string& req_id) const {
-  const auto it = rows_.find(req_id);
-  return it == rows_.end() ? nullptr : &it->second;
+  const auto it = requests_.find(req_id);
+  return it == requests_.end() ? nullptr : &it->second.row;
+}
+
+OracleRunner::RequestState& OracleRunner::state_of(const std::string& req_id) {
+  const auto it = requests_.find(req_id);
+  MC_ASSERT(it != requests_.end());
+  return it->second;
 }
 
 void OracleRunner::update_rows(const model::Step& step) {
   for (const auto& id : step.finished_req_ids)
-    rows_.erase(id);
+    requests_.erase(id);
   for (const auto& id : step.preempted_req_ids)
-    rows_.erase(id);
-  for (const model::NewRequestData& n : step.new_requests)
-    rows_[n.req_id] = n.block_ids;
+    requests_.erase(id);
+  for (const model::NewRequestData& n : step.new_requests) {
+    RequestState& st = requests_[n.req_id];
+    st.row = n.block_ids;
+    st.scheduled_step = step.index;
+    st.num_computed = n.num_computed_tokens;
+    st.resumed = false;
+  }
   for (const model::CachedRequestData& c : step.cached_requests) {
+    RequestState& st = c.resumed ? requests_[c.req_id] : state_of(c.req_id);
+    st.scheduled_step = step.index;
+    st.num_computed = c.num_computed_tokens;
+    st.resumed = c.resumed;
     if (c.resumed) {
-      rows_[c.req_id] = c.new_block_ids; // a fresh table replaces the old row
+      st.row = c.new_block_ids; // a fresh table replaces the old row
       continue;
     }
-    model::GroupBlockIds& row = rows_.at(c.req_id);
-    MC_ASSERT(row.size() == c.new_block_ids.size());
-    for (std::size_t g = 0; g < row.size(); ++g)
-      row[g].insert(row[g].end(), c.new_block_ids[g].begin(), c.new_block_ids[g].end());
+    MC_ASSERT(st.row.size() == c.new_block_ids.size());
+    for (std::size_t g = 0; g < st.row.size(); ++g)
+      st.row[g].insert(st.row[g].end(), c.new_block_ids[g].begin(), c.new_block_ids[g].end());
   }
-  num_computed_.clear();
-  for (const model::NewRequestData& n : step.new_requests)
-    num_computed_[n.req_id] = n.num_computed_tokens;
-  for (const model::CachedRequestData& c : step.cached_requests)
-    num_computed_[c.req_id] = c.num_computed_tokens;
 }
 
 // The block tables of this step's batch, by batch row, refilled in place: pads past each
 // row's width, stride-gap fill past it (as BlockTable::make lays them out).
-void OracleRunner::fill_batch_tables(const model::Step& step) {
+void OracleRunner::fill_batch_tables(std::span<RequestState* const> states) {
   std::int32_t width = 1;
-  for (const model::ScheduledRequest& s : step.scheduled)
-    for (const auto& ids : rows_.at(s.req_id))
+  for (const RequestState* st : states)
+    for (const auto& ids : st->row)
       width = std::max(width, static_cast<std::int32_t>(ids.size()));
-  const auto num_rows = static_cast<std::int32_t>(step.scheduled.size());
+  const auto num_rows = static_cast<std::int32_t>(states.size());
   const std::int32_t stride = width + options_.row_stride_extra;
-  std::vector<const model::GroupBlockIds*> rows;
-  rows.reserve(step.scheduled.size());
-  for (const model::ScheduledRequest& s : step.scheduled)
-    rows.push_back(&rows_.at(s.req_id));
   for (std::int32_t g = 0; g < layout_.num_groups(); ++g) {
     model::BlockTable& t = launch_case_.block_tables.groups[static_cast<std::size_t>(g)];
     t.num_rows = num_rows;
@@ -72,10 +77,10 @@ void OracleRunner::fill_batch_tables(const model::Step& step) {
     t.block_ids.assign(static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(stride),
                        model::kStrideGapFill);
     for (std::int32_t b = 0; b < num_rows; ++b) {
-      const auto& ids = (*rows[static_cast<std::size_t>(b)])[static_cast<std::size_t>(g)];
-      for (std::int32_t c = 0; c < width; ++c)
-        t.at(b, c) = c < static_cast<std::int32_t>(ids.size()) ? ids[static_cast<std::size_t>(c)]
-                                                               : model::kPadSlot;
+      const auto& ids = states[static_cast<std::size_t>(b)]->row[static_cast<std::size_t>(g)];
+      std::int32_t* out = &t.at(b, 0);
+      std::copy(ids.begin(), ids.end(), out);
+      std::fill(out + ids.size(), out + width, model::kPadSlot);
     }
   }
 }
@@ -86,7 +91,7 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
   launch_case_.kind = kind;
   launch_case_.num_reqs = static_cast<std::int32_t>(ctx.step.scheduled.size());
   launch_case_.num_slots = num_slots;
-  if (!ctx.tables_filled) fill_batch_tables(ctx.step); // the rows do not change within a step
+  if (!ctx.tables_filled) fill_batch_tables(ctx.state); // the rows do not change within a step
   ctx.tables_filled = true;
   launch_case_.requests = std::move(arrays);
   model::LaunchResult result;
@@ -101,15 +106,14 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
   ctx.rec.access.copy_reads.reserve(ctx.rec.access.copy_reads.size() + result.decisions.size());
   ctx.rec.access.writes.reserve(ctx.rec.access.writes.size() + result.decisions.size());
   for (const model::CopyDecision& d : result.decisions) {
-    const std::string& id = ctx.step.scheduled[static_cast<std::size_t>(d.batch_row)].req_id;
     const auto src_col = d.src_col + (layout_.tensors[static_cast<std::size_t>(d.tensor)].kind() ==
                                               model::StateKind::temporal
                                           ? d.token_bias
                                           : 0);
     ctx.rec.access.copy_reads.push_back(
-        {id, d.tensor, d.group, src_col, d.src_block_id, to_string(kind)});
+        {d.batch_row, d.tensor, d.group, src_col, d.src_block_id, to_string(kind)});
     ctx.rec.access.writes.push_back(
-        {id, d.tensor, d.group, d.dst_col, d.dst_block_id, to_string(kind)});
+        {d.batch_row, d.tensor, d.group, d.dst_col, d.dst_block_id, to_string(kind)});
   }
   ctx.rec.launches.push_back({.kind = kind,
                               .status = result.status,

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -70,8 +71,29 @@ public:
   // After execute(): where the next step will read (align and all mode).
   std::optional<ReadPoint> read_point(const std::string& req_id) const;
   const model::GroupBlockIds* row(const std::string& req_id) const;
+  // The same two for batch row `batch_row` of the step executed last, without a lookup by id.
+  struct NextRead {
+    std::optional<ReadPoint> point;
+    const model::GroupBlockIds* row = nullptr;
+  };
+  NextRead next_read(std::size_t batch_row) const;
 
 private:
+  // What the runner keeps per request id: its block-table row, its counts around the current
+  // step and (V1) the a of its last step. One record per request, so that a batch row looks
+  // its request up once per step (StepCtx::state) instead of once per dict.
+  struct RequestState {
+    model::GroupBlockIds row;          // per group; the record lives while the row does
+    std::int64_t scheduled_step = -1;  // the counts below belong to this step
+    std::int32_t num_computed = 0;     // before that step
+    std::int32_t next_computed = 0;    // after it
+    std::int32_t num_accepted = 1;     // V1: a of its last step, when has_accepted
+    bool has_accepted = false;
+    bool resumed = false;              // in that step (its row was replaced)
+    std::int32_t state_idx = 0;        // V1: its mamba_state_idx entry after that step
+    std::int32_t slot = -1;            // V2: its slot in that step
+  };
+  RequestState& state_of(const std::string& req_id);
   struct Slot { // V2 per-request state, by slot
     std::string req_id;
     std::int32_t state_idx = -1;
@@ -90,7 +112,7 @@ private:
   void execute_v1(StepCtx& ctx);
   void execute_v2(StepCtx& ctx);
   void execute_all(StepCtx& ctx);
-  void fill_batch_tables(const model::Step& step);
+  void fill_batch_tables(std::span<RequestState* const> states);
   bool launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num_slots,
               model::RequestArrays arrays);
   bool check_copy_sources(StepCtx& ctx, const std::vector<std::int32_t>& src_col,
@@ -100,17 +122,17 @@ private:
   bool forward(StepCtx& ctx, const std::vector<std::int32_t>& state_idx,
                const std::vector<std::int32_t>& num_accepted);
 
+
   model::Layout layout_;
   RunnerOptions options_;
   // The run's arenas, this step's block tables (by batch row) and the arrays of the launch
   // in flight; the layout is copied once.
   model::LaunchCase launch_case_;
-  std::unordered_map<std::string, model::GroupBlockIds> rows_;
-  std::unordered_map<std::string, std::int32_t> num_computed_;  // before the current step
-  std::unordered_map<std::string, std::int32_t> next_computed_; // after it
+  std::unordered_map<std::string, RequestState> requests_; // erased when finished or preempted
+  std::int64_t step_index_ = -1;                           // of the step executed last
+  std::vector<RequestState*> last_batch_;                  // its batch rows' records
   // V1
   MambaStateIdx mamba_state_idx_;
-  std::unordered_map<std::string, std::int32_t> num_accepted_;
   // V2
   std::vector<Slot> slots_;
   std::vector<std::int32_t> free_slots_;

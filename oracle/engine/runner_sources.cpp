@@ -38,12 +38,12 @@ bool OracleRunner::check_copy_sources(StepCtx& ctx, const std::vector<std::int32
     if (src_col[b] < 0 || src_col[b] == dst_col[b]) continue;
     const std::string& id = ctx.step.scheduled[b].req_id;
     const std::int32_t c = ctx.num_computed[b];
-    const RequestTruth& truth = ctx.ledger.truth(id);
+    const RequestTruth& truth = *ctx.truth[b];
     for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
       const model::StateTensor& t = layout_.tensors[i];
       const bool temporal = t.kind() == model::StateKind::temporal;
       const std::int32_t col = src_col[b] + (temporal ? token_bias[b] : 0);
-      const auto& ids = rows_.at(id)[static_cast<std::size_t>(t.group)];
+      const auto& ids = ctx.state[b]->row[static_cast<std::size_t>(t.group)];
       const std::int32_t block = col >= 0 && col < static_cast<std::int32_t>(ids.size())
                                      ? ids[static_cast<std::size_t>(col)]
                                      : model::kPadSlot;

@@ -32,6 +32,8 @@ struct OracleRunner::StepCtx {
   const Ledger& ledger;
   StepRecord& rec;
   std::vector<std::int32_t> num_computed; // per batch row, before the step
+  std::vector<RequestState*> state;       // per batch row: the runner's record of its request
+  std::vector<const RequestTruth*> truth; // per batch row: its ground truth
   std::vector<SeedNote> seed_note;        // per batch row: where its source column came from
   bool tables_filled = false;             // launch_case_'s block tables hold this step's batch
 };

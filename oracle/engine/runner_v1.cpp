@@ -15,14 +15,23 @@ StepRecord OracleRunner::execute(const model::Step& step, const Ledger& ledger) 
   StepRecord rec{.step = step.index};
   update_rows(step);
   if (options_.flavour == model::RunnerFlavour::v2) update_slots(step);
+  step_index_ = step.index;
   StepCtx ctx{.step = step, .ledger = ledger, .rec = rec};
-  next_computed_.clear();
-  for (const model::ScheduledRequest& s : step.scheduled) {
-    const std::int32_t c = num_computed_.at(s.req_id);
+  const std::size_t n = step.scheduled.size();
+  ctx.num_computed.reserve(n);
+  ctx.state.reserve(n);
+  ctx.truth.reserve(n);
+  for (std::size_t b = 0; b < n; ++b) {
+    const model::ScheduledRequest& s = step.scheduled[b];
+    RequestState& st = state_of(s.req_id);
+    MC_ASSERT(st.scheduled_step == step.index); // new or cached in this very step
+    const std::int32_t c = st.num_computed;
     ctx.num_computed.push_back(c);
-    next_computed_[s.req_id] =
-        c + (s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens);
+    ctx.state.push_back(&st);
+    ctx.truth.push_back(&ledger.row_truth(step.index, b)); // the ledger has begun this step
+    st.next_computed = c + (s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens);
   }
+  last_batch_ = ctx.state;
   if (layout_.config.mode == model::CacheMode::all)
     execute_all(ctx);
   else if (options_.flavour == model::RunnerFlavour::v1)
@@ -35,15 +44,16 @@ StepRecord OracleRunner::execute(const model::Step& step, const Ledger& ledger) 
 bool OracleRunner::forward(StepCtx& ctx, const std::vector<std::int32_t>& state_idx,
                            const std::vector<std::int32_t>& num_accepted) {
   std::vector<ForwardRow> rows;
+  rows.reserve(ctx.step.scheduled.size());
   for (std::size_t b = 0; b < ctx.step.scheduled.size(); ++b)
     rows.push_back({.scheduled = &ctx.step.scheduled[b],
                     .num_computed = ctx.num_computed[b],
                     .num_accepted = num_accepted[b],
                     .state_idx = state_idx[b],
-                    .row = &rows_.at(ctx.step.scheduled[b].req_id)});
+                    .row = &ctx.state[b]->row,
+                    .truth = ctx.truth[b]});
   const ForwardContext fctx{.layout = &layout_,
                             .arenas = &launch_case_.arenas,
-                            .ledger = &ctx.ledger,
                             .step = ctx.step.index,
                             .log = &ctx.rec.access,
                             .bytes_checked = &ctx.rec.bytes_checked};
@@ -56,32 +66,34 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
   StepRequestIds ids{.finished = step.finished_req_ids, .preempted = step.preempted_req_ids};
   for (const model::CachedRequestData& c : step.cached_requests)
     if (c.resumed && !options_.mutations.skip_cleanup_of_resumed) ids.resumed.push_back(c.req_id);
+  // The a of finished and preempted requests went with their records (update_rows).
   std::unordered_set<std::string> dropped(ids.finished.begin(), ids.finished.end());
   dropped.insert(ids.preempted.begin(), ids.preempted.end());
   dropped.insert(ids.resumed.begin(), ids.resumed.end());
-  for (const std::string& id : dropped)
-    num_accepted_.erase(id);
-  std::unordered_set<std::string> resumed_now;
-  for (const model::CachedRequestData& c : step.cached_requests)
-    if (c.resumed) resumed_now.insert(c.req_id);
+  for (const std::string& id : ids.resumed)
+    state_of(id).has_accepted = false;
   std::vector<BatchRequest> batch;
+  batch.reserve(step.scheduled.size());
+  ctx.seed_note.reserve(step.scheduled.size());
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
-    const auto a = num_accepted_.find(s.req_id);
+    const RequestState& st = *ctx.state[b];
     batch.push_back({.req_id = s.req_id,
                      .num_computed_tokens = ctx.num_computed[b],
                      .num_scheduled_tokens = s.num_scheduled_tokens,
-                     .num_accepted_tokens = a == num_accepted_.end() ? 1 : a->second});
-    const bool kept = mamba_state_idx_.contains(s.req_id) && !dropped.contains(s.req_id);
-    ctx.seed_note.push_back({.origin = !kept ? SeedNote::Origin::derived
-                                       : resumed_now.contains(s.req_id)
-                                           ? SeedNote::Origin::survived_resume
-                                           : SeedNote::Origin::kept,
+                     .num_accepted_tokens = st.has_accepted ? st.num_accepted : 1});
+    const bool kept = mamba_state_idx_.contains(s.req_id) &&
+                      (dropped.empty() || !dropped.contains(s.req_id));
+    ctx.seed_note.push_back({.origin = !kept        ? SeedNote::Origin::derived
+                                       : st.resumed ? SeedNote::Origin::survived_resume
+                                                    : SeedNote::Origin::kept,
                              .divisor = layout_.config.mamba_block_size});
   }
   const std::int32_t B = layout_.config.mamba_block_size;
   const std::int32_t nsb = layout_.config.num_spec_blocks;
   PreprocessPlan plan = preprocess_mamba(ids, batch, B, nsb, mamba_state_idx_);
+  for (std::size_t b = 0; b < batch.size(); ++b) // what mamba_state_idx_ now holds for the row
+    ctx.state[b]->state_idx = plan.state_idx[b];
   if (!check_copy_sources(ctx, plan.src_col, plan.state_idx, plan.token_bias, ctx.seed_note))
     return;
   const auto n = static_cast<std::int32_t>(batch.size());
@@ -102,8 +114,11 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
     if (!launch(ctx, kind, n, std::move(arrays))) return;
   }
   if (!forward(ctx, plan.state_idx, plan.num_accepted)) return;
-  for (const model::ScheduledRequest& s : step.scheduled)
-    num_accepted_[s.req_id] = s.num_accepted_tokens;
+  for (std::int32_t b = 0; b < n; ++b) {
+    ctx.state[static_cast<std::size_t>(b)]->num_accepted =
+        step.scheduled[static_cast<std::size_t>(b)].num_accepted_tokens;
+    ctx.state[static_cast<std::size_t>(b)]->has_accepted = true;
+  }
   if (layout_.config.num_spec_tokens == 0 || n == 0) return;
   model::RequestArrays post{.state_idx = plan.state_idx, .num_computed = ctx.num_computed};
   for (const model::ScheduledRequest& s : step.scheduled) {
@@ -115,7 +130,7 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
   if (!launch(ctx, model::LaunchKind::postprocess, n, std::move(post))) return;
   const model::RequestArrays& out = ctx.rec.launches.back().requests;
   for (std::int32_t b = 0; b < n; ++b)
-    num_accepted_[step.scheduled[static_cast<std::size_t>(b)].req_id] =
+    ctx.state[static_cast<std::size_t>(b)]->num_accepted =
         out.num_accepted_out[static_cast<std::size_t>(b)];
 }
 
@@ -135,31 +150,49 @@ void OracleRunner::execute_all(StepCtx& ctx) {
                     .state_idx = idx.last_computed[b],
                     .last_scheduled_col = idx.last_scheduled[b],
                     .first_scheduled_col = idx.first_scheduled[b],
-                    .row = &rows_.at(step.scheduled[b].req_id)});
+                    .row = &ctx.state[b]->row,
+                    .truth = ctx.truth[b]});
   const ForwardContext fctx{.layout = &layout_,
                             .arenas = &launch_case_.arenas,
-                            .ledger = &ctx.ledger,
                             .step = step.index,
                             .log = &ctx.rec.access,
                             .bytes_checked = &ctx.rec.bytes_checked};
   ctx.rec.finding = run_forward(fctx, rows);
 }
 
-std::optional<ReadPoint> OracleRunner::read_point(const std::string& req_id) const {
-  const auto c = next_computed_.find(req_id);
-  if (c == next_computed_.end()) return std::nullopt;
+OracleRunner::NextRead OracleRunner::next_read(std::size_t batch_row) const {
+  MC_ASSERT(batch_row < last_batch_.size());
+  const RequestState& st = *last_batch_[batch_row];
   if (layout_.config.mode == model::CacheMode::all) {
     const auto col =
-        static_cast<std::int32_t>(model::cdiv(c->second, layout_.config.mamba_block_size)) - 1;
+        static_cast<std::int32_t>(model::cdiv(st.next_computed, layout_.config.mamba_block_size)) -
+        1;
+    return {ReadPoint{.state_idx = std::max(col, 0), .num_accepted = 1}, &st.row};
+  }
+  if (options_.flavour == model::RunnerFlavour::v2) {
+    const Slot& s = slots_[static_cast<std::size_t>(st.slot)];
+    return {ReadPoint{.state_idx = s.state_idx, .num_accepted = s.num_accepted}, &st.row};
+  }
+  return {ReadPoint{.state_idx = st.state_idx,
+                    .num_accepted = st.has_accepted ? st.num_accepted : 1},
+          &st.row};
+}
+
+std::optional<ReadPoint> OracleRunner::read_point(const std::string& req_id) const {
+  const auto it = requests_.find(req_id);
+  if (it == requests_.end() || it->second.scheduled_step != step_index_) return std::nullopt;
+  const std::int32_t next_computed = it->second.next_computed;
+  if (layout_.config.mode == model::CacheMode::all) {
+    const auto col =
+        static_cast<std::int32_t>(model::cdiv(next_computed, layout_.config.mamba_block_size)) - 1;
     return ReadPoint{.state_idx = std::max(col, 0), .num_accepted = 1};
   }
   if (options_.flavour == model::RunnerFlavour::v2) {
     const Slot& s = slots_[static_cast<std::size_t>(slot_of_.at(req_id))];
     return ReadPoint{.state_idx = s.state_idx, .num_accepted = s.num_accepted};
   }
-  const auto a = num_accepted_.find(req_id);
   return ReadPoint{.state_idx = mamba_state_idx_.at(req_id),
-                   .num_accepted = a == num_accepted_.end() ? 1 : a->second};
+                   .num_accepted = it->second.has_accepted ? it->second.num_accepted : 1};
 }
 
 } // namespace mc::oracle::engine

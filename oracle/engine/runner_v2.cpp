@@ -82,6 +82,7 @@ void OracleRunner::execute_v2(StepCtx& ctx) {
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
     const std::int32_t slot = slot_of_.at(s.req_id);
+    ctx.state[b]->slot = slot;
     idx_mapping.push_back(slot);
     query_start_loc.push_back(query_start_loc.back() + s.num_scheduled_tokens);
     Slot& st = slots_[static_cast<std::size_t>(slot)];
@@ -124,7 +125,7 @@ void OracleRunner::execute_v2(StepCtx& ctx) {
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     Slot& st = slots_[static_cast<std::size_t>(idx_mapping[b])];
     st.num_accepted = step.scheduled[b].num_accepted_tokens;
-    st.num_computed = next_computed_.at(step.scheduled[b].req_id);
+    st.num_computed = ctx.state[b]->next_computed;
   }
   if (layout_.config.num_spec_tokens == 0) return;
   model::RequestArrays post = slot_arrays();

@@ -74,6 +74,7 @@ model::ScheduledRequest Scheduler::make_scheduled(const SchedRequest& r, std::in
                                                   std::int32_t num_draft) {
   const std::vector<std::int32_t>& truth = r.spec.tokens;
   const auto c = static_cast<std::size_t>(r.num_computed);
+  scheduled_.push_back(static_cast<std::size_t>(&r - requests_.data()));
   model::ScheduledRequest s{
       .req_id = r.spec.req_id, .num_scheduled_tokens = num_new, .num_draft_tokens = num_draft};
   s.token_ids.assign(truth.begin() + static_cast<std::ptrdiff_t>(c),
@@ -102,6 +103,7 @@ model::Step Scheduler::schedule() {
   reset_requested_ = false;
   if (reset && !running_.empty()) force_preempt_all(step);
   std::int32_t budget = options_.token_budget;
+  scheduled_.clear();
   schedule_running(step, budget);
   schedule_waiting(step, budget);
   const bool work_left = !running_.empty() || !waiting_.empty();

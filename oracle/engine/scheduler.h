@@ -93,6 +93,7 @@ private:
   std::deque<std::size_t> waiting_;
   std::vector<std::size_t> running_;
   std::vector<model::RequestId> finished_pending_;
+  std::vector<std::size_t> scheduled_; // the last schedule()'s batch rows, as request indices
   std::int64_t step_ = 0;
   std::int64_t num_finished_ = 0;
   std::int32_t idle_steps_ = 0;

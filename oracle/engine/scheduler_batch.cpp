@@ -102,8 +102,11 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
 
 void Scheduler::update(const model::Step& step) {
   MC_ASSERT(step.index == step_ - 1);
-  for (const model::ScheduledRequest& s : step.scheduled) {
-    SchedRequest& r = requests_[index_.at(s.req_id)];
+  for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
+    const model::ScheduledRequest& s = step.scheduled[b];
+    // The row schedule() made, unless a test edited the step (then by id).
+    const bool same_row = b < scheduled_.size() && requests_[scheduled_[b]].spec.req_id == s.req_id;
+    SchedRequest& r = requests_[same_row ? scheduled_[b] : index_.at(s.req_id)];
     if (r.status != RequestStatus::running) continue; // preempted later in the same step
     const std::int32_t committed =
         s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens;

@@ -12,10 +12,23 @@
 namespace mc::oracle::engine {
 namespace {
 
-// Element (row r, channel ch) of a conv block, whatever the orientation.
-template <typename Elem>
-Elem& conv_elem(ConvBlock<Elem>& block, model::ConvLayout layout, std::int64_t r, std::int64_t ch) {
-  return layout == model::ConvLayout::SD ? block(r, ch) : block(ch, r);
+// Where element (row r, channel ch) of a conv block sits, whatever the orientation: the block's
+// first element and the element strides of a row step and of a channel step.
+template <typename Elem> struct ConvCursor {
+  Elem* data = nullptr;
+  std::int64_t row_stride = 0;
+  std::int64_t channel_stride = 0;
+  Elem& at(std::int64_t r, std::int64_t ch) const { return data[r * row_stride + ch * channel_stride]; }
+};
+
+template <typename Elem> ConvCursor<Elem> conv_cursor(const BlockRef& ref) {
+  const model::StateTensor& t = *ref.tensor;
+  StateTensorView<Elem> view(*ref.arena, t, ref.num_blocks);
+  ConvBlock<Elem> block = view.conv(ref.block_id); // SD [L x dim] or DS [dim x L], row-major
+  const bool sd = t.conv_layout == model::ConvLayout::SD;
+  return {.data = block.data(),
+          .row_stride = sd ? t.shape.conv_dim : 1,
+          .channel_stride = sd ? 1 : t.shape.conv_state_len};
 }
 
 template <typename Elem>
@@ -23,16 +36,24 @@ std::optional<std::string> check_conv_typed(const BlockRef& ref, std::int64_t hi
                                             std::int64_t num_tokens, std::int64_t offset,
                                             const TokenAt& token_at) {
   const model::StateTensor& t = *ref.tensor;
-  StateTensorView<Elem> view(*ref.arena, t, ref.num_blocks);
-  ConvBlock<Elem> block = view.conv(ref.block_id);
+  const ConvCursor<Elem> block = conv_cursor<Elem>(ref);
   const std::int64_t L = t.shape.conv_state_len;
   for (std::int64_t r = offset; r < std::min(offset + history, L); ++r) {
     const std::int64_t pos = num_tokens - history - offset + r;
     const std::optional<std::int32_t> token = pos >= 0 ? token_at(pos) : std::nullopt;
-    for (std::int64_t ch = 0; ch < t.shape.conv_dim; ++ch) {
-      const auto want = static_cast<Elem>(
+    const auto want_at = [&](std::int64_t ch) {
+      return static_cast<Elem>(
           token ? model::conv_stamp(*token, pos, ref.tensor_index, ch, t.elem_size) : 0);
-      const Elem got = conv_elem(block, t.conv_layout, r, ch);
+    };
+    // The whole row first, without an exit per element (the stamps pipeline), then, only for a
+    // row that differs, the first wrong channel.
+    Elem diff = 0;
+    for (std::int64_t ch = 0; ch < t.shape.conv_dim; ++ch)
+      diff |= static_cast<Elem>(block.at(r, ch) ^ want_at(ch));
+    if (diff == 0) continue;
+    for (std::int64_t ch = 0; ch < t.shape.conv_dim; ++ch) {
+      const Elem want = want_at(ch);
+      const Elem got = block.at(r, ch);
       if (got != want)
         return fmt::format("conv row {} channel {} holds {:#x}, not the stamp {:#x} of position "
                            "{} (state after {} tokens at offset {})",
@@ -46,13 +67,12 @@ template <typename Elem>
 void write_conv_typed(const BlockRef& ref, std::int64_t history, std::int64_t running,
                       const TokenAt& token_at) {
   const model::StateTensor& t = *ref.tensor;
-  StateTensorView<Elem> view(*ref.arena, t, ref.num_blocks);
-  ConvBlock<Elem> block = view.conv(ref.block_id);
+  const ConvCursor<Elem> block = conv_cursor<Elem>(ref);
   for (std::int64_t r = 0; r < t.shape.conv_state_len; ++r) {
     const std::int64_t pos = running - history + r;
     const std::optional<std::int32_t> token = pos >= 0 ? token_at(pos) : std::nullopt;
     for (std::int64_t ch = 0; ch < t.shape.conv_dim; ++ch)
-      conv_elem(block, t.conv_layout, r, ch) = static_cast<Elem>(
+      block.at(r, ch) = static_cast<Elem>(
           token ? model::conv_stamp(*token, pos, ref.tensor_index, ch, t.elem_size) : 0);
   }
 }

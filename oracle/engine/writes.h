@@ -4,14 +4,13 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <string_view>
 #include <vector>
 
 namespace mc::oracle::engine {
 
 struct BlockAccess {
-  std::string req_id;
+  std::int32_t batch_row = 0; // the request: the step's scheduled[batch_row]
   std::int32_t tensor = 0;
   std::int32_t group = 0;
   std::int32_t col = 0;
