@@ -94,10 +94,10 @@ std::vector<model::CopyDecision> plan_copies(const model::LaunchCase& launch_cas
   };
   // Row copies come in batch order from every kind, so this is usually already strictly
   // ordered and the sort would change nothing (checked, not assumed).
-  const bool strictly_ordered =
-      std::adjacent_find(decisions.begin(), decisions.end(),
-                         [&before](const auto& x, const auto& y) { return !before(x, y); }) ==
-      decisions.end();
+  const bool strictly_ordered = std::adjacent_find(decisions.begin(), decisions.end(),
+                                                   [&before](const auto& x, const auto& y) {
+                                                     return !before(x, y);
+                                                   }) == decisions.end();
   if (!strictly_ordered) std::sort(decisions.begin(), decisions.end(), before);
   return decisions;
 }

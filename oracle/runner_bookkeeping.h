@@ -12,9 +12,9 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace mc::oracle {

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-
 namespace mc::oracle::engine {
 namespace {
 

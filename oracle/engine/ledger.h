@@ -44,8 +44,8 @@ public:
 private:
   void append(RequestTruth& t, std::int32_t token);
   std::unordered_map<std::string, RequestTruth> requests_; // nodes: stable addresses
-  std::int64_t rows_step_ = -1;           // the step begun last
-  std::vector<RequestTruth*> rows_;       // its batch rows' truths (all of them once it held)
+  std::int64_t rows_step_ = -1;                            // the step begun last
+  std::vector<RequestTruth*> rows_; // its batch rows' truths (all of them once it held)
 };
 
 } // namespace mc::oracle::engine

@@ -83,15 +83,15 @@ private:
   // step and (V1) the a of its last step. One record per request, so that a batch row looks
   // its request up once per step (StepCtx::state) instead of once per dict.
   struct RequestState {
-    model::GroupBlockIds row;          // per group; the record lives while the row does
-    std::int64_t scheduled_step = -1;  // the counts below belong to this step
-    std::int32_t num_computed = 0;     // before that step
-    std::int32_t next_computed = 0;    // after it
-    std::int32_t num_accepted = 1;     // V1: a of its last step, when has_accepted
+    model::GroupBlockIds row;         // per group; the record lives while the row does
+    std::int64_t scheduled_step = -1; // the counts below belong to this step
+    std::int32_t num_computed = 0;    // before that step
+    std::int32_t next_computed = 0;   // after it
+    std::int32_t num_accepted = 1;    // V1: a of its last step, when has_accepted
     bool has_accepted = false;
-    bool resumed = false;              // in that step (its row was replaced)
-    std::int32_t state_idx = 0;        // V1: its mamba_state_idx entry after that step
-    std::int32_t slot = -1;            // V2: its slot in that step
+    bool resumed = false;       // in that step (its row was replaced)
+    std::int32_t state_idx = 0; // V1: its mamba_state_idx entry after that step
+    std::int32_t slot = -1;     // V2: its slot in that step
   };
   RequestState& state_of(const std::string& req_id);
   struct Slot { // V2 per-request state, by slot
@@ -121,7 +121,6 @@ private:
                           const std::vector<SeedNote>& seed_note);
   bool forward(StepCtx& ctx, const std::vector<std::int32_t>& state_idx,
                const std::vector<std::int32_t>& num_accepted);
-
 
   model::Layout layout_;
   RunnerOptions options_;

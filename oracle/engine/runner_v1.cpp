@@ -29,7 +29,8 @@ StepRecord OracleRunner::execute(const model::Step& step, const Ledger& ledger) 
     ctx.num_computed.push_back(c);
     ctx.state.push_back(&st);
     ctx.truth.push_back(&ledger.row_truth(step.index, b)); // the ledger has begun this step
-    st.next_computed = c + (s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens);
+    st.next_computed =
+        c + (s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens);
   }
   last_batch_ = ctx.state;
   if (layout_.config.mode == model::CacheMode::all)
@@ -82,8 +83,8 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
                      .num_computed_tokens = ctx.num_computed[b],
                      .num_scheduled_tokens = s.num_scheduled_tokens,
                      .num_accepted_tokens = st.has_accepted ? st.num_accepted : 1});
-    const bool kept = mamba_state_idx_.contains(s.req_id) &&
-                      (dropped.empty() || !dropped.contains(s.req_id));
+    const bool kept =
+        mamba_state_idx_.contains(s.req_id) && (dropped.empty() || !dropped.contains(s.req_id));
     ctx.seed_note.push_back({.origin = !kept        ? SeedNote::Origin::derived
                                        : st.resumed ? SeedNote::Origin::survived_resume
                                                     : SeedNote::Origin::kept,
@@ -173,9 +174,9 @@ OracleRunner::NextRead OracleRunner::next_read(std::size_t batch_row) const {
     const Slot& s = slots_[static_cast<std::size_t>(st.slot)];
     return {ReadPoint{.state_idx = s.state_idx, .num_accepted = s.num_accepted}, &st.row};
   }
-  return {ReadPoint{.state_idx = st.state_idx,
-                    .num_accepted = st.has_accepted ? st.num_accepted : 1},
-          &st.row};
+  return {
+      ReadPoint{.state_idx = st.state_idx, .num_accepted = st.has_accepted ? st.num_accepted : 1},
+      &st.row};
 }
 
 std::optional<ReadPoint> OracleRunner::read_point(const std::string& req_id) const {

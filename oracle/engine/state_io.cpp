@@ -18,7 +18,9 @@ template <typename Elem> struct ConvCursor {
   Elem* data = nullptr;
   std::int64_t row_stride = 0;
   std::int64_t channel_stride = 0;
-  Elem& at(std::int64_t r, std::int64_t ch) const { return data[r * row_stride + ch * channel_stride]; }
+  Elem& at(std::int64_t r, std::int64_t ch) const {
+    return data[r * row_stride + ch * channel_stride];
+  }
 };
 
 template <typename Elem> ConvCursor<Elem> conv_cursor(const BlockRef& ref) {
