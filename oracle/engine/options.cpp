@@ -20,6 +20,11 @@ void validate_geometry(const EngineOptions& o, const model::Layout& layout) {
   if (c.mode == model::CacheMode::all && c.num_spec_tokens > 0)
     model::fail_input("engine: all mode runs without drafts (num_spec_tokens 0); its per-token "
                       "write targets with drafts are not specified (model/FORWARD.md)");
+  if (c.mode == model::CacheMode::align && c.num_spec_tokens >= c.mamba_block_size)
+    model::fail_input("engine: num_spec_tokens {} must be below the mamba block size {}: a "
+                      "decode of 1 + num_spec tokens could then cross two block boundaries in "
+                      "one step, and align mode saves at most one block a step",
+                      c.num_spec_tokens, c.mamba_block_size);
   for (std::size_t t = 0; t < layout.tensors.size(); ++t)
     if (c.num_spec_tokens > 0 && layout.tensors[t].kind() == model::StateKind::conv &&
         !model::conv_window_holds_drafts(layout, static_cast<std::int32_t>(t)))
