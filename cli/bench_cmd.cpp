@@ -34,6 +34,8 @@ int run_bench_command(const gpu::BenchOptions& options) {
       model::fail_input("bench: --requests must be in 1..{}, got {}", kRequestsMax, n);
   if (options.iters <= 0 || options.iters > kItersMax)
     model::fail_input("bench: --iters must be in 1..{}, got {}", kItersMax, options.iters);
+  if (options.sets < 1 || options.sets > gpu::kBenchSetsMax)
+    model::fail_input("bench: --sets must be in 1..{}, got {}", gpu::kBenchSetsMax, options.sets);
   return gpu::run_bench(options, std::cout);
 }
 
@@ -134,12 +136,21 @@ void add_bench_command(CLI::App& app, Action& action) {
                   "Batch sizes (default: 64 256); --engine: requests in the workload");
   CLI::Option* iters =
       cmd->add_option("--iters", options->iters, "Timed runs per measurement (median reported)");
+  CLI::Option* sets = cmd->add_option(
+      "--sets", options->sets,
+      "Input sets (disjoint blocks) rotated between timed runs at most, 1..3 (default 3; fewer "
+      "where one launch alone touches 4x the L2)");
+  CLI::Option* ticket = cmd->add_flag(
+      "--ticket-start", options->ticket_start,
+      "Start the fused kernel's CTAs by atomic tickets instead of a cooperative launch");
   cmd->add_option("--json", options->json_path, "Write the results as JSON to FILE");
   CLI::Option* flag = cmd->add_flag("--engine", *engine_mode,
                                     "Time the oracle engine alone (scheduler, runner, synthetic "
                                     "forward, every invariant after every step) on one core; "
                                     "needs no GPU");
   iters->excludes(flag);
+  sets->excludes(flag);
+  ticket->excludes(flag);
   // The engine bench's own options (not given: the preset's default); each needs --engine.
   engine->cmd = cmd;
   cmd->add_option("--steps", engine->steps, "--engine: steps at most")->needs(flag);

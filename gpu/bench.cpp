@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <fstream>
+#include <functional>
 #include <ostream>
 
 namespace mc::gpu {
@@ -23,15 +25,24 @@ double gbps(std::int64_t bytes, double us) {
   return us > 0 ? static_cast<double>(bytes) / us / 1e3 : 0;
 }
 
-// cudaMemcpyAsync D2D of `bytes` (timed on at most 1 GiB, scaled to `bytes`).
-double memcpy_us(cudaStream_t stream, std::int64_t bytes, int iters) {
+// cudaMemcpyAsync D2D of `bytes` (timed on at most 1 GiB, scaled to `bytes`), between two
+// halves of the case's largest arena when it holds both: the same memory as the kernels use,
+// so where the allocator placed it (on an H100 the same copy differed by up to 17% between
+// allocations) weighs on both sides of the ratio alike. Else between two fresh buffers.
+double memcpy_us(const BenchDevice& dev, std::int64_t bytes, int iters) {
+  constexpr std::int64_t kAlign = std::int64_t{2} << 20;
   const std::int64_t n = std::min(bytes, kMemcpyScratchMax);
   if (n <= 0) return 0;
-  const DeviceBuffer a(n);
-  const DeviceBuffer b(n);
-  const double us = median_us(stream, iters, [&](int) {
-    MC_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), static_cast<std::size_t>(n),
-                                  cudaMemcpyDeviceToDevice, stream));
+  const DeviceBuffer& arena = dev.largest_arena();
+  const std::int64_t half = (n + kAlign - 1) / kAlign * kAlign;
+  const bool in_arena = arena.size_bytes() >= half + n;
+  const DeviceBuffer a(in_arena ? 0 : n);
+  const DeviceBuffer b(in_arena ? 0 : n);
+  const auto* src = static_cast<const std::byte*>(in_arena ? arena.data() : a.data());
+  auto* dst = static_cast<std::byte*>(in_arena ? arena.data() : b.data()) + (in_arena ? half : 0);
+  const double us = median_us(dev.stream(), iters, 1, Timing::queued, [&](int) {
+    MC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice,
+                                  dev.stream()));
   });
   return us * static_cast<double>(bytes) / static_cast<double>(n);
 }
@@ -52,7 +63,9 @@ double batch_memcpy_us(BenchDevice& dev, std::size_t sets, int iters) {
   cudaMemcpyAttributes attrs{};
   attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
   std::size_t attr_index = 0;
-  return median_us(dev.stream(), iters, [&](int i) {
+  // Timed alone: cudaMemcpyBatchAsync waits on the host while its stream is busy, so it
+  // cannot be queued behind the latch (and its host work is part of its cost).
+  return median_us(dev.stream(), iters, 1, Timing::alone, [&](int i) {
     const std::size_t s = static_cast<std::size_t>(i) % sets;
 #if CUDART_VERSION >= 13000
     MC_CUDA_CHECK(cudaMemcpyBatchAsync(dsts[s].data(), srcs[s].data(), sizes[s].data(),
@@ -72,15 +85,21 @@ double batch_memcpy_us(BenchDevice& dev, std::size_t sets, int iters) {
 #endif
 }
 
-nlohmann::json measure(const BenchCase& bench, int iters, std::ostream& out) {
-  BenchDevice dev(bench);
+FusedStart fused_start(const BenchOptions& options) {
+  return options.ticket_start ? FusedStart::ticket : FusedStart::cooperative;
+}
+
+nlohmann::json measure(const BenchCase& bench, const BenchOptions& options, std::ostream& out) {
+  const int iters = options.iters;
+  BenchDevice dev(bench, fused_start(options));
   const std::size_t sets = bench.sets.size();
-  const double fused = median_us(
-      dev.stream(), iters, [&](int i) { dev.launch_fused(static_cast<std::size_t>(i) % sets); });
+  const double fused = median_us(dev.stream(), iters, 1, Timing::queued, [&](int i) {
+    dev.launch_fused(static_cast<std::size_t>(i) % sets);
+  });
   const std::int64_t bytes = dev.bytes_per_launch();
-  const double memcpy = memcpy_us(dev.stream(), bytes, iters);
+  const double memcpy = memcpy_us(dev, bytes, iters);
   const double batch = batch_memcpy_us(dev, sets, iters);
-  const double kernel = median_us(dev.stream(), iters, [&](int i) {
+  const double kernel = median_us(dev.stream(), iters, 1, Timing::queued, [&](int i) {
     dev.launch_batch_kernel(static_cast<std::size_t>(i) % sets);
   });
   out << fmt::format(
@@ -105,10 +124,13 @@ nlohmann::json measure(const BenchCase& bench, int iters, std::ostream& out) {
           {"memcpy_over_fused", fused > 0 ? memcpy / fused : 0}};
 }
 
-// The decision-only launch in detail: alone and back to back, against the floor of an empty
-// kernel of the same grid and of the deciders alone.
-nlohmann::json measure_decision_only(const BenchCase& bench, int iters, std::ostream& out) {
-  BenchDevice dev(bench);
+// The decision-only launch in detail: GPU time (queued behind a latch) one launch at a time
+// and back to back, the time seen by a caller that launches it alone on an idle stream, and
+// the floors: the deciders alone and an empty kernel of the same grid.
+nlohmann::json measure_decision_only(const BenchCase& bench, const BenchOptions& options,
+                                     std::ostream& out) {
+  const int iters = options.iters;
+  BenchDevice dev(bench, fused_start(options));
   const std::size_t sets = bench.sets.size();
   constexpr int kBatch = 20;
   const auto fused = [&](int i) { dev.launch_fused(static_cast<std::size_t>(i) % sets); };
@@ -116,22 +138,25 @@ nlohmann::json measure_decision_only(const BenchCase& bench, int iters, std::ost
     dev.launch_fused_deciders_only(static_cast<std::size_t>(i) % sets);
   };
   const auto empty = [&](int) { dev.launch_empty_grid(); };
-  const nlohmann::json r = {
-      {"grid", dev.programs()},
-      {"fused_us", median_us(dev.stream(), iters, fused)},
-      {"fused_back_to_back_us", median_us_back_to_back(dev.stream(), iters, kBatch, fused)},
-      {"deciders_only_us", median_us(dev.stream(), iters, deciders)},
-      {"deciders_only_back_to_back_us",
-       median_us_back_to_back(dev.stream(), iters, kBatch, deciders)},
-      {"empty_grid_us", median_us(dev.stream(), iters, empty)},
-      {"empty_grid_back_to_back_us", median_us_back_to_back(dev.stream(), iters, kBatch, empty)}};
-  out << fmt::format("decision-only detail: grid {} CTAs | fused {:.1f} us alone, {:.1f} us back "
-                     "to back | deciders-only grid {:.1f} / {:.1f} us | empty kernel of the "
-                     "grid {:.1f} / {:.1f} us\n",
-                     r["grid"].get<int>(), r["fused_us"].get<double>(),
-                     r["fused_back_to_back_us"].get<double>(), r["deciders_only_us"].get<double>(),
-                     r["deciders_only_back_to_back_us"].get<double>(),
-                     r["empty_grid_us"].get<double>(), r["empty_grid_back_to_back_us"].get<double>());
+  const auto time = [&](int batch, Timing timing, const std::function<void(int)>& run) {
+    return median_us(dev.stream(), iters, batch, timing, run);
+  };
+  const nlohmann::json r = {{"grid", dev.programs()},
+                            {"fused_us", time(1, Timing::queued, fused)},
+                            {"fused_back_to_back_us", time(kBatch, Timing::queued, fused)},
+                            {"fused_alone_us", time(1, Timing::alone, fused)},
+                            {"deciders_only_us", time(1, Timing::queued, deciders)},
+                            {"empty_grid_us", time(1, Timing::queued, empty)},
+                            {"empty_grid_back_to_back_us", time(kBatch, Timing::queued, empty)},
+                            {"empty_grid_alone_us", time(1, Timing::alone, empty)}};
+  const auto us = [&](const char* key) { return r[key].get<double>(); };
+  out << fmt::format("decision-only detail (GPU time, queued): fused {:.2f} us, {:.2f} us back to "
+                     "back, {} CTAs | deciders-only grid {:.2f} us | empty kernel of the grid "
+                     "{:.2f} us, {:.2f} us back to back | launched alone on an idle stream "
+                     "(host submission included): fused {:.2f} us, empty {:.2f} us\n",
+                     us("fused_us"), us("fused_back_to_back_us"), r["grid"].get<int>(),
+                     us("deciders_only_us"), us("empty_grid_us"), us("empty_grid_back_to_back_us"),
+                     us("fused_alone_us"), us("empty_grid_alone_us"));
   return r;
 }
 
@@ -143,7 +168,7 @@ std::int64_t memory_budget() {
 }
 
 // 64 layers x 2 states (conv, temporal) = 128 states; 256 requests, none crossing.
-BenchCase decision_only_case(std::int64_t budget) {
+BenchCase decision_only_case(std::int64_t budget, std::int32_t sets, std::int64_t cache_bytes) {
   model::GroupSpec g{.name = "mamba",
                      .family = model::Family::mamba2,
                      .params = {.intermediate_size = 256,
@@ -154,11 +179,13 @@ BenchCase decision_only_case(std::int64_t budget) {
                                 .conv_kernel = 4},
                      .num_layers = 64};
   const model::Preset& p = model::find_preset("mamba2-2.7b");
-  return make_bench_case("decision-only 256x128", p.config, {.groups = {g}}, 256, 0, budget);
+  return make_bench_case("decision-only 256x128", p.config, {.groups = {g}}, 256, 0, budget, sets,
+                         cache_bytes);
 }
 
 // linear_attention 1 head of 128 x 128 fp32 = 64 KiB per block per state, 64 layers.
-BenchCase block64k_case(std::int32_t reqs, std::int64_t budget) {
+BenchCase block64k_case(std::int32_t reqs, std::int64_t budget, std::int32_t sets,
+                        std::int64_t cache_bytes) {
   model::GroupSpec g{.name = "linear",
                      .family = model::Family::linear_attention,
                      .params = {.num_heads = 1, .head_dim = 128},
@@ -166,7 +193,7 @@ BenchCase block64k_case(std::int32_t reqs, std::int64_t budget) {
                      .temporal_elem_size = 4};
   const model::Preset& p = model::find_preset("mamba2-2.7b");
   return make_bench_case(fmt::format("64KiB-per-block"), p.config, {.groups = {g}}, reqs, reqs,
-                         budget);
+                         budget, sets, cache_bytes);
 }
 
 } // namespace
@@ -177,27 +204,45 @@ int run_bench(const BenchOptions& options, std::ostream& out) {
     throw model::EnvironmentError("no CUDA device is visible");
   cudaDeviceProp prop{};
   MC_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  out << fmt::format("GPU: {} ({} SMs, {:.1f} GiB, L2 {} MiB); CUDA runtime {}; iters {}\n",
+  out << fmt::format("GPU: {} ({} SMs, {:.1f} GiB, L2 {} MiB); CUDA runtime {}; iters {}; input "
+                     "sets at most {}; times are GPU time, launches queued behind a latch\n",
                      prop.name, prop.multiProcessorCount,
                      static_cast<double>(prop.totalGlobalMem) / (1 << 30), prop.l2CacheSize >> 20,
-                     CUDART_VERSION, options.iters);
+                     CUDART_VERSION, options.iters, options.sets);
+  // Input sets are rotated so that L2 cannot hold a launch's data from one timed run to the
+  // next: enough of them to touch 4x the L2 (a launch of 1 GiB needs one).
+  const std::int64_t cache_bytes = std::int64_t{4} * prop.l2CacheSize;
   const std::vector<std::string>& presets =
       options.presets.empty() ? kDefaultPresets : options.presets;
   const std::vector<std::int32_t> requests =
       options.requests.empty() ? std::vector<std::int32_t>{64, 256} : options.requests;
   nlohmann::json report{
-      {"gpu", prop.name}, {"iters", options.iters}, {"cases", nlohmann::json::array()}};
-  const BenchCase decide = decision_only_case(memory_budget());
-  report["cases"].push_back(measure(decide, options.iters, out));
-  report["decision_only"] = measure_decision_only(decide, options.iters, out);
+      {"gpu", prop.name},
+      {"iters", options.iters},
+      {"sets", options.sets},
+      {"timing", "queued"},
+      {"fused_start", options.ticket_start ? "ticket" : "cooperative where supported"},
+      {"cases", nlohmann::json::array()}};
+  const BenchCase decide = decision_only_case(memory_budget(), options.sets, cache_bytes);
+  report["cases"].push_back(measure(decide, options, out));
+  report["decision_only"] = measure_decision_only(decide, options, out);
+  std::vector<std::function<BenchCase()>> cases;
   for (const std::string& name : presets)
-    for (const std::int32_t reqs : requests) {
-      const model::Preset& p = model::find_preset(name);
-      report["cases"].push_back(
-          measure(make_bench_case(name, p.config, p.spec, reqs, reqs, memory_budget()),
-                  options.iters, out));
-    }
-  report["cases"].push_back(measure(block64k_case(256, memory_budget()), options.iters, out));
+    for (const std::int32_t reqs : requests)
+      cases.emplace_back([&, name, reqs] {
+        const model::Preset& p = model::find_preset(name);
+        return make_bench_case(name, p.config, p.spec, reqs, reqs, memory_budget(), options.sets,
+                               cache_bytes);
+      });
+  cases.emplace_back(
+      [&] { return block64k_case(256, memory_budget(), options.sets, cache_bytes); });
+  for (const std::function<BenchCase()>& make : cases) {
+    // Each case on a fresh context, as an engine allocates its cache at start-up: the arenas
+    // of the case before leave the allocator's mappings fragmented, and on an H100 that cost
+    // the 64 KiB-per-block copies 17% (memcpy in the same arena unchanged).
+    MC_CUDA_CHECK(cudaDeviceReset());
+    report["cases"].push_back(measure(make(), options, out));
+  }
   if (!options.json_path.empty()) {
     std::ofstream file(options.json_path);
     if (!file) throw model::InputError("bench: cannot write --json " + options.json_path);

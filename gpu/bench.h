@@ -11,10 +11,16 @@
 
 namespace mc::gpu {
 
+// Input sets (block tables over disjoint blocks) a case rotates through at most.
+inline constexpr std::int32_t kBenchSetsMax = 3;
+
 struct BenchOptions {
   std::vector<std::string> presets;   // empty: a default set of production presets
   std::vector<std::int32_t> requests; // batch sizes; empty: 64 and 256
   std::int32_t iters = 50;            // timed runs per measurement (median reported)
+  std::int32_t sets = kBenchSetsMax;  // input sets rotated between runs, 1..kBenchSetsMax
+  bool ticket_start = false;          // the fused kernel's FusedStart::ticket (default:
+                                      // cooperative where supported)
   std::string json_path;              // where to write the JSON report; empty: none
 };
 

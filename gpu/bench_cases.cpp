@@ -32,11 +32,16 @@ model::BlockTables make_set(const model::Layout& layout, std::int32_t num_reqs,
 
 BenchCase make_bench_case(std::string name, const model::CacheConfig& config,
                           model::LayoutSpec spec, std::int32_t num_reqs, std::int32_t crossing_max,
-                          std::int64_t memory_budget_bytes) {
+                          std::int64_t memory_budget_bytes, std::int32_t sets_max,
+                          std::int64_t cache_bytes) {
   const std::int64_t per_block = bytes_per_block(config, spec);
   const std::int64_t blocks_max = std::max<std::int64_t>(2, memory_budget_bytes / per_block);
-  std::int32_t sets = kBenchSetsMax;
+  MC_ASSERT(sets_max >= 1 && sets_max <= kBenchSetsMax);
   std::int32_t copying = std::min(num_reqs, crossing_max);
+  const std::int64_t touched = 2 * per_block * copying; // one launch, read and write
+  const std::int64_t sets_needed =
+      touched > 0 ? std::max<std::int64_t>(1, (cache_bytes + touched - 1) / touched) : sets_max;
+  std::int32_t sets = static_cast<std::int32_t>(std::min<std::int64_t>(sets_max, sets_needed));
   while (sets > 1 && 1 + std::int64_t{3} * copying * sets > blocks_max)
     --sets;
   copying = static_cast<std::int32_t>(

@@ -5,42 +5,76 @@
 #include "gpu/launch_plan.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace mc::gpu {
 
-double median_us(cudaStream_t stream, int iters, const std::function<void(int)>& run) {
+namespace {
+
+constexpr std::uint64_t kLatchTimeoutNs = 1'000'000'000;
+
+// Two int32 in mapped pinned host memory: [0] released by the host, [1] set by a latch that
+// timed out.
+class LatchFlags {
+public:
+  LatchFlags() {
+    MC_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * sizeof(std::int32_t),
+                                cudaHostAllocMapped));
+    host_[0] = 0;
+    host_[1] = 0;
+    MC_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+  }
+  ~LatchFlags() { cudaFreeHost(host_); }
+  LatchFlags(const LatchFlags&) = delete;
+  LatchFlags& operator=(const LatchFlags&) = delete;
+
+  void hold(cudaStream_t stream) {
+    set_release(0);
+    launch_latch(device_, device_ + 1, kLatchTimeoutNs, stream);
+  }
+  void release() { set_release(1); }
+  bool timed_out() const { return std::atomic_ref<std::int32_t>(host_[1]).load() != 0; }
+
+private:
+  void set_release(std::int32_t v) { std::atomic_ref<std::int32_t>(host_[0]).store(v); }
+  std::int32_t* host_ = nullptr;
+  std::int32_t* device_ = nullptr;
+};
+
+} // namespace
+
+double median_us(cudaStream_t stream, int iters, int batch, Timing timing,
+                 const std::function<void(int)>& run) {
   cudaEvent_t start = nullptr;
   cudaEvent_t stop = nullptr;
   MC_CUDA_CHECK(cudaEventCreate(&start));
   MC_CUDA_CHECK(cudaEventCreate(&stop));
+  LatchFlags latch;
   for (int i = 0; i < 3; ++i)
     run(i); // warm-up
   std::vector<double> times;
   for (int i = 0; i < iters; ++i) {
+    if (timing == Timing::queued) latch.hold(stream);
     MC_CUDA_CHECK(cudaEventRecord(start, stream));
-    run(i);
+    for (int j = 0; j < batch; ++j)
+      run(i * batch + j);
     MC_CUDA_CHECK(cudaEventRecord(stop, stream));
+    if (timing == Timing::queued) latch.release();
     MC_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
     MC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(static_cast<double>(ms) * 1000.0);
+    times.push_back(static_cast<double>(ms) * 1000.0 / batch);
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  if (latch.timed_out())
+    throw model::EnvironmentError("bench: a timing latch gave up after 1 s: the host could not "
+                                  "queue one measured run in time (is the machine overloaded?)");
   std::sort(times.begin(), times.end());
   return times.empty() ? 0.0 : times[times.size() / 2];
 }
 
-double median_us_back_to_back(cudaStream_t stream, int iters, int batch,
-                              const std::function<void(int)>& run) {
-  return median_us(stream, iters, [&](int i) {
-           for (int j = 0; j < batch; ++j)
-             run(i * batch + j);
-         }) /
-         batch;
-}
-
-BenchDevice::BenchDevice(const BenchCase& bench) : bench_(bench) {
+BenchDevice::BenchDevice(const BenchCase& bench, FusedStart start) : bench_(bench) {
   MC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   std::vector<std::uint64_t> bases;
   for (const model::ArenaSpec& a : bench.layout.arenas) {
@@ -65,6 +99,7 @@ BenchDevice::BenchDevice(const BenchCase& bench) : bench_(bench) {
   shape.num_reqs = shape.num_slots = bench.num_reqs;
   shape.block_tables = bench.sets.front();
   params_ = make_fused_params(shape, tensors_, units_);
+  params_.start = start;
   params_.tensors = d_tensors_.as<TensorDesc>();
   params_.units = d_units_.as<UnitRef>();
   params_.requests = RequestPointers{.idx_mapping = requests_[0].as<std::int32_t>(),
@@ -74,15 +109,14 @@ BenchDevice::BenchDevice(const BenchCase& bench) : bench_(bench) {
   const std::int64_t reqs = bench.num_reqs;
   for (const std::int64_t bytes :
        {reqs * 16, reqs * params_.num_groups * std::int64_t{sizeof(GroupBlocks)},
-        std::int64_t{params_.num_segments} * kSegmentRows * 4, std::int64_t{kSegmentsMax} * 4,
-        std::int64_t{kSegmentsMax} * 4, std::int64_t{4}})
+        std::int64_t{params_.num_segments} * kSegmentRows * 4, std::int64_t{kSegmentsMax} * 8,
+        std::int64_t{4}})
     scratch_.emplace_back(std::max<std::int64_t>(bytes, 4));
   params_.scratch = FusedScratch{.row_decisions = scratch_[0].as<std::int32_t>(),
                                  .row_blocks = scratch_[1].as<GroupBlocks>(),
                                  .active_rows = scratch_[2].as<std::int32_t>(),
-                                 .segment_counts = scratch_[3].as<std::int32_t>(),
-                                 .segment_flags = scratch_[4].as<std::uint32_t>(),
-                                 .ticket = scratch_[5].as<std::uint32_t>()};
+                                 .segment_flags = scratch_[3].as<std::uint64_t>(),
+                                 .ticket = scratch_[4].as<std::uint32_t>()};
   programs_ = fused_program_count(params_, fused_programs_max());
   for (std::size_t s = 0; s < bench.sets.size(); ++s) {
     const BatchPlan plan = plan_batch_copy(batch_copy_view(bench, s), bases);
@@ -101,21 +135,29 @@ BenchDevice::~BenchDevice() {
 }
 
 void BenchDevice::launch_fused(std::size_t set) {
-  for (std::size_t g = 0; g < tables_[set].size(); ++g)
-    params_.block_tables[g] = tables_[set][g].address();
-  params_.epoch = params_.epoch == 0xFFFFFFFFu ? 1u : params_.epoch + 1; // never 0
-  gpu::launch_fused(KernelKind::postprocess_align, false, Mutant::none, params_, programs_,
-                    stream_);
+  launch_fused_grid(set, programs_);
 }
 
 void BenchDevice::launch_fused_deciders_only(std::size_t set) {
-  const int saved = programs_;
-  programs_ = params_.num_segments;
-  launch_fused(set);
-  programs_ = saved;
+  launch_fused_grid(set, params_.num_segments);
 }
 
-void BenchDevice::launch_empty_grid() { gpu::launch_empty(programs_, stream_); }
+void BenchDevice::launch_fused_grid(std::size_t set, int programs) {
+  for (std::size_t g = 0; g < tables_[set].size(); ++g)
+    params_.block_tables[g] = tables_[set][g].address();
+  params_.epoch = params_.epoch == 0xFFFFFFFFu ? 1u : params_.epoch + 1; // never 0
+  gpu::launch_fused(KernelKind::postprocess_align, false, Mutant::none, params_, programs, stream_);
+}
+
+const DeviceBuffer& BenchDevice::largest_arena() const {
+  return *std::max_element(
+      arenas_.begin(), arenas_.end(),
+      [](const DeviceBuffer& a, const DeviceBuffer& b) { return a.size_bytes() < b.size_bytes(); });
+}
+
+void BenchDevice::launch_empty_grid() {
+  gpu::launch_empty(programs_, stream_);
+}
 
 void BenchDevice::launch_batch_kernel(std::size_t set) {
   const BatchCopyParams p{.triples = d_triples_[set].as<CopyTriple>(),

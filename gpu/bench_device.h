@@ -13,17 +13,26 @@
 
 namespace mc::gpu {
 
-// Median over `iters` runs of `run(i)`, each timed alone with CUDA events, after warm-up.
-double median_us(cudaStream_t stream, int iters, const std::function<void(int)>& run);
+// How a measurement's CUDA events see the launches between them.
+enum class Timing {
+  // The stream is idle when the start event is recorded, so the time includes the host's
+  // submission of the launches (what one synchronous launch costs its caller).
+  alone,
+  // A latch kernel holds the stream while the events and launches are queued, then the host
+  // releases it: the launches run back to back on the GPU (a busy stream, a CUDA graph), and
+  // the time is the GPU's alone. The figure the targets are judged by.
+  queued,
+};
 
-// The same per launch when `batch` launches are queued back to back between the events (what
-// a runner pays per step once launches overlap their start-up).
-double median_us_back_to_back(cudaStream_t stream, int iters, int batch,
-                              const std::function<void(int)>& run);
+// Median over `iters` runs of `batch` calls of `run(i)` between two events, divided by `batch`,
+// after warm-up. Throws model::EnvironmentError if a latch timed out (the host took over a
+// second to queue one run), since that time would be the host's.
+double median_us(cudaStream_t stream, int iters, int batch, Timing timing,
+                 const std::function<void(int)>& run);
 
 class BenchDevice {
 public:
-  explicit BenchDevice(const BenchCase& bench);
+  explicit BenchDevice(const BenchCase& bench, FusedStart start = FusedStart::cooperative);
   ~BenchDevice();
   BenchDevice(const BenchDevice&) = delete;
   BenchDevice& operator=(const BenchDevice&) = delete;
@@ -38,11 +47,14 @@ public:
   // An empty kernel with the fused launch's grid: the floor of that shape.
   void launch_empty_grid();
   int programs() const { return programs_; }
+  const DeviceBuffer& largest_arena() const;
   // The V1 flat copy list of input set `set`, and its batched-copy kernel launch.
   const std::vector<CopyTriple>& triples(std::size_t set) const { return triples_[set]; }
   void launch_batch_kernel(std::size_t set);
 
 private:
+  void launch_fused_grid(std::size_t set, int programs);
+
   const BenchCase& bench_;
   cudaStream_t stream_ = nullptr;
   std::vector<DeviceBuffer> arenas_;

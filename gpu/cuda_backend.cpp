@@ -6,7 +6,9 @@
 #include "gpu/launch_plan.h"
 
 #include <array>
+#include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 namespace mc::gpu {
@@ -69,24 +71,32 @@ void download_arenas(const std::vector<DeviceBuffer>& arenas, model::LaunchResul
     result.arenas.push_back(download_arena(a));
 }
 
+// MC_FUSED_START=ticket starts the fused kernel by tickets instead of a cooperative launch
+// (scripts/gpu-check runs the GPU tests both ways, so the fallback stays tested).
+FusedStart fused_start_from_env() {
+  const char* v = std::getenv("MC_FUSED_START");
+  if (v == nullptr || std::string_view(v) == "cooperative") return FusedStart::cooperative;
+  if (std::string_view(v) == "ticket") return FusedStart::ticket;
+  throw model::EnvironmentError(
+      fmt::format("MC_FUSED_START must be 'cooperative' or 'ticket', got '{}'", v));
+}
+
 // Scratch of the fused launch in device memory (zeroed: ticket 0, no flag published).
 struct DeviceScratch {
-  DeviceBuffer row_decisions, row_blocks, active_rows, counts, flags, ticket, records;
+  DeviceBuffer row_decisions, row_blocks, active_rows, flags, ticket, records;
 
   FusedScratch bind(const FusedParams& p) {
     const std::int64_t reqs = p.num_reqs;
     row_decisions = DeviceBuffer(reqs * 4 * 4);
     row_blocks = DeviceBuffer(reqs * p.num_groups * std::int64_t{sizeof(GroupBlocks)});
     active_rows = DeviceBuffer(std::int64_t{p.num_segments} * kSegmentRows * 4);
-    counts = DeviceBuffer(kSegmentsMax * 4);
-    flags = DeviceBuffer(kSegmentsMax * 4);
+    flags = DeviceBuffer(kSegmentsMax * 8);
     ticket = DeviceBuffer(4);
     records = DeviceBuffer(reqs * p.num_tensors * std::int64_t{sizeof(DecisionRecord)});
     return FusedScratch{.row_decisions = row_decisions.as<std::int32_t>(),
                         .row_blocks = row_blocks.as<GroupBlocks>(),
                         .active_rows = active_rows.as<std::int32_t>(),
-                        .segment_counts = counts.as<std::int32_t>(),
-                        .segment_flags = flags.as<std::uint32_t>(),
+                        .segment_flags = flags.as<std::uint64_t>(),
                         .ticket = ticket.as<std::uint32_t>(),
                         .records = records.as<DecisionRecord>()};
   }
@@ -108,6 +118,7 @@ void run_fused_cuda(const model::LaunchCase& launch, Mutant mutant, const Device
   DeviceScratch scratch;
   p.scratch = scratch.bind(p);
   p.epoch = 1;
+  p.start = fused_start_from_env();
   launch_fused(to_kernel_kind(launch.kind), true, mutant, p,
                fused_program_count(p, fused_programs_max()), nullptr);
   MC_CUDA_CHECK(cudaDeviceSynchronize());
@@ -155,7 +166,7 @@ model::LaunchResult run_launch_cuda(const model::LaunchCase& launch, Mutant muta
   validate_case(launch);
   model::LaunchResult result;
   result.requests = prepare_request_arrays(launch);
-  try {
+  on_device([&] {
     const std::vector<DeviceBuffer> arenas = upload_arenas(launch);
     const std::vector<std::uint64_t> addrs = addresses(arenas);
     const std::vector<TensorDesc> tensors = make_tensor_descs(launch.layout, addrs);
@@ -175,11 +186,7 @@ model::LaunchResult run_launch_cuda(const model::LaunchCase& launch, Mutant muta
     } else {
       download_arenas(arenas, result);
     }
-  } catch (const std::runtime_error& e) {
-    if (dynamic_cast<const model::InputError*>(&e) != nullptr) throw;
-    if (dynamic_cast<const model::EnvironmentError*>(&e) != nullptr) throw;
-    throw model::EnvironmentError(e.what());
-  }
+  });
   return result;
 }
 

@@ -1,5 +1,7 @@
 // MC_CUDA_CHECK(expr): a CUDA runtime call that must succeed. A failure throws
 // model::EnvironmentError naming the file, line, call and CUDA's error string.
+// on_device(f): runs f, turning any other std::runtime_error it throws (kernel_launch.cu
+// reports launch failures that way) into model::EnvironmentError.
 #pragma once
 
 #include "model/errors.h"
@@ -7,12 +9,27 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 namespace mc::gpu {
 
 [[noreturn]] inline void cuda_failed(cudaError_t err, const char* expr, const char* file,
                                      int line) {
   throw model::EnvironmentError(fmt::format("CUDA error at {}:{}: {} failed: {} ({})", file, line,
                                             expr, cudaGetErrorString(err), cudaGetErrorName(err)));
+}
+
+// A CUDA failure is the machine's (exit 3); an invalid case stays an input error (exit 2).
+template <class F> void on_device(F&& f) {
+  try {
+    f();
+  } catch (const model::InputError&) {
+    throw;
+  } catch (const model::EnvironmentError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw model::EnvironmentError(e.what());
+  }
 }
 
 } // namespace mc::gpu

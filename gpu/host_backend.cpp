@@ -43,8 +43,7 @@ struct HostScratch {
   std::vector<std::int32_t> row_decisions;
   std::vector<GroupBlocks> row_blocks;
   std::vector<std::int32_t> active_rows;
-  std::vector<std::int32_t> segment_counts = std::vector<std::int32_t>(kSegmentsMax, 0);
-  std::vector<std::uint32_t> segment_flags = std::vector<std::uint32_t>(kSegmentsMax, 0);
+  std::vector<std::uint64_t> segment_flags = std::vector<std::uint64_t>(kSegmentsMax, 0);
   std::uint32_t ticket = 0;
   std::vector<DecisionRecord> records;
 
@@ -57,7 +56,6 @@ struct HostScratch {
     return FusedScratch{.row_decisions = row_decisions.data(),
                         .row_blocks = row_blocks.data(),
                         .active_rows = active_rows.data(),
-                        .segment_counts = segment_counts.data(),
                         .segment_flags = segment_flags.data(),
                         .ticket = &ticket,
                         .records = records.data()};

@@ -39,9 +39,50 @@ template <class F> void visit_launch_mutant(Mutant mutant, F&& f) {
 #endif
 }
 
+// CTAs of `kernel` that can be resident at once on this device (a cooperative grid's limit).
+template <class Kernel> int resident_ctas_max(Kernel kernel) {
+  int device = 0;
+  int sms = 0;
+  int per_sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreadsPerCta, 0) !=
+          cudaSuccess)
+    throw std::runtime_error("CUDA: cannot read the occupancy of fused_kernel");
+  return sms * per_sm;
+}
+
+bool cooperative_launch_supported() {
+  int device = 0;
+  int supported = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device) != cudaSuccess)
+    throw std::runtime_error("CUDA: cannot read the cooperative launch attribute");
+  return supported != 0;
+}
+
+// A cooperative launch where asked and supported (the grid cut to what fits at once: the
+// kernel takes its share of the work from gridDim), else tickets over the full grid.
 template <KernelKind K, bool kRecord, Mutant M>
 void launch_fused_kind(const FusedParams& p, int num_programs, cudaStream_t stream) {
-  fused_kernel<K, kRecord, M><<<num_programs, kThreadsPerCta, 0, stream>>>(p);
+  static const bool cooperative_supported = cooperative_launch_supported();
+  if (p.start == FusedStart::cooperative && cooperative_supported &&
+      K != KernelKind::preprocess_align) {
+    static const int resident_max = resident_ctas_max(fused_kernel<K, kRecord, M>);
+    const int grid = std::min(num_programs, resident_max);
+    FusedParams params = p;
+    void* args[] = {&params};
+    const cudaError_t err = cudaLaunchCooperativeKernel(
+        reinterpret_cast<const void*>(fused_kernel<K, kRecord, M>),
+        dim3(static_cast<unsigned>(grid)), dim3(kThreadsPerCta), args, 0, stream);
+    if (err != cudaSuccess)
+      throw std::runtime_error(std::string("CUDA cooperative launch of fused_kernel failed: ") +
+                               cudaGetErrorString(err));
+    return;
+  }
+  FusedParams params = p;
+  params.start = FusedStart::ticket;
+  fused_kernel<K, kRecord, M><<<num_programs, kThreadsPerCta, 0, stream>>>(params);
   check_launch("fused_kernel");
 }
 
@@ -66,9 +107,8 @@ template <bool kRecord>
 void launch_fused_record(Mutant mutant, KernelKind kind, const FusedParams& p, int n,
                          cudaStream_t s) {
   if constexpr (kRecord) {
-    visit_launch_mutant(mutant, [&](auto m) {
-      launch_fused_variant<kRecord, decltype(m)::value>(kind, p, n, s);
-    });
+    visit_launch_mutant(
+        mutant, [&](auto m) { launch_fused_variant<kRecord, decltype(m)::value>(kind, p, n, s); });
   } else {
     if (mutant != Mutant::none)
       throw std::runtime_error("a kernel mutant needs the recording launch");
@@ -91,6 +131,12 @@ void launch_empty(int num_programs, void* stream) {
   if (num_programs <= 0) return;
   empty_kernel<<<num_programs, kThreadsPerCta, 0, static_cast<cudaStream_t>(stream)>>>(0);
   check_launch("empty_kernel");
+}
+
+void launch_latch(const volatile std::int32_t* release, std::int32_t* timed_out,
+                  std::uint64_t timeout_ns, void* stream) {
+  latch_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(release, timed_out, timeout_ns);
+  check_launch("latch_kernel");
 }
 
 void launch_fused(KernelKind kind, bool record, Mutant mutant, const FusedParams& params,

@@ -20,6 +20,11 @@ void launch_fused(KernelKind kind, bool record, Mutant mutant, const FusedParams
 // An empty kernel of `num_programs` CTAs: the floor any launch of that shape pays (bench).
 void launch_empty(int num_programs, void* stream);
 
+// Holds `stream` until `*release` (mapped host memory) turns non-zero, or `timeout_ns` passed;
+// it then sets `*timed_out` to 1 (bench timing: gpu/bench_device.h, Timing::queued).
+void launch_latch(const volatile std::int32_t* release, std::int32_t* timed_out,
+                  std::uint64_t timeout_ns, void* stream);
+
 // The batched flat copy over `params.triples` (device memory).
 void launch_batch_copy(Mutant mutant, const BatchCopyParams& params, void* stream);
 

@@ -34,19 +34,6 @@ DeviceBuffer poisoned_device_arena(std::int64_t size_bytes) {
   return arena;
 }
 
-// A CUDA failure is the machine's (exit 3); an invalid case stays an input error (exit 2).
-template <class F> void on_device(F&& f) {
-  try {
-    f();
-  } catch (const model::InputError&) {
-    throw;
-  } catch (const model::EnvironmentError&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    throw model::EnvironmentError(e.what());
-  }
-}
-
 class CudaExecutor final : public Executor {
 public:
   CudaExecutor(const model::Layout& layout, Mutant kernel_mutant)

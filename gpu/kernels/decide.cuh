@@ -10,9 +10,10 @@
  *   state_idx with token_bias unless src_col < 0 or src_col == state_idx.
  * - preprocess_align (V2 bookkeeping): src_col = old state_idx, token_bias = max(a - 1, 0),
  *   state_idx = cdiv(num_computed + qlen, B) - 1, a = 1 when old >= 0 and it changed.
- * decide_row only reads, so the decision uses every value as it was when the launch began
- * (the snapshot the contract requires: the seed re-reads a in every (request, state)
- * program while program 0 resets it); write_row_outputs then writes this row's outputs.
+ * read_row only reads and decide_row only computes, so the decision uses every value as it was
+ * when the launch began (the snapshot the contract requires: the seed re-reads a in every
+ * (request, state) program while program 0 resets it); write_row_outputs then writes this
+ * row's outputs.
  * Two rows never share a slot (invalid input), so no other thread reads what it writes.
  */
 #pragma once
@@ -51,38 +52,66 @@ MC_HD_INLINE RowDecision decide_save(std::int32_t slot, std::int64_t running,
   return d;
 }
 
-template <KernelKind K, Mutant M>
-MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b) {
+// The launch-time values a row's decision reads, loaded apart from deciding so that a CTA can
+// issue the loads before it knows it decides (gpu/kernels/fused_launch.cuh).
+struct RowInputs {
+  std::int32_t slot = -1;
+  std::int32_t v[5] = {}; // per kind, in the order read_row loads them
+};
+
+template <KernelKind K> MC_HD_INLINE RowInputs read_row(const FusedParams& p, std::int32_t b) {
   const RequestPointers& r = p.requests;
-  const std::int32_t slot = row_slot(p, b, K != KernelKind::postprocess);
+  RowInputs in;
+  in.slot = row_slot(p, b, K != KernelKind::postprocess);
+  if (in.slot < 0) return in;
+  const std::int32_t s = in.slot;
+  if constexpr (K == KernelKind::postprocess) {
+    in.v[0] = r.num_accepted[s];
+    in.v[1] = r.num_computed[s];
+    in.v[2] = r.num_scheduled[s];
+    in.v[3] = r.num_draft[s];
+    in.v[4] = r.state_idx[s];
+  } else if constexpr (K == KernelKind::postprocess_align) {
+    in.v[0] = r.num_accepted[s];
+    in.v[1] = r.new_num_computed[s];
+    in.v[2] = r.state_idx[s];
+  } else if constexpr (K == KernelKind::precopy) {
+    in.v[0] = r.src_col[s];
+    in.v[1] = r.state_idx[s];
+    in.v[2] = r.token_bias[s];
+  }
+  return in;
+}
+
+template <KernelKind K, Mutant M>
+MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b, const RowInputs& in) {
+  const std::int32_t slot = in.slot;
   RowDecision none;
   if (slot < 0) return none;
   none.slot = slot;
   if constexpr (K == KernelKind::postprocess) {
-    const std::int64_t a = r.num_accepted[slot];
-    const std::int64_t running =
-        static_cast<std::int64_t>(r.num_computed[slot]) + r.num_scheduled[slot] - r.num_draft[slot];
-    return decide_save<M>(slot, running, running + a - 1, r.state_idx[slot], p.block_size);
+    const std::int64_t a = in.v[0];
+    const std::int64_t running = static_cast<std::int64_t>(in.v[1]) + in.v[2] - in.v[3];
+    return decide_save<M>(slot, running, running + a - 1, in.v[4], p.block_size);
   } else if constexpr (K == KernelKind::postprocess_align) {
-    const std::int64_t a = r.num_accepted[slot];
-    const std::int64_t new_computed = r.new_num_computed[slot];
+    const std::int64_t a = in.v[0];
+    const std::int64_t new_computed = in.v[1];
+    const std::int32_t state_idx = in.v[2];
     if constexpr (M == Mutant::decide_reads_reset_accepted) {
       // As if a were re-read after program 0 reset it: a row that resets decides with a = 1.
-      const RowDecision d = decide_save<M>(slot, new_computed - a + 1, new_computed,
-                                           r.state_idx[slot], p.block_size);
+      const RowDecision d =
+          decide_save<M>(slot, new_computed - a + 1, new_computed, state_idx, p.block_size);
       if (!d.reset) return d;
-      RowDecision late = decide_save<M>(slot, new_computed, new_computed, r.state_idx[slot],
-                                        p.block_size);
+      RowDecision late = decide_save<M>(slot, new_computed, new_computed, state_idx, p.block_size);
       late.reset = true;
       return late;
     }
-    return decide_save<M>(slot, new_computed - a + 1, new_computed, r.state_idx[slot],
-                          p.block_size);
+    return decide_save<M>(slot, new_computed - a + 1, new_computed, state_idx, p.block_size);
   } else if constexpr (K == KernelKind::precopy) {
     RowDecision d = none;
-    d.src_col = r.src_col[slot];
-    d.dst_col = r.state_idx[slot];
-    d.bias = r.token_bias[slot];
+    d.src_col = in.v[0];
+    d.dst_col = in.v[1];
+    d.bias = in.v[2];
     d.copy = d.src_col >= 0 && d.src_col != d.dst_col;
     if constexpr (M == Mutant::precopy_ignores_token_bias) d.bias = 0;
     if constexpr (M == Mutant::precopy_guard_by_address) {
@@ -95,8 +124,15 @@ MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b) {
     }
     return d;
   } else {
+    (void)b;
     return none; // preprocess_align copies nothing
   }
+}
+
+// The decision of row b from its launch-time values, read now.
+template <KernelKind K, Mutant M>
+MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b) {
+  return decide_row<K, M>(p, b, read_row<K>(p, b));
 }
 
 // V2 bookkeeping for one row (preprocess_align); reads before it writes.

@@ -3,19 +3,23 @@
  * Implements postprocess, postprocess_align, precopy and preprocess_align of
  * model/LAUNCH_KINDS.md in ONE kernel launch (decisions in gpu/kernels/decide.cuh, copies in
  * gpu/kernels/state_copy.cuh):
- * 1. Every CTA takes a ticket (an atomic counter, so tickets follow the order CTAs actually
- *    started; the last CTA resets it for the next launch). The CTAs holding tickets
- *    0..num_segments-1 are deciders: one thread per batch row decides (reading only launch-
- *    time values), writes the row's outputs, and for a copying row stores its columns, bias
- *    and the block ids of every group (one block-table read per group, not per state), then
- *    appends the row to its segment's active list. The segment is published with a flag
- *    holding this launch's epoch (release after a fence).
- * 2. Every CTA waits for all segment flags (acquire). Deciders have started by definition
- *    of the ticket order, so the wait always ends, whatever the grid size.
+ * 1. Each CTA learns its program index: its blockIdx.x under a cooperative launch (the
+ *    default: every CTA is resident at once), else a ticket (an atomic counter, so tickets
+ *    follow the order CTAs actually started; the last CTA resets it for the next launch).
+ *    Programs 0..num_segments-1 are deciders: one thread per batch row decides (reading only
+ *    launch-time values), writes the row's outputs, and for a copying row stores its columns,
+ *    bias and the block ids of every group (one block-table read per group, not per state),
+ *    then appends the row to its segment's active list. The segment is published by one
+ *    64-bit flag word, this launch's epoch and the segment's active-row count (a release
+ *    store when rows copy; threads that wrote a plan fence first). CTA i reads segment i's
+ *    inputs before it knows its program, as it usually becomes that segment's decider.
+ * 2. Every CTA waits for all segment flags (relaxed loads, then one acquire fence when any
+ *    row copies). Deciders are resident (cooperative) or started before any CTA holding a
+ *    later ticket, so the wait always ends, whatever the grid size.
  * 3. The work is active_rows x num_units units (a unit: <= kUnitBytes of one state's copy,
- *    see launch_plan.h); CTA `ticket` takes the ticket-th contiguous run of them. When no row
+ *    see launch_plan.h); program k takes the k-th contiguous run of them. When no row
  *    crosses a block the launch ends right after step 2.
- * preprocess_align copies nothing: one CTA per segment, no ticket, no wait.
+ * preprocess_align copies nothing: one CTA per segment, no program index to learn, no wait.
  * The host backend runs fused_program for programs 0, 1, ... in order with a one-thread
  * team: deciders come first, so every flag is set before a copier reads it.
  */
@@ -62,54 +66,91 @@ MC_HD_INLINE void store_row_plan(const FusedParams& p, std::int32_t b, const Row
   }
 }
 
+// The flag word of a published segment: this launch's epoch (never 0) and its active rows.
+MC_HD_INLINE std::uint64_t segment_flag(std::uint32_t epoch, int active_rows) {
+  return (std::uint64_t{epoch} << 32) | static_cast<std::uint32_t>(active_rows);
+}
+
+// Makes the segment's plan writes (by any thread of the team) visible before its flag: the
+// threads that wrote fence, the team syncs, rank 0 stores the flag with release semantics. A
+// segment with no active row has no plan to publish, so its flag is a relaxed store (the
+// row outputs are read by the host after the kernel, never by another CTA).
 template <class Team>
-MC_HD_INLINE void publish_segment(const FusedParams& p, int seg, Team team, const FusedShared& sh) {
+MC_HD_INLINE void publish_segment(const FusedParams& p, int seg, Team team, const FusedShared& sh,
+                                  bool wrote_plan) {
 #if defined(__CUDA_ARCH__)
-  __threadfence(); // this thread's plan writes before the flag
+  if (wrote_plan) __threadfence();
+#else
+  (void)wrote_plan;
 #endif
   team.sync();
   if (team.rank() != 0) return;
-  p.scratch.segment_counts[seg] = sh.active_count;
+  const std::uint64_t flag = segment_flag(p.epoch, sh.active_count);
 #if defined(__CUDA_ARCH__)
-  __threadfence();
-  atomicExch(p.scratch.segment_flags + seg, p.epoch);
+  std::uint64_t* at = p.scratch.segment_flags + seg;
+  if (sh.active_count > 0) {
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(at), "l"(flag) : "memory");
+  } else {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(at), "l"(flag) : "memory");
+  }
 #else
-  p.scratch.segment_flags[seg] = p.epoch;
+  p.scratch.segment_flags[seg] = flag;
 #endif
 }
 
+// The flag of segment `seg` once this launch published it (a relaxed load: the caller fences
+// before it reads a plan).
+MC_HD_INLINE std::uint64_t wait_segment(const FusedParams& p, int seg) {
+#if defined(__CUDA_ARCH__)
+  const std::uint64_t* at = p.scratch.segment_flags + seg;
+  for (;;) {
+    std::uint64_t flag;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(flag) : "l"(at) : "memory");
+    if ((flag >> 32) == p.epoch) return flag;
+    __nanosleep(64);
+  }
+#else
+  return p.scratch.segment_flags[seg]; // the host runs every decider first
+#endif
+}
+
+// Segment `seg`'s rows: decide, write outputs, store the plans of copying rows, publish.
+// `first`, when given, holds the inputs of the rank's first row, read before the call.
 template <KernelKind K, bool kRecord, Mutant M, class Team>
-MC_HD void decide_segment(const FusedParams& p, int seg, Team team, FusedShared& sh) {
+MC_HD void decide_segment(const FusedParams& p, int seg, Team team, FusedShared& sh,
+                          const RowInputs* first = nullptr) {
   constexpr bool kCopies = K != KernelKind::preprocess_align;
   const std::int32_t row0 = seg * kSegmentRows;
   const std::int32_t rows = static_cast<std::int32_t>(min64(kSegmentRows, p.num_reqs - row0));
   if (team.rank() == 0) sh.active_count = 0;
   team.sync();
+  bool wrote_plan = false;
   for (std::int32_t r = team.rank(); r < rows; r += team.size()) {
     const std::int32_t b = row0 + r;
-    const RowDecision d = decide_row<K, M>(p, b);
+    const RowInputs in = r == team.rank() && first != nullptr ? *first : read_row<K>(p, b);
+    const RowDecision d = decide_row<K, M>(p, b, in);
     write_row_outputs<K, M>(p, b, d);
     if (kCopies && d.copy) {
       store_row_plan(p, b, d);
       p.scratch.active_rows[row0 + team.fetch_add(&sh.active_count, 1)] = b;
+      wrote_plan = true;
     }
   }
-  if constexpr (kCopies) publish_segment(p, seg, team, sh);
+  if constexpr (kCopies) publish_segment(p, seg, team, sh, wrote_plan);
 }
 
-// Waits until every segment of this launch is published, then sums the active rows.
+// Waits until every segment of this launch is published, then sums the active rows. When any
+// row copies, an acquire fence after the flag loads makes every published plan visible (the
+// release stores pair with it); with nothing to copy no plan is read, and no fence is paid.
 template <class Team> MC_HD void gather_segments(const FusedParams& p, Team team, FusedShared& sh) {
   if (team.rank() == 0) {
     sh.prefix[0] = 0;
-    for (int seg = 0; seg < p.num_segments; ++seg) {
+    for (int seg = 0; seg < p.num_segments; ++seg)
+      sh.prefix[seg + 1] =
+          sh.prefix[seg] + static_cast<std::int64_t>(wait_segment(p, seg) & 0xFFFFFFFFu);
 #if defined(__CUDA_ARCH__)
-      volatile std::uint32_t* flag = p.scratch.segment_flags + seg;
-      while (*flag != p.epoch)
-        __nanosleep(64);
-      __threadfence();
+    if (sh.prefix[p.num_segments] > 0) asm volatile("fence.acq_rel.gpu;" ::: "memory");
 #endif
-      sh.prefix[seg + 1] = sh.prefix[seg] + load_published(p.scratch.segment_counts + seg);
-    }
   }
   team.sync();
 }
@@ -140,7 +181,8 @@ MC_HD_INLINE GroupBlocks load_group_blocks(const FusedParams& p, std::int32_t b,
 // Program `program` takes one contiguous run of the active_rows x num_units items, so the
 // items of one row follow each other: the row's plan is loaded once and a group's block ids
 // once per group, not once per unit (on an H200 this took 64 KiB-per-block copies from 0.84 to
-// 0.87 of memcpy and nemotron-h-8b from 0.84 to 0.88, over the strided order before).
+// 0.87 of memcpy and nemotron-h-8b from 0.84 to 0.88, over the strided order before; on an
+// H100 a unit-major order, strided over CTAs, gave 0.87 against 0.95 for nemotron-h-8b x 64).
 template <bool kRecord, Mutant M, class Team>
 MC_HD void copy_units(const FusedParams& p, int program, int num_programs, Team team,
                       const FusedShared& sh) {
@@ -173,8 +215,8 @@ MC_HD void copy_units(const FusedParams& p, int program, int num_programs, Team 
 // One program (CTA) of the fused launch; `program` is its ticket.
 template <KernelKind K, bool kRecord, Mutant M, class Team>
 MC_HD void fused_program(const FusedParams& p, int program, int num_programs, Team team,
-                         FusedShared& sh) {
-  if (program < p.num_segments) decide_segment<K, kRecord, M>(p, program, team, sh);
+                         FusedShared& sh, const RowInputs* first = nullptr) {
+  if (program < p.num_segments) decide_segment<K, kRecord, M>(p, program, team, sh, first);
   if constexpr (K != KernelKind::preprocess_align) {
     gather_segments(p, team, sh);
     copy_units<kRecord, M>(p, program, num_programs, team, sh);
@@ -190,18 +232,48 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   if constexpr (K == KernelKind::preprocess_align) {
     decide_segment<K, kRecord, M>(p, static_cast<int>(blockIdx.x), team, sh);
   } else {
-    if (threadIdx.x == 0) {
+    if (p.start == FusedStart::cooperative) {
+      if (threadIdx.x == 0) sh.ticket = static_cast<int>(blockIdx.x); // all CTAs resident
+    } else if (threadIdx.x == 0) {
       const unsigned ticket = atomicAdd(p.scratch.ticket, 1u);
       if (ticket == gridDim.x - 1) atomicExch(p.scratch.ticket, 0u); // every CTA has one
       sh.ticket = static_cast<int>(ticket);
     }
+    // While the ticket is on its way, CTA i reads the inputs of segment i's rows: CTAs mostly
+    // start in index order, so it is usually that segment's decider. Reading early changes no
+    // value: launch-time values are read either way, and only the decider writes them.
+    const int guess = static_cast<int>(blockIdx.x);
+    const std::int32_t row = guess * kSegmentRows + static_cast<std::int32_t>(threadIdx.x);
+    const bool read_early = guess < p.num_segments && row < p.num_reqs;
+    RowInputs first;
+    if (read_early) first = read_row<K>(p, row);
     __syncthreads();
-    fused_program<K, kRecord, M>(p, sh.ticket, static_cast<int>(gridDim.x), team, sh);
+    fused_program<K, kRecord, M>(p, sh.ticket, static_cast<int>(gridDim.x), team, sh,
+                                 sh.ticket == guess && read_early ? &first : nullptr);
   }
 }
 
 // The floor of any launch of this grid shape: starts and exits (bench only).
 __global__ void __launch_bounds__(kThreadsPerCta) empty_kernel(int) {}
+
+// Spins until the host releases it (bench only): the work queued behind it then runs back to
+// back, without the host's submission latency between the timing events and the launches.
+__global__ void latch_kernel(const volatile std::int32_t* release, std::int32_t* timed_out,
+                             std::uint64_t timeout_ns) {
+  const auto now = [] {
+    std::uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  };
+  const std::uint64_t start = now();
+  while (*release == 0) {
+    if (now() - start > timeout_ns) {
+      *timed_out = 1;
+      return;
+    }
+    __nanosleep(256);
+  }
+}
 #endif
 
 } // namespace mc::gpu
