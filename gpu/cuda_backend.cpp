@@ -118,7 +118,8 @@ void run_fused_cuda(const model::LaunchCase& launch, Mutant mutant, const Device
   DeviceScratch scratch;
   p.scratch = scratch.bind(p);
   p.epoch = 1;
-  p.start = fused_start_from_env();
+  static const FusedStart start = fused_start_from_env(); // read once per process
+  p.start = start;
   launch_fused(to_kernel_kind(launch.kind), true, mutant, p,
                fused_program_count(p, fused_programs_max()), nullptr);
   MC_CUDA_CHECK(cudaDeviceSynchronize());

@@ -39,33 +39,31 @@ template <class F> void visit_launch_mutant(Mutant mutant, F&& f) {
 #endif
 }
 
-// CTAs of `kernel` that can be resident at once on this device (a cooperative grid's limit).
-template <class Kernel> int resident_ctas_max(Kernel kernel) {
+// An attribute of the current device; `what` names it in the error.
+int device_attribute(cudaDeviceAttr attr, const char* what) {
   int device = 0;
-  int sms = 0;
-  int per_sm = 0;
+  int value = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreadsPerCta, 0) !=
-          cudaSuccess)
-    throw std::runtime_error("CUDA: cannot read the occupancy of fused_kernel");
-  return sms * per_sm;
+      cudaDeviceGetAttribute(&value, attr, device) != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA: cannot read the ") + what);
+  return value;
 }
 
-bool cooperative_launch_supported() {
-  int device = 0;
-  int supported = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device) != cudaSuccess)
-    throw std::runtime_error("CUDA: cannot read the cooperative launch attribute");
-  return supported != 0;
+// CTAs of `kernel` that can be resident at once on this device (a cooperative grid's limit).
+template <class Kernel> int resident_ctas_max(Kernel kernel) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreadsPerCta, 0) !=
+      cudaSuccess)
+    throw std::runtime_error("CUDA: cannot read the occupancy of fused_kernel");
+  return device_attribute(cudaDevAttrMultiProcessorCount, "multiprocessor count") * per_sm;
 }
 
 // A cooperative launch where asked and supported (the grid cut to what fits at once: the
 // kernel takes its share of the work from gridDim), else tickets over the full grid.
 template <KernelKind K, bool kRecord, Mutant M>
 void launch_fused_kind(const FusedParams& p, int num_programs, cudaStream_t stream) {
-  static const bool cooperative_supported = cooperative_launch_supported();
+  static const bool cooperative_supported =
+      device_attribute(cudaDevAttrCooperativeLaunch, "cooperative launch attribute") != 0;
   if (p.start == FusedStart::cooperative && cooperative_supported &&
       K != KernelKind::preprocess_align) {
     static const int resident_max = resident_ctas_max(fused_kernel<K, kRecord, M>);
@@ -119,12 +117,8 @@ void launch_fused_record(Mutant mutant, KernelKind kind, const FusedParams& p, i
 } // namespace
 
 int fused_programs_max() {
-  int device = 0;
-  int sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    throw std::runtime_error("CUDA: cannot read the multiprocessor count");
-  return std::max(1, sms * kCtasPerSm);
+  return std::max(1, device_attribute(cudaDevAttrMultiProcessorCount, "multiprocessor count") *
+                         kCtasPerSm);
 }
 
 void launch_empty(int num_programs, void* stream) {

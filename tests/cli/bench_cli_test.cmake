@@ -46,22 +46,12 @@ expect("steps 6, request-steps 12 (rows per step: mean 2.0, max 2), tokens 1750"
 foreach(bad "--steps;0" "--requests;0" "--requests;1;2" "--max-running;0" "--token-budget;2"
             "--pool-blocks;3" "--num-spec;17" "--num-spec;-1" "--num-spec;4" "--layers;3" "--runner;v3"
             "--preset;no-such-model" "--iters;3" "--preset;nemotron-h-8b;--layers;24;--pool-blocks;1000")
-  run(2 bench --engine ${bad})
-  string(STRIP "${ERR}" err)
-  string(FIND "${err}" "\n" newline)
-  if(err STREQUAL "" OR NOT newline EQUAL -1)
-    message(FATAL_ERROR "bench --engine ${bad}: expected one error line, got:\n${ERR}")
-  endif()
+  run_input_error(bench --engine ${bad})
 endforeach()
 run(2 bench --steps 3) # an engine option without --engine
 
 # The kernel bench's options are checked before it looks for a GPU (exit 2, not 3).
 foreach(bad "--sets;0" "--sets;4" "--iters;0" "--requests;0" "--preset;no-such-model"
             "--engine;--sets;2")
-  run(2 bench ${bad})
-  string(STRIP "${ERR}" err)
-  string(FIND "${err}" "\n" newline)
-  if(err STREQUAL "" OR NOT newline EQUAL -1)
-    message(FATAL_ERROR "bench ${bad}: expected one error line, got:\n${ERR}")
-  endif()
+  run_input_error(bench ${bad})
 endforeach()

@@ -37,12 +37,7 @@ endif()
 foreach(bad "no-such-model" "mamba2-2.7b;--tp;3" "tiny-gdn;--block-size;0"
             "tiny-gdn;--blocks;1" "tiny-gdn;--conv-layout;XY" "tiny-gdn;--num-spec;-1"
             "tiny-gdn;--tp;abc")
-  run(2 layout ${bad})
-  string(STRIP "${ERR}" err)
-  string(FIND "${err}" "\n" newline)
-  if(err STREQUAL "" OR NOT newline EQUAL -1)
-    message(FATAL_ERROR "layout ${bad}: expected one error line, got:\n${ERR}")
-  endif()
+  run_input_error(layout ${bad})
 endforeach()
 run(2 layout)
 run(0 --version)

@@ -1,5 +1,6 @@
 # Shared by the CLI tests (cmake -P scripts): run(EXPECTED_RC ARGS...) runs ${MAMBACHECK} ARGS,
 # fails the test unless it exits EXPECTED_RC, and leaves its stdout in OUT and stderr in ERR.
+# run_input_error(ARGS...) expects bad input: exit 2 and exactly one non-empty error line.
 function(run expected_rc)
   execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                   ERROR_VARIABLE err)
@@ -8,4 +9,13 @@ function(run expected_rc)
   endif()
   set(OUT "${out}" PARENT_SCOPE)
   set(ERR "${err}" PARENT_SCOPE)
+endfunction()
+
+function(run_input_error)
+  run(2 ${ARGN})
+  string(STRIP "${ERR}" err)
+  string(FIND "${err}" "\n" newline)
+  if(err STREQUAL "" OR NOT newline EQUAL -1)
+    message(FATAL_ERROR "mambacheck ${ARGN}: expected one error line, got:\n${ERR}")
+  endif()
 endfunction()
