@@ -45,6 +45,7 @@ PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const Batc
     plan.state_idx.push_back(curr_state_idx);
     plan.token_bias.push_back(req.num_accepted_tokens - 1);
     plan.num_accepted.push_back(num_accepted);
+    plan.derived.push_back(inserted ? 1 : 0);
   }
   return plan;
 }

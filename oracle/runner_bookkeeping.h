@@ -49,6 +49,9 @@ struct PreprocessPlan {
   std::vector<std::int32_t> state_idx;    // curr column, also stored in mamba_state_idx
   std::vector<std::int32_t> token_bias;   // a - 1
   std::vector<std::int32_t> num_accepted; // a, reset to 1 where a copy is planned
+  // 1 where no entry survived cleanup, so src_col was derived from num_computed (0: the
+  // request's entry of its last step). Only explains a wrong source; decides nothing.
+  std::vector<std::uint8_t> derived;
 };
 
 // V1 preprocess_mamba: cleanup, then per request prev -> curr (see the header comment).

@@ -1,7 +1,6 @@
 #include "oracle/engine/forward.h"
 
 #include "model/block_table.h"
-#include "model/conv_history.h"
 #include "model/errors.h"
 #include "oracle/engine/state_io.h"
 
@@ -19,6 +18,7 @@ struct TensorStep {
   const model::StateTensor& t;
 
   const std::string& req_id() const { return row.scheduled->req_id; }
+  std::int64_t history() const { return ctx.conv_history[static_cast<std::size_t>(tensor)]; }
 
   Finding finding(FindingKind kind, std::int32_t col, std::int32_t block, std::string detail,
                   std::string expected) const {
@@ -65,15 +65,13 @@ struct TensorStep {
                                .origin = "forward"});
   }
 
-  std::optional<std::int32_t> committed_token(std::int64_t pos) const {
-    if (pos < 0 || pos >= row.num_computed) return std::nullopt;
-    return truth.tokens[static_cast<std::size_t>(pos)];
+  // The committed tokens (what the state read as initial is built from), and those plus the
+  // tokens this step processes (what its writes are built from).
+  TokenWindow committed() const {
+    return {.head = std::span(truth.tokens).first(static_cast<std::size_t>(row.num_computed))};
   }
-  std::optional<std::int32_t> processed_token(std::int64_t pos) const {
-    if (pos < row.num_computed) return committed_token(pos);
-    const std::int64_t i = pos - row.num_computed;
-    if (i >= row.scheduled->num_scheduled_tokens) return std::nullopt;
-    return row.scheduled->token_ids[static_cast<std::size_t>(i)];
+  TokenWindow processed() const {
+    return {.head = committed().head, .tail = row.scheduled->token_ids};
   }
 };
 
@@ -86,9 +84,7 @@ std::optional<Finding> check_read(const TensorStep& ts, std::int32_t col, std::i
   if (ts.t.kind() == model::StateKind::temporal) {
     wrong = check_temporal(b, ts.truth.hashes[static_cast<std::size_t>(c)], ts.truth.hashes);
   } else {
-    const std::int64_t history = model::conv_history_rows(*ts.ctx.layout, ts.tensor);
-    wrong = check_conv(b, history, c, offset,
-                       [&ts](std::int64_t pos) { return ts.committed_token(pos); });
+    wrong = check_conv(b, ts.history(), c, offset, ts.committed());
   }
   *ts.ctx.bytes_checked += ts.t.natural_bytes;
   if (!wrong) return std::nullopt;
@@ -106,8 +102,7 @@ std::optional<Finding> write_state(const TensorStep& ts, std::int32_t col, model
   if (ts.t.kind() == model::StateKind::temporal) {
     write_temporal(b, hash);
   } else {
-    const std::int64_t history = model::conv_history_rows(*ts.ctx.layout, ts.tensor);
-    write_conv(b, history, running, [&ts](std::int64_t pos) { return ts.processed_token(pos); });
+    write_conv(b, ts.history(), running, ts.processed());
   }
   ts.log_write(col, b.block_id);
   return std::nullopt;

@@ -40,6 +40,7 @@ struct ForwardContext {
   std::int64_t step = 0;
   AccessLog* log = nullptr;
   std::int64_t* bytes_checked = nullptr;
+  std::span<const std::int64_t> conv_history; // model::conv_history_rows by tensor
 };
 
 // `rows` in batch order: rows[b] is batch row b (the accesses it logs name b).

@@ -1,7 +1,6 @@
 #include "oracle/engine/invariants.h"
 
 #include "model/block_table.h"
-#include "model/conv_history.h"
 #include "oracle/engine/state_io.h"
 
 #include <fmt/format.h>
@@ -72,6 +71,25 @@ std::optional<Finding> check_accesses(const model::Step& step, const StepRecord&
   return std::nullopt;
 }
 
+// The first column where the runner's row disagrees with a real entry of the scheduler's
+// table, or -1. The whole row is compared without an exit per entry (rows agree on almost
+// every step), then searched only when it does not.
+std::int64_t first_disagreement(std::span<const std::int32_t> want,
+                                std::span<const std::int32_t> got) {
+  const std::size_t n = std::min(want.size(), got.size());
+  bool differs = false;
+  for (std::size_t j = 0; j < n; ++j)
+    differs |= (want[j] != model::kNullBlockId) & (got[j] != want[j]);
+  for (std::size_t j = n; j < want.size(); ++j) // past the runner's row: every real entry is missing
+    differs |= want[j] != model::kNullBlockId;
+  if (!differs) return -1;
+  for (std::size_t j = 0; j < want.size(); ++j)
+    if (want[j] != model::kNullBlockId && (j >= got.size() || got[j] != want[j]))
+      return static_cast<std::int64_t>(j);
+  MC_ASSERT(false);
+  return -1;
+}
+
 std::optional<Finding> check_rows(const model::Step& step,
                                   std::span<const RequestBlocks* const> tables,
                                   const OracleRunner& runner) {
@@ -82,15 +100,16 @@ std::optional<Finding> check_rows(const model::Step& step,
     for (std::size_t g = 0; g < rb->groups.size(); ++g) {
       const auto& want = rb->groups[g].block_ids;
       const auto& got = (*row)[g];
-      for (std::size_t j = 0; j < want.size(); ++j)
-        if (want[j] != model::kNullBlockId && (j >= got.size() || got[j] != want[j]))
-          return make_finding(runner.layout(), FindingKind::bad_index, step.index,
-                              step.scheduled[b].req_id, -1, static_cast<std::int32_t>(j),
-                              j < got.size() ? got[j] : -1,
-                              fmt::format("the runner's row of group {} disagrees with the "
-                                          "scheduler's table",
-                                          g),
-                              fmt::format("block {}", want[j]));
+      const std::int64_t j = first_disagreement(want, got);
+      if (j < 0) continue;
+      const auto col = static_cast<std::size_t>(j);
+      return make_finding(runner.layout(), FindingKind::bad_index, step.index,
+                          step.scheduled[b].req_id, -1, static_cast<std::int32_t>(j),
+                          col < got.size() ? got[col] : -1,
+                          fmt::format("the runner's row of group {} disagrees with the "
+                                      "scheduler's table",
+                                      g),
+                          fmt::format("block {}", want[col]));
     }
   }
   return std::nullopt;
@@ -139,11 +158,8 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
         wrong =
             temporal
                 ? check_temporal(ref, truth.hashes[static_cast<std::size_t>(c)], truth.hashes)
-                : check_conv(ref, model::conv_history_rows(layout, static_cast<std::int32_t>(i)), c,
-                             bias, [&truth, c](std::int64_t pos) -> std::optional<std::int32_t> {
-                               if (pos < 0 || pos >= c) return std::nullopt;
-                               return truth.tokens[static_cast<std::size_t>(pos)];
-                             });
+                : check_conv(ref, runner.conv_history()[i], c, bias,
+                             {.head = std::span(truth.tokens).first(static_cast<std::size_t>(c))});
         bytes_checked += t.natural_bytes;
       }
       if (wrong)
@@ -199,11 +215,8 @@ std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const B
       std::optional<std::string> wrong =
           t.kind() == model::StateKind::temporal
               ? check_temporal(ref, entry.hash, {})
-              : check_conv(ref, model::conv_history_rows(layout, static_cast<std::int32_t>(i)), n,
-                           0, [&entry, first](std::int64_t pos) -> std::optional<std::int32_t> {
-                             if (pos < first) return std::nullopt;
-                             return entry.tail_tokens[static_cast<std::size_t>(pos - first)];
-                           });
+              : check_conv(ref, runner.conv_history()[i], n, 0,
+                           {.first = first, .head = entry.tail_tokens});
       bytes_checked += t.natural_bytes;
       if (wrong)
         return make_finding(

@@ -2,6 +2,7 @@
 #include "oracle/engine/runner_step.h"
 
 #include "model/block_table.h"
+#include "model/conv_history.h"
 #include "model/errors.h"
 #include "oracle/engine/state_io.h"
 #include "oracle/launch.h"
@@ -15,6 +16,10 @@ namespace mc::oracle::engine {
 OracleRunner::OracleRunner(const model::Layout& layout, const RunnerOptions& options)
     : layout_(layout), options_(options) {
   launch_case_.layout = layout;
+  for (std::size_t i = 0; i < layout.tensors.size(); ++i)
+    conv_history_.push_back(layout.tensors[i].kind() == model::StateKind::conv
+                                ? model::conv_history_rows(layout, static_cast<std::int32_t>(i))
+                                : 0);
   for (const model::ArenaSpec& a : layout.arenas) {
     launch_case_.arenas.emplace_back(a.size_bytes());
     launch_case_.arenas.back().poison(); // a byte nothing wrote shows
@@ -105,15 +110,16 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
   }
   ctx.rec.access.copy_reads.reserve(ctx.rec.access.copy_reads.size() + result.decisions.size());
   ctx.rec.access.writes.reserve(ctx.rec.access.writes.size() + result.decisions.size());
+  const std::string_view origin = to_string(kind);
   for (const model::CopyDecision& d : result.decisions) {
     const auto src_col = d.src_col + (layout_.tensors[static_cast<std::size_t>(d.tensor)].kind() ==
                                               model::StateKind::temporal
                                           ? d.token_bias
                                           : 0);
     ctx.rec.access.copy_reads.push_back(
-        {d.batch_row, d.tensor, d.group, src_col, d.src_block_id, to_string(kind)});
+        {d.batch_row, d.tensor, d.group, src_col, d.src_block_id, origin});
     ctx.rec.access.writes.push_back(
-        {d.batch_row, d.tensor, d.group, d.dst_col, d.dst_block_id, to_string(kind)});
+        {d.batch_row, d.tensor, d.group, d.dst_col, d.dst_block_id, origin});
   }
   ctx.rec.launches.push_back({.kind = kind,
                               .status = result.status,

@@ -68,6 +68,8 @@ public:
 
   const model::Layout& layout() const { return layout_; }
   std::vector<model::Arena>& arenas() { return launch_case_.arenas; }
+  // model::conv_history_rows of every tensor (0 for temporal ones), computed once.
+  std::span<const std::int64_t> conv_history() const { return conv_history_; }
   // After execute(): where the next step will read (align and all mode).
   std::optional<ReadPoint> read_point(const std::string& req_id) const;
   const model::GroupBlockIds* row(const std::string& req_id) const;
@@ -124,6 +126,7 @@ private:
 
   model::Layout layout_;
   RunnerOptions options_;
+  std::vector<std::int64_t> conv_history_;
   // The run's arenas, this step's block tables (by batch row) and the arrays of the launch
   // in flight; the layout is copied once.
   model::LaunchCase launch_case_;

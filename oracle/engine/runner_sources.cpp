@@ -1,7 +1,6 @@
 // The check of every pre-step copy source against the ground truth (class A: a stale or
 // mis-seeded column is caught where it is used, with the column's history in the message).
 #include "model/block_table.h"
-#include "model/conv_history.h"
 #include "model/errors.h"
 #include "oracle/engine/runner.h"
 #include "oracle/engine/runner_step.h"
@@ -61,12 +60,8 @@ bool OracleRunner::check_copy_sources(StepCtx& ctx, const std::vector<std::int32
         wrong =
             temporal
                 ? check_temporal(ref, truth.hashes[static_cast<std::size_t>(c)], truth.hashes)
-                : check_conv(ref, model::conv_history_rows(layout_, static_cast<std::int32_t>(i)),
-                             c, token_bias[b],
-                             [&truth, c](std::int64_t pos) -> std::optional<std::int32_t> {
-                               if (pos < 0 || pos >= c) return std::nullopt;
-                               return truth.tokens[static_cast<std::size_t>(pos)];
-                             });
+                : check_conv(ref, conv_history_[i], c, token_bias[b],
+                             {.head = std::span(truth.tokens).first(static_cast<std::size_t>(c))});
         ctx.rec.bytes_checked += t.natural_bytes;
       }
       if (!wrong) continue;

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <unordered_set>
 
 namespace mc::oracle::engine {
 
@@ -57,7 +56,8 @@ bool OracleRunner::forward(StepCtx& ctx, const std::vector<std::int32_t>& state_
                             .arenas = &launch_case_.arenas,
                             .step = ctx.step.index,
                             .log = &ctx.rec.access,
-                            .bytes_checked = &ctx.rec.bytes_checked};
+                            .bytes_checked = &ctx.rec.bytes_checked,
+                            .conv_history = conv_history_};
   ctx.rec.finding = run_forward(fctx, rows);
   return !ctx.rec.finding;
 }
@@ -68,14 +68,10 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
   for (const model::CachedRequestData& c : step.cached_requests)
     if (c.resumed && !options_.mutations.skip_cleanup_of_resumed) ids.resumed.push_back(c.req_id);
   // The a of finished and preempted requests went with their records (update_rows).
-  std::unordered_set<std::string> dropped(ids.finished.begin(), ids.finished.end());
-  dropped.insert(ids.preempted.begin(), ids.preempted.end());
-  dropped.insert(ids.resumed.begin(), ids.resumed.end());
   for (const std::string& id : ids.resumed)
     state_of(id).has_accepted = false;
   std::vector<BatchRequest> batch;
   batch.reserve(step.scheduled.size());
-  ctx.seed_note.reserve(step.scheduled.size());
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
     const RequestState& st = *ctx.state[b];
@@ -83,18 +79,18 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
                      .num_computed_tokens = ctx.num_computed[b],
                      .num_scheduled_tokens = s.num_scheduled_tokens,
                      .num_accepted_tokens = st.has_accepted ? st.num_accepted : 1});
-    const bool kept =
-        mamba_state_idx_.contains(s.req_id) && (dropped.empty() || !dropped.contains(s.req_id));
-    ctx.seed_note.push_back({.origin = !kept        ? SeedNote::Origin::derived
-                                       : st.resumed ? SeedNote::Origin::survived_resume
-                                                    : SeedNote::Origin::kept,
-                             .divisor = layout_.config.mamba_block_size});
   }
   const std::int32_t B = layout_.config.mamba_block_size;
   const std::int32_t nsb = layout_.config.num_spec_blocks;
   PreprocessPlan plan = preprocess_mamba(ids, batch, B, nsb, mamba_state_idx_);
-  for (std::size_t b = 0; b < batch.size(); ++b) // what mamba_state_idx_ now holds for the row
-    ctx.state[b]->state_idx = plan.state_idx[b];
+  ctx.seed_note.reserve(batch.size());
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    ctx.state[b]->state_idx = plan.state_idx[b]; // what mamba_state_idx_ now holds for the row
+    ctx.seed_note.push_back({.origin = plan.derived[b] != 0 ? SeedNote::Origin::derived
+                                       : ctx.state[b]->resumed ? SeedNote::Origin::survived_resume
+                                                               : SeedNote::Origin::kept,
+                             .divisor = B});
+  }
   if (!check_copy_sources(ctx, plan.src_col, plan.state_idx, plan.token_bias, ctx.seed_note))
     return;
   const auto n = static_cast<std::int32_t>(batch.size());
@@ -157,7 +153,8 @@ void OracleRunner::execute_all(StepCtx& ctx) {
                             .arenas = &launch_case_.arenas,
                             .step = step.index,
                             .log = &ctx.rec.access,
-                            .bytes_checked = &ctx.rec.bytes_checked};
+                            .bytes_checked = &ctx.rec.bytes_checked,
+                            .conv_history = conv_history_};
   ctx.rec.finding = run_forward(fctx, rows);
 }
 

@@ -1,7 +1,6 @@
 #include "oracle/engine/state_io.h"
 
 #include "model/errors.h"
-#include "oracle/state_view.h"
 
 #include <fmt/format.h>
 
@@ -12,8 +11,16 @@
 namespace mc::oracle::engine {
 namespace {
 
-// Where element (row r, channel ch) of a conv block sits, whatever the orientation: the block's
-// first element and the element strides of a row step and of a channel step.
+std::byte* block_bytes(const BlockRef& ref) {
+  MC_ASSERT(ref.block_id >= 0 && ref.block_id < ref.num_blocks);
+  const std::int64_t off = ref.tensor->block_offset_bytes(ref.block_id);
+  MC_ASSERT(off + ref.tensor->natural_bytes <= ref.arena->size_bytes());
+  return ref.arena->data() + off;
+}
+
+// Where element (row r, channel ch) of a conv block sits, whatever the orientation (SD
+// [L x dim] or DS [dim x L], row-major): the block's first element and the element strides of
+// a row step and of a channel step.
 template <typename Elem> struct ConvCursor {
   Elem* data = nullptr;
   std::int64_t row_stride = 0;
@@ -25,36 +32,44 @@ template <typename Elem> struct ConvCursor {
 
 template <typename Elem> ConvCursor<Elem> conv_cursor(const BlockRef& ref) {
   const model::StateTensor& t = *ref.tensor;
-  StateTensorView<Elem> view(*ref.arena, t, ref.num_blocks);
-  ConvBlock<Elem> block = view.conv(ref.block_id); // SD [L x dim] or DS [dim x L], row-major
+  MC_ASSERT(t.kind() == model::StateKind::conv && t.elem_size == sizeof(Elem));
+  std::byte* first = block_bytes(ref);
+  MC_ASSERT(reinterpret_cast<std::uintptr_t>(first) % alignof(Elem) == 0);
   const bool sd = t.conv_layout == model::ConvLayout::SD;
-  return {.data = block.data(),
+  return {.data = reinterpret_cast<Elem*>(first),
           .row_stride = sd ? t.shape.conv_dim : 1,
           .channel_stride = sd ? 1 : t.shape.conv_state_len};
 }
 
 template <typename Elem>
+Elem stamp(std::int32_t token, std::int64_t pos, const BlockRef& ref, std::int64_t ch) {
+  return static_cast<Elem>(
+      model::conv_stamp(token, pos, ref.tensor_index, ch, static_cast<std::int32_t>(sizeof(Elem))));
+}
+
+template <typename Elem>
 std::optional<std::string> check_conv_typed(const BlockRef& ref, std::int64_t history,
                                             std::int64_t num_tokens, std::int64_t offset,
-                                            const TokenAt& token_at) {
+                                            const TokenWindow& tokens) {
   const model::StateTensor& t = *ref.tensor;
   const ConvCursor<Elem> block = conv_cursor<Elem>(ref);
   const std::int64_t L = t.shape.conv_state_len;
+  const std::int64_t dim = t.shape.conv_dim;
   for (std::int64_t r = offset; r < std::min(offset + history, L); ++r) {
     const std::int64_t pos = num_tokens - history - offset + r;
-    const std::optional<std::int32_t> token = pos >= 0 ? token_at(pos) : std::nullopt;
-    const auto want_at = [&](std::int64_t ch) {
-      return static_cast<Elem>(
-          token ? model::conv_stamp(*token, pos, ref.tensor_index, ch, t.elem_size) : 0);
-    };
+    const std::optional<std::int32_t> token = pos >= 0 ? tokens.at(pos) : std::nullopt;
     // The whole row first, without an exit per element (the stamps pipeline), then, only for a
     // row that differs, the first wrong channel.
     Elem diff = 0;
-    for (std::int64_t ch = 0; ch < t.shape.conv_dim; ++ch)
-      diff |= static_cast<Elem>(block.at(r, ch) ^ want_at(ch));
+    if (token)
+      for (std::int64_t ch = 0; ch < dim; ++ch)
+        diff = static_cast<Elem>(diff | (block.at(r, ch) ^ stamp<Elem>(*token, pos, ref, ch)));
+    else
+      for (std::int64_t ch = 0; ch < dim; ++ch)
+        diff = static_cast<Elem>(diff | block.at(r, ch));
     if (diff == 0) continue;
-    for (std::int64_t ch = 0; ch < t.shape.conv_dim; ++ch) {
-      const Elem want = want_at(ch);
+    for (std::int64_t ch = 0; ch < dim; ++ch) {
+      const Elem want = token ? stamp<Elem>(*token, pos, ref, ch) : Elem{0};
       const Elem got = block.at(r, ch);
       if (got != want)
         return fmt::format("conv row {} channel {} holds {:#x}, not the stamp {:#x} of position "
@@ -67,23 +82,20 @@ std::optional<std::string> check_conv_typed(const BlockRef& ref, std::int64_t hi
 
 template <typename Elem>
 void write_conv_typed(const BlockRef& ref, std::int64_t history, std::int64_t running,
-                      const TokenAt& token_at) {
+                      const TokenWindow& tokens) {
   const model::StateTensor& t = *ref.tensor;
   const ConvCursor<Elem> block = conv_cursor<Elem>(ref);
+  const std::int64_t dim = t.shape.conv_dim;
   for (std::int64_t r = 0; r < t.shape.conv_state_len; ++r) {
     const std::int64_t pos = running - history + r;
-    const std::optional<std::int32_t> token = pos >= 0 ? token_at(pos) : std::nullopt;
-    for (std::int64_t ch = 0; ch < t.shape.conv_dim; ++ch)
-      block.at(r, ch) = static_cast<Elem>(
-          token ? model::conv_stamp(*token, pos, ref.tensor_index, ch, t.elem_size) : 0);
+    const std::optional<std::int32_t> token = pos >= 0 ? tokens.at(pos) : std::nullopt;
+    if (token)
+      for (std::int64_t ch = 0; ch < dim; ++ch)
+        block.at(r, ch) = stamp<Elem>(*token, pos, ref, ch);
+    else
+      for (std::int64_t ch = 0; ch < dim; ++ch)
+        block.at(r, ch) = 0;
   }
-}
-
-std::byte* block_bytes(const BlockRef& ref) {
-  MC_ASSERT(ref.block_id >= 0 && ref.block_id < ref.num_blocks);
-  const std::int64_t off = ref.tensor->block_offset_bytes(ref.block_id);
-  MC_ASSERT(off + ref.tensor->natural_bytes <= ref.arena->size_bytes());
-  return ref.arena->data() + off;
 }
 
 // The first byte of the natural bytes at `got` that differs from the temporal state of `hash`,
@@ -141,28 +153,28 @@ void write_temporal(const BlockRef& ref, model::TokenHash hash) {
 
 std::optional<std::string> check_conv(const BlockRef& ref, std::int64_t history,
                                       std::int64_t num_tokens, std::int64_t offset,
-                                      const TokenAt& token_at) {
+                                      const TokenWindow& tokens) {
   switch (ref.tensor->elem_size) {
   case 2:
-    return check_conv_typed<std::uint16_t>(ref, history, num_tokens, offset, token_at);
+    return check_conv_typed<std::uint16_t>(ref, history, num_tokens, offset, tokens);
   case 4:
-    return check_conv_typed<std::uint32_t>(ref, history, num_tokens, offset, token_at);
+    return check_conv_typed<std::uint32_t>(ref, history, num_tokens, offset, tokens);
   case 8:
-    return check_conv_typed<std::uint64_t>(ref, history, num_tokens, offset, token_at);
+    return check_conv_typed<std::uint64_t>(ref, history, num_tokens, offset, tokens);
   }
   MC_ASSERT(false);
   return std::nullopt;
 }
 
 void write_conv(const BlockRef& ref, std::int64_t history, std::int64_t running,
-                const TokenAt& token_at) {
+                const TokenWindow& tokens) {
   switch (ref.tensor->elem_size) {
   case 2:
-    return write_conv_typed<std::uint16_t>(ref, history, running, token_at);
+    return write_conv_typed<std::uint16_t>(ref, history, running, tokens);
   case 4:
-    return write_conv_typed<std::uint32_t>(ref, history, running, token_at);
+    return write_conv_typed<std::uint32_t>(ref, history, running, tokens);
   case 8:
-    return write_conv_typed<std::uint64_t>(ref, history, running, token_at);
+    return write_conv_typed<std::uint64_t>(ref, history, running, tokens);
   }
   MC_ASSERT(false);
 }

@@ -1,5 +1,6 @@
 // Reading, checking and writing the stamps of one block of one state tensor
-// (model/FORWARD.md), over the oracle's typed Eigen views of the arena (oracle/state_view.h).
+// (model/FORWARD.md), straight on the arena's bytes: these run several times per request and
+// step, so they build no view and call nothing per element but the stamp itself.
 //
 // A check returns nothing when the block holds what it should, else one sentence naming the
 // first wrong element and, for a temporal state, which state it holds instead when that is
@@ -11,15 +12,29 @@
 #include "model/stamps.h"
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 
 namespace mc::oracle::engine {
 
-// The token at a position, or nullopt when the position holds no token (a zero stamp).
-using TokenAt = std::function<std::optional<std::int32_t>(std::int64_t position)>;
+// The tokens a conv state may hold: positions [first, first + head.size() + tail.size()) of
+// one sequence, in two pieces (the committed tokens, then the step's scheduled ones, say).
+// Every other position holds no token: its stamp is 0.
+struct TokenWindow {
+  std::int64_t first = 0;
+  std::span<const std::int32_t> head;
+  std::span<const std::int32_t> tail = {};
+
+  std::optional<std::int32_t> at(std::int64_t position) const {
+    auto i = static_cast<std::size_t>(position - first);
+    if (position < first) return std::nullopt;
+    if (i < head.size()) return head[i];
+    i -= head.size();
+    if (i < tail.size()) return tail[i];
+    return std::nullopt;
+  }
+};
 
 struct BlockRef {
   model::Arena* arena = nullptr;
@@ -39,9 +54,9 @@ void write_temporal(const BlockRef& ref, model::TokenHash hash);
 // min(offset + history, L)) hold the stamps of positions num_tokens - history - offset + r.
 std::optional<std::string> check_conv(const BlockRef& ref, std::int64_t history,
                                       std::int64_t num_tokens, std::int64_t offset,
-                                      const TokenAt& token_at);
+                                      const TokenWindow& tokens);
 // Conv write: row r in [0, L) gets position running - history + r (0 where no token).
 void write_conv(const BlockRef& ref, std::int64_t history, std::int64_t running,
-                const TokenAt& token_at);
+                const TokenWindow& tokens);
 
 } // namespace mc::oracle::engine

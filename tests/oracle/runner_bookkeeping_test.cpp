@@ -47,6 +47,7 @@ TEST(RunnerBookkeeping, PreprocessMamba) {
   EXPECT_EQ(plan.state_idx, (I32s{1, 2, 1, 1}));
   EXPECT_EQ(plan.token_bias, (I32s{0, 1, 2, 0}));
   EXPECT_EQ(plan.num_accepted, (I32s{1, 1, 3, 1}));
+  EXPECT_EQ(plan.derived, (std::vector<std::uint8_t>{1, 0, 1, 1}));
   EXPECT_EQ(idx, (MambaStateIdx{{"fresh", 1}, {"running", 2}, {"forced", 1}, {"boundary", 1}}));
 
   // The plan drives a batch_copy launch: rows 1 and 3 copy, rows 0 and 2 do not.
