@@ -47,32 +47,40 @@ std::uint64_t pack_tensor_block(std::int32_t tensor, std::int64_t block_id) {
   return (static_cast<std::uint64_t>(tensor) << 30) | static_cast<std::uint64_t>(block_id);
 }
 
-// Every access of every decision, in decision order (src before dst).
-std::vector<Access> collect_accesses(const model::Layout& layout,
-                                     const std::vector<model::CopyDecision>& decisions) {
-  std::vector<Access> accesses;
-  accesses.reserve(2 * decisions.size());
+// Calls `visit(access)` for every access of every decision, in decision order (src before dst).
+template <typename Visit>
+void for_each_access(const model::Layout& layout, const std::vector<model::CopyDecision>& decisions,
+                     Visit&& visit) {
   for (const model::CopyDecision& d : decisions) {
     const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(d.tensor)];
     if (t.kind() == model::StateKind::temporal) {
-      accesses.push_back({d.tensor, d.src_block_id, d.batch_row, 0, 1, false});
-      accesses.push_back({d.tensor, d.dst_block_id, d.batch_row, 0, 1, true});
+      visit(Access{d.tensor, d.src_block_id, d.batch_row, 0, 1, false});
+      visit(Access{d.tensor, d.dst_block_id, d.batch_row, 0, 1, true});
       continue;
     }
     const std::int64_t kept = conv_tokens_kept(t, d.token_bias);
     if (kept == 0) continue; // an empty slice touches nothing
-    accesses.push_back(
-        {d.tensor, d.src_block_id, d.batch_row, d.token_bias, d.token_bias + kept, false});
-    accesses.push_back({d.tensor, d.dst_block_id, d.batch_row, 0, kept, true});
+    visit(Access{d.tensor, d.src_block_id, d.batch_row, d.token_bias, d.token_bias + kept, false});
+    visit(Access{d.tensor, d.dst_block_id, d.batch_row, 0, kept, true});
   }
+}
+
+std::vector<Access> collect_accesses(const model::Layout& layout,
+                                     const std::vector<model::CopyDecision>& decisions) {
+  std::vector<Access> accesses;
+  accesses.reserve(2 * decisions.size());
+  for_each_access(layout, decisions, [&accesses](const Access& a) { accesses.push_back(a); });
   return accesses;
 }
 
 // Whether some (tensor, block) is touched by two request rows and written by one of them: the
 // only way two accesses can race. One pass over an open-addressing table keyed by the packed
 // (tensor, block), sized for the accesses (not for the pool); when it says yes, the exact
-// check below finds the race, if the slices really meet, and reports the first one.
-bool rows_meet_on_a_written_block(const std::vector<Access>& accesses) {
+// check below finds the race, if the slices really meet, and reports the first one. The
+// table's memory is kept from launch to launch (the engine validates every launch of every
+// step; a fresh table each time cost more than the pass).
+bool rows_meet_on_a_written_block(const model::Layout& layout,
+                                  const std::vector<model::CopyDecision>& decisions) {
   struct Entry {
     std::uint64_t key_plus_one = 0; // 0: empty
     std::int32_t batch_row = 0;
@@ -80,11 +88,14 @@ bool rows_meet_on_a_written_block(const std::vector<Access>& accesses) {
     bool rows_differ = false;
   };
   std::size_t capacity = 16;
-  while (capacity < 2 * accesses.size())
+  while (capacity < 4 * decisions.size()) // two accesses per decision at most, load <= 1/2
     capacity *= 2;
-  std::vector<Entry> table(capacity);
+  thread_local std::vector<Entry> table;
+  table.assign(capacity, Entry{});
   const std::size_t mask = capacity - 1;
-  for (const Access& a : accesses) {
+  bool meet = false;
+  for_each_access(layout, decisions, [&](const Access& a) {
+    if (meet) return;
     const std::uint64_t key = pack_tensor_block(a.tensor, a.block_id) + 1;
     std::size_t i = static_cast<std::size_t>(model::mix64(key)) & mask;
     while (table[i].key_plus_one != 0 && table[i].key_plus_one != key)
@@ -92,13 +103,13 @@ bool rows_meet_on_a_written_block(const std::vector<Access>& accesses) {
     Entry& e = table[i];
     if (e.key_plus_one == 0) {
       e = {.key_plus_one = key, .batch_row = a.batch_row, .writes = a.writes};
-      continue;
+      return;
     }
     e.writes = e.writes || a.writes;
     e.rows_differ = e.rows_differ || e.batch_row != a.batch_row;
-    if (e.writes && e.rows_differ) return true;
-  }
-  return false;
+    meet = e.writes && e.rows_differ;
+  });
+  return meet;
 }
 
 // The accesses grouped by (tensor, block) and, inside a group, in decision order, so the first
@@ -138,8 +149,8 @@ bool races(const Access& x, const Access& y) {
 
 void validate_no_overlap(const model::Layout& layout,
                          const std::vector<model::CopyDecision>& decisions) {
+  if (!rows_meet_on_a_written_block(layout, decisions)) return; // the usual launch: no race
   const std::vector<Access> accesses = collect_accesses(layout, decisions);
-  if (!rows_meet_on_a_written_block(accesses)) return; // the usual launch: nothing can race
   const std::vector<AccessKey> keys = sorted_keys(accesses);
   for (std::size_t first = 0; first < keys.size();) {
     std::size_t last = first + 1; // [first, last): one (tensor, block)

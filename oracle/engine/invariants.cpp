@@ -28,8 +28,14 @@ private:
   std::span<const RequestBlocks* const> tables_;
 };
 
-// From the end: a request's live blocks sit at the tail of its table (nulls before them).
-bool holds(std::span<const std::int32_t> ids, std::int32_t block_id) {
+// Whether the table holds `block_id` anywhere. `col` is where the access found it in the
+// runner's row, which agrees with the table wherever the table is real (check_rows), so that
+// column answers first; then from the end: a request's live blocks sit at the tail of its
+// table (nulls before them).
+bool holds(std::span<const std::int32_t> ids, std::int32_t col, std::int32_t block_id) {
+  if (col >= 0 && static_cast<std::size_t>(col) < ids.size() &&
+      ids[static_cast<std::size_t>(col)] == block_id)
+    return true;
   return std::find(ids.rbegin(), ids.rend(), block_id) != ids.rend();
 }
 
@@ -38,7 +44,7 @@ std::optional<std::string> illegal_write(const BlockAccess& w, const BlockManage
   if (w.block_id == model::kNullBlockId) return "writes the null block";
   if (w.block_id < 0 || w.block_id >= num_blocks) return "writes outside the arena (a pad slot?)";
   const BlockPool& pool = blocks.pool(w.group);
-  if (!holds(held.of(w.batch_row, w.group), w.block_id))
+  if (!holds(held.of(w.batch_row, w.group), w.col, w.block_id))
     return pool.ref_count(w.block_id) == 0 ? "writes a freed block"
                                            : "writes a block the request does not hold";
   if (pool.ref_count(w.block_id) > 1) return "writes a block shared with another request";
@@ -62,7 +68,8 @@ std::optional<Finding> check_accesses(const model::Step& step, const StepRecord&
                           w.block_id, fmt::format("{} ({})", *why, w.origin),
                           "a block the request holds alone");
   for (const BlockAccess& r : record.access.copy_reads) {
-    if (r.block_id == model::kNullBlockId || !holds(held.of(r.batch_row, r.group), r.block_id))
+    if (r.block_id == model::kNullBlockId ||
+        !holds(held.of(r.batch_row, r.group), r.col, r.block_id))
       return make_finding(
           layout, FindingKind::bad_read, step.index, req_id(r), r.tensor, r.col, r.block_id,
           fmt::format("the {} copy reads a block the request does not hold", r.origin),

@@ -14,6 +14,7 @@ void Ledger::append(RequestTruth& t, std::int32_t token) {
 std::optional<std::string> Ledger::begin_step(const model::Step& step) {
   for (const model::RequestId& id : step.finished_req_ids)
     requests_.erase(id);
+  listed_.clear();
   for (const model::NewRequestData& n : step.new_requests) {
     MC_ASSERT(!requests_.contains(n.req_id));
     RequestTruth& t = requests_[n.req_id];
@@ -24,17 +25,20 @@ std::optional<std::string> Ledger::begin_step(const model::Step& step) {
       append(t, token);
     t.listed_step = step.index;
     t.listed_computed = n.num_computed_tokens;
+    listed_.add_new(n.req_id, t);
   }
   for (const model::CachedRequestData& c : step.cached_requests) {
     const auto it = requests_.find(c.req_id);
     if (it == requests_.end()) continue; // not known: its scheduled row fails below
     it->second.listed_step = step.index;
     it->second.listed_computed = c.num_computed_tokens;
+    listed_.add_cached(c.req_id, it->second);
   }
   rows_step_ = -1; // until every row is known to agree
   rows_.clear();
   for (const model::ScheduledRequest& s : step.scheduled) {
-    RequestTruth& t = requests_.at(s.req_id);
+    RequestTruth& t = listed_.next_row(
+        s.req_id, [this](const std::string& id) -> RequestTruth& { return requests_.at(id); });
     rows_.push_back(&t);
     MC_ASSERT(t.listed_step == step.index); // every scheduled request is new or cached (step.h)
     const std::int32_t c = t.listed_computed;

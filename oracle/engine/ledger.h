@@ -9,6 +9,7 @@
 
 #include "model/stamps.h"
 #include "model/step.h"
+#include "oracle/engine/listed_rows.h"
 
 #include <cstdint>
 #include <optional>
@@ -46,6 +47,7 @@ private:
   std::unordered_map<std::string, RequestTruth> requests_; // nodes: stable addresses
   std::int64_t rows_step_ = -1;                            // the step begun last
   std::vector<RequestTruth*> rows_; // its batch rows' truths (all of them once it held)
+  ListedRows<RequestTruth> listed_; // its new and cached requests' truths
 };
 
 } // namespace mc::oracle::engine

@@ -43,8 +43,10 @@ void OracleRunner::update_rows(const model::Step& step) {
     requests_.erase(id);
   for (const auto& id : step.preempted_req_ids)
     requests_.erase(id);
+  listed_.clear();
   for (const model::NewRequestData& n : step.new_requests) {
     RequestState& st = requests_[n.req_id];
+    listed_.add_new(n.req_id, st);
     st.row = n.block_ids;
     st.scheduled_step = step.index;
     st.num_computed = n.num_computed_tokens;
@@ -52,6 +54,7 @@ void OracleRunner::update_rows(const model::Step& step) {
   }
   for (const model::CachedRequestData& c : step.cached_requests) {
     RequestState& st = c.resumed ? requests_[c.req_id] : state_of(c.req_id);
+    listed_.add_cached(c.req_id, st);
     st.scheduled_step = step.index;
     st.num_computed = c.num_computed_tokens;
     st.resumed = c.resumed;

@@ -23,6 +23,7 @@
 #include "oracle/engine/finding.h"
 #include "oracle/engine/forward.h"
 #include "oracle/engine/ledger.h"
+#include "oracle/engine/listed_rows.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/writes.h"
 #include "oracle/runner_bookkeeping.h"
@@ -131,7 +132,8 @@ private:
   // in flight; the layout is copied once.
   model::LaunchCase launch_case_;
   std::unordered_map<std::string, RequestState> requests_; // erased when finished or preempted
-  std::int64_t step_index_ = -1;                           // of the step executed last
+  ListedRows<RequestState> listed_; // this step's new and cached records, for its batch rows
+  std::int64_t step_index_ = -1;    // of the step executed last
   std::vector<RequestState*> last_batch_;                  // its batch rows' records
   // V1
   MambaStateIdx mamba_state_idx_;

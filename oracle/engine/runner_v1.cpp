@@ -22,7 +22,10 @@ StepRecord OracleRunner::execute(const model::Step& step, const Ledger& ledger) 
   ctx.truth.reserve(n);
   for (std::size_t b = 0; b < n; ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
-    RequestState& st = state_of(s.req_id);
+    RequestState& st =
+        listed_.next_row(s.req_id, [this](const std::string& id) -> RequestState& {
+          return state_of(id);
+        });
     MC_ASSERT(st.scheduled_step == step.index); // new or cached in this very step
     const std::int32_t c = st.num_computed;
     ctx.num_computed.push_back(c);
