@@ -76,8 +76,20 @@ bool BlockManager::can_allocate(const std::string& req_id, std::int32_t num_toke
   return true;
 }
 
-std::vector<std::int32_t> BlockManager::grow_align(GroupRow& row, bool allocated,
-                                                   std::int32_t required, BlockPool& pool) {
+bool BlockManager::can_allocate(const RequestBlocks& held, std::int32_t num_tokens) const {
+  const std::int32_t needed = num_new_blocks(&held, num_tokens);
+  for (const BlockPool& pool : pools_)
+    if (pool.num_free() < needed) return false;
+  return true;
+}
+
+RequestBlocks* BlockManager::find_held(const std::string& req_id) {
+  const auto it = requests_.find(req_id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+void BlockManager::grow_align(GroupRow& row, bool allocated, std::int32_t required,
+                              BlockPool& pool, std::vector<std::int32_t>& tail) {
   std::vector<std::int32_t>& t = row.block_ids;
   const std::int32_t nsb = config_.num_spec_blocks;
   const auto prev_len = static_cast<std::int32_t>(t.size());
@@ -96,43 +108,56 @@ std::vector<std::int32_t> BlockManager::grow_align(GroupRow& row, bool allocated
   const std::int32_t num_new = required - static_cast<std::int32_t>(t.size());
   MC_ASSERT(num_new >= 0);
   MC_ASSERT(allocated ? num_new <= 1 : num_new <= nsb + 1);
-  for (const std::int32_t b : pool.take(num_new))
-    t.push_back(b);
-  return {t.begin() + prev_len, t.end()};
+  pool.take(num_new, t);
+  tail.insert(tail.end(), t.begin() + prev_len, t.end());
 }
 
 model::GroupBlockIds BlockManager::allocate(const std::string& req_id, std::int32_t num_tokens) {
   const auto [it, inserted] = requests_.try_emplace(req_id);
-  const std::int32_t needed = num_new_blocks(inserted ? nullptr : &it->second, num_tokens);
+  if (inserted) it->second.groups.resize(pools_.size());
+  model::GroupBlockIds tails;
+  grow(it->second, inserted, num_tokens, tails);
+  return tails;
+}
+
+void BlockManager::allocate(RequestBlocks& held, std::int32_t num_tokens,
+                            model::GroupBlockIds& tails) {
+  grow(held, false, num_tokens, tails);
+}
+
+void BlockManager::grow(RequestBlocks& req, bool first, std::int32_t num_tokens,
+                        model::GroupBlockIds& tails) {
+  MC_ASSERT(req.groups.size() == pools_.size());
+  const std::int32_t needed = num_new_blocks(first ? nullptr : &req, num_tokens);
   for (const BlockPool& pool : pools_)
     MC_ASSERT(pool.num_free() >= needed); // can_allocate
-  RequestBlocks& req = it->second;
-  req.groups.resize(pools_.size());
   const std::int32_t required = num_required(num_tokens);
-  model::GroupBlockIds tails(pools_.size());
+  tails.resize(pools_.size());
   for (std::size_t g = 0; g < pools_.size(); ++g) {
+    tails[g].clear();
     GroupRow& row = req.groups[g];
     const auto prev_len = static_cast<std::int32_t>(row.block_ids.size());
     if (required <= prev_len) continue;
     if (config_.mode == model::CacheMode::align) {
-      tails[g] = grow_align(row, req.allocated, required, pools_[g]);
+      grow_align(row, req.allocated, required, pools_[g], tails[g]);
     } else {
-      tails[g] = pools_[g].take(required - prev_len);
+      pools_[g].take(required - prev_len, tails[g]);
       row.block_ids.insert(row.block_ids.end(), tails[g].begin(), tails[g].end());
     }
   }
   req.allocated = true;
-  return tails;
 }
 
 void BlockManager::remove_skipped(const std::string& req_id, std::int32_t num_computed) {
+  if (RequestBlocks* held = find_held(req_id)) remove_skipped(*held, num_computed);
+}
+
+void BlockManager::remove_skipped(RequestBlocks& held, std::int32_t num_computed) {
   if (config_.mode != model::CacheMode::align) return;
-  const auto it = requests_.find(req_id);
-  if (it == requests_.end()) return;
   const auto stale_below =
       static_cast<std::int32_t>(model::cdiv(num_computed, config_.mamba_block_size)) - 1;
   for (std::size_t g = 0; g < pools_.size(); ++g) {
-    GroupRow& row = it->second.groups[g];
+    GroupRow& row = held.groups[g];
     if (row.last_state_idx < 0 || row.last_state_idx >= stale_below) continue;
     std::int32_t& block = row.block_ids[static_cast<std::size_t>(row.last_state_idx)];
     if (block != kNullBlockId) pools_[g].free(block); // a cached block stays findable
@@ -170,10 +195,9 @@ void BlockManager::cache_blocks(const std::string& req_id, std::int32_t num_comp
       }
       const std::int32_t end = (p + 1) * B;
       const std::int32_t begin = std::max(0, end - tail_len);
-      pools_[g].register_block(
-          block, CachedBlock{.hash = prefix_hashes[static_cast<std::size_t>(end)],
-                             .position = p,
-                             .tail_tokens = {tokens.begin() + begin, tokens.begin() + end}});
+      pools_[g].register_block(block, prefix_hashes[static_cast<std::size_t>(end)], p,
+                               tokens.subspan(static_cast<std::size_t>(begin),
+                                              static_cast<std::size_t>(end - begin)));
       // Refused when another block holds the boundary: tried again next time.
       settled = settled && pools_[g].cached(block) != nullptr;
       if (settled) row.settled_positions = p + 1;

@@ -59,6 +59,12 @@ public:
   model::GroupBlockIds allocate(const std::string& req_id, std::int32_t num_tokens);
   // Frees the stale previous running block (align mode).
   void remove_skipped(const std::string& req_id, std::int32_t num_computed);
+  // The same three for a request that holds tables already (`held`: find(req_id), which stays
+  // valid until that request is freed): the scheduler looks a running request up once a step.
+  RequestBlocks* find_held(const std::string& req_id);
+  bool can_allocate(const RequestBlocks& held, std::int32_t num_tokens) const;
+  void allocate(RequestBlocks& held, std::int32_t num_tokens, model::GroupBlockIds& tails);
+  void remove_skipped(RequestBlocks& held, std::int32_t num_computed);
   void free_request(const std::string& req_id);
   // Registers every real block at a position p with (p+1)*B <= num_computed.
   void cache_blocks(const std::string& req_id, std::int32_t num_computed,
@@ -85,8 +91,12 @@ public:
 private:
   std::int32_t num_required(std::int32_t num_tokens) const;
   std::int32_t num_new_blocks(const RequestBlocks* found, std::int32_t num_tokens) const;
-  std::vector<std::int32_t> grow_align(GroupRow& row, bool allocated, std::int32_t required,
-                                       BlockPool& pool);
+  // allocate() of a request that had no tables (`first`) or of one that has, into `tails`
+  // (whose vectors keep their capacity: the scheduler reuses them step after step).
+  void grow(RequestBlocks& req, bool first, std::int32_t num_tokens, model::GroupBlockIds& tails);
+  // Appends the new tail of the row to `tail`.
+  void grow_align(GroupRow& row, bool allocated, std::int32_t required, BlockPool& pool,
+                  std::vector<std::int32_t>& tail);
 
   model::CacheConfig config_;
   std::vector<BlockPool> pools_;

@@ -11,38 +11,12 @@ BlockPool::BlockPool(std::int32_t num_blocks, bool defer_frees)
     : ref_count_(static_cast<std::size_t>(num_blocks), 0),
       queue_generation_(static_cast<std::size_t>(num_blocks), 0),
       in_queue_(static_cast<std::size_t>(num_blocks), false), defer_frees_(defer_frees),
-      cached_at_(static_cast<std::size_t>(num_blocks), nullptr) {
+      entries_(static_cast<std::size_t>(num_blocks)),
+      is_cached_(static_cast<std::size_t>(num_blocks), 0) {
   MC_ASSERT(num_blocks >= 2);
   ref_count_[0] = 1; // the null block is held forever
   for (std::int32_t b = 1; b < num_blocks; ++b)
     push_free(b);
-}
-
-BlockPool::BlockPool(const BlockPool& other)
-    : ref_count_(other.ref_count_), queue_generation_(other.queue_generation_),
-      in_queue_(other.in_queue_), free_queue_(other.free_queue_), deferred_(other.deferred_),
-      num_free_(other.num_free_), defer_frees_(other.defer_frees_), by_hash_(other.by_hash_),
-      by_block_(other.by_block_) {
-  point_cached_at();
-}
-
-BlockPool& BlockPool::operator=(const BlockPool& other) {
-  if (this != &other) {
-    BlockPool copy(other);
-    *this = std::move(copy);
-  }
-  return *this;
-}
-
-void BlockPool::point_cached_at() {
-  cached_at_.assign(ref_count_.size(), nullptr);
-  for (const auto& [block_id, entry] : by_block_)
-    cached_at_[static_cast<std::size_t>(block_id)] = &entry;
-}
-
-std::int32_t BlockPool::ref_count(std::int32_t block_id) const {
-  MC_ASSERT(block_id >= 0 && block_id < num_blocks());
-  return ref_count_[static_cast<std::size_t>(block_id)];
 }
 
 void BlockPool::push_free(std::int32_t block_id) {
@@ -55,10 +29,14 @@ void BlockPool::push_free(std::int32_t block_id) {
 }
 
 std::vector<std::int32_t> BlockPool::take(std::int32_t count) {
-  MC_ASSERT(count >= 0 && count <= num_free_);
   std::vector<std::int32_t> blocks;
-  blocks.reserve(static_cast<std::size_t>(count));
-  while (static_cast<std::int32_t>(blocks.size()) < count) {
+  take(count, blocks);
+  return blocks;
+}
+
+void BlockPool::take(std::int32_t count, std::vector<std::int32_t>& blocks) {
+  MC_ASSERT(count >= 0 && count <= num_free_);
+  for (std::int32_t taken = 0; taken < count;) {
     MC_ASSERT(!free_queue_.empty());
     const auto [block_id, generation] = free_queue_.front();
     free_queue_.pop_front();
@@ -70,8 +48,8 @@ std::vector<std::int32_t> BlockPool::take(std::int32_t count) {
     evict(block_id);
     ref_count_[b] = 1;
     blocks.push_back(block_id);
+    ++taken;
   }
-  return blocks;
 }
 
 bool BlockPool::take_block(std::int32_t block_id) {
@@ -125,35 +103,31 @@ std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash) const {
   return it->second;
 }
 
-void BlockPool::register_block(std::int32_t block_id, CachedBlock entry) {
+void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash,
+                               std::int32_t position, std::span<const std::int32_t> tail_tokens) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  MC_ASSERT(cached_at_[static_cast<std::size_t>(block_id)] == nullptr);
-  if (!by_hash_.emplace(entry.hash, block_id).second)
-    return; // another block already holds this boundary
-  const auto [it, inserted] = by_block_.emplace(block_id, std::move(entry));
-  MC_ASSERT(inserted);
-  cached_at_[static_cast<std::size_t>(block_id)] = &it->second;
-}
-
-const CachedBlock* BlockPool::cached(std::int32_t block_id) const {
-  MC_ASSERT(block_id >= 0 && block_id < num_blocks());
-  return cached_at_[static_cast<std::size_t>(block_id)];
+  const auto b = static_cast<std::size_t>(block_id);
+  MC_ASSERT(is_cached_[b] == 0);
+  if (!by_hash_.emplace(hash, block_id).second) return; // another block holds this boundary
+  CachedBlock& entry = entries_[b];
+  entry.hash = hash;
+  entry.position = position;
+  entry.tail_tokens.assign(tail_tokens.begin(), tail_tokens.end());
+  is_cached_[b] = 1;
 }
 
 void BlockPool::evict(std::int32_t block_id) {
-  const CachedBlock*& at = cached_at_[static_cast<std::size_t>(block_id)];
-  if (at == nullptr) return;
-  by_hash_.erase(at->hash);
-  by_block_.erase(block_id);
-  at = nullptr;
+  const auto b = static_cast<std::size_t>(block_id);
+  if (is_cached_[b] == 0) return;
+  by_hash_.erase(entries_[b].hash);
+  is_cached_[b] = 0;
 }
 
 void BlockPool::reset_cache() {
   for (std::int32_t b = 1; b < num_blocks(); ++b)
     MC_ASSERT(ref_count_[static_cast<std::size_t>(b)] == 0);
   by_hash_.clear();
-  by_block_.clear();
-  std::fill(cached_at_.begin(), cached_at_.end(), nullptr);
+  std::fill(is_cached_.begin(), is_cached_.end(), 0);
 }
 
 } // namespace mc::oracle::engine

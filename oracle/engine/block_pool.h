@@ -13,11 +13,13 @@
 // checked against the ground truth at any time.
 #pragma once
 
+#include "model/errors.h"
 #include "model/stamps.h"
 
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -32,18 +34,16 @@ struct CachedBlock {
 class BlockPool {
 public:
   BlockPool(std::int32_t num_blocks, bool defer_frees);
-  // A copy points its cached_at_ at its own entries (a move keeps the nodes).
-  BlockPool(const BlockPool& other);
-  BlockPool& operator=(const BlockPool& other);
-  BlockPool(BlockPool&&) noexcept = default;
-  BlockPool& operator=(BlockPool&&) noexcept = default;
-  ~BlockPool() = default;
 
   std::int32_t num_blocks() const { return static_cast<std::int32_t>(ref_count_.size()); }
   std::int32_t num_free() const { return num_free_; }
-  std::int32_t ref_count(std::int32_t block_id) const;
+  std::int32_t ref_count(std::int32_t block_id) const {
+    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
+    return ref_count_[static_cast<std::size_t>(block_id)];
+  }
 
   std::vector<std::int32_t> take(std::int32_t count); // asserts count <= num_free()
+  void take(std::int32_t count, std::vector<std::int32_t>& out); // appends them to `out`
   // Takes this very block (replay: a recorded scheduler chose it); false when it is held.
   bool take_block(std::int32_t block_id);
   void touch(std::int32_t block_id); // one more reference (a prefix hit)
@@ -51,16 +51,22 @@ public:
   void release_deferred(); // async: frees of the last step become takeable
 
   std::optional<std::int32_t> lookup(model::TokenHash hash) const;
-  void register_block(std::int32_t block_id, CachedBlock entry); // asserts not yet cached
-  const CachedBlock* cached(std::int32_t block_id) const;
-  const std::unordered_map<std::int32_t, CachedBlock>& cached_blocks() const { return by_block_; }
+  // Registers the block as holding the boundary `hash` at `position` (CachedBlock); asserts
+  // it is not cached yet. Refused, changing nothing, when another block holds that boundary.
+  void register_block(std::int32_t block_id, model::TokenHash hash, std::int32_t position,
+                      std::span<const std::int32_t> tail_tokens);
+  // The block's cache entry, or nullptr.
+  const CachedBlock* cached(std::int32_t block_id) const {
+    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
+    const auto b = static_cast<std::size_t>(block_id);
+    return is_cached_[b] != 0 ? &entries_[b] : nullptr;
+  }
   // Drops every cache entry; asserts no block is referenced (reset_prefix_cache).
   void reset_cache();
 
 private:
   void push_free(std::int32_t block_id);
   void evict(std::int32_t block_id);
-  void point_cached_at();
 
   std::vector<std::int32_t> ref_count_;
   std::vector<std::uint32_t> queue_generation_; // entry valid iff it matches (lazy removal)
@@ -70,9 +76,10 @@ private:
   std::int32_t num_free_ = 0;
   bool defer_frees_ = false;
   std::unordered_map<model::TokenHash, std::int32_t> by_hash_;
-  std::unordered_map<std::int32_t, CachedBlock> by_block_;
-  // by_block_'s entries by block id (node addresses are stable): cached() without hashing.
-  std::vector<const CachedBlock*> cached_at_;
+  // Cache entries by block id, valid where is_cached_; an evicted entry keeps its memory for
+  // the block's next registration.
+  std::vector<CachedBlock> entries_;
+  std::vector<std::uint8_t> is_cached_;
 };
 
 } // namespace mc::oracle::engine

@@ -14,7 +14,7 @@ Engine::Engine(const model::Layout& layout, std::vector<RequestSpec> requests, s
 
 bool Engine::step(const std::function<void(model::Step&)>& edit) {
   if (report_.first_finding || scheduler_.done()) return false;
-  model::Step step = scheduler_.schedule();
+  model::Step step = scheduler_.schedule(std::move(last_step_)); // its buffers, reused
   if (edit) edit(step);
   std::optional<Finding> finding;
   if (auto mismatch = ledger_.begin_step(step))

@@ -182,7 +182,7 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
 }
 
 // Which cached blocks to check: new registrations (or a new boundary on a block), or every one
-// in a sweep; in the cache's own order, so the first finding is the same whichever way.
+// in a sweep; by block id either way, so the first finding is the same whichever way.
 void InvariantChecker::select_cached(const BlockManager& blocks, bool sweep_all) {
   checked_.resize(static_cast<std::size_t>(blocks.num_groups()));
   to_check_.resize(checked_.size());
@@ -193,10 +193,12 @@ void InvariantChecker::select_cached(const BlockManager& blocks, bool sweep_all)
     std::vector<std::pair<std::int32_t, const CachedBlock*>>& list =
         to_check_[static_cast<std::size_t>(g)];
     list.clear();
-    for (const auto& [block, entry] : pool.cached_blocks()) {
+    for (std::int32_t block = 1; block < pool.num_blocks(); ++block) {
+      const CachedBlock* entry = pool.cached(block);
+      if (entry == nullptr) continue;
       const CheckedBlock& seen = checked[static_cast<std::size_t>(block)];
-      if (!sweep_all && seen.seen && seen.hash == entry.hash) continue;
-      list.emplace_back(block, &entry);
+      if (!sweep_all && seen.seen && seen.hash == entry->hash) continue;
+      list.emplace_back(block, entry);
     }
   }
 }

@@ -70,13 +70,19 @@ std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) 
   return std::max(d, 0);
 }
 
-model::ScheduledRequest Scheduler::make_scheduled(const SchedRequest& r, std::int32_t num_new,
-                                                  std::int32_t num_draft) {
+void Scheduler::make_scheduled(const SchedRequest& r, std::int32_t num_new,
+                               std::int32_t num_draft, model::Step& step) {
   const std::vector<std::int32_t>& truth = r.spec.tokens;
   const auto c = static_cast<std::size_t>(r.num_computed);
   scheduled_.push_back(static_cast<std::size_t>(&r - requests_.data()));
-  model::ScheduledRequest s{
-      .req_id = r.spec.req_id, .num_scheduled_tokens = num_new, .num_draft_tokens = num_draft};
+  if (spare_scheduled_.empty()) spare_scheduled_.emplace_back();
+  step.scheduled.push_back(std::move(spare_scheduled_.back()));
+  spare_scheduled_.pop_back();
+  model::ScheduledRequest& s = step.scheduled.back();
+  s.req_id = r.spec.req_id;
+  s.num_scheduled_tokens = num_new;
+  s.num_draft_tokens = num_draft;
+  s.num_accepted_tokens = 1;
   s.token_ids.assign(truth.begin() + static_cast<std::ptrdiff_t>(c),
                      truth.begin() + static_cast<std::ptrdiff_t>(c) + (num_new - num_draft));
   if (num_draft > 0) {
@@ -89,11 +95,18 @@ model::ScheduledRequest Scheduler::make_scheduled(const SchedRequest& r, std::in
   }
   stats_.request_steps += 1;
   stats_.tokens += num_new;
-  return s;
 }
 
-model::Step Scheduler::schedule() {
+model::Step Scheduler::schedule(model::Step spent) {
+  for (model::ScheduledRequest& s : spent.scheduled)
+    spare_scheduled_.push_back(std::move(s));
+  for (model::CachedRequestData& c : spent.cached_requests)
+    if (!c.resumed) spare_cached_.push_back(std::move(c)); // the shape schedule_running fills
   model::Step step{.index = step_};
+  step.scheduled = std::move(spent.scheduled);
+  step.scheduled.clear();
+  step.cached_requests = std::move(spent.cached_requests);
+  step.cached_requests.clear();
   step.finished_req_ids = std::move(finished_pending_);
   finished_pending_.clear();
   if (options_.async_frees) blocks_.release_deferred();

@@ -56,7 +56,9 @@ public:
   Scheduler(const model::Layout& layout, const SchedulerOptions& options,
             std::vector<RequestSpec> requests, std::uint64_t seed);
 
-  model::Step schedule();
+  // `spent`: a step done with (the engine's last one), whose rows and their vectors are
+  // reused for this one's, so that a step costs no allocation per row.
+  model::Step schedule(model::Step spent = {});
   void update(const model::Step& step);
   // The next schedule() runs reset_prefix_cache (tests and traces choose the step).
   void request_reset_prefix_cache() { reset_requested_ = true; }
@@ -72,8 +74,9 @@ private:
   bool in_prefill(const SchedRequest& r) const;
   std::int32_t split_chunk(const SchedRequest& r, std::int32_t num_new) const;
   std::int32_t draw_drafts(const SchedRequest& r, std::int32_t budget);
-  model::ScheduledRequest make_scheduled(const SchedRequest& r, std::int32_t num_new,
-                                         std::int32_t num_draft);
+  // Appends r's row to step.scheduled.
+  void make_scheduled(const SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
+                      model::Step& step);
   void admit_arrivals();
   void maybe_abort(model::Step& step);
   void force_preempt_all(model::Step& step);
@@ -94,6 +97,9 @@ private:
   std::vector<std::size_t> running_;
   std::vector<model::RequestId> finished_pending_;
   std::vector<std::size_t> scheduled_; // the last schedule()'s batch rows, as request indices
+  // Rows of spent steps, kept for their vectors' capacity.
+  std::vector<model::ScheduledRequest> spare_scheduled_;
+  std::vector<model::CachedRequestData> spare_cached_;
   std::int64_t step_ = 0;
   std::int64_t num_finished_ = 0;
   std::int32_t idle_steps_ = 0;

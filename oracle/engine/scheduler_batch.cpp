@@ -26,19 +26,26 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
       continue;
     }
     const std::string& id = r.spec.req_id;
-    blocks_.remove_skipped(id, r.num_computed);
+    // A running request holds its tables; preempting others below leaves them in place.
+    RequestBlocks* held = blocks_.find_held(id);
+    MC_ASSERT(held != nullptr);
+    blocks_.remove_skipped(*held, r.num_computed);
     bool self_preempted = false;
-    while (!blocks_.can_allocate(id, r.num_computed + num_new)) {
+    while (!blocks_.can_allocate(*held, r.num_computed + num_new)) {
       self_preempted = running_.size() - 1 == i;
       preempt(running_.size() - 1, step);
       if (self_preempted) break;
     }
     if (self_preempted) break;
-    step.cached_requests.push_back({.req_id = id,
-                                    .resumed = false,
-                                    .new_block_ids = blocks_.allocate(id, r.num_computed + num_new),
-                                    .num_computed_tokens = r.num_computed});
-    step.scheduled.push_back(make_scheduled(r, num_new, num_draft));
+    if (spare_cached_.empty()) spare_cached_.emplace_back();
+    step.cached_requests.push_back(std::move(spare_cached_.back()));
+    spare_cached_.pop_back();
+    model::CachedRequestData& cached = step.cached_requests.back();
+    cached.req_id = id;
+    cached.resumed = false;
+    cached.num_computed_tokens = r.num_computed;
+    blocks_.allocate(*held, r.num_computed + num_new, cached.new_block_ids);
+    make_scheduled(r, num_new, num_draft, step);
     budget -= num_new;
     ++i;
   }
@@ -95,7 +102,7 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
   r.started = true;
   r.status = RequestStatus::running;
   stats_.prefix_hits += hit >= 0 ? 1 : 0;
-  step.scheduled.push_back(make_scheduled(r, num_new, 0));
+  make_scheduled(r, num_new, 0, step);
   budget -= num_new;
   return true;
 }
