@@ -179,11 +179,16 @@ void BlockManager::free_request(const std::string& req_id) {
 void BlockManager::cache_blocks(const std::string& req_id, std::int32_t num_computed,
                                 std::span<const model::TokenHash> prefix_hashes,
                                 std::span<const std::int32_t> tokens, std::int32_t tail_len) {
-  const auto it = requests_.find(req_id);
-  if (it == requests_.end()) return;
+  if (RequestBlocks* held = find_held(req_id))
+    cache_blocks(*held, num_computed, prefix_hashes, tokens, tail_len);
+}
+
+void BlockManager::cache_blocks(RequestBlocks& held, std::int32_t num_computed,
+                                std::span<const model::TokenHash> prefix_hashes,
+                                std::span<const std::int32_t> tokens, std::int32_t tail_len) {
   const std::int32_t B = config_.mamba_block_size;
   for (std::size_t g = 0; g < pools_.size(); ++g) {
-    GroupRow& row = it->second.groups[g];
+    GroupRow& row = held.groups[g];
     const std::vector<std::int32_t>& t = row.block_ids;
     const auto n = std::min<std::int32_t>(num_computed / B, static_cast<std::int32_t>(t.size()));
     bool settled = true; // every position so far is null or cached

@@ -70,6 +70,9 @@ public:
   void cache_blocks(const std::string& req_id, std::int32_t num_computed,
                     std::span<const model::TokenHash> prefix_hashes,
                     std::span<const std::int32_t> tokens, std::int32_t tail_len);
+  void cache_blocks(RequestBlocks& held, std::int32_t num_computed,
+                    std::span<const model::TokenHash> prefix_hashes,
+                    std::span<const std::int32_t> tokens, std::int32_t tail_len);
 
   // Replay (oracle/engine/replay.h): tables chosen by another scheduler, applied with the rules
   // above. A message when the ids cannot come from this block manager (a held block handed

@@ -71,10 +71,11 @@ std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) 
 }
 
 void Scheduler::make_scheduled(const SchedRequest& r, std::int32_t num_new,
-                               std::int32_t num_draft, model::Step& step) {
+                               std::int32_t num_draft, RequestBlocks& held, model::Step& step) {
   const std::vector<std::int32_t>& truth = r.spec.tokens;
   const auto c = static_cast<std::size_t>(r.num_computed);
   scheduled_.push_back(static_cast<std::size_t>(&r - requests_.data()));
+  scheduled_held_.push_back(&held);
   if (spare_scheduled_.empty()) spare_scheduled_.emplace_back();
   step.scheduled.push_back(std::move(spare_scheduled_.back()));
   spare_scheduled_.pop_back();
@@ -117,6 +118,7 @@ model::Step Scheduler::schedule(model::Step spent) {
   if (reset && !running_.empty()) force_preempt_all(step);
   std::int32_t budget = options_.token_budget;
   scheduled_.clear();
+  scheduled_held_.clear();
   schedule_running(step, budget);
   schedule_waiting(step, budget);
   const bool work_left = !running_.empty() || !waiting_.empty();

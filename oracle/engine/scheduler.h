@@ -74,9 +74,9 @@ private:
   bool in_prefill(const SchedRequest& r) const;
   std::int32_t split_chunk(const SchedRequest& r, std::int32_t num_new) const;
   std::int32_t draw_drafts(const SchedRequest& r, std::int32_t budget);
-  // Appends r's row to step.scheduled.
+  // Appends r's row to step.scheduled; `held`: r's tables (just allocated).
   void make_scheduled(const SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
-                      model::Step& step);
+                      RequestBlocks& held, model::Step& step);
   void admit_arrivals();
   void maybe_abort(model::Step& step);
   void force_preempt_all(model::Step& step);
@@ -97,6 +97,9 @@ private:
   std::vector<std::size_t> running_;
   std::vector<model::RequestId> finished_pending_;
   std::vector<std::size_t> scheduled_; // the last schedule()'s batch rows, as request indices
+  // Their tables in the block manager (valid while the request runs: update() skips a row
+  // preempted since, and a finished request is freed only after its own row).
+  std::vector<RequestBlocks*> scheduled_held_;
   // Rows of spent steps, kept for their vectors' capacity.
   std::vector<model::ScheduledRequest> spare_scheduled_;
   std::vector<model::CachedRequestData> spare_cached_;

@@ -45,7 +45,7 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
     cached.resumed = false;
     cached.num_computed_tokens = r.num_computed;
     blocks_.allocate(*held, r.num_computed + num_new, cached.new_block_ids);
-    make_scheduled(r, num_new, num_draft, step);
+    make_scheduled(r, num_new, num_draft, *held, step);
     budget -= num_new;
     ++i;
   }
@@ -82,7 +82,7 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
     return false;
   }
   blocks_.allocate(id, r.num_computed + num_new);
-  const RequestBlocks* rb = blocks_.find(id);
+  RequestBlocks* rb = blocks_.find_held(id);
   model::GroupBlockIds table;
   for (const GroupRow& row : rb->groups)
     table.push_back(row.block_ids);
@@ -102,7 +102,7 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
   r.started = true;
   r.status = RequestStatus::running;
   stats_.prefix_hits += hit >= 0 ? 1 : 0;
-  make_scheduled(r, num_new, 0, step);
+  make_scheduled(r, num_new, 0, *rb, step);
   budget -= num_new;
   return true;
 }
@@ -120,7 +120,11 @@ void Scheduler::update(const model::Step& step) {
     r.num_computed += committed;
     if (r.num_computed >= r.num_tokens) r.num_tokens = r.num_computed + 1; // sampled
     MC_ASSERT(r.num_tokens <= static_cast<std::int32_t>(r.spec.tokens.size()));
-    blocks_.cache_blocks(s.req_id, r.num_computed, r.prefix_hashes, r.spec.tokens, tail_tokens_);
+    if (same_row)
+      blocks_.cache_blocks(*scheduled_held_[b], r.num_computed, r.prefix_hashes, r.spec.tokens,
+                           tail_tokens_);
+    else
+      blocks_.cache_blocks(s.req_id, r.num_computed, r.prefix_hashes, r.spec.tokens, tail_tokens_);
     if (r.num_tokens >= r.spec.max_len) finish(r);
   }
 }
