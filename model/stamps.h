@@ -6,12 +6,13 @@
 //   extend_hash(h(p), tokens[p]). Two requests with the same prefix share h, so their
 //   states are equal and prefix caching is testable across requests.
 // - The temporal state "after p tokens" of tensor t is fill_temporal(h(p), t): 8-byte words
-//   mix(seed(h, t) + i), little-endian, cut to the tensor's natural bytes.
+//   temporal_value(seed(h, t), i), little-endian, cut to the tensor's natural bytes.
 // - A conv window holds, per row (SD) or column (DS), a stamp of one (token, position) per
-//   channel: conv_stamp(token, position, tensor, channel, elem_size), never 0 for a real
-//   token; position < 0 (before the sequence) and "no token" are 0. Which position each row
+//   channel: conv_stamp(token, position, tensor, channel, elem_size) (a row seed mixed
+//   once, then one multiply per channel), never 0 for a real token; position < 0 (before the sequence) and "no token" are 0. Which position each row
 //   holds is the forward's contract (model/FORWARD.md).
-// Everything is integer mixing (splitmix64's finaliser): a few ns per 8 bytes.
+// Everything is integer mixing: splitmix64's finaliser once per state or conv row, then one
+// multiply and one xor-shift per 8 bytes or conv element.
 #pragma once
 
 #include <cstddef>
@@ -46,24 +47,54 @@ TokenHash sequence_hash(std::span<const std::int32_t> tokens);
 // Layout::tensors): writes out.size() bytes (the natural bytes of one block).
 void fill_temporal(std::span<std::byte> out, TokenHash hash, std::int32_t tensor);
 
+// The seed of the temporal state of tensor `tensor` after the sequence hashed `hash`: mixed
+// once per state; each word then costs one multiply and one xor-shift (temporal_value). The
+// words of one state are distinct (an add of an odd multiple of the index, an odd multiply and
+// an xor-shift are bijections); another hash or tensor gives another seed.
+constexpr std::uint64_t temporal_seed(TokenHash hash, std::int32_t tensor) {
+  return mix64(hash ^ (0xD1B54A32D192ED03ULL * (static_cast<std::uint64_t>(tensor) + 1)));
+}
+
+constexpr std::uint64_t temporal_value(std::uint64_t seed, std::int64_t word) {
+  std::uint64_t v = (seed + 0x8CB92BA72F3D8DD7ULL * static_cast<std::uint64_t>(word)) *
+                    0xD6E8FEB86659FD93ULL;
+  return v ^ (v >> 32);
+}
+
 // One 8-byte word of the same state (byte b of the state is byte b % 8 of word b / 8).
 constexpr std::uint64_t temporal_word(TokenHash hash, std::int32_t tensor, std::int64_t word) {
-  const std::uint64_t seed =
-      mix64(hash ^ (0xD1B54A32D192ED03ULL * (static_cast<std::uint64_t>(tensor) + 1)));
-  return mix64(seed + 0x8CB92BA72F3D8DD7ULL * static_cast<std::uint64_t>(word));
+  return temporal_value(temporal_seed(hash, tensor), word);
+}
+
+// A conv element is cheap per channel because the engine writes and checks every element of
+// every conv window several times a step: the row's (token, position, tensor) is mixed once
+// (conv_row_seed), then each channel costs one multiply and one xor-shift (conv_channel_value).
+// For a fixed row the 64-bit channel values are distinct (an xor with an odd multiple of the
+// channel, an odd multiply and an xor-shift are bijections); the high half of the product
+// is folded into the low bytes, so the 2- and 4-byte cuts depend on every input bit too.
+constexpr std::uint64_t conv_row_seed(std::int32_t token, std::int64_t position,
+                                      std::int32_t tensor) {
+  return mix64(static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) * 0xA24BAED4963EE407ULL ^
+               static_cast<std::uint64_t>(position) * 0x9FB21C651E98DF25ULL ^
+               (static_cast<std::uint64_t>(tensor) << 40));
+}
+
+// The value of channel `channel` of a row whose seed is `row_seed`: the low elem_size bytes,
+// never 0.
+constexpr std::uint64_t conv_channel_value(std::uint64_t row_seed, std::int64_t channel,
+                                           std::int32_t elem_size) {
+  std::uint64_t v =
+      (row_seed ^ static_cast<std::uint64_t>(channel) * 0x9E3779B97F4A7C15ULL) * 0xD6E8FEB86659FD93ULL;
+  v ^= v >> 32;
+  if (elem_size < 8) v &= (std::uint64_t{1} << (8 * elem_size)) - 1;
+  return v == 0 ? 1 : v;
 }
 
 // The value of one conv element: the low elem_size bytes; 0 when position < 0.
 constexpr std::uint64_t conv_stamp(std::int32_t token, std::int64_t position, std::int32_t tensor,
                                    std::int64_t channel, std::int32_t elem_size) {
   if (position < 0) return 0;
-  std::uint64_t v =
-      mix64(static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) * 0xA24BAED4963EE407ULL ^
-            static_cast<std::uint64_t>(position) * 0x9FB21C651E98DF25ULL ^
-            (static_cast<std::uint64_t>(tensor) << 40) ^
-            static_cast<std::uint64_t>(channel) * 0xC2B2AE3D27D4EB4FULL);
-  if (elem_size < 8) v &= (std::uint64_t{1} << (8 * elem_size)) - 1;
-  return v == 0 ? 1 : v;
+  return conv_channel_value(conv_row_seed(token, position, tensor), channel, elem_size);
 }
 
 } // namespace mc::model

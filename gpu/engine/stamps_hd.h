@@ -29,18 +29,22 @@ MC_HD_INLINE std::uint64_t temporal_word_hd(std::uint64_t hash, std::int32_t ten
                                             std::int64_t word) {
   const std::uint64_t seed =
       mix64_hd(hash ^ (0xD1B54A32D192ED03ULL * (static_cast<std::uint64_t>(tensor) + 1)));
-  return mix64_hd(seed + 0x8CB92BA72F3D8DD7ULL * static_cast<std::uint64_t>(word));
+  const std::uint64_t v =
+      (seed + 0x8CB92BA72F3D8DD7ULL * static_cast<std::uint64_t>(word)) * 0xD6E8FEB86659FD93ULL;
+  return v ^ (v >> 32);
 }
 
 MC_HD_INLINE std::uint64_t conv_stamp_hd(std::int32_t token, std::int64_t position,
                                          std::int32_t tensor, std::int64_t channel,
                                          std::int32_t elem_size) {
   if (position < 0) return 0;
-  std::uint64_t v = mix64_hd(static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) *
-                                 0xA24BAED4963EE407ULL ^
-                             static_cast<std::uint64_t>(position) * 0x9FB21C651E98DF25ULL ^
-                             (static_cast<std::uint64_t>(tensor) << 40) ^
-                             static_cast<std::uint64_t>(channel) * 0xC2B2AE3D27D4EB4FULL);
+  const std::uint64_t row = mix64_hd(static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) *
+                                         0xA24BAED4963EE407ULL ^
+                                     static_cast<std::uint64_t>(position) * 0x9FB21C651E98DF25ULL ^
+                                     (static_cast<std::uint64_t>(tensor) << 40));
+  std::uint64_t v =
+      (row ^ static_cast<std::uint64_t>(channel) * 0x9E3779B97F4A7C15ULL) * 0xD6E8FEB86659FD93ULL;
+  v ^= v >> 32;
   if (elem_size < 8) v &= (std::uint64_t{1} << (8 * elem_size)) - 1;
   return v == 0 ? 1 : v;
 }

@@ -41,10 +41,10 @@ template <typename Elem> ConvCursor<Elem> conv_cursor(const BlockRef& ref) {
           .channel_stride = sd ? 1 : t.shape.conv_state_len};
 }
 
-template <typename Elem>
-Elem stamp(std::int32_t token, std::int64_t pos, const BlockRef& ref, std::int64_t ch) {
+// The stamp of channel `ch` in a row of seed `row_seed` (model::conv_row_seed, once per row).
+template <typename Elem> Elem stamp(std::uint64_t row_seed, std::int64_t ch) {
   return static_cast<Elem>(
-      model::conv_stamp(token, pos, ref.tensor_index, ch, static_cast<std::int32_t>(sizeof(Elem))));
+      model::conv_channel_value(row_seed, ch, static_cast<std::int32_t>(sizeof(Elem))));
 }
 
 template <typename Elem>
@@ -60,16 +60,17 @@ std::optional<std::string> check_conv_typed(const BlockRef& ref, std::int64_t hi
     const std::optional<std::int32_t> token = pos >= 0 ? tokens.at(pos) : std::nullopt;
     // The whole row first, without an exit per element (the stamps pipeline), then, only for a
     // row that differs, the first wrong channel.
+    const std::uint64_t seed = token ? model::conv_row_seed(*token, pos, ref.tensor_index) : 0;
     Elem diff = 0;
     if (token)
       for (std::int64_t ch = 0; ch < dim; ++ch)
-        diff = static_cast<Elem>(diff | (block.at(r, ch) ^ stamp<Elem>(*token, pos, ref, ch)));
+        diff = static_cast<Elem>(diff | (block.at(r, ch) ^ stamp<Elem>(seed, ch)));
     else
       for (std::int64_t ch = 0; ch < dim; ++ch)
         diff = static_cast<Elem>(diff | block.at(r, ch));
     if (diff == 0) continue;
     for (std::int64_t ch = 0; ch < dim; ++ch) {
-      const Elem want = token ? stamp<Elem>(*token, pos, ref, ch) : Elem{0};
+      const Elem want = token ? stamp<Elem>(seed, ch) : Elem{0};
       const Elem got = block.at(r, ch);
       if (got != want)
         return fmt::format("conv row {} channel {} holds {:#x}, not the stamp {:#x} of position "
@@ -89,17 +90,19 @@ void write_conv_typed(const BlockRef& ref, std::int64_t history, std::int64_t ru
   for (std::int64_t r = 0; r < t.shape.conv_state_len; ++r) {
     const std::int64_t pos = running - history + r;
     const std::optional<std::int32_t> token = pos >= 0 ? tokens.at(pos) : std::nullopt;
-    if (token)
+    if (token) {
+      const std::uint64_t seed = model::conv_row_seed(*token, pos, ref.tensor_index);
       for (std::int64_t ch = 0; ch < dim; ++ch)
-        block.at(r, ch) = stamp<Elem>(*token, pos, ref, ch);
-    else
+        block.at(r, ch) = stamp<Elem>(seed, ch);
+    } else {
       for (std::int64_t ch = 0; ch < dim; ++ch)
         block.at(r, ch) = 0;
+    }
   }
 }
 
 // The first byte of the natural bytes at `got` that differs from the temporal state of `hash`,
-// or -1. The words are computed as they are compared (model::temporal_word, the definition
+// or -1. The words are computed as they are compared (model::temporal_value, the definition
 // fill_temporal writes), so a 2.6 MB state is neither materialised nor read twice; runs of
 // four words are compared at once (independent hashes overlap in the pipeline) and a run
 // that differs is searched word by word.
@@ -107,17 +110,18 @@ std::int64_t first_temporal_difference(const std::byte* got, std::int64_t num_by
                                        model::TokenHash hash, std::int32_t tensor) {
   constexpr std::int64_t kRun = 4;
   const std::int64_t num_words = num_bytes / 8;
+  const std::uint64_t seed = model::temporal_seed(hash, tensor);
   std::int64_t word = 0;
   for (; word + kRun <= num_words; word += kRun) {
     std::uint64_t have[kRun];
     std::memcpy(have, got + 8 * word, sizeof(have)); // little-endian host
     std::uint64_t diff = 0;
     for (std::int64_t k = 0; k < kRun; ++k)
-      diff |= have[k] ^ model::temporal_word(hash, tensor, word + k);
+      diff |= have[k] ^ model::temporal_value(seed, word + k);
     if (diff != 0) break;
   }
   for (; 8 * word < num_bytes; ++word) {
-    const std::uint64_t want = model::temporal_word(hash, tensor, word);
+    const std::uint64_t want = model::temporal_value(seed, word);
     const std::int64_t n = std::min<std::int64_t>(8, num_bytes - 8 * word);
     std::uint64_t have = 0;
     std::memcpy(&have, got + 8 * word, static_cast<std::size_t>(n));
