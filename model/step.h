@@ -12,6 +12,9 @@
 //   matched, plus the bonus token), for a prefill row 1 (neutral);
 // - a request force-preempted by reset_prefix_cache never appears in preempted_req_ids, only
 //   later among the resumed (REFERENCE.md 2, cleanup).
+// - key: a dense number of the request, the same in every step of one run (the oracle
+//   scheduler's index of it), or -1; not part of a trace. A consumer may use it to find its
+//   record of the request faster, never instead of req_id (oracle/engine/request_records.h).
 // Plain data: aggregates with designated initialisers, no behaviour.
 #pragma once
 
@@ -30,6 +33,7 @@ struct NewRequestData {
   std::vector<std::int32_t> prompt_token_ids;
   GroupBlockIds block_ids;              // the whole table per group
   std::int32_t num_computed_tokens = 0; // from a prefix hit, a multiple of the mamba block size
+  std::int32_t key = -1;
 };
 
 struct CachedRequestData {
@@ -37,6 +41,7 @@ struct CachedRequestData {
   bool resumed = false;                 // new_block_ids then replace the row
   GroupBlockIds new_block_ids;          // appended to the row (the whole row when resumed)
   std::int32_t num_computed_tokens = 0; // before this step
+  std::int32_t key = -1;
 };
 
 struct ScheduledRequest {
@@ -45,6 +50,7 @@ struct ScheduledRequest {
   std::int32_t num_draft_tokens = 0;
   std::vector<std::int32_t> token_ids;  // num_scheduled_tokens ids, drafts last
   std::int32_t num_accepted_tokens = 1; // outcome of the step (see the header comment)
+  std::int32_t key = -1;
 };
 
 struct Step {

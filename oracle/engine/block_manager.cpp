@@ -37,7 +37,7 @@ std::int32_t BlockManager::find_cache_hit(std::span<const model::TokenHash> boun
 void BlockManager::start_with_hit(const std::string& req_id, std::int32_t position,
                                   model::TokenHash boundary_hash) {
   MC_ASSERT(!requests_.contains(req_id));
-  RequestBlocks& req = requests_[req_id];
+  RequestBlocks& req = requests_.emplace(req_id, -1);
   req.groups.resize(pools_.size());
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     const std::optional<std::int32_t> block = pools_[g].lookup(boundary_hash);
@@ -83,9 +83,8 @@ bool BlockManager::can_allocate(const RequestBlocks& held, std::int32_t num_toke
   return true;
 }
 
-RequestBlocks* BlockManager::find_held(const std::string& req_id) {
-  const auto it = requests_.find(req_id);
-  return it == requests_.end() ? nullptr : &it->second;
+RequestBlocks* BlockManager::find_held(const std::string& req_id, std::int32_t key) {
+  return requests_.find(req_id, key);
 }
 
 void BlockManager::grow_align(GroupRow& row, bool allocated, std::int32_t required,
@@ -113,10 +112,11 @@ void BlockManager::grow_align(GroupRow& row, bool allocated, std::int32_t requir
 }
 
 model::GroupBlockIds BlockManager::allocate(const std::string& req_id, std::int32_t num_tokens) {
-  const auto [it, inserted] = requests_.try_emplace(req_id);
-  if (inserted) it->second.groups.resize(pools_.size());
+  bool inserted = false;
+  RequestBlocks& req = requests_.emplace(req_id, -1, &inserted);
+  if (inserted) req.groups.resize(pools_.size());
   model::GroupBlockIds tails;
-  grow(it->second, inserted, num_tokens, tails);
+  grow(req, inserted, num_tokens, tails);
   return tails;
 }
 
@@ -166,14 +166,14 @@ void BlockManager::remove_skipped(RequestBlocks& held, std::int32_t num_computed
 }
 
 void BlockManager::free_request(const std::string& req_id) {
-  const auto it = requests_.find(req_id);
-  if (it == requests_.end()) return;
+  const RequestBlocks* req = requests_.find(req_id);
+  if (req == nullptr) return;
   for (std::size_t g = 0; g < pools_.size(); ++g) {
-    const std::vector<std::int32_t>& t = it->second.groups[g].block_ids;
+    const std::vector<std::int32_t>& t = req->groups[g].block_ids;
     for (auto b = t.rbegin(); b != t.rend(); ++b) // tail first: evicted first, as vLLM
       if (*b != kNullBlockId) pools_[g].free(*b);
   }
-  requests_.erase(it);
+  requests_.erase(req_id);
 }
 
 void BlockManager::cache_blocks(const std::string& req_id, std::int32_t num_computed,
@@ -210,9 +210,8 @@ void BlockManager::cache_blocks(RequestBlocks& held, std::int32_t num_computed,
   }
 }
 
-const RequestBlocks* BlockManager::find(const std::string& req_id) const {
-  const auto it = requests_.find(req_id);
-  return it == requests_.end() ? nullptr : &it->second;
+const RequestBlocks* BlockManager::find(const std::string& req_id, std::int32_t key) const {
+  return requests_.find(req_id, key);
 }
 
 void BlockManager::release_deferred() {

@@ -16,12 +16,12 @@
 #include "model/layout.h"
 #include "model/step.h"
 #include "oracle/engine/block_pool.h"
+#include "oracle/engine/request_records.h"
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace mc::oracle::engine {
@@ -61,7 +61,8 @@ public:
   void remove_skipped(const std::string& req_id, std::int32_t num_computed);
   // The same three for a request that holds tables already (`held`: find(req_id), which stays
   // valid until that request is freed): the scheduler looks a running request up once a step.
-  RequestBlocks* find_held(const std::string& req_id);
+  // `key`: the request's dense key, a hint (request_records.h).
+  RequestBlocks* find_held(const std::string& req_id, std::int32_t key = -1);
   bool can_allocate(const RequestBlocks& held, std::int32_t num_tokens) const;
   void allocate(RequestBlocks& held, std::int32_t num_tokens, model::GroupBlockIds& tails);
   void remove_skipped(RequestBlocks& held, std::int32_t num_computed);
@@ -83,7 +84,7 @@ public:
   std::optional<std::string> adopt_growth(const std::string& req_id,
                                           const model::GroupBlockIds& appended);
 
-  const RequestBlocks* find(const std::string& req_id) const;
+  const RequestBlocks* find(const std::string& req_id, std::int32_t key = -1) const;
   const BlockPool& pool(std::int32_t group) const {
     return pools_[static_cast<std::size_t>(group)];
   }
@@ -103,7 +104,7 @@ private:
 
   model::CacheConfig config_;
   std::vector<BlockPool> pools_;
-  std::unordered_map<std::string, RequestBlocks> requests_;
+  RequestRecords<RequestBlocks> requests_;
 };
 
 } // namespace mc::oracle::engine

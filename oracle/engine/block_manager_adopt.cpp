@@ -33,7 +33,7 @@ std::optional<std::string> BlockManager::adopt_first(const std::string& req_id,
   MC_ASSERT(table.size() == pools_.size());
   MC_ASSERT(num_computed >= 0 && num_computed % config_.mamba_block_size == 0);
   free_request(req_id); // a resumed request's old table is gone already; be sure
-  RequestBlocks& req = requests_[req_id];
+  RequestBlocks& req = requests_.emplace(req_id, -1);
   req.groups.resize(pools_.size());
   req.allocated = true;
   const std::int32_t hit = num_computed / config_.mamba_block_size - 1; // -1: no prefix hit
@@ -68,16 +68,16 @@ std::optional<std::string> BlockManager::adopt_first(const std::string& req_id,
 std::optional<std::string> BlockManager::adopt_growth(const std::string& req_id,
                                                       const model::GroupBlockIds& appended) {
   MC_ASSERT(appended.size() == pools_.size());
-  const auto it = requests_.find(req_id);
-  if (it == requests_.end())
+  RequestBlocks* req = requests_.find(req_id);
+  if (req == nullptr)
     return fmt::format("request {} grows a table it does not hold (preempted or finished)", req_id);
   const bool align = config_.mode == model::CacheMode::align;
   const std::int32_t nsb = config_.num_spec_blocks;
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     if (appended[g].empty()) continue;
-    std::vector<std::int32_t>& t = it->second.groups[g].block_ids;
+    std::vector<std::int32_t>& t = req->groups[g].block_ids;
     const auto prev_len = static_cast<std::int32_t>(t.size());
-    if (align) it->second.groups[g].last_state_idx = prev_len - 1 - nsb;
+    if (align) req->groups[g].last_state_idx = prev_len - 1 - nsb;
     for (const std::int32_t block : appended[g]) {
       if (block == kNullBlockId) {
         t.push_back(block);

@@ -132,7 +132,7 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
   const model::Layout& layout = runner.layout();
   tables_.clear();
   for (const model::ScheduledRequest& s : step.scheduled)
-    tables_.push_back(blocks.find(s.req_id));
+    tables_.push_back(blocks.find(s.req_id, s.key));
   if (auto f = check_accesses(step, record, blocks, tables_, layout)) return f;
   if (auto f = check_rows(step, tables_, runner)) return f;
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {

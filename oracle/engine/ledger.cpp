@@ -17,7 +17,7 @@ std::optional<std::string> Ledger::begin_step(const model::Step& step) {
   listed_.clear();
   for (const model::NewRequestData& n : step.new_requests) {
     MC_ASSERT(!requests_.contains(n.req_id));
-    RequestTruth& t = requests_[n.req_id];
+    RequestTruth& t = requests_.emplace(n.req_id, n.key);
     t.hashes.reserve(n.prompt_token_ids.size() + 1);
     t.tokens.reserve(n.prompt_token_ids.size());
     t.hashes.push_back(model::kEmptySequenceHash);
@@ -28,17 +28,17 @@ std::optional<std::string> Ledger::begin_step(const model::Step& step) {
     listed_.add_new(n.req_id, t);
   }
   for (const model::CachedRequestData& c : step.cached_requests) {
-    const auto it = requests_.find(c.req_id);
-    if (it == requests_.end()) continue; // not known: its scheduled row fails below
-    it->second.listed_step = step.index;
-    it->second.listed_computed = c.num_computed_tokens;
-    listed_.add_cached(c.req_id, it->second);
+    RequestTruth* t = requests_.find(c.req_id, c.key);
+    if (t == nullptr) continue; // not known: its scheduled row fails below
+    t->listed_step = step.index;
+    t->listed_computed = c.num_computed_tokens;
+    listed_.add_cached(c.req_id, *t);
   }
   rows_step_ = -1; // until every row is known to agree
   rows_.clear();
   for (const model::ScheduledRequest& s : step.scheduled) {
     RequestTruth& t = listed_.next_row(
-        s.req_id, [this](const std::string& id) -> RequestTruth& { return requests_.at(id); });
+        s.req_id, [this, &s](const std::string& id) -> RequestTruth& { return requests_.at(id, s.key); });
     rows_.push_back(&t);
     MC_ASSERT(t.listed_step == step.index); // every scheduled request is new or cached (step.h)
     const std::int32_t c = t.listed_computed;
@@ -85,9 +85,7 @@ void Ledger::end_step(const model::Step& step) {
 }
 
 const RequestTruth& Ledger::truth(const std::string& req_id) const {
-  const auto it = requests_.find(req_id);
-  MC_ASSERT(it != requests_.end());
-  return it->second;
+  return requests_.at(req_id);
 }
 
 const RequestTruth& Ledger::row_truth(std::int64_t step_index, std::size_t batch_row) const {

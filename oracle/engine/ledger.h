@@ -10,12 +10,12 @@
 #include "model/stamps.h"
 #include "model/step.h"
 #include "oracle/engine/listed_rows.h"
+#include "oracle/engine/request_records.h"
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace mc::oracle::engine {
@@ -44,7 +44,7 @@ public:
 
 private:
   void append(RequestTruth& t, std::int32_t token);
-  std::unordered_map<std::string, RequestTruth> requests_; // nodes: stable addresses
+  RequestRecords<RequestTruth> requests_; // stable addresses
   std::int64_t rows_step_ = -1;                            // the step begun last
   std::vector<RequestTruth*> rows_; // its batch rows' truths (all of them once it held)
   ListedRows<RequestTruth> listed_; // its new and cached requests' truths

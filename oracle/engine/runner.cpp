@@ -28,14 +28,12 @@ OracleRunner::OracleRunner(const model::Layout& layout, const RunnerOptions& opt
 }
 
 const model::GroupBlockIds* OracleRunner::row(const std::string& req_id) const {
-  const auto it = requests_.find(req_id);
-  return it == requests_.end() ? nullptr : &it->second.row;
+  const RequestState* st = requests_.find(req_id);
+  return st == nullptr ? nullptr : &st->row;
 }
 
-OracleRunner::RequestState& OracleRunner::state_of(const std::string& req_id) {
-  const auto it = requests_.find(req_id);
-  MC_ASSERT(it != requests_.end());
-  return it->second;
+OracleRunner::RequestState& OracleRunner::state_of(const std::string& req_id, std::int32_t key) {
+  return requests_.at(req_id, key);
 }
 
 void OracleRunner::update_rows(const model::Step& step) {
@@ -45,7 +43,7 @@ void OracleRunner::update_rows(const model::Step& step) {
     requests_.erase(id);
   listed_.clear();
   for (const model::NewRequestData& n : step.new_requests) {
-    RequestState& st = requests_[n.req_id];
+    RequestState& st = requests_.emplace(n.req_id, n.key);
     listed_.add_new(n.req_id, st);
     st.row = n.block_ids;
     st.scheduled_step = step.index;
@@ -53,7 +51,7 @@ void OracleRunner::update_rows(const model::Step& step) {
     st.resumed = false;
   }
   for (const model::CachedRequestData& c : step.cached_requests) {
-    RequestState& st = c.resumed ? requests_[c.req_id] : state_of(c.req_id);
+    RequestState& st = c.resumed ? requests_.emplace(c.req_id, c.key) : state_of(c.req_id, c.key);
     listed_.add_cached(c.req_id, st);
     st.scheduled_step = step.index;
     st.num_computed = c.num_computed_tokens;

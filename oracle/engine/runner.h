@@ -25,6 +25,7 @@
 #include "oracle/engine/ledger.h"
 #include "oracle/engine/listed_rows.h"
 #include "oracle/engine/options.h"
+#include "oracle/engine/request_records.h"
 #include "oracle/engine/writes.h"
 #include "oracle/runner_bookkeeping.h"
 
@@ -96,7 +97,7 @@ private:
     std::int32_t state_idx = 0; // V1: its mamba_state_idx entry after that step
     std::int32_t slot = -1;     // V2: its slot in that step
   };
-  RequestState& state_of(const std::string& req_id);
+  RequestState& state_of(const std::string& req_id, std::int32_t key);
   struct Slot { // V2 per-request state, by slot
     std::string req_id;
     std::int32_t state_idx = -1;
@@ -131,7 +132,7 @@ private:
   // The run's arenas, this step's block tables (by batch row) and the arrays of the launch
   // in flight; the layout is copied once.
   model::LaunchCase launch_case_;
-  std::unordered_map<std::string, RequestState> requests_; // erased when finished or preempted
+  RequestRecords<RequestState> requests_; // erased when finished or preempted
   ListedRows<RequestState> listed_; // this step's new and cached records, for its batch rows
   std::int64_t step_index_ = -1;    // of the step executed last
   std::vector<RequestState*> last_batch_;                  // its batch rows' records

@@ -23,8 +23,8 @@ StepRecord OracleRunner::execute(const model::Step& step, const Ledger& ledger) 
   for (std::size_t b = 0; b < n; ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
     RequestState& st =
-        listed_.next_row(s.req_id, [this](const std::string& id) -> RequestState& {
-          return state_of(id);
+        listed_.next_row(s.req_id, [this, &s](const std::string& id) -> RequestState& {
+          return state_of(id, s.key);
         });
     MC_ASSERT(st.scheduled_step == step.index); // new or cached in this very step
     const std::int32_t c = st.num_computed;
@@ -72,7 +72,7 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
     if (c.resumed && !options_.mutations.skip_cleanup_of_resumed) ids.resumed.push_back(c.req_id);
   // The a of finished and preempted requests went with their records (update_rows).
   for (const std::string& id : ids.resumed)
-    state_of(id).has_accepted = false;
+    state_of(id, -1).has_accepted = false;
   std::vector<BatchRequest> batch;
   batch.reserve(step.scheduled.size());
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
@@ -180,9 +180,9 @@ OracleRunner::NextRead OracleRunner::next_read(std::size_t batch_row) const {
 }
 
 std::optional<ReadPoint> OracleRunner::read_point(const std::string& req_id) const {
-  const auto it = requests_.find(req_id);
-  if (it == requests_.end() || it->second.scheduled_step != step_index_) return std::nullopt;
-  const std::int32_t next_computed = it->second.next_computed;
+  const RequestState* st = requests_.find(req_id);
+  if (st == nullptr || st->scheduled_step != step_index_) return std::nullopt;
+  const std::int32_t next_computed = st->next_computed;
   if (layout_.config.mode == model::CacheMode::all) {
     const auto col =
         static_cast<std::int32_t>(model::cdiv(next_computed, layout_.config.mamba_block_size)) - 1;
@@ -193,7 +193,7 @@ std::optional<ReadPoint> OracleRunner::read_point(const std::string& req_id) con
     return ReadPoint{.state_idx = s.state_idx, .num_accepted = s.num_accepted};
   }
   return ReadPoint{.state_idx = mamba_state_idx_.at(req_id),
-                   .num_accepted = it->second.has_accepted ? it->second.num_accepted : 1};
+                   .num_accepted = st->has_accepted ? st->num_accepted : 1};
 }
 
 } // namespace mc::oracle::engine

@@ -81,6 +81,7 @@ void Scheduler::make_scheduled(const SchedRequest& r, std::int32_t num_new,
   spare_scheduled_.pop_back();
   model::ScheduledRequest& s = step.scheduled.back();
   s.req_id = r.spec.req_id;
+  s.key = static_cast<std::int32_t>(scheduled_.back());
   s.num_scheduled_tokens = num_new;
   s.num_draft_tokens = num_draft;
   s.num_accepted_tokens = 1;

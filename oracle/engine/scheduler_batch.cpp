@@ -26,8 +26,9 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
       continue;
     }
     const std::string& id = r.spec.req_id;
+    const auto key = static_cast<std::int32_t>(running_[i]);
     // A running request holds its tables; preempting others below leaves them in place.
-    RequestBlocks* held = blocks_.find_held(id);
+    RequestBlocks* held = blocks_.find_held(id, key);
     MC_ASSERT(held != nullptr);
     blocks_.remove_skipped(*held, r.num_computed);
     bool self_preempted = false;
@@ -42,6 +43,7 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
     spare_cached_.pop_back();
     model::CachedRequestData& cached = step.cached_requests.back();
     cached.req_id = id;
+    cached.key = key;
     cached.resumed = false;
     cached.num_computed_tokens = r.num_computed;
     blocks_.allocate(*held, r.num_computed + num_new, cached.new_block_ids);
@@ -82,7 +84,8 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
     return false;
   }
   blocks_.allocate(id, r.num_computed + num_new);
-  RequestBlocks* rb = blocks_.find_held(id);
+  const auto key = static_cast<std::int32_t>(&r - requests_.data());
+  RequestBlocks* rb = blocks_.find_held(id, key);
   model::GroupBlockIds table;
   for (const GroupRow& row : rb->groups)
     table.push_back(row.block_ids);
@@ -92,12 +95,14 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
          .prompt_token_ids = {r.spec.tokens.begin(),
                               r.spec.tokens.begin() + r.spec.num_prompt_tokens},
          .block_ids = std::move(table),
-         .num_computed_tokens = r.num_computed});
+         .num_computed_tokens = r.num_computed,
+         .key = key});
   } else {
     step.cached_requests.push_back({.req_id = id,
                                     .resumed = true,
                                     .new_block_ids = std::move(table),
-                                    .num_computed_tokens = r.num_computed});
+                                    .num_computed_tokens = r.num_computed,
+                                    .key = key});
   }
   r.started = true;
   r.status = RequestStatus::running;
