@@ -11,7 +11,7 @@ BlockPool::BlockPool(std::int32_t num_blocks, bool defer_frees)
     : ref_count_(static_cast<std::size_t>(num_blocks), 0),
       queue_generation_(static_cast<std::size_t>(num_blocks), 0),
       in_queue_(static_cast<std::size_t>(num_blocks), false), defer_frees_(defer_frees),
-      entries_(static_cast<std::size_t>(num_blocks)),
+      by_hash_(num_blocks), entries_(static_cast<std::size_t>(num_blocks)),
       is_cached_(static_cast<std::size_t>(num_blocks), 0) {
   MC_ASSERT(num_blocks >= 2);
   ref_count_[0] = 1; // the null block is held forever
@@ -95,12 +95,12 @@ void BlockPool::release_deferred() {
 }
 
 std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash) const {
-  const auto it = by_hash_.find(hash);
-  if (it == by_hash_.end()) return std::nullopt;
-  const auto b = static_cast<std::size_t>(it->second);
+  const std::optional<std::int32_t> block = by_hash_.find(hash);
+  if (!block) return std::nullopt;
+  const auto b = static_cast<std::size_t>(*block);
   // A deferred free is neither referenced nor in the queue: not reachable until released.
   if (ref_count_[b] == 0 && !in_queue_[b]) return std::nullopt;
-  return it->second;
+  return block;
 }
 
 void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash,
@@ -108,12 +108,25 @@ void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash,
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   MC_ASSERT(is_cached_[b] == 0);
-  if (!by_hash_.emplace(hash, block_id).second) return; // another block holds this boundary
+  if (!by_hash_.insert(hash, block_id)) return; // another block holds this boundary
   CachedBlock& entry = entries_[b];
   entry.hash = hash;
   entry.position = position;
   entry.tail_tokens.assign(tail_tokens.begin(), tail_tokens.end());
   is_cached_[b] = 1;
+  const std::size_t log_max = 4 * static_cast<std::size_t>(num_blocks()) + 1024;
+  if (log_.size() >= log_max) { // drop the older half (amortised O(1) per registration)
+    const std::size_t dropped = log_.size() / 2;
+    log_.erase(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(dropped));
+    log_base_ += dropped;
+  }
+  log_.push_back(block_id);
+}
+
+std::optional<std::span<const std::int32_t>> BlockPool::registered_since(
+    std::uint64_t since) const {
+  if (since < log_base_ || since > num_registrations()) return std::nullopt;
+  return std::span(log_).subspan(static_cast<std::size_t>(since - log_base_));
 }
 
 void BlockPool::evict(std::int32_t block_id) {

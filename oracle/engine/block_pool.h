@@ -15,12 +15,12 @@
 
 #include "model/errors.h"
 #include "model/stamps.h"
+#include "oracle/engine/boundary_index.h"
 
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 namespace mc::oracle::engine {
@@ -64,6 +64,13 @@ public:
   // Drops every cache entry; asserts no block is referenced (reset_prefix_cache).
   void reset_cache();
 
+  // Successful registrations are numbered from 0 in the order they happen. The blocks of
+  // those numbered `since` and later, in that order (a block twice when it was registered
+  // twice), or nullopt when the log no longer reaches back that far (it keeps the latest
+  // few times num_blocks): the invariant checker visits only new registrations this way.
+  std::optional<std::span<const std::int32_t>> registered_since(std::uint64_t since) const;
+  std::uint64_t num_registrations() const { return log_base_ + log_.size(); }
+
 private:
   void push_free(std::int32_t block_id);
   void evict(std::int32_t block_id);
@@ -75,11 +82,13 @@ private:
   std::vector<std::int32_t> deferred_;
   std::int32_t num_free_ = 0;
   bool defer_frees_ = false;
-  std::unordered_map<model::TokenHash, std::int32_t> by_hash_;
+  BoundaryIndex by_hash_;
   // Cache entries by block id, valid where is_cached_; an evicted entry keeps its memory for
   // the block's next registration.
   std::vector<CachedBlock> entries_;
   std::vector<std::uint8_t> is_cached_;
+  std::vector<std::int32_t> log_; // registrations numbered log_base_ and later
+  std::uint64_t log_base_ = 0;
 };
 
 } // namespace mc::oracle::engine

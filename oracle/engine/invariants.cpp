@@ -183,9 +183,16 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
 
 // Which cached blocks to check: new registrations (or a new boundary on a block), or every one
 // in a sweep; by block id either way, so the first finding is the same whichever way.
+//
+// Outside a sweep only the blocks registered since the last call are visited (BlockPool's
+// numbered registrations): a block whose entry is older was cached, with that entry, at the
+// last call, so it was either selected then and marked seen with its hash afterwards, or
+// already seen with it; either way the filter below drops it. Where the pool's log does not
+// reach back that far, every block is visited, as in a sweep.
 void InvariantChecker::select_cached(const BlockManager& blocks, bool sweep_all) {
   checked_.resize(static_cast<std::size_t>(blocks.num_groups()));
   to_check_.resize(checked_.size());
+  registrations_.resize(checked_.size());
   for (std::int32_t g = 0; g < blocks.num_groups(); ++g) {
     const BlockPool& pool = blocks.pool(g);
     std::vector<CheckedBlock>& checked = checked_[static_cast<std::size_t>(g)];
@@ -193,13 +200,29 @@ void InvariantChecker::select_cached(const BlockManager& blocks, bool sweep_all)
     std::vector<std::pair<std::int32_t, const CachedBlock*>>& list =
         to_check_[static_cast<std::size_t>(g)];
     list.clear();
-    for (std::int32_t block = 1; block < pool.num_blocks(); ++block) {
+    const auto consider = [&](std::int32_t block) {
       const CachedBlock* entry = pool.cached(block);
-      if (entry == nullptr) continue;
+      if (entry == nullptr) return;
       const CheckedBlock& seen = checked[static_cast<std::size_t>(block)];
-      if (!sweep_all && seen.seen && seen.hash == entry->hash) continue;
+      if (!sweep_all && seen.seen && seen.hash == entry->hash) return;
       list.emplace_back(block, entry);
+    };
+    Registrations& since = registrations_[static_cast<std::size_t>(g)];
+    const std::optional<std::span<const std::int32_t>> fresh =
+        !sweep_all && since.pool == &pool ? pool.registered_since(since.seen) : std::nullopt;
+    if (fresh) {
+      for (const std::int32_t block : *fresh)
+        consider(block);
+      std::sort(list.begin(), list.end(),
+                [](const auto& x, const auto& y) { return x.first < y.first; });
+      list.erase(std::unique(list.begin(), list.end(),
+                             [](const auto& x, const auto& y) { return x.first == y.first; }),
+                 list.end());
+    } else {
+      for (std::int32_t block = 1; block < pool.num_blocks(); ++block)
+        consider(block);
     }
+    since = {.pool = &pool, .seen = pool.num_registrations()};
   }
 }
 

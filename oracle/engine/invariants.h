@@ -41,8 +41,14 @@ private:
     bool seen = false;
   };
   void select_cached(const BlockManager& blocks, bool sweep_all);
+  // Per group: the pool and its registration count at the last select_cached.
+  struct Registrations {
+    const BlockPool* pool = nullptr;
+    std::uint64_t seen = 0;
+  };
 
   std::vector<std::vector<CheckedBlock>> checked_; // by group, by block
+  std::vector<Registrations> registrations_;       // by group
   std::vector<std::vector<std::pair<std::int32_t, const CachedBlock*>>> to_check_; // by group
   std::vector<const RequestBlocks*> tables_; // after_step: the block manager's, by batch row
 };

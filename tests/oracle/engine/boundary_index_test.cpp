@@ -1,0 +1,87 @@
+// BoundaryIndex against std::unordered_map under random inserts and erases (small tables, so
+// probe runs wrap around and erase shifts entries back across the end), and the pool's
+// numbered registrations.
+#include "oracle/engine/block_pool.h"
+#include "oracle/engine/boundary_index.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+namespace mc::oracle::engine {
+namespace {
+
+TEST(BoundaryIndex, AgreesWithAMapUnderRandomInsertsAndErases) {
+  for (const std::int32_t capacity : {1, 7, 8, 64}) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(capacity));
+    BoundaryIndex index(capacity);
+    std::unordered_map<model::TokenHash, std::int32_t> want;
+    // Few distinct hashes, some equal in their high bits (one home slot), so runs collide.
+    const auto draw_hash = [&] {
+      const std::uint64_t r = rng() % 24;
+      return r < 12 ? r : (r << 60) | 5;
+    };
+    for (int op = 0; op < 20000; ++op) {
+      const model::TokenHash h = draw_hash();
+      if (rng() % 2 == 0 && !want.empty()) {
+        if (!want.contains(h)) continue;
+        index.erase(h);
+        want.erase(h);
+      } else if (static_cast<std::int32_t>(want.size()) < capacity || want.contains(h)) {
+        const auto block = static_cast<std::int32_t>(rng() % 100);
+        const bool inserted = index.insert(h, block);
+        ASSERT_EQ(inserted, !want.contains(h)) << op;
+        if (inserted) want[h] = block;
+      }
+      ASSERT_EQ(index.size(), static_cast<std::int32_t>(want.size()));
+      for (std::uint64_t probe = 0; probe < 24; ++probe) {
+        const model::TokenHash q = probe < 12 ? probe : (probe << 60) | 5;
+        const auto it = want.find(q);
+        const std::optional<std::int32_t> got = index.find(q);
+        ASSERT_EQ(got.has_value(), it != want.end()) << "capacity " << capacity << " op " << op;
+        if (got) {
+          ASSERT_EQ(*got, it->second);
+        }
+      }
+    }
+    index.clear();
+    EXPECT_EQ(index.size(), 0);
+    EXPECT_FALSE(index.find(3).has_value());
+  }
+}
+
+TEST(BlockPool, RegistrationsAreNumberedAndTheLogIsBounded) {
+  BlockPool pool(8, false);
+  EXPECT_EQ(pool.num_registrations(), 0u);
+  const std::vector<std::int32_t> blocks = pool.take(7); // every block but the null one
+  ASSERT_EQ(blocks, (std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 7}));
+  pool.register_block(2, 100, 0, {});
+  pool.register_block(3, 100, 1, {}); // refused: block 2 holds that boundary; not numbered
+  pool.register_block(1, 200, 1, {});
+  EXPECT_EQ(pool.num_registrations(), 2u);
+  const auto all = pool.registered_since(0);
+  ASSERT_TRUE(all.has_value());
+  EXPECT_EQ(std::vector<std::int32_t>(all->begin(), all->end()), (std::vector<std::int32_t>{2, 1}));
+  EXPECT_EQ(pool.registered_since(1)->size(), 1u);
+  EXPECT_TRUE(pool.registered_since(2)->empty());
+  EXPECT_FALSE(pool.registered_since(3).has_value()); // not numbered yet
+  // Register and evict block 3 until the log drops its oldest half: early numbers are gone.
+  for (int i = 0; i < 2000; ++i) {
+    pool.free(3);
+    ASSERT_EQ(pool.take(1), std::vector<std::int32_t>{3}) << i; // 3 is the only free block
+    pool.register_block(3, 1000 + static_cast<std::uint64_t>(i), 2, {});
+  }
+  pool.free(3);
+  EXPECT_EQ(pool.num_registrations(), 2002u);
+  EXPECT_FALSE(pool.registered_since(0).has_value());
+  const auto last = pool.registered_since(2001);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(std::vector<std::int32_t>(last->begin(), last->end()), std::vector<std::int32_t>{3});
+  EXPECT_EQ(pool.lookup(1000 + 1999), 3);
+  EXPECT_FALSE(pool.lookup(1000 + 1998).has_value()); // evicted when 3 was taken again
+}
+
+} // namespace
+} // namespace mc::oracle::engine
