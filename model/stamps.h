@@ -9,8 +9,9 @@
 //   temporal_value(seed(h, t), i), little-endian, cut to the tensor's natural bytes.
 // - A conv window holds, per row (SD) or column (DS), a stamp of one (token, position) per
 //   channel: conv_stamp(token, position, tensor, channel, elem_size) (a row seed mixed
-//   once, then one multiply per channel), never 0 for a real token; position < 0 (before the sequence) and "no token" are 0. Which position each row
-//   holds is the forward's contract (model/FORWARD.md).
+//   once, then one multiply per channel), never 0 for a real token; position < 0 (before the
+//   sequence) and "no token" are 0. Which position each row holds is the forward's contract
+//   (model/FORWARD.md).
 // Everything is integer mixing: splitmix64's finaliser once per state or conv row, then one
 // multiply and one xor-shift per 8 bytes or conv element.
 #pragma once
@@ -56,8 +57,8 @@ constexpr std::uint64_t temporal_seed(TokenHash hash, std::int32_t tensor) {
 }
 
 constexpr std::uint64_t temporal_value(std::uint64_t seed, std::int64_t word) {
-  std::uint64_t v = (seed + 0x8CB92BA72F3D8DD7ULL * static_cast<std::uint64_t>(word)) *
-                    0xD6E8FEB86659FD93ULL;
+  std::uint64_t v =
+      (seed + 0x8CB92BA72F3D8DD7ULL * static_cast<std::uint64_t>(word)) * 0xD6E8FEB86659FD93ULL;
   return v ^ (v >> 32);
 }
 
@@ -74,7 +75,8 @@ constexpr std::uint64_t temporal_word(TokenHash hash, std::int32_t tensor, std::
 // is folded into the low bytes, so the 2- and 4-byte cuts depend on every input bit too.
 constexpr std::uint64_t conv_row_seed(std::int32_t token, std::int64_t position,
                                       std::int32_t tensor) {
-  return mix64(static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) * 0xA24BAED4963EE407ULL ^
+  return mix64(static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) *
+                   0xA24BAED4963EE407ULL ^
                static_cast<std::uint64_t>(position) * 0x9FB21C651E98DF25ULL ^
                (static_cast<std::uint64_t>(tensor) << 40));
 }
@@ -83,8 +85,8 @@ constexpr std::uint64_t conv_row_seed(std::int32_t token, std::int64_t position,
 // never 0.
 constexpr std::uint64_t conv_channel_value(std::uint64_t row_seed, std::int64_t channel,
                                            std::int32_t elem_size) {
-  std::uint64_t v =
-      (row_seed ^ static_cast<std::uint64_t>(channel) * 0x9E3779B97F4A7C15ULL) * 0xD6E8FEB86659FD93ULL;
+  std::uint64_t v = (row_seed ^ static_cast<std::uint64_t>(channel) * 0x9E3779B97F4A7C15ULL) *
+                    0xD6E8FEB86659FD93ULL;
   v ^= v >> 32;
   if (elem_size < 8) v &= (std::uint64_t{1} << (8 * elem_size)) - 1;
   return v == 0 ? 1 : v;

@@ -123,8 +123,8 @@ void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash,
   log_.push_back(block_id);
 }
 
-std::optional<std::span<const std::int32_t>> BlockPool::registered_since(
-    std::uint64_t since) const {
+std::optional<std::span<const std::int32_t>>
+BlockPool::registered_since(std::uint64_t since) const {
   if (since < log_base_ || since > num_registrations()) return std::nullopt;
   return std::span(log_).subspan(static_cast<std::size_t>(since - log_base_));
 }

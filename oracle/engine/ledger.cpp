@@ -37,8 +37,10 @@ std::optional<std::string> Ledger::begin_step(const model::Step& step) {
   rows_step_ = -1; // until every row is known to agree
   rows_.clear();
   for (const model::ScheduledRequest& s : step.scheduled) {
-    RequestTruth& t = listed_.next_row(
-        s.req_id, [this, &s](const std::string& id) -> RequestTruth& { return requests_.at(id, s.key); });
+    RequestTruth& t =
+        listed_.next_row(s.req_id, [this, &s](const std::string& id) -> RequestTruth& {
+          return requests_.at(id, s.key);
+        });
     rows_.push_back(&t);
     MC_ASSERT(t.listed_step == step.index); // every scheduled request is new or cached (step.h)
     const std::int32_t c = t.listed_computed;

@@ -45,9 +45,9 @@ public:
 private:
   void append(RequestTruth& t, std::int32_t token);
   RequestRecords<RequestTruth> requests_; // stable addresses
-  std::int64_t rows_step_ = -1;                            // the step begun last
-  std::vector<RequestTruth*> rows_; // its batch rows' truths (all of them once it held)
-  ListedRows<RequestTruth> listed_; // its new and cached requests' truths
+  std::int64_t rows_step_ = -1;           // the step begun last
+  std::vector<RequestTruth*> rows_;       // its batch rows' truths (all of them once it held)
+  ListedRows<RequestTruth> listed_;       // its new and cached requests' truths
 };
 
 } // namespace mc::oracle::engine

@@ -58,7 +58,8 @@ RC_GTEST_PROP(GenLaunch, ReferencedBlocksHoldDataAndPaddingHoldsPoison, ()) {
         const std::int32_t id = t.at(r, col);
         if (id < 0 || id >= spec.layout_spec.num_blocks) continue;
         const std::int64_t off = s.block_offset_bytes(id);
-        detail::SplitMix64 rng{detail::mix_seed(spec.fill_seed, ti, static_cast<std::uint64_t>(id))};
+        detail::SplitMix64 rng{
+            detail::mix_seed(spec.fill_seed, ti, static_cast<std::uint64_t>(id))};
         std::uint64_t word = 0;
         for (std::int64_t i = 0; i < s.natural_bytes; ++i) {
           if (i % 8 == 0) word = rng.next();
