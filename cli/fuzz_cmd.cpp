@@ -31,6 +31,8 @@ struct FuzzOptions {
   std::int64_t cases = 0;
   std::string time_budget;
   int max_size = 100;
+  std::int32_t block_size = 0;   // engine level: 0 draws it per case
+  std::int32_t token_budget = 0; // engine level: 0 draws it per case
   std::string out = "mc-out";
   std::string report;
   std::string junit;
@@ -158,6 +160,12 @@ int run_fuzz(const FuzzOptions& o) {
   if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
   if (o.max_size < 0 || o.max_size > 100)
     model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
+  if (o.level == "kernel" && (o.block_size != 0 || o.token_budget != 0))
+    model::fail_input("--block-size and --token-budget: engine level only (--level engine)");
+  fuzz::EngineCaseFixed fixed;
+  if (o.block_size != 0) fixed.block_size = o.block_size;
+  if (o.token_budget != 0) fixed.token_budget = o.token_budget;
+  fuzz::validate_fixed(fixed);
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
   if (!o.external.empty() && o.level != "kernel")
@@ -201,6 +209,7 @@ int run_fuzz(const FuzzOptions& o) {
                                                   .cases = o.cases,
                                                   .seconds_max = seconds_each,
                                                   .max_size = o.max_size,
+                                                  .fixed = fixed,
                                                   .mutant = o.mutant,
                                                   .out = o.out});
     exit_code = std::max(exit_code, e.exit_code);
@@ -231,6 +240,11 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                   "--time-budget)");
   cmd->add_option("--time-budget", o->time_budget, "Stop after this long: 90s, 15m, 2h");
   cmd->add_option("--max-size", o->max_size, "Largest generator size, 0..100 (default 100)");
+  cmd->add_option("--block-size", o->block_size,
+                  "Engine level: every case at this mamba block size (default: drawn)");
+  cmd->add_option("--token-budget", o->token_budget,
+                  "Engine level: every case with this token budget (default: drawn; caps the "
+                  "drawn block size)");
   cmd->add_option("--out", o->out, "Directory for counterexamples (default mc-out)");
   cmd->add_option("--report", o->report, "Write a JSON report (deterministic for a seed)");
   cmd->add_option("--junit", o->junit, "Write JUnit XML");

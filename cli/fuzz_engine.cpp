@@ -63,7 +63,7 @@ void print_counterexample(const fuzz::EngineCounterexample& cx) {
 
 EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   if (q.cases < 0 || q.cases > kEngineCasesMax) model::fail_input("--cases: got {}", q.cases);
-  fuzz::EngineFuzzOptions o{.seed = q.seed, .max_size = q.max_size};
+  fuzz::EngineFuzzOptions o{.seed = q.seed, .max_size = q.max_size, .fixed = q.fixed};
   o.cases_max = q.cases > 0 ? q.cases : (q.seconds_max > 0 ? kEngineCasesMax : kEngineCasesDefault);
   o.seconds_max = q.seconds_max;
   o.executor = q.backend == Backend::cuda ? gpu::engine::ExecutorKind::cuda

@@ -4,6 +4,7 @@
 
 #include "cli/backend.h"
 #include "cli/junit.h"
+#include "fuzz/engine/engine_case.h"
 #include "fuzz/mutants/mutants.h"
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@ struct EngineLevelRequest {
   std::int64_t cases = 0;   // 0: the default (200, or unlimited with a time budget)
   double seconds_max = 0.0; // 0: no time limit
   int max_size = 100;
+  fuzz::EngineCaseFixed fixed;
   std::string mutant; // a runner mutant or kernel mutant name; empty: none
   std::string out = "mc-out";
 };

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "fuzz/engine/engine_campaign.h"
 #include "gpu/cuda_backend.h"
+#include "model/conv_history.h"
 #include "model/errors.h"
 #include "model/presets.h"
 #include "oracle/engine/workload_import.h"
@@ -15,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 namespace mc::cli {
@@ -28,8 +30,10 @@ struct RunOptions {
   std::string backend = "host";
   std::string runner = "v1";
   std::string mode = "align";
-  std::int64_t pool_blocks = 0; // 0: the preset's
-  std::int32_t num_spec = -1;   // -1: the preset's (all mode: 0)
+  std::int64_t pool_blocks = 0;  // 0: the preset's
+  std::int32_t num_spec = -1;    // -1: the preset's (all mode: 0)
+  std::int32_t block_size = 0;   // 0: the preset's
+  std::int32_t token_budget = 0; // 0: token_budget_default of the config
   std::int32_t resets_per_million = 0;
   std::int32_t aborts_per_million = 0;
   bool async_frees = false;
@@ -39,6 +43,24 @@ struct RunOptions {
   double step_ms = 100.0;
   std::int32_t hash_block_tokens = 16;
 };
+
+// Prompts and outputs long enough that requests cross block boundaries, prefill in several
+// chunks and hit each other's cached blocks at the run's block size; at the tiny presets'
+// sizes the default lengths already do.
+void scale_workload(std::int32_t block_size, oracle::engine::WorkloadOptions& w) {
+  w.prompt_len_max = std::max(w.prompt_len_max, 4 * block_size);
+  w.output_len_max = std::max(w.output_len_max, 2 * block_size);
+}
+
+bool conv_windows_hold_drafts(const model::CacheConfig& config, const model::LayoutSpec& spec) {
+  if (config.num_spec_tokens == 0) return true;
+  const model::Layout layout = model::build_layout(config, spec);
+  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
+    if (layout.tensors[t].kind() == model::StateKind::conv &&
+        !model::conv_window_holds_drafts(layout, static_cast<std::int32_t>(t)))
+      return false;
+  return true;
+}
 
 fuzz::EngineCampaignOptions campaign_options(const RunOptions& o) {
   const model::Preset& preset = model::find_preset(o.preset);
@@ -59,6 +81,24 @@ fuzz::EngineCampaignOptions campaign_options(const RunOptions& o) {
     c.config.num_spec_tokens = 0;
     c.config.num_spec_blocks = 0;
   }
+  if (o.block_size != 0) {
+    if (o.block_size < 1 || o.block_size > model::kBlockSizeMax)
+      model::fail_input("--block-size must be in 1..{}, got {}", model::kBlockSizeMax,
+                        o.block_size);
+    c.config.mamba_block_size = o.block_size;
+  }
+  if (o.num_spec < 0 && !conv_windows_hold_drafts(c.config, c.spec)) {
+    // The preset's drafts do not fit its conv windows (model/conv_history.h): run without.
+    c.config.num_spec_tokens = 0;
+    c.config.num_spec_blocks = 0;
+  }
+  scale_workload(c.config.mamba_block_size, c.engine.workload);
+  if (o.token_budget != 0 &&
+      (o.token_budget < 1 || o.token_budget > oracle::engine::kTokenBudgetMax))
+    model::fail_input("--token-budget must be in 1..{}, got {}", oracle::engine::kTokenBudgetMax,
+                      o.token_budget);
+  c.engine.scheduler.token_budget =
+      o.token_budget != 0 ? o.token_budget : oracle::engine::token_budget_default(c.config);
   const auto per_million = [](std::int32_t v, const char* name) {
     if (v < 0 || v > 1'000'000) model::fail_input("{} must be in 0..1000000, got {}", name, v);
     return v;
@@ -119,9 +159,8 @@ fuzz::EngineCampaignResult simulate_run(const RunOptions& o, const fuzz::EngineC
 
 int run_run(const RunOptions& o) {
   const fuzz::EngineCampaignOptions c = campaign_options(o);
-  const fuzz::EngineCampaignResult r = o.record.empty() && o.workload.empty()
-                                           ? fuzz::run_engine_campaign(c)
-                                           : simulate_run(o, c);
+  const fuzz::EngineCampaignResult r =
+      o.record.empty() && o.workload.empty() ? fuzz::run_engine_campaign(c) : simulate_run(o, c);
   print_summary(o, r);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);
@@ -148,7 +187,12 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--pool-blocks", o->pool_blocks, "Blocks per state tensor (default: preset's)");
   cmd->add_option("--v1-copy", o->v1_copy, "V1 pre-step copies: precopy or batch_copy");
   cmd->add_option("--num-spec", o->num_spec,
-                  "Speculative tokens per decode, 0..16 (default: the preset's; all mode: 0)");
+                  "Speculative tokens per decode, 0..16 (default: the preset's; 0 in all mode and "
+                  "where the preset's conv windows hold no drafts)");
+  cmd->add_option("--block-size", o->block_size,
+                  "Mamba block size B, tokens per state block (default: the preset's)");
+  cmd->add_option("--token-budget", o->token_budget,
+                  "Tokens per step (default: 32, or B and 1 + drafts where that is more)");
   cmd->add_option("--resets-per-million", o->resets_per_million,
                   "Chance per step of reset_prefix_cache, which force-preempts every running "
                   "request (default 0)");

@@ -78,6 +78,8 @@ public:
   TraceReader& operator=(const TraceReader&) = delete;
 
   const TraceHeader& header() const { return header_; }
+  // The file (or stream) name that messages start with.
+  const std::string& name() const { return name_; }
   // The layout built from the header (model::build_layout), block pools as in the header.
   const model::Layout& layout() const { return layout_; }
   // The next step, checked; nullopt at the end of the trace. Throws InputError for a bad

@@ -19,8 +19,7 @@ using oracle::engine::Rng;
 constexpr std::array kTinyPresets = {"tiny-mamba2",     "tiny-mamba1", "tiny-gdn",  "tiny-kda",
                                      "tiny-short-conv", "tiny-linear", "tiny-mixed"};
 // Bigger families, their layers cut until the arenas fit kEngineCaseArenaBytesMax.
-constexpr std::array kBigPresets = {"lfm2-1.2b", "hybrid-gdn-conv", "nemotron-h-8b",
-                                    "mamba2-2.7b"};
+constexpr std::array kBigPresets = {"lfm2-1.2b", "hybrid-gdn-conv", "nemotron-h-8b", "mamba2-2.7b"};
 
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
   return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
@@ -43,7 +42,7 @@ std::int64_t pool_blocks_min(const EngineCase& c) {
   return per_request + 1;
 }
 
-void draw_config(EngineCase& c, Rng& rng) {
+void draw_config(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   const int size = c.size;
   const bool big = size >= 60 && rng.chance(250'000);
   c.preset = big ? pick(rng, kBigPresets) : pick(rng, kTinyPresets);
@@ -52,8 +51,11 @@ void draw_config(EngineCase& c, Rng& rng) {
   c.spec = preset.spec;
   constexpr std::array kBlockSizes = {1, 2, 3, 4, 4, 4, 5, 8};
   constexpr std::array kBigBlockSizes = {4, 8, 16, 16, 32};
-  c.config.mamba_block_size = size > 40 && rng.chance(300'000) ? pick(rng, kBigBlockSizes)
-                                                               : pick(rng, kBlockSizes);
+  c.config.mamba_block_size =
+      size > 40 && rng.chance(300'000) ? pick(rng, kBigBlockSizes) : pick(rng, kBlockSizes);
+  if (fixed.block_size) c.config.mamba_block_size = *fixed.block_size;
+  if (fixed.token_budget)
+    c.config.mamba_block_size = std::min(c.config.mamba_block_size, *fixed.token_budget);
   constexpr std::array kAttnBlockSizes = {1, 2, 4, 8, 16};
   c.config.attn_block_size = pick(rng, kAttnBlockSizes);
   c.config.mode = rng.chance(150'000) ? model::CacheMode::all : model::CacheMode::align;
@@ -66,10 +68,12 @@ void draw_config(EngineCase& c, Rng& rng) {
   // states no write produced, which the oracle's scheduler still caches (reported as a
   // finding of its own): the generator keeps B >= 1 + drafts.
   num_spec = std::min(num_spec, c.config.mamba_block_size - 1);
+  if (fixed.token_budget) num_spec = std::min(num_spec, *fixed.token_budget - 1);
   c.config.num_spec_tokens = num_spec;
   c.config.num_spec_blocks = c.config.mode == model::CacheMode::align ? num_spec : 0;
   c.config.conv_layout = rng.chance(500'000) ? model::ConvLayout::DS : model::ConvLayout::SD;
-  c.engine.runner.flavour = rng.chance(500'000) ? model::RunnerFlavour::v2 : model::RunnerFlavour::v1;
+  c.engine.runner.flavour =
+      rng.chance(500'000) ? model::RunnerFlavour::v2 : model::RunnerFlavour::v1;
   c.engine.runner.v1_copy_path = rng.chance(500'000) ? oracle::engine::V1CopyPath::batch_copy
                                                      : oracle::engine::V1CopyPath::precopy;
   // batch_copy cannot express a DS conv copy with a token bias (REFERENCE.md 2): the oracle
@@ -79,7 +83,7 @@ void draw_config(EngineCase& c, Rng& rng) {
   c.engine.runner.row_stride_extra = rng.uniform32(0, 3);
 }
 
-void draw_options(EngineCase& c, Rng& rng) {
+void draw_options(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   const int size = c.size;
   const std::int32_t B = c.config.mamba_block_size;
   oracle::engine::WorkloadOptions& w = c.engine.workload;
@@ -94,6 +98,7 @@ void draw_options(EngineCase& c, Rng& rng) {
   oracle::engine::SchedulerOptions& s = c.engine.scheduler;
   s.token_budget =
       std::max(B, 1 + c.config.num_spec_tokens) + rng.uniform32(0, 2 * B + 2 + size / 2);
+  if (fixed.token_budget) s.token_budget = *fixed.token_budget;
   s.max_running = rng.uniform32(1, 4 + size / 8);
   s.reset_prefix_cache_per_million = rng.chance(400'000) ? rng.uniform32(5'000, 150'000) : 0;
   s.abort_per_million = rng.chance(300'000) ? rng.uniform32(5'000, 100'000) : 0;
@@ -108,7 +113,7 @@ void draw_options(EngineCase& c, Rng& rng) {
 
 // Makes the case valid: drafts off where a conv window cannot hold them, layers cut (then a
 // tiny preset) until the arenas fit, the pool at least one request's worth.
-void make_valid(EngineCase& c, Rng& rng) {
+void make_valid(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   // Cutting layers (up to log2 of 64 halvings, then a tiny preset) does not count as a failed
   // attempt: a big family that also needed its drafts turned off once ran out of attempts.
   constexpr int kErrorsMax = 8;
@@ -147,14 +152,13 @@ void make_valid(EngineCase& c, Rng& rng) {
         c.config.num_spec_tokens = 0;
         c.config.num_spec_blocks = 0;
         c.engine.scheduler.drafter_prunes_last_block = false;
-      } else {
+      } else if (!fixed.token_budget) {
         c.engine.scheduler.token_budget =
             std::max(c.engine.scheduler.token_budget, c.config.mamba_block_size + 1);
       }
     }
   }
-  std::fprintf(stderr, "mambacheck: generate_engine_case: no valid case: %s\n",
-               last_error.c_str());
+  std::fprintf(stderr, "mambacheck: generate_engine_case: no valid case: %s\n", last_error.c_str());
   MC_ASSERT(false && "generate_engine_case: no valid case");
 }
 
@@ -172,12 +176,26 @@ void fit_workload_bounds(EngineCase& c) {
   }
 }
 
-EngineCase generate_engine_case(std::uint64_t case_seed, int size) {
+void validate_fixed(const EngineCaseFixed& fixed) {
+  if (fixed.block_size && (*fixed.block_size < 1 || *fixed.block_size > model::kBlockSizeMax))
+    model::fail_input("--block-size must be in 1..{}, got {}", model::kBlockSizeMax,
+                      *fixed.block_size);
+  if (fixed.token_budget &&
+      (*fixed.token_budget < 1 || *fixed.token_budget > oracle::engine::kTokenBudgetMax))
+    model::fail_input("--token-budget must be in 1..{}, got {}", oracle::engine::kTokenBudgetMax,
+                      *fixed.token_budget);
+  if (fixed.block_size && fixed.token_budget && *fixed.token_budget < *fixed.block_size)
+    model::fail_input("--token-budget {} must be at least --block-size {} (a block-aligned "
+                      "split never progresses with less)",
+                      *fixed.token_budget, *fixed.block_size);
+}
+
+EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineCaseFixed& fixed) {
   MC_ASSERT(size >= 0 && size <= kEngineSizeMax);
   Rng rng(model::mix64(case_seed) ^ static_cast<std::uint64_t>(size));
   EngineCase c{.case_seed = case_seed, .size = size};
-  draw_config(c, rng);
-  draw_options(c, rng);
+  draw_config(c, rng, fixed);
+  draw_options(c, rng, fixed);
   const std::int32_t num_requests = rng.uniform32(1, 3 + size * size / 80);
   c.requests = oracle::engine::generate_workload(c.engine.workload, num_requests,
                                                  model::kSpecTokensMax + 2, rng);
@@ -187,7 +205,7 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size) {
                       (size > 50 ? rng.uniform(0, 40) : 0);
   c.num_steps = 12 + rng.uniform(0, 6 * std::int64_t{size});
   c.scheduler_seed = rng.next();
-  make_valid(c, rng);
+  make_valid(c, rng, fixed);
   return c;
 }
 
@@ -204,10 +222,10 @@ std::string describe(const EngineCase& c) {
       model::to_string(k.conv_layout),
       c.engine.runner.flavour == model::RunnerFlavour::v1
           ? (c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy ? " precopy"
-                                                                                  : " batch_copy")
+                                                                                 : " batch_copy")
           : "",
-      k.mamba_block_size, k.attn_block_size, k.num_spec_tokens, c.spec.num_blocks,
-      s.token_budget, s.max_running, s.reset_prefix_cache_per_million, s.abort_per_million,
+      k.mamba_block_size, k.attn_block_size, k.num_spec_tokens, c.spec.num_blocks, s.token_budget,
+      s.max_running, s.reset_prefix_cache_per_million, s.abort_per_million,
       s.full_drafts_per_million, s.async_frees ? ", async frees" : "",
       s.drafter_prunes_last_block ? ", drafter prunes" : "", c.requests.size(), c.num_steps);
 }
@@ -261,8 +279,8 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   try {
     layout = model::build_layout(config, c.spec);
     oracle::engine::validate_options(c.engine, *layout);
-    engine = std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed,
-                                                      c.engine);
+    engine =
+        std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed, c.engine);
     const gpu::engine::RunnerOptions gpu_options{
         .flavour = c.engine.runner.flavour,
         .v1_copy_path = c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy
@@ -285,22 +303,23 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
     const model::Step& step = engine->last_step();
     if (steps_out) steps_out->push_back(step);
     if (const auto& f = report.first_finding) {
-      out.failure = EngineDifference{.kind = fmt::format("finding:{}", oracle::engine::to_string(f->kind)),
-                                     .step = f->step,
-                                     .request = f->req_id,
-                                     .tensor = f->tensor,
-                                     .group = f->group,
-                                     .layer = f->layer,
-                                     .state = f->state,
-                                     .block = f->block_id,
-                                     .text = f->message};
+      out.failure =
+          EngineDifference{.kind = fmt::format("finding:{}", oracle::engine::to_string(f->kind)),
+                           .step = f->step,
+                           .request = f->req_id,
+                           .tensor = f->tensor,
+                           .group = f->group,
+                           .layer = f->layer,
+                           .state = f->state,
+                           .block = f->block_id,
+                           .text = f->message};
       break;
     }
     const gpu::engine::StepRecord gpu_record = gpu_runner->execute(step);
     out.failure = difference_of_step(*layout, step, engine->last_record(), gpu_record);
     if (!out.failure)
-      out.failure = difference_of_arenas(*layout, engine->runner().arenas(),
-                                         gpu_runner->arenas(), out.bytes_compared);
+      out.failure = difference_of_arenas(*layout, engine->runner().arenas(), gpu_runner->arenas(),
+                                         out.bytes_compared);
     if (out.failure) {
       out.failure->step = step.index;
       if (!out.failure->text.starts_with("step "))

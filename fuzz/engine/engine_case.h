@@ -36,8 +36,20 @@ struct EngineCase {
 inline constexpr int kEngineSizeMax = 100;
 inline constexpr std::int64_t kEngineCaseArenaBytesMax = std::int64_t{4} << 20;
 
-// Deterministic for (case_seed, size); always a valid case (the clean runner holds on it).
-EngineCase generate_engine_case(std::uint64_t case_seed, int size);
+// Sizes a campaign fixes instead of drawing (`fuzz --level engine --block-size --token-budget`).
+// A fixed budget also caps the drawn block size and drafts so that every case stays valid.
+struct EngineCaseFixed {
+  std::optional<std::int32_t> block_size;
+  std::optional<std::int32_t> token_budget;
+};
+
+// Throws InputError for sizes no valid case has (a budget below a fixed block size).
+void validate_fixed(const EngineCaseFixed& fixed);
+
+// Deterministic for (case_seed, size, fixed); always a valid case (the clean runner holds on
+// it). Without fixed sizes the draws are those of every earlier version.
+EngineCase generate_engine_case(std::uint64_t case_seed, int size,
+                                const EngineCaseFixed& fixed = {});
 
 // The workload bounds in `c.engine.workload` made to cover exactly `c.requests` (what
 // validate_options checks against the pool).
@@ -70,7 +82,7 @@ struct EngineDifference {
 nlohmann::ordered_json to_json(const EngineDifference& d);
 
 struct EngineOutcome {
-  bool valid = true;         // false: the case's options were rejected (InputError)
+  bool valid = true; // false: the case's options were rejected (InputError)
   std::string invalid_reason;
   std::int64_t steps_run = 0; // steps executed, the failing one included
   std::int64_t bytes_compared = 0;

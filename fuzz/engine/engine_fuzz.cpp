@@ -17,7 +17,7 @@ std::string runner_key(const EngineCase& c) {
   if (c.config.mode == model::CacheMode::all) return "all";
   if (c.engine.runner.flavour == model::RunnerFlavour::v2) return "v2";
   return c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy ? "v1 precopy"
-                                                                              : "v1 batch_copy";
+                                                                             : "v1 batch_copy";
 }
 
 std::string mutant_args(const EngineFuzzOptions& o) {
@@ -107,9 +107,16 @@ std::string counterexample_text(const EngineCounterexample& cx) {
       "candidates tried)\ncase: {}\nbefore shrinking: {}\n"
       "trace: {} (before shrinking: {})\nreproduce: {}\nreplay: {}\n",
       cx.case_seed, cx.size, cx.failure_kind, cx.failure, where, cx.original_steps,
-      cx.original_requests, cx.steps, cx.requests, cx.shrink_steps, cx.shrink_tried,
-      cx.description, cx.original_failure, cx.shrunk_trace.generic_string(),
-      cx.original_trace.generic_string(), cx.reproduce, cx.replay);
+      cx.original_requests, cx.steps, cx.requests, cx.shrink_steps, cx.shrink_tried, cx.description,
+      cx.original_failure, cx.shrunk_trace.generic_string(), cx.original_trace.generic_string(),
+      cx.reproduce, cx.replay);
+}
+
+std::string fixed_args(const EngineCaseFixed& fixed) {
+  std::string args;
+  if (fixed.block_size) args += fmt::format(" --block-size {}", *fixed.block_size);
+  if (fixed.token_budget) args += fmt::format(" --token-budget {}", *fixed.token_budget);
+  return args;
 }
 
 EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const EngineRunOptions& run,
@@ -129,9 +136,10 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
                           .shrink_tried = s.tried,
                           .shrunk = s.best,
                           .description = describe(s.best)};
-  cx.reproduce = fmt::format("mambacheck fuzz --level engine --backend {} --seed {} --cases 1 "
-                             "--max-size {}{}",
-                             o.backend_name, c.case_seed, o.max_size, mutant_args(o));
+  cx.reproduce =
+      fmt::format("mambacheck fuzz --level engine --backend {} --seed {} --cases 1 "
+                  "--max-size {}{}{}",
+                  o.backend_name, c.case_seed, o.max_size, fixed_args(o.fixed), mutant_args(o));
   if (o.out_dir.empty()) return cx;
   cx.dir = o.out_dir / fmt::format("engine-seed{}", c.case_seed);
   std::filesystem::create_directories(cx.dir);
@@ -157,9 +165,9 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   if (o.max_size < 0 || o.max_size > kEngineSizeMax)
     model::fail_input("--max-size: expected 0..{}, got {}", kEngineSizeMax, o.max_size);
   if (o.cases_max < 0) model::fail_input("--cases: got {}", o.cases_max);
-  const EngineRunOptions run{.executor = o.executor,
-                             .kernel_mutant = o.kernel_mutant,
-                             .runner_mutant = o.runner_mutant};
+  validate_fixed(o.fixed);
+  const EngineRunOptions run{
+      .executor = o.executor, .kernel_mutant = o.kernel_mutant, .runner_mutant = o.runner_mutant};
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -169,7 +177,7 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     if (o.seconds_max > 0 && elapsed() >= o.seconds_max) break;
     const std::uint64_t case_seed = o.seed + static_cast<std::uint64_t>(i);
     const int size = static_cast<int>(case_seed % static_cast<std::uint64_t>(o.max_size + 1));
-    const EngineCase c = generate_engine_case(case_seed, size);
+    const EngineCase c = generate_engine_case(case_seed, size, o.fixed);
     const EngineOutcome outcome = run_engine_case(c, run);
     if (!outcome.valid) // a kernel mutant this build lacks, or a generator bug
       model::fail_input("engine case {} (seed {}): {}", i, case_seed, outcome.invalid_reason);
@@ -203,6 +211,8 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"cases_by_preset", r.cases_by_preset},
                            {"cases_by_runner", r.cases_by_runner},
                            {"held", !r.counterexample.has_value()}};
+  if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
+  if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;
   if (r.counterexample) j["counterexample"] = counterexample_json(*r.counterexample);
   return j;
 }

@@ -35,10 +35,11 @@ struct EngineFuzzOptions {
   std::int64_t cases_max = 200; // stop after this many cases...
   double seconds_max = 0.0;     // ...or after this long (0: no time limit)
   int max_size = kEngineSizeMax;
+  EngineCaseFixed fixed;
   gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
-  std::string backend_name = "host";     // for the reproduce command
+  std::string backend_name = "host";        // for the reproduce command
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here; empty: write nothing
   EngineShrinkLimits shrink;
   std::function<void(std::int64_t cases, std::int64_t steps, const EngineCase&)> on_case;
@@ -58,8 +59,8 @@ struct EngineCounterexample {
   EngineCase shrunk;
   std::string description; // describe(shrunk)
   std::filesystem::path dir, original_trace, shrunk_trace;
-  std::string reproduce;   // mambacheck fuzz --level engine ... (reruns the failing case)
-  std::string replay;      // mambacheck replay TRACE ... (the shrunk trace)
+  std::string reproduce; // mambacheck fuzz --level engine ... (reruns the failing case)
+  std::string replay;    // mambacheck replay TRACE ... (the shrunk trace)
 };
 
 struct EngineFuzzReport {
@@ -68,7 +69,7 @@ struct EngineFuzzReport {
   std::int64_t bytes_compared = 0;
   std::map<std::string, std::int64_t> cases_by_preset;
   std::map<std::string, std::int64_t> cases_by_runner; // v1 precopy, v1 batch_copy, v2, all
-  double seconds = 0.0;            // shrinking and files included
+  double seconds = 0.0;                                // shrinking and files included
   double seconds_to_failure = 0.0; // until the first failing case ran (shrinking not counted)
   std::optional<EngineCounterexample> counterexample;
 };

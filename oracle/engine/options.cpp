@@ -13,25 +13,10 @@ void require_range(std::int64_t value, std::int64_t lo, std::int64_t hi, const c
     model::fail_input("engine: {} must be in {}..{}, got {}", field, lo, hi, value);
 }
 
-void validate_geometry(const EngineOptions& o, const model::Layout& layout) {
+// What the scheduler needs of its options to make progress with this geometry: a pool that
+// holds one request, a budget that fits a block-aligned chunk and a whole decode.
+void validate_scheduling(const EngineOptions& o, const model::Layout& layout) {
   const model::CacheConfig& c = layout.config;
-  if (c.mode == model::CacheMode::none)
-    model::fail_input("engine: mode none keeps no state blocks to check; use align or all");
-  if (c.mode == model::CacheMode::all && c.num_spec_tokens > 0)
-    model::fail_input("engine: all mode runs without drafts (num_spec_tokens 0); its per-token "
-                      "write targets with drafts are not specified (model/FORWARD.md)");
-  if (c.mode == model::CacheMode::align && c.num_spec_tokens >= c.mamba_block_size)
-    model::fail_input("engine: num_spec_tokens {} must be below the mamba block size {}: a "
-                      "decode of 1 + num_spec tokens could then cross two block boundaries in "
-                      "one step, and align mode saves at most one block a step",
-                      c.num_spec_tokens, c.mamba_block_size);
-  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
-    if (c.num_spec_tokens > 0 && layout.tensors[t].kind() == model::StateKind::conv &&
-        !model::conv_window_holds_drafts(layout, static_cast<std::int32_t>(t)))
-      model::fail_input("engine: group {} ({}) keeps no drafts in its conv window; spec decode "
-                        "needs num_spec_tokens 0 for it (run: --num-spec 0)",
-                        layout.tensors[t].group,
-                        layout.spec.groups[static_cast<std::size_t>(layout.tensors[t].group)].name);
   const std::int64_t usable = layout.spec.num_blocks - 1;
   const std::int64_t len_max = o.workload.prompt_len_max + o.workload.output_len_max;
   const std::int64_t per_request = c.mode == model::CacheMode::align
@@ -40,13 +25,45 @@ void validate_geometry(const EngineOptions& o, const model::Layout& layout) {
   if (usable < per_request)
     model::fail_input("engine: a pool of {} blocks cannot hold one request ({} blocks needed)",
                       layout.spec.num_blocks, per_request + 1);
-  if (o.scheduler.token_budget < std::max(c.mamba_block_size, 1 + c.num_spec_tokens))
-    model::fail_input("engine: token_budget {} must be at least the mamba block size {} and "
-                      "1 + num_spec_tokens (else a block-aligned split never progresses)",
-                      o.scheduler.token_budget, c.mamba_block_size);
+  if (o.scheduler.token_budget < token_budget_min(c))
+    model::fail_input("engine: token_budget {} must be at least {}, the mamba block size {} and "
+                      "1 + num_spec_tokens {} (else a block-aligned split never progresses)",
+                      o.scheduler.token_budget, token_budget_min(c), c.mamba_block_size,
+                      1 + c.num_spec_tokens);
 }
 
 } // namespace
+
+void validate_geometry(const model::Layout& layout) {
+  const model::CacheConfig& c = layout.config;
+  if (c.mode == model::CacheMode::none)
+    model::fail_input("mode: none keeps no state blocks to check; use align or all");
+  if (c.mode == model::CacheMode::all && c.num_spec_tokens > 0)
+    model::fail_input("num_spec_tokens: all mode runs without drafts (num_spec_tokens 0), got {}; "
+                      "its per-token write targets with drafts are not specified "
+                      "(model/FORWARD.md)",
+                      c.num_spec_tokens);
+  if (c.mode == model::CacheMode::align && c.num_spec_tokens >= c.mamba_block_size)
+    model::fail_input("num_spec_tokens: {} must be below mamba_block_size {}: a decode of 1 + "
+                      "num_spec tokens could then cross two block boundaries in one step, and "
+                      "align mode saves at most one block a step",
+                      c.num_spec_tokens, c.mamba_block_size);
+  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
+    if (c.num_spec_tokens > 0 && layout.tensors[t].kind() == model::StateKind::conv &&
+        !model::conv_window_holds_drafts(layout, static_cast<std::int32_t>(t)))
+      model::fail_input("num_spec_tokens: group {} ({}) keeps no drafts in its conv window; spec "
+                        "decode needs num_spec_tokens 0 for it",
+                        layout.tensors[t].group,
+                        layout.spec.groups[static_cast<std::size_t>(layout.tensors[t].group)].name);
+}
+
+std::int32_t token_budget_min(const model::CacheConfig& config) {
+  return std::max(config.mamba_block_size, 1 + config.num_spec_tokens);
+}
+
+std::int32_t token_budget_default(const model::CacheConfig& config) {
+  return std::max(kTokenBudgetSmall, token_budget_min(config));
+}
 
 void validate_options(const EngineOptions& o, const model::Layout& layout) {
   const WorkloadOptions& w = o.workload;
@@ -66,7 +83,12 @@ void validate_options(const EngineOptions& o, const model::Layout& layout) {
   require_range(s.full_drafts_per_million, 0, 1'000'000, "full_drafts_per_million");
   require_range(o.runner.row_stride_extra, 0, 1 << 10, "row_stride_extra");
   require_range(o.cache_sweep_every, 1, 1 << 30, "cache_sweep_every");
-  validate_geometry(o, layout);
+  try {
+    validate_geometry(layout);
+  } catch (const model::InputError& e) {
+    model::fail_input("engine: {}", e.what());
+  }
+  validate_scheduling(o, layout);
 }
 
 } // namespace mc::oracle::engine

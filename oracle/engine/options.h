@@ -23,9 +23,11 @@ struct WorkloadOptions {
   std::int32_t arrivals_per_step_max = 2;           // new requests arriving per step
 };
 
+inline constexpr std::int32_t kTokenBudgetSmall = 32;
+
 struct SchedulerOptions {
-  std::int32_t token_budget = 32; // tokens per step (max_num_batched_tokens)
-  std::int32_t max_running = 8;   // max_num_seqs
+  std::int32_t token_budget = kTokenBudgetSmall; // tokens per step (max_num_batched_tokens)
+  std::int32_t max_running = 8;                  // max_num_seqs
   std::int32_t reset_prefix_cache_per_million = 0;
   std::int32_t abort_per_million = 0;
   std::int32_t full_drafts_per_million = 800'000; // else 0..num_spec-1 drafts
@@ -62,7 +64,20 @@ inline constexpr std::int32_t kSequenceLenMax = 1 << 20;
 inline constexpr std::int32_t kTokenBudgetMax = 1 << 20;
 inline constexpr std::int32_t kRunningMax = 1 << 14;
 
-// Throws InputError naming the field; `layout` is the geometry of the run.
+// Throws InputError naming the field; `layout` is the geometry of the run. Checks the option
+// ranges, validate_geometry, and that the scheduler can make progress (pool, token budget).
 void validate_options(const EngineOptions& options, const model::Layout& layout);
+
+// What the engine model can run at all, whoever scheduled the steps: align or all mode, all
+// mode without drafts, fewer drafts than the block size in align mode, conv windows that hold
+// the drafts. This is all a replay checks: its steps are given, so scheduling options (token
+// budget, arrival rates, workload lengths) never apply to it. Throws InputError whose text
+// starts with the config field.
+void validate_geometry(const model::Layout& layout);
+
+// The smallest token budget with which a block-aligned split and a whole decode both fit.
+std::int32_t token_budget_min(const model::CacheConfig& config);
+// The budget `run` and the fuzzer use unless told: 32, or the minimum where that is more.
+std::int32_t token_budget_default(const model::CacheConfig& config);
 
 } // namespace mc::oracle::engine

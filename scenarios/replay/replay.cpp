@@ -36,7 +36,13 @@ ReplayResult replay_trace(TraceReader& reader, const ReplayOptions& options) {
   const model::Layout layout = model::build_layout(result.config, header.layout_spec);
   oracle::engine::RunnerOptions oracle_options{.flavour = result.config.runner,
                                                .v1_copy_path = options.v1_copy_path};
-  oracle::engine::validate_options(oracle::engine::EngineOptions{.runner = oracle_options}, layout);
+  // The steps are given: only what the engine model can run is checked, never the options
+  // of a scheduler (token budget, arrivals) that generated steps would need.
+  try {
+    oracle::engine::validate_geometry(layout);
+  } catch (const model::InputError& e) {
+    model::fail_input("{}:1: config.{}", reader.name(), e.what());
+  }
   oracle::engine::Replayer oracle(layout, oracle_options);
   gpu::engine::RunnerOptions gpu_options =
       gpu_runner_options(result.config.runner, options.v1_copy_path, options.runner_mutant);

@@ -30,3 +30,16 @@ run(2 fuzz --time-budget 5x)
 run(2 fuzz --time-budget nan) # not a positive duration
 run(2 fuzz --max-size 101)
 run(2 fuzz --backend oracle)
+
+# The engine level at a fixed production block size and budget holds, and says so in its report.
+run(0 fuzz --level engine --backend host --seed 3 --cases 4 --max-size 20 --block-size 560
+    --token-budget 1200 --report ${WORK_DIR}/engine560.json --out ${WORK_DIR}/cx)
+file(READ ${WORK_DIR}/engine560.json r)
+string(JSON block_size GET "${r}" block_size)
+string(JSON held GET "${r}" held)
+if(NOT block_size EQUAL 560 OR NOT held)
+  message(FATAL_ERROR "engine report at B 560: ${r}")
+endif()
+run_input_error(fuzz --level engine --block-size 16 --token-budget 8)
+run_input_error(fuzz --block-size 16) # kernel level: no block size to fix
+run_input_error(fuzz --level engine --block-size abc)

@@ -71,3 +71,27 @@ file(WRITE ${WORK_DIR}/bad_workload.jsonl
      "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2}\n{\"timestamp\": 5, \"input_length\": 0, \"output_length\": 2}\n")
 run(2 run --preset tiny-mamba2 --workload ${WORK_DIR}/bad_workload.jsonl)
 expect_in("${ERR}" "bad_workload.jsonl:2: input_length: 0 is outside")
+
+# Block sizes at both ends of FORMAT.md's range (1 and 65536) and a production one with drafts
+# record and replay: a replay checks what the engine model can run, never the token budget of a
+# scheduler (steps are given).
+foreach(B 1 560 65536)
+  set(spec 0)
+  if(B EQUAL 560)
+    set(spec 3)
+  endif()
+  run(0 run --preset tiny-mamba2 --block-size ${B} --num-spec ${spec} --requests 3 --steps 12
+      --record ${WORK_DIR}/b${B}.jsonl)
+  run(0 replay ${WORK_DIR}/b${B}.jsonl)
+  expect_in("${OUT}" "held:")
+endforeach()
+# A geometry the engine cannot run is named by file, line and config field.
+file(READ ${WORK_DIR}/b560.jsonl text)
+string(REPLACE "\"mamba_block_size\":560" "\"mamba_block_size\":2" broken "${text}")
+file(WRITE ${WORK_DIR}/spec_past_block.jsonl "${broken}")
+run_input_error(replay ${WORK_DIR}/spec_past_block.jsonl)
+expect_in("${ERR}" "spec_past_block.jsonl:1: config.num_spec_tokens: 3 must be below")
+run_input_error(run --preset tiny-mamba2 --block-size 8 --token-budget 5)
+expect_in("${ERR}" "token_budget 5 must be at least 8")
+run_input_error(run --preset tiny-mamba2 --block-size -1)
+run_input_error(run --preset tiny-mamba2 --block-size 70000)
