@@ -2,7 +2,7 @@
 // line each (name, cases, seconds, pass/fail) and one JUnit test case each:
 //   kernel-fuzz    the kernel-level campaign on fixed seeds (every launch kind and size class)
 //   engine-fuzz    the engine-level fuzz on fixed seeds (fuzz/engine/engine_fuzz.h)
-//   library        the scenario library replayed clean (scenarios/replay/library.h)
+//   library        the scenario library replayed clean (harness/library.h)
 //   mutant-smoke   a handful of mutants spanning launch kinds and the runner must each be
 //                  killed, so the gate is shown to be live
 // Exit 0 when every stage passed, 1 otherwise. Counterexamples go under --out.
@@ -16,7 +16,7 @@
 #include "fuzz/engine/engine_fuzz.h"
 #include "fuzz/mutants/mutants.h"
 #include "model/errors.h"
-#include "scenarios/replay/library.h"
+#include "harness/library.h"
 
 #include <fmt/format.h>
 
@@ -117,11 +117,11 @@ StageResult engine_fuzz_stage(const GateOptions& o, Backend backend) {
 
 StageResult library_stage(const GateOptions& o, Backend backend) {
   const std::filesystem::path dir =
-      o.library.empty() ? scenarios::default_library_dir() : std::filesystem::path(o.library);
-  scenarios::ReplayOptions replay;
+      o.library.empty() ? harness::default_library_dir() : std::filesystem::path(o.library);
+  harness::ReplayOptions replay;
   replay.executor = executor_of(backend);
   StageResult s;
-  for (const scenarios::LibraryResult& r : scenarios::run_library(dir, replay)) {
+  for (const harness::LibraryResult& r : harness::run_library(dir, replay)) {
     ++s.cases;
     if (!r.clean.held()) { // the gate replays the scenarios clean; ctest also runs their mutants
       s.passed = false;

@@ -10,8 +10,8 @@
 #include "gpu/cuda_backend.h"
 #include "gpu/engine/runner_mutant.h"
 #include "model/errors.h"
-#include "scenarios/replay/library.h"
-#include "scenarios/replay/replay.h"
+#include "harness/library.h"
+#include "harness/replay.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -36,8 +36,8 @@ struct ReplayCliOptions {
   std::int64_t steps_max = -1;
 };
 
-scenarios::ReplayOptions replay_options(const ReplayCliOptions& o) {
-  scenarios::ReplayOptions r;
+harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
+  harness::ReplayOptions r;
   if (o.backend == "cuda") {
     if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
     r.executor = gpu::engine::ExecutorKind::cuda;
@@ -80,7 +80,7 @@ nlohmann::json finding_json(const oracle::engine::Finding& f) {
           {"message", f.message}};
 }
 
-nlohmann::json result_json(const ReplayCliOptions& o, const scenarios::ReplayResult& r) {
+nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResult& r) {
   const oracle::engine::ReplayStats& s = r.stats;
   nlohmann::json j = {{"trace", r.trace},
                       {"backend", o.backend},
@@ -112,7 +112,10 @@ nlohmann::json result_json(const ReplayCliOptions& o, const scenarios::ReplayRes
     j["summary"] = r.summary();
   }
   if (r.finding) j["finding"] = finding_json(*r.finding);
-  if (r.mismatch) j["mismatch"] = *r.mismatch;
+  if (r.mismatch) {
+    j["mismatch"] = harness::text_after_step(*r.mismatch);
+    j["difference"] = harness::to_json(*r.mismatch);
+  }
   return j;
 }
 
@@ -123,11 +126,11 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 }
 
 int replay_one(const ReplayCliOptions& o) {
-  scenarios::ReplayOptions options = replay_options(o);
+  harness::ReplayOptions options = replay_options(o);
   Progress progress("replay", -1);
   options.on_step = [&progress](std::int64_t) { progress.tick(); };
   const auto start = std::chrono::steady_clock::now();
-  const scenarios::ReplayResult r = scenarios::replay_file(o.trace, options);
+  const harness::ReplayResult r = harness::replay_file(o.trace, options);
   progress.done();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -150,12 +153,12 @@ int replay_one(const ReplayCliOptions& o) {
 }
 
 int replay_library(const ReplayCliOptions& o) {
-  const scenarios::ReplayOptions options = replay_options(o);
-  const std::vector<scenarios::LibraryResult> results = scenarios::run_library(o.library, options);
+  const harness::ReplayOptions options = replay_options(o);
+  const std::vector<harness::LibraryResult> results = harness::run_library(o.library, options);
   std::vector<JunitCase> cases;
   nlohmann::json report = nlohmann::json::array();
   bool all = true;
-  for (const scenarios::LibraryResult& r : results) {
+  for (const harness::LibraryResult& r : results) {
     all = all && r.passed();
     std::string mutants;
     for (const auto& m : r.mutants)
@@ -178,7 +181,7 @@ int replay_library(const ReplayCliOptions& o) {
   if (!o.junit.empty()) write_junit(o.junit, "mambacheck.library", cases);
   fmt::print("{} of {} scenarios passed\n",
              std::count_if(results.begin(), results.end(),
-                           [](const scenarios::LibraryResult& r) { return r.passed(); }),
+                           [](const harness::LibraryResult& r) { return r.passed(); }),
              results.size());
   return all ? kExitOk : kExitMismatch;
 }

@@ -6,13 +6,12 @@
 // run's steps as a trace (`mambacheck replay` runs it again); --workload takes the requests from
 // a request-level JSON Lines workload (oracle/engine/workload_import.h).
 #include "cli/commands.h"
-#include "fuzz/engine/engine_campaign.h"
 #include "gpu/cuda_backend.h"
 #include "model/conv_history.h"
 #include "model/errors.h"
 #include "model/presets.h"
 #include "oracle/engine/workload_import.h"
-#include "scenarios/replay/simulate.h"
+#include "harness/simulate.h"
 
 #include <fmt/format.h>
 
@@ -62,9 +61,9 @@ bool conv_windows_hold_drafts(const model::CacheConfig& config, const model::Lay
   return true;
 }
 
-fuzz::EngineCampaignOptions campaign_options(const RunOptions& o) {
+harness::SimulationOptions simulation_options(const RunOptions& o) {
   const model::Preset& preset = model::find_preset(o.preset);
-  fuzz::EngineCampaignOptions c{.config = preset.config, .spec = preset.spec};
+  harness::SimulationOptions c{.config = preset.config, .spec = preset.spec, .preset = o.preset};
   c.config.mode = model::parse_cache_mode(o.mode);
   if (c.config.mode == model::CacheMode::none) model::fail_input("--mode: expected align or all");
   c.engine.runner.flavour = model::parse_runner(o.runner);
@@ -130,7 +129,7 @@ fuzz::EngineCampaignOptions campaign_options(const RunOptions& o) {
   return c;
 }
 
-void print_summary(const RunOptions& o, const fuzz::EngineCampaignResult& r) {
+void print_summary(const RunOptions& o, const harness::SimulationResult& r) {
   const oracle::engine::EngineReport& e = r.report;
   fmt::print("run: preset {}, runner {}, mode {}, backend {}, seed {}\n", o.preset, o.runner,
              o.mode, o.backend, o.seed);
@@ -146,28 +145,20 @@ void print_summary(const RunOptions& o, const fuzz::EngineCampaignResult& r) {
              e.bytes_checked);
 }
 
-// --record and --workload run the same loop as the campaign with the steps in hand
-// (scenarios/replay/simulate.h): the same seed gives the same steps.
-fuzz::EngineCampaignResult simulate_run(const RunOptions& o, const fuzz::EngineCampaignOptions& c) {
-  scenarios::SimulationOptions s{.campaign = c, .preset = o.preset};
+int run_run(const RunOptions& o) {
+  harness::SimulationOptions s = simulation_options(o);
   if (!o.record.empty()) s.record = o.record;
   if (!o.workload.empty())
     s.requests = oracle::engine::import_workload_file(
         o.workload, {.step_ms = o.step_ms, .hash_block_tokens = o.hash_block_tokens});
-  return scenarios::simulate(s);
-}
-
-int run_run(const RunOptions& o) {
-  const fuzz::EngineCampaignOptions c = campaign_options(o);
-  const fuzz::EngineCampaignResult r =
-      o.record.empty() && o.workload.empty() ? fuzz::run_engine_campaign(c) : simulate_run(o, c);
+  const harness::SimulationResult r = harness::simulate(s);
   print_summary(o, r);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);
     return kExitMismatch;
   }
   if (r.mismatch) {
-    fmt::print("MISMATCH oracle vs {}: {}\n", o.backend, *r.mismatch);
+    fmt::print("MISMATCH oracle vs {}: {}\n", o.backend, r.mismatch->text);
     return kExitMismatch;
   }
   fmt::print("held: oracle and {} agree on every step\n", o.backend);

@@ -2,6 +2,8 @@
 // entry differs, with the entry's meaning: its slot and the batch row mapped to it.
 #include "fuzz/compare.h"
 
+#include "model/request_arrays.h"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -10,34 +12,13 @@
 namespace mc::fuzz::detail {
 namespace {
 
-using Array = std::vector<std::int32_t> model::RequestArrays::*;
-
-enum class Indexing : std::uint8_t { by_slot, by_batch_row, by_row_boundary };
-
-struct NamedArray {
-  std::string_view name;
-  Array member;
-  Indexing indexing;
-};
-
-constexpr std::array<NamedArray, 11> kArrays{{
-    {"idx_mapping", &model::RequestArrays::idx_mapping, Indexing::by_batch_row},
-    {"num_accepted", &model::RequestArrays::num_accepted, Indexing::by_slot},
-    {"state_idx", &model::RequestArrays::state_idx, Indexing::by_slot},
-    {"num_scheduled", &model::RequestArrays::num_scheduled, Indexing::by_slot},
-    {"num_computed", &model::RequestArrays::num_computed, Indexing::by_slot},
-    {"num_draft", &model::RequestArrays::num_draft, Indexing::by_slot},
-    {"new_num_computed", &model::RequestArrays::new_num_computed, Indexing::by_slot},
-    {"query_start_loc", &model::RequestArrays::query_start_loc, Indexing::by_row_boundary},
-    {"src_col", &model::RequestArrays::src_col, Indexing::by_slot},
-    {"token_bias", &model::RequestArrays::token_bias, Indexing::by_slot},
-    {"num_accepted_out", &model::RequestArrays::num_accepted_out, Indexing::by_slot},
-}};
+using model::ArrayIndexing;
 
 // "slot 5, batch row 2" / "slot 5, not in the batch" / "batch row 2"
-std::string entry_context(const model::LaunchCase& launch, Indexing indexing, std::int32_t i) {
-  if (indexing == Indexing::by_batch_row) return fmt::format("batch row {}", i);
-  if (indexing == Indexing::by_row_boundary) return fmt::format("start of batch row {}", i);
+std::string entry_context(const model::LaunchCase& launch, ArrayIndexing indexing,
+                          std::int32_t i) {
+  if (indexing == ArrayIndexing::by_batch_row) return fmt::format("batch row {}", i);
+  if (indexing == ArrayIndexing::by_row_boundary) return fmt::format("start of batch row {}", i);
   const auto& map = launch.requests.idx_mapping;
   if (map.empty()) return fmt::format("slot {}, batch row {}", i, i);
   for (std::size_t b = 0; b < map.size(); ++b)
@@ -50,7 +31,7 @@ std::string entry_context(const model::LaunchCase& launch, Indexing indexing, st
 std::optional<Difference> compare_requests(const model::LaunchCase& launch,
                                            const model::RequestArrays& expected,
                                            const model::RequestArrays& actual) {
-  for (const NamedArray& a : kArrays) {
+  for (const model::RequestArrayField& a : model::kRequestArrays) {
     const std::vector<std::int32_t>& e = expected.*(a.member);
     const std::vector<std::int32_t>& x = actual.*(a.member);
     if (e.size() != x.size())

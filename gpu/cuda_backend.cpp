@@ -4,6 +4,7 @@
 #include "gpu/device_memory.h"
 #include "gpu/kernel_launch.h"
 #include "gpu/launch_plan.h"
+#include "model/request_arrays.h"
 
 #include <array>
 #include <cstdlib>
@@ -14,39 +15,33 @@
 namespace mc::gpu {
 namespace {
 
-using ArrayField = std::vector<std::int32_t> model::RequestArrays::*;
 using PointerField = std::int32_t* RequestPointers::*;
 
-constexpr std::array<std::pair<ArrayField, PointerField>, 11> kArrayFields{{
-    {&model::RequestArrays::idx_mapping, &RequestPointers::idx_mapping},
-    {&model::RequestArrays::num_accepted, &RequestPointers::num_accepted},
-    {&model::RequestArrays::state_idx, &RequestPointers::state_idx},
-    {&model::RequestArrays::num_scheduled, &RequestPointers::num_scheduled},
-    {&model::RequestArrays::num_computed, &RequestPointers::num_computed},
-    {&model::RequestArrays::num_draft, &RequestPointers::num_draft},
-    {&model::RequestArrays::new_num_computed, &RequestPointers::new_num_computed},
-    {&model::RequestArrays::query_start_loc, &RequestPointers::query_start_loc},
-    {&model::RequestArrays::src_col, &RequestPointers::src_col},
-    {&model::RequestArrays::token_bias, &RequestPointers::token_bias},
-    {&model::RequestArrays::num_accepted_out, &RequestPointers::num_accepted_out},
-}};
+// The device pointer of each array of model::kRequestArrays, in its order.
+constexpr std::array<PointerField, model::kRequestArrays.size()> kPointerFields{
+    &RequestPointers::idx_mapping,      &RequestPointers::num_accepted,
+    &RequestPointers::state_idx,        &RequestPointers::num_scheduled,
+    &RequestPointers::num_computed,     &RequestPointers::num_draft,
+    &RequestPointers::new_num_computed, &RequestPointers::query_start_loc,
+    &RequestPointers::src_col,          &RequestPointers::token_bias,
+    &RequestPointers::num_accepted_out};
 
 // The per-request arrays on the device: uploaded, pointed at, downloaded after the launch.
 struct DeviceRequests {
-  std::array<DeviceBuffer, kArrayFields.size()> buffers;
+  std::array<DeviceBuffer, model::kRequestArrays.size()> buffers;
   RequestPointers pointers;
 
   explicit DeviceRequests(const model::RequestArrays& arrays) {
-    for (std::size_t i = 0; i < kArrayFields.size(); ++i) {
-      const std::vector<std::int32_t>& v = arrays.*kArrayFields[i].first;
+    for (std::size_t i = 0; i < model::kRequestArrays.size(); ++i) {
+      const std::vector<std::int32_t>& v = arrays.*model::kRequestArrays[i].member;
       if (v.empty()) continue;
       buffers[i] = upload_vector<std::int32_t>(v);
-      pointers.*kArrayFields[i].second = buffers[i].as<std::int32_t>();
+      pointers.*kPointerFields[i] = buffers[i].as<std::int32_t>();
     }
   }
   void download(model::RequestArrays& arrays) const {
-    for (std::size_t i = 0; i < kArrayFields.size(); ++i) {
-      std::vector<std::int32_t>& v = arrays.*kArrayFields[i].first;
+    for (std::size_t i = 0; i < model::kRequestArrays.size(); ++i) {
+      std::vector<std::int32_t>& v = arrays.*model::kRequestArrays[i].member;
       if (!v.empty()) v = download_vector<std::int32_t>(buffers[i], v.size());
     }
   }

@@ -1,4 +1,5 @@
 #include "model/case_file.h"
+#include "model/request_arrays.h"
 
 #include "model/errors.h"
 #include "model/metadata.h"
@@ -23,40 +24,8 @@ constexpr std::size_t kJsonListMax = std::size_t{1} << 24; // entries of any lis
 // ---------------------------------------------------------------------------------------
 // Per-request arrays: their file names and lengths (launch.h, LAUNCH_KINDS.md "Indexing").
 
-enum class ArrayLength : std::uint8_t { reqs, reqs_plus_one, slots };
-
-struct ArrayField {
-  std::string_view name;
-  std::vector<std::int32_t> RequestArrays::*member;
-  ArrayLength length;
-};
-
-constexpr std::array<ArrayField, 11> kArrayFields = {{
-    {"idx_mapping", &RequestArrays::idx_mapping, ArrayLength::reqs},
-    {"num_accepted", &RequestArrays::num_accepted, ArrayLength::slots},
-    {"state_idx", &RequestArrays::state_idx, ArrayLength::slots},
-    {"num_scheduled", &RequestArrays::num_scheduled, ArrayLength::slots},
-    {"num_computed", &RequestArrays::num_computed, ArrayLength::slots},
-    {"num_draft", &RequestArrays::num_draft, ArrayLength::slots},
-    {"new_num_computed", &RequestArrays::new_num_computed, ArrayLength::slots},
-    {"query_start_loc", &RequestArrays::query_start_loc, ArrayLength::reqs_plus_one},
-    {"src_col", &RequestArrays::src_col, ArrayLength::slots},
-    {"token_bias", &RequestArrays::token_bias, ArrayLength::slots},
-    {"num_accepted_out", &RequestArrays::num_accepted_out, ArrayLength::slots},
-}};
-
-std::int64_t expected_length(ArrayLength length, std::int32_t num_reqs, std::int32_t num_slots) {
-  switch (length) {
-  case ArrayLength::reqs:
-    return num_reqs;
-  case ArrayLength::reqs_plus_one:
-    return std::int64_t{num_reqs} + 1;
-  case ArrayLength::slots:
-    return num_slots;
-  }
-  MC_ASSERT(false);
-  return 0;
-}
+using ArrayField = RequestArrayField;
+constexpr const auto& kArrayFields = kRequestArrays;
 
 // The inputs each kind reads (LAUNCH_KINDS.md); a case without one of them cannot run.
 // preprocess_align writes src_col and token_bias but keeps them for slots outside the
@@ -244,7 +213,7 @@ void assert_arrays_fit(const RequestArrays& arrays, std::int32_t num_reqs, std::
   for (const ArrayField& f : kArrayFields) {
     const std::vector<std::int32_t>& values = arrays.*f.member;
     MC_ASSERT(values.empty() || static_cast<std::int64_t>(values.size()) ==
-                                    expected_length(f.length, num_reqs, num_slots));
+                                    array_length(f.indexing, num_reqs, num_slots));
   }
 }
 
@@ -614,12 +583,12 @@ std::vector<std::int32_t> read_array(const fs::path& dir, const ArrayField& fiel
                                      std::int32_t num_reqs, std::int32_t num_slots) {
   const fs::path file = array_file(dir, field.name);
   const NpyHeader header = read_npy_header(file, NpyDtype::int32);
-  const std::int64_t length = expected_length(field.length, num_reqs, num_slots);
+  const std::int64_t length = array_length(field.indexing, num_reqs, num_slots);
   if (header.shape != std::vector<std::int64_t>{length})
     fail_input("{}: shape {}, expected ({},) ({})", file.string(), npy_shape_string(header.shape),
                length,
-               field.length == ArrayLength::slots  ? "num_slots"
-               : field.length == ArrayLength::reqs ? "num_reqs"
+               field.indexing == ArrayIndexing::by_slot        ? "num_slots"
+               : field.indexing == ArrayIndexing::by_batch_row ? "num_reqs"
                                                    : "num_reqs + 1");
   std::vector<std::int32_t> values(static_cast<std::size_t>(length), 0);
   read_npy_data(file, header, std::as_writable_bytes(std::span<std::int32_t>(values)));
@@ -706,7 +675,7 @@ void check_result_fits(const LaunchResult& result, const CaseHeader& h, const fs
                  result.arenas[i].size_bytes(), h.layout.arenas[i].size_bytes());
   for (const ArrayField& f : kArrayFields) {
     const std::size_t size = (result.requests.*f.member).size();
-    const std::int64_t length = expected_length(f.length, h.num_reqs, h.num_slots);
+    const std::int64_t length = array_length(f.indexing, h.num_reqs, h.num_slots);
     if (size != 0 && static_cast<std::int64_t>(size) != length)
       fail_input("{}: result array {} has {} entries, the case needs {}", where, f.name, size,
                  length);

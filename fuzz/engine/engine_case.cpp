@@ -1,6 +1,8 @@
 // Generating and running one engine-level fuzz case (engine_case.h).
 #include "fuzz/engine/engine_case.h"
 
+#include "harness/lockstep.h"
+#include "harness/simulate.h"
 #include "model/errors.h"
 #include "model/presets.h"
 #include "oracle/engine/rng.h"
@@ -275,59 +277,29 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   config.runner = c.engine.runner.flavour;
   std::optional<model::Layout> layout;
   std::unique_ptr<oracle::engine::Engine> engine;
-  std::unique_ptr<gpu::engine::EngineRunner> gpu_runner;
+  std::unique_ptr<gpu::engine::EngineRunner> backend;
   try {
     layout = model::build_layout(config, c.spec);
     oracle::engine::validate_options(c.engine, *layout);
-    engine =
-        std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed, c.engine);
-    const gpu::engine::RunnerOptions gpu_options{
-        .flavour = c.engine.runner.flavour,
-        .v1_copy_path = c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy
-                            ? gpu::engine::V1CopyPath::precopy
-                            : gpu::engine::V1CopyPath::batch_copy,
-        .row_stride_extra = c.engine.runner.row_stride_extra,
-        .mutant = run.runner_mutant,
-        .kernel_mutant = run.kernel_mutant};
-    gpu_runner = std::make_unique<gpu::engine::EngineRunner>(*layout, gpu_options, run.executor);
+    engine = std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed,
+                                                      c.engine);
+    backend = std::make_unique<gpu::engine::EngineRunner>(
+        *layout,
+        harness::backend_runner_options(c.engine.runner, run.runner_mutant, run.kernel_mutant),
+        run.executor);
   } catch (const model::InputError& e) {
     out.valid = false;
     out.invalid_reason = e.what();
     return out;
   }
-  for (std::int64_t i = 0; i < c.num_steps; ++i) {
-    const bool more = engine->step();
-    const oracle::engine::EngineReport& report = engine->report();
-    if (report.steps == out.steps_run) break; // nothing was scheduled: the run is over
-    ++out.steps_run;
-    const model::Step& step = engine->last_step();
-    if (steps_out) steps_out->push_back(step);
-    if (const auto& f = report.first_finding) {
-      out.failure =
-          EngineDifference{.kind = fmt::format("finding:{}", oracle::engine::to_string(f->kind)),
-                           .step = f->step,
-                           .request = f->req_id,
-                           .tensor = f->tensor,
-                           .group = f->group,
-                           .layer = f->layer,
-                           .state = f->state,
-                           .block = f->block_id,
-                           .text = f->message};
-      break;
-    }
-    const gpu::engine::StepRecord gpu_record = gpu_runner->execute(step);
-    out.failure = difference_of_step(*layout, step, engine->last_record(), gpu_record);
-    if (!out.failure)
-      out.failure = difference_of_arenas(*layout, engine->runner().arenas(), gpu_runner->arenas(),
-                                         out.bytes_compared);
-    if (out.failure) {
-      out.failure->step = step.index;
-      if (!out.failure->text.starts_with("step "))
-        out.failure->text = fmt::format("step {}: {}", step.index, out.failure->text);
-      break;
-    }
-    if (!more) break;
-  }
+  harness::ScheduledSteps steps(*engine);
+  harness::LockstepHooks hooks;
+  if (steps_out)
+    hooks.on_step = [steps_out](const model::Step& step) { steps_out->push_back(step); };
+  harness::LockstepResult r = harness::run_lockstep(steps, *backend, c.num_steps, hooks);
+  out.steps_run = r.steps_run;
+  out.bytes_compared = r.bytes_compared;
+  out.failure = std::move(r.failure);
   return out;
 }
 

@@ -6,7 +6,8 @@
 // oracle engine and the GPU-side runner step by step and names the first difference.
 #pragma once
 
-#include "fuzz/engine/engine_campaign.h"
+#include "gpu/engine/engine_runner.h"
+#include "harness/difference.h"
 #include "gpu/engine/runner_mutant.h"
 #include "gpu/mutant.h"
 #include "oracle/engine/driver.h"
@@ -65,43 +66,17 @@ struct EngineRunOptions {
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
 };
 
-// The first failure of a run, named down to the byte where there is one.
-struct EngineDifference {
-  std::string kind; // launch_count, launch_kind, status, decision, array, arena, rejected,
-                    // finding:<FindingKind>
-  std::int64_t step = -1;
-  std::int32_t launch = -1; // index of the launch within the step
-  std::string launch_kind;
-  std::string request;
-  std::string array; // for kind "array": its name and index
-  std::int32_t tensor = -1, group = -1, layer = -1, state = -1;
-  std::int64_t block = -1;
-  std::int64_t byte_begin = -1, byte_end = -1; // within the block (arena) or the copy
-  std::string text;                            // the whole difference in one line
-};
-nlohmann::ordered_json to_json(const EngineDifference& d);
-
 struct EngineOutcome {
   bool valid = true; // false: the case's options were rejected (InputError)
   std::string invalid_reason;
   std::int64_t steps_run = 0; // steps executed, the failing one included
   std::int64_t bytes_compared = 0;
-  std::optional<EngineDifference> failure;
+  std::optional<harness::Difference> failure;
   bool failed() const { return valid && failure.has_value(); }
 };
 
 // Runs at most c.num_steps steps. `steps_out`, when given, receives every step executed.
 EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
                               std::vector<model::Step>* steps_out = nullptr);
-
-// Structured comparison of one step (the string forms in engine_campaign.h wrap these).
-std::optional<EngineDifference> difference_of_step(const model::Layout& layout,
-                                                   const model::Step& step,
-                                                   const oracle::engine::StepRecord& oracle_record,
-                                                   const gpu::engine::StepRecord& gpu_record);
-std::optional<EngineDifference> difference_of_arenas(const model::Layout& layout,
-                                                     const std::vector<model::Arena>& oracle_arenas,
-                                                     const std::vector<model::Arena>& gpu_arenas,
-                                                     std::int64_t& bytes_compared);
 
 } // namespace mc::fuzz

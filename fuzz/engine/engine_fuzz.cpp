@@ -90,7 +90,7 @@ nlohmann::ordered_json counterexample_json(const EngineCounterexample& cx) {
 }
 
 std::string counterexample_text(const EngineCounterexample& cx) {
-  const EngineDifference& d = cx.difference;
+  const harness::Difference& d = cx.difference;
   std::string where = fmt::format("step {}", d.step);
   if (d.launch >= 0) where += fmt::format(", launch {} ({})", d.launch, d.launch_kind);
   if (!d.request.empty()) where += fmt::format(", request {}", d.request);

@@ -48,9 +48,9 @@ struct EngineFuzzOptions {
 struct EngineCounterexample {
   std::uint64_t case_seed = 0;
   int size = 0;
-  std::string failure_kind; // EngineDifference::kind
+  std::string failure_kind; // harness::Difference::kind
   std::string failure;      // the first difference of the shrunk case, one line
-  EngineDifference difference;
+  harness::Difference difference;
   std::string original_failure;
   std::int64_t original_steps = 0, original_requests = 0;
   std::int64_t steps = 0, requests = 0; // of the shrunk case

@@ -1,13 +1,13 @@
 // Writes the scenario library (scenarios/library/*.jsonl): each scenario is a small run of the
 // oracle's own engine, with hand-picked requests, options and step edits (a forced acceptance,
 // a reset of the prefix cache), recorded with TraceWriter; its header's `source.scenario` says
-// what it guards and which mutants it must catch (scenarios/replay/library.h).
+// what it guards and which mutants it must catch (harness/library.h).
 //
 //   scenario_library_gen OUT_DIR          writes every scenario
 //   scenario_library_gen OUT_DIR --check  writes nothing; exit 1 when a file in OUT_DIR differs
 // The traces are deterministic, so the check (ctest scenarios.library_fresh) proves the
 // committed files are what this program writes. The mutant lists are verified by
-// scenarios_library_test (each scenario fails on each of its mutants).
+// harness_library_test (each scenario fails on each of its mutants).
 #include "model/errors.h"
 #include "model/presets.h"
 #include "oracle/engine/driver.h"

@@ -1,14 +1,14 @@
 // Oracle engine vs the GPU-side engine runner on the host and cuda executors: V1 (precopy and
 // batch_copy) and V2, align and all, SD and DS, small pools so that preemption and
 // reset_prefix_cache happen; decisions, arrays and every arena byte equal after every step.
-#include "fuzz/engine/engine_campaign.h"
+#include "harness/simulate.h"
 #include "gpu/cuda_backend.h"
 #include "model/errors.h"
 #include "model/presets.h"
 
 #include <gtest/gtest.h>
 
-namespace mc::fuzz {
+namespace mc::harness {
 namespace {
 
 struct RunCase {
@@ -21,10 +21,10 @@ struct RunCase {
   std::int64_t num_blocks;
 };
 
-EngineCampaignOptions make_options(const RunCase& rc, std::uint64_t seed,
+SimulationOptions make_options(const RunCase& rc, std::uint64_t seed,
                                    gpu::engine::ExecutorKind executor) {
   const model::Preset& preset = model::find_preset(rc.preset);
-  EngineCampaignOptions o{.config = preset.config, .spec = preset.spec};
+  SimulationOptions o{.config = preset.config, .spec = preset.spec};
   o.config.mode = rc.mode;
   o.config.conv_layout = rc.conv_layout;
   o.config.num_spec_tokens = rc.num_spec;
@@ -51,10 +51,10 @@ class EngineCompare : public ::testing::TestWithParam<RunCase> {};
 TEST_P(EngineCompare, HostMatchesOracleEveryStep) {
   std::int64_t preemptions = 0;
   for (std::uint64_t seed : {1u, 2u}) {
-    const EngineCampaignResult r =
-        run_engine_campaign(make_options(GetParam(), seed, gpu::engine::ExecutorKind::host));
+    const SimulationResult r =
+        simulate(make_options(GetParam(), seed, gpu::engine::ExecutorKind::host));
     ASSERT_FALSE(r.finding.has_value()) << r.finding->message;
-    ASSERT_FALSE(r.mismatch.has_value()) << *r.mismatch;
+    ASSERT_FALSE(r.mismatch.has_value()) << r.mismatch->text;
     EXPECT_GT(r.steps_compared, 500);
     EXPECT_GT(r.bytes_compared, 0);
     preemptions += r.report.preemptions + r.report.forced_preemptions;
@@ -89,13 +89,13 @@ INSTANTIATE_TEST_SUITE_P(
 // forward kernel), one seed: skipped without a device.
 TEST_P(EngineCompare, CudaMatchesOracleEveryStep) {
   if (!gpu::cuda_available()) GTEST_SKIP() << "no CUDA device";
-  const EngineCampaignResult r =
-      run_engine_campaign(make_options(GetParam(), 3, gpu::engine::ExecutorKind::cuda));
+  const SimulationResult r =
+      simulate(make_options(GetParam(), 3, gpu::engine::ExecutorKind::cuda));
   ASSERT_FALSE(r.finding.has_value()) << r.finding->message;
-  ASSERT_FALSE(r.mismatch.has_value()) << *r.mismatch;
+  ASSERT_FALSE(r.mismatch.has_value()) << r.mismatch->text;
   EXPECT_GT(r.steps_compared, 500);
   EXPECT_GT(r.bytes_compared, 0);
 }
 
 } // namespace
-} // namespace mc::fuzz
+} // namespace mc::harness

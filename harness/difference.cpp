@@ -1,16 +1,17 @@
-// The first difference of one engine step, oracle vs backend, as a structured record
-// (engine_case.h, EngineDifference): launches (count, kind, status), copy decisions, every
-// per-request array, then every arena byte, named by tensor (group, layer, state) and block.
-#include "fuzz/engine/engine_case.h"
+// Differences of one engine step, oracle vs backend (difference.h).
+#include "harness/difference.h"
 
 #include "model/errors.h"
+#include "model/request_arrays.h"
 
 #include <fmt/format.h>
 
-namespace mc::fuzz {
+#include <algorithm>
+
+namespace mc::harness {
 namespace {
 
-void name_tensor(const model::Layout& layout, std::int32_t tensor, EngineDifference& d) {
+void name_tensor(const model::Layout& layout, std::int32_t tensor, Difference& d) {
   const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(tensor)];
   d.tensor = tensor;
   d.group = t.group;
@@ -31,24 +32,13 @@ std::string describe_decision(const model::CopyDecision& d) {
       d.src_byte_offset, d.bytes);
 }
 
-std::optional<EngineDifference> compare_arrays(const model::RequestArrays& o,
+std::optional<Difference> compare_arrays(const model::RequestArrays& o,
                                                const model::RequestArrays& g) {
-  const std::pair<const char*, std::vector<std::int32_t> model::RequestArrays::*> fields[] = {
-      {"idx_mapping", &model::RequestArrays::idx_mapping},
-      {"num_accepted", &model::RequestArrays::num_accepted},
-      {"state_idx", &model::RequestArrays::state_idx},
-      {"num_scheduled", &model::RequestArrays::num_scheduled},
-      {"num_computed", &model::RequestArrays::num_computed},
-      {"num_draft", &model::RequestArrays::num_draft},
-      {"new_num_computed", &model::RequestArrays::new_num_computed},
-      {"query_start_loc", &model::RequestArrays::query_start_loc},
-      {"src_col", &model::RequestArrays::src_col},
-      {"token_bias", &model::RequestArrays::token_bias},
-      {"num_accepted_out", &model::RequestArrays::num_accepted_out}};
-  for (const auto& [name, field] : fields) {
-    const auto& a = o.*field;
-    const auto& b = g.*field;
-    EngineDifference d{.kind = "array"};
+  for (const model::RequestArrayField& f : model::kRequestArrays) {
+    const std::string_view name = f.name;
+    const auto& a = o.*f.member;
+    const auto& b = g.*f.member;
+    Difference d{.kind = "array"};
     if (a.size() != b.size()) {
       d.array = name;
       d.text = fmt::format("array {}: {} entries on the oracle, {} on the backend", name,
@@ -65,17 +55,17 @@ std::optional<EngineDifference> compare_arrays(const model::RequestArrays& o,
   return std::nullopt;
 }
 
-std::optional<EngineDifference> compare_launch(const model::Layout& layout,
+std::optional<Difference> compare_launch(const model::Layout& layout,
                                                const model::Step& step,
                                                const oracle::engine::LaunchRecord& o,
                                                const gpu::engine::LaunchRecord& g) {
   if (o.kind != g.kind)
-    return EngineDifference{.kind = "launch_kind",
+    return Difference{.kind = "launch_kind",
                             .text = fmt::format("kind: oracle {}, backend {}",
                                                 model::to_string(o.kind),
                                                 model::to_string(g.kind))};
   if (o.status != g.status || o.unsupported_reason != g.unsupported_reason)
-    return EngineDifference{.kind = "status",
+    return Difference{.kind = "status",
                             .text = fmt::format("status: oracle '{}', backend '{}'",
                                                 o.unsupported_reason, g.unsupported_reason)};
   const std::size_t n = std::max(o.decisions.size(), g.decisions.size());
@@ -85,7 +75,7 @@ std::optional<EngineDifference> compare_launch(const model::Layout& layout,
     if (has_o && has_g && o.decisions[i] == g.decisions[i]) continue;
     const model::CopyDecision& any = has_o ? o.decisions[i] : g.decisions[i];
     const auto row = static_cast<std::size_t>(any.batch_row);
-    EngineDifference d{.kind = "decision",
+    Difference d{.kind = "decision",
                        .request = row < step.scheduled.size() ? step.scheduled[row].req_id : "?",
                        .block = any.dst_block_id,
                        .byte_begin = any.src_byte_offset,
@@ -102,17 +92,17 @@ std::optional<EngineDifference> compare_launch(const model::Layout& layout,
 
 } // namespace
 
-std::optional<EngineDifference> difference_of_step(const model::Layout& layout,
+std::optional<Difference> difference_of_step(const model::Layout& layout,
                                                    const model::Step& step,
                                                    const oracle::engine::StepRecord& o,
                                                    const gpu::engine::StepRecord& g) {
-  std::optional<EngineDifference> d;
+  std::optional<Difference> d;
   if (!g.rejected.empty()) {
-    d = EngineDifference{.kind = "rejected",
+    d = Difference{.kind = "rejected",
                          .launch = static_cast<std::int32_t>(g.launches.size()),
                          .text = fmt::format("the backend rejected a launch: {}", g.rejected)};
   } else if (o.launches.size() != g.launches.size()) {
-    d = EngineDifference{.kind = "launch_count",
+    d = Difference{.kind = "launch_count",
                          .text = fmt::format("launches: oracle ran {}, backend {}",
                                              o.launches.size(), g.launches.size())};
   } else {
@@ -130,7 +120,7 @@ std::optional<EngineDifference> difference_of_step(const model::Layout& layout,
   return d;
 }
 
-std::optional<EngineDifference> difference_of_arenas(const model::Layout& layout,
+std::optional<Difference> difference_of_arenas(const model::Layout& layout,
                                                      const std::vector<model::Arena>& oa,
                                                      const std::vector<model::Arena>& ga,
                                                      std::int64_t& bytes_compared) {
@@ -142,7 +132,7 @@ std::optional<EngineDifference> difference_of_arenas(const model::Layout& layout
     std::int64_t end = at;
     while (end < oa[i].size_bytes() && oa[i].data()[end] != ga[i].data()[end])
       ++end;
-    EngineDifference d{.kind = "arena"};
+    Difference d{.kind = "arena"};
     for (std::size_t t = 0; t < layout.tensors.size(); ++t) {
       const model::StateTensor& st = layout.tensors[t];
       if (st.arena != static_cast<std::int32_t>(i) || at < st.offset_bytes) continue;
@@ -166,7 +156,24 @@ std::optional<EngineDifference> difference_of_arenas(const model::Layout& layout
   return std::nullopt;
 }
 
-nlohmann::ordered_json to_json(const EngineDifference& d) {
+std::string text_after_step(const Difference& d) {
+  const std::string prefix = fmt::format("step {}: ", d.step);
+  return d.text.starts_with(prefix) ? d.text.substr(prefix.size()) : d.text;
+}
+
+Difference difference_of_finding(const oracle::engine::Finding& f) {
+  return Difference{.kind = fmt::format("finding:{}", oracle::engine::to_string(f.kind)),
+                    .step = f.step,
+                    .request = f.req_id,
+                    .tensor = f.tensor,
+                    .group = f.group,
+                    .layer = f.layer,
+                    .state = f.state,
+                    .block = f.block_id,
+                    .text = f.message};
+}
+
+nlohmann::ordered_json to_json(const Difference& d) {
   nlohmann::ordered_json j{{"kind", d.kind}, {"step", d.step}};
   if (d.launch >= 0) j["launch"] = d.launch;
   if (!d.launch_kind.empty()) j["launch_kind"] = d.launch_kind;
@@ -184,4 +191,4 @@ nlohmann::ordered_json to_json(const EngineDifference& d) {
   return j;
 }
 
-} // namespace mc::fuzz
+} // namespace mc::harness

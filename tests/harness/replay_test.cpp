@@ -1,12 +1,13 @@
-// Replay (scenarios/replay/replay.h, oracle/engine/replay.h): a recorded run replays to the
+// Replay (harness/replay.h, oracle/engine/replay.h): a recorded run replays to the
 // same result, clean and with a runner mutant; steps that contradict the past are findings;
 // the reader's rules about counts refuse impossible steps; workload import gives the hand-
 // checked arrivals and shared prefixes.
 #include "model/errors.h"
 #include "model/presets.h"
 #include "oracle/engine/workload_import.h"
-#include "scenarios/replay/replay.h"
-#include "scenarios/replay/simulate.h"
+#include "harness/replay.h"
+#include "harness/simulate.h"
+#include "scenarios/trace.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace mc::scenarios {
+namespace mc::harness {
 namespace {
 
 std::filesystem::path temp_trace(const std::string& name) {
@@ -36,21 +37,20 @@ struct RecordCase {
 
 SimulationOptions simulation(const RecordCase& c, std::uint64_t seed) {
   const model::Preset& preset = model::find_preset(c.preset);
-  SimulationOptions s{.campaign = {.config = preset.config, .spec = preset.spec},
-                      .preset = c.preset};
-  s.campaign.config.mode = c.mode;
+  SimulationOptions s{.config = preset.config, .spec = preset.spec, .preset = c.preset};
+  s.config.mode = c.mode;
   if (c.mode == model::CacheMode::all) {
-    s.campaign.config.num_spec_tokens = 0;
-    s.campaign.config.num_spec_blocks = 0;
+    s.config.num_spec_tokens = 0;
+    s.config.num_spec_blocks = 0;
   }
-  s.campaign.spec.num_blocks = c.pool_blocks;
-  s.campaign.engine.runner.flavour = c.runner;
-  s.campaign.engine.runner.v1_copy_path = c.path;
-  s.campaign.engine.scheduler.reset_prefix_cache_per_million = c.resets_per_million;
-  s.campaign.engine.scheduler.abort_per_million = 20'000;
-  s.campaign.num_steps = 400;
-  s.campaign.num_requests = 40;
-  s.campaign.seed = seed;
+  s.spec.num_blocks = c.pool_blocks;
+  s.engine.runner.flavour = c.runner;
+  s.engine.runner.v1_copy_path = c.path;
+  s.engine.scheduler.reset_prefix_cache_per_million = c.resets_per_million;
+  s.engine.scheduler.abort_per_million = 20'000;
+  s.num_steps = 400;
+  s.num_requests = 40;
+  s.seed = seed;
   return s;
 }
 
@@ -62,8 +62,8 @@ TEST_P(RecordReplay, SameResult) {
   const RecordCase& c = GetParam();
   SimulationOptions s = simulation(c, 3);
   s.record = temp_trace(c.name);
-  const fuzz::EngineCampaignResult run = simulate(s);
-  ASSERT_TRUE(run.held()) << (run.mismatch ? *run.mismatch : run.finding->message);
+  const SimulationResult run = simulate(s);
+  ASSERT_TRUE(run.held()) << (run.mismatch ? run.mismatch->text : run.finding->message);
   ReplayOptions options{.v1_copy_path = c.path};
   const ReplayResult replay = replay_file(*s.record, options);
   EXPECT_TRUE(replay.held()) << replay.summary();
@@ -83,13 +83,13 @@ TEST_P(RecordReplay, SameResult) {
   }
 
   s.runner_mutant = gpu::engine::RunnerMutant::slot_reused_without_reset;
-  const fuzz::EngineCampaignResult bad_run = simulate(s);
+  const SimulationResult bad_run = simulate(s);
   options.runner_mutant = s.runner_mutant;
   const ReplayResult bad_replay = replay_file(*s.record, options);
   ASSERT_EQ(bad_run.mismatch.has_value(), bad_replay.mismatch.has_value());
   if (bad_run.mismatch) {
-    EXPECT_EQ(*bad_run.mismatch,
-              fmt::format("step {}: {}", bad_replay.stop_step, *bad_replay.mismatch));
+    EXPECT_EQ(bad_run.mismatch->text, bad_replay.mismatch->text);
+    EXPECT_EQ(bad_run.mismatch->step, bad_replay.stop_step);
   }
   std::filesystem::remove(*s.record);
 }
@@ -113,7 +113,7 @@ protected:
   void SetUp() override {
     SimulationOptions s = simulation(
         {"tampered", "tiny-mamba2", model::RunnerFlavour::v1, model::CacheMode::align, 32}, 9);
-    s.campaign.num_steps = 12;
+    s.num_steps = 12;
     s.record = temp_trace("tampered");
     ASSERT_TRUE(simulate(s).held());
     std::ifstream in(*s.record);
@@ -128,7 +128,7 @@ protected:
     std::stringstream text;
     for (const std::string& l : lines)
       text << l << "\n";
-    TraceReader reader(text, "tampered.jsonl");
+    scenarios::TraceReader reader(text, "tampered.jsonl");
     return replay_trace(reader, {});
   }
   std::vector<std::string> lines_;
@@ -235,7 +235,7 @@ TEST(ReaderCountRules, RefusedWithLineAndField) {
   };
   for (const Bad& b : bad) {
     std::istringstream in(header + "\n" + arrive + "\n" + b.step + "\n");
-    TraceReader reader(in, "bad.jsonl");
+    scenarios::TraceReader reader(in, "bad.jsonl");
     const int line = 3 + static_cast<int>(std::count(b.step.begin(), b.step.end(), '\n'));
     try {
       while (reader.next()) {
@@ -335,17 +335,16 @@ TEST(WorkloadImport, DrivesARunWithPrefixHits) {
          << "\n";
   std::istringstream in(text.str());
   const model::Preset& preset = model::find_preset("tiny-mamba2");
-  SimulationOptions s{.campaign = {.config = preset.config, .spec = preset.spec},
-                      .preset = "tiny-mamba2"};
-  s.campaign.num_steps = 400;
+  SimulationOptions s{.config = preset.config, .spec = preset.spec, .preset = "tiny-mamba2"};
+  s.num_steps = 400;
   s.requests =
       oracle::engine::import_workload(in, "w.jsonl", {.step_ms = 100, .hash_block_tokens = 4});
-  const fuzz::EngineCampaignResult r = simulate(s);
-  EXPECT_TRUE(r.held()) << (r.mismatch ? *r.mismatch : r.finding->message);
+  const SimulationResult r = simulate(s);
+  EXPECT_TRUE(r.held()) << (r.mismatch ? r.mismatch->text : r.finding->message);
   EXPECT_EQ(r.report.requests, 12);
   EXPECT_EQ(r.report.finished, 12);
   EXPECT_GT(r.report.prefix_hits, 3);
 }
 
 } // namespace
-} // namespace mc::scenarios
+} // namespace mc::harness

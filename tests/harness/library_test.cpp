@@ -1,13 +1,13 @@
 // The scenario library (scenarios/library/): every scenario replays clean on the host backend,
 // and fails on each mutant its header names (a mismatch or a finding). A mutant name this build
 // does not know (or cannot run) is reported, not counted: the pairs are added as mutants land.
-#include "scenarios/replay/library.h"
+#include "harness/library.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-namespace mc::scenarios {
+namespace mc::harness {
 namespace {
 
 std::vector<std::string> scenario_files() {
@@ -54,4 +54,4 @@ TEST(LibraryCoverage, EveryClassHasAScenarioWithAMutant) {
 }
 
 } // namespace
-} // namespace mc::scenarios
+} // namespace mc::harness

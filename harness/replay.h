@@ -3,17 +3,15 @@
 //
 // Each step read from the trace runs on the oracle Replayer (runner, ledger, every invariant,
 // the shadow block manager: oracle/engine/replay.h) and on the GPU-side EngineRunner (host or
-// cuda executor, optionally with a kernel or runner mutant); the two records and every arena
-// byte are compared after each step (fuzz::compare_step, fuzz::compare_arenas). The first
-// finding or difference stops the replay and is named by step and trace line.
+// cuda executor, optionally with a kernel or runner mutant), in the lockstep loop (lockstep.h):
+// the two records and every arena byte are compared after each step. The first finding or
+// difference stops the replay and is named by step and trace line.
 // Streaming: one step in memory at a time; memory grows with the requests in flight (the
 // reader's live set, the runners' rows and the ledger), never with the number of steps.
-//
-// This folder (scenarios/replay/) is where the format meets the simulators; the format itself
-// (scenarios/trace.h) depends on model/ only.
 #pragma once
 
 #include "gpu/engine/engine_runner.h"
+#include "harness/difference.h"
 #include "gpu/mutant.h"
 #include "oracle/engine/finding.h"
 #include "oracle/engine/options.h"
@@ -26,7 +24,7 @@
 #include <optional>
 #include <string>
 
-namespace mc::scenarios {
+namespace mc::harness {
 
 struct ReplayOptions {
   gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
@@ -47,7 +45,7 @@ struct ReplayResult {
   std::int64_t steps_compared = 0;
   std::int64_t bytes_compared = 0;
   std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
-  std::optional<std::string> mismatch;            // first oracle vs backend difference
+  std::optional<Difference> mismatch;             // first oracle vs backend difference
   std::int64_t stop_step = -1;                    // step index of the finding or difference
   std::int64_t stop_line = -1;                    // its trace line
   bool held() const { return !finding && !mismatch; }
@@ -57,16 +55,11 @@ struct ReplayResult {
 
 // Throws model::InputError for a malformed or impossible trace (FILE:LINE: field: reason),
 // model::EnvironmentError when the executor cannot run here.
-ReplayResult replay_trace(TraceReader& reader, const ReplayOptions& options);
+ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& options);
 ReplayResult replay_file(const std::filesystem::path& trace, const ReplayOptions& options);
 
 // Whether a kernel mutant can reach the GPU-side engine runner in this build
 // (gpu::engine::RunnerOptions::kernel_mutant).
 bool kernel_mutants_supported();
 
-// The GPU runner's options for a replay or a recorded run.
-gpu::engine::RunnerOptions gpu_runner_options(model::RunnerFlavour flavour,
-                                              oracle::engine::V1CopyPath path,
-                                              gpu::engine::RunnerMutant mutant);
-
-} // namespace mc::scenarios
+} // namespace mc::harness

@@ -1,4 +1,4 @@
-#include "scenarios/replay/library.h"
+#include "harness/library.h"
 
 #include "gpu/engine/runner_mutant.h"
 #include "model/errors.h"
@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace mc::scenarios {
+namespace mc::harness {
 namespace {
 
 std::vector<std::string> names(const nlohmann::json& s, const char* key,
@@ -62,7 +62,7 @@ bool LibraryResult::passed() const {
 }
 
 ScenarioInfo read_scenario_info(const std::filesystem::path& trace) {
-  TraceReader reader(trace); // reads the header only
+  scenarios::TraceReader reader(trace); // reads the header only
   const nlohmann::json& source = reader.header().source;
   if (!source.is_object() || !source.contains("scenario") || !source["scenario"].is_object())
     model::fail_input("{}:1: source.scenario: missing (a library trace names what it guards)",
@@ -118,4 +118,4 @@ std::filesystem::path default_library_dir() {
   return std::filesystem::path(MC_SOURCE_DIR) / "scenarios" / "library";
 }
 
-} // namespace mc::scenarios
+} // namespace mc::harness

@@ -8,13 +8,13 @@
 // replayed with one of them, the scenario must fail (a mismatch or a finding).
 #pragma once
 
-#include "scenarios/replay/replay.h"
+#include "harness/replay.h"
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
-namespace mc::scenarios {
+namespace mc::harness {
 
 struct ScenarioInfo {
   std::filesystem::path path;
@@ -52,4 +52,4 @@ std::vector<LibraryResult> run_library(const std::filesystem::path& dir,
 // The library shipped in the source tree (MC_SOURCE_DIR/scenarios/library).
 std::filesystem::path default_library_dir();
 
-} // namespace mc::scenarios
+} // namespace mc::harness

@@ -1,0 +1,74 @@
+// The lockstep loop and its two oracle sides (lockstep.h).
+#include "harness/lockstep.h"
+
+#include <fmt/format.h>
+
+namespace mc::harness {
+
+ScheduledSteps::ScheduledSteps(oracle::engine::Engine& engine,
+                               std::function<void(model::Step&)> edit)
+    : engine_(engine), edit_(std::move(edit)) {}
+
+std::optional<OracleStep> ScheduledSteps::next() {
+  if (!more_) return std::nullopt;
+  const std::int64_t steps_before = engine_.report().steps;
+  more_ = engine_.step(edit_);
+  if (engine_.report().steps == steps_before) return std::nullopt; // nothing was scheduled
+  return OracleStep{.step = engine_.last_step(),
+                    .record = engine_.last_record(),
+                    .finding = engine_.report().first_finding,
+                    .last = !more_};
+}
+
+const std::vector<model::Arena>& ScheduledSteps::arenas() {
+  return engine_.runner().arenas();
+}
+
+TracedSteps::TracedSteps(scenarios::TraceReader& reader, oracle::engine::Replayer& replayer)
+    : reader_(reader), replayer_(replayer) {}
+
+std::optional<OracleStep> TracedSteps::next() {
+  std::optional<model::Step> step = reader_.next();
+  if (!step) return std::nullopt;
+  step_ = std::move(*step);
+  std::optional<oracle::engine::Finding> finding = replayer_.step(step_);
+  return OracleStep{.step = step_, .record = replayer_.last_record(), .finding = finding};
+}
+
+const std::vector<model::Arena>& TracedSteps::arenas() {
+  return replayer_.runner().arenas();
+}
+
+LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backend,
+                            std::int64_t steps_max, const LockstepHooks& hooks) {
+  const model::Layout& layout = backend.layout();
+  LockstepResult result;
+  while (steps_max < 0 || result.steps_run < steps_max) {
+    std::optional<OracleStep> o = oracle.next();
+    if (!o) break;
+    ++result.steps_run;
+    if (hooks.on_step) hooks.on_step(o->step);
+    if (o->finding) {
+      result.finding = o->finding;
+      result.failure = difference_of_finding(*o->finding);
+      break;
+    }
+    const gpu::engine::StepRecord record = backend.execute(o->step);
+    std::optional<Difference> d = difference_of_step(layout, o->step, o->record, record);
+    if (!d)
+      d = difference_of_arenas(layout, oracle.arenas(), backend.arenas(), result.bytes_compared);
+    ++result.steps_compared;
+    if (d) {
+      d->step = o->step.index;
+      if (!d->text.starts_with("step "))
+        d->text = fmt::format("step {}: {}", o->step.index, d->text);
+      result.failure = std::move(d);
+      break;
+    }
+    if (hooks.on_held) hooks.on_held(result.steps_run);
+    if (o->last) break;
+  }
+  return result;
+}
+
+} // namespace mc::harness

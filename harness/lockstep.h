@@ -1,0 +1,88 @@
+// The engine level's one lockstep loop (DESIGN.md, "Engine level"): step after step, the
+// oracle runs a step (scheduled by its own engine, or read from a trace), the GPU-side runner
+// executes the same step on a backend (host or cuda executor, clean or with a mutant), and
+// their records and every arena byte are compared. The first broken invariant or difference
+// stops the loop. Campaigns, engine cases, `run`, `run --record`, replay and the scenario
+// library are thin callers that only choose the oracle side and the hooks.
+#pragma once
+
+#include "gpu/engine/engine_runner.h"
+#include "harness/difference.h"
+#include "model/layout.h"
+#include "model/step.h"
+#include "oracle/engine/driver.h"
+#include "oracle/engine/replay.h"
+#include "scenarios/trace.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+namespace mc::harness {
+
+// One step as the oracle ran it. The references stay valid until the next call of next().
+struct OracleStep {
+  const model::Step& step;
+  const oracle::engine::StepRecord& record;
+  std::optional<oracle::engine::Finding> finding;
+  bool last = false; // the oracle has no step after this one
+};
+
+// Where the steps come from: the oracle's scheduler, or a trace.
+class OracleSide {
+public:
+  virtual ~OracleSide() = default;
+  // Runs the next step on the oracle; nullopt when there is none.
+  virtual std::optional<OracleStep> next() = 0;
+  virtual const std::vector<model::Arena>& arenas() = 0;
+};
+
+// The oracle engine schedules every step; `edit`, when set, changes a step before it runs.
+class ScheduledSteps final : public OracleSide {
+public:
+  explicit ScheduledSteps(oracle::engine::Engine& engine,
+                          std::function<void(model::Step&)> edit = {});
+  std::optional<OracleStep> next() override;
+  const std::vector<model::Arena>& arenas() override;
+
+private:
+  oracle::engine::Engine& engine_;
+  std::function<void(model::Step&)> edit_;
+  bool more_ = true;
+};
+
+// The steps of a trace, run by the oracle's Replayer (no scheduler model).
+class TracedSteps final : public OracleSide {
+public:
+  TracedSteps(scenarios::TraceReader& reader, oracle::engine::Replayer& replayer);
+  std::optional<OracleStep> next() override;
+  const std::vector<model::Arena>& arenas() override;
+
+private:
+  scenarios::TraceReader& reader_;
+  oracle::engine::Replayer& replayer_;
+  model::Step step_;
+};
+
+struct LockstepHooks {
+  // Every step the oracle ran, before the backend runs it (a trace writer: a failing run's
+  // trace then ends with its failing step).
+  std::function<void(const model::Step&)> on_step;
+  // After each step that held on both sides (progress lines).
+  std::function<void(std::int64_t steps_run)> on_held;
+};
+
+struct LockstepResult {
+  std::int64_t steps_run = 0;      // steps the oracle ran, the failing one included
+  std::int64_t steps_compared = 0; // of those, steps the backend ran and compared
+  std::int64_t bytes_compared = 0;
+  std::optional<oracle::engine::Finding> finding; // the first broken invariant
+  std::optional<Difference> failure;              // the finding's, or the first difference
+  bool held() const { return !failure; }
+};
+
+// Runs at most `steps_max` steps (negative: until the oracle side has none).
+LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backend,
+                            std::int64_t steps_max, const LockstepHooks& hooks = {});
+
+} // namespace mc::harness

@@ -1,0 +1,66 @@
+// Replay of a trace on the lockstep loop (replay.h).
+#include "harness/replay.h"
+
+#include "harness/lockstep.h"
+#include "harness/simulate.h"
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+namespace mc::harness {
+
+bool kernel_mutants_supported() {
+  return true;
+}
+
+std::string ReplayResult::summary() const {
+  const std::string where = fmt::format("step {} (line {})", stop_step, stop_line);
+  if (finding) return fmt::format("FINDING at {}: {}", where, finding->message);
+  if (mismatch) return fmt::format("MISMATCH at {}: {}", where, text_after_step(*mismatch));
+  return fmt::format("held: {} steps, {} request-steps, oracle and backend agree on every step",
+                     stats.steps, stats.request_steps);
+}
+
+ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& options) {
+  const scenarios::TraceHeader& header = reader.header();
+  ReplayResult result{.trace = {}, .preset = header.preset, .config = header.config};
+  result.config.runner = options.runner.value_or(header.config.runner);
+  const model::Layout layout = model::build_layout(result.config, header.layout_spec);
+  // The steps are given: only what the engine model can run is checked, never the options
+  // of a scheduler (token budget, arrivals) that generated steps would need.
+  try {
+    oracle::engine::validate_geometry(layout);
+  } catch (const model::InputError& e) {
+    model::fail_input("{}:1: config.{}", reader.name(), e.what());
+  }
+  const oracle::engine::RunnerOptions oracle_options{.flavour = result.config.runner,
+                                                     .v1_copy_path = options.v1_copy_path};
+  oracle::engine::Replayer oracle(layout, oracle_options);
+  gpu::engine::EngineRunner backend(
+      layout, backend_runner_options(oracle_options, options.runner_mutant, options.kernel_mutant),
+      options.executor);
+  TracedSteps steps(reader, oracle);
+  LockstepHooks hooks;
+  if (options.on_step)
+    hooks.on_held = [&options, &oracle](std::int64_t) { options.on_step(oracle.stats().steps); };
+  const LockstepResult r = run_lockstep(steps, backend, options.steps_max, hooks);
+  result.stats = oracle.stats();
+  result.steps_compared = r.steps_compared;
+  result.bytes_compared = r.bytes_compared;
+  result.finding = r.finding;
+  if (r.failure && !r.finding) result.mismatch = r.failure;
+  if (r.failure) {
+    result.stop_step = r.failure->step;
+    result.stop_line = reader.line_number();
+  }
+  return result;
+}
+
+ReplayResult replay_file(const std::filesystem::path& trace, const ReplayOptions& options) {
+  scenarios::TraceReader reader(trace);
+  ReplayResult result = replay_trace(reader, options);
+  result.trace = trace.string();
+  return result;
+}
+
+} // namespace mc::harness

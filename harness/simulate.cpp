@@ -1,0 +1,79 @@
+// A simulated engine run on the lockstep loop (simulate.h).
+#include "harness/simulate.h"
+
+#include "harness/lockstep.h"
+#include "model/errors.h"
+#include "scenarios/trace.h"
+
+#include <memory>
+
+namespace mc::harness {
+namespace {
+
+scenarios::TraceHeader record_header(const SimulationOptions& o, const model::CacheConfig& config,
+                                     std::int64_t num_requests) {
+  scenarios::TraceHeader header{.config = config, .preset = o.preset, .layout_spec = o.spec};
+  header.source = {{"recorder", "mambacheck run"},
+                   {"version", MC_VERSION},
+                   {"seed", o.seed},
+                   {"requests", num_requests},
+                   {"workload", o.requests.empty() ? "generated" : "imported"}};
+  return header;
+}
+
+std::vector<oracle::engine::RequestSpec> workload(const SimulationOptions& o) {
+  if (!o.requests.empty()) return o.requests;
+  if (o.num_requests < 1 || o.num_requests > oracle::engine::kRequestsMax)
+    model::fail_input("--requests must be in 1..{}, got {}", oracle::engine::kRequestsMax,
+                      o.num_requests);
+  oracle::engine::Rng rng(o.seed);
+  return oracle::engine::generate_workload(o.engine.workload, o.num_requests,
+                                           model::kSpecTokensMax + 2, rng);
+}
+
+} // namespace
+
+gpu::engine::RunnerOptions backend_runner_options(const oracle::engine::RunnerOptions& oracle,
+                                                  gpu::engine::RunnerMutant runner_mutant,
+                                                  gpu::Mutant kernel_mutant) {
+  return gpu::engine::RunnerOptions{
+      .flavour = oracle.flavour,
+      .v1_copy_path = oracle.v1_copy_path == oracle::engine::V1CopyPath::precopy
+                          ? gpu::engine::V1CopyPath::precopy
+                          : gpu::engine::V1CopyPath::batch_copy,
+      .row_stride_extra = oracle.row_stride_extra,
+      .mutant = runner_mutant,
+      .kernel_mutant = kernel_mutant};
+}
+
+SimulationResult simulate(const SimulationOptions& o) {
+  model::CacheConfig config = o.config;
+  config.runner = o.engine.runner.flavour;
+  const model::Layout layout = model::build_layout(config, o.spec);
+  oracle::engine::validate_options(o.engine, layout);
+  if (o.num_steps < 0 || o.num_steps > oracle::engine::kStepsMax)
+    model::fail_input("--steps must be in 0..{}, got {}", oracle::engine::kStepsMax, o.num_steps);
+  std::vector<oracle::engine::RequestSpec> requests = workload(o);
+  const auto num_requests = static_cast<std::int64_t>(requests.size());
+  std::unique_ptr<scenarios::TraceWriter> writer;
+  if (o.record)
+    writer = std::make_unique<scenarios::TraceWriter>(*o.record,
+                                                      record_header(o, config, num_requests));
+  oracle::engine::Engine engine(layout, std::move(requests), o.seed, o.engine);
+  gpu::engine::EngineRunner backend(
+      layout, backend_runner_options(o.engine.runner, o.runner_mutant, gpu::Mutant::none),
+      o.executor);
+  ScheduledSteps steps(engine);
+  LockstepHooks hooks;
+  if (writer) hooks.on_step = [&writer](const model::Step& step) { writer->write(step); };
+  const LockstepResult r = run_lockstep(steps, backend, o.num_steps, hooks);
+  SimulationResult result{.report = engine.report(),
+                          .steps_compared = r.steps_compared,
+                          .bytes_compared = r.bytes_compared,
+                          .finding = r.finding};
+  if (r.failure && !r.finding) result.mismatch = r.failure;
+  result.report.requests = num_requests;
+  return result;
+}
+
+} // namespace mc::harness

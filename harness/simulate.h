@@ -1,0 +1,54 @@
+// A simulated engine run (`mambacheck run`): the oracle engine's scheduler produces each step
+// from a workload (generated from the seed, or given, e.g. `run --workload`), and the lockstep
+// loop (lockstep.h) runs it on the oracle and on a backend. With `record` every step is also
+// written as a trace before it is compared, so the trace of a failing run ends with its failing
+// step and replays to the same result. The same options give the same steps.
+#pragma once
+
+#include "gpu/engine/engine_runner.h"
+#include "harness/difference.h"
+#include "model/layout.h"
+#include "oracle/engine/driver.h"
+#include "oracle/engine/workload.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mc::harness {
+
+struct SimulationOptions {
+  model::CacheConfig config;
+  model::LayoutSpec spec;
+  std::int64_t num_steps = 100;
+  std::int32_t num_requests = 8; // generated requests, when `requests` is empty
+  std::uint64_t seed = 1;
+  oracle::engine::EngineOptions engine; // runner.flavour / v1_copy_path drive both sides
+  gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
+  gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
+  std::vector<oracle::engine::RequestSpec> requests; // empty: generated from the seed
+  std::optional<std::filesystem::path> record;       // write the steps here
+  std::string preset; // for the trace header (empty: inline layout)
+};
+
+struct SimulationResult {
+  oracle::engine::EngineReport report; // the oracle's (steps, preemptions, hits, copies)
+  std::int64_t steps_compared = 0;
+  std::int64_t bytes_compared = 0;
+  std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
+  std::optional<Difference> mismatch;             // first oracle vs backend difference
+  bool held() const { return !mismatch && !finding; }
+};
+
+// Throws model::InputError for impossible options, model::EnvironmentError when the executor
+// cannot run here or the trace cannot be written.
+SimulationResult simulate(const SimulationOptions& options);
+
+// The GPU-side runner's options that mirror the oracle's (flavour, copy path, row stride).
+gpu::engine::RunnerOptions backend_runner_options(const oracle::engine::RunnerOptions& oracle,
+                                                  gpu::engine::RunnerMutant runner_mutant,
+                                                  gpu::Mutant kernel_mutant);
+
+} // namespace mc::harness
