@@ -77,6 +77,14 @@ ScenarioInfo read_scenario_info(const std::filesystem::path& trace) {
   info.guards = text(s, "guards", trace);
   info.kernel_mutants = names(s, "kernel_mutants", trace);
   info.runner_mutants = names(s, "runner_mutants", trace);
+  if (s.contains("v1_copy_path")) {
+    const std::string path = text(s, "v1_copy_path", trace);
+    if (path != "precopy" && path != "batch_copy")
+      model::fail_input("{}:1: source.scenario.v1_copy_path: '{}' is not precopy or batch_copy",
+                        trace.string(), path);
+    info.v1_copy_path = path == "precopy" ? oracle::engine::V1CopyPath::precopy
+                                          : oracle::engine::V1CopyPath::batch_copy;
+  }
   return info;
 }
 
@@ -96,6 +104,7 @@ std::vector<ScenarioInfo> list_library(const std::filesystem::path& dir) {
 
 LibraryResult run_scenario(const ScenarioInfo& info, const ReplayOptions& options) {
   ReplayOptions clean = options;
+  clean.v1_copy_path = info.v1_copy_path.value_or(options.v1_copy_path);
   clean.kernel_mutant = gpu::Mutant::none;
   clean.runner_mutant = gpu::engine::RunnerMutant::none;
   LibraryResult result{.info = info, .clean = replay_file(info.path, clean)};

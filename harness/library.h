@@ -3,7 +3,7 @@
 //
 // A scenario is a trace whose header `source` object holds a `scenario` entry:
 //   {"name": "...", "bug_class": "A", "guards": "what it guards",
-//    "kernel_mutants": ["..."], "runner_mutants": ["..."]}
+//    "kernel_mutants": ["..."], "runner_mutants": ["..."], "v1_copy_path": "batch_copy"}
 // The mutants are those the scenario must catch (gpu/mutant.h, gpu/engine/runner_mutant.h):
 // replayed with one of them, the scenario must fail (a mismatch or a finding).
 #pragma once
@@ -11,6 +11,7 @@
 #include "harness/replay.h"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct ScenarioInfo {
   std::string guards;
   std::vector<std::string> kernel_mutants;
   std::vector<std::string> runner_mutants;
+  // The V1 copy path the scenario was recorded with (`v1_copy_path`, default: the caller's).
+  std::optional<oracle::engine::V1CopyPath> v1_copy_path;
 };
 
 struct LibraryResult {

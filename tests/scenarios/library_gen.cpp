@@ -91,6 +91,81 @@ void cycle_acceptance(model::Step& step, const std::vector<RequestSpec>& request
   }
 }
 
+// Production block sizes (B = 256 .. 2048) on the tiny layout: long prompts prefilled in
+// block-aligned chunks that cross several boundaries, prefix hits of many blocks, 3 to 7 drafts
+// with every acceptance in turn, and pools small enough to preempt and resume.
+Scenario production(std::string name, std::int32_t block_size, std::int32_t drafts,
+                    model::RunnerFlavour runner, std::int64_t pool_blocks,
+                    std::int32_t token_budget) {
+  Scenario s{.name = std::move(name), .bug_class = 'A'};
+  s.tweak = [=](model::CacheConfig& c, model::LayoutSpec& spec) {
+    c.mamba_block_size = block_size;
+    c.num_spec_tokens = drafts;
+    c.num_spec_blocks = drafts;
+    c.runner = runner;
+    spec.num_blocks = pool_blocks;
+  };
+  s.options = small_options(token_budget, 3);
+  s.edit = cycle_acceptance;
+  s.steps = 4000;
+  return s;
+}
+
+std::vector<Scenario> production_scenarios() {
+  std::vector<Scenario> out;
+  const auto v1 = model::RunnerFlavour::v1;
+  const auto v2 = model::RunnerFlavour::v2;
+  {
+    Scenario s = production("p-b560-v1-precopy-chunked-prefill", 560, 3, v1, 24, 2800);
+    s.guards = "B = 560, 3 drafts, V1 fused precopy: a 5600-token prompt prefilled in chunks of "
+               "up to 2800 tokens (five boundaries a chunk), then decodes that cross a boundary "
+               "with each acceptance; a second request hits 5 cached blocks of the first";
+    s.requests = {request("a", 0, 5600, 700, 1, 5600), request("b", 14, 3000, 600, 1, 3000)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b560-v1-batch-copy", 560, 3, v1, 24, 2800);
+    s.guards = "B = 560, 3 drafts, V1 flat batch_copy plan: the same prefill and decode "
+               "crossings as the precopy scenario, through the copy list";
+    s.options.runner.v1_copy_path = oracle::engine::V1CopyPath::batch_copy;
+    s.requests = {request("a", 0, 5600, 700, 1, 5600), request("b", 14, 3000, 600, 1, 3000)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b560-v2-preempt-resume", 560, 3, v2, 12, 2800);
+    s.guards = "B = 560, 3 drafts, V2 slots on a 12-block pool: three long requests sharing a "
+               "prefix preempt each other and resume from prefix hits; slots are reused";
+    s.requests = {request("a", 0, 2300, 900, 2, 2240), request("b", 1, 2400, 900, 2, 2240),
+                  request("c", 2, 1700, 900, 2, 1120)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b256-v1-five-drafts-preempt", 256, 5, v1, 14, 1024);
+    s.guards = "B = 256, 5 drafts, V1 fused precopy on a 14-block pool: decodes cross "
+               "boundaries with up to 6 tokens a step while requests are preempted and resume "
+               "with and without accepted drafts";
+    s.requests = {request("a", 0, 1500, 700, 3, 1024), request("b", 0, 1300, 700, 3, 1024),
+                  request("c", 3, 1100, 700, 3, 768)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b1024-v2-seven-drafts", 1024, 7, v2, 24, 4096);
+    s.guards = "B = 1024, 7 drafts, V2: one 4096-token chunk crosses four boundaries, a prefix "
+               "hit of 4 blocks, decodes of up to 8 tokens across a boundary";
+    s.requests = {request("a", 0, 5000, 1300, 4, 4500), request("b", 9, 4600, 1200, 4, 4500)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b2048-v1-batch-copy", 2048, 3, v1, 16, 8192);
+    s.guards = "B = 2048, 3 drafts, V1 batch_copy: a 9000-token prompt in chunks of 8192, a "
+               "prefix hit of 4 blocks, decodes across a boundary";
+    s.options.runner.v1_copy_path = oracle::engine::V1CopyPath::batch_copy;
+    s.requests = {request("a", 0, 9000, 2400, 5, 8500), request("b", 6, 8400, 2000, 5, 8500)};
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 std::vector<Scenario> all_scenarios() {
   std::vector<Scenario> out;
   {
@@ -329,6 +404,8 @@ std::vector<Scenario> all_scenarios() {
                   request("c", 7, 9, 6)};
     out.push_back(std::move(s));
   }
+  for (Scenario& s : production_scenarios())
+    out.push_back(std::move(s));
   return out;
 }
 
@@ -366,6 +443,8 @@ std::string render(const Scenario& s) {
                      {"guards", s.guards},
                      {"kernel_mutants", s.kernel_mutants},
                      {"runner_mutants", s.runner_mutants}}}};
+  if (options.runner.v1_copy_path == oracle::engine::V1CopyPath::batch_copy)
+    header.source["scenario"]["v1_copy_path"] = "batch_copy";
   std::ostringstream text;
   scenarios::TraceWriter writer(text, s.name, header);
   oracle::engine::Engine engine(layout, s.requests, 7, options);
