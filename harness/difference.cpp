@@ -33,7 +33,7 @@ std::string describe_decision(const model::CopyDecision& d) {
 }
 
 std::optional<Difference> compare_arrays(const model::RequestArrays& o,
-                                               const model::RequestArrays& g) {
+                                         const model::RequestArrays& g) {
   for (const model::RequestArrayField& f : model::kRequestArrays) {
     const std::string_view name = f.name;
     const auto& a = o.*f.member;
@@ -41,8 +41,8 @@ std::optional<Difference> compare_arrays(const model::RequestArrays& o,
     Difference d{.kind = "array"};
     if (a.size() != b.size()) {
       d.array = name;
-      d.text = fmt::format("array {}: {} entries on the oracle, {} on the backend", name,
-                           a.size(), b.size());
+      d.text = fmt::format("array {}: {} entries on the oracle, {} on the backend", name, a.size(),
+                           b.size());
       return d;
     }
     for (std::size_t i = 0; i < a.size(); ++i)
@@ -55,19 +55,17 @@ std::optional<Difference> compare_arrays(const model::RequestArrays& o,
   return std::nullopt;
 }
 
-std::optional<Difference> compare_launch(const model::Layout& layout,
-                                               const model::Step& step,
-                                               const oracle::engine::LaunchRecord& o,
-                                               const gpu::engine::LaunchRecord& g) {
+std::optional<Difference> compare_launch(const model::Layout& layout, const model::Step& step,
+                                         const oracle::engine::LaunchRecord& o,
+                                         const gpu::engine::LaunchRecord& g) {
   if (o.kind != g.kind)
     return Difference{.kind = "launch_kind",
-                            .text = fmt::format("kind: oracle {}, backend {}",
-                                                model::to_string(o.kind),
-                                                model::to_string(g.kind))};
+                      .text = fmt::format("kind: oracle {}, backend {}", model::to_string(o.kind),
+                                          model::to_string(g.kind))};
   if (o.status != g.status || o.unsupported_reason != g.unsupported_reason)
     return Difference{.kind = "status",
-                            .text = fmt::format("status: oracle '{}', backend '{}'",
-                                                o.unsupported_reason, g.unsupported_reason)};
+                      .text = fmt::format("status: oracle '{}', backend '{}'", o.unsupported_reason,
+                                          g.unsupported_reason)};
   const std::size_t n = std::max(o.decisions.size(), g.decisions.size());
   for (std::size_t i = 0; i < n; ++i) {
     const bool has_o = i < o.decisions.size();
@@ -76,10 +74,10 @@ std::optional<Difference> compare_launch(const model::Layout& layout,
     const model::CopyDecision& any = has_o ? o.decisions[i] : g.decisions[i];
     const auto row = static_cast<std::size_t>(any.batch_row);
     Difference d{.kind = "decision",
-                       .request = row < step.scheduled.size() ? step.scheduled[row].req_id : "?",
-                       .block = any.dst_block_id,
-                       .byte_begin = any.src_byte_offset,
-                       .byte_end = any.src_byte_offset + any.bytes};
+                 .request = row < step.scheduled.size() ? step.scheduled[row].req_id : "?",
+                 .block = any.dst_block_id,
+                 .byte_begin = any.src_byte_offset,
+                 .byte_end = any.src_byte_offset + any.bytes};
     if (any.tensor >= 0 && static_cast<std::size_t>(any.tensor) < layout.tensors.size())
       name_tensor(layout, any.tensor, d);
     d.text = fmt::format("decision {} (request {}): oracle {}, backend {}", i, d.request,
@@ -92,19 +90,18 @@ std::optional<Difference> compare_launch(const model::Layout& layout,
 
 } // namespace
 
-std::optional<Difference> difference_of_step(const model::Layout& layout,
-                                                   const model::Step& step,
-                                                   const oracle::engine::StepRecord& o,
-                                                   const gpu::engine::StepRecord& g) {
+std::optional<Difference> difference_of_step(const model::Layout& layout, const model::Step& step,
+                                             const oracle::engine::StepRecord& o,
+                                             const gpu::engine::StepRecord& g) {
   std::optional<Difference> d;
   if (!g.rejected.empty()) {
     d = Difference{.kind = "rejected",
-                         .launch = static_cast<std::int32_t>(g.launches.size()),
-                         .text = fmt::format("the backend rejected a launch: {}", g.rejected)};
+                   .launch = static_cast<std::int32_t>(g.launches.size()),
+                   .text = fmt::format("the backend rejected a launch: {}", g.rejected)};
   } else if (o.launches.size() != g.launches.size()) {
     d = Difference{.kind = "launch_count",
-                         .text = fmt::format("launches: oracle ran {}, backend {}",
-                                             o.launches.size(), g.launches.size())};
+                   .text = fmt::format("launches: oracle ran {}, backend {}", o.launches.size(),
+                                       g.launches.size())};
   } else {
     for (std::size_t i = 0; i < o.launches.size() && !d; ++i)
       if ((d = compare_launch(layout, step, o.launches[i], g.launches[i]))) {
@@ -121,9 +118,9 @@ std::optional<Difference> difference_of_step(const model::Layout& layout,
 }
 
 std::optional<Difference> difference_of_arenas(const model::Layout& layout,
-                                                     const std::vector<model::Arena>& oa,
-                                                     const std::vector<model::Arena>& ga,
-                                                     std::int64_t& bytes_compared) {
+                                               const std::vector<model::Arena>& oa,
+                                               const std::vector<model::Arena>& ga,
+                                               std::int64_t& bytes_compared) {
   MC_ASSERT(oa.size() == ga.size());
   for (std::size_t i = 0; i < oa.size(); ++i) {
     const std::int64_t at = oa[i].first_difference(ga[i]);

@@ -11,8 +11,8 @@
 #pragma once
 
 #include "gpu/engine/engine_runner.h"
-#include "harness/difference.h"
 #include "gpu/mutant.h"
+#include "harness/difference.h"
 #include "oracle/engine/finding.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/replay.h"

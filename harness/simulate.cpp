@@ -36,14 +36,14 @@ std::vector<oracle::engine::RequestSpec> workload(const SimulationOptions& o) {
 gpu::engine::RunnerOptions backend_runner_options(const oracle::engine::RunnerOptions& oracle,
                                                   gpu::engine::RunnerMutant runner_mutant,
                                                   gpu::Mutant kernel_mutant) {
-  return gpu::engine::RunnerOptions{
-      .flavour = oracle.flavour,
-      .v1_copy_path = oracle.v1_copy_path == oracle::engine::V1CopyPath::precopy
-                          ? gpu::engine::V1CopyPath::precopy
-                          : gpu::engine::V1CopyPath::batch_copy,
-      .row_stride_extra = oracle.row_stride_extra,
-      .mutant = runner_mutant,
-      .kernel_mutant = kernel_mutant};
+  return gpu::engine::RunnerOptions{.flavour = oracle.flavour,
+                                    .v1_copy_path =
+                                        oracle.v1_copy_path == oracle::engine::V1CopyPath::precopy
+                                            ? gpu::engine::V1CopyPath::precopy
+                                            : gpu::engine::V1CopyPath::batch_copy,
+                                    .row_stride_extra = oracle.row_stride_extra,
+                                    .mutant = runner_mutant,
+                                    .kernel_mutant = kernel_mutant};
 }
 
 SimulationResult simulate(const SimulationOptions& o) {
@@ -57,8 +57,8 @@ SimulationResult simulate(const SimulationOptions& o) {
   const auto num_requests = static_cast<std::int64_t>(requests.size());
   std::unique_ptr<scenarios::TraceWriter> writer;
   if (o.record)
-    writer = std::make_unique<scenarios::TraceWriter>(*o.record,
-                                                      record_header(o, config, num_requests));
+    writer =
+        std::make_unique<scenarios::TraceWriter>(*o.record, record_header(o, config, num_requests));
   oracle::engine::Engine engine(layout, std::move(requests), o.seed, o.engine);
   gpu::engine::EngineRunner backend(
       layout, backend_runner_options(o.engine.runner, o.runner_mutant, gpu::Mutant::none),

@@ -30,7 +30,7 @@ struct SimulationOptions {
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   std::vector<oracle::engine::RequestSpec> requests; // empty: generated from the seed
   std::optional<std::filesystem::path> record;       // write the steps here
-  std::string preset; // for the trace header (empty: inline layout)
+  std::string preset;                                // for the trace header (empty: inline layout)
 };
 
 struct SimulationResult {

@@ -117,6 +117,8 @@ std::vector<Scenario> production_scenarios() {
   const auto v2 = model::RunnerFlavour::v2;
   {
     Scenario s = production("p-b560-v1-precopy-chunked-prefill", 560, 3, v1, 24, 2800);
+    s.runner_mutants = {"prev_c_division", "curr_floor_division", "postprocess_skipped_no_drafts",
+                        "postprocess_reset_dropped", "v2_seed_with_attn_block_size"};
     s.guards = "B = 560, 3 drafts, V1 fused precopy: a 5600-token prompt prefilled in chunks of "
                "up to 2800 tokens (five boundaries a chunk), then decodes that cross a boundary "
                "with each acceptance; a second request hits 5 cached blocks of the first";
@@ -125,6 +127,8 @@ std::vector<Scenario> production_scenarios() {
   }
   {
     Scenario s = production("p-b560-v1-batch-copy", 560, 3, v1, 24, 2800);
+    s.runner_mutants = {"prev_c_division", "curr_floor_division", "postprocess_skipped_no_drafts",
+                        "postprocess_reset_dropped", "v2_seed_with_attn_block_size"};
     s.guards = "B = 560, 3 drafts, V1 flat batch_copy plan: the same prefill and decode "
                "crossings as the precopy scenario, through the copy list";
     s.options.runner.v1_copy_path = oracle::engine::V1CopyPath::batch_copy;
@@ -133,6 +137,13 @@ std::vector<Scenario> production_scenarios() {
   }
   {
     Scenario s = production("p-b560-v2-preempt-resume", 560, 3, v2, 12, 2800);
+    s.runner_mutants = {"v2_source_column_shifted",
+                        "slot_reused_without_reset",
+                        "precopy_wrong_slot",
+                        "prev_c_division",
+                        "postprocess_skipped_no_drafts",
+                        "postprocess_reset_dropped",
+                        "v2_seed_with_attn_block_size"};
     s.guards = "B = 560, 3 drafts, V2 slots on a 12-block pool: three long requests sharing a "
                "prefix preempt each other and resume from prefix hits; slots are reused";
     s.requests = {request("a", 0, 2300, 900, 2, 2240), request("b", 1, 2400, 900, 2, 2240),
@@ -141,6 +152,10 @@ std::vector<Scenario> production_scenarios() {
   }
   {
     Scenario s = production("p-b256-v1-five-drafts-preempt", 256, 5, v1, 14, 1024);
+    s.runner_mutants = {"resumed_computed_before_hit", "slot_reused_without_reset",
+                        "precopy_wrong_slot",          "prev_c_division",
+                        "curr_floor_division",         "postprocess_skipped_no_drafts",
+                        "postprocess_reset_dropped",   "v2_seed_with_attn_block_size"};
     s.guards = "B = 256, 5 drafts, V1 fused precopy on a 14-block pool: decodes cross "
                "boundaries with up to 6 tokens a step while requests are preempted and resume "
                "with and without accepted drafts";
@@ -150,6 +165,8 @@ std::vector<Scenario> production_scenarios() {
   }
   {
     Scenario s = production("p-b1024-v2-seven-drafts", 1024, 7, v2, 24, 4096);
+    s.runner_mutants = {"v2_source_column_shifted", "slot_reused_without_reset", "prev_c_division",
+                        "postprocess_skipped_no_drafts", "v2_seed_with_attn_block_size"};
     s.guards = "B = 1024, 7 drafts, V2: one 4096-token chunk crosses four boundaries, a prefix "
                "hit of 4 blocks, decodes of up to 8 tokens across a boundary";
     s.requests = {request("a", 0, 5000, 1300, 4, 4500), request("b", 9, 4600, 1200, 4, 4500)};
@@ -157,6 +174,8 @@ std::vector<Scenario> production_scenarios() {
   }
   {
     Scenario s = production("p-b2048-v1-batch-copy", 2048, 3, v1, 16, 8192);
+    s.runner_mutants = {"prev_c_division", "curr_floor_division", "postprocess_skipped_no_drafts",
+                        "postprocess_reset_dropped", "v2_seed_with_attn_block_size"};
     s.guards = "B = 2048, 3 drafts, V1 batch_copy: a 9000-token prompt in chunks of 8192, a "
                "prefix hit of 4 blocks, decodes across a boundary";
     s.options.runner.v1_copy_path = oracle::engine::V1CopyPath::batch_copy;
