@@ -1,6 +1,7 @@
 # Shared by the CLI tests (cmake -P scripts): run(EXPECTED_RC ARGS...) runs ${MAMBACHECK} ARGS,
 # fails the test unless it exits EXPECTED_RC, and leaves its stdout in OUT and stderr in ERR.
-# run_input_error(ARGS...) expects bad input: exit 2 and exactly one non-empty error line.
+# run_input_error(ARGS...) expects bad input: exit 2 and exactly one non-empty error line (OUT and
+# ERR are set as run sets them).
 function(run expected_rc)
   execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                   ERROR_VARIABLE err)
@@ -18,4 +19,6 @@ function(run_input_error)
   if(err STREQUAL "" OR NOT newline EQUAL -1)
     message(FATAL_ERROR "mambacheck ${ARGN}: expected one error line, got:\n${ERR}")
   endif()
+  set(OUT "${OUT}" PARENT_SCOPE)
+  set(ERR "${ERR}" PARENT_SCOPE)
 endfunction()
