@@ -7,11 +7,11 @@
 // a request-level JSON Lines workload (oracle/engine/workload_import.h).
 #include "cli/commands.h"
 #include "gpu/cuda_backend.h"
+#include "harness/simulate.h"
 #include "model/conv_history.h"
 #include "model/errors.h"
 #include "model/presets.h"
 #include "oracle/engine/workload_import.h"
-#include "harness/simulate.h"
 
 #include <fmt/format.h>
 
@@ -51,16 +51,6 @@ void scale_workload(std::int32_t block_size, oracle::engine::WorkloadOptions& w)
   w.output_len_max = std::max(w.output_len_max, 2 * block_size);
 }
 
-bool conv_windows_hold_drafts(const model::CacheConfig& config, const model::LayoutSpec& spec) {
-  if (config.num_spec_tokens == 0) return true;
-  const model::Layout layout = model::build_layout(config, spec);
-  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
-    if (layout.tensors[t].kind() == model::StateKind::conv &&
-        !model::conv_window_holds_drafts(layout, static_cast<std::int32_t>(t)))
-      return false;
-  return true;
-}
-
 harness::SimulationOptions simulation_options(const RunOptions& o) {
   const model::Preset& preset = model::find_preset(o.preset);
   harness::SimulationOptions c{.config = preset.config, .spec = preset.spec, .preset = o.preset};
@@ -86,7 +76,8 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
                         o.block_size);
     c.config.mamba_block_size = o.block_size;
   }
-  if (o.num_spec < 0 && !conv_windows_hold_drafts(c.config, c.spec)) {
+  if (o.num_spec < 0 &&
+      model::first_conv_without_drafts(model::build_layout(c.config, c.spec)) >= 0) {
     // The preset's drafts do not fit its conv windows (model/conv_history.h): run without.
     c.config.num_spec_tokens = 0;
     c.config.num_spec_blocks = 0;

@@ -22,4 +22,8 @@ std::int32_t conv_history_rows_max(const Layout& layout);
 // True when the conv window of `tensor` carries num_spec draft rows beyond its history.
 bool conv_window_holds_drafts(const Layout& layout, std::int32_t tensor);
 
+// The first conv state whose window cannot hold the layout's drafts, or -1 (always -1 without
+// drafts): spec decode needs num_spec_tokens 0 when there is one.
+std::int32_t first_conv_without_drafts(const Layout& layout);
+
 } // namespace mc::model

@@ -48,13 +48,12 @@ void validate_geometry(const model::Layout& layout) {
                       "num_spec tokens could then cross two block boundaries in one step, and "
                       "align mode saves at most one block a step",
                       c.num_spec_tokens, c.mamba_block_size);
-  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
-    if (c.num_spec_tokens > 0 && layout.tensors[t].kind() == model::StateKind::conv &&
-        !model::conv_window_holds_drafts(layout, static_cast<std::int32_t>(t)))
-      model::fail_input("num_spec_tokens: group {} ({}) keeps no drafts in its conv window; spec "
-                        "decode needs num_spec_tokens 0 for it",
-                        layout.tensors[t].group,
-                        layout.spec.groups[static_cast<std::size_t>(layout.tensors[t].group)].name);
+  if (const std::int32_t t = model::first_conv_without_drafts(layout); t >= 0) {
+    const std::int32_t group = layout.tensors[static_cast<std::size_t>(t)].group;
+    model::fail_input("num_spec_tokens: group {} ({}) keeps no drafts in its conv window; spec "
+                      "decode needs num_spec_tokens 0 for it",
+                      group, layout.spec.groups[static_cast<std::size_t>(group)].name);
+  }
 }
 
 std::int32_t token_budget_min(const model::CacheConfig& config) {
