@@ -55,6 +55,8 @@ void print_counterexample(const fuzz::EngineCounterexample& cx) {
     std::cout << fmt::format("  counterexample: {} (before shrinking: {}), report {}\n",
                              cx.shrunk_trace.string(), cx.original_trace.string(),
                              (cx.dir / "report.txt").string());
+  if (!cx.steps_view.empty())
+    std::cout << fmt::format("  steps as the oracle saw them: {}\n", cx.steps_view.string());
   std::cout << fmt::format("  reproduce: {}\n", cx.reproduce);
   if (!cx.replay.empty()) std::cout << fmt::format("  replay the trace: {}\n", cx.replay);
 }

@@ -7,21 +7,25 @@
 #include "cli/commands.h"
 #include "cli/junit.h"
 #include "cli/progress.h"
+#include "cli/steps_out.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/engine/runner_mutant.h"
-#include "model/errors.h"
 #include "harness/library.h"
 #include "harness/replay.h"
+#include "model/errors.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <memory>
 
 namespace mc::cli {
 namespace {
+
+inline constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
 
 struct ReplayCliOptions {
   std::string trace;
@@ -34,6 +38,8 @@ struct ReplayCliOptions {
   std::string kernel_mutant = "none";
   std::string runner_mutant = "none";
   std::int64_t steps_max = -1;
+  std::string steps_out;          // one JSON line per step (step_view.h)
+  std::int64_t explain = kNoStep; // a step to print as a table
 };
 
 harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
@@ -127,6 +133,9 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 
 int replay_one(const ReplayCliOptions& o) {
   harness::ReplayOptions options = replay_options(o);
+  StepsOutput steps_output(o.steps_out,
+                           o.explain == kNoStep ? std::nullopt : std::optional(o.explain));
+  if (steps_output.wanted()) options.on_view = steps_output.sink();
   Progress progress("replay", -1);
   options.on_step = [&progress](std::int64_t) { progress.tick(); };
   const auto start = std::chrono::steady_clock::now();
@@ -142,6 +151,8 @@ int replay_one(const ReplayCliOptions& o) {
              s.steps, r.steps_compared, s.request_steps, s.arrivals, s.preemptions, s.resumes,
              s.resets, s.prefix_hits, seconds > 0 ? static_cast<double>(s.steps) / seconds : 0.0);
   fmt::print("{}\n", r.summary());
+  if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
+  steps_output.finish();
   if (!o.report.empty()) write_json(o.report, result_json(o, r));
   if (!o.junit.empty())
     write_junit(o.junit, "mambacheck.replay",
@@ -201,6 +212,11 @@ void add_replay_command(CLI::App& app, Action& action) {
   cmd->add_option("--kernel-mutant", o->kernel_mutant, "Run the backend's kernels as this mutant");
   cmd->add_option("--runner-mutant", o->runner_mutant, "Run the backend's runner as this mutant");
   cmd->add_option("--steps", o->steps_max, "Replay at most this many steps (default: all)");
+  cmd->add_option("--steps-out", o->steps_out,
+                  "Write what the oracle believes happened, one JSON line per step: per row the "
+                  "counts, state columns, num_accepted, pre- and post-step copies, block tables; "
+                  "blocks freed and cached");
+  cmd->add_option("--explain", o->explain, "Print that step (its index) as a table");
   cmd->callback([o, &action] {
     action = [o] {
       if (o->trace.empty() == o->library.empty())

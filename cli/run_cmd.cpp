@@ -6,6 +6,7 @@
 // run's steps as a trace (`mambacheck replay` runs it again); --workload takes the requests from
 // a request-level JSON Lines workload (oracle/engine/workload_import.h).
 #include "cli/commands.h"
+#include "cli/steps_out.h"
 #include "gpu/cuda_backend.h"
 #include "harness/simulate.h"
 #include "model/conv_history.h"
@@ -37,8 +38,9 @@ struct RunOptions {
   std::int32_t aborts_per_million = 0;
   bool async_frees = false;
   std::string v1_copy = "precopy";
-  std::string record;   // write the run as a trace (scenarios/FORMAT.md)
-  std::string workload; // requests from a JSON Lines workload (workload_import.h)
+  std::string record;    // write the run as a trace (scenarios/FORMAT.md)
+  std::string workload;  // requests from a JSON Lines workload (workload_import.h)
+  std::string steps_out; // one JSON line per step (harness/step_view.h)
   double step_ms = 100.0;
   std::int32_t hash_block_tokens = 16;
 };
@@ -138,12 +140,15 @@ void print_summary(const RunOptions& o, const harness::SimulationResult& r) {
 
 int run_run(const RunOptions& o) {
   harness::SimulationOptions s = simulation_options(o);
+  StepsOutput steps_output(o.steps_out, std::nullopt);
+  if (steps_output.wanted()) s.on_view = steps_output.sink();
   if (!o.record.empty()) s.record = o.record;
   if (!o.workload.empty())
     s.requests = oracle::engine::import_workload_file(
         o.workload, {.step_ms = o.step_ms, .hash_block_tokens = o.hash_block_tokens});
   const harness::SimulationResult r = harness::simulate(s);
   print_summary(o, r);
+  if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);
     return kExitMismatch;
@@ -183,6 +188,8 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag("--async-frees", o->async_frees,
                 "Async scheduling: freed blocks become allocatable one step later");
   cmd->add_option("--record", o->record, "Write the run's steps as a trace (replay it later)");
+  cmd->add_option("--steps-out", o->steps_out,
+                  "Write what the oracle believes happened, one JSON line per step");
   cmd->add_option("--workload", o->workload,
                   "Requests from a JSON Lines workload (timestamp ms, input_length, "
                   "output_length, hash_ids) instead of generated ones");

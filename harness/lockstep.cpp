@@ -20,10 +20,6 @@ std::optional<OracleStep> ScheduledSteps::next() {
                     .last = !more_};
 }
 
-const std::vector<model::Arena>& ScheduledSteps::arenas() {
-  return engine_.runner().arenas();
-}
-
 TracedSteps::TracedSteps(scenarios::TraceReader& reader, oracle::engine::Replayer& replayer)
     : reader_(reader), replayer_(replayer) {}
 
@@ -35,19 +31,16 @@ std::optional<OracleStep> TracedSteps::next() {
   return OracleStep{.step = step_, .record = replayer_.last_record(), .finding = finding};
 }
 
-const std::vector<model::Arena>& TracedSteps::arenas() {
-  return replayer_.runner().arenas();
-}
-
 LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backend,
                             std::int64_t steps_max, const LockstepHooks& hooks) {
   const model::Layout& layout = backend.layout();
   LockstepResult result;
   while (steps_max < 0 || result.steps_run < steps_max) {
+    if (hooks.before_step) hooks.before_step();
     std::optional<OracleStep> o = oracle.next();
     if (!o) break;
     ++result.steps_run;
-    if (hooks.on_step) hooks.on_step(o->step);
+    if (hooks.on_step) hooks.on_step(*o);
     if (o->finding) {
       result.finding = o->finding;
       result.failure = difference_of_finding(*o->finding);
@@ -56,7 +49,8 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
     const gpu::engine::StepRecord record = backend.execute(o->step);
     std::optional<Difference> d = difference_of_step(layout, o->step, o->record, record);
     if (!d)
-      d = difference_of_arenas(layout, oracle.arenas(), backend.arenas(), result.bytes_compared);
+      d = difference_of_arenas(layout, oracle.runner().arenas(), backend.arenas(),
+                               result.bytes_compared);
     ++result.steps_compared;
     if (d) {
       d->step = o->step.index;

@@ -34,7 +34,8 @@ public:
   virtual ~OracleSide() = default;
   // Runs the next step on the oracle; nullopt when there is none.
   virtual std::optional<OracleStep> next() = 0;
-  virtual const std::vector<model::Arena>& arenas() = 0;
+  virtual oracle::engine::OracleRunner& runner() = 0;
+  virtual const oracle::engine::BlockManager& blocks() const = 0;
 };
 
 // The oracle engine schedules every step; `edit`, when set, changes a step before it runs.
@@ -43,7 +44,10 @@ public:
   explicit ScheduledSteps(oracle::engine::Engine& engine,
                           std::function<void(model::Step&)> edit = {});
   std::optional<OracleStep> next() override;
-  const std::vector<model::Arena>& arenas() override;
+  oracle::engine::OracleRunner& runner() override { return engine_.runner(); }
+  const oracle::engine::BlockManager& blocks() const override {
+    return engine_.scheduler().blocks();
+  }
 
 private:
   oracle::engine::Engine& engine_;
@@ -56,7 +60,8 @@ class TracedSteps final : public OracleSide {
 public:
   TracedSteps(scenarios::TraceReader& reader, oracle::engine::Replayer& replayer);
   std::optional<OracleStep> next() override;
-  const std::vector<model::Arena>& arenas() override;
+  oracle::engine::OracleRunner& runner() override { return replayer_.runner(); }
+  const oracle::engine::BlockManager& blocks() const override { return replayer_.blocks(); }
 
 private:
   scenarios::TraceReader& reader_;
@@ -65,9 +70,11 @@ private:
 };
 
 struct LockstepHooks {
+  // Before the oracle runs each step (a step view takes its "before" snapshot).
+  std::function<void()> before_step;
   // Every step the oracle ran, before the backend runs it (a trace writer: a failing run's
   // trace then ends with its failing step).
-  std::function<void(const model::Step&)> on_step;
+  std::function<void(const OracleStep&)> on_step;
   // After each step that held on both sides (progress lines).
   std::function<void(std::int64_t steps_run)> on_held;
 };

@@ -43,6 +43,11 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   LockstepHooks hooks;
   if (options.on_step)
     hooks.on_held = [&options, &oracle](std::int64_t) { options.on_step(oracle.stats().steps); };
+  StepViewer viewer;
+  if (options.on_view) {
+    hooks.before_step = [&] { viewer.before(steps); };
+    hooks.on_step = [&](const OracleStep& o) { options.on_view(viewer.after(steps, o)); };
+  }
   const LockstepResult r = run_lockstep(steps, backend, options.steps_max, hooks);
   result.stats = oracle.stats();
   result.steps_compared = r.steps_compared;

@@ -13,6 +13,7 @@
 #include "gpu/engine/engine_runner.h"
 #include "gpu/mutant.h"
 #include "harness/difference.h"
+#include "harness/step_view.h"
 #include "oracle/engine/finding.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/replay.h"
@@ -35,6 +36,8 @@ struct ReplayOptions {
   std::int64_t steps_max = -1; // -1: the whole trace
   // Called after every step that held (progress lines).
   std::function<void(std::int64_t steps_done)> on_step;
+  // When set: what the oracle believes happened, every step it ran (step_view.h).
+  std::function<void(const StepView&)> on_view;
 };
 
 struct ReplayResult {

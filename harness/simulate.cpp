@@ -65,7 +65,13 @@ SimulationResult simulate(const SimulationOptions& o) {
       o.executor);
   ScheduledSteps steps(engine);
   LockstepHooks hooks;
-  if (writer) hooks.on_step = [&writer](const model::Step& step) { writer->write(step); };
+  StepViewer viewer;
+  if (o.on_view) hooks.before_step = [&] { viewer.before(steps); };
+  if (writer || o.on_view)
+    hooks.on_step = [&](const OracleStep& step) {
+      if (writer) writer->write(step.step);
+      if (o.on_view) o.on_view(viewer.after(steps, step));
+    };
   const LockstepResult r = run_lockstep(steps, backend, o.num_steps, hooks);
   SimulationResult result{.report = engine.report(),
                           .steps_compared = r.steps_compared,

@@ -7,12 +7,14 @@
 
 #include "gpu/engine/engine_runner.h"
 #include "harness/difference.h"
+#include "harness/step_view.h"
 #include "model/layout.h"
 #include "oracle/engine/driver.h"
 #include "oracle/engine/workload.h"
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +33,8 @@ struct SimulationOptions {
   std::vector<oracle::engine::RequestSpec> requests; // empty: generated from the seed
   std::optional<std::filesystem::path> record;       // write the steps here
   std::string preset;                                // for the trace header (empty: inline layout)
+  // When set: what the oracle believes happened, every step it ran (step_view.h).
+  std::function<void(const StepView&)> on_view;
 };
 
 struct SimulationResult {

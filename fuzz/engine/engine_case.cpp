@@ -281,8 +281,8 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   try {
     layout = model::build_layout(config, c.spec);
     oracle::engine::validate_options(c.engine, *layout);
-    engine = std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed,
-                                                      c.engine);
+    engine =
+        std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed, c.engine);
     backend = std::make_unique<gpu::engine::EngineRunner>(
         *layout,
         harness::backend_runner_options(c.engine.runner, run.runner_mutant, run.kernel_mutant),
@@ -295,7 +295,7 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   harness::ScheduledSteps steps(*engine);
   harness::LockstepHooks hooks;
   if (steps_out)
-    hooks.on_step = [steps_out](const model::Step& step) { steps_out->push_back(step); };
+    hooks.on_step = [steps_out](const harness::OracleStep& o) { steps_out->push_back(o.step); };
   harness::LockstepResult r = harness::run_lockstep(steps, *backend, c.num_steps, hooks);
   out.steps_run = r.steps_run;
   out.bytes_compared = r.bytes_compared;

@@ -1,6 +1,8 @@
 // run_engine_fuzz, the counterexample files and the JSON report (engine_fuzz.h).
 #include "fuzz/engine/engine_fuzz.h"
 
+#include "harness/replay.h"
+
 #include "model/errors.h"
 #include "model/presets.h"
 #include "scenarios/trace.h"
@@ -86,7 +88,8 @@ nlohmann::ordered_json counterexample_json(const EngineCounterexample& cx) {
           {"original_trace", cx.original_trace.generic_string()},
           {"shrunk_trace", cx.shrunk_trace.generic_string()},
           {"reproduce", cx.reproduce},
-          {"replay", cx.replay}};
+          {"replay", cx.replay},
+          {"steps", cx.steps_view.generic_string()}};
 }
 
 std::string counterexample_text(const EngineCounterexample& cx) {
@@ -105,11 +108,29 @@ std::string counterexample_text(const EngineCounterexample& cx) {
       "failure ({}): {}\nfirst difference: {}\n"
       "shrunk from {} steps and {} requests to {} steps and {} requests ({} shrinks, {} "
       "candidates tried)\ncase: {}\nbefore shrinking: {}\n"
-      "trace: {} (before shrinking: {})\nreproduce: {}\nreplay: {}\n",
+      "trace: {} (before shrinking: {})\nsteps as the oracle saw them: {}\nreproduce: {}\n"
+      "replay: {}\n",
       cx.case_seed, cx.size, cx.failure_kind, cx.failure, where, cx.original_steps,
       cx.original_requests, cx.steps, cx.requests, cx.shrink_steps, cx.shrink_tried, cx.description,
       cx.original_failure, cx.shrunk_trace.generic_string(), cx.original_trace.generic_string(),
-      cx.reproduce, cx.replay);
+      cx.steps_view.empty() ? "(not written)" : cx.steps_view.generic_string(), cx.reproduce,
+      cx.replay);
+}
+
+// The shrunk trace replayed on the oracle, each step's view as one JSON line
+// (harness/step_view.h): what the oracle believes happened up to the failing step.
+bool write_steps_view(const std::filesystem::path& trace, const EngineCase& c,
+                      const std::filesystem::path& file) {
+  std::ofstream out(file, std::ios::trunc);
+  if (!out) return false;
+  harness::ReplayOptions options{.v1_copy_path = c.engine.runner.v1_copy_path};
+  options.on_view = [&out](const harness::StepView& v) { out << to_json(v).dump() << '\n'; };
+  try {
+    harness::replay_file(trace, options);
+  } catch (const model::InputError&) {
+    return false; // the trace was written by this build: only a generator bug gets here
+  }
+  return static_cast<bool>(out);
 }
 
 std::string fixed_args(const EngineCaseFixed& fixed) {
@@ -154,6 +175,8 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
   run_engine_case(s.best, run, &steps);
   if (problem.empty()) problem = write_trace(cx.shrunk_trace, s.best, o, steps);
   if (!problem.empty()) cx.replay = fmt::format("(trace not written: {})", problem);
+  if (problem.empty() && write_steps_view(cx.shrunk_trace, s.best, cx.dir / "steps.jsonl"))
+    cx.steps_view = cx.dir / "steps.jsonl";
   std::ofstream(cx.dir / "report.json") << counterexample_json(cx).dump(2) << "\n";
   std::ofstream(cx.dir / "report.txt") << counterexample_text(cx);
   return cx;

@@ -59,8 +59,9 @@ struct EngineCounterexample {
   EngineCase shrunk;
   std::string description; // describe(shrunk)
   std::filesystem::path dir, original_trace, shrunk_trace;
-  std::string reproduce; // mambacheck fuzz --level engine ... (reruns the failing case)
-  std::string replay;    // mambacheck replay TRACE ... (the shrunk trace)
+  std::filesystem::path steps_view; // the shrunk trace's steps as the oracle saw them, or empty
+  std::string reproduce;            // mambacheck fuzz --level engine ... (reruns the failing case)
+  std::string replay;               // mambacheck replay TRACE ... (the shrunk trace)
 };
 
 struct EngineFuzzReport {

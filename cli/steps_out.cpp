@@ -1,0 +1,39 @@
+// --steps-out and --explain (steps_out.h).
+#include "cli/steps_out.h"
+
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+namespace mc::cli {
+
+StepsOutput::StepsOutput(const std::string& path, std::optional<std::int64_t> explain_step)
+    : path_(path), explain_step_(explain_step) {
+  if (explain_step_ && *explain_step_ < 0)
+    model::fail_input("--explain: expected a step index >= 0, got {}", *explain_step_);
+  if (path.empty()) return;
+  file_.open(path, std::ios::trunc);
+  if (!file_) model::fail_input("--steps-out: cannot write '{}'", path);
+}
+
+std::function<void(const harness::StepView&)> StepsOutput::sink() {
+  return [this](const harness::StepView& view) {
+    ++steps_;
+    if (file_.is_open()) {
+      file_ << harness::to_json(view).dump() << '\n';
+      if (!file_)
+        throw model::EnvironmentError(fmt::format("--steps-out: writing '{}' failed", path_));
+    }
+    if (explain_step_ && view.step == *explain_step_) {
+      explained_ = true;
+      fmt::print("{}", harness::explain(view));
+    }
+  };
+}
+
+void StepsOutput::finish() const {
+  if (explain_step_ && !explained_)
+    model::fail_input("--explain: no step {} among the {} steps that ran", *explain_step_, steps_);
+}
+
+} // namespace mc::cli

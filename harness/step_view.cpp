@@ -1,0 +1,228 @@
+// The per-step view of the oracle's beliefs (step_view.h).
+#include "harness/step_view.h"
+
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mc::harness {
+namespace {
+
+bool is_pre_step(model::LaunchKind kind) {
+  return kind == model::LaunchKind::precopy || kind == model::LaunchKind::batch_copy;
+}
+
+bool is_post_step(model::LaunchKind kind) {
+  return kind == model::LaunchKind::postprocess || kind == model::LaunchKind::postprocess_align;
+}
+
+// The copy of batch row `row` in a launch: its columns and bias, and how many states it moved.
+std::optional<CopyView> copy_of_row(const oracle::engine::LaunchRecord& launch, std::int32_t row) {
+  std::optional<CopyView> copy;
+  for (const model::CopyDecision& d : launch.decisions) {
+    if (d.batch_row != row) continue;
+    if (!copy)
+      copy = CopyView{.src_col = d.src_col, .token_bias = d.token_bias, .dst_col = d.dst_col};
+    ++copy->states;
+  }
+  return copy;
+}
+
+std::vector<std::int32_t> held_blocks(const oracle::engine::BlockPool& pool) {
+  std::vector<std::int32_t> held;
+  for (std::int32_t b = 1; b < pool.num_blocks(); ++b)
+    if (pool.ref_count(b) > 0) held.push_back(b);
+  return held;
+}
+
+// Counts before a step, taken from the step's own lists (a prefix hit is the computed count of
+// a new or resumed request).
+void fill_counts(const model::Step& step, RowView& row) {
+  for (const model::NewRequestData& n : step.new_requests)
+    if (n.req_id == row.req_id) {
+      row.is_new = true;
+      row.computed_before = n.num_computed_tokens;
+      row.prefix_hit_tokens = n.num_computed_tokens;
+      return;
+    }
+  for (const model::CachedRequestData& c : step.cached_requests)
+    if (c.req_id == row.req_id) {
+      row.resumed = c.resumed;
+      row.computed_before = c.num_computed_tokens;
+      if (c.resumed) row.prefix_hit_tokens = c.num_computed_tokens;
+      return;
+    }
+}
+
+nlohmann::ordered_json copy_json(const std::optional<CopyView>& c) {
+  if (!c) return nullptr;
+  return {{"src_col", c->src_col},
+          {"token_bias", c->token_bias},
+          {"dst_col", c->dst_col},
+          {"states", c->states}};
+}
+
+template <typename T> nlohmann::ordered_json optional_json(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  return *v;
+}
+
+std::string optional_text(const std::optional<std::int32_t>& v) {
+  return v ? std::to_string(*v) : "-";
+}
+
+std::string copy_text(const std::optional<CopyView>& c) {
+  if (!c) return "none";
+  return fmt::format("{}{:+}->{} ({})", c->src_col, c->token_bias, c->dst_col, c->states);
+}
+
+std::string table_text(const model::GroupBlockIds& table) {
+  std::string out;
+  for (std::size_t g = 0; g < table.size(); ++g) {
+    if (g > 0) out += " | ";
+    for (std::size_t i = 0; i < table[g].size(); ++i)
+      out += fmt::format("{}{}", i > 0 ? " " : "",
+                         table[g][i] == 0 ? "." : std::to_string(table[g][i]));
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+std::string ids_text(const std::vector<std::vector<std::int32_t>>& per_group) {
+  std::string out;
+  for (std::size_t g = 0; g < per_group.size(); ++g)
+    out += fmt::format("{}group {}: [{}]", g > 0 ? ", " : "", g, fmt::join(per_group[g], " "));
+  return out;
+}
+
+} // namespace
+
+void StepViewer::before(const OracleSide& oracle) {
+  const oracle::engine::BlockManager& blocks = oracle.blocks();
+  held_before_.clear();
+  registrations_before_.clear();
+  for (std::int32_t g = 0; g < blocks.num_groups(); ++g) {
+    held_before_.push_back(held_blocks(blocks.pool(g)));
+    registrations_before_.push_back(blocks.pool(g).num_registrations());
+  }
+}
+
+StepView StepViewer::after(OracleSide& oracle, const OracleStep& o) {
+  const model::Step& step = o.step;
+  StepView view{.step = step.index,
+                .preempted = step.preempted_req_ids,
+                .finished = step.finished_req_ids,
+                .reset_prefix_cache = step.reset_prefix_cache};
+  if (o.finding) view.finding = o.finding->message;
+  for (const oracle::engine::LaunchRecord& l : o.record.launches)
+    view.launches.emplace_back(model::to_string(l.kind));
+  for (const std::string& id : step.preempted_req_ids)
+    last_read_.erase(id);
+  for (const std::string& id : step.finished_req_ids)
+    last_read_.erase(id);
+  const oracle::engine::OracleRunner& runner = oracle.runner();
+  for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
+    const model::ScheduledRequest& s = step.scheduled[b];
+    RowView row{.batch_row = static_cast<std::int32_t>(b),
+                .req_id = s.req_id,
+                .scheduled = s.num_scheduled_tokens,
+                .drafts = s.num_draft_tokens,
+                .accepted = s.num_accepted_tokens};
+    fill_counts(step, row);
+    if (!row.is_new && !row.resumed)
+      if (const auto it = last_read_.find(s.req_id); it != last_read_.end()) {
+        row.state_col_before = it->second.state_col;
+        row.num_accepted_before = it->second.num_accepted;
+      }
+    if (const std::optional<oracle::engine::ReadPoint> p = runner.read_point(s.req_id)) {
+      row.state_col_after = p->state_idx;
+      row.num_accepted_after = p->num_accepted;
+      last_read_[s.req_id] = Read{.state_col = p->state_idx, .num_accepted = p->num_accepted};
+    }
+    for (const oracle::engine::LaunchRecord& l : o.record.launches) {
+      if (is_pre_step(l.kind) && !row.pre_copy) row.pre_copy = copy_of_row(l, row.batch_row);
+      if (is_post_step(l.kind) && !row.post_copy) row.post_copy = copy_of_row(l, row.batch_row);
+    }
+    if (const model::GroupBlockIds* table = runner.row(s.req_id)) row.table = *table;
+    view.rows.push_back(std::move(row));
+  }
+  const oracle::engine::BlockManager& blocks = oracle.blocks();
+  MC_ASSERT(static_cast<std::int32_t>(held_before_.size()) == blocks.num_groups());
+  for (std::int32_t g = 0; g < blocks.num_groups(); ++g) {
+    const oracle::engine::BlockPool& pool = blocks.pool(g);
+    std::vector<std::int32_t>& freed = view.freed.emplace_back();
+    for (const std::int32_t block : held_before_[static_cast<std::size_t>(g)])
+      if (pool.ref_count(block) == 0) freed.push_back(block);
+    std::vector<std::int32_t>& cached = view.cached.emplace_back();
+    if (const auto since =
+            pool.registered_since(registrations_before_[static_cast<std::size_t>(g)]))
+      cached.assign(since->begin(), since->end());
+  }
+  return view;
+}
+
+nlohmann::ordered_json to_json(const StepView& v) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const RowView& r : v.rows) {
+    nlohmann::ordered_json table = nlohmann::ordered_json::array();
+    for (const std::vector<std::int32_t>& group : r.table) {
+      nlohmann::ordered_json ids = nlohmann::ordered_json::array();
+      for (const std::int32_t id : group)
+        ids.push_back(id == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(id));
+      table.push_back(std::move(ids));
+    }
+    rows.push_back({{"batch_row", r.batch_row},
+                    {"req_id", r.req_id},
+                    {"new", r.is_new},
+                    {"resumed", r.resumed},
+                    {"computed_before", r.computed_before},
+                    {"scheduled", r.scheduled},
+                    {"drafts", r.drafts},
+                    {"accepted", r.accepted},
+                    {"prefix_hit_tokens", optional_json(r.prefix_hit_tokens)},
+                    {"state_col_before", optional_json(r.state_col_before)},
+                    {"state_col_after", optional_json(r.state_col_after)},
+                    {"num_accepted_before", optional_json(r.num_accepted_before)},
+                    {"num_accepted_after", optional_json(r.num_accepted_after)},
+                    {"pre_copy", copy_json(r.pre_copy)},
+                    {"post_copy", copy_json(r.post_copy)},
+                    {"table", std::move(table)}});
+  }
+  nlohmann::ordered_json j{{"step", v.step},         {"rows", std::move(rows)},
+                           {"launches", v.launches}, {"preempted", v.preempted},
+                           {"finished", v.finished}, {"reset_prefix_cache", v.reset_prefix_cache},
+                           {"freed", v.freed},       {"cached", v.cached}};
+  if (v.finding) j["finding"] = *v.finding;
+  return j;
+}
+
+std::string explain(const StepView& v) {
+  std::string out =
+      fmt::format("step {}: {} rows; launches: {}{}\n", v.step, v.rows.size(),
+                  v.launches.empty() ? "none" : fmt::format("{}", fmt::join(v.launches, ", ")),
+                  v.reset_prefix_cache ? "; reset_prefix_cache" : "");
+  out +=
+      fmt::format("{:>3} {:<12} {:<7} {:>8} {:>6} {:>6} {:>3} {:>6} {:>9} {:>5} {:<18} {:<18} {}\n",
+                  "row", "request", "kind", "computed", "sched", "drafts", "acc", "hit", "col", "a",
+                  "pre-copy", "post-copy", "block table (. = null)");
+  for (const RowView& r : v.rows) {
+    const std::string kind = r.is_new ? "new" : r.resumed ? "resumed" : "running";
+    out += fmt::format(
+        "{:>3} {:<12} {:<7} {:>8} {:>6} {:>6} {:>3} {:>6} {:>9} {:>5} {:<18} {:<18} {}\n",
+        r.batch_row, r.req_id, kind, r.computed_before, r.scheduled, r.drafts, r.accepted,
+        optional_text(r.prefix_hit_tokens),
+        fmt::format("{}->{}", optional_text(r.state_col_before), optional_text(r.state_col_after)),
+        fmt::format("{}->{}", optional_text(r.num_accepted_before),
+                    optional_text(r.num_accepted_after)),
+        copy_text(r.pre_copy), copy_text(r.post_copy), table_text(r.table));
+  }
+  if (!v.preempted.empty()) out += fmt::format("preempted: {}\n", fmt::join(v.preempted, " "));
+  if (!v.finished.empty()) out += fmt::format("finished: {}\n", fmt::join(v.finished, " "));
+  out += fmt::format("freed: {}\ncached: {}\n", ids_text(v.freed), ids_text(v.cached));
+  out += "copies read src_col+token_bias->dst_col (states moved)\n";
+  if (v.finding) out += fmt::format("FINDING: {}\n", *v.finding);
+  return out;
+}
+
+} // namespace mc::harness
