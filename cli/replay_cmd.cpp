@@ -95,9 +95,11 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
                       {"preset", r.preset},
                       {"kernel_mutant", o.kernel_mutant},
                       {"runner_mutant", o.runner_mutant},
-                      {"result", r.finding    ? "finding"
-                                 : r.mismatch ? "mismatch"
-                                              : "held"},
+                      {"result", r.finding       ? "finding"
+                                 : r.mismatch    ? "mismatch"
+                                 : r.expectation ? "expectation"
+                                                 : "held"},
+                      {"expectations_checked", r.expectations_checked},
                       {"steps", s.steps},
                       {"steps_compared", r.steps_compared},
                       {"request_steps", s.request_steps},
@@ -118,6 +120,7 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
     j["summary"] = r.summary();
   }
   if (r.finding) j["finding"] = finding_json(*r.finding);
+  if (r.expectation) j["expectation"] = harness::to_json(*r.expectation);
   if (r.mismatch) {
     j["mismatch"] = harness::text_after_step(*r.mismatch);
     j["difference"] = harness::to_json(*r.mismatch);

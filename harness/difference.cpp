@@ -176,6 +176,7 @@ nlohmann::ordered_json to_json(const Difference& d) {
   if (!d.launch_kind.empty()) j["launch_kind"] = d.launch_kind;
   if (!d.request.empty()) j["request"] = d.request;
   if (!d.array.empty()) j["array"] = d.array;
+  if (!d.field.empty()) j["field"] = d.field;
   if (d.tensor >= 0) {
     j["tensor"] = d.tensor;
     j["group"] = d.group;

@@ -28,6 +28,7 @@ struct Difference {
   std::string launch_kind;
   std::string request;
   std::string array; // for kind "array": its name and index
+  std::string field; // for kind "expectation": the field of the trace's `expect` object
   std::int32_t tensor = -1, group = -1, layer = -1, state = -1;
   std::int64_t block = -1;
   std::int64_t byte_begin = -1, byte_end = -1; // within the block (arena) or the copy

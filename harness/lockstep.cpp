@@ -46,6 +46,11 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
       result.failure = difference_of_finding(*o->finding);
       break;
     }
+    if (hooks.check_step)
+      if (std::optional<Difference> d = hooks.check_step(*o)) {
+        result.failure = std::move(d);
+        break;
+      }
     const gpu::engine::StepRecord record = backend.execute(o->step);
     std::optional<Difference> d = difference_of_step(layout, o->step, o->record, record);
     if (!d)

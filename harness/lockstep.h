@@ -75,6 +75,9 @@ struct LockstepHooks {
   // Every step the oracle ran, before the backend runs it (a trace writer: a failing run's
   // trace then ends with its failing step).
   std::function<void(const OracleStep&)> on_step;
+  // After the oracle ran a step without a finding, before the backend runs it: a check of its
+  // own (a trace's expectations); a difference stops the loop like any other.
+  std::function<std::optional<Difference>(const OracleStep&)> check_step;
   // After each step that held on both sides (progress lines).
   std::function<void(std::int64_t steps_run)> on_held;
 };

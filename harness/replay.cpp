@@ -17,8 +17,12 @@ std::string ReplayResult::summary() const {
   const std::string where = fmt::format("step {} (line {})", stop_step, stop_line);
   if (finding) return fmt::format("FINDING at {}: {}", where, finding->message);
   if (mismatch) return fmt::format("MISMATCH at {}: {}", where, text_after_step(*mismatch));
-  return fmt::format("held: {} steps, {} request-steps, oracle and backend agree on every step",
-                     stats.steps, stats.request_steps);
+  if (expectation)
+    return fmt::format("EXPECTATION at {}: {}", where, text_after_step(*expectation));
+  return fmt::format(
+      "held: {} steps, {} request-steps, oracle and backend agree on every step{}", stats.steps,
+      stats.request_steps,
+      expectations_checked > 0 ? fmt::format("; {} expectations held", expectations_checked) : "");
 }
 
 ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& options) {
@@ -43,6 +47,11 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   LockstepHooks hooks;
   if (options.on_step)
     hooks.on_held = [&options, &oracle](std::int64_t) { options.on_step(oracle.stats().steps); };
+  std::int64_t expectations_checked = 0;
+  hooks.check_step = [&](const OracleStep& o) -> std::optional<Difference> {
+    if (o.step.expect.empty()) return std::nullopt;
+    return check_expectations(steps, o, expectations_checked);
+  };
   StepViewer viewer;
   if (options.on_view) {
     hooks.before_step = [&] { viewer.before(steps); };
@@ -53,7 +62,13 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   result.steps_compared = r.steps_compared;
   result.bytes_compared = r.bytes_compared;
   result.finding = r.finding;
-  if (r.failure && !r.finding) result.mismatch = r.failure;
+  result.expectations_checked = expectations_checked;
+  if (r.failure && !r.finding) {
+    if (r.failure->kind == "expectation")
+      result.expectation = r.failure;
+    else
+      result.mismatch = r.failure;
+  }
   if (r.failure) {
     result.stop_step = r.failure->step;
     result.stop_line = reader.line_number();

@@ -49,9 +49,11 @@ struct ReplayResult {
   std::int64_t bytes_compared = 0;
   std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
   std::optional<Difference> mismatch;             // first oracle vs backend difference
+  std::optional<Difference> expectation;          // first of the trace's expectations that failed
+  std::int64_t expectations_checked = 0;          // fields of `expect` objects checked
   std::int64_t stop_step = -1;                    // step index of the finding or difference
   std::int64_t stop_line = -1;                    // its trace line
-  bool held() const { return !finding && !mismatch; }
+  bool held() const { return !finding && !mismatch && !expectation; }
   // One line: "held: N steps ..." or the finding or difference with step and line.
   std::string summary() const;
 };

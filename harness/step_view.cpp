@@ -96,6 +96,37 @@ std::string ids_text(const std::vector<std::vector<std::int32_t>>& per_group) {
   return out;
 }
 
+std::string column_copy_text(const std::optional<model::ColumnCopy>& c) {
+  return c ? fmt::format("[{}, {}]", c->src_col, c->dst_col) : "no copy";
+}
+
+std::optional<model::ColumnCopy> row_copy(const oracle::engine::StepRecord& record,
+                                          std::int32_t row, bool pre_step) {
+  for (const oracle::engine::LaunchRecord& l : record.launches)
+    if (pre_step ? is_pre_step(l.kind) : is_post_step(l.kind))
+      if (const std::optional<CopyView> c = copy_of_row(l, row))
+        return model::ColumnCopy{.src_col = c->src_col, .dst_col = c->dst_col};
+  return std::nullopt;
+}
+
+std::vector<std::vector<std::int32_t>> mask_of(const model::GroupBlockIds* table) {
+  std::vector<std::vector<std::int32_t>> mask;
+  if (table == nullptr) return mask;
+  for (const std::vector<std::int32_t>& group : *table) {
+    std::vector<std::int32_t>& m = mask.emplace_back();
+    for (const std::int32_t id : group)
+      m.push_back(id == 0 ? 0 : 1);
+  }
+  return mask;
+}
+
+std::string mask_text(const std::vector<std::vector<std::int32_t>>& mask) {
+  std::string out;
+  for (std::size_t g = 0; g < mask.size(); ++g)
+    out += fmt::format("{}[{}]", g > 0 ? " " : "", fmt::join(mask[g], ""));
+  return out.empty() ? "no table" : out;
+}
+
 } // namespace
 
 void StepViewer::before(const OracleSide& oracle) {
@@ -160,6 +191,60 @@ StepView StepViewer::after(OracleSide& oracle, const OracleStep& o) {
       cached.assign(since->begin(), since->end());
   }
   return view;
+}
+
+std::optional<Difference> check_expectations(OracleSide& oracle, const OracleStep& o,
+                                             std::int64_t& checked) {
+  const model::Step& step = o.step;
+  const oracle::engine::OracleRunner& runner = oracle.runner();
+  for (const model::RowExpectation& e : step.expect) {
+    std::int32_t row = -1;
+    for (std::size_t b = 0; b < step.scheduled.size(); ++b)
+      if (step.scheduled[b].req_id == e.req_id) row = static_cast<std::int32_t>(b);
+    MC_ASSERT(row >= 0); // the reader checked that every expectation names a scheduled request
+    const auto differ = [&](std::string_view field, const std::string& want,
+                            const std::string& got) {
+      return Difference{.kind = "expectation",
+                        .step = step.index,
+                        .request = e.req_id,
+                        .field = std::string(field),
+                        .text = fmt::format("step {}: request {}: expect.{}: the trace expects {}, "
+                                            "the oracle has {}",
+                                            step.index, e.req_id, field, want, got)};
+    };
+    if (e.pre_copy) {
+      ++checked;
+      const std::optional<model::ColumnCopy> got = row_copy(o.record, row, true);
+      if (got != *e.pre_copy)
+        return differ("pre_copy", column_copy_text(*e.pre_copy), column_copy_text(got));
+    }
+    if (e.post_copy) {
+      ++checked;
+      const std::optional<model::ColumnCopy> got = row_copy(o.record, row, false);
+      if (got != *e.post_copy)
+        return differ("post_copy", column_copy_text(*e.post_copy), column_copy_text(got));
+    }
+    const std::optional<oracle::engine::ReadPoint> read = runner.read_point(e.req_id);
+    if (e.state_col) {
+      ++checked;
+      if (!read || read->state_idx != *e.state_col)
+        return differ("state_col", std::to_string(*e.state_col),
+                      read ? std::to_string(read->state_idx) : "no column");
+    }
+    if (e.num_accepted) {
+      ++checked;
+      if (!read || read->num_accepted != *e.num_accepted)
+        return differ("num_accepted", std::to_string(*e.num_accepted),
+                      read ? std::to_string(read->num_accepted) : "none");
+    }
+    if (e.block_mask) {
+      ++checked;
+      const std::vector<std::vector<std::int32_t>> got = mask_of(runner.row(e.req_id));
+      if (got != *e.block_mask)
+        return differ("block_mask", mask_text(*e.block_mask), mask_text(got));
+    }
+  }
+  return std::nullopt;
 }
 
 nlohmann::ordered_json to_json(const StepView& v) {

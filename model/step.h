@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,26 @@ struct ScheduledRequest {
   std::int32_t key = -1;
 };
 
+// A copy as a trace expects it: source and destination columns of the request's table.
+struct ColumnCopy {
+  std::int32_t src_col = 0;
+  std::int32_t dst_col = 0;
+  bool operator==(const ColumnCopy&) const = default;
+};
+
+// What a trace says must be true of one request after a step (FORMAT.md, `expect`), the way an
+// inference engine's own tests state it. Each field is checked only when present; a copy that
+// is present but empty (nullopt inside) expects no copy for the request.
+struct RowExpectation {
+  RequestId req_id;
+  std::optional<std::optional<ColumnCopy>> pre_copy;  // precopy or batch_copy
+  std::optional<std::optional<ColumnCopy>> post_copy; // postprocess or postprocess_align
+  std::optional<std::int32_t> state_col;              // where the next step reads
+  std::optional<std::int32_t> num_accepted;           // after the step
+  // Per group, per column of the table after the step: 1 a block, 0 the null block.
+  std::optional<std::vector<std::vector<std::int32_t>>> block_mask;
+};
+
 struct Step {
   std::int64_t index = 0;
   std::vector<NewRequestData> new_requests;
@@ -61,6 +82,7 @@ struct Step {
   std::vector<RequestId> preempted_req_ids;
   std::vector<RequestId> finished_req_ids; // finished or aborted since the last step
   bool reset_prefix_cache = false;
+  std::vector<RowExpectation> expect; // from a trace of version 2; empty otherwise
 };
 
 } // namespace mc::model

@@ -92,8 +92,8 @@ std::optional<model::Step> TraceReader::next() {
   try {
     if (!lines_->next(line_)) return std::nullopt;
     const nlohmann::json root = parse_line(line_);
-    model::Step step =
-        step_from_json(Field(root), header_.layout_spec.groups.size(), header_.derived_vocab_size);
+    model::Step step = step_from_json(Field(root), header_.layout_spec.groups.size(),
+                                      header_.derived_vocab_size, header_.version);
     checker_->check(step);
     return step;
   } catch (const FieldError&) {
@@ -122,6 +122,7 @@ void TraceWriter::start(const TraceHeader& header) {
   try {
     const nlohmann::json root = nlohmann::json::parse(line);
     const TraceHeader checked = header_from_json(Field(root));
+    version_ = checked.version;
     build_checked_layout(checked);
     checker_ = std::make_unique<StepChecker>(checked.config, checked.block_pool_sizes);
   } catch (const FieldError& e) {
@@ -133,6 +134,10 @@ void TraceWriter::start(const TraceHeader& header) {
 void TraceWriter::write(const model::Step& step) {
   try {
     checker_->check(step);
+    if (!step.expect.empty() && version_ < kTraceFormatVersionExpect)
+      fail_field("expect", "needs a header of version {} or later, this one is {}",
+                 kTraceFormatVersionExpect, version_);
+    check_expectations(step);
   } catch (const FieldError& e) {
     model::fail_input("{}: step {}: {}: {}", name_, step.index, e.field, e.reason);
   }

@@ -29,7 +29,10 @@
 namespace mc::scenarios {
 
 inline constexpr std::string_view kTraceFormatName = "mambacheck-trace";
-inline constexpr std::int32_t kTraceFormatVersion = 1;
+inline constexpr std::int32_t kTraceFormatVersion = 2;
+// Version 2 adds the per-step `expect` object; a writer states the lowest version its content
+// needs, so a trace without expectations stays version 1 and older readers take it.
+inline constexpr std::int32_t kTraceFormatVersionExpect = 2;
 
 // Limits on what a trace may hold (STYLE.md: a limit on everything read from a user).
 inline constexpr std::size_t kTraceLineBytesMax = std::size_t{64} << 20;
@@ -46,7 +49,7 @@ inline constexpr std::int64_t kFamilyParamMax = std::int64_t{1} << 20;
 inline constexpr std::size_t kSourceBytesMax = std::size_t{1} << 20;
 
 struct TraceHeader {
-  std::int32_t version = kTraceFormatVersion;
+  std::int32_t version = 1; // read: the file's; written: kTraceFormatVersionExpect with `expect`
   model::CacheConfig config;
   // Non-empty: the layout is this preset's (model/presets.h), with layout_spec.num_blocks
   // possibly overridden; layout_spec.groups must then equal the preset's groups.
@@ -127,6 +130,7 @@ private:
   std::ostream* out_ = nullptr;
   std::string name_;
   std::unique_ptr<StepChecker> checker_;
+  std::int32_t version_ = 1; // the header's
   std::int64_t steps_written_ = 0;
 };
 

@@ -31,7 +31,7 @@ void Field::expect_object(std::initializer_list<std::string_view> known) const {
     const std::string& key = item.key();
     if (key.starts_with("x_")) continue; // extension keys are ignored (FORMAT.md)
     if (std::find(known.begin(), known.end(), key) == known.end())
-      fail_field(child_path(key), "unknown field (version 1 knows: {})", fmt::join(known, ", "));
+      fail_field(child_path(key), "unknown field (this version knows: {})", fmt::join(known, ", "));
   }
 }
 

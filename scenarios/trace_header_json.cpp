@@ -191,7 +191,7 @@ std::vector<std::int32_t> resolved_pool_sizes(const TraceHeader& header) {
 
 nlohmann::ordered_json header_to_json(const TraceHeader& header) {
   ojson out = {{"format", kTraceFormatName},
-               {"version", kTraceFormatVersion},
+               {"version", header.version},
                {"config", config_to_json(header.config)},
                {"layout", layout_to_json(header)},
                {"block_pool_sizes", resolved_pool_sizes(header)},
@@ -205,6 +205,7 @@ TraceHeader header_from_json(const Field& root) {
   root.expect_object({"format", "version", "config", "layout", "block_pool_sizes",
                       "derived_vocab_size", "source"});
   TraceHeader h;
+  h.version = static_cast<std::int32_t>(root["version"].integer(1, kTraceFormatVersion));
   h.config = config_from_json(root["config"]);
   layout_from_json(root["layout"], h);
   pools_from_json(root, h);

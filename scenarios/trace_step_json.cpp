@@ -6,6 +6,7 @@
 #include "scenarios/derived_prompt.h"
 #include "scenarios/trace.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace mc::scenarios {
@@ -120,6 +121,59 @@ model::ScheduledRequest scheduled_from_json(const Field& f) {
   return r;
 }
 
+ojson copy_to_json(const std::optional<model::ColumnCopy>& c) {
+  if (!c) return nullptr;
+  return ojson::array({c->src_col, c->dst_col});
+}
+
+ojson expect_to_json(const std::vector<model::RowExpectation>& expect) {
+  ojson out = ojson::object();
+  for (const model::RowExpectation& e : expect) {
+    ojson row = ojson::object();
+    if (e.pre_copy) row["pre_copy"] = copy_to_json(*e.pre_copy);
+    if (e.post_copy) row["post_copy"] = copy_to_json(*e.post_copy);
+    if (e.state_col) row["state_col"] = *e.state_col;
+    if (e.num_accepted) row["num_accepted"] = *e.num_accepted;
+    if (e.block_mask) row["block_mask"] = *e.block_mask;
+    out[e.req_id] = std::move(row);
+  }
+  return out;
+}
+
+std::optional<model::ColumnCopy> copy_from_json(const Field& f) {
+  if (f.value().is_null()) return std::nullopt;
+  if (f.array_size(2) != 2) f.fail("expected [src_col, dst_col] or null");
+  return model::ColumnCopy{.src_col = f[0].int32(0, kInt32Max),
+                           .dst_col = f[1].int32(0, kInt32Max)};
+}
+
+std::vector<model::RowExpectation> expect_from_json(const Field& f, std::size_t num_groups) {
+  if (!f.value().is_object()) f.fail("expected an object keyed by request id");
+  if (f.value().size() > kRequestsPerStepMax) f.fail("more than {} requests", kRequestsPerStepMax);
+  std::vector<model::RowExpectation> out;
+  for (const auto& item : f.value().items()) {
+    if (item.key().starts_with("x_")) continue;
+    const Field row = f[item.key()];
+    row.expect_object({"pre_copy", "post_copy", "state_col", "num_accepted", "block_mask"});
+    model::RowExpectation e{.req_id = item.key()};
+    if (row.has("pre_copy")) e.pre_copy = copy_from_json(row["pre_copy"]);
+    if (row.has("post_copy")) e.post_copy = copy_from_json(row["post_copy"]);
+    if (row.has("state_col")) e.state_col = row["state_col"].int32(0, kInt32Max);
+    if (row.has("num_accepted"))
+      e.num_accepted = row["num_accepted"].int32(1, 1 + model::kSpecTokensMax);
+    if (row.has("block_mask")) {
+      const Field mask = row["block_mask"];
+      if (mask.array_size(model::kGroupsMax) != num_groups)
+        mask.fail("{} groups, the layout has {}", mask.value().size(), num_groups);
+      e.block_mask.emplace();
+      for (std::size_t g = 0; g < num_groups; ++g)
+        e.block_mask->push_back(mask[g].int32_list(0, 1, kBlockIdsPerRowMax));
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 template <typename T, typename FromJson>
 std::vector<T> list_from_json(const Field& root, const char* key, FromJson from_json) {
   std::vector<T> out;
@@ -142,15 +196,20 @@ std::string step_to_line(const model::Step& step) {
   if (!step.preempted_req_ids.empty()) out["preempted_req_ids"] = step.preempted_req_ids;
   if (!step.finished_req_ids.empty()) out["finished_req_ids"] = step.finished_req_ids;
   if (step.reset_prefix_cache) out["reset_prefix_cache"] = true;
+  if (!step.expect.empty()) out["expect"] = expect_to_json(step.expect);
   // Invalid UTF-8 in a request id is replaced, never a throw while writing; the checker
   // rejects control characters before this is reached.
   return out.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 model::Step step_from_json(const Field& root, std::size_t num_groups,
-                           std::int32_t derived_vocab_size) {
-  root.expect_object({"index", "new_requests", "cached_requests", "scheduled", "preempted_req_ids",
-                      "finished_req_ids", "reset_prefix_cache"});
+                           std::int32_t derived_vocab_size, std::int32_t version) {
+  if (version >= kTraceFormatVersionExpect)
+    root.expect_object({"index", "new_requests", "cached_requests", "scheduled",
+                        "preempted_req_ids", "finished_req_ids", "reset_prefix_cache", "expect"});
+  else
+    root.expect_object({"index", "new_requests", "cached_requests", "scheduled",
+                        "preempted_req_ids", "finished_req_ids", "reset_prefix_cache"});
   model::Step step{.index = root["index"].integer(0, kStepIndexMax)};
   step.new_requests =
       list_from_json<model::NewRequestData>(root, "new_requests", [&](const Field& f) {
@@ -163,7 +222,23 @@ model::Step step_from_json(const Field& root, std::size_t num_groups,
   step.preempted_req_ids = list_from_json<model::RequestId>(root, "preempted_req_ids", id);
   step.finished_req_ids = list_from_json<model::RequestId>(root, "finished_req_ids", id);
   step.reset_prefix_cache = root.has("reset_prefix_cache") && root["reset_prefix_cache"].boolean();
+  if (root.has("expect")) {
+    step.expect = expect_from_json(root["expect"], num_groups);
+    check_expectations(step);
+  }
   return step;
+}
+
+void check_expectations(const model::Step& step) {
+  for (std::size_t i = 0; i < step.expect.size(); ++i) {
+    const std::string& id = step.expect[i].req_id;
+    const bool scheduled =
+        std::any_of(step.scheduled.begin(), step.scheduled.end(),
+                    [&](const model::ScheduledRequest& r) { return r.req_id == id; });
+    if (!scheduled) fail_field("expect." + id, "request '{}' is not scheduled in this step", id);
+    for (std::size_t j = 0; j < i; ++j)
+      if (step.expect[j].req_id == id) fail_field("expect." + id, "named twice");
+  }
 }
 
 } // namespace mc::scenarios

@@ -19,7 +19,11 @@ std::string step_to_line(const model::Step& step);
 
 // Throws FieldError. `num_groups` sizes the default of new_block_ids; `derived_vocab_size`
 // expands derived prompts.
+// `version` is the trace's: `expect` exists from version 2 on.
 model::Step step_from_json(const Field& root, std::size_t num_groups,
-                           std::int32_t derived_vocab_size);
+                           std::int32_t derived_vocab_size, std::int32_t version);
+
+// Throws FieldError when an expectation names a request not scheduled in the step, or one twice.
+void check_expectations(const model::Step& step);
 
 } // namespace mc::scenarios

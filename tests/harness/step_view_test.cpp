@@ -1,10 +1,16 @@
 // The per-step view (harness/step_view.h) of a production-size library trace, value by value:
 // B = 560, a 5600-token prompt in chunks of 2800, then a second request with a prefix hit.
 #include "harness/replay.h"
+#include "model/errors.h"
+#include "scenarios/trace.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
 #include <vector>
 
 namespace mc::harness {
@@ -80,6 +86,94 @@ TEST(StepView, JsonMarksNullBlocksAndMissingCopies) {
   EXPECT_EQ(j["cached"][0][0], 1);
   const std::string table = explain(views.at(1));
   EXPECT_NE(table.find("4+0->9 (4)"), std::string::npos) << table;
+}
+
+// The library trace as version 2, with `expect` (JSON) added to its step 1 (line 3).
+std::filesystem::path with_expect(const std::string& name, const nlohmann::json& expect,
+                                  int version = 2) {
+  std::ifstream in(kTrace);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  nlohmann::ordered_json header = nlohmann::ordered_json::parse(lines.at(0));
+  header["version"] = version;
+  lines[0] = header.dump();
+  nlohmann::ordered_json step = nlohmann::ordered_json::parse(lines.at(2));
+  step["expect"] = expect;
+  lines[2] = step.dump();
+  const auto path =
+      std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream out(path);
+  for (const std::string& line : lines)
+    out << line << "\n";
+  return path;
+}
+
+TEST(Expectations, HoldingOnesAreCounted) {
+  const nlohmann::json expect = nlohmann::json::parse(
+      R"({"a": {"pre_copy": [4, 9], "post_copy": null, "state_col": 9, "num_accepted": 1,
+                "block_mask": [[0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1]]}})");
+  const ReplayResult r = replay_file(with_expect("expect-ok", expect), {});
+  EXPECT_TRUE(r.held()) << r.summary();
+  EXPECT_EQ(r.expectations_checked, 5);
+  EXPECT_NE(r.summary().find("5 expectations held"), std::string::npos) << r.summary();
+}
+
+TEST(Expectations, AWrongDestinationNamesStepRequestFieldAndBothValues) {
+  const nlohmann::json expect = nlohmann::json::parse(R"({"a": {"pre_copy": [4, 10]}})");
+  const ReplayResult r = replay_file(with_expect("expect-bad", expect), {});
+  ASSERT_TRUE(r.expectation.has_value()) << r.summary();
+  EXPECT_FALSE(r.held());
+  EXPECT_EQ(r.expectation->step, 1);
+  EXPECT_EQ(r.expectation->request, "a");
+  EXPECT_EQ(r.expectation->field, "pre_copy");
+  EXPECT_EQ(r.stop_line, 3);
+  EXPECT_EQ(r.summary(), "EXPECTATION at step 1 (line 3): request a: expect.pre_copy: the trace "
+                         "expects [4, 10], the oracle has [4, 9]");
+}
+
+TEST(Expectations, EachFieldIsChecked) {
+  for (const char* text : {R"({"a": {"post_copy": [1, 2]}})", R"({"a": {"state_col": 8}})",
+                           R"({"a": {"num_accepted": 2}})", R"({"a": {"pre_copy": null}})",
+                           R"({"a": {"block_mask": [[1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1]]}})"}) {
+    const ReplayResult r =
+        replay_file(with_expect("expect-field", nlohmann::json::parse(text)), {});
+    EXPECT_TRUE(r.expectation.has_value()) << text << ": " << r.summary();
+  }
+}
+
+TEST(Expectations, NeedVersionTwoAndAScheduledRequest) {
+  const nlohmann::json expect = nlohmann::json::parse(R"({"a": {"state_col": 9}})");
+  EXPECT_THROW(replay_file(with_expect("expect-v1", expect, 1), {}), model::InputError);
+  const nlohmann::json stranger = nlohmann::json::parse(R"({"zz": {"state_col": 9}})");
+  try {
+    replay_file(with_expect("expect-stranger", stranger), {});
+    FAIL() << "an expectation of an unscheduled request was read";
+  } catch (const model::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":3: expect.zz: request 'zz' is not scheduled"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Expectations, WriterRefusesThemUnderAVersionOneHeader) {
+  scenarios::TraceReader reader(kTrace);
+  scenarios::TraceHeader header = reader.header();
+  model::Step step = *reader.next();
+  step.expect.push_back({.req_id = "a", .state_col = 4});
+  std::ostringstream v1;
+  scenarios::TraceWriter old_writer(v1, "v1", header);
+  EXPECT_THROW(old_writer.write(step), model::InputError);
+  header.version = 2;
+  std::ostringstream v2;
+  scenarios::TraceWriter writer(v2, "v2", header);
+  writer.write(step);
+  std::istringstream back(v2.str());
+  scenarios::TraceReader again(back, "v2");
+  const model::Step read = *again.next();
+  ASSERT_EQ(read.expect.size(), 1u);
+  EXPECT_EQ(read.expect[0].state_col, 4);
+  EXPECT_FALSE(read.expect[0].pre_copy.has_value());
 }
 
 } // namespace
