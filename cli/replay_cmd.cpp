@@ -4,6 +4,8 @@
 // 2 a malformed or impossible trace (FILE:LINE: field: reason), 3 cuda unavailable.
 // `--library DIR` replays every scenario of a library instead (each clean, then with each of
 // its mutants: a scenario passes when it holds clean and fails on every mutant it names).
+#include "cli/replay_run.h"
+
 #include "cli/commands.h"
 #include "cli/junit.h"
 #include "cli/progress.h"
@@ -24,23 +26,6 @@
 
 namespace mc::cli {
 namespace {
-
-inline constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
-
-struct ReplayCliOptions {
-  std::string trace;
-  std::string library;
-  std::string backend = "host";
-  std::string runner; // empty: the trace's
-  std::string v1_copy = "precopy";
-  std::string report;
-  std::string junit;
-  std::string kernel_mutant = "none";
-  std::string runner_mutant = "none";
-  std::int64_t steps_max = -1;
-  std::string steps_out;          // one JSON line per step (step_view.h)
-  std::int64_t explain = kNoStep; // a step to print as a table
-};
 
 harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
   harness::ReplayOptions r;
@@ -134,6 +119,8 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   file << j.dump(2) << "\n";
 }
 
+} // namespace
+
 int replay_one(const ReplayCliOptions& o) {
   harness::ReplayOptions options = replay_options(o);
   StepsOutput steps_output(o.steps_out,
@@ -165,6 +152,8 @@ int replay_one(const ReplayCliOptions& o) {
                            .message = r.held() ? "" : r.summary()}});
   return r.held() ? kExitOk : kExitMismatch;
 }
+
+namespace {
 
 int replay_library(const ReplayCliOptions& o) {
   const harness::ReplayOptions options = replay_options(o);

@@ -124,3 +124,27 @@ list(LENGTH run_lines run_count)
 if(run_count LESS 1)
   message(FATAL_ERROR "run --steps-out wrote nothing")
 endif()
+
+# Scripted scenarios: both worked examples of docs/scenarios.md expand, replay and hold with
+# their expectations; a wrong destination column is exit 1 naming step, request and field; a
+# malformed scenario is exit 2 naming the file and the field.
+foreach(example b560-chunked-prefill-decode b560-prefix-hit-v2)
+  run(0 scenario ${SOURCE_DIR}/scenarios/examples/${example}.json
+      --out ${WORK_DIR}/${example}.jsonl --steps-out ${WORK_DIR}/${example}.steps.jsonl)
+  expect_in("${OUT}" "expectations held")
+  run(0 replay ${WORK_DIR}/${example}.jsonl)
+endforeach()
+file(READ ${SOURCE_DIR}/scenarios/examples/b560-chunked-prefill-decode.json text)
+string(REPLACE "\"pre_copy\": [4, 9]" "\"pre_copy\": [4, 10]" broken "${text}")
+file(WRITE ${WORK_DIR}/wrong-dst.json "${broken}")
+run(1 scenario ${WORK_DIR}/wrong-dst.json --out ${WORK_DIR}/wrong-dst.jsonl)
+expect_in("${OUT}" "EXPECTATION at step 1 (line 3): request a: expect.pre_copy: the trace expects [4, 10], the oracle has [4, 9]")
+string(REPLACE "\"token_budget\": 2800" "\"token_budgets\": 2800" broken "${text}")
+file(WRITE ${WORK_DIR}/bad-field.json "${broken}")
+run_input_error(scenario ${WORK_DIR}/bad-field.json)
+expect_in("${ERR}" "bad-field.json: token_budgets: unknown field")
+string(REPLACE "\"step\": 188" "\"step\": 9999" broken "${text}")
+file(WRITE ${WORK_DIR}/late.json "${broken}")
+run_input_error(scenario ${WORK_DIR}/late.json)
+expect_in("${ERR}" "late.json: expect[4].step: step 9999 never ran")
+run_input_error(scenario ${WORK_DIR}/no-such-scenario.json)

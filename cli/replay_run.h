@@ -1,0 +1,32 @@
+// The replay of one trace file as `mambacheck replay` runs it (options, printed summary, report,
+// JUnit, --steps-out and --explain), shared with `mambacheck scenario`, which replays the trace
+// it expands.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace mc::cli {
+
+inline constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
+
+struct ReplayCliOptions {
+  std::string trace;
+  std::string library;
+  std::string backend = "host";
+  std::string runner; // empty: the trace's
+  std::string v1_copy = "precopy";
+  std::string report;
+  std::string junit;
+  std::string kernel_mutant = "none";
+  std::string runner_mutant = "none";
+  std::int64_t steps_max = -1;
+  std::string steps_out;          // one JSON line per step (step_view.h)
+  std::int64_t explain = kNoStep; // a step to print as a table
+};
+
+// Exit code as `mambacheck replay` gives it.
+int replay_one(const ReplayCliOptions& options);
+
+} // namespace mc::cli
