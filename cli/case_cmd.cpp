@@ -5,6 +5,7 @@
 // (a column outside its row, a block outside its arena: exit 2) before a kernel sees the
 // case, and its result is what --check compares against when DIR holds no expected result.
 #include "cli/backend.h"
+#include "cli/case_print.h"
 #include "cli/commands.h"
 #include "cli/external_backend.h"
 #include "fuzz/compare.h"
@@ -27,6 +28,8 @@ struct CaseOptions {
   std::string out;
   std::string report;
   bool check = false;
+  bool print = false;   // the oracle's decisions per row and its arrays, as text
+  bool json = false;    // the same as JSON on standard output, and nothing else
   std::string external; // a worker command running the kernels under test
   double external_timeout = kExternalTimeoutSecondsDefault;
 };
@@ -67,6 +70,11 @@ int run_case(const CaseOptions& options) {
   const std::string backend_name = external ? "external" : options.backend;
   const model::LaunchCase launch_case = model::load_case(options.dir);
   const model::LaunchResult oracle_result = oracle::run_launch(launch_case);
+  if (options.json) {
+    std::cout << case_decisions_json(launch_case, oracle_result).dump(2) << "\n";
+    return kExitOk;
+  }
+  if (options.print) std::cout << case_decisions_text(launch_case, oracle_result);
   model::LaunchResult result;
   std::string kernel_error; // an `error:` answer of the external kernels
   try {
@@ -78,8 +86,8 @@ int run_case(const CaseOptions& options) {
   }
   if (!kernel_error.empty()) {
     std::cout << fmt::format("{}: {} on external ({} rows): MISMATCH: the backend failed: {}\n",
-                             options.dir, model::to_string(launch_case.kind),
-                             launch_case.num_reqs, kernel_error);
+                             options.dir, model::to_string(launch_case.kind), launch_case.num_reqs,
+                             kernel_error);
     if (!options.report.empty())
       write_report(options.report, {{"case", options.dir},
                                     {"kind", model::to_string(launch_case.kind)},
@@ -90,8 +98,8 @@ int run_case(const CaseOptions& options) {
     return kExitMismatch;
   }
   std::cout << fmt::format("{}: {} on {} ({} rows): {}\n", options.dir,
-                           model::to_string(launch_case.kind), backend_name,
-                           launch_case.num_reqs, summary(result));
+                           model::to_string(launch_case.kind), backend_name, launch_case.num_reqs,
+                           summary(result));
   nlohmann::json report = {{"case", options.dir},
                            {"kind", model::to_string(launch_case.kind)},
                            {"backend", backend_name},
@@ -130,6 +138,10 @@ void add_case_command(CLI::App& app, Action& action) {
   cmd->add_option("dir", options->dir, "Case directory (case.json + .npy files)")->required();
   cmd->add_option("--backend", options->backend, "oracle, host or cuda (default oracle)");
   cmd->add_option("--out", options->out, "Write the case and this backend's result here");
+  cmd->add_flag("--print", options->print,
+                "Print the oracle's decision for every row and the arrays after the launch");
+  cmd->add_flag("--json", options->json,
+                "Print the oracle's decisions and arrays as JSON, and nothing else");
   cmd->add_flag("--check", options->check,
                 "Compare with DIR/expected (or the oracle when DIR has none); exit 1 on a "
                 "difference");

@@ -30,9 +30,11 @@ struct RunOptions {
   std::string backend = "host";
   std::string runner = "v1";
   std::string mode = "align";
-  std::int64_t pool_blocks = 0;  // 0: the preset's
-  std::int32_t num_spec = -1;    // -1: the preset's (all mode: 0)
-  std::int32_t block_size = 0;   // 0: the preset's
+  std::int64_t pool_blocks = 0; // 0: the preset's
+  std::int32_t num_spec = -1;   // -1: the preset's (all mode: 0)
+  std::int32_t block_size = 0;
+  std::int32_t layers =
+      0; // 0: the preset's; else at most this many layers per group   // 0: the preset's
   std::int32_t token_budget = 0; // 0: token_budget_default of the config
   std::int32_t resets_per_million = 0;
   std::int32_t aborts_per_million = 0;
@@ -71,6 +73,12 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
   if (c.config.mode == model::CacheMode::all) { // all mode runs without drafts (FORWARD.md)
     c.config.num_spec_tokens = 0;
     c.config.num_spec_blocks = 0;
+  }
+  if (o.layers != 0) {
+    if (o.layers < 1 || o.layers > 1024)
+      model::fail_input("--layers must be in 1..1024, got {}", o.layers);
+    for (model::GroupSpec& g : c.spec.groups)
+      g.num_layers = std::min(g.num_layers, o.layers);
   }
   if (o.block_size != 0) {
     if (o.block_size < 1 || o.block_size > model::kBlockSizeMax)
@@ -178,6 +186,9 @@ void add_run_command(CLI::App& app, Action& action) {
                   "where the preset's conv windows hold no drafts)");
   cmd->add_option("--block-size", o->block_size,
                   "Mamba block size B, tokens per state block (default: the preset's)");
+  cmd->add_option("--layers", o->layers,
+                  "At most this many layers per group (default: the preset's; production "
+                  "presets at full depth hold gigabytes of state per block)");
   cmd->add_option("--token-budget", o->token_budget,
                   "Tokens per step (default: 32, or B and 1 + drafts where that is more)");
   cmd->add_option("--resets-per-million", o->resets_per_million,

@@ -1,4 +1,4 @@
-// The engine-level fuzz campaign (issue 6): generated engine cases (engine_case.h) run on the
+// The engine-level fuzz campaign: generated engine cases (engine_case.h) run on the
 // oracle engine and the GPU-side runner, every step compared (launches, decisions, arrays,
 // every arena byte) and every oracle invariant checked. The first failing case is shrunk by a
 // bounded shrinker of its own (fewer requests, steps cut after the failing one, shorter

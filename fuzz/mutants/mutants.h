@@ -1,4 +1,4 @@
-// The mutant catalogue runner (issue 6, "Mutants"): the fuzzer run against one deliberately
+// The mutant catalogue runner: the fuzzer run against one deliberately
 // broken variant at a time, with a time budget, to show it is killed (a counterexample is
 // found), how fast, and how small the shrunk counterexample is.
 //

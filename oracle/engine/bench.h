@@ -1,4 +1,4 @@
-// The engine-level oracle benchmark (issue 5, "speed by benchmark"): how fast the oracle
+// The engine-level oracle benchmark: how fast the oracle
 // engine alone runs a workload on one core with every invariant checked after every step.
 //
 // One case per preset: the scheduler and block manager, the oracle runner with the synthetic
