@@ -95,30 +95,11 @@ ScriptedRequest read_request(const Field& f, std::int32_t index) {
   return r;
 }
 
-std::optional<model::ColumnCopy> copy_from(const Field& f) {
-  if (f.value().is_null()) return std::nullopt;
-  if (f.array_size(2) != 2) f.fail("expected [src_col, dst_col] or null");
-  return model::ColumnCopy{.src_col = f[0].int32(0, 1 << 30), .dst_col = f[1].int32(0, 1 << 30)};
-}
-
 PendingExpect read_expect(const Field& f, std::size_t num_groups) {
   f.expect_object(
       {"step", "request", "pre_copy", "post_copy", "state_col", "num_accepted", "block_mask"});
   PendingExpect e{.step = f["step"].integer(0, kScenarioStepsMax), .field = f.path()};
-  e.row.req_id = f["request"].string(256);
-  if (f.has("pre_copy")) e.row.pre_copy = copy_from(f["pre_copy"]);
-  if (f.has("post_copy")) e.row.post_copy = copy_from(f["post_copy"]);
-  if (f.has("state_col")) e.row.state_col = f["state_col"].int32(0, 1 << 30);
-  if (f.has("num_accepted"))
-    e.row.num_accepted = f["num_accepted"].int32(1, 1 + model::kSpecTokensMax);
-  if (f.has("block_mask")) {
-    const Field m = f["block_mask"];
-    if (m.array_size(model::kGroupsMax) != num_groups)
-      m.fail("{} groups, the layout has {}", m.value().size(), num_groups);
-    e.row.block_mask.emplace();
-    for (std::size_t g = 0; g < num_groups; ++g)
-      e.row.block_mask->push_back(m[g].int32_list(0, 1, 1 << 20));
-  }
+  e.row = scenarios::expectation_fields_from_json(f, f["request"].string(256), num_groups);
   return e;
 }
 

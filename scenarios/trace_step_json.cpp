@@ -147,6 +147,28 @@ std::optional<model::ColumnCopy> copy_from_json(const Field& f) {
                            .dst_col = f[1].int32(0, kInt32Max)};
 }
 
+} // namespace
+
+model::RowExpectation expectation_fields_from_json(const Field& f, model::RequestId req_id,
+                                                   std::size_t num_groups) {
+  model::RowExpectation e{.req_id = std::move(req_id)};
+  if (f.has("pre_copy")) e.pre_copy = copy_from_json(f["pre_copy"]);
+  if (f.has("post_copy")) e.post_copy = copy_from_json(f["post_copy"]);
+  if (f.has("state_col")) e.state_col = f["state_col"].int32(0, kInt32Max);
+  if (f.has("num_accepted")) e.num_accepted = f["num_accepted"].int32(1, 1 + model::kSpecTokensMax);
+  if (f.has("block_mask")) {
+    const Field mask = f["block_mask"];
+    if (mask.array_size(model::kGroupsMax) != num_groups)
+      mask.fail("{} groups, the layout has {}", mask.value().size(), num_groups);
+    e.block_mask.emplace();
+    for (std::size_t g = 0; g < num_groups; ++g)
+      e.block_mask->push_back(mask[g].int32_list(0, 1, kBlockIdsPerRowMax));
+  }
+  return e;
+}
+
+namespace {
+
 std::vector<model::RowExpectation> expect_from_json(const Field& f, std::size_t num_groups) {
   if (!f.value().is_object()) f.fail("expected an object keyed by request id");
   if (f.value().size() > kRequestsPerStepMax) f.fail("more than {} requests", kRequestsPerStepMax);
@@ -155,21 +177,7 @@ std::vector<model::RowExpectation> expect_from_json(const Field& f, std::size_t 
     if (item.key().starts_with("x_")) continue;
     const Field row = f[item.key()];
     row.expect_object({"pre_copy", "post_copy", "state_col", "num_accepted", "block_mask"});
-    model::RowExpectation e{.req_id = item.key()};
-    if (row.has("pre_copy")) e.pre_copy = copy_from_json(row["pre_copy"]);
-    if (row.has("post_copy")) e.post_copy = copy_from_json(row["post_copy"]);
-    if (row.has("state_col")) e.state_col = row["state_col"].int32(0, kInt32Max);
-    if (row.has("num_accepted"))
-      e.num_accepted = row["num_accepted"].int32(1, 1 + model::kSpecTokensMax);
-    if (row.has("block_mask")) {
-      const Field mask = row["block_mask"];
-      if (mask.array_size(model::kGroupsMax) != num_groups)
-        mask.fail("{} groups, the layout has {}", mask.value().size(), num_groups);
-      e.block_mask.emplace();
-      for (std::size_t g = 0; g < num_groups; ++g)
-        e.block_mask->push_back(mask[g].int32_list(0, 1, kBlockIdsPerRowMax));
-    }
-    out.push_back(std::move(e));
+    out.push_back(expectation_fields_from_json(row, item.key(), num_groups));
   }
   return out;
 }

@@ -23,6 +23,11 @@ std::string step_to_line(const model::Step& step);
 model::Step step_from_json(const Field& root, std::size_t num_groups,
                            std::int32_t derived_vocab_size, std::int32_t version);
 
+// The fields of one expectation (pre_copy, post_copy, state_col, num_accepted, block_mask) read
+// from `f`, an object whose keys the caller has checked. Throws FieldError.
+model::RowExpectation expectation_fields_from_json(const Field& f, model::RequestId req_id,
+                                                   std::size_t num_groups);
+
 // Throws FieldError when an expectation names a request not scheduled in the step, or one twice.
 void check_expectations(const model::Step& step);
 
