@@ -1,4 +1,4 @@
-// Knobs of one engine run: workload, scheduler, runner flavour, deliberate rule breaks.
+// Knobs of one engine run: workload, scheduler, runner flavour.
 //
 // Every count has a limit (STYLE.md); validate_options rejects what a user can get wrong
 // with an InputError naming the field. Probabilities are per million so that runs stay
@@ -38,17 +38,10 @@ struct SchedulerOptions {
 // How the V1 runner moves its pre-step copies (REFERENCE.md 2).
 enum class V1CopyPath : std::uint8_t { batch_copy, precopy };
 
-// Deliberate rule breaks, for the tests that prove an invariant catches them.
-struct Mutations {
-  bool skip_cleanup_of_resumed = false;      // class A, #35157
-  bool v2_seed_with_attn_block_size = false; // class A, #53142
-};
-
 struct RunnerOptions {
   model::RunnerFlavour flavour = model::RunnerFlavour::v1;
   V1CopyPath v1_copy_path = V1CopyPath::precopy;
   std::int32_t row_stride_extra = 3; // block-table row stride beyond the width (gap poison)
-  Mutations mutations;
 };
 
 struct EngineOptions {

@@ -48,14 +48,12 @@ void OracleRunner::update_rows(const model::Step& step) {
     st.row = n.block_ids;
     st.scheduled_step = step.index;
     st.num_computed = n.num_computed_tokens;
-    st.resumed = false;
   }
   for (const model::CachedRequestData& c : step.cached_requests) {
     RequestState& st = c.resumed ? requests_.emplace(c.req_id, c.key) : state_of(c.req_id, c.key);
     listed_.add_cached(c.req_id, st);
     st.scheduled_step = step.index;
     st.num_computed = c.num_computed_tokens;
-    st.resumed = c.resumed;
     if (c.resumed) {
       st.row = c.new_block_ids; // a fresh table replaces the old row
       continue;

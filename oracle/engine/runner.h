@@ -93,7 +93,6 @@ private:
     std::int32_t next_computed = 0;   // after it
     std::int32_t num_accepted = 1;    // V1: a of its last step, when has_accepted
     bool has_accepted = false;
-    bool resumed = false;       // in that step (its row was replaced)
     std::int32_t state_idx = 0; // V1: its mamba_state_idx entry after that step
     std::int32_t slot = -1;     // V2: its slot in that step
   };
@@ -133,9 +132,9 @@ private:
   // in flight; the layout is copied once.
   model::LaunchCase launch_case_;
   RequestRecords<RequestState> requests_; // erased when finished or preempted
-  ListedRows<RequestState> listed_; // this step's new and cached records, for its batch rows
-  std::int64_t step_index_ = -1;    // of the step executed last
-  std::vector<RequestState*> last_batch_;                  // its batch rows' records
+  ListedRows<RequestState> listed_;       // this step's new and cached records, for its batch rows
+  std::int64_t step_index_ = -1;          // of the step executed last
+  std::vector<RequestState*> last_batch_; // its batch rows' records
   // V1
   MambaStateIdx mamba_state_idx_;
   // V2

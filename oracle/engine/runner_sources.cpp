@@ -14,9 +14,6 @@ std::string describe(const SeedNote& note) {
   switch (note.origin) {
   case SeedNote::Origin::derived:
     return fmt::format("was derived as (num_computed - 1) // {}", note.divisor);
-  case SeedNote::Origin::survived_resume:
-    return "comes from a mamba_state_idx entry that survived cleanup although the request was "
-           "resumed this step (stale since before its preemption)";
   case SeedNote::Origin::kept:
     return "comes from the request's mamba_state_idx entry of its last step";
   case SeedNote::Origin::seeded:

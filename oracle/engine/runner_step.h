@@ -14,7 +14,6 @@ namespace mc::oracle::engine {
 struct SeedNote {
   enum class Origin : std::uint8_t {
     derived,         // V1: (num_computed - 1) // divisor, no entry survived
-    survived_resume, // V1: an entry that survived cleanup although the request resumed
     kept,            // V1: the request's entry of its last step
     seeded,          // V2: seeded this step as (num_computed - 1) // divisor = state_idx
     kept_slot,       // V2: the slot's state_idx of its last step

@@ -69,7 +69,7 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
   const model::Step& step = ctx.step;
   StepRequestIds ids{.finished = step.finished_req_ids, .preempted = step.preempted_req_ids};
   for (const model::CachedRequestData& c : step.cached_requests)
-    if (c.resumed && !options_.mutations.skip_cleanup_of_resumed) ids.resumed.push_back(c.req_id);
+    if (c.resumed) ids.resumed.push_back(c.req_id);
   // The a of finished and preempted requests went with their records (update_rows).
   for (const std::string& id : ids.resumed)
     state_of(id, -1).has_accepted = false;
@@ -89,10 +89,9 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
   ctx.seed_note.reserve(batch.size());
   for (std::size_t b = 0; b < batch.size(); ++b) {
     ctx.state[b]->state_idx = plan.state_idx[b]; // what mamba_state_idx_ now holds for the row
-    ctx.seed_note.push_back({.origin = plan.derived[b] != 0 ? SeedNote::Origin::derived
-                                       : ctx.state[b]->resumed ? SeedNote::Origin::survived_resume
-                                                               : SeedNote::Origin::kept,
-                             .divisor = B});
+    ctx.seed_note.push_back(
+        {.origin = plan.derived[b] != 0 ? SeedNote::Origin::derived : SeedNote::Origin::kept,
+         .divisor = B});
   }
   if (!check_copy_sources(ctx, plan.src_col, plan.state_idx, plan.token_bias, ctx.seed_note))
     return;

@@ -24,9 +24,7 @@ void OracleRunner::update_slots(const model::Step& step) {
     release(id);
   for (Slot& s : slots_)
     s.reseeded = false;
-  const std::int32_t divisor = options_.mutations.v2_seed_with_attn_block_size
-                                   ? layout_.config.attn_block_size
-                                   : layout_.config.mamba_block_size;
+  const std::int32_t divisor = layout_.config.mamba_block_size;
   auto seed = [&](const std::string& id, std::int32_t num_computed) {
     auto it = slot_of_.find(id); // a force-preempted request still holds its slot
     if (it == slot_of_.end()) {
@@ -90,9 +88,7 @@ void OracleRunner::execute_v2(StepCtx& ctx) {
     ctx.seed_note.push_back(
         {.origin = st.reseeded ? SeedNote::Origin::seeded : SeedNote::Origin::kept_slot,
          .num_computed = st.num_computed,
-         .divisor = options_.mutations.v2_seed_with_attn_block_size
-                        ? layout_.config.attn_block_size
-                        : layout_.config.mamba_block_size,
+         .divisor = layout_.config.mamba_block_size,
          .state_idx = st.state_idx});
   }
   if (n == 0) return;
