@@ -1,18 +1,12 @@
 #include "model/launch.h"
 
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 
 namespace mc::model {
 
 std::string_view to_string(LaunchKind kind) {
-  switch (kind) {
-  case LaunchKind::postprocess: return "postprocess";
-  case LaunchKind::postprocess_align: return "postprocess_align";
-  case LaunchKind::precopy: return "precopy";
-  case LaunchKind::preprocess_align: return "preprocess_align";
-  case LaunchKind::batch_copy: return "batch_copy";
-  }
-  return "?";
+  return launch_kind_info(kind).name;
 }
 
 LaunchKind parse_launch_kind(std::string_view text) {
@@ -24,15 +18,15 @@ LaunchKind parse_launch_kind(std::string_view text) {
 }
 
 bool uses_idx_mapping(LaunchKind kind) {
-  return kind == LaunchKind::postprocess_align || kind == LaunchKind::precopy ||
-         kind == LaunchKind::preprocess_align;
+  return launch_kind_info(kind).by_slot;
 }
 
 namespace {
 std::vector<Arena> clone_arenas(const std::vector<Arena>& arenas) {
   std::vector<Arena> out;
   out.reserve(arenas.size());
-  for (const Arena& a : arenas) out.push_back(a.clone());
+  for (const Arena& a : arenas)
+    out.push_back(a.clone());
   return out;
 }
 } // namespace

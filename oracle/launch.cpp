@@ -3,6 +3,7 @@
 #include "oracle/launch.h"
 
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 #include "oracle/copy.h"
 #include "oracle/copy_plan.h"
 #include "oracle/describe.h"
@@ -68,7 +69,7 @@ void apply_copies(model::LaunchCase& launch_case,
 } // namespace
 
 model::LaunchResult run_launch_in_place(model::LaunchCase& launch_case) {
-  validate_case(launch_case);
+  model::validate_launch_shape(launch_case);
   // Outputs go to a copy first: every decision reads the arrays as the launch started, and
   // nothing of the case may change before the last check has passed.
   model::RequestArrays requests_after = launch_case.requests;

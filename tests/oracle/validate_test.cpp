@@ -133,7 +133,7 @@ TEST(Validate, ArrayLengths) {
   expect_input_error([](model::LaunchCase& c) { c.requests.idx_mapping.push_back(1); },
                      {"idx_mapping", "3 entries", "expected 2"});
   expect_input_error([](model::LaunchCase& c) { c.kind = LaunchKind::preprocess_align; },
-                     {"num_computed"});
+                     {"array num_accepted", "0 entries", "expected 3"});
   expect_input_error([](model::LaunchCase& c) { c.kind = LaunchKind::batch_copy; },
                      {"num_slots 3 must equal num_reqs 2"});
   expect_input_error(

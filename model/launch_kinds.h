@@ -1,0 +1,99 @@
+// Each launch kind described once, as data: how it indexes, which per-request arrays it reads
+// and writes, whether it moves state, and the shape of its work. model/LAUNCH_KINDS.md is the
+// prose; this table is what code walks. The shape checks every consumer makes before it
+// decides anything (arenas, block tables, idx_mapping, array lengths) are written here once,
+// from the table, so the oracle, the kernels' launcher and the case files agree on what a
+// well-formed case is. What a kind decides stays with each side (DESIGN.md, the two walls).
+//
+// A new launch kind adds an enum value (launch.h), one row of kLaunchKinds, its decision in
+// oracle/kinds.cpp and in gpu/kernels, and its generator in fuzz/gen_launch.cpp.
+#pragma once
+
+#include "model/launch.h"
+#include "model/request_arrays.h"
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace mc::model {
+
+// How a launch uses one per-request array. Every used array has the length its indexing gives
+// (request_arrays.h); an unused one is ignored and stays as the case gave it.
+enum class ArrayUse : std::uint8_t {
+  unused,
+  read,             // an input
+  updated,          // read and written in place
+  written,          // an output; entries of slots outside the batch keep their values, so the
+                    // case sizes it
+  written_or_empty, // an output the launcher initialises when the case leaves it empty
+};
+
+// The unit of work the kernels spread over their programs.
+enum class LaunchWork : std::uint8_t {
+  batch_rows, // one decision per batch row, its copies made where it is decided
+  copy_plan,  // a flat list of copies planned on the host from the rows (V1 batch_copy)
+};
+
+struct LaunchKindInfo {
+  LaunchKind kind;
+  std::string_view name;
+  // V2 kinds: arrays by slot, idx_mapping[batch row] = slot (-1 skips the row); V1 kinds:
+  // slot = batch row, idx_mapping empty and num_slots == num_reqs.
+  bool by_slot;
+  bool moves_state;
+  LaunchWork work;
+  std::array<ArrayUse, kRequestArrays.size()> arrays; // in kRequestArrays order
+};
+
+namespace launch_kind_detail {
+using enum ArrayUse;
+// Columns: idx_mapping, num_accepted, state_idx, num_scheduled, num_computed, num_draft,
+// new_num_computed, query_start_loc, src_col, token_bias, num_accepted_out.
+inline constexpr std::array<LaunchKindInfo, 5> kLaunchKinds{{
+    {LaunchKind::postprocess,
+     "postprocess",
+     false,
+     true,
+     LaunchWork::batch_rows,
+     {unused, read, read, read, read, read, unused, unused, unused, unused, written_or_empty}},
+    {LaunchKind::postprocess_align,
+     "postprocess_align",
+     true,
+     true,
+     LaunchWork::batch_rows,
+     {read, updated, read, unused, unused, unused, read, unused, unused, unused, unused}},
+    {LaunchKind::precopy,
+     "precopy",
+     true,
+     true,
+     LaunchWork::batch_rows,
+     {read, unused, read, unused, unused, unused, unused, unused, read, read, unused}},
+    {LaunchKind::preprocess_align,
+     "preprocess_align",
+     true,
+     false,
+     LaunchWork::batch_rows,
+     {read, updated, updated, unused, read, unused, unused, read, written, written, unused}},
+    {LaunchKind::batch_copy,
+     "batch_copy",
+     false,
+     true,
+     LaunchWork::copy_plan,
+     {unused, unused, read, unused, unused, unused, unused, unused, read, read, unused}},
+}};
+} // namespace launch_kind_detail
+using launch_kind_detail::kLaunchKinds;
+
+const LaunchKindInfo& launch_kind_info(LaunchKind kind);
+
+// Throws InputError ("launch KIND: ...") when the case is not well formed: negative counts,
+// arenas that do not match the layout, block tables of the wrong count or shape or with fewer
+// rows than batch rows, V1 slots other than rows, an idx_mapping slot out of range or shared
+// by two rows, a used array of the wrong length.
+void validate_launch_shape(const LaunchCase& launch);
+// The same checks but the arenas': for a caller whose arenas live elsewhere (device arenas
+// made from the layout).
+void validate_launch_arrays(const LaunchCase& launch);
+
+} // namespace mc::model
