@@ -2,10 +2,10 @@
 #include "harness/scenario_file.h"
 
 #include "model/errors.h"
+#include "model/json_field.h"
 #include "model/presets.h"
 #include "oracle/engine/driver.h"
 #include "scenarios/derived_prompt.h"
-#include "scenarios/trace_field.h"
 #include "scenarios/trace_step_json.h"
 
 #include <fmt/format.h>
@@ -17,7 +17,7 @@
 namespace mc::harness {
 namespace {
 
-using scenarios::Field;
+using model::Field;
 
 constexpr std::size_t kScenarioBytesMax = std::size_t{16} << 20;
 constexpr std::size_t kScenarioRequestsMax = 4096;
@@ -206,13 +206,13 @@ ExpandedScenario run_script(Script& s) {
     for (model::Step& candidate : out.steps)
       if (candidate.index == e.step) step = &candidate;
     if (step == nullptr)
-      scenarios::fail_field(e.field + ".step", "step {} never ran ({} steps)", e.step,
-                            out.steps.size());
+      model::fail_field(e.field + ".step", "step {} never ran ({} steps)", e.step,
+                        out.steps.size());
     step->expect.push_back(e.row);
     try {
       scenarios::check_expectations(*step);
-    } catch (const scenarios::FieldError& err) {
-      scenarios::fail_field(e.field + ".request", "{}", err.reason);
+    } catch (const model::FieldError& err) {
+      model::fail_field(e.field + ".request", "{}", err.reason);
     }
     ++out.expectations;
   }
@@ -238,7 +238,7 @@ ExpandedScenario expand_scenario(const std::filesystem::path& file) {
   try {
     Script script = read_script(root);
     return run_script(script);
-  } catch (const scenarios::FieldError& e) {
+  } catch (const model::FieldError& e) {
     model::fail_input("{}: {}: {}", name, e.field.empty() ? "scenario" : e.field, e.reason);
   } catch (const model::InputError& e) {
     model::fail_input("{}: {}", name, e.what());

@@ -1,7 +1,9 @@
 #include "model/case_file.h"
+#include "model/launch_kinds.h"
 #include "model/request_arrays.h"
 
 #include "model/errors.h"
+#include "model/json_field.h"
 #include "model/metadata.h"
 #include "model/npy.h"
 
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 
 namespace mc::model {
@@ -26,27 +29,6 @@ constexpr std::size_t kJsonListMax = std::size_t{1} << 24; // entries of any lis
 
 using ArrayField = RequestArrayField;
 constexpr const auto& kArrayFields = kRequestArrays;
-
-// The inputs each kind reads (LAUNCH_KINDS.md); a case without one of them cannot run.
-// preprocess_align writes src_col and token_bias but keeps them for slots outside the
-// batch, so it needs them coming in too (LAUNCH_KINDS.md, "Details settled").
-std::vector<std::string_view> required_arrays(LaunchKind kind) {
-  switch (kind) {
-  case LaunchKind::postprocess:
-    return {"num_accepted", "state_idx", "num_scheduled", "num_computed", "num_draft"};
-  case LaunchKind::postprocess_align:
-    return {"idx_mapping", "num_accepted", "state_idx", "new_num_computed"};
-  case LaunchKind::precopy:
-    return {"idx_mapping", "state_idx", "src_col", "token_bias"};
-  case LaunchKind::preprocess_align:
-    return {"idx_mapping",     "state_idx", "num_computed", "num_accepted",
-            "query_start_loc", "src_col",   "token_bias"};
-  case LaunchKind::batch_copy:
-    return {"src_col", "state_idx", "token_bias"};
-  }
-  MC_ASSERT(false);
-  return {};
-}
 
 std::string_view to_string(PagePolicy policy) {
   return policy == PagePolicy::shared ? "shared" : "separate";
@@ -235,82 +217,26 @@ void assert_well_formed(const LaunchCase& c) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Reading: a JSON value with the file and field path it came from, for error messages.
+// Reading: Field (json_field.h) names the field path of a rejection; read_file puts the file
+// in front. A rejection of the whole file (the layout its spec builds) names no field.
 
-class Node {
-public:
-  Node(const json& value, std::string path, const std::string& file)
-      : value_(value), path_(std::move(path)), file_(file) {}
-
-  template <typename... Args>
-  [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
-    fail_input("{}: {}: {}", file_, path_.empty() ? "(top level)" : path_,
-               fmt::format(format, std::forward<Args>(args)...));
-  }
-
-  const json& value() const { return value_; }
-  const std::string& file() const { return file_; }
-  Node operator[](std::string_view key) const {
-    if (!value_.is_object()) fail("expected an object, got {}", describe());
-    const auto it = value_.find(key);
-    const std::string child = path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
-    if (it == value_.end()) fail_input("{}: {}: missing", file_, child);
-    return Node(*it, child, file_);
-  }
-  Node operator[](std::size_t index) const {
-    MC_ASSERT(index < value_.size());
-    return Node(value_[index], fmt::format("{}[{}]", path_, index), file_);
-  }
-  std::size_t array_size(std::size_t size_max) const {
-    if (!value_.is_array()) fail("expected an array, got {}", describe());
-    if (value_.size() > size_max) fail("{} entries, at most {}", value_.size(), size_max);
-    return value_.size();
-  }
-  std::int64_t integer(std::int64_t min, std::int64_t max) const {
-    if (!value_.is_number_integer()) fail("expected an integer, got {}", describe());
-    if (value_.is_number_unsigned() &&
-        value_.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
-      fail("{} is out of range {}..{}", value_.get<std::uint64_t>(), min, max);
-    const std::int64_t v = value_.get<std::int64_t>();
-    if (v < min || v > max) fail("{} is out of range {}..{}", v, min, max);
-    return v;
-  }
-  std::int32_t int32(std::int32_t min = INT32_MIN, std::int32_t max = INT32_MAX) const {
-    return static_cast<std::int32_t>(integer(min, max));
-  }
-  std::uint64_t uint64() const {
-    if (!value_.is_number_unsigned()) fail("expected a non-negative integer, got {}", describe());
-    return value_.get<std::uint64_t>();
-  }
-  std::string string(std::size_t size_max) const {
-    if (!value_.is_string()) fail("expected a string, got {}", describe());
-    const std::string& s = value_.get_ref<const std::string&>();
-    if (s.size() > size_max) fail("string of {} bytes, at most {}", s.size(), size_max);
-    return s;
-  }
-  // Runs `parse` (an enum parser of model/) and names this field when it throws.
-  template <typename Parse> auto parse_with(Parse parse, std::size_t size_max = 64) const {
-    const std::string text = string(size_max);
-    try {
-      return parse(text);
-    } catch (const InputError& e) {
-      fail("{}", e.what());
-    }
-  }
-
-private:
-  std::string describe() const {
-    std::string text = value_.dump();
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
-    return fmt::format("{} {}", value_.type_name(), text);
-  }
-
-  const json& value_;
-  std::string path_;
-  const std::string& file_;
+struct FileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
-json read_json(const fs::path& file) {
+using ReadJson = nlohmann::json;
+
+template <typename Read> auto read_file(const std::string& file_name, Read read) {
+  try {
+    return read();
+  } catch (const FieldError& e) {
+    fail_input("{}: {}: {}", file_name, e.field.empty() ? "(top level)" : e.field, e.reason);
+  } catch (const FileError& e) {
+    fail_input("{}: {}", file_name, e.what());
+  }
+}
+
+ReadJson read_json(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) fail_input("{}: missing (not a regular file)", file.string());
   const std::uintmax_t size = fs::file_size(file, ec);
@@ -321,21 +247,21 @@ json read_json(const fs::path& file) {
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) fail_input("{}: cannot read", file.string());
-  const json::parser_callback_t limit_depth = [&file](int depth, json::parse_event_t,
-                                                      json&) -> bool {
+  const ReadJson::parser_callback_t limit_depth = [&file](int depth, ReadJson::parse_event_t,
+                                                          ReadJson&) -> bool {
     if (depth > kCaseJsonDepthMax)
       fail_input("{}: nested deeper than {} levels", file.string(), kCaseJsonDepthMax);
     return true;
   };
   try {
-    return json::parse(text.str(), limit_depth);
-  } catch (const json::exception& e) {
+    return ReadJson::parse(text.str(), limit_depth);
+  } catch (const ReadJson::exception& e) {
     fail_input("{}: not valid JSON: {}", file.string(), e.what());
   }
 }
 
 // The format name and version at the top of case.json and result.json.
-void check_format(const Node& root, std::string_view name) {
+void check_format(const Field& root, std::string_view name) {
   const std::string format = root["format"].string(64);
   if (format != name) root["format"].fail("'{}', expected '{}'", format, name);
   const std::int64_t version = root["version"].integer(INT32_MIN, INT32_MAX);
@@ -346,7 +272,7 @@ void check_format(const Node& root, std::string_view name) {
   if (version < 1) root["version"].fail("version {} is not a version (1 and up)", version);
 }
 
-CacheConfig parse_config(const Node& n) {
+CacheConfig parse_config(const Field& n) {
   return CacheConfig{
       .mamba_block_size = n["mamba_block_size"].int32(),
       .attn_block_size = n["attn_block_size"].int32(),
@@ -359,7 +285,7 @@ CacheConfig parse_config(const Node& n) {
   };
 }
 
-FamilyParams parse_params(const Node& n) {
+FamilyParams parse_params(const Field& n) {
   const auto param = [&n](std::string_view key) { return n[key].integer(0, kCaseFamilyParamMax); };
   return FamilyParams{.intermediate_size = param("intermediate_size"),
                       .n_groups = param("n_groups"),
@@ -379,12 +305,12 @@ PagePolicy parse_page_policy(std::string_view text) {
   fail_input("expected shared or separate, got '{}'", text);
 }
 
-LayoutSpec parse_spec(const Node& n) {
+LayoutSpec parse_spec(const Field& n) {
   LayoutSpec spec{.num_blocks = n["num_blocks"].integer(2, kBlocksMax)};
-  const Node groups = n["groups"];
+  const Field groups = n["groups"];
   const std::size_t num_groups = groups.array_size(kGroupsMax);
   for (std::size_t i = 0; i < num_groups; ++i) {
-    const Node g = groups[i];
+    const Field g = groups[i];
     spec.groups.push_back(GroupSpec{
         .name = g["name"].string(256),
         .family = g["family"].parse_with(parse_family),
@@ -399,26 +325,26 @@ LayoutSpec parse_spec(const Node& n) {
   return spec;
 }
 
-void expect_same(const Node& n, std::int64_t rebuilt) {
+void expect_same(const Field& n, std::int64_t rebuilt) {
   const std::int64_t stored = n.integer(INT64_MIN, INT64_MAX);
   if (stored != rebuilt)
     n.fail("{} does not match the layout rebuilt from the spec ({})", stored, rebuilt);
 }
 
-void expect_same(const Node& n, std::string_view rebuilt) {
+void expect_same(const Field& n, std::string_view rebuilt) {
   const std::string stored = n.string(256);
   if (stored != rebuilt)
     n.fail("'{}' does not match the layout rebuilt from the spec ('{}')", stored, rebuilt);
 }
 
-void check_tensor(const Node& n, const StateTensor& t) {
+void check_tensor(const Field& n, const StateTensor& t) {
   expect_same(n["group"], t.group);
   expect_same(n["layer"], t.layer);
   expect_same(n["state"], t.state);
   expect_same(n["name"], t.shape.name);
   expect_same(n["kind"], to_string(t.kind()));
   expect_same(n["conv_layout"], to_string(t.conv_layout));
-  const Node dims = n["dims"];
+  const Field dims = n["dims"];
   if (dims.array_size(kNpyRankMax) != t.shape.dims.size())
     dims.fail("{} dimensions, the layout rebuilt from the spec has {}", dims.value().size(),
               t.shape.dims.size());
@@ -433,7 +359,7 @@ void check_tensor(const Node& n, const StateTensor& t) {
   expect_same(n["block_stride_bytes"], t.block_stride_bytes);
 }
 
-void check_meta(const Node& n, const StateMeta& m, std::int32_t arena) {
+void check_meta(const Field& n, const StateMeta& m, std::int32_t arena) {
   expect_same(n["arena"], arena);
   if (n["base_addr"].uint64() != m.base_addr)
     n["base_addr"].fail("{} does not match the layout rebuilt from the spec ({})",
@@ -448,7 +374,7 @@ void check_meta(const Node& n, const StateMeta& m, std::int32_t arena) {
 }
 
 // Every arena together stays under kCaseArenaBytesMax (checked before any product).
-void check_arena_sizes(const Node& n, const Layout& layout) {
+void check_arena_sizes(const Field& n, const Layout& layout) {
   std::int64_t total = 0;
   for (const ArenaSpec& a : layout.arenas) {
     if (a.page_bytes > (kCaseArenaBytesMax - total) / a.num_blocks)
@@ -457,25 +383,25 @@ void check_arena_sizes(const Node& n, const Layout& layout) {
   }
 }
 
-Layout parse_layout(const Node& root) {
+Layout parse_layout(const Field& root) {
   const CacheConfig config = parse_config(root["config"]);
-  const Node n = root["layout"];
+  const Field n = root["layout"];
   const LayoutSpec spec = parse_spec(n);
   Layout layout;
   try {
     layout = build_layout(config, spec);
   } catch (const InputError& e) {
     // build_layout names the section and field ("config: ...", "layout: group 1 ...").
-    fail_input("{}: {}", n.file(), e.what());
+    throw FileError(e.what());
   }
   check_arena_sizes(n, layout);
-  const Node tensors = n["tensors"];
+  const Field tensors = n["tensors"];
   if (tensors.array_size(kJsonListMax) != layout.tensors.size())
     tensors.fail("{} tensors, the layout rebuilt from the spec has {}", tensors.value().size(),
                  layout.tensors.size());
   for (std::size_t i = 0; i < layout.tensors.size(); ++i)
     check_tensor(tensors[i], layout.tensors[i]);
-  const Node arenas = n["arenas"];
+  const Field arenas = n["arenas"];
   if (arenas.array_size(kJsonListMax) != layout.arenas.size())
     arenas.fail("{} arenas, the layout rebuilt from the spec has {}", arenas.value().size(),
                 layout.arenas.size());
@@ -483,7 +409,7 @@ Layout parse_layout(const Node& root) {
     expect_same(arenas[i]["page_bytes"], layout.arenas[i].page_bytes);
     expect_same(arenas[i]["num_blocks"], layout.arenas[i].num_blocks);
   }
-  const Node metadata = root["metadata"];
+  const Field metadata = root["metadata"];
   if (metadata.array_size(kJsonListMax) != layout.tensors.size())
     metadata.fail("{} entries, the layout has {} tensors", metadata.value().size(),
                   layout.tensors.size());
@@ -508,7 +434,7 @@ struct CaseHeader {
   std::vector<const ArrayField*> arrays;
 };
 
-std::vector<const ArrayField*> parse_array_names(const Node& list) {
+std::vector<const ArrayField*> parse_array_names(const Field& list) {
   std::vector<const ArrayField*> out;
   const std::size_t count = list.array_size(kArrayFields.size());
   for (std::size_t i = 0; i < count; ++i) {
@@ -529,7 +455,7 @@ std::vector<const ArrayField*> parse_array_names(const Node& list) {
   return out;
 }
 
-void parse_table_geometry(const Node& n, CaseHeader& h) {
+void parse_table_geometry(const Field& n, CaseHeader& h) {
   h.num_rows = n["num_rows"].int32(0, kCaseReqsMax);
   h.row_width = n["row_width"].int32(0, kCaseTableColsMax);
   h.row_stride = n["row_stride"].int32(0, kCaseTableColsMax);
@@ -543,7 +469,7 @@ void parse_table_geometry(const Node& n, CaseHeader& h) {
                        h.num_reqs);
 }
 
-void parse_launch(const Node& n, CaseHeader& h) {
+void parse_launch(const Field& n, CaseHeader& h) {
   h.kind = n["kind"].parse_with(parse_launch_kind);
   h.num_reqs = n["num_reqs"].int32(0, kCaseReqsMax);
   h.num_slots = n["num_slots"].int32(0, kCaseReqsMax);
@@ -551,7 +477,7 @@ void parse_launch(const Node& n, CaseHeader& h) {
     n["num_slots"].fail("{}, but {} indexes by request row: it must equal num_reqs ({})",
                         h.num_slots, to_string(h.kind), h.num_reqs);
   parse_table_geometry(n["block_table"], h);
-  const Node arrays = n["arrays"];
+  const Field arrays = n["arrays"];
   h.arrays = parse_array_names(arrays);
   const auto has = [&h](std::string_view name) {
     for (const ArrayField* f : h.arrays)
@@ -561,19 +487,22 @@ void parse_launch(const Node& n, CaseHeader& h) {
   if (!uses_idx_mapping(h.kind) && has("idx_mapping"))
     arrays.fail("{} indexes by request row and takes no idx_mapping", to_string(h.kind));
   if (h.num_reqs == 0) return; // an empty launch reads nothing
-  for (const std::string_view name : required_arrays(h.kind))
-    if (!has(name)) arrays.fail("{} needs '{}'", to_string(h.kind), name);
+  const LaunchKindInfo& info = launch_kind_info(h.kind);
+  for (std::size_t i = 0; i < kArrayFields.size(); ++i)
+    if (must_come_in(info.arrays[i]) && !has(kArrayFields[i].name))
+      arrays.fail("{} needs '{}'", to_string(h.kind), kArrayFields[i].name);
 }
 
 CaseHeader read_case_header(const fs::path& dir) {
   const fs::path file = dir / "case.json";
-  const json doc = read_json(file);
-  const std::string file_name = file.string();
-  const Node root(doc, "", file_name);
-  check_format(root, kCaseFormatName);
-  CaseHeader h{.layout = parse_layout(root)};
-  parse_launch(root["launch"], h);
-  return h;
+  const ReadJson doc = read_json(file);
+  return read_file(file.string(), [&] {
+    const Field root(doc);
+    check_format(root, kCaseFormatName);
+    CaseHeader h{.layout = parse_layout(root)};
+    parse_launch(root["launch"], h);
+    return h;
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -589,7 +518,7 @@ std::vector<std::int32_t> read_array(const fs::path& dir, const ArrayField& fiel
                length,
                field.indexing == ArrayIndexing::by_slot        ? "num_slots"
                : field.indexing == ArrayIndexing::by_batch_row ? "num_reqs"
-                                                   : "num_reqs + 1");
+                                                               : "num_reqs + 1");
   std::vector<std::int32_t> values(static_cast<std::size_t>(length), 0);
   read_npy_data(file, header, std::as_writable_bytes(std::span<std::int32_t>(values)));
   return values;
@@ -636,7 +565,7 @@ std::vector<Arena> read_arenas(const fs::path& dir, const Layout& layout) {
 // ---------------------------------------------------------------------------------------
 // Results.
 
-CopyDecision parse_decision(const Node& n, const CaseHeader& h) {
+CopyDecision parse_decision(const Field& n, const CaseHeader& h) {
   const std::int32_t num_tensors = static_cast<std::int32_t>(h.layout.tensors.size());
   CopyDecision d{
       .batch_row = n["batch_row"].int32(0, std::max(h.num_reqs - 1, 0)),
@@ -751,17 +680,20 @@ LaunchResult load_result(const std::filesystem::path& dir) {
   const CaseHeader h = read_case_header(dir);
   const fs::path rdir = dir / kResultDirName;
   const fs::path file = rdir / "result.json";
-  const json doc = read_json(file);
-  const std::string file_name = file.string();
-  const Node root(doc, "", file_name);
-  check_format(root, kResultFormatName);
-  LaunchResult r{.status = root["status"].parse_with(parse_status),
-                 .unsupported_reason = root["unsupported_reason"].string(1 << 16)};
-  const std::vector<const ArrayField*> fields = parse_array_names(root["arrays"]);
-  const Node decisions = root["decisions"];
-  const std::size_t count = decisions.array_size(kJsonListMax);
-  for (std::size_t i = 0; i < count; ++i)
-    r.decisions.push_back(parse_decision(decisions[i], h));
+  const ReadJson doc = read_json(file);
+  LaunchResult r;
+  const std::vector<const ArrayField*> fields = read_file(file.string(), [&] {
+    const Field root(doc);
+    check_format(root, kResultFormatName);
+    r.status = root["status"].parse_with(parse_status);
+    r.unsupported_reason = root["unsupported_reason"].string(1 << 16);
+    std::vector<const ArrayField*> names = parse_array_names(root["arrays"]);
+    const Field decisions = root["decisions"];
+    const std::size_t count = decisions.array_size(kJsonListMax);
+    for (std::size_t i = 0; i < count; ++i)
+      r.decisions.push_back(parse_decision(decisions[i], h));
+    return names;
+  });
   r.requests = read_arrays(rdir, fields, h.num_reqs, h.num_slots);
   r.arenas = read_arenas(rdir, h.layout);
   return r;

@@ -29,6 +29,12 @@ enum class ArrayUse : std::uint8_t {
   written_or_empty, // an output the launcher initialises when the case leaves it empty
 };
 
+// Whether a case must carry the array: every used one but an output the launcher fills in.
+// preprocess_align keeps src_col and token_bias of the slots outside its batch, so they come in.
+constexpr bool must_come_in(ArrayUse use) {
+  return use != ArrayUse::unused && use != ArrayUse::written_or_empty;
+}
+
 // The unit of work the kernels spread over their programs.
 enum class LaunchWork : std::uint8_t {
   batch_rows, // one decision per batch row, its copies made where it is decided

@@ -1,12 +1,16 @@
 // LineReader: memchr over a 64 KiB buffer; the line string is reused between calls.
 #include "scenarios/line_reader.h"
 
-#include "scenarios/trace_field.h"
+#include "model/json_field.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace mc::scenarios {
+
+using model::fail_field;
+using model::Field;
+using model::FieldError;
 
 namespace {
 constexpr std::size_t kBufferBytes = std::size_t{64} << 10;

@@ -3,13 +3,17 @@
 #include "scenarios/trace.h"
 
 #include "model/errors.h"
+#include "model/json_field.h"
 #include "scenarios/line_reader.h"
-#include "scenarios/trace_field.h"
 #include "scenarios/trace_header_json.h"
 #include "scenarios/trace_rules.h"
 #include "scenarios/trace_step_json.h"
 
 namespace mc::scenarios {
+
+using model::fail_field;
+using model::Field;
+using model::FieldError;
 namespace {
 
 nlohmann::json parse_line(const std::string& line) {

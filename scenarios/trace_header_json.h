@@ -6,12 +6,16 @@
 // layout itself is built and checked by the reader (model::build_layout).
 #pragma once
 
+#include "model/json_field.h"
 #include "scenarios/trace.h"
-#include "scenarios/trace_field.h"
 
 #include <nlohmann/json.hpp>
 
 namespace mc::scenarios {
+
+using model::fail_field;
+using model::Field;
+using model::FieldError;
 
 // Asserts a header whose preset (if any) has the groups of layout_spec.
 nlohmann::ordered_json header_to_json(const TraceHeader& header);

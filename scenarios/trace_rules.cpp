@@ -2,8 +2,8 @@
 #include "scenarios/trace_rules.h"
 
 #include "model/errors.h"
+#include "model/json_field.h"
 #include "scenarios/trace.h"
-#include "scenarios/trace_field.h"
 
 #include <fmt/format.h>
 
@@ -11,6 +11,10 @@
 #include <unordered_set>
 
 namespace mc::scenarios {
+
+using model::fail_field;
+using model::Field;
+using model::FieldError;
 namespace {
 
 std::string at(std::string_view list, std::size_t i, std::string_view member) {

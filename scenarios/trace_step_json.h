@@ -6,13 +6,17 @@
 // whose member names are the JSON field names, so its messages name the same fields.
 #pragma once
 
+#include "model/json_field.h"
 #include "model/step.h"
-#include "scenarios/trace_field.h"
 
 #include <cstdint>
 #include <string>
 
 namespace mc::scenarios {
+
+using model::fail_field;
+using model::Field;
+using model::FieldError;
 
 // One line without its newline; fields equal to their defaults are left out.
 std::string step_to_line(const model::Step& step);

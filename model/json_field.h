@@ -1,16 +1,21 @@
-// A JSON value of a trace line together with its path ("scheduled[2].token_ids"), so that
-// every rejection names the field (FORMAT.md, "Errors"). The path is kept as a chain of
-// parents and spelt out only when a field is rejected: reading stays allocation-light.
+// A JSON value together with its path ("scheduled[2].token_ids"), so that every rejection of
+// an input file names the field: the one reader of trace lines (scenarios/FORMAT.md, "Errors")
+// and of case files (CASE_FORMAT.md). The path is kept as a chain of parents and spelt out
+// only when a field is rejected: reading stays allocation-light.
 //
-// Field throws FieldError, which carries the path and the reason apart; TraceReader adds the
-// file and line number in front ("FILE:LINE: field: reason") and turns it into the project's
-// InputError. Objects are closed: a key the format does not list is rejected unless it starts
-// with "x_" (FORMAT.md, "Unknown fields", says why).
+// Field throws FieldError, which carries the path and the reason apart; the reader of a file
+// adds where it was in front ("FILE:LINE: field: reason" for a trace, "FILE: field: reason"
+// for a case) and turns it into the project's InputError. expect_object makes an object
+// closed: a key the format does not list is rejected unless it starts with "x_" (FORMAT.md,
+// "Unknown fields", says why).
 #pragma once
+
+#include "model/errors.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <climits>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
@@ -18,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-namespace mc::scenarios {
+namespace mc::model {
 
 // A rejected field: `field` is its path within the line, `reason` says what is wrong.
 struct FieldError : std::runtime_error {
@@ -57,9 +62,20 @@ public:
   std::size_t array_size(std::size_t size_max) const;
 
   std::int64_t integer(std::int64_t min, std::int64_t max) const;
-  std::int32_t int32(std::int32_t min, std::int32_t max) const;
+  std::int32_t int32(std::int32_t min = INT32_MIN, std::int32_t max = INT32_MAX) const;
+  std::uint64_t uint64() const;
   bool boolean() const;
   std::string string(std::size_t size_max) const;
+  // Runs `parse` (an enum parser of model/ that throws InputError) on the string and names
+  // this field when it throws.
+  template <typename Parse> auto parse_with(Parse parse, std::size_t size_max = 64) const {
+    const std::string text = string(size_max);
+    try {
+      return parse(text);
+    } catch (const InputError& e) {
+      fail("{}", e.what());
+    }
+  }
   // A list of integers in min..max, at most size_max of them.
   std::vector<std::int32_t> int32_list(std::int32_t min, std::int32_t max,
                                        std::size_t size_max) const;
@@ -79,4 +95,4 @@ private:
   std::size_t index_ = 0;
 };
 
-} // namespace mc::scenarios
+} // namespace mc::model

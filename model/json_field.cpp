@@ -1,11 +1,11 @@
-// Field: typed access to one JSON value of a trace line, with its path in every error.
-#include "scenarios/trace_field.h"
+// Field: typed access to one JSON value of an input file, with its path in every error.
+#include "model/json_field.h"
 
 #include "model/errors.h"
 
 #include <algorithm>
 
-namespace mc::scenarios {
+namespace mc::model {
 
 std::string Field::path() const {
   if (parent_ == nullptr) return {};
@@ -43,7 +43,7 @@ bool Field::has(std::string_view key) const {
 Field Field::operator[](std::string_view key) const {
   if (!value_.is_object()) fail("expected an object, got {}", describe());
   const auto it = value_.find(key);
-  if (it == value_.end()) fail_field(child_path(key), "missing (required)");
+  if (it == value_.end()) fail_field(child_path(key), "missing");
   return Field(*it, this, key, 0);
 }
 
@@ -54,7 +54,7 @@ Field Field::operator[](std::size_t index) const {
 }
 
 std::size_t Field::array_size(std::size_t size_max) const {
-  if (!value_.is_array()) fail("expected a list, got {}", describe());
+  if (!value_.is_array()) fail("expected an array, got {}", describe());
   if (value_.size() > size_max) fail("{} entries, at most {}", value_.size(), size_max);
   return value_.size();
 }
@@ -73,6 +73,11 @@ std::int32_t Field::int32(std::int32_t min, std::int32_t max) const {
   return static_cast<std::int32_t>(integer(min, max));
 }
 
+std::uint64_t Field::uint64() const {
+  if (!value_.is_number_unsigned()) fail("expected a non-negative integer, got {}", describe());
+  return value_.get<std::uint64_t>();
+}
+
 bool Field::boolean() const {
   if (!value_.is_boolean()) fail("expected true or false, got {}", describe());
   return value_.get<bool>();
@@ -81,7 +86,7 @@ bool Field::boolean() const {
 std::string Field::string(std::size_t size_max) const {
   if (!value_.is_string()) fail("expected a string, got {}", describe());
   const auto& s = value_.get_ref<const std::string&>();
-  if (s.size() > size_max) fail("a string of {} bytes, at most {}", s.size(), size_max);
+  if (s.size() > size_max) fail("string of {} bytes, at most {}", s.size(), size_max);
   return s;
 }
 
@@ -109,4 +114,4 @@ std::vector<std::int32_t> Field::int32_list(std::int32_t min, std::int32_t max,
   return out;
 }
 
-} // namespace mc::scenarios
+} // namespace mc::model
