@@ -6,6 +6,7 @@
 #pragma once
 
 #include "model/layout.h"
+#include "model/runner_options.h"
 
 #include <cstdint>
 
@@ -35,14 +36,8 @@ struct SchedulerOptions {
   bool drafter_prunes_last_block = false;         // eagle: last cache position one block earlier
 };
 
-// How the V1 runner moves its pre-step copies (REFERENCE.md 2).
-enum class V1CopyPath : std::uint8_t { batch_copy, precopy };
-
-struct RunnerOptions {
-  model::RunnerFlavour flavour = model::RunnerFlavour::v1;
-  V1CopyPath v1_copy_path = V1CopyPath::precopy;
-  std::int32_t row_stride_extra = 3; // block-table row stride beyond the width (gap poison)
-};
+using model::RunnerOptions;
+using model::V1CopyPath;
 
 struct EngineOptions {
   WorkloadOptions workload;

@@ -40,13 +40,7 @@ namespace mc::oracle::engine {
 
 struct SeedNote;
 
-struct LaunchRecord {
-  model::LaunchKind kind = model::LaunchKind::precopy;
-  model::LaunchStatus status = model::LaunchStatus::ok;
-  std::string unsupported_reason;
-  std::vector<model::CopyDecision> decisions;
-  model::RequestArrays requests; // every per-request array after the launch
-};
+using model::LaunchRecord;
 
 struct StepRecord {
   std::int64_t step = 0;
