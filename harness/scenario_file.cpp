@@ -116,7 +116,8 @@ struct Script {
 Script read_script(const nlohmann::json& root_json) {
   const Field root(root_json);
   root.expect_object({"preset", "num_blocks", "config", "v1_copy_path", "token_budget",
-                      "max_running", "steps_max", "requests", "expect"});
+                      "max_running", "drafter_prunes_last_block", "steps_max", "requests",
+                      "expect"});
   Script s{.preset = root["preset"].string(64)};
   const model::Preset* preset = nullptr;
   try {
@@ -141,6 +142,10 @@ Script read_script(const nlohmann::json& root_json) {
                                : oracle::engine::token_budget_default(s.config);
   if (root.has("max_running"))
     s.options.scheduler.max_running = root["max_running"].int32(1, oracle::engine::kRunningMax);
+  // An EAGLE-style drafter reads one block less of the prompt, so a chunked prefill stops a
+  // block short of the prompt's last boundary (REFERENCE.md 3, chunked prefill).
+  if (root.has("drafter_prunes_last_block"))
+    s.options.scheduler.drafter_prunes_last_block = root["drafter_prunes_last_block"].boolean();
   s.options.scheduler.full_drafts_per_million = 1'000'000; // every decode carries its drafts
   if (root.has("steps_max")) s.steps_max = root["steps_max"].integer(1, kScenarioStepsMax);
   const Field requests = root["requests"];

@@ -148,3 +148,30 @@ file(WRITE ${WORK_DIR}/late.json "${broken}")
 run_input_error(scenario ${WORK_DIR}/late.json)
 expect_in("${ERR}" "late.json: expect[4].step: step 9999 never ran")
 run_input_error(scenario ${WORK_DIR}/no-such-scenario.json)
+
+# vLLM's shape of a production trace: B = 560, 3 drafts, an EAGLE drafter, a 5600-token prompt
+# prefilled in chunks of 2800, 2240 and 560 (the second stops a block short of the prompt's
+# end), then decodes accepting 3 every step. Its expectations hold for V1 on both copy paths
+# and for V2; the steps show the three chunks.
+set(eagle b560-eagle-prefill-2800-2240-560)
+run(0 scenario ${SOURCE_DIR}/scenarios/examples/${eagle}.json --out ${WORK_DIR}/${eagle}.jsonl
+    --steps-out ${WORK_DIR}/${eagle}.steps.jsonl)
+expect_in("${OUT}" "19 expectations held")
+foreach(variant "--v1-copy;batch_copy" "--runner;v2")
+  run(0 replay ${WORK_DIR}/${eagle}.jsonl ${variant})
+  expect_in("${OUT}" "19 expectations held")
+endforeach()
+file(STRINGS ${WORK_DIR}/${eagle}.steps.jsonl eagle_steps)
+set(chunk_index 0)
+foreach(chunk 2800 2240 560)
+  list(GET eagle_steps ${chunk_index} line)
+  expect_in("${line}" "\"scheduled\":${chunk},\"drafts\":0")
+  math(EXPR chunk_index "${chunk_index} + 1")
+endforeach()
+list(GET eagle_steps 3 line)
+expect_in("${line}" "\"scheduled\":4,\"drafts\":3,\"accepted\":3")
+file(READ ${SOURCE_DIR}/scenarios/examples/${eagle}.json text)
+string(REPLACE "\"pre_copy\": [4, 8]" "\"pre_copy\": [4, 9]" broken "${text}")
+file(WRITE ${WORK_DIR}/eagle-wrong-dst.json "${broken}")
+run(1 scenario ${WORK_DIR}/eagle-wrong-dst.json --out ${WORK_DIR}/eagle-wrong-dst.jsonl)
+expect_in("${OUT}" "EXPECTATION at step 1 (line 3): request a: expect.pre_copy: the trace expects [4, 9], the oracle has [4, 8]")
