@@ -54,14 +54,20 @@ ojson group_to_json(const model::GroupSpec& g) {
           {"page_align_bytes", g.page_align_bytes}};
 }
 
+// Whether the groups are still the preset's: a run that cut layers (run --layers) or a shrunk
+// case names its groups itself.
+bool preset_groups(const TraceHeader& h) {
+  if (h.preset.empty()) return false;
+  const model::Preset& preset = model::find_preset(h.preset);
+  if (preset.spec.groups.size() != h.layout_spec.groups.size()) return false;
+  for (std::size_t g = 0; g < preset.spec.groups.size(); ++g)
+    if (group_to_json(preset.spec.groups[g]) != group_to_json(h.layout_spec.groups[g]))
+      return false;
+  return true;
+}
+
 ojson layout_to_json(const TraceHeader& h) {
-  if (!h.preset.empty()) {
-    const model::Preset& preset = model::find_preset(h.preset);
-    MC_ASSERT(preset.spec.groups.size() == h.layout_spec.groups.size());
-    for (std::size_t g = 0; g < preset.spec.groups.size(); ++g)
-      MC_ASSERT(group_to_json(preset.spec.groups[g]) == group_to_json(h.layout_spec.groups[g]));
-    return {{"preset", h.preset}, {"num_blocks", h.layout_spec.num_blocks}};
-  }
+  if (preset_groups(h)) return {{"preset", h.preset}, {"num_blocks", h.layout_spec.num_blocks}};
   ojson groups = ojson::array();
   for (const model::GroupSpec& g : h.layout_spec.groups)
     groups.push_back(group_to_json(g));

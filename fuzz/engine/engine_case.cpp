@@ -22,6 +22,19 @@ constexpr std::array kTinyPresets = {"tiny-mamba2",     "tiny-mamba1", "tiny-gdn
                                      "tiny-short-conv", "tiny-linear", "tiny-mixed"};
 // Bigger families, their layers cut until the arenas fit kEngineCaseArenaBytesMax.
 constexpr std::array kBigPresets = {"lfm2-1.2b", "hybrid-gdn-conv", "nemotron-h-8b", "mamba2-2.7b"};
+// The production presets, for the cases drawn at production sizes (draw_production).
+constexpr std::array kProductionPresets = {"mamba2-2.7b",     "nemotron-h-8b",   "qwen3-next-80b",
+                                           "kimi-linear-48b", "falcon-mamba-7b", "lfm2-1.2b",
+                                           "minimax-text-01", "hybrid-gdn-conv"};
+// Mamba block sizes production models run with (vLLM rounds B up to a multiple of the
+// attention block size; hundreds to thousands of tokens).
+constexpr std::array kProductionBlockSizes = {256, 560, 1024, 2048};
+constexpr std::int32_t kProductionPromptMax = 16384;
+// From this size up, one case in six is drawn at production sizes (about one in ten of a
+// campaign with the default --max-size 100).
+constexpr int kProductionSizeMin = 40;
+constexpr std::int32_t kProductionPerMillion = 166'667;
+constexpr std::uint64_t kProductionStream = 0x70726f6475637469; // "producti"
 
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
   return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
@@ -113,9 +126,48 @@ void draw_options(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   c.engine.cache_sweep_every = 8;
 }
 
+// A production family at a production block size, with prompts up to 16k tokens. Arenas stay
+// within kProductionCaseArenaBytesMax (make_valid cuts layers): a state's size does not grow
+// with B, so such a case costs its tokens, not its block size. Keeps the drawn mode, conv layout,
+// runner and scheduler rates; redraws what production changes.
+void draw_production(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
+  c.preset = pick(rng, kProductionPresets);
+  const model::Preset& preset = model::find_preset(c.preset);
+  const model::CacheMode mode = c.config.mode;
+  const model::ConvLayout conv_layout = c.config.conv_layout;
+  c.config = preset.config;
+  c.config.mode = mode;
+  c.config.conv_layout = conv_layout;
+  c.spec = preset.spec;
+  c.preset_layout = true;
+  std::int32_t B =
+      rng.chance(500'000) ? preset.config.mamba_block_size : pick(rng, kProductionBlockSizes);
+  if (fixed.block_size) B = *fixed.block_size;
+  if (fixed.token_budget) B = std::min(B, *fixed.token_budget);
+  c.config.mamba_block_size = B;
+  std::int32_t num_spec = 0;
+  if (mode == model::CacheMode::align) {
+    const std::int64_t roll = rng.uniform(0, 99);
+    num_spec = roll < 25 ? 0 : roll < 75 ? rng.uniform32(1, 3) : rng.uniform32(4, 7);
+  }
+  num_spec = std::min(num_spec, B - 1);
+  if (fixed.token_budget) num_spec = std::min(num_spec, *fixed.token_budget - 1);
+  c.config.num_spec_tokens = num_spec;
+  c.config.num_spec_blocks = mode == model::CacheMode::align ? num_spec : 0;
+  if (conv_layout == model::ConvLayout::DS && num_spec > 0)
+    c.engine.runner.v1_copy_path = oracle::engine::V1CopyPath::precopy;
+  oracle::engine::WorkloadOptions& w = c.engine.workload;
+  w.prompt_len_max = rng.uniform32(B, kProductionPromptMax);
+  w.output_len_max = rng.uniform32(1, B + 64);
+  oracle::engine::SchedulerOptions& s = c.engine.scheduler;
+  s.token_budget = std::max(B, 1 + num_spec) + rng.uniform32(0, B);
+  if (fixed.token_budget) s.token_budget = *fixed.token_budget;
+}
+
 // Makes the case valid: drafts off where a conv window cannot hold them, layers cut (then a
 // tiny preset) until the arenas fit, the pool at least one request's worth.
-void make_valid(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
+void make_valid(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed,
+                std::int64_t arena_bytes_max) {
   // Cutting layers (up to log2 of 64 halvings, then a tiny preset) does not count as a failed
   // attempt: a big family that also needed its drafts turned off once ran out of attempts.
   constexpr int kErrorsMax = 8;
@@ -128,7 +180,7 @@ void make_valid(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
       model::CacheConfig config = c.config;
       config.runner = c.engine.runner.flavour;
       const model::Layout layout = model::build_layout(config, c.spec);
-      if (arena_bytes(layout) > kEngineCaseArenaBytesMax) {
+      if (arena_bytes(layout) > arena_bytes_max) {
         bool cut = false;
         for (model::GroupSpec& g : c.spec.groups)
           if (g.num_layers > 1) {
@@ -198,16 +250,25 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
   EngineCase c{.case_seed = case_seed, .size = size};
   draw_config(c, rng, fixed);
   draw_options(c, rng, fixed);
+  // From a stream of its own, so that the other cases of a seed stay what they were.
+  Rng production(model::mix64(case_seed ^ kProductionStream) ^ static_cast<std::uint64_t>(size));
+  const bool at_production_sizes =
+      size >= kProductionSizeMin && production.chance(kProductionPerMillion);
+  if (at_production_sizes) draw_production(c, production, fixed);
   const std::int32_t num_requests = rng.uniform32(1, 3 + size * size / 80);
   c.requests = oracle::engine::generate_workload(c.engine.workload, num_requests,
                                                  model::kSpecTokensMax + 2, rng);
   fit_workload_bounds(c);
   const std::int64_t per_request = pool_blocks_min(c);
-  c.spec.num_blocks = per_request + rng.uniform(0, per_request * rng.uniform(0, 3)) +
-                      (size > 50 ? rng.uniform(0, 40) : 0);
+  // A production family's states are large: its pool stays within a few requests' worth.
+  c.spec.num_blocks = at_production_sizes
+                          ? per_request + rng.uniform(0, per_request)
+                          : per_request + rng.uniform(0, per_request * rng.uniform(0, 3)) +
+                                (size > 50 ? rng.uniform(0, 40) : 0);
   c.num_steps = 12 + rng.uniform(0, 6 * std::int64_t{size});
   c.scheduler_seed = rng.next();
-  make_valid(c, rng, fixed);
+  make_valid(c, rng, fixed,
+             at_production_sizes ? kProductionCaseArenaBytesMax : kEngineCaseArenaBytesMax);
   return c;
 }
 

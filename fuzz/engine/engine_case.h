@@ -7,9 +7,9 @@
 #pragma once
 
 #include "gpu/engine/engine_runner.h"
-#include "harness/difference.h"
 #include "gpu/engine/runner_mutant.h"
 #include "gpu/mutant.h"
+#include "harness/difference.h"
 #include "oracle/engine/driver.h"
 
 #include <nlohmann/json.hpp>
@@ -36,6 +36,9 @@ struct EngineCase {
 
 inline constexpr int kEngineSizeMax = 100;
 inline constexpr std::int64_t kEngineCaseArenaBytesMax = std::int64_t{4} << 20;
+// A case at production sizes keeps more of its family's layers: every step compares the whole
+// arenas, so this bounds its cost per step.
+inline constexpr std::int64_t kProductionCaseArenaBytesMax = std::int64_t{16} << 20;
 
 // Sizes a campaign fixes instead of drawing (`fuzz --level engine --block-size --token-budget`).
 // A fixed budget also caps the drawn block size and drafts so that every case stays valid.

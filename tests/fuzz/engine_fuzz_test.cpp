@@ -38,8 +38,8 @@ TEST(EngineFuzz, CleanRunsHold) {
   model::testing::TempDir dir;
   EngineFuzzOptions o{.seed = 1, .cases_max = 60, .max_size = 30, .out_dir = dir.path()};
   const EngineFuzzReport r = run_engine_fuzz(o);
-  ASSERT_FALSE(r.counterexample.has_value())
-      << r.counterexample->original_failure << "\n" << r.counterexample->description;
+  ASSERT_FALSE(r.counterexample.has_value()) << r.counterexample->original_failure << "\n"
+                                             << r.counterexample->description;
   EXPECT_EQ(r.cases, 60);
   EXPECT_GT(r.steps, 60 * 5);
   EXPECT_GT(r.bytes_compared, 0);
@@ -67,6 +67,29 @@ TEST(EngineFuzz, GeneratorGivesACaseForEverySeed) {
     const EngineCase c = generate_engine_case(seed, size);
     EXPECT_GE(c.requests.size(), 1u) << "seed " << seed;
   }
+}
+
+// From size 40 up, about one case in six runs at production sizes: B of 256..2048, prompts up
+// to 16k tokens; smaller sizes never do, so the seeds of small campaigns keep their cases.
+TEST(EngineFuzz, SomeCasesAreAtProductionSizes) {
+  int production = 0;
+  int long_prompts = 0;
+  for (std::uint64_t seed = 1; seed <= 600; ++seed) {
+    const int size = 40 + static_cast<int>(seed % 61);
+    const EngineCase c = generate_engine_case(seed, size);
+    if (c.config.mamba_block_size < 256) continue;
+    ++production;
+    for (const oracle::engine::RequestSpec& r : c.requests) {
+      EXPECT_LE(r.num_prompt_tokens, 16384) << "seed " << seed;
+      if (r.num_prompt_tokens > c.config.mamba_block_size) ++long_prompts;
+    }
+  }
+  EXPECT_GE(production, 60);
+  EXPECT_LE(production, 140);
+  EXPECT_GT(long_prompts, production); // several prompts a case span blocks of B
+  for (std::uint64_t seed = 1; seed <= 300; ++seed)
+    EXPECT_LT(generate_engine_case(seed, static_cast<int>(seed % 40)).config.mamba_block_size, 256)
+        << "seed " << seed;
 }
 
 struct KillCase {
@@ -104,8 +127,8 @@ TEST_P(RunnerMutantKilled, ShrunkToAtMost8StepsAnd3Requests) {
   EXPECT_EQ(again.failure->text, cx.failure);
   EXPECT_FALSE(run_engine_case(cx.shrunk, {}).failed());
   // Both traces read back, the shrunk one with exactly the steps that fail.
-  for (const auto& [trace, steps] : {std::pair{cx.shrunk_trace, cx.steps},
-                                     std::pair{cx.original_trace, cx.original_steps}}) {
+  for (const auto& [trace, steps] :
+       {std::pair{cx.shrunk_trace, cx.steps}, std::pair{cx.original_trace, cx.original_steps}}) {
     scenarios::TraceReader reader(trace);
     std::int64_t n = 0;
     while (reader.next())

@@ -175,3 +175,12 @@ string(REPLACE "\"pre_copy\": [4, 8]" "\"pre_copy\": [4, 9]" broken "${text}")
 file(WRITE ${WORK_DIR}/eagle-wrong-dst.json "${broken}")
 run(1 scenario ${WORK_DIR}/eagle-wrong-dst.json --out ${WORK_DIR}/eagle-wrong-dst.jsonl)
 expect_in("${OUT}" "EXPECTATION at step 1 (line 3): request a: expect.pre_copy: the trace expects [4, 9], the oracle has [4, 8]")
+
+# A production preset cut to 2 layers records its groups inline (they are no longer the
+# preset's) and replays at B = 560.
+run(0 run --preset nemotron-h-8b --layers 2 --block-size 560 --steps 40
+    --record ${WORK_DIR}/cut-layers.jsonl)
+file(STRINGS ${WORK_DIR}/cut-layers.jsonl cut_header LIMIT_COUNT 1)
+expect_in("${cut_header}" "\"num_layers\":2")
+run(0 replay ${WORK_DIR}/cut-layers.jsonl)
+expect_in("${OUT}" "oracle and backend agree on every step")
