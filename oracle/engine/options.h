@@ -6,6 +6,7 @@
 #pragma once
 
 #include "model/layout.h"
+#include "oracle/engine/structures.h"
 
 #include <cstdint>
 
@@ -56,6 +57,8 @@ struct EngineOptions {
   SchedulerOptions scheduler;
   RunnerOptions runner;
   std::int32_t cache_sweep_every = 64; // full check of every cached block every N steps
+  // The oracle's own speed structures, fast or plain (structures.h): the same run either way.
+  Structures structures = Structures::fast;
 };
 
 inline constexpr std::int32_t kRequestsMax = 1 << 20;
