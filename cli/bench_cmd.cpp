@@ -3,9 +3,9 @@
 // without CUDA or a device.
 //
 // `mambacheck bench --engine [--preset P...] [--steps N] [--requests N] [--max-running N]
-// [--token-budget N] [--pool-blocks N] [--num-spec N] [--layers N] [--runner v1|v2] [--json
-// FILE]`: the oracle engine alone, one core, every invariant on (oracle/engine/bench.h); works
-// in every build.
+// [--token-budget N] [--pool-blocks N] [--num-spec N] [--layers N] [--runner v1|v2]
+// [--reference] [--json FILE]`: the oracle engine alone, one core, every invariant on
+// (oracle/engine/bench.h); works in every build.
 #include "cli/commands.h"
 #include "gpu/bench.h"
 #include "model/errors.h"
@@ -50,6 +50,7 @@ struct EngineArgs {
   std::int32_t layers = 0;
   std::string runner = "v1";
   std::uint64_t seed = 1;
+  bool reference = false;
   const CLI::App* cmd = nullptr; // which options were given
 };
 
@@ -97,7 +98,8 @@ int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
                                        .num_spec = given(a, "--num-spec", a.num_spec),
                                        .layers = given(a, "--layers", a.layers),
                                        .runner = model::parse_runner(a.runner),
-                                       .seed = a.seed};
+                                       .seed = a.seed,
+                                       .reference = a.reference};
   if (k.requests.size() > 1)
     model::fail_input("bench --engine: --requests takes one number, got {}", k.requests.size());
   if (!k.requests.empty()) o.requests = k.requests[0];
@@ -170,6 +172,10 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->needs(flag);
   cmd->add_option("--runner", engine->runner, "--engine: v1 or v2 (default v1)")->needs(flag);
   cmd->add_option("--seed", engine->seed, "--engine: seed of workload and scheduler (default 1)")
+      ->needs(flag);
+  cmd->add_flag("--reference", engine->reference,
+                "--engine: run the oracle on its plain structures instead of its fast ones (the "
+                "same counters, slower; oracle/engine/structures.h)")
       ->needs(flag);
   cmd->callback([options, engine, engine_mode, &action] {
     if (*engine_mode)

@@ -45,6 +45,7 @@ struct RunOptions {
   std::string steps_out; // one JSON line per step (harness/step_view.h)
   double step_ms = 100.0;
   std::int32_t hash_block_tokens = 16;
+  bool reference = false; // the oracle's plain structures (oracle/engine/structures.h)
 };
 
 // Prompts and outputs long enough that requests cross block boundaries, prefill in several
@@ -116,6 +117,7 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
     model::fail_input("--v1-copy: expected precopy or batch_copy, got '{}'", o.v1_copy);
   c.engine.runner.v1_copy_path = o.v1_copy == "precopy" ? oracle::engine::V1CopyPath::precopy
                                                         : oracle::engine::V1CopyPath::batch_copy;
+  if (o.reference) c.engine.structures = oracle::engine::Structures::reference;
   c.num_steps = o.steps;
   c.num_requests = o.requests;
   c.seed = o.seed;
@@ -132,8 +134,8 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
 
 void print_summary(const RunOptions& o, const harness::SimulationResult& r) {
   const oracle::engine::EngineReport& e = r.report;
-  fmt::print("run: preset {}, runner {}, mode {}, backend {}, seed {}\n", o.preset, o.runner,
-             o.mode, o.backend, o.seed);
+  fmt::print("run: preset {}, runner {}, mode {}, backend {}, seed {}{}\n", o.preset, o.runner,
+             o.mode, o.backend, o.seed, o.reference ? ", reference structures" : "");
   fmt::print("steps {} (compared {}), requests {} (finished {}, aborted {})\n", e.steps,
              r.steps_compared, e.requests, e.finished, e.aborts);
   fmt::print("preemptions {} (forced {}), resets {}, prefix hits {}\n", e.preemptions,
@@ -207,6 +209,9 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--step-ms", o->step_ms, "--workload: milliseconds per step (default 100)");
   cmd->add_option("--hash-block-tokens", o->hash_block_tokens,
                   "--workload: tokens per hash id (default 16)");
+  cmd->add_flag("--reference", o->reference,
+                "Run the oracle on its plain structures instead of its fast ones: the same steps, "
+                "counters and trace, slower (oracle/engine/structures.h)");
   cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
 }
 

@@ -69,6 +69,7 @@ EngineBenchCase make_engine_bench_case(const std::string& preset_name,
   apply_defaults(preset, c);
   c.config.runner = o.runner;
   c.engine.runner.flavour = o.runner;
+  if (o.reference) c.engine.structures = Structures::reference;
   c.seed = o.seed;
   if (o.steps) c.steps = *o.steps;
   if (o.requests) c.requests = *o.requests;
@@ -140,9 +141,10 @@ std::string describe(const EngineBenchResult& r) {
   const auto request_steps = static_cast<double>(e.request_steps);
   std::string s = fmt::format(
       "engine bench {}: runner {}, B {}, num_spec {}, {} layers, pool {} blocks ({} bytes of "
-      "arenas)\n",
+      "arenas){}\n",
       c.preset, model::to_string(c.config.runner), c.config.mamba_block_size,
-      c.config.num_spec_tokens, r.num_layers, c.spec.num_blocks, r.arena_bytes);
+      c.config.num_spec_tokens, r.num_layers, c.spec.num_blocks, r.arena_bytes,
+      c.engine.structures == Structures::reference ? ", reference structures" : "");
   s += fmt::format("  workload: requests {}, max_running {}, token_budget {}, prompts {}..{}, "
                    "outputs {}..{}, steps at most {}, seed {}\n",
                    c.requests, c.engine.scheduler.max_running, c.engine.scheduler.token_budget,

@@ -34,6 +34,7 @@ struct EngineBenchOptions {
   std::optional<std::int32_t> layers; // per group, cut from the preset's (production: 2)
   model::RunnerFlavour runner = model::RunnerFlavour::v1;
   std::uint64_t seed = 1;
+  bool reference = false; // the oracle's plain structures (structures.h): same counters, slower
 };
 
 // A tiny-state preset and a production-like one (its layers cut to fit host memory).

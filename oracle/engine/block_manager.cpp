@@ -8,12 +8,12 @@ namespace mc::oracle::engine {
 using model::kNullBlockId;
 
 BlockManager::BlockManager(const model::CacheConfig& config, std::int32_t num_groups,
-                           std::int32_t num_blocks, bool defer_frees)
-    : config_(config) {
+                           std::int32_t num_blocks, bool defer_frees, Structures structures)
+    : config_(config), settle_(structures == Structures::fast), requests_(structures) {
   MC_ASSERT(num_groups >= 1 && num_groups <= model::kGroupsMax);
   MC_ASSERT(config.mode != model::CacheMode::none);
   for (std::int32_t g = 0; g < num_groups; ++g)
-    pools_.emplace_back(num_blocks, defer_frees);
+    pools_.emplace_back(num_blocks, defer_frees, structures);
 }
 
 std::int32_t BlockManager::num_required(std::int32_t num_tokens) const {
@@ -87,8 +87,8 @@ RequestBlocks* BlockManager::find_held(const std::string& req_id, std::int32_t k
   return requests_.find(req_id, key);
 }
 
-void BlockManager::grow_align(GroupRow& row, bool allocated, std::int32_t required,
-                              BlockPool& pool, std::vector<std::int32_t>& tail) {
+void BlockManager::grow_align(GroupRow& row, bool allocated, std::int32_t required, BlockPool& pool,
+                              std::vector<std::int32_t>& tail) {
   std::vector<std::int32_t>& t = row.block_ids;
   const std::int32_t nsb = config_.num_spec_blocks;
   const auto prev_len = static_cast<std::int32_t>(t.size());
@@ -192,7 +192,7 @@ void BlockManager::cache_blocks(RequestBlocks& held, std::int32_t num_computed,
     const std::vector<std::int32_t>& t = row.block_ids;
     const auto n = std::min<std::int32_t>(num_computed / B, static_cast<std::int32_t>(t.size()));
     bool settled = true; // every position so far is null or cached
-    for (std::int32_t p = row.settled_positions; p < n; ++p) {
+    for (std::int32_t p = settle_ ? row.settled_positions : 0; p < n; ++p) {
       const std::int32_t block = t[static_cast<std::size_t>(p)];
       if (block == kNullBlockId || pools_[g].cached(block) != nullptr) {
         if (settled) row.settled_positions = p + 1;
@@ -200,9 +200,9 @@ void BlockManager::cache_blocks(RequestBlocks& held, std::int32_t num_computed,
       }
       const std::int32_t end = (p + 1) * B;
       const std::int32_t begin = std::max(0, end - tail_len);
-      pools_[g].register_block(block, prefix_hashes[static_cast<std::size_t>(end)], p,
-                               tokens.subspan(static_cast<std::size_t>(begin),
-                                              static_cast<std::size_t>(end - begin)));
+      pools_[g].register_block(
+          block, prefix_hashes[static_cast<std::size_t>(end)], p,
+          tokens.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)));
       // Refused when another block holds the boundary: tried again next time.
       settled = settled && pools_[g].cached(block) != nullptr;
       if (settled) row.settled_positions = p + 1;

@@ -17,6 +17,7 @@
 #include "model/step.h"
 #include "oracle/engine/block_pool.h"
 #include "oracle/engine/request_records.h"
+#include "oracle/engine/structures.h"
 
 #include <cstdint>
 #include <optional>
@@ -31,7 +32,7 @@ struct GroupRow {
   std::int32_t last_state_idx = -1;    // the previous running block, freed once stale
   // Every position before this one is null or holds a cached block, and stays so while the
   // request holds its table (positions are only ever nulled or appended; a held block is
-  // never evicted): cache_blocks starts its walk here.
+  // never evicted): cache_blocks starts its walk here (the plain structures walk from 0).
   std::int32_t settled_positions = 0;
 };
 
@@ -43,7 +44,7 @@ struct RequestBlocks {
 class BlockManager {
 public:
   BlockManager(const model::CacheConfig& config, std::int32_t num_groups, std::int32_t num_blocks,
-               bool defer_frees);
+               bool defer_frees, Structures structures);
 
   // The rightmost position p < positions_max whose boundary hash is cached in every group.
   std::int32_t find_cache_hit(std::span<const model::TokenHash> boundary_hashes,
@@ -88,6 +89,7 @@ public:
   const BlockPool& pool(std::int32_t group) const {
     return pools_[static_cast<std::size_t>(group)];
   }
+  std::span<const BlockPool> pools() const { return pools_; }
   std::int32_t num_groups() const { return static_cast<std::int32_t>(pools_.size()); }
   void release_deferred();
   void reset_cache(); // all requests must have been freed
@@ -103,6 +105,7 @@ private:
                   std::vector<std::int32_t>& tail);
 
   model::CacheConfig config_;
+  bool settle_ = true; // the fast structures: skip a table's settled positions
   std::vector<BlockPool> pools_;
   RequestRecords<RequestBlocks> requests_;
 };

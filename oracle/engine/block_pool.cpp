@@ -7,25 +7,15 @@
 
 namespace mc::oracle::engine {
 
-BlockPool::BlockPool(std::int32_t num_blocks, bool defer_frees)
-    : ref_count_(static_cast<std::size_t>(num_blocks), 0),
-      queue_generation_(static_cast<std::size_t>(num_blocks), 0),
-      in_queue_(static_cast<std::size_t>(num_blocks), false), defer_frees_(defer_frees),
-      by_hash_(num_blocks), entries_(static_cast<std::size_t>(num_blocks)),
+BlockPool::BlockPool(std::int32_t num_blocks, bool defer_frees, Structures structures)
+    : ref_count_(static_cast<std::size_t>(num_blocks), 0), free_(num_blocks, structures),
+      defer_frees_(defer_frees), by_hash_(num_blocks, structures),
+      entries_(static_cast<std::size_t>(num_blocks)),
       is_cached_(static_cast<std::size_t>(num_blocks), 0) {
   MC_ASSERT(num_blocks >= 2);
   ref_count_[0] = 1; // the null block is held forever
   for (std::int32_t b = 1; b < num_blocks; ++b)
-    push_free(b);
-}
-
-void BlockPool::push_free(std::int32_t block_id) {
-  const auto b = static_cast<std::size_t>(block_id);
-  MC_ASSERT(!in_queue_[b]);
-  in_queue_[b] = true;
-  ++queue_generation_[b];
-  free_queue_.emplace_back(block_id, queue_generation_[b]);
-  ++num_free_;
+    free_.push_back(b);
 }
 
 std::vector<std::int32_t> BlockPool::take(std::int32_t count) {
@@ -35,20 +25,14 @@ std::vector<std::int32_t> BlockPool::take(std::int32_t count) {
 }
 
 void BlockPool::take(std::int32_t count, std::vector<std::int32_t>& blocks) {
-  MC_ASSERT(count >= 0 && count <= num_free_);
-  for (std::int32_t taken = 0; taken < count;) {
-    MC_ASSERT(!free_queue_.empty());
-    const auto [block_id, generation] = free_queue_.front();
-    free_queue_.pop_front();
+  MC_ASSERT(count >= 0 && count <= num_free());
+  for (std::int32_t taken = 0; taken < count; ++taken) {
+    const std::int32_t block_id = free_.pop_front();
     const auto b = static_cast<std::size_t>(block_id);
-    if (!in_queue_[b] || queue_generation_[b] != generation) continue; // touched since
-    in_queue_[b] = false;
-    --num_free_;
     MC_ASSERT(ref_count_[b] == 0);
     evict(block_id);
     ref_count_[b] = 1;
     blocks.push_back(block_id);
-    ++taken;
   }
 }
 
@@ -56,10 +40,7 @@ bool BlockPool::take_block(std::int32_t block_id) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   if (ref_count_[b] != 0) return false;
-  if (in_queue_[b]) { // its queue entry goes stale (lazy removal)
-    in_queue_[b] = false;
-    --num_free_;
-  }
+  if (free_.contains(block_id)) free_.remove(block_id); // else a deferred free
   evict(block_id);
   ref_count_[b] = 1;
   return true;
@@ -69,9 +50,8 @@ void BlockPool::touch(std::int32_t block_id) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   if (ref_count_[b] == 0) {
-    MC_ASSERT(in_queue_[b]); // a deferred free is not in the cache's reach yet
-    in_queue_[b] = false;
-    --num_free_;
+    MC_ASSERT(free_.contains(block_id)); // a deferred free is not in the cache's reach yet
+    free_.remove(block_id);
   }
   ++ref_count_[b];
 }
@@ -85,12 +65,12 @@ void BlockPool::free(std::int32_t block_id) {
     deferred_.push_back(block_id);
     return;
   }
-  push_free(block_id);
+  free_.push_back(block_id);
 }
 
 void BlockPool::release_deferred() {
   for (const std::int32_t block_id : deferred_)
-    if (ref_count_[static_cast<std::size_t>(block_id)] == 0) push_free(block_id);
+    if (ref_count_[static_cast<std::size_t>(block_id)] == 0) free_.push_back(block_id);
   deferred_.clear();
 }
 
@@ -99,12 +79,12 @@ std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash) const {
   if (!block) return std::nullopt;
   const auto b = static_cast<std::size_t>(*block);
   // A deferred free is neither referenced nor in the queue: not reachable until released.
-  if (ref_count_[b] == 0 && !in_queue_[b]) return std::nullopt;
+  if (ref_count_[b] == 0 && !free_.contains(*block)) return std::nullopt;
   return block;
 }
 
-void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash,
-                               std::int32_t position, std::span<const std::int32_t> tail_tokens) {
+void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash, std::int32_t position,
+                               std::span<const std::int32_t> tail_tokens) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   MC_ASSERT(is_cached_[b] == 0);

@@ -16,9 +16,10 @@
 #include "model/errors.h"
 #include "model/stamps.h"
 #include "oracle/engine/boundary_index.h"
+#include "oracle/engine/free_queue.h"
+#include "oracle/engine/structures.h"
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <span>
 #include <vector>
@@ -33,16 +34,16 @@ struct CachedBlock {
 
 class BlockPool {
 public:
-  BlockPool(std::int32_t num_blocks, bool defer_frees);
+  BlockPool(std::int32_t num_blocks, bool defer_frees, Structures structures);
 
   std::int32_t num_blocks() const { return static_cast<std::int32_t>(ref_count_.size()); }
-  std::int32_t num_free() const { return num_free_; }
+  std::int32_t num_free() const { return free_.size(); }
   std::int32_t ref_count(std::int32_t block_id) const {
     MC_ASSERT(block_id >= 0 && block_id < num_blocks());
     return ref_count_[static_cast<std::size_t>(block_id)];
   }
 
-  std::vector<std::int32_t> take(std::int32_t count); // asserts count <= num_free()
+  std::vector<std::int32_t> take(std::int32_t count);            // asserts count <= num_free()
   void take(std::int32_t count, std::vector<std::int32_t>& out); // appends them to `out`
   // Takes this very block (replay: a recorded scheduler chose it); false when it is held.
   bool take_block(std::int32_t block_id);
@@ -72,15 +73,11 @@ public:
   std::uint64_t num_registrations() const { return log_base_ + log_.size(); }
 
 private:
-  void push_free(std::int32_t block_id);
   void evict(std::int32_t block_id);
 
   std::vector<std::int32_t> ref_count_;
-  std::vector<std::uint32_t> queue_generation_; // entry valid iff it matches (lazy removal)
-  std::vector<bool> in_queue_;
-  std::deque<std::pair<std::int32_t, std::uint32_t>> free_queue_;
+  FreeQueue free_;
   std::vector<std::int32_t> deferred_;
-  std::int32_t num_free_ = 0;
   bool defer_frees_ = false;
   BoundaryIndex by_hash_;
   // Cache entries by block id, valid where is_cached_; an evicted entry keeps its memory for

@@ -6,9 +6,10 @@ namespace mc::oracle::engine {
 
 Engine::Engine(const model::Layout& layout, std::vector<RequestSpec> requests, std::uint64_t seed,
                const EngineOptions& options)
-    : options_(options),
-      scheduler_(layout, options.scheduler, std::move(requests), model::mix64(seed + 1)),
-      runner_(layout, options.runner) {
+    : options_(options), scheduler_(layout, options.scheduler, std::move(requests),
+                                    model::mix64(seed + 1), options.structures),
+      runner_(layout, options.runner, options.structures), ledger_(options.structures),
+      checker_(options.structures) {
   validate_options(options, layout);
 }
 
@@ -33,13 +34,14 @@ bool Engine::step(const std::function<void(model::Step&)>& edit) {
   }
   if (!finding) {
     ledger_.end_step(step);
-    finding =
-        checker_.after_step(step, record, scheduler_.blocks(), runner_, ledger_, report_.bytes_checked);
+    finding = checker_.after_step(step, record, scheduler_.blocks(), runner_, ledger_,
+                                  report_.bytes_checked);
   }
   if (!finding) {
     scheduler_.update(step);
     const bool sweep = step.index % options_.cache_sweep_every == 0;
-    finding = checker_.after_commit(step.index, scheduler_.blocks(), runner_, sweep, report_.bytes_checked);
+    finding = checker_.after_commit(step.index, scheduler_.blocks(), runner_, sweep,
+                                    report_.bytes_checked);
   }
   const SchedulerStats& s = scheduler_.stats();
   report_.steps = s.steps;

@@ -2,6 +2,7 @@
 
 #include "model/block_table.h"
 #include "oracle/engine/state_io.h"
+#include "oracle/engine/table_search.h"
 
 #include <fmt/format.h>
 
@@ -28,23 +29,13 @@ private:
   std::span<const RequestBlocks* const> tables_;
 };
 
-// Whether the table holds `block_id` anywhere. `col` is where the access found it in the
-// runner's row, which agrees with the table wherever the table is real (check_rows), so that
-// column answers first; then from the end: a request's live blocks sit at the tail of its
-// table (nulls before them).
-bool holds(std::span<const std::int32_t> ids, std::int32_t col, std::int32_t block_id) {
-  if (col >= 0 && static_cast<std::size_t>(col) < ids.size() &&
-      ids[static_cast<std::size_t>(col)] == block_id)
-    return true;
-  return std::find(ids.rbegin(), ids.rend(), block_id) != ids.rend();
-}
-
 std::optional<std::string> illegal_write(const BlockAccess& w, const BlockManager& blocks,
-                                         const HeldBlocks& held, std::int64_t num_blocks) {
+                                         const HeldBlocks& held, std::int64_t num_blocks,
+                                         Structures structures) {
   if (w.block_id == model::kNullBlockId) return "writes the null block";
   if (w.block_id < 0 || w.block_id >= num_blocks) return "writes outside the arena (a pad slot?)";
   const BlockPool& pool = blocks.pool(w.group);
-  if (!holds(held.of(w.batch_row, w.group), w.col, w.block_id))
+  if (!holds(held.of(w.batch_row, w.group), w.col, w.block_id, structures))
     return pool.ref_count(w.block_id) == 0 ? "writes a freed block"
                                            : "writes a block the request does not hold";
   if (pool.ref_count(w.block_id) > 1) return "writes a block shared with another request";
@@ -57,19 +48,19 @@ std::optional<std::string> illegal_write(const BlockAccess& w, const BlockManage
 std::optional<Finding> check_accesses(const model::Step& step, const StepRecord& record,
                                       const BlockManager& blocks,
                                       std::span<const RequestBlocks* const> tables,
-                                      const model::Layout& layout) {
+                                      const model::Layout& layout, Structures structures) {
   const HeldBlocks held(tables);
   const auto req_id = [&step](const BlockAccess& a) -> const std::string& {
     return step.scheduled[static_cast<std::size_t>(a.batch_row)].req_id;
   };
   for (const BlockAccess& w : record.access.writes)
-    if (auto why = illegal_write(w, blocks, held, layout.spec.num_blocks))
+    if (auto why = illegal_write(w, blocks, held, layout.spec.num_blocks, structures))
       return make_finding(layout, FindingKind::bad_write, step.index, req_id(w), w.tensor, w.col,
                           w.block_id, fmt::format("{} ({})", *why, w.origin),
                           "a block the request holds alone");
   for (const BlockAccess& r : record.access.copy_reads) {
     if (r.block_id == model::kNullBlockId ||
-        !holds(held.of(r.batch_row, r.group), r.col, r.block_id))
+        !holds(held.of(r.batch_row, r.group), r.col, r.block_id, structures))
       return make_finding(
           layout, FindingKind::bad_read, step.index, req_id(r), r.tensor, r.col, r.block_id,
           fmt::format("the {} copy reads a block the request does not hold", r.origin),
@@ -78,36 +69,17 @@ std::optional<Finding> check_accesses(const model::Step& step, const StepRecord&
   return std::nullopt;
 }
 
-// The first column where the runner's row disagrees with a real entry of the scheduler's
-// table, or -1. The whole row is compared without an exit per entry (rows agree on almost
-// every step), then searched only when it does not.
-std::int64_t first_disagreement(std::span<const std::int32_t> want,
-                                std::span<const std::int32_t> got) {
-  const std::size_t n = std::min(want.size(), got.size());
-  bool differs = false;
-  for (std::size_t j = 0; j < n; ++j)
-    differs |= (want[j] != model::kNullBlockId) & (got[j] != want[j]);
-  for (std::size_t j = n; j < want.size(); ++j) // past the runner's row: every real entry is missing
-    differs |= want[j] != model::kNullBlockId;
-  if (!differs) return -1;
-  for (std::size_t j = 0; j < want.size(); ++j)
-    if (want[j] != model::kNullBlockId && (j >= got.size() || got[j] != want[j]))
-      return static_cast<std::int64_t>(j);
-  MC_ASSERT(false);
-  return -1;
-}
-
 std::optional<Finding> check_rows(const model::Step& step,
                                   std::span<const RequestBlocks* const> tables,
-                                  const OracleRunner& runner) {
+                                  const OracleRunner& runner, Structures structures) {
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const RequestBlocks* rb = tables[b];
-    const model::GroupBlockIds* row = runner.next_read(b).row;
+    const model::GroupBlockIds* row = runner.next_read(step, b).row;
     if (rb == nullptr || row == nullptr) continue; // finished or preempted since
     for (std::size_t g = 0; g < rb->groups.size(); ++g) {
       const auto& want = rb->groups[g].block_ids;
       const auto& got = (*row)[g];
-      const std::int64_t j = first_disagreement(want, got);
+      const std::int64_t j = first_disagreement(want, got, structures);
       if (j < 0) continue;
       const auto col = static_cast<std::size_t>(j);
       return make_finding(runner.layout(), FindingKind::bad_index, step.index,
@@ -133,13 +105,13 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
   tables_.clear();
   for (const model::ScheduledRequest& s : step.scheduled)
     tables_.push_back(blocks.find(s.req_id, s.key));
-  if (auto f = check_accesses(step, record, blocks, tables_, layout)) return f;
-  if (auto f = check_rows(step, tables_, runner)) return f;
+  if (auto f = check_accesses(step, record, blocks, tables_, layout, structures_)) return f;
+  if (auto f = check_rows(step, tables_, runner, structures_)) return f;
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
-    const OracleRunner::NextRead next = runner.next_read(b);
+    const OracleRunner::NextRead next = runner.next_read(step, b);
     const std::optional<ReadPoint>& rp = next.point;
-    const RequestTruth& truth = ledger.row_truth(step.index, b);
+    const RequestTruth& truth = ledger.row_truth(step, b);
     const std::int32_t c = truth.num_committed;
     if (!rp || c == 0) continue;
     const std::int32_t bias =
@@ -181,60 +153,15 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
   return std::nullopt;
 }
 
-// Which cached blocks to check: new registrations (or a new boundary on a block), or every one
-// in a sweep; by block id either way, so the first finding is the same whichever way.
-//
-// Outside a sweep only the blocks registered since the last call are visited (BlockPool's
-// numbered registrations): a block whose entry is older was cached, with that entry, at the
-// last call, so it was either selected then and marked seen with its hash afterwards, or
-// already seen with it; either way the filter below drops it. Where the pool's log does not
-// reach back that far, every block is visited, as in a sweep.
-void InvariantChecker::select_cached(const BlockManager& blocks, bool sweep_all) {
-  checked_.resize(static_cast<std::size_t>(blocks.num_groups()));
-  to_check_.resize(checked_.size());
-  registrations_.resize(checked_.size());
-  for (std::int32_t g = 0; g < blocks.num_groups(); ++g) {
-    const BlockPool& pool = blocks.pool(g);
-    std::vector<CheckedBlock>& checked = checked_[static_cast<std::size_t>(g)];
-    checked.resize(static_cast<std::size_t>(pool.num_blocks()));
-    std::vector<std::pair<std::int32_t, const CachedBlock*>>& list =
-        to_check_[static_cast<std::size_t>(g)];
-    list.clear();
-    const auto consider = [&](std::int32_t block) {
-      const CachedBlock* entry = pool.cached(block);
-      if (entry == nullptr) return;
-      const CheckedBlock& seen = checked[static_cast<std::size_t>(block)];
-      if (!sweep_all && seen.seen && seen.hash == entry->hash) return;
-      list.emplace_back(block, entry);
-    };
-    Registrations& since = registrations_[static_cast<std::size_t>(g)];
-    const std::optional<std::span<const std::int32_t>> fresh =
-        !sweep_all && since.pool == &pool ? pool.registered_since(since.seen) : std::nullopt;
-    if (fresh) {
-      for (const std::int32_t block : *fresh)
-        consider(block);
-      std::sort(list.begin(), list.end(),
-                [](const auto& x, const auto& y) { return x.first < y.first; });
-      list.erase(std::unique(list.begin(), list.end(),
-                             [](const auto& x, const auto& y) { return x.first == y.first; }),
-                 list.end());
-    } else {
-      for (std::int32_t block = 1; block < pool.num_blocks(); ++block)
-        consider(block);
-    }
-    since = {.pool = &pool, .seen = pool.num_registrations()};
-  }
-}
-
 std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const BlockManager& blocks,
                                                       OracleRunner& runner, bool sweep_all,
                                                       std::int64_t& bytes_checked) {
   const model::Layout& layout = runner.layout();
   const std::int32_t B = layout.config.mamba_block_size;
-  select_cached(blocks, sweep_all);
+  selection_.select(blocks.pools(), sweep_all);
   for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
     const model::StateTensor& t = layout.tensors[i];
-    for (const auto& [block, entry_ptr] : to_check_[static_cast<std::size_t>(t.group)]) {
+    for (const auto& [block, entry_ptr] : selection_.selected(static_cast<std::size_t>(t.group))) {
       const CachedBlock& entry = *entry_ptr;
       const BlockRef ref{.arena = &runner.arenas()[static_cast<std::size_t>(t.arena)],
                          .tensor = &t,
@@ -258,10 +185,7 @@ std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const B
             fmt::format("the state after {} tokens (position {})", n, entry.position));
     }
   }
-  // Blocks not selected already carry their hash.
-  for (std::size_t g = 0; g < to_check_.size(); ++g)
-    for (const auto& [block, entry] : to_check_[g])
-      checked_[g][static_cast<std::size_t>(block)] = {.hash = entry->hash, .seen = true};
+  selection_.mark_checked();
   return std::nullopt;
 }
 

@@ -11,13 +11,14 @@
 
 #include "model/step.h"
 #include "oracle/engine/block_manager.h"
+#include "oracle/engine/cached_selection.h"
 #include "oracle/engine/finding.h"
 #include "oracle/engine/ledger.h"
 #include "oracle/engine/runner.h"
+#include "oracle/engine/structures.h"
 
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <vector>
 
 namespace mc::oracle::engine {
@@ -26,6 +27,9 @@ namespace mc::oracle::engine {
 // recorded tables in a replay (oracle/engine/replay.h).
 class InvariantChecker {
 public:
+  explicit InvariantChecker(Structures structures)
+      : structures_(structures), selection_(structures) {}
+
   // Before the scheduler commits the step (tables as the step ran).
   std::optional<Finding> after_step(const model::Step& step, const StepRecord& record,
                                     const BlockManager& blocks, OracleRunner& runner,
@@ -36,20 +40,8 @@ public:
                                       std::int64_t& bytes_checked);
 
 private:
-  struct CheckedBlock {
-    model::TokenHash hash = 0; // the boundary last found right in this block
-    bool seen = false;
-  };
-  void select_cached(const BlockManager& blocks, bool sweep_all);
-  // Per group: the pool and its registration count at the last select_cached.
-  struct Registrations {
-    const BlockPool* pool = nullptr;
-    std::uint64_t seen = 0;
-  };
-
-  std::vector<std::vector<CheckedBlock>> checked_; // by group, by block
-  std::vector<Registrations> registrations_;       // by group
-  std::vector<std::vector<std::pair<std::int32_t, const CachedBlock*>>> to_check_; // by group
+  Structures structures_;
+  CachedSelection selection_;
   std::vector<const RequestBlocks*> tables_; // after_step: the block manager's, by batch row
 };
 

@@ -6,6 +6,9 @@
 
 namespace mc::oracle::engine {
 
+Ledger::Ledger(Structures structures)
+    : keep_rows_(structures == Structures::fast), requests_(structures), listed_(structures) {}
+
 void Ledger::append(RequestTruth& t, std::int32_t token) {
   t.hashes.push_back(model::extend_hash(t.hashes.back(), token));
   t.tokens.push_back(token);
@@ -41,7 +44,7 @@ std::optional<std::string> Ledger::begin_step(const model::Step& step) {
         listed_.next_row(s.req_id, [this, &s](const std::string& id) -> RequestTruth& {
           return requests_.at(id, s.key);
         });
-    rows_.push_back(&t);
+    if (keep_rows_) rows_.push_back(&t);
     MC_ASSERT(t.listed_step == step.index); // every scheduled request is new or cached (step.h)
     const std::int32_t c = t.listed_computed;
     t.num_committed = c; // a preempted request restarts from its prefix hit (or 0)
@@ -65,10 +68,11 @@ std::optional<std::string> Ledger::begin_step(const model::Step& step) {
 }
 
 void Ledger::end_step(const model::Step& step) {
-  MC_ASSERT(rows_step_ == step.index && rows_.size() == step.scheduled.size());
+  MC_ASSERT(rows_step_ == step.index);
+  MC_ASSERT(!keep_rows_ || rows_.size() == step.scheduled.size());
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
-    RequestTruth& t = *rows_[b];
+    RequestTruth& t = keep_rows_ ? *rows_[b] : requests_.at(s.req_id);
     if (s.num_draft_tokens == 0) {
       t.num_committed += s.num_scheduled_tokens;
       continue;
@@ -90,9 +94,11 @@ const RequestTruth& Ledger::truth(const std::string& req_id) const {
   return requests_.at(req_id);
 }
 
-const RequestTruth& Ledger::row_truth(std::int64_t step_index, std::size_t batch_row) const {
-  MC_ASSERT(step_index == rows_step_);
-  MC_ASSERT(batch_row < rows_.size());
+const RequestTruth& Ledger::row_truth(const model::Step& step, std::size_t batch_row) const {
+  MC_ASSERT(step.index == rows_step_);
+  MC_ASSERT(batch_row < step.scheduled.size());
+  if (!keep_rows_) return requests_.at(step.scheduled[batch_row].req_id);
+  MC_ASSERT(rows_.size() == step.scheduled.size());
   return *rows_[batch_row];
 }
 

@@ -11,6 +11,7 @@
 #include "model/step.h"
 #include "oracle/engine/listed_rows.h"
 #include "oracle/engine/request_records.h"
+#include "oracle/engine/structures.h"
 
 #include <cstdint>
 #include <optional>
@@ -31,22 +32,25 @@ struct RequestTruth {
 
 class Ledger {
 public:
+  explicit Ledger(Structures structures);
+
   // Learns prompts and scheduled tokens; the first contradiction, if any, as a message.
   std::optional<std::string> begin_step(const model::Step& step);
   // Commits accepted tokens and drops finished requests.
   void end_step(const model::Step& step);
 
   const RequestTruth& truth(const std::string& req_id) const;
-  // The truth of batch row `batch_row` of the step begun last (`step_index`, asserted): the
-  // same as truth(its id), without the lookup.
-  const RequestTruth& row_truth(std::int64_t step_index, std::size_t batch_row) const;
+  // The truth of batch row `batch_row` of `step`, the step begun last (asserted): truth(its
+  // id), which the fast structures keep by batch row.
+  const RequestTruth& row_truth(const model::Step& step, std::size_t batch_row) const;
   model::TokenHash hash_after(const std::string& req_id, std::int32_t num_tokens) const;
 
 private:
   void append(RequestTruth& t, std::int32_t token);
+  bool keep_rows_ = true;                 // the fast structures: rows_ is kept
   RequestRecords<RequestTruth> requests_; // stable addresses
-  std::int64_t rows_step_ = -1;           // the step begun last
-  std::vector<RequestTruth*> rows_;       // its batch rows' truths (all of them once it held)
+  std::int64_t rows_step_ = -1;           // the step begun last, once every row agreed
+  std::vector<RequestTruth*> rows_;       // its batch rows' truths
   ListedRows<RequestTruth> listed_;       // its new and cached requests' truths
 };
 

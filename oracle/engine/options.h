@@ -7,6 +7,7 @@
 
 #include "model/layout.h"
 #include "model/runner_options.h"
+#include "oracle/engine/structures.h"
 
 #include <cstdint>
 
@@ -44,6 +45,8 @@ struct EngineOptions {
   SchedulerOptions scheduler;
   RunnerOptions runner;
   std::int32_t cache_sweep_every = 64; // full check of every cached block every N steps
+  // The oracle's own speed structures, fast or plain (structures.h): the same run either way.
+  Structures structures = Structures::fast;
 };
 
 inline constexpr std::int32_t kRequestsMax = 1 << 20;

@@ -10,12 +10,12 @@
 namespace mc::oracle::engine {
 
 Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
-                   std::int32_t cache_sweep_every)
+                   std::int32_t cache_sweep_every, Structures structures)
     : layout_(layout), cache_sweep_every_(cache_sweep_every),
       tail_tokens_(model::conv_history_rows_max(layout)),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
-              /*defer_frees=*/false),
-      runner_(layout, options) {
+              /*defer_frees=*/false, structures),
+      runner_(layout, options, structures), ledger_(structures), checker_(structures) {
   MC_ASSERT(cache_sweep_every >= 1);
   MC_ASSERT(layout.config.mode != model::CacheMode::none);
 }

@@ -21,6 +21,7 @@
 #include "oracle/engine/ledger.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/runner.h"
+#include "oracle/engine/structures.h"
 
 #include <cstdint>
 #include <map>
@@ -49,7 +50,7 @@ class Replayer {
 public:
   // `layout.config` is the trace's (its runner flavour is ignored: options.flavour counts).
   Replayer(const model::Layout& layout, const RunnerOptions& options,
-           std::int32_t cache_sweep_every = 64);
+           std::int32_t cache_sweep_every = 64, Structures structures = Structures::fast);
 
   // Runs one step; the first finding stops the replay (step() must not be called again).
   std::optional<Finding> step(const model::Step& step);

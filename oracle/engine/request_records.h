@@ -1,15 +1,17 @@
 // Records kept per request id (the ledger's truths, the runner's states, the block manager's
-// tables), found by id in O(1) without hashing the id when the caller also has the request's
-// dense key (model/step.h: the scheduler's number of the request, the same in every step).
-//
-// The key is only a hint: a record is found by its key when the record remembered under that
-// key has the same id, else by id through the map (then it is remembered under the key). So a
-// missing key (-1, a recorded trace), a key reused for another id, or a step a test edited
-// finds the same record as a lookup by id, only slower. Records live in map nodes: their
-// addresses stay valid until they are erased.
+// tables), found by id; a caller that has the request's dense key (model/step.h: the
+// scheduler's number of the request, the same in every step) passes it along. Two
+// implementations (structures.h):
+// - plain: the map by id; the key is ignored.
+// - fast: the key is a hint, to find a record in O(1) without hashing the id. A record is found
+//   by its key when the record remembered under that key has the same id, else by id through
+//   the map (then it is remembered under the key). So a missing key (-1, a recorded trace), a
+//   key reused for another id, or a step a test edited finds the same record as a lookup by id.
+// Records live in map nodes: their addresses stay valid until they are erased.
 #pragma once
 
 #include "model/errors.h"
+#include "oracle/engine/structures.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +23,8 @@ namespace mc::oracle::engine {
 
 template <typename Record> class RequestRecords {
 public:
+  explicit RequestRecords(Structures structures) : keys_(structures == Structures::fast) {}
+
   Record* find(const std::string& id, std::int32_t key = -1) {
     Node* node = find_node(id, key);
     return node == nullptr ? nullptr : &node->record;
@@ -74,7 +78,7 @@ private:
   };
 
   Node* find_node(const std::string& id, std::int32_t key) const {
-    if (key >= 0 && static_cast<std::size_t>(key) < by_key_.size()) {
+    if (keys_ && key >= 0 && static_cast<std::size_t>(key) < by_key_.size()) {
       Node* node = by_key_[static_cast<std::size_t>(key)];
       if (node != nullptr && *node->id == id) return node;
     }
@@ -87,6 +91,7 @@ private:
   // Points `key` at `node` (a node is remembered under one key at most, so that erasing it
   // leaves no pointer behind).
   void remember(Node& node, std::int32_t key) const {
+    if (!keys_) return;
     if (key < 0 || key == node.key) {
       if (key >= 0) by_key_[static_cast<std::size_t>(key)] = &node;
       return;
@@ -99,6 +104,7 @@ private:
     node.key = key;
   }
 
+  bool keys_ = true; // the fast implementation: keys are hints
   // Both mutable: a lookup from a const method fills the key cache (never the records).
   mutable std::unordered_map<std::string, Node> by_id_;
   mutable std::vector<Node*> by_key_; // by key: a node of by_id_ or null

@@ -13,8 +13,10 @@
 
 namespace mc::oracle::engine {
 
-OracleRunner::OracleRunner(const model::Layout& layout, const RunnerOptions& options)
-    : layout_(layout), options_(options) {
+OracleRunner::OracleRunner(const model::Layout& layout, const RunnerOptions& options,
+                           Structures structures)
+    : layout_(layout), options_(options), keep_rows_(structures == Structures::fast),
+      requests_(structures), listed_(structures) {
   launch_case_.layout = layout;
   for (std::size_t i = 0; i < layout.tensors.size(); ++i)
     conv_history_.push_back(layout.tensors[i].kind() == model::StateKind::conv

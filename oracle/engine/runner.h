@@ -26,6 +26,7 @@
 #include "oracle/engine/listed_rows.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/request_records.h"
+#include "oracle/engine/structures.h"
 #include "oracle/engine/writes.h"
 #include "oracle/runner_bookkeeping.h"
 
@@ -58,7 +59,7 @@ struct ReadPoint {
 
 class OracleRunner {
 public:
-  OracleRunner(const model::Layout& layout, const RunnerOptions& options);
+  OracleRunner(const model::Layout& layout, const RunnerOptions& options, Structures structures);
 
   StepRecord execute(const model::Step& step, const Ledger& ledger);
 
@@ -69,12 +70,13 @@ public:
   // After execute(): where the next step will read (align and all mode).
   std::optional<ReadPoint> read_point(const std::string& req_id) const;
   const model::GroupBlockIds* row(const std::string& req_id) const;
-  // The same two for batch row `batch_row` of the step executed last, without a lookup by id.
+  // The same two for batch row `batch_row` of `step`, the step executed last (asserted); the
+  // fast structures keep its records by batch row, the plain ones look them up by id.
   struct NextRead {
     std::optional<ReadPoint> point;
     const model::GroupBlockIds* row = nullptr;
   };
-  NextRead next_read(std::size_t batch_row) const;
+  NextRead next_read(const model::Step& step, std::size_t batch_row) const;
 
 private:
   // What the runner keeps per request id: its block-table row, its counts around the current
@@ -121,6 +123,7 @@ private:
 
   model::Layout layout_;
   RunnerOptions options_;
+  bool keep_rows_ = true; // the fast structures: last_batch_ is kept
   std::vector<std::int64_t> conv_history_;
   // The run's arenas, this step's block tables (by batch row) and the arrays of the launch
   // in flight; the layout is copied once.

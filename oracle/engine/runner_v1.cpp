@@ -30,11 +30,11 @@ StepRecord OracleRunner::execute(const model::Step& step, const Ledger& ledger) 
     const std::int32_t c = st.num_computed;
     ctx.num_computed.push_back(c);
     ctx.state.push_back(&st);
-    ctx.truth.push_back(&ledger.row_truth(step.index, b)); // the ledger has begun this step
+    ctx.truth.push_back(&ledger.row_truth(step, b)); // the ledger has begun this step
     st.next_computed =
         c + (s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens);
   }
-  last_batch_ = ctx.state;
+  if (keep_rows_) last_batch_ = ctx.state;
   if (layout_.config.mode == model::CacheMode::all)
     execute_all(ctx);
   else if (options_.flavour == model::RunnerFlavour::v1)
@@ -160,8 +160,15 @@ void OracleRunner::execute_all(StepCtx& ctx) {
   ctx.rec.finding = run_forward(fctx, rows);
 }
 
-OracleRunner::NextRead OracleRunner::next_read(std::size_t batch_row) const {
-  MC_ASSERT(batch_row < last_batch_.size());
+OracleRunner::NextRead OracleRunner::next_read(const model::Step& step,
+                                               std::size_t batch_row) const {
+  MC_ASSERT(step.index == step_index_);
+  MC_ASSERT(batch_row < step.scheduled.size());
+  if (!keep_rows_) {
+    const std::string& id = step.scheduled[batch_row].req_id;
+    return {read_point(id), row(id)};
+  }
+  MC_ASSERT(last_batch_.size() == step.scheduled.size());
   const RequestState& st = *last_batch_[batch_row];
   if (layout_.config.mode == model::CacheMode::all) {
     const auto col =

@@ -19,10 +19,10 @@ std::vector<model::TokenHash> prefix_hashes_of(const std::vector<std::int32_t>& 
 } // namespace
 
 Scheduler::Scheduler(const model::Layout& layout, const SchedulerOptions& options,
-                     std::vector<RequestSpec> requests, std::uint64_t seed)
-    : config_(layout.config), options_(options),
+                     std::vector<RequestSpec> requests, std::uint64_t seed, Structures structures)
+    : config_(layout.config), options_(options), keep_rows_(structures == Structures::fast),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
-              options.async_frees),
+              options.async_frees, structures),
       rng_(seed), tail_tokens_(model::conv_history_rows_max(layout)) {
   for (RequestSpec& spec : requests) {
     SchedRequest r{.spec = std::move(spec)};
@@ -70,8 +70,8 @@ std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) 
   return std::max(d, 0);
 }
 
-void Scheduler::make_scheduled(const SchedRequest& r, std::int32_t num_new,
-                               std::int32_t num_draft, RequestBlocks& held, model::Step& step) {
+void Scheduler::make_scheduled(const SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
+                               RequestBlocks& held, model::Step& step) {
   const std::vector<std::int32_t>& truth = r.spec.tokens;
   const auto c = static_cast<std::size_t>(r.num_computed);
   scheduled_.push_back(static_cast<std::size_t>(&r - requests_.data()));

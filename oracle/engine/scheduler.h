@@ -18,6 +18,7 @@
 #include "oracle/engine/block_manager.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/rng.h"
+#include "oracle/engine/structures.h"
 #include "oracle/engine/workload.h"
 
 #include <cstdint>
@@ -54,7 +55,7 @@ struct SchedulerStats {
 class Scheduler {
 public:
   Scheduler(const model::Layout& layout, const SchedulerOptions& options,
-            std::vector<RequestSpec> requests, std::uint64_t seed);
+            std::vector<RequestSpec> requests, std::uint64_t seed, Structures structures);
 
   // `spent`: a step done with (the engine's last one), whose rows and their vectors are
   // reused for this one's, so that a step costs no allocation per row.
@@ -88,6 +89,7 @@ private:
 
   model::CacheConfig config_;
   SchedulerOptions options_;
+  bool keep_rows_ = true; // the fast structures: update() uses the rows schedule() kept
   BlockManager blocks_;
   Rng rng_;
   std::vector<SchedRequest> requests_;
@@ -98,7 +100,8 @@ private:
   std::vector<model::RequestId> finished_pending_;
   std::vector<std::size_t> scheduled_; // the last schedule()'s batch rows, as request indices
   // Their tables in the block manager (valid while the request runs: update() skips a row
-  // preempted since, and a finished request is freed only after its own row).
+  // preempted since, and a finished request is freed only after its own row). With the plain
+  // structures update() finds both by id instead.
   std::vector<RequestBlocks*> scheduled_held_;
   // Rows of spent steps, kept for their vectors' capacity.
   std::vector<model::ScheduledRequest> spare_scheduled_;

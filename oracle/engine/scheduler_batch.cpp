@@ -117,7 +117,8 @@ void Scheduler::update(const model::Step& step) {
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
     // The row schedule() made, unless a test edited the step (then by id).
-    const bool same_row = b < scheduled_.size() && requests_[scheduled_[b]].spec.req_id == s.req_id;
+    const bool same_row =
+        keep_rows_ && b < scheduled_.size() && requests_[scheduled_[b]].spec.req_id == s.req_id;
     SchedRequest& r = requests_[same_row ? scheduled_[b] : index_.at(s.req_id)];
     if (r.status != RequestStatus::running) continue; // preempted later in the same step
     const std::int32_t committed =

@@ -1,5 +1,6 @@
 // The align-mode block manager against tables derived by hand from REFERENCE.md 3
-// (B = 4, nsb = 2, one group, 16 blocks, free queue 1..15 in order), and "all" mode.
+// (B = 4, nsb = 2, one group, 16 blocks, free queue 1..15 in order), and "all" mode; on the
+// fast and on the plain structures (oracle/engine/structures.h).
 #include "model/stamps.h"
 #include "oracle/engine/block_manager.h"
 
@@ -20,8 +21,11 @@ Table table(const BlockManager& m, const std::string& id) {
   return m.find(id)->groups[0].block_ids;
 }
 
-TEST(BlockManager, AlignGrowthMovesSpecBlocksAndFreesTheStaleRunningBlock) {
-  BlockManager m(align_config(), 1, 16, false);
+class BlockManagerByHand : public ::testing::TestWithParam<Structures> {};
+class BlockPoolByHand : public ::testing::TestWithParam<Structures> {};
+
+TEST_P(BlockManagerByHand, AlignGrowthMovesSpecBlocksAndFreesTheStaleRunningBlock) {
+  BlockManager m(align_config(), 1, 16, false, GetParam());
   EXPECT_EQ(m.allocate("a", 4)[0], (Table{1, 2, 3})); // 1 + nsb new, running at 0
   m.remove_skipped("a", 4);
   EXPECT_EQ(m.allocate("a", 5)[0], (Table{4})); // one new block, running at 1
@@ -40,8 +44,8 @@ TEST(BlockManager, AlignGrowthMovesSpecBlocksAndFreesTheStaleRunningBlock) {
   EXPECT_EQ(table(m, "a"), (Table{0, 0, 0, 4, 3, 5}));
 }
 
-TEST(BlockManager, LargeChunkPadsNullsAndMovesEverySpecBlock) {
-  BlockManager m(align_config(), 1, 16, false);
+TEST_P(BlockManagerByHand, LargeChunkPadsNullsAndMovesEverySpecBlock) {
+  BlockManager m(align_config(), 1, 16, false, GetParam());
   m.allocate("a", 4); // [1 2 3]
   // Tail from the old length 3: one null (to the running position 4), spec blocks 2 and 3
   // moved to the end (their old positions nulled), one new block.
@@ -50,8 +54,8 @@ TEST(BlockManager, LargeChunkPadsNullsAndMovesEverySpecBlock) {
   EXPECT_EQ(m.num_new_blocks("a", 24), 1);
 }
 
-TEST(BlockManager, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
-  BlockManager m(align_config(), 1, 16, false);
+TEST_P(BlockManagerByHand, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
+  BlockManager m(align_config(), 1, 16, false, GetParam());
   std::vector<std::int32_t> tokens(40);
   std::iota(tokens.begin(), tokens.end(), 7);
   std::vector<model::TokenHash> h{model::kEmptySequenceHash};
@@ -76,12 +80,12 @@ TEST(BlockManager, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
   EXPECT_NE(m.pool(0).lookup(h[4]), std::nullopt); // freed but still cached (evictable)
 }
 
-TEST(BlockManager, AllModeKeepsOneBlockPerBlockSizeTokens) {
+TEST_P(BlockManagerByHand, AllModeKeepsOneBlockPerBlockSizeTokens) {
   model::CacheConfig c = align_config();
   c.mode = model::CacheMode::all;
   c.num_spec_tokens = 0;
   c.num_spec_blocks = 0;
-  BlockManager m(c, 2, 8, false);
+  BlockManager m(c, 2, 8, false, GetParam());
   EXPECT_EQ(m.allocate("a", 9)[1], (Table{1, 2, 3}));
   m.remove_skipped("a", 9); // nothing is freed in all mode
   EXPECT_EQ(m.allocate("a", 13)[0], (Table{4}));
@@ -89,8 +93,8 @@ TEST(BlockManager, AllModeKeepsOneBlockPerBlockSizeTokens) {
   EXPECT_FALSE(m.can_allocate("a", 40)); // 10 blocks > 7 usable
 }
 
-TEST(BlockPool, NullBlockIsNeverHandedOutAndFreesCanBeDeferred) {
-  BlockPool p(4, true);
+TEST_P(BlockPoolByHand, NullBlockIsNeverHandedOutAndFreesCanBeDeferred) {
+  BlockPool p(4, true, GetParam());
   EXPECT_EQ(p.take(3), (Table{1, 2, 3}));
   p.free(2);
   EXPECT_EQ(p.num_free(), 0); // deferred (async scheduling)
@@ -98,6 +102,11 @@ TEST(BlockPool, NullBlockIsNeverHandedOutAndFreesCanBeDeferred) {
   EXPECT_EQ(p.num_free(), 1);
   EXPECT_EQ(p.take(1), (Table{2}));
 }
+
+INSTANTIATE_TEST_SUITE_P(Both, BlockManagerByHand,
+                         ::testing::Values(Structures::fast, Structures::reference));
+INSTANTIATE_TEST_SUITE_P(Both, BlockPoolByHand,
+                         ::testing::Values(Structures::fast, Structures::reference));
 
 } // namespace
 } // namespace mc::oracle::engine

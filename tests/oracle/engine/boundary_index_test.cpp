@@ -1,59 +1,53 @@
-// BoundaryIndex against std::unordered_map under random inserts and erases (small tables, so
-// probe runs wrap around and erase shifts entries back across the end), and the pool's
-// numbered registrations.
+// The prefix-cache index: the fast table against the plain map under random inserts and erases
+// (small tables, so probe runs wrap around and erase shifts entries back across the end), and
+// the pool's numbered registrations.
 #include "oracle/engine/block_pool.h"
 #include "oracle/engine/boundary_index.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
-#include <unordered_map>
 #include <vector>
 
 namespace mc::oracle::engine {
 namespace {
 
-TEST(BoundaryIndex, AgreesWithAMapUnderRandomInsertsAndErases) {
+TEST(BoundaryIndex, FastAndPlainAgreeUnderRandomInsertsAndErases) {
   for (const std::int32_t capacity : {1, 7, 8, 64}) {
     std::mt19937_64 rng(static_cast<std::uint64_t>(capacity));
-    BoundaryIndex index(capacity);
-    std::unordered_map<model::TokenHash, std::int32_t> want;
+    BoundaryIndex fast(capacity, Structures::fast);
+    BoundaryIndex plain(capacity, Structures::reference);
     // Few distinct hashes, some equal in their high bits (one home slot), so runs collide.
-    const auto draw_hash = [&] {
-      const std::uint64_t r = rng() % 24;
-      return r < 12 ? r : (r << 60) | 5;
-    };
+    const auto hash_of = [](std::uint64_t r) { return r < 12 ? r : (r << 60) | 5; };
     for (int op = 0; op < 20000; ++op) {
-      const model::TokenHash h = draw_hash();
-      if (rng() % 2 == 0 && !want.empty()) {
-        if (!want.contains(h)) continue;
-        index.erase(h);
-        want.erase(h);
-      } else if (static_cast<std::int32_t>(want.size()) < capacity || want.contains(h)) {
+      const model::TokenHash h = hash_of(rng() % 24);
+      const bool indexed = plain.find(h).has_value();
+      if (rng() % 2 == 0 && plain.size() > 0) {
+        if (!indexed) continue;
+        fast.erase(h);
+        plain.erase(h);
+      } else if (plain.size() < capacity || indexed) {
         const auto block = static_cast<std::int32_t>(rng() % 100);
-        const bool inserted = index.insert(h, block);
-        ASSERT_EQ(inserted, !want.contains(h)) << op;
-        if (inserted) want[h] = block;
+        const bool inserted = plain.insert(h, block);
+        ASSERT_EQ(fast.insert(h, block), inserted) << op;
+        ASSERT_EQ(inserted, !indexed) << op;
       }
-      ASSERT_EQ(index.size(), static_cast<std::int32_t>(want.size()));
-      for (std::uint64_t probe = 0; probe < 24; ++probe) {
-        const model::TokenHash q = probe < 12 ? probe : (probe << 60) | 5;
-        const auto it = want.find(q);
-        const std::optional<std::int32_t> got = index.find(q);
-        ASSERT_EQ(got.has_value(), it != want.end()) << "capacity " << capacity << " op " << op;
-        if (got) {
-          ASSERT_EQ(*got, it->second);
-        }
-      }
+      ASSERT_EQ(fast.size(), plain.size());
+      for (std::uint64_t probe = 0; probe < 24; ++probe)
+        ASSERT_EQ(fast.find(hash_of(probe)), plain.find(hash_of(probe)))
+            << "capacity " << capacity << " op " << op;
     }
-    index.clear();
-    EXPECT_EQ(index.size(), 0);
-    EXPECT_FALSE(index.find(3).has_value());
+    fast.clear();
+    plain.clear();
+    EXPECT_EQ(fast.size(), 0);
+    EXPECT_EQ(plain.size(), 0);
+    EXPECT_FALSE(fast.find(3).has_value());
+    EXPECT_FALSE(plain.find(3).has_value());
   }
 }
 
 TEST(BlockPool, RegistrationsAreNumberedAndTheLogIsBounded) {
-  BlockPool pool(8, false);
+  BlockPool pool(8, false, Structures::fast);
   EXPECT_EQ(pool.num_registrations(), 0u);
   const std::vector<std::int32_t> blocks = pool.take(7); // every block but the null one
   ASSERT_EQ(blocks, (std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 7}));

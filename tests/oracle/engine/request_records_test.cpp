@@ -9,7 +9,7 @@ namespace mc::oracle::engine {
 namespace {
 
 TEST(RequestRecords, KeyAndIdFindTheSameRecord) {
-  RequestRecords<int> r;
+  RequestRecords<int> r(Structures::fast);
   bool inserted = false;
   int& a = r.emplace("a", 3, &inserted);
   EXPECT_TRUE(inserted);
@@ -26,7 +26,7 @@ TEST(RequestRecords, KeyAndIdFindTheSameRecord) {
 }
 
 TEST(RequestRecords, AKeyOfAnotherIdIsIgnored) {
-  RequestRecords<int> r;
+  RequestRecords<int> r(Structures::fast);
   r.emplace("a", 1) = 1;
   r.emplace("b", 2) = 2;
   EXPECT_EQ(*r.find("b", 1), 2); // key 1 holds a: b is found by id
@@ -36,7 +36,7 @@ TEST(RequestRecords, AKeyOfAnotherIdIsIgnored) {
 }
 
 TEST(RequestRecords, EraseLeavesNothingBehind) {
-  RequestRecords<std::string> r;
+  RequestRecords<std::string> r(Structures::fast);
   r.emplace("a", 0) = "first";
   r.find("a", 5); // remembered under 5 now, not under 0
   r.erase("a");
