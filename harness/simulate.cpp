@@ -3,6 +3,7 @@
 
 #include "harness/lockstep.h"
 #include "model/errors.h"
+#include "model/prng.h"
 #include "scenarios/trace.h"
 
 #include <memory>
@@ -26,7 +27,7 @@ std::vector<oracle::engine::RequestSpec> workload(const SimulationOptions& o) {
   if (o.num_requests < 1 || o.num_requests > oracle::engine::kRequestsMax)
     model::fail_input("--requests must be in 1..{}, got {}", oracle::engine::kRequestsMax,
                       o.num_requests);
-  oracle::engine::Rng rng(o.seed);
+  auto rng = model::SplitMix64::from_seed(o.seed);
   return oracle::engine::generate_workload(o.engine.workload, o.num_requests,
                                            model::kSpecTokensMax + 2, rng);
 }

@@ -33,13 +33,14 @@ bool Engine::step(const std::function<void(model::Step&)>& edit) {
   }
   if (!finding) {
     ledger_.end_step(step);
-    finding =
-        checker_.after_step(step, record, scheduler_.blocks(), runner_, ledger_, report_.bytes_checked);
+    finding = checker_.after_step(step, record, scheduler_.blocks(), runner_, ledger_,
+                                  report_.bytes_checked);
   }
   if (!finding) {
     scheduler_.update(step);
     const bool sweep = step.index % options_.cache_sweep_every == 0;
-    finding = checker_.after_commit(step.index, scheduler_.blocks(), runner_, sweep, report_.bytes_checked);
+    finding = checker_.after_commit(step.index, scheduler_.blocks(), runner_, sweep,
+                                    report_.bytes_checked);
   }
   const SchedulerStats& s = scheduler_.stats();
   report_.steps = s.steps;
@@ -66,7 +67,7 @@ EngineReport run_engine(const model::CacheConfig& config, const model::LayoutSpe
     model::fail_input("engine: num_requests must be in 0..{}, got {}", kRequestsMax, num_requests);
   const model::Layout layout = model::build_layout(config, spec);
   validate_options(options, layout);
-  Rng rng(seed);
+  auto rng = model::SplitMix64::from_seed(seed);
   std::vector<RequestSpec> requests =
       generate_workload(options.workload, num_requests, model::kSpecTokensMax + 2, rng);
   Engine engine(layout, std::move(requests), seed, options);

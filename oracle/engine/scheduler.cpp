@@ -23,7 +23,7 @@ Scheduler::Scheduler(const model::Layout& layout, const SchedulerOptions& option
     : config_(layout.config), options_(options),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               options.async_frees),
-      rng_(seed), tail_tokens_(model::conv_history_rows_max(layout)) {
+      rng_(model::SplitMix64::from_seed(seed)), tail_tokens_(model::conv_history_rows_max(layout)) {
   for (RequestSpec& spec : requests) {
     SchedRequest r{.spec = std::move(spec)};
     r.prefix_hashes = prefix_hashes_of(r.spec.tokens);
@@ -70,8 +70,8 @@ std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) 
   return std::max(d, 0);
 }
 
-void Scheduler::make_scheduled(const SchedRequest& r, std::int32_t num_new,
-                               std::int32_t num_draft, RequestBlocks& held, model::Step& step) {
+void Scheduler::make_scheduled(const SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
+                               RequestBlocks& held, model::Step& step) {
   const std::vector<std::int32_t>& truth = r.spec.tokens;
   const auto c = static_cast<std::size_t>(r.num_computed);
   scheduled_.push_back(static_cast<std::size_t>(&r - requests_.data()));

@@ -7,8 +7,8 @@
 // are hit by another (REFERENCE.md 3, prefix hits).
 #pragma once
 
+#include "model/prng.h"
 #include "oracle/engine/options.h"
-#include "oracle/engine/rng.h"
 
 #include <cstdint>
 #include <string>
@@ -27,6 +27,6 @@ struct RequestSpec {
 // `num_requests` requests arriving over the run (at most arrivals_per_step_max a step).
 std::vector<RequestSpec> generate_workload(const WorkloadOptions& options,
                                            std::int32_t num_requests, std::int32_t slack_tokens,
-                                           Rng& rng);
+                                           model::SplitMix64& rng);
 
 } // namespace mc::oracle::engine

@@ -1,6 +1,7 @@
 #include "oracle/engine/workload_import.h"
 
 #include "model/errors.h"
+#include "model/prng.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,12 +13,7 @@
 namespace mc::oracle::engine {
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  std::uint64_t z = x + 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+using model::splitmix64;
 
 // A request's own tokens (past its hash blocks, and its continuation): stream 2 of the line.
 std::int32_t own_token(std::int64_t line, std::int32_t i, std::int32_t vocab_size) {
