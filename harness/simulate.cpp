@@ -5,11 +5,17 @@
 #include "model/errors.h"
 #include "model/prng.h"
 #include "scenarios/trace.h"
+#include "scenarios/workload_import.h"
 
 #include <memory>
 
 namespace mc::harness {
 namespace {
+
+// An imported workload (scenarios/workload_import.h) is refused where it is read, by limits
+// that scenarios/ restates: they must be the simulator's own.
+static_assert(scenarios::kWorkloadRequestsMax == oracle::engine::kRequestsMax);
+static_assert(scenarios::kWorkloadSequenceLenMax == oracle::engine::kSequenceLenMax);
 
 scenarios::TraceHeader record_header(const SimulationOptions& o, const model::CacheConfig& config,
                                      std::int64_t num_requests) {
