@@ -1,4 +1,4 @@
-#include "oracle/engine/bench.h"
+#include "bench/engine_bench.h"
 
 #include "model/errors.h"
 #include "model/presets.h"
