@@ -4,10 +4,10 @@
 // Every backend run is preceded by the oracle's run: it is the judge of what is valid
 // (a column outside its row, a block outside its arena: exit 2) before a kernel sees the
 // case, and its result is what --check compares against when DIR holds no expected result.
-#include "cli/backend.h"
+#include "backends/backend.h"
+#include "backends/external_backend.h"
 #include "cli/case_print.h"
 #include "cli/commands.h"
-#include "cli/external_backend.h"
 #include "fuzz/compare.h"
 #include "model/case_file.h"
 #include "oracle/launch.h"
@@ -31,14 +31,14 @@ struct CaseOptions {
   bool print = false;   // the oracle's decisions per row and its arrays, as text
   bool json = false;    // the same as JSON on standard output, and nothing else
   std::string external; // a worker command running the kernels under test
-  double external_timeout = kExternalTimeoutSecondsDefault;
+  double external_timeout = backends::kExternalTimeoutSecondsDefault;
 };
 
 // The result of the external kernels; a worker that cannot be used is exit 3.
 model::LaunchResult run_external(const CaseOptions& options, const model::LaunchCase& launch_case) {
   try {
-    return run_external_once(options.external, options.external_timeout, launch_case);
-  } catch (const ExternalWorkerFailure& failure) {
+    return backends::run_external_once(options.external, options.external_timeout, launch_case);
+  } catch (const backends::ExternalWorkerFailure& failure) {
     throw model::EnvironmentError(failure.message);
   }
 }
@@ -60,13 +60,13 @@ std::string summary(const model::LaunchResult& result) {
 
 int run_case(const CaseOptions& options) {
   const bool external = !options.external.empty();
-  const Backend backend = parse_backend(options.backend);
-  if (external && backend != Backend::oracle)
+  const backends::Backend backend = backends::parse_backend(options.backend);
+  if (external && backend != backends::Backend::oracle)
     model::fail_input("--external and --backend: give one of them");
   if (!(options.external_timeout > 0 && options.external_timeout <= 86400))
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                       options.external_timeout);
-  require_backend(backend);
+  backends::require_backend(backend);
   const std::string backend_name = external ? "external" : options.backend;
   const model::LaunchCase launch_case = model::load_case(options.dir);
   const model::LaunchResult oracle_result = oracle::run_launch(launch_case);
@@ -78,10 +78,10 @@ int run_case(const CaseOptions& options) {
   model::LaunchResult result;
   std::string kernel_error; // an `error:` answer of the external kernels
   try {
-    result = external                     ? run_external(options, launch_case)
-             : backend == Backend::oracle ? oracle_result.clone()
-                                          : run_backend(backend, launch_case);
-  } catch (const ExternalKernelError& e) {
+    result = external                               ? run_external(options, launch_case)
+             : backend == backends::Backend::oracle ? oracle_result.clone()
+                                                    : backends::run_backend(backend, launch_case);
+  } catch (const backends::ExternalKernelError& e) {
     kernel_error = e.what();
   }
   if (!kernel_error.empty()) {

@@ -30,14 +30,14 @@
 #include <string_view>
 #include <vector>
 
-namespace mc::cli {
+namespace mc::backends {
 
 inline constexpr double kExternalTimeoutSecondsDefault = 300.0;
 
 struct ExternalOptions {
-  std::string command;             // run by /bin/sh -c
-  std::filesystem::path work_dir;  // case and result directories are written here
-  std::filesystem::path log_file;  // the worker's stderr (appended); empty: inherited
+  std::string command;            // run by /bin/sh -c
+  std::filesystem::path work_dir; // case and result directories are written here
+  std::filesystem::path log_file; // the worker's stderr (appended); empty: inherited
   double timeout_seconds = kExternalTimeoutSecondsDefault; // the greeting, and each case
 };
 
@@ -103,4 +103,4 @@ std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptio
 model::LaunchResult run_external_once(const std::string& command, double timeout_seconds,
                                       const model::LaunchCase& launch_case);
 
-} // namespace mc::cli
+} // namespace mc::backends

@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-namespace mc::cli {
+namespace mc::backends {
 
 enum class Backend { oracle, host, cuda };
 
@@ -17,4 +17,4 @@ Backend default_backend();
 std::string_view to_string(Backend backend);
 model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch_case);
 
-} // namespace mc::cli
+} // namespace mc::backends
