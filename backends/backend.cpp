@@ -49,4 +49,9 @@ model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch
   return {};
 }
 
+fuzz::LaunchRunner launch_runner(Backend backend) {
+  return
+      [backend](const model::LaunchCase& launch_case) { return run_backend(backend, launch_case); };
+}
+
 } // namespace mc::backends

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "fuzz/campaign/kernel_campaign.h"
+#include "fuzz/run_case.h"
 #include "model/launch.h"
 
 #include <sys/types.h>
@@ -51,8 +52,8 @@ struct ExternalWorkerFailure {
 
 // The worker answered `error: MESSAGE` for one case: the kernels under test failed on it
 // (raised, wrote outside their buffers). A finding like a wrong byte.
-struct ExternalKernelError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct ExternalKernelError : fuzz::KernelError {
+  using fuzz::KernelError::KernelError;
 };
 
 class ExternalWorker {

@@ -55,9 +55,7 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Bac
   c.seed = o.seed;
   c.max_size = o.max_size;
   c.backend_name = std::string(to_string(backend));
-  c.backend = [backend](const model::LaunchCase& launch) {
-    return backends::run_backend(backend, launch);
-  };
+  c.backend = backends::launch_runner(backend);
   if (!o.mutant.empty()) { // --mutant: the backend's kernels are that variant (gpu/mutant.h)
     const gpu::Mutant mutant = backends::parse_kernel_mutant(o.mutant);
     c.backend = [run = backends::mutant_launch_runner(backend),

@@ -69,9 +69,7 @@ StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     c.cases_max = o.kernel_cases;
     c.max_size = 100;
     c.backend_name = std::string(to_string(backend));
-    c.backend = [backend](const model::LaunchCase& launch) {
-      return backends::run_backend(backend, launch);
-    };
+    c.backend = backends::launch_runner(backend);
     c.out_dir = std::filesystem::path(o.out) / "kernel";
     const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
     s.cases += r.cases;
