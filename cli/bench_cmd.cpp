@@ -1,16 +1,16 @@
 // `mambacheck bench [--preset P...] [--requests N...] [--iters N] [--json FILE]`: CUDA-event
-// timings of the kernels next to cudaMemcpyAsync and a batched memcpy (gpu/bench.h). Exit 3
-// without CUDA or a device.
+// timings of the kernels next to cudaMemcpyAsync and a batched memcpy
+// (bench/kernel_bench.h). Exit 3 without CUDA or a device.
 //
 // `mambacheck bench --engine [--preset P...] [--steps N] [--requests N] [--max-running N]
 // [--token-budget N] [--pool-blocks N] [--num-spec N] [--layers N] [--runner v1|v2]
 // [--reference] [--json FILE]`: the oracle engine alone, one core, every invariant on
-// (oracle/engine/bench.h); works in every build.
+// (bench/engine_bench.h); works in every build.
+#include "bench/engine_bench.h"
+#include "bench/kernel_bench.h"
 #include "cli/commands.h"
-#include "gpu/bench.h"
 #include "model/errors.h"
 #include "model/presets.h"
-#include "oracle/engine/bench.h"
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +40,7 @@ int run_bench_command(const gpu::BenchOptions& options) {
 }
 
 // What the engine bench takes beyond the kernel bench's --preset, --requests and --json; an
-// option not given keeps the preset's default (oracle/engine/bench.h).
+// option not given keeps the preset's default (bench/engine_bench.h).
 struct EngineArgs {
   std::int64_t steps = 0;
   std::int32_t max_running = 0;

@@ -4,11 +4,12 @@
 // Every backend run is preceded by the oracle's run: it is the judge of what is valid
 // (a column outside its row, a block outside its arena: exit 2) before a kernel sees the
 // case, and its result is what --check compares against when DIR holds no expected result.
-#include "cli/backend.h"
+#include "backends/backend.h"
+#include "backends/external_backend.h"
 #include "cli/case_print.h"
 #include "cli/commands.h"
-#include "cli/external_backend.h"
 #include "fuzz/compare.h"
+#include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "oracle/launch.h"
 
@@ -31,14 +32,14 @@ struct CaseOptions {
   bool print = false;   // the oracle's decisions per row and its arrays, as text
   bool json = false;    // the same as JSON on standard output, and nothing else
   std::string external; // a worker command running the kernels under test
-  double external_timeout = kExternalTimeoutSecondsDefault;
+  double external_timeout = backends::kExternalTimeoutSecondsDefault;
 };
 
 // The result of the external kernels; a worker that cannot be used is exit 3.
 model::LaunchResult run_external(const CaseOptions& options, const model::LaunchCase& launch_case) {
   try {
-    return run_external_once(options.external, options.external_timeout, launch_case);
-  } catch (const ExternalWorkerFailure& failure) {
+    return backends::run_external_once(options.external, options.external_timeout, launch_case);
+  } catch (const backends::ExternalWorkerFailure& failure) {
     throw model::EnvironmentError(failure.message);
   }
 }
@@ -58,45 +59,55 @@ std::string summary(const model::LaunchResult& result) {
   return fmt::format("ok: {} copies, {} bytes", result.decisions.size(), bytes);
 }
 
-int run_case(const CaseOptions& options) {
+// The backend under test as run_case takes it; empty for the oracle, whose result run_case
+// then clones instead of running it twice.
+fuzz::LaunchRunner case_runner(const CaseOptions& options, backends::Backend backend) {
+  if (!options.external.empty())
+    return [&options](const model::LaunchCase& c) { return run_external(options, c); };
+  if (backend == backends::Backend::oracle) return {};
+  return backends::launch_runner(backend);
+}
+
+// The external kernels failed on the case (an `error:` answer): a mismatch.
+int report_kernel_error(const CaseOptions& options, const model::LaunchCase& launch_case,
+                        const std::string& backend_name, const std::string& error) {
+  std::cout << fmt::format("{}: {} on external ({} rows): MISMATCH: the backend failed: {}\n",
+                           options.dir, model::to_string(launch_case.kind), launch_case.num_reqs,
+                           error);
+  if (!options.report.empty())
+    write_report(options.report, {{"case", options.dir},
+                                  {"kind", model::to_string(launch_case.kind)},
+                                  {"backend", backend_name},
+                                  {"external", options.external},
+                                  {"difference", error},
+                                  {"exit_code", kExitMismatch}});
+  return kExitMismatch;
+}
+
+int run_case_command(const CaseOptions& options) {
   const bool external = !options.external.empty();
-  const Backend backend = parse_backend(options.backend);
-  if (external && backend != Backend::oracle)
+  const backends::Backend backend = backends::parse_backend(options.backend);
+  if (external && backend != backends::Backend::oracle)
     model::fail_input("--external and --backend: give one of them");
   if (!(options.external_timeout > 0 && options.external_timeout <= 86400))
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                       options.external_timeout);
-  require_backend(backend);
+  backends::require_backend(backend);
   const std::string backend_name = external ? "external" : options.backend;
   const model::LaunchCase launch_case = model::load_case(options.dir);
-  const model::LaunchResult oracle_result = oracle::run_launch(launch_case);
+  // Before any backend: the oracle judges the case (an invalid one is exit 2) and is shown.
+  model::LaunchResult oracle_result = oracle::run_launch(launch_case);
   if (options.json) {
     std::cout << case_decisions_json(launch_case, oracle_result).dump(2) << "\n";
     return kExitOk;
   }
   if (options.print) std::cout << case_decisions_text(launch_case, oracle_result);
-  model::LaunchResult result;
-  std::string kernel_error; // an `error:` answer of the external kernels
-  try {
-    result = external                     ? run_external(options, launch_case)
-             : backend == Backend::oracle ? oracle_result.clone()
-                                          : run_backend(backend, launch_case);
-  } catch (const ExternalKernelError& e) {
-    kernel_error = e.what();
-  }
-  if (!kernel_error.empty()) {
-    std::cout << fmt::format("{}: {} on external ({} rows): MISMATCH: the backend failed: {}\n",
-                             options.dir, model::to_string(launch_case.kind), launch_case.num_reqs,
-                             kernel_error);
-    if (!options.report.empty())
-      write_report(options.report, {{"case", options.dir},
-                                    {"kind", model::to_string(launch_case.kind)},
-                                    {"backend", backend_name},
-                                    {"external", options.external},
-                                    {"difference", kernel_error},
-                                    {"exit_code", kExitMismatch}});
-    return kExitMismatch;
-  }
+  const fuzz::CaseOutcome outcome =
+      fuzz::run_case(launch_case, std::move(oracle_result), case_runner(options, backend),
+                     fuzz::BackendFindings::kernel_errors);
+  if (outcome.status == fuzz::CaseStatus::backend_failed)
+    return report_kernel_error(options, launch_case, backend_name, outcome.error);
+  const model::LaunchResult& result = outcome.backend;
   std::cout << fmt::format("{}: {} on {} ({} rows): {}\n", options.dir,
                            model::to_string(launch_case.kind), backend_name, launch_case.num_reqs,
                            summary(result));
@@ -112,11 +123,11 @@ int run_case(const CaseOptions& options) {
   }
   int exit_code = kExitOk;
   if (options.check) {
+    // run_case compared with the oracle; a result stored with the case takes its place.
     const bool stored = model::has_result(options.dir);
-    const model::LaunchResult expected =
-        stored ? model::load_result(options.dir) : oracle_result.clone();
     const std::optional<fuzz::Difference> difference =
-        fuzz::compare_results(launch_case, expected, result);
+        stored ? fuzz::compare_results(launch_case, model::load_result(options.dir), result)
+               : outcome.difference;
     report["expected_from"] = stored ? "stored" : "oracle";
     if (difference) {
       std::cout << fmt::format("MISMATCH against the {} result: {}\n", stored ? "stored" : "oracle",
@@ -152,7 +163,7 @@ void add_case_command(CLI::App& app, Action& action) {
                   "(adapters/python/README.md)");
   cmd->add_option("--external-timeout", options->external_timeout,
                   "Seconds the worker may take to start and to run the case (default 300)");
-  cmd->callback([options, &action] { action = [options] { return run_case(*options); }; });
+  cmd->callback([options, &action] { action = [options] { return run_case_command(*options); }; });
 }
 
 } // namespace

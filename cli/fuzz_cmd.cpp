@@ -2,13 +2,13 @@
 // kind on the oracle and a backend (cuda when a device is present, host otherwise),
 // compared exactly; a failure is shrunk and written as case directories, and the exit
 // message prints the command that replays it (exit 1).
-#include "cli/backend.h"
+#include "backends/backend.h"
+#include "backends/external_backend.h"
+#include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "cli/duration.h"
-#include "cli/external_backend.h"
 #include "cli/fuzz_engine.h"
 #include "cli/junit.h"
-#include "cli/mutant_backend.h"
 #include "cli/progress.h"
 #include "fuzz/campaign/kernel_campaign.h"
 #include "gpu/engine/runner_mutant.h"
@@ -38,36 +38,36 @@ struct FuzzOptions {
   std::string junit;
   std::string mutant;   // a kernel or runner mutant (engine level: either)
   std::string external; // kernel level: a worker command running the kernels under test
-  double external_timeout = kExternalTimeoutSecondsDefault;
+  double external_timeout = backends::kExternalTimeoutSecondsDefault;
 };
 
 // How the reproduce lines name the backend: `--backend host` or `--external 'COMMAND'`.
 std::string backend_arguments(const FuzzOptions& o, const fuzz::KernelCampaignOptions& c) {
   if (o.external.empty()) return fmt::format("--backend {}", c.backend_name);
-  std::string args = fmt::format("--external {}", shell_quote(o.external));
-  if (o.external_timeout != kExternalTimeoutSecondsDefault)
+  std::string args = fmt::format("--external {}", backends::shell_quote(o.external));
+  if (o.external_timeout != backends::kExternalTimeoutSecondsDefault)
     args += fmt::format(" --external-timeout {}", o.external_timeout);
   return args;
 }
 
-fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, Backend backend) {
+fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Backend backend) {
   fuzz::KernelCampaignOptions c;
   c.seed = o.seed;
   c.max_size = o.max_size;
   c.backend_name = std::string(to_string(backend));
-  c.backend = [backend](const model::LaunchCase& launch) { return run_backend(backend, launch); };
+  c.backend = backends::launch_runner(backend);
   if (!o.mutant.empty()) { // --mutant: the backend's kernels are that variant (gpu/mutant.h)
-    const gpu::Mutant mutant = parse_kernel_mutant(o.mutant);
-    c.backend = [run = mutant_launch_runner(backend), mutant](const model::LaunchCase& launch) {
-      return run(launch, mutant);
-    };
+    const gpu::Mutant mutant = backends::parse_kernel_mutant(o.mutant);
+    c.backend = [run = backends::mutant_launch_runner(backend),
+                 mutant](const model::LaunchCase& launch) { return run(launch, mutant); };
     c.mutant_name = o.mutant;
   }
   c.out_dir = o.out;
   c.seconds_max =
       o.time_budget.empty() ? 0.0 : parse_duration_option("--time-budget", o.time_budget);
   c.cases_max = o.cases > 0 ? o.cases : (c.seconds_max > 0 ? kCasesMax : 2000);
-  if (backend == Backend::cuda) c.gen.weights.grid *= 2; // the device makes big grids cheap
+  if (backend == backends::Backend::cuda)
+    c.gen.weights.grid *= 2; // the device makes big grids cheap
   return c;
 }
 
@@ -104,7 +104,7 @@ int report_counterexample(const fuzz::KernelCampaignOptions& c, const fuzz::Coun
 }
 
 // The kernel level: summary, report and JUnit case (written by run_fuzz).
-int run_kernel_level(const FuzzOptions& o, Backend backend, double seconds_max,
+int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
                      nlohmann::json& report, JunitCase& jc) {
   fuzz::KernelCampaignOptions c = campaign_options(o, backend);
   c.seconds_max = seconds_max;
@@ -112,15 +112,15 @@ int run_kernel_level(const FuzzOptions& o, Backend backend, double seconds_max,
   if (!c.mutant_name.empty())
     std::cout << fmt::format("kernel level: the {} backend runs MUTATED kernels: {}\n",
                              c.backend_name, c.mutant_name);
-  std::unique_ptr<ExternalWorker> worker; // --external: the campaign's backend
+  std::unique_ptr<backends::ExternalWorker> worker; // --external: the campaign's backend
   if (!o.external.empty()) {
     const std::filesystem::path work = std::filesystem::path(o.out) / "external";
     try {
-      worker = attach_external_worker(c, {.command = o.external,
-                                          .work_dir = work,
-                                          .log_file = work / "worker.log",
-                                          .timeout_seconds = o.external_timeout});
-    } catch (const ExternalWorkerFailure& failure) {
+      worker = backends::attach_external_worker(c, {.command = o.external,
+                                                    .work_dir = work,
+                                                    .log_file = work / "worker.log",
+                                                    .timeout_seconds = o.external_timeout});
+    } catch (const backends::ExternalWorkerFailure& failure) {
       throw model::EnvironmentError(failure.message);
     }
   }
@@ -132,7 +132,7 @@ int run_kernel_level(const FuzzOptions& o, Backend backend, double seconds_max,
   fuzz::KernelCampaignReport r;
   try {
     r = fuzz::run_kernel_campaign(c);
-  } catch (const ExternalWorkerFailure& failure) {
+  } catch (const backends::ExternalWorkerFailure& failure) {
     progress.done();
     throw model::EnvironmentError(failure.message);
   }
@@ -174,12 +174,12 @@ int run_fuzz(const FuzzOptions& o) {
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                       o.external_timeout);
   // With --external the backend below only sizes the generator (the worker runs the cases).
-  const Backend backend = !o.external.empty() ? Backend::host
-                          : o.backend.empty() ? default_backend()
-                                              : parse_backend(o.backend);
-  if (backend == Backend::oracle)
+  const backends::Backend backend = !o.external.empty() ? backends::Backend::host
+                                    : o.backend.empty() ? backends::default_backend()
+                                                        : backends::parse_backend(o.backend);
+  if (backend == backends::Backend::oracle)
     model::fail_input("--backend: fuzz compares the oracle with host or cuda");
-  require_backend(backend);
+  backends::require_backend(backend);
   const bool both = o.level == "both";
   // With both levels, a time budget is shared half and half.
   const double seconds =

@@ -68,8 +68,8 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   fuzz::EngineFuzzOptions o{.seed = q.seed, .max_size = q.max_size, .fixed = q.fixed};
   o.cases_max = q.cases > 0 ? q.cases : (q.seconds_max > 0 ? kEngineCasesMax : kEngineCasesDefault);
   o.seconds_max = q.seconds_max;
-  o.executor = q.backend == Backend::cuda ? gpu::engine::ExecutorKind::cuda
-                                          : gpu::engine::ExecutorKind::host;
+  o.executor = q.backend == backends::Backend::cuda ? gpu::engine::ExecutorKind::cuda
+                                                    : gpu::engine::ExecutorKind::host;
   o.backend_name = std::string(to_string(q.backend));
   o.out_dir = q.out;
   resolve_mutant(q.mutant, o);

@@ -2,7 +2,7 @@
 // for `--level engine` and `--level both`: progress line, summary, counterexample message.
 #pragma once
 
-#include "cli/backend.h"
+#include "backends/backend.h"
 #include "cli/junit.h"
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/mutants/mutants.h"
@@ -15,7 +15,7 @@
 namespace mc::cli {
 
 struct EngineLevelRequest {
-  Backend backend = Backend::host;
+  backends::Backend backend = backends::Backend::host;
   std::uint64_t seed = 1;
   std::int64_t cases = 0;   // 0: the default (200, or unlimited with a time budget)
   double seconds_max = 0.0; // 0: no time limit

@@ -6,17 +6,17 @@
 //   mutant-smoke   a handful of mutants spanning launch kinds and the runner must each be
 //                  killed, so the gate is shown to be live
 // Exit 0 when every stage passed, 1 otherwise. Counterexamples go under --out.
-#include "cli/backend.h"
+#include "backends/backend.h"
+#include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "cli/duration.h"
 #include "cli/junit.h"
-#include "cli/mutant_backend.h"
 #include "cli/mutants_levels.h"
 #include "fuzz/campaign/kernel_campaign.h"
 #include "fuzz/engine/engine_fuzz.h"
 #include "fuzz/mutants/mutants.h"
-#include "model/errors.h"
 #include "harness/library.h"
+#include "model/errors.h"
 
 #include <fmt/format.h>
 
@@ -34,15 +34,15 @@ constexpr std::uint64_t kEngineSeeds[] = {1, 50001};
 // Mutants whose kill proves the gate live: the decision of each fused kind, the data mover,
 // the copy geometry, the V1 batched copy, and two runner bookkeeping bugs.
 constexpr const char* kSmokeMutants[] = {
-    "precopy_guard_by_address",  "decide_reads_reset_accepted", "preprocess_curr_floor",
-    "overlap_copied_backwards",  "temporal_ignores_bias_column", "batch_copy_drops_last",
-    "skip_cleanup_of_resumed",   "v2_seed_with_attn_block_size"};
+    "precopy_guard_by_address", "decide_reads_reset_accepted",  "preprocess_curr_floor",
+    "overlap_copied_backwards", "temporal_ignores_bias_column", "batch_copy_drops_last",
+    "skip_cleanup_of_resumed",  "v2_seed_with_attn_block_size"};
 
 struct GateOptions {
   std::string backend;
   std::string out = "mc-out/gate";
   std::string junit;
-  std::string library;          // default: the source tree's scenarios/library
+  std::string library;             // default: the source tree's scenarios/library
   std::int64_t kernel_cases = 250; // per seed
   std::int64_t engine_cases = 30;  // per seed
   std::string mutant_budget = "20s";
@@ -61,7 +61,7 @@ struct Stage {
 
 using Clock = std::chrono::steady_clock;
 
-StageResult kernel_fuzz_stage(const GateOptions& o, Backend backend) {
+StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
   StageResult s;
   for (const std::uint64_t seed : kKernelSeeds) {
     fuzz::KernelCampaignOptions c;
@@ -69,15 +69,15 @@ StageResult kernel_fuzz_stage(const GateOptions& o, Backend backend) {
     c.cases_max = o.kernel_cases;
     c.max_size = 100;
     c.backend_name = std::string(to_string(backend));
-    c.backend = [backend](const model::LaunchCase& launch) { return run_backend(backend, launch); };
+    c.backend = backends::launch_runner(backend);
     c.out_dir = std::filesystem::path(o.out) / "kernel";
     const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
     s.cases += r.cases;
     if (r.counterexample) {
       s.passed = false;
       s.detail = fmt::format("seed {}: {} (reproduce: mambacheck case {} --backend {} --check)",
-                             seed, r.counterexample->failure,
-                             r.counterexample->shrunk_dir.string(), c.backend_name);
+                             seed, r.counterexample->failure, r.counterexample->shrunk_dir.string(),
+                             c.backend_name);
       return s;
     }
   }
@@ -86,12 +86,12 @@ StageResult kernel_fuzz_stage(const GateOptions& o, Backend backend) {
   return s;
 }
 
-gpu::engine::ExecutorKind executor_of(Backend backend) {
-  return backend == Backend::cuda ? gpu::engine::ExecutorKind::cuda
-                                  : gpu::engine::ExecutorKind::host;
+gpu::engine::ExecutorKind executor_of(backends::Backend backend) {
+  return backend == backends::Backend::cuda ? gpu::engine::ExecutorKind::cuda
+                                            : gpu::engine::ExecutorKind::host;
 }
 
-StageResult engine_fuzz_stage(const GateOptions& o, Backend backend) {
+StageResult engine_fuzz_stage(const GateOptions& o, backends::Backend backend) {
   StageResult s;
   std::int64_t steps = 0;
   for (const std::uint64_t seed : kEngineSeeds) {
@@ -115,7 +115,7 @@ StageResult engine_fuzz_stage(const GateOptions& o, Backend backend) {
   return s;
 }
 
-StageResult library_stage(const GateOptions& o, Backend backend) {
+StageResult library_stage(const GateOptions& o, backends::Backend backend) {
   const std::filesystem::path dir =
       o.library.empty() ? harness::default_library_dir() : std::filesystem::path(o.library);
   harness::ReplayOptions replay;
@@ -133,12 +133,12 @@ StageResult library_stage(const GateOptions& o, Backend backend) {
   return s;
 }
 
-StageResult mutant_smoke_stage(const GateOptions& o, Backend backend) {
+StageResult mutant_smoke_stage(const GateOptions& o, backends::Backend backend) {
   fuzz::MutantRunOptions run;
   run.seed = 1;
   run.seconds_max = parse_duration_option("--mutant-budget", o.mutant_budget);
   run.backend_name = std::string(to_string(backend));
-  run.backend = mutant_launch_runner(backend);
+  run.backend = backends::mutant_launch_runner(backend);
   run.out_dir = std::filesystem::path(o.out) / "mutants";
   std::vector<std::string> names(std::begin(kSmokeMutants), std::end(kSmokeMutants));
   StageResult s;
@@ -160,12 +160,14 @@ StageResult mutant_smoke_stage(const GateOptions& o, Backend backend) {
 }
 
 int run_gate(const GateOptions& o) {
-  const Backend backend = o.backend.empty() ? default_backend() : parse_backend(o.backend);
-  if (backend == Backend::oracle) model::fail_input("--backend: the gate runs on host or cuda");
+  const backends::Backend backend =
+      o.backend.empty() ? backends::default_backend() : backends::parse_backend(o.backend);
+  if (backend == backends::Backend::oracle)
+    model::fail_input("--backend: the gate runs on host or cuda");
   if (o.kernel_cases < 1 || o.engine_cases < 1)
     model::fail_input("--kernel-cases and --engine-cases: at least 1");
   parse_duration_option("--mutant-budget", o.mutant_budget); // reject a bad one before running
-  require_backend(backend);
+  backends::require_backend(backend);
   const std::vector<Stage> stages = {
       {"kernel-fuzz", [&] { return kernel_fuzz_stage(o, backend); }},
       {"engine-fuzz", [&] { return engine_fuzz_stage(o, backend); }},

@@ -2,11 +2,11 @@
 // each with its own time budget; prints the table (mutant, bug class, killed, time to kill,
 // cases, shrunk counterexample size) and exits 1 if any mutant survives. Counterexamples
 // go under --out/NAME/ (default mc-out/mutants/NAME/).
-#include "cli/backend.h"
+#include "backends/backend.h"
+#include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "cli/duration.h"
 #include "cli/junit.h"
-#include "cli/mutant_backend.h"
 #include "cli/mutants_levels.h"
 #include "cli/progress.h"
 #include "fuzz/mutants/mutants.h"
@@ -68,20 +68,21 @@ int run_mutants(const MutantsOptions& o) {
     model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
   if (o.max_size < 0 || o.max_size > 100)
     model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
-  const Backend backend = o.backend.empty() ? default_backend() : parse_backend(o.backend);
-  if (backend == Backend::oracle)
+  const backends::Backend backend =
+      o.backend.empty() ? backends::default_backend() : backends::parse_backend(o.backend);
+  if (backend == backends::Backend::oracle)
     model::fail_input("--backend: mutants run on host or cuda (the oracle has no mutants)");
   const double seconds = parse_duration_option("--time-budget-per-mutant", o.time_budget);
   std::vector<fuzz::MutantJob> jobs = mutant_jobs(o.level);
   jobs = fuzz::select_jobs(std::move(jobs), split_names(o.only));
-  require_backend(backend);
+  backends::require_backend(backend);
 
   fuzz::MutantRunOptions run;
   run.seed = o.seed;
   run.seconds_max = seconds;
   run.max_size = o.max_size;
   run.backend_name = std::string(to_string(backend));
-  run.backend = mutant_launch_runner(backend);
+  run.backend = backends::mutant_launch_runner(backend);
   run.out_dir = o.out;
   std::cout << fmt::format("{} mutants on the {} backend (MUTATED kernels/runner), seed {}, "
                            "{} s each at most\n",

@@ -4,7 +4,7 @@
 // compared. Exit 0 when everything held, 1 on a mismatch or a broken invariant (the finding
 // is printed), 2 on bad options, 3 when cuda is asked for and unavailable. --record writes the
 // run's steps as a trace (`mambacheck replay` runs it again); --workload takes the requests from
-// a request-level JSON Lines workload (oracle/engine/workload_import.h).
+// a request-level JSON Lines workload (scenarios/workload_import.h).
 #include "cli/commands.h"
 #include "cli/steps_out.h"
 #include "gpu/cuda_backend.h"
@@ -12,7 +12,7 @@
 #include "model/conv_history.h"
 #include "model/errors.h"
 #include "model/presets.h"
-#include "oracle/engine/workload_import.h"
+#include "scenarios/workload_import.h"
 
 #include <fmt/format.h>
 
@@ -154,7 +154,7 @@ int run_run(const RunOptions& o) {
   if (steps_output.wanted()) s.on_view = steps_output.sink();
   if (!o.record.empty()) s.record = o.record;
   if (!o.workload.empty())
-    s.requests = oracle::engine::import_workload_file(
+    s.requests = scenarios::import_workload_file(
         o.workload, {.step_ms = o.step_ms, .hash_block_tokens = o.hash_block_tokens});
   const harness::SimulationResult r = harness::simulate(s);
   print_summary(o, r);

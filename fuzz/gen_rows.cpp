@@ -2,8 +2,8 @@
 #include "fuzz/gen_rows.h"
 
 #include "fuzz/gen_pick.h"
-#include "fuzz/prng.h"
 #include "model/errors.h"
+#include "model/prng.h"
 
 #include <algorithm>
 
@@ -12,6 +12,7 @@ namespace {
 
 using I32 = std::int32_t;
 using model::LaunchKind;
+using model::SplitMix64;
 
 I32 cdiv32(I32 a, I32 b) {
   return static_cast<I32>(model::cdiv(a, b));

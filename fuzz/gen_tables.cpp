@@ -2,8 +2,8 @@
 #include "fuzz/gen_tables.h"
 
 #include "fuzz/gen_pick.h"
-#include "fuzz/prng.h"
 #include "model/errors.h"
+#include "model/prng.h"
 
 #include <algorithm>
 #include <unordered_set>
@@ -12,6 +12,8 @@ namespace mc::fuzz::detail {
 namespace {
 
 using I32 = std::int32_t;
+using model::mix_seed;
+using model::SplitMix64;
 
 enum Variant : int { plain, alias_conv, alias_temporal, null_read, shared_read, prefix_dup };
 

@@ -7,8 +7,8 @@
 // block): independent of visiting order, so the same spec gives the same bytes.
 #include "fuzz/gen_launch.h"
 
-#include "fuzz/prng.h"
 #include "model/errors.h"
+#include "model/prng.h"
 
 #include <algorithm>
 #include <set>
@@ -39,7 +39,7 @@ void poison_around(model::Arena& arena, const model::ArenaSpec& spec,
 }
 
 void fill_block(model::Arena& arena, std::int64_t offset, std::int64_t bytes, std::uint64_t seed) {
-  detail::SplitMix64 rng{seed};
+  model::SplitMix64 rng{seed};
   std::byte* p = arena.data() + offset;
   for (std::int64_t i = 0; i < bytes; i += 8) {
     const std::uint64_t word = rng.next();
@@ -81,7 +81,7 @@ model::LaunchCase materialize(const LaunchSpec& spec) {
     }
     for (const std::int64_t id : ids)
       fill_block(c.arenas[arena], t.block_offset_bytes(id), t.natural_bytes,
-                 detail::mix_seed(spec.fill_seed, ti, static_cast<std::uint64_t>(id)));
+                 model::mix_seed(spec.fill_seed, ti, static_cast<std::uint64_t>(id)));
   }
   return c;
 }

@@ -21,7 +21,7 @@ void launch_fused(KernelKind kind, bool record, Mutant mutant, const FusedParams
 void launch_empty(int num_programs, void* stream);
 
 // Holds `stream` until `*release` (mapped host memory) turns non-zero, or `timeout_ns` passed;
-// it then sets `*timed_out` to 1 (bench timing: gpu/bench_device.h, Timing::queued).
+// it then sets `*timed_out` to 1 (bench timing: bench/kernel_bench_device.h, Timing::queued).
 void launch_latch(const volatile std::int32_t* release, std::int32_t* timed_out,
                   std::uint64_t timeout_ns, void* stream);
 

@@ -3,12 +3,19 @@
 
 #include "harness/lockstep.h"
 #include "model/errors.h"
+#include "model/prng.h"
 #include "scenarios/trace.h"
+#include "scenarios/workload_import.h"
 
 #include <memory>
 
 namespace mc::harness {
 namespace {
+
+// An imported workload (scenarios/workload_import.h) is refused where it is read, by limits
+// that scenarios/ restates: they must be the simulator's own.
+static_assert(scenarios::kWorkloadRequestsMax == oracle::engine::kRequestsMax);
+static_assert(scenarios::kWorkloadSequenceLenMax == oracle::engine::kSequenceLenMax);
 
 scenarios::TraceHeader record_header(const SimulationOptions& o, const model::CacheConfig& config,
                                      std::int64_t num_requests) {
@@ -26,7 +33,7 @@ std::vector<oracle::engine::RequestSpec> workload(const SimulationOptions& o) {
   if (o.num_requests < 1 || o.num_requests > oracle::engine::kRequestsMax)
     model::fail_input("--requests must be in 1..{}, got {}", oracle::engine::kRequestsMax,
                       o.num_requests);
-  oracle::engine::Rng rng(o.seed);
+  auto rng = model::SplitMix64::from_seed(o.seed);
   return oracle::engine::generate_workload(o.engine.workload, o.num_requests,
                                            model::kSpecTokensMax + 2, rng);
 }

@@ -13,8 +13,12 @@
 //   sequence) and "no token" are 0. Which position each row holds is the forward's contract
 //   (model/FORWARD.md).
 // Everything is integer mixing: splitmix64's finaliser once per state or conv row, then one
-// multiply and one xor-shift per 8 bytes or conv element.
+// multiply and one xor-shift per 8 bytes or conv element. The per-value functions are host and
+// device (model/hd.h): the forward kernel calls these very definitions, so the GPU side cannot
+// drift from the meaning the oracle checks.
 #pragma once
+
+#include "model/hd.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -26,7 +30,7 @@ using TokenHash = std::uint64_t;
 inline constexpr TokenHash kEmptySequenceHash = 0x6A09E667F3BCC908ULL;
 
 // splitmix64's output function: a bijection with good avalanche.
-constexpr std::uint64_t mix64(std::uint64_t x) {
+MC_HD_INLINE constexpr std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 30;
   x *= 0xBF58476D1CE4E5B9ULL;
   x ^= x >> 27;
@@ -36,7 +40,7 @@ constexpr std::uint64_t mix64(std::uint64_t x) {
 }
 
 // The running hash after one more token.
-constexpr TokenHash extend_hash(TokenHash hash, std::int32_t token) {
+MC_HD_INLINE constexpr TokenHash extend_hash(TokenHash hash, std::int32_t token) {
   return mix64(hash + 0x9E3779B97F4A7C15ULL *
                           (static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) + 1));
 }
@@ -52,18 +56,19 @@ void fill_temporal(std::span<std::byte> out, TokenHash hash, std::int32_t tensor
 // once per state; each word then costs one multiply and one xor-shift (temporal_value). The
 // words of one state are distinct (an add of an odd multiple of the index, an odd multiply and
 // an xor-shift are bijections); another hash or tensor gives another seed.
-constexpr std::uint64_t temporal_seed(TokenHash hash, std::int32_t tensor) {
+MC_HD_INLINE constexpr std::uint64_t temporal_seed(TokenHash hash, std::int32_t tensor) {
   return mix64(hash ^ (0xD1B54A32D192ED03ULL * (static_cast<std::uint64_t>(tensor) + 1)));
 }
 
-constexpr std::uint64_t temporal_value(std::uint64_t seed, std::int64_t word) {
+MC_HD_INLINE constexpr std::uint64_t temporal_value(std::uint64_t seed, std::int64_t word) {
   std::uint64_t v =
       (seed + 0x8CB92BA72F3D8DD7ULL * static_cast<std::uint64_t>(word)) * 0xD6E8FEB86659FD93ULL;
   return v ^ (v >> 32);
 }
 
 // One 8-byte word of the same state (byte b of the state is byte b % 8 of word b / 8).
-constexpr std::uint64_t temporal_word(TokenHash hash, std::int32_t tensor, std::int64_t word) {
+MC_HD_INLINE constexpr std::uint64_t temporal_word(TokenHash hash, std::int32_t tensor,
+                                                   std::int64_t word) {
   return temporal_value(temporal_seed(hash, tensor), word);
 }
 
@@ -73,8 +78,8 @@ constexpr std::uint64_t temporal_word(TokenHash hash, std::int32_t tensor, std::
 // For a fixed row the 64-bit channel values are distinct (an xor with an odd multiple of the
 // channel, an odd multiply and an xor-shift are bijections); the high half of the product
 // is folded into the low bytes, so the 2- and 4-byte cuts depend on every input bit too.
-constexpr std::uint64_t conv_row_seed(std::int32_t token, std::int64_t position,
-                                      std::int32_t tensor) {
+MC_HD_INLINE constexpr std::uint64_t conv_row_seed(std::int32_t token, std::int64_t position,
+                                                   std::int32_t tensor) {
   return mix64(static_cast<std::uint64_t>(static_cast<std::uint32_t>(token)) *
                    0xA24BAED4963EE407ULL ^
                static_cast<std::uint64_t>(position) * 0x9FB21C651E98DF25ULL ^
@@ -83,8 +88,8 @@ constexpr std::uint64_t conv_row_seed(std::int32_t token, std::int64_t position,
 
 // The value of channel `channel` of a row whose seed is `row_seed`: the low elem_size bytes,
 // never 0.
-constexpr std::uint64_t conv_channel_value(std::uint64_t row_seed, std::int64_t channel,
-                                           std::int32_t elem_size) {
+MC_HD_INLINE constexpr std::uint64_t
+conv_channel_value(std::uint64_t row_seed, std::int64_t channel, std::int32_t elem_size) {
   std::uint64_t v = (row_seed ^ static_cast<std::uint64_t>(channel) * 0x9E3779B97F4A7C15ULL) *
                     0xD6E8FEB86659FD93ULL;
   v ^= v >> 32;
@@ -93,8 +98,9 @@ constexpr std::uint64_t conv_channel_value(std::uint64_t row_seed, std::int64_t 
 }
 
 // The value of one conv element: the low elem_size bytes; 0 when position < 0.
-constexpr std::uint64_t conv_stamp(std::int32_t token, std::int64_t position, std::int32_t tensor,
-                                   std::int64_t channel, std::int32_t elem_size) {
+MC_HD_INLINE constexpr std::uint64_t conv_stamp(std::int32_t token, std::int64_t position,
+                                                std::int32_t tensor, std::int64_t channel,
+                                                std::int32_t elem_size) {
   if (position < 0) return 0;
   return conv_channel_value(conv_row_seed(token, position, tensor), channel, elem_size);
 }

@@ -8,6 +8,8 @@
 // this bit for bit; both are tested against the values listed in FORMAT.md.
 #pragma once
 
+#include "model/prng.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -22,18 +24,11 @@ struct DerivedPrompt {
   std::int32_t prompt_len = 0;
 };
 
-constexpr std::uint64_t splitmix64(std::uint64_t x) {
-  std::uint64_t z = x + 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 // Token `position` of stream `stream_id`, in 0..vocab_size-1.
 constexpr std::int32_t derived_token(std::uint32_t stream_id, std::uint32_t position,
                                      std::int32_t vocab_size) {
   const std::uint64_t key = (std::uint64_t{stream_id} << 32) | position;
-  return static_cast<std::int32_t>(splitmix64(key) % static_cast<std::uint64_t>(vocab_size));
+  return static_cast<std::int32_t>(model::splitmix64(key) % static_cast<std::uint64_t>(vocab_size));
 }
 
 // The prompt's token ids; asserts 0 <= prefix_len <= prompt_len and vocab_size >= 1.

@@ -1,5 +1,6 @@
 #include "fuzz/campaign/kernel_campaign.h"
 
+#include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "model/errors.h"
 #include "oracle/launch.h"
@@ -7,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <exception>
 #include <fstream>
 
 namespace mc::fuzz {
@@ -19,44 +19,37 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The outcome of one case on the oracle and the backend.
-struct Outcome {
+// What the campaign keeps of one case (run_case.h). The results themselves are dropped at
+// once: a big-offset case holds gigabytes of arenas, and a failing case's verdict is kept
+// through the whole shrink.
+struct Verdict {
   std::optional<std::string> failure;
   std::optional<Difference> difference;
-  std::int64_t copies = 0;
-  std::int64_t arena_bytes = 0;
-  bool rejected = false; // the oracle called the case invalid: never a shrink result
+  std::int64_t copies = 0;      // the oracle's decisions, when the backend returned
+  std::int64_t arena_bytes = 0; // compared, when the backend returned
+  bool rejected = false;        // the oracle called the case invalid: never a shrink result
   bool shrinks_to() const { return failure.has_value() && !rejected; }
 };
 
-Outcome run_one(const LaunchSpec& spec, const LaunchRunner& backend) {
-  Outcome outcome;
-  const model::LaunchCase launch = materialize(spec);
-  model::LaunchResult expected;
-  try {
-    expected = oracle::run_launch(launch);
-  } catch (const model::InputError& e) {
+Verdict run_one(const LaunchSpec& spec, const LaunchRunner& backend) {
+  const CaseOutcome outcome = run_case(spec, backend);
+  Verdict verdict;
+  if (outcome.status == CaseStatus::oracle_rejected) {
     // The generator promises valid cases: a rejected one is a finding about mambacheck.
-    outcome.failure = fmt::format("the oracle rejected a generated case: {}", e.what());
-    outcome.rejected = true;
-    return outcome;
+    verdict.failure = fmt::format("the oracle rejected a generated case: {}", outcome.error);
+    verdict.rejected = true;
+    return verdict;
   }
-  model::LaunchResult actual;
-  try {
-    actual = backend(launch);
-  } catch (const std::exception& e) {
-    outcome.failure = fmt::format("the backend failed: {}", e.what());
-    return outcome;
-  }
-  outcome.difference = compare_results(launch, expected, actual);
-  if (outcome.difference) outcome.failure = outcome.difference->message;
-  outcome.copies = static_cast<std::int64_t>(expected.decisions.size());
-  for (const model::Arena& a : expected.arenas)
-    outcome.arena_bytes += a.size_bytes();
-  return outcome;
+  verdict.failure = outcome.failure();
+  if (outcome.status == CaseStatus::backend_failed) return verdict;
+  verdict.difference = outcome.difference;
+  verdict.copies = static_cast<std::int64_t>(outcome.oracle.decisions.size());
+  for (const model::Arena& a : outcome.oracle.arenas)
+    verdict.arena_bytes += a.size_bytes();
+  return verdict;
 }
 
-void write_counterexample(const LaunchSpec& spec, const Outcome& outcome,
+void write_counterexample(const LaunchSpec& spec, const Verdict& verdict,
                           const std::filesystem::path& dir) {
   const model::LaunchCase launch = materialize(spec);
   model::save_case(launch, dir);
@@ -66,10 +59,10 @@ void write_counterexample(const LaunchSpec& spec, const Outcome& outcome,
   } catch (const model::InputError&) {
     // No oracle result for a case the oracle rejects; the report says why.
   }
-  nlohmann::json report = {{"failure", outcome.failure.value_or("")}, {"case", describe(spec)}};
-  if (outcome.difference) report["difference"] = to_json(*outcome.difference);
+  nlohmann::json report = {{"failure", verdict.failure.value_or("")}, {"case", describe(spec)}};
+  if (verdict.difference) report["difference"] = to_json(*verdict.difference);
   std::ofstream(dir / "report.json") << report.dump(2) << "\n";
-  std::ofstream(dir / "report.txt") << outcome.failure.value_or("") << "\n\n"
+  std::ofstream(dir / "report.txt") << verdict.failure.value_or("") << "\n\n"
                                     << describe(spec) << "\n";
 }
 
@@ -110,8 +103,8 @@ LaunchSpec without_row(const LaunchSpec& spec, std::int32_t b) {
     --t.num_rows;
   }
   model::RequestArrays& r = out.requests;
-  const bool v1 = spec.kind == model::LaunchKind::postprocess ||
-                  spec.kind == model::LaunchKind::batch_copy;
+  const bool v1 =
+      spec.kind == model::LaunchKind::postprocess || spec.kind == model::LaunchKind::batch_copy;
   if (v1) {
     for (std::vector<std::int32_t>* v :
          {&r.num_accepted, &r.state_idx, &r.num_scheduled, &r.num_computed, &r.num_draft,
@@ -151,24 +144,23 @@ LaunchSpec drop_rows(LaunchSpec current, const LaunchRunner& backend, const Shri
 
 Counterexample record_failure(const KernelCampaignOptions& options, std::uint64_t case_seed,
                               int size, const rc::Shrinkable<LaunchSpec>& original,
-                              const Outcome& outcome) {
+                              const Verdict& verdict) {
   Counterexample cx{.case_seed = case_seed, .size = size};
   const std::string stem = fmt::format("kernel-seed{}", case_seed);
   cx.original_dir = options.out_dir / (stem + "-original");
-  write_counterexample(original.value(), outcome, cx.original_dir);
+  write_counterexample(original.value(), verdict, cx.original_dir);
   const Clock::time_point start = Clock::now();
   const LaunchSpec shrunk_spec =
       drop_rows(shrink(original, options.backend, options.shrink, cx).value(), options.backend,
                 options.shrink, start, cx);
-  const Outcome shrunk_outcome = run_one(shrunk_spec, options.backend);
-  cx.failure = shrunk_outcome.failure.value_or(*outcome.failure);
-  cx.difference = shrunk_outcome.failure ? shrunk_outcome.difference : outcome.difference;
+  const Verdict shrunk = run_one(shrunk_spec, options.backend);
+  cx.failure = shrunk.failure.value_or(*verdict.failure);
+  cx.difference = shrunk.failure ? shrunk.difference : verdict.difference;
   cx.description = describe(shrunk_spec);
   cx.requests = shrunk_spec.num_reqs;
-  cx.copies = shrunk_outcome.failure ? shrunk_outcome.copies : outcome.copies;
+  cx.copies = shrunk.failure ? shrunk.copies : verdict.copies;
   cx.shrunk_dir = options.out_dir / stem;
-  write_counterexample(shrunk_spec, shrunk_outcome.failure ? shrunk_outcome : outcome,
-                       cx.shrunk_dir);
+  write_counterexample(shrunk_spec, shrunk.failure ? shrunk : verdict, cx.shrunk_dir);
   return cx;
 }
 
@@ -186,16 +178,16 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     const int size = static_cast<int>(i % (options.max_size + 1));
     const rc::Shrinkable<LaunchSpec> drawn = gen(rc::Random(case_seed), size);
     const LaunchSpec& spec = drawn.value();
-    const Outcome outcome = run_one(spec, options.backend);
+    const Verdict verdict = run_one(spec, options.backend);
     ++report.cases;
     ++report.cases_by_kind[std::string(model::to_string(spec.kind))];
     ++report.cases_by_size_class[std::string(to_string(spec.size_class))];
-    report.copies_compared += outcome.copies;
-    report.arena_bytes_compared += outcome.arena_bytes;
+    report.copies_compared += verdict.copies;
+    report.arena_bytes_compared += verdict.arena_bytes;
     if (options.on_case) options.on_case(report.cases, spec);
-    if (outcome.failure) {
+    if (verdict.failure) {
       report.seconds_to_failure = seconds_since(start);
-      report.counterexample = record_failure(options, case_seed, size, drawn, outcome);
+      report.counterexample = record_failure(options, case_seed, size, drawn, verdict);
       break;
     }
   }

@@ -10,6 +10,7 @@
 
 #include "fuzz/compare.h"
 #include "fuzz/gen_launch.h"
+#include "fuzz/run_case.h"
 #include "model/launch.h"
 
 #include <nlohmann/json.hpp>
@@ -22,8 +23,6 @@
 #include <string>
 
 namespace mc::fuzz {
-
-using LaunchRunner = std::function<model::LaunchResult(const model::LaunchCase&)>;
 
 struct ShrinkLimits {
   std::int32_t candidates_max = 4000; // shrink candidates tried

@@ -5,7 +5,7 @@
 #include "harness/simulate.h"
 #include "model/errors.h"
 #include "model/presets.h"
-#include "oracle/engine/rng.h"
+#include "model/prng.h"
 
 #include <fmt/format.h>
 
@@ -16,7 +16,7 @@
 namespace mc::fuzz {
 namespace {
 
-using oracle::engine::Rng;
+using Rng = model::SplitMix64;
 
 constexpr std::array kTinyPresets = {"tiny-mamba2",     "tiny-mamba1", "tiny-gdn",  "tiny-kda",
                                      "tiny-short-conv", "tiny-linear", "tiny-mixed"};
@@ -246,12 +246,13 @@ void validate_fixed(const EngineCaseFixed& fixed) {
 
 EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineCaseFixed& fixed) {
   MC_ASSERT(size >= 0 && size <= kEngineSizeMax);
-  Rng rng(model::mix64(case_seed) ^ static_cast<std::uint64_t>(size));
+  Rng rng = Rng::from_seed(model::mix64(case_seed) ^ static_cast<std::uint64_t>(size));
   EngineCase c{.case_seed = case_seed, .size = size};
   draw_config(c, rng, fixed);
   draw_options(c, rng, fixed);
   // From a stream of its own, so that the other cases of a seed stay what they were.
-  Rng production(model::mix64(case_seed ^ kProductionStream) ^ static_cast<std::uint64_t>(size));
+  Rng production = Rng::from_seed(model::mix64(case_seed ^ kProductionStream) ^
+                                  static_cast<std::uint64_t>(size));
   const bool at_production_sizes =
       size >= kProductionSizeMin && production.chance(kProductionPerMillion);
   if (at_production_sizes) draw_production(c, production, fixed);

@@ -1,5 +1,5 @@
 // The synthetic forward as a kernel body (model/FORWARD.md): program (op, tensor) writes one
-// state tensor's block for one ForwardOp, with the stamps of gpu/engine/stamps_hd.h.
+// state tensor's block for one ForwardOp, with the stamps of model/stamps.h (host and device).
 // - temporal: natural bytes of temporal_word(hash, tensor, word), little-endian;
 // - conv: row r of the window holds position q = running - H + r: the stamp of the token at
 //   q for 0 <= q < c + s, else 0; SD order (r * dim + ch), DS order (ch * L + r).
@@ -9,10 +9,18 @@
 #pragma once
 
 #include "gpu/engine/forward_types.h"
-#include "gpu/engine/stamps_hd.h"
-#include "gpu/hd.h"
+#include "model/hd.h"
+#include "model/stamps.h"
+
+#include <cstdint>
 
 namespace mc::gpu::engine {
+
+// Stores the low `bytes` bytes of `value` little-endian at `dst` (byte by byte: any alignment).
+MC_HD_INLINE void store_le(unsigned char* dst, std::uint64_t value, std::int32_t bytes) {
+  for (std::int32_t i = 0; i < bytes; ++i)
+    dst[i] = static_cast<unsigned char>(value >> (8 * i));
+}
 
 MC_HD_INLINE unsigned char* forward_block(const ForwardParams& p, const ForwardOp& op,
                                           const ForwardTensor& t) {
@@ -31,7 +39,7 @@ MC_HD_INLINE void forward_temporal(const ForwardOp& op, const ForwardTensor& t, 
   const std::int64_t num_words = (t.natural_bytes + 7) / 8;
   for (std::int64_t w = lane; w < num_words; w += lanes) {
     const std::int64_t left = t.natural_bytes - 8 * w;
-    store_le(block + 8 * w, temporal_word_hd(op.hash, tensor, w),
+    store_le(block + 8 * w, model::temporal_word(op.hash, tensor, w),
              static_cast<std::int32_t>(left < 8 ? left : 8));
   }
 }
@@ -47,7 +55,7 @@ MC_HD_INLINE void forward_conv(const ForwardParams& p, const ForwardOp& op, cons
     std::uint64_t value = 0;
     if (q >= 0 && q < op.end) {
       const std::int32_t token = p.tokens[op.token_offset + (q - op.token_pos0)];
-      value = conv_stamp_hd(token, q, tensor, ch, t.elem_size);
+      value = model::conv_stamp(token, q, tensor, ch, t.elem_size);
     }
     const std::int64_t index = t.conv_ds != 0 ? ch * t.conv_width + r : r * t.conv_dim + ch;
     store_le(block + index * t.elem_size, value, t.elem_size);

@@ -68,7 +68,7 @@ EngineReport run_engine(const model::CacheConfig& config, const model::LayoutSpe
     model::fail_input("engine: num_requests must be in 0..{}, got {}", kRequestsMax, num_requests);
   const model::Layout layout = model::build_layout(config, spec);
   validate_options(options, layout);
-  Rng rng(seed);
+  auto rng = model::SplitMix64::from_seed(seed);
   std::vector<RequestSpec> requests =
       generate_workload(options.workload, num_requests, model::kSpecTokensMax + 2, rng);
   Engine engine(layout, std::move(requests), seed, options);

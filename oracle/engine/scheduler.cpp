@@ -23,7 +23,7 @@ Scheduler::Scheduler(const model::Layout& layout, const SchedulerOptions& option
     : config_(layout.config), options_(options), keep_rows_(structures == Structures::fast),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               options.async_frees, structures),
-      rng_(seed), tail_tokens_(model::conv_history_rows_max(layout)) {
+      rng_(model::SplitMix64::from_seed(seed)), tail_tokens_(model::conv_history_rows_max(layout)) {
   for (RequestSpec& spec : requests) {
     SchedRequest r{.spec = std::move(spec)};
     r.prefix_hashes = prefix_hashes_of(r.spec.tokens);

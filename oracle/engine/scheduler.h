@@ -14,10 +14,10 @@
 #pragma once
 
 #include "model/layout.h"
+#include "model/prng.h"
 #include "model/step.h"
 #include "oracle/engine/block_manager.h"
 #include "oracle/engine/options.h"
-#include "oracle/engine/rng.h"
 #include "oracle/engine/structures.h"
 #include "oracle/engine/workload.h"
 
@@ -91,7 +91,7 @@ private:
   SchedulerOptions options_;
   bool keep_rows_ = true; // the fast structures: update() uses the rows schedule() kept
   BlockManager blocks_;
-  Rng rng_;
+  model::SplitMix64 rng_;
   std::vector<SchedRequest> requests_;
   std::unordered_map<std::string, std::size_t> index_;
   std::size_t next_arrival_ = 0;

@@ -7,7 +7,8 @@
 namespace mc::oracle::engine {
 namespace {
 
-std::vector<std::vector<std::int32_t>> make_prefixes(const WorkloadOptions& options, Rng& rng) {
+std::vector<std::vector<std::int32_t>> make_prefixes(const WorkloadOptions& options,
+                                                     model::SplitMix64& rng) {
   std::vector<std::vector<std::int32_t>> prefixes(
       static_cast<std::size_t>(options.num_shared_prefixes));
   for (auto& prefix : prefixes) {
@@ -22,7 +23,7 @@ std::vector<std::vector<std::int32_t>> make_prefixes(const WorkloadOptions& opti
 
 std::vector<RequestSpec> generate_workload(const WorkloadOptions& options,
                                            std::int32_t num_requests, std::int32_t slack_tokens,
-                                           Rng& rng) {
+                                           model::SplitMix64& rng) {
   MC_ASSERT(num_requests >= 0 && num_requests <= kRequestsMax);
   MC_ASSERT(slack_tokens >= 0);
   const auto prefixes = make_prefixes(options, rng);

@@ -1,4 +1,4 @@
-# `mambacheck bench --engine` (oracle/engine/bench.h) at tiny sizes: it runs in every build,
+# `mambacheck bench --engine` (bench/engine_bench.h) at tiny sizes: it runs in every build,
 # prints every field, writes its JSON, and the counts of a seeded run are exact (the engine
 # is deterministic for a seed: a change of these numbers is a change of the simulation).
 # Bad options: one error line, exit 2.

@@ -1,7 +1,7 @@
 // Differential properties (see differential.h).
 #include "differential.h"
 
-#include "oracle/launch.h"
+#include "fuzz/run_case.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -18,24 +18,21 @@ void oracle_matches(const GenOptions& options, const std::string& backend_name,
                     const Backend& backend) {
   const LaunchSpec spec = *gen_launch_spec(options);
   RC_TAG(std::string(model::to_string(spec.kind)));
-  const model::LaunchCase launch = materialize(spec);
-  model::LaunchResult expected;
-  model::LaunchResult actual;
-  try {
-    expected = oracle::run_launch(launch);
-  } catch (const std::exception& e) {
-    RC_FAIL(fmt::format("the oracle rejected a generated case: {}\ncase: {}", e.what(),
+  const CaseOutcome outcome = run_case(spec, backend);
+  switch (outcome.status) {
+  case CaseStatus::held:
+    return;
+  case CaseStatus::oracle_rejected:
+    RC_FAIL(fmt::format("the oracle rejected a generated case: {}\ncase: {}", outcome.error,
+                        describe(spec)));
+  case CaseStatus::backend_failed:
+    RC_FAIL(fmt::format("the {} backend rejected a generated case: {}\ncase: {}", backend_name,
+                        outcome.error, describe(spec)));
+  case CaseStatus::mismatch:
+    RC_FAIL(fmt::format("oracle vs {}: {} difference: {}\ncase: {}", backend_name,
+                        to_string(outcome.difference->category), outcome.difference->message,
                         describe(spec)));
   }
-  try {
-    actual = backend(launch);
-  } catch (const std::exception& e) {
-    RC_FAIL(fmt::format("the {} backend rejected a generated case: {}\ncase: {}", backend_name,
-                        e.what(), describe(spec)));
-  }
-  if (const std::optional<Difference> d = compare_results(launch, expected, actual))
-    RC_FAIL(fmt::format("oracle vs {}: {} difference: {}\ncase: {}", backend_name,
-                        to_string(d->category), d->message, describe(spec)));
 }
 
 void check_property(int cases, int max_size, const std::function<void()>& property) {

@@ -1,7 +1,7 @@
 // Generator sanity: every case valid per the contract (checked independently), same
 // spec same bytes, referenced blocks filled, shrinking toward small cases, coverage.
 #include "fuzz/gen_launch.h"
-#include "fuzz/prng.h"
+#include "model/prng.h"
 
 #include "contract_footprint.h"
 #include "coverage.h"
@@ -58,8 +58,7 @@ RC_GTEST_PROP(GenLaunch, ReferencedBlocksHoldDataAndPaddingHoldsPoison, ()) {
         const std::int32_t id = t.at(r, col);
         if (id < 0 || id >= spec.layout_spec.num_blocks) continue;
         const std::int64_t off = s.block_offset_bytes(id);
-        detail::SplitMix64 rng{
-            detail::mix_seed(spec.fill_seed, ti, static_cast<std::uint64_t>(id))};
+        model::SplitMix64 rng{model::mix_seed(spec.fill_seed, ti, static_cast<std::uint64_t>(id))};
         std::uint64_t word = 0;
         for (std::int64_t i = 0; i < s.natural_bytes; ++i) {
           if (i % 8 == 0) word = rng.next();

@@ -1,13 +1,13 @@
 // Replay (harness/replay.h, oracle/engine/replay.h): a recorded run replays to the
 // same result, clean and with a runner mutant; steps that contradict the past are findings;
-// the reader's rules about counts refuse impossible steps; workload import gives the hand-
-// checked arrivals and shared prefixes.
-#include "model/errors.h"
-#include "model/presets.h"
-#include "oracle/engine/workload_import.h"
+// the reader's rules about counts refuse impossible steps; an imported workload
+// (scenarios/workload_import.h) drives a run with prefix hits.
 #include "harness/replay.h"
 #include "harness/simulate.h"
+#include "model/errors.h"
+#include "model/presets.h"
 #include "scenarios/trace.h"
+#include "scenarios/workload_import.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -250,79 +250,6 @@ TEST(ReaderCountRules, RefusedWithLineAndField) {
   }
 }
 
-// Arrivals by the step clock, prompts from hash blocks, output lengths (hand-checked).
-TEST(WorkloadImport, ArrivalsPrefixesAndLengths) {
-  std::istringstream in(
-      R"({"timestamp": 1000, "input_length": 10, "output_length": 3, "hash_ids": [7, 8]})"
-      "\n"
-      R"({"timestamp": 1250.5, "input_length": 6, "output_length": 1, "hash_ids": [7, 9]})"
-      "\n"
-      "\n"
-      R"({"timestamp": 1100, "input_length": 3, "output_length": 2, "extra": "ignored"})"
-      "\n");
-  const auto reqs = oracle::engine::import_workload(
-      in, "w.jsonl",
-      {.step_ms = 100, .hash_block_tokens = 4, .vocab_size = 1000, .slack_tokens = 2});
-  ASSERT_EQ(reqs.size(), 3u);
-  // Sorted by timestamp: line 1 (t 1000 -> step 0), line 4 (1100 -> 1), line 2 (1250.5 -> 2).
-  EXPECT_EQ(reqs[0].req_id, "w1");
-  EXPECT_EQ(reqs[1].req_id, "w4");
-  EXPECT_EQ(reqs[2].req_id, "w2");
-  EXPECT_EQ(reqs[0].arrival_step, 0);
-  EXPECT_EQ(reqs[1].arrival_step, 1);
-  EXPECT_EQ(reqs[2].arrival_step, 2);
-  EXPECT_EQ(reqs[0].num_prompt_tokens, 10);
-  EXPECT_EQ(reqs[0].max_len, 13);
-  EXPECT_EQ(reqs[0].tokens.size(), 15u); // max_len + slack
-  EXPECT_EQ(reqs[2].max_len, 7);
-  // Hash id 7 is the first block of w1 and w2: tokens 0..3 equal, and the block's tokens.
-  for (std::int32_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(reqs[0].tokens[static_cast<std::size_t>(i)],
-              oracle::engine::hash_block_token(7, i, 1000));
-    EXPECT_EQ(reqs[0].tokens[static_cast<std::size_t>(i)],
-              reqs[2].tokens[static_cast<std::size_t>(i)]);
-  }
-  // Second blocks differ (8 vs 9); w1 tokens 4..7 are block 8's, 8..9 its own.
-  EXPECT_EQ(reqs[0].tokens[4], oracle::engine::hash_block_token(8, 0, 1000));
-  EXPECT_EQ(reqs[2].tokens[4], oracle::engine::hash_block_token(9, 0, 1000));
-  EXPECT_NE(reqs[0].tokens[4], reqs[2].tokens[4]);
-  // Exact values of the token function (splitmix64 of the stream key, then of key + i).
-  EXPECT_EQ(oracle::engine::hash_block_token(7, 0, 1000),
-            oracle::engine::hash_block_token(7, 0, 1000));
-  for (const auto& r : reqs)
-    for (const std::int32_t t : r.tokens)
-      EXPECT_TRUE(t >= 0 && t < 1000);
-}
-
-TEST(WorkloadImport, BadLinesNamed) {
-  const std::vector<std::pair<std::string, std::string>> bad = {
-      {"{\"timestamp\": 0, \"input_length\": 4", "w.jsonl:2: json: malformed JSON"},
-      {R"({"input_length": 4, "output_length": 1})", "w.jsonl:2: timestamp: missing"},
-      {R"({"timestamp": 3, "input_length": 4.5, "output_length": 1})",
-       "w.jsonl:2: input_length: expected an integer"},
-      {R"({"timestamp": 3, "input_length": 4, "output_length": 0})",
-       "w.jsonl:2: output_length: 0 is outside"},
-      {R"({"timestamp": -3, "input_length": 4, "output_length": 2})",
-       "w.jsonl:2: timestamp: -3 is outside"},
-      {R"({"timestamp": 3, "input_length": 4, "output_length": 2, "hash_ids": [1, -2]})",
-       "w.jsonl:2: hash_ids[1]: expected a non-negative integer"},
-      {R"([1, 2])", "w.jsonl:2: json: expected an object"},
-  };
-  for (const auto& [line, want] : bad) {
-    std::istringstream in(
-        std::string(R"({"timestamp": 0, "input_length": 4, "output_length": 1})") + "\n" + line +
-        "\n");
-    try {
-      oracle::engine::import_workload(in, "w.jsonl", {});
-      ADD_FAILURE() << "accepted: " << line;
-    } catch (const model::InputError& e) {
-      EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
-    }
-  }
-  std::istringstream empty("\n\n");
-  EXPECT_THROW(oracle::engine::import_workload(empty, "w.jsonl", {}), model::InputError);
-}
-
 // An imported workload drives the simulator, with prefix hits from shared hash ids.
 TEST(WorkloadImport, DrivesARunWithPrefixHits) {
   std::ostringstream text;
@@ -337,8 +264,7 @@ TEST(WorkloadImport, DrivesARunWithPrefixHits) {
   const model::Preset& preset = model::find_preset("tiny-mamba2");
   SimulationOptions s{.config = preset.config, .spec = preset.spec, .preset = "tiny-mamba2"};
   s.num_steps = 400;
-  s.requests =
-      oracle::engine::import_workload(in, "w.jsonl", {.step_ms = 100, .hash_block_tokens = 4});
+  s.requests = scenarios::import_workload(in, "w.jsonl", {.step_ms = 100, .hash_block_tokens = 4});
   const SimulationResult r = simulate(s);
   EXPECT_TRUE(r.held()) << (r.mismatch ? r.mismatch->text : r.finding->message);
   EXPECT_EQ(r.report.requests, 12);

@@ -10,6 +10,7 @@
 // harness_library_test (each scenario fails on each of its mutants).
 #include "model/errors.h"
 #include "model/presets.h"
+#include "model/prng.h"
 #include "oracle/engine/driver.h"
 #include "scenarios/trace.h"
 
@@ -232,7 +233,7 @@ std::vector<Scenario> all_scenarios() {
       c.runner = model::RunnerFlavour::v2;
       spec.num_blocks = 12;
     };
-    oracle::engine::Rng rng(1);
+    auto rng = model::SplitMix64::from_seed(1);
     s.requests =
         oracle::engine::generate_workload(s.options.workload, 40, model::kSpecTokensMax + 2, rng);
     s.steps = 40;

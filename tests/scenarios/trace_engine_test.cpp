@@ -2,6 +2,7 @@
 // aborts) pass the writer's checks and come back from the reader exactly: the format holds
 // everything the engine produces, and the reader's rules accept real schedules.
 #include "model/presets.h"
+#include "model/prng.h"
 #include "oracle/engine/driver.h"
 #include "scenarios/trace.h"
 #include "trace_fixtures.h"
@@ -27,7 +28,7 @@ std::vector<model::Step> engine_steps(const EngineCase& c, const model::Layout& 
   options.runner.flavour = c.runner;
   options.scheduler.reset_prefix_cache_per_million = 20'000;
   options.scheduler.abort_per_million = 20'000;
-  oracle::engine::Rng rng(c.seed);
+  auto rng = model::SplitMix64::from_seed(c.seed);
   std::vector<oracle::engine::RequestSpec> requests =
       oracle::engine::generate_workload(options.workload, 60, model::kSpecTokensMax + 2, rng);
   oracle::engine::Engine engine(layout, std::move(requests), c.seed, options);

@@ -3,6 +3,7 @@
 // launches, decisions, accesses and checks, and end with the same report and arena bytes; the
 // same steps replayed without their keys (as a trace gives them) must do the same on both.
 #include "model/presets.h"
+#include "model/prng.h"
 #include "oracle/engine/driver.h"
 #include "oracle/engine/replay.h"
 
@@ -116,7 +117,7 @@ protected:
   }
 
   std::vector<RequestSpec> workload() const {
-    Rng rng(kSeed);
+    model::SplitMix64 rng = model::SplitMix64::from_seed(kSeed);
     return generate_workload(options_.workload, 300, model::kSpecTokensMax + 2, rng);
   }
 

@@ -4,8 +4,8 @@
 // to see the check fire, a test finds the source block of a copy in a clean run, reruns the
 // same seed, and flips that block's bytes just before the step that reads it.
 #include "model/presets.h"
+#include "model/prng.h"
 #include "oracle/engine/driver.h"
-#include "oracle/engine/rng.h"
 
 #include <gtest/gtest.h>
 
@@ -32,7 +32,7 @@ SeededRun tiny_run(model::RunnerFlavour flavour, std::int32_t resets_per_million
   run.options.runner.flavour = flavour;
   run.options.scheduler.reset_prefix_cache_per_million = resets_per_million;
   validate_options(run.options, run.layout);
-  Rng rng(seed);
+  model::SplitMix64 rng = model::SplitMix64::from_seed(seed);
   run.requests = generate_workload(run.options.workload, 200, model::kSpecTokensMax + 2, rng);
   return run;
 }

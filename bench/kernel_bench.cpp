@@ -1,8 +1,8 @@
-// `mambacheck bench` (gpu/bench.h): every number comes from this run on this GPU.
-#include "gpu/bench.h"
+// `mambacheck bench` (bench/kernel_bench.h): every number comes from this run on this GPU.
+#include "bench/kernel_bench.h"
 
-#include "gpu/bench_cases.h"
-#include "gpu/bench_device.h"
+#include "bench/kernel_bench_cases.h"
+#include "bench/kernel_bench_device.h"
 #include "gpu/cuda_check.h"
 #include "model/errors.h"
 #include "model/presets.h"

@@ -1,8 +1,8 @@
 // One benchmark case resident on the GPU: arenas, descriptors, every input set's block
-// tables, request arrays and scratch, plus the timers. Used by gpu/bench.cpp only.
+// tables, request arrays and scratch, plus the timers. Used by bench/kernel_bench.cpp only.
 #pragma once
 
-#include "gpu/bench_cases.h"
+#include "bench/kernel_bench_cases.h"
 #include "gpu/device_memory.h"
 #include "gpu/device_types.h"
 

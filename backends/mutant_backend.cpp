@@ -1,10 +1,10 @@
-#include "cli/mutant_backend.h"
+#include "backends/mutant_backend.h"
 
 #include "gpu/cuda_backend.h"
 #include "gpu/host_backend.h"
 #include "model/errors.h"
 
-namespace mc::cli {
+namespace mc::backends {
 
 fuzz::MutantLaunchRunner mutant_launch_runner(Backend backend) {
   MC_ASSERT(backend == Backend::host || backend == Backend::cuda);
@@ -21,4 +21,4 @@ gpu::Mutant parse_kernel_mutant(const std::string& name) {
   model::fail_input("--mutant: no kernel mutant named '{}' (kernel mutants: {})", name, names);
 }
 
-} // namespace mc::cli
+} // namespace mc::backends

@@ -1,11 +1,11 @@
-#include "cli/backend.h"
+#include "backends/backend.h"
 
 #include "gpu/cuda_backend.h"
 #include "gpu/host_backend.h"
 #include "model/errors.h"
 #include "oracle/launch.h"
 
-namespace mc::cli {
+namespace mc::backends {
 
 Backend parse_backend(std::string_view name) {
   if (name == "oracle") return Backend::oracle;
@@ -49,4 +49,9 @@ model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch
   return {};
 }
 
-} // namespace mc::cli
+fuzz::LaunchRunner launch_runner(Backend backend) {
+  return
+      [backend](const model::LaunchCase& launch_case) { return run_backend(backend, launch_case); };
+}
+
+} // namespace mc::backends

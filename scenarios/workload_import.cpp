@@ -1,6 +1,7 @@
-#include "oracle/engine/workload_import.h"
+#include "scenarios/workload_import.h"
 
 #include "model/errors.h"
+#include "model/prng.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,15 +10,10 @@
 #include <fstream>
 #include <istream>
 
-namespace mc::oracle::engine {
+namespace mc::scenarios {
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  std::uint64_t z = x + 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+using model::splitmix64;
 
 // A request's own tokens (past its hash blocks, and its continuation): stream 2 of the line.
 std::int32_t own_token(std::int64_t line, std::int32_t i, std::int32_t vocab_size) {
@@ -29,7 +25,7 @@ std::int32_t own_token(std::int64_t line, std::int32_t i, std::int32_t vocab_siz
 struct Entry {
   double timestamp_ms = 0;
   std::int64_t line = 0;
-  RequestSpec spec;
+  model::RequestSpec spec;
 };
 
 std::int32_t length_field(const nlohmann::json& j, const char* key, std::int64_t max,
@@ -57,8 +53,9 @@ Entry parse_entry(const std::string& text, std::int64_t line, const std::string&
   Entry e{.timestamp_ms = j["timestamp"].get<double>(), .line = line};
   if (!std::isfinite(e.timestamp_ms) || e.timestamp_ms < 0 || e.timestamp_ms > 1e15)
     model::fail_input("{}: timestamp: {} is outside 0..1e15 ms", where, e.timestamp_ms);
-  const std::int32_t input = length_field(j, "input_length", kSequenceLenMax - 1, where);
-  const std::int32_t output = length_field(j, "output_length", kSequenceLenMax - input, where);
+  const std::int32_t input = length_field(j, "input_length", kWorkloadSequenceLenMax - 1, where);
+  const std::int32_t output =
+      length_field(j, "output_length", kWorkloadSequenceLenMax - input, where);
   std::vector<std::uint64_t> hash_ids;
   if (j.contains("hash_ids")) {
     const nlohmann::json& h = j["hash_ids"];
@@ -71,7 +68,7 @@ Entry parse_entry(const std::string& text, std::int64_t line, const std::string&
       hash_ids.push_back(h[i].get<std::uint64_t>());
     }
   }
-  RequestSpec& r = e.spec;
+  model::RequestSpec& r = e.spec;
   r.req_id = "w" + std::to_string(line);
   r.num_prompt_tokens = input;
   r.max_len = input + output;
@@ -96,8 +93,8 @@ std::int32_t hash_block_token(std::uint64_t hash_id, std::int32_t i, std::int32_
                                    static_cast<std::uint64_t>(vocab_size));
 }
 
-std::vector<RequestSpec> import_workload(std::istream& in, const std::string& name,
-                                         const WorkloadImportOptions& o) {
+std::vector<model::RequestSpec> import_workload(std::istream& in, const std::string& name,
+                                                const WorkloadImportOptions& o) {
   if (!(o.step_ms > 0 && o.step_ms <= 1e9))
     model::fail_input("--step-ms: {} is outside (0, 1e9]", o.step_ms);
   if (o.hash_block_tokens < 1 || o.hash_block_tokens > (1 << 16))
@@ -113,15 +110,15 @@ std::vector<RequestSpec> import_workload(std::istream& in, const std::string& na
     if (text.size() > kWorkloadLineBytesMax)
       model::fail_input("{}: line: longer than {} bytes", where, kWorkloadLineBytesMax);
     if (text.find_first_not_of(" \t") == std::string::npos) continue; // blank lines
-    if (entries.size() >= static_cast<std::size_t>(kRequestsMax))
-      model::fail_input("{}: line: more than {} requests", where, kRequestsMax);
+    if (entries.size() >= static_cast<std::size_t>(kWorkloadRequestsMax))
+      model::fail_input("{}: line: more than {} requests", where, kWorkloadRequestsMax);
     entries.push_back(parse_entry(text, line, where, o));
   }
   if (entries.empty()) model::fail_input("{}: the workload holds no request", name);
   std::stable_sort(entries.begin(), entries.end(),
                    [](const Entry& a, const Entry& b) { return a.timestamp_ms < b.timestamp_ms; });
   const double t0 = entries.front().timestamp_ms;
-  std::vector<RequestSpec> out;
+  std::vector<model::RequestSpec> out;
   out.reserve(entries.size());
   for (Entry& e : entries) {
     e.spec.arrival_step = static_cast<std::int64_t>(std::floor((e.timestamp_ms - t0) / o.step_ms));
@@ -130,11 +127,11 @@ std::vector<RequestSpec> import_workload(std::istream& in, const std::string& na
   return out;
 }
 
-std::vector<RequestSpec> import_workload_file(const std::filesystem::path& file,
-                                              const WorkloadImportOptions& options) {
+std::vector<model::RequestSpec> import_workload_file(const std::filesystem::path& file,
+                                                     const WorkloadImportOptions& options) {
   std::ifstream in(file, std::ios::binary);
   if (!in) model::fail_input("{}: cannot open the workload for reading", file.string());
   return import_workload(in, file.string(), options);
 }
 
-} // namespace mc::oracle::engine
+} // namespace mc::scenarios

@@ -1,4 +1,4 @@
-#include "gpu/bench_device.h"
+#include "bench/kernel_bench_device.h"
 
 #include "gpu/cuda_check.h"
 #include "gpu/kernel_launch.h"

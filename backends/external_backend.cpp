@@ -1,4 +1,4 @@
-#include "cli/external_backend.h"
+#include "backends/external_backend.h"
 
 #include "model/case_file.h"
 #include "model/errors.h"
@@ -25,16 +25,16 @@
 
 extern char** environ;
 
-namespace mc::cli {
+namespace mc::backends {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kLineBytesMax = 1 << 20;      // one answer line
-constexpr std::int64_t kLogTailBytesMax = 1 << 12;  // read from the log for a message
-constexpr std::size_t kQuotedBytesMax = 300;        // of an answer or log line in a message
-constexpr int kExitWaitMillis = 5000;               // after closing its stdin
+constexpr std::size_t kLineBytesMax = 1 << 20;     // one answer line
+constexpr std::int64_t kLogTailBytesMax = 1 << 12; // read from the log for a message
+constexpr std::size_t kQuotedBytesMax = 300;       // of an answer or log line in a message
+constexpr int kExitWaitMillis = 5000;              // after closing its stdin
 constexpr std::string_view kGreetingWord = "mambacheck-worker";
 constexpr int kProtocolVersion = 1;
 
@@ -109,8 +109,10 @@ bool decisions_recorded(const fs::path& result_dir) {
 std::string shell_quote(std::string_view text) {
   std::string out = "'";
   for (const char ch : text) {
-    if (ch == '\'') out += "'\\''";
-    else out += ch;
+    if (ch == '\'')
+      out += "'\\''";
+    else
+      out += ch;
   }
   return out + "'";
 }
@@ -123,8 +125,8 @@ ExternalWorker::ExternalWorker(ExternalOptions options) : options_(std::move(opt
   int in_pipe[2] = {-1, -1};
   int out_pipe[2] = {-1, -1};
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
-    throw ExternalWorkerFailure{fmt::format("--external: cannot create pipes: {}",
-                                            std::strerror(errno))};
+    throw ExternalWorkerFailure{
+        fmt::format("--external: cannot create pipes: {}", std::strerror(errno))};
   int log_fd = -1;
   if (!options_.log_file.empty()) {
     log_fd = open(options_.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -164,7 +166,9 @@ ExternalWorker::ExternalWorker(ExternalOptions options) : options_(std::move(opt
   parse_greeting(read_line("its greeting"));
 }
 
-ExternalWorker::~ExternalWorker() { stop(); }
+ExternalWorker::~ExternalWorker() {
+  stop();
+}
 
 void ExternalWorker::stop() {
   if (to_worker_ >= 0) close(to_worker_);
@@ -209,9 +213,10 @@ std::string ExternalWorker::read_line(std::string_view waiting_for) {
       return line;
     }
     if (buffer_.size() > kLineBytesMax)
-      fail(fmt::format("wrote a line of more than {} bytes while we waited for {}",
-                       kLineBytesMax, waiting_for));
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      fail(fmt::format("wrote a line of more than {} bytes while we waited for {}", kLineBytesMax,
+                       waiting_for));
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0)
       fail(fmt::format("gave no answer within {} s while we waited for {}; killed",
                        options_.timeout_seconds, waiting_for));
@@ -224,8 +229,8 @@ std::string ExternalWorker::read_line(std::string_view waiting_for) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
       fail(fmt::format("closed its output while we waited for {}{}", waiting_for,
-                       buffer_.empty() ? "" : fmt::format(" (last words: \"{}\")",
-                                                           excerpt(buffer_))));
+                       buffer_.empty() ? ""
+                                       : fmt::format(" (last words: \"{}\")", excerpt(buffer_))));
     buffer_.append(chunk, static_cast<std::size_t>(n));
   }
 }
@@ -304,8 +309,7 @@ std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptio
                                                        ExternalOptions options) {
   std::error_code ec;
   fs::create_directories(options.work_dir, ec);
-  if (ec)
-    model::fail_input("--out: cannot create {}: {}", options.work_dir.string(), ec.message());
+  if (ec) model::fail_input("--out: cannot create {}: {}", options.work_dir.string(), ec.message());
   auto worker = std::make_unique<ExternalWorker>(std::move(options));
   std::vector<model::LaunchKind> kinds;
   std::string names;
@@ -326,15 +330,13 @@ std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptio
   ExternalWorker* w = worker.get();
   campaign.backend = [w](const model::LaunchCase& launch_case) { return w->run(launch_case); };
   std::cout << fmt::format("external worker: {} (kinds {}; stderr in {})\n",
-                           excerpt(worker->greeting()), names,
-                           worker->options().log_file.string());
+                           excerpt(worker->greeting()), names, worker->options().log_file.string());
   return worker;
 }
 
 model::LaunchResult run_external_once(const std::string& command, double timeout_seconds,
                                       const model::LaunchCase& launch_case) {
-  const fs::path work =
-      fs::temp_directory_path() / fmt::format("mambacheck-external-{}", getpid());
+  const fs::path work = fs::temp_directory_path() / fmt::format("mambacheck-external-{}", getpid());
   std::error_code ec;
   fs::create_directories(work, ec);
   if (ec) model::fail_input("cannot create {}: {}", work.string(), ec.message());
@@ -350,4 +352,4 @@ model::LaunchResult run_external_once(const std::string& command, double timeout
   return worker.run(launch_case);
 }
 
-} // namespace mc::cli
+} // namespace mc::backends

@@ -1,4 +1,4 @@
-#include "gpu/bench_cases.h"
+#include "bench/kernel_bench_cases.h"
 
 #include "model/errors.h"
 

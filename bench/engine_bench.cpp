@@ -1,4 +1,4 @@
-#include "oracle/engine/bench.h"
+#include "bench/engine_bench.h"
 
 #include "model/errors.h"
 #include "model/presets.h"
@@ -113,7 +113,7 @@ EngineBenchResult run_engine_bench(const EngineBenchCase& c) {
     r.num_layers += g.num_layers;
   for (const model::ArenaSpec& a : layout.arenas)
     r.arena_bytes += a.size_bytes();
-  Rng rng(c.seed);
+  auto rng = model::SplitMix64::from_seed(c.seed);
   std::vector<RequestSpec> requests =
       generate_workload(c.engine.workload, c.requests, model::kSpecTokensMax + 2, rng);
   Engine engine(layout, std::move(requests), c.seed, c.engine);

@@ -1,5 +1,5 @@
 // The benchmark of a build without nvcc: nothing to time.
-#include "gpu/bench.h"
+#include "bench/kernel_bench.h"
 #include "model/errors.h"
 
 namespace mc::gpu {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "fuzz/campaign/kernel_campaign.h"
+#include "fuzz/run_case.h"
 #include "model/launch.h"
 
 #include <sys/types.h>
@@ -30,14 +31,14 @@
 #include <string_view>
 #include <vector>
 
-namespace mc::cli {
+namespace mc::backends {
 
 inline constexpr double kExternalTimeoutSecondsDefault = 300.0;
 
 struct ExternalOptions {
-  std::string command;             // run by /bin/sh -c
-  std::filesystem::path work_dir;  // case and result directories are written here
-  std::filesystem::path log_file;  // the worker's stderr (appended); empty: inherited
+  std::string command;            // run by /bin/sh -c
+  std::filesystem::path work_dir; // case and result directories are written here
+  std::filesystem::path log_file; // the worker's stderr (appended); empty: inherited
   double timeout_seconds = kExternalTimeoutSecondsDefault; // the greeting, and each case
 };
 
@@ -51,8 +52,8 @@ struct ExternalWorkerFailure {
 
 // The worker answered `error: MESSAGE` for one case: the kernels under test failed on it
 // (raised, wrote outside their buffers). A finding like a wrong byte.
-struct ExternalKernelError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct ExternalKernelError : fuzz::KernelError {
+  using fuzz::KernelError::KernelError;
 };
 
 class ExternalWorker {
@@ -103,4 +104,4 @@ std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptio
 model::LaunchResult run_external_once(const std::string& command, double timeout_seconds,
                                       const model::LaunchCase& launch_case);
 
-} // namespace mc::cli
+} // namespace mc::backends

@@ -5,7 +5,7 @@
 // prompt's successive blocks of `hash_block_tokens` tokens (equal ids = equal token blocks,
 // which is what makes prefixes shared). Other keys are ignored (traces differ in extras).
 //
-// Each line becomes a RequestSpec of the simulator (oracle/engine/workload.h):
+// Each line becomes a model::RequestSpec, which the simulator runs (oracle/engine/workload.h):
 // - arrival step = floor((timestamp - first timestamp) / step_ms) (the step clock);
 // - prompt = input_length tokens: block k (tokens k*T .. k*T+T-1, T = hash_block_tokens) is
 //   the token block of hash_ids[k]; tokens past the hash blocks are the request's own;
@@ -15,7 +15,7 @@
 // "FILE:LINE: field: reason".
 #pragma once
 
-#include "oracle/engine/workload.h"
+#include "model/request_spec.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace mc::oracle::engine {
+namespace mc::scenarios {
 
 struct WorkloadImportOptions {
   double step_ms = 100.0;              // scheduler step clock: milliseconds per step
@@ -32,16 +32,20 @@ struct WorkloadImportOptions {
   std::int32_t slack_tokens = 18;      // truth past max_len (drafts near the end)
 };
 
+// The simulator's limits (oracle/engine/options.h: kRequestsMax, kSequenceLenMax), restated
+// because scenarios/ sees model/ only; harness/simulate.cpp asserts that they agree.
+inline constexpr std::int32_t kWorkloadRequestsMax = 1 << 20;
+inline constexpr std::int32_t kWorkloadSequenceLenMax = 1 << 20;
 inline constexpr std::size_t kWorkloadLineBytesMax = std::size_t{16} << 20;
 inline constexpr std::size_t kWorkloadHashIdsMax = std::size_t{1} << 16;
 
 // Throws model::InputError naming `name`, the line and the field.
-std::vector<RequestSpec> import_workload(std::istream& in, const std::string& name,
-                                         const WorkloadImportOptions& options);
-std::vector<RequestSpec> import_workload_file(const std::filesystem::path& file,
-                                              const WorkloadImportOptions& options);
+std::vector<model::RequestSpec> import_workload(std::istream& in, const std::string& name,
+                                                const WorkloadImportOptions& options);
+std::vector<model::RequestSpec> import_workload_file(const std::filesystem::path& file,
+                                                     const WorkloadImportOptions& options);
 
 // Token i (0-based) of the block of hash id `hash_id`: the same for every request.
 std::int32_t hash_block_token(std::uint64_t hash_id, std::int32_t i, std::int32_t vocab_size);
 
-} // namespace mc::oracle::engine
+} // namespace mc::scenarios

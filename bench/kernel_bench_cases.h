@@ -1,9 +1,9 @@
-// Inputs of the benchmark (gpu/bench.h): a layout from a preset, sized to fit the GPU, and
+// Inputs of the benchmark (bench/kernel_bench.h): a layout from a preset, sized to fit the GPU, and
 // several input sets (block tables over disjoint blocks) rotated between timed runs, so
 // neither L2 nor a repeated block pattern flatters a kernel.
 #pragma once
 
-#include "gpu/bench.h"
+#include "bench/kernel_bench.h"
 #include "model/launch.h"
 
 #include <cstdint>

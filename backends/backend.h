@@ -1,11 +1,12 @@
 // The backends a subcommand can run a launch on, by name (DESIGN.md, "Backends").
 #pragma once
 
+#include "fuzz/run_case.h"
 #include "model/launch.h"
 
 #include <string_view>
 
-namespace mc::cli {
+namespace mc::backends {
 
 enum class Backend { oracle, host, cuda };
 
@@ -16,5 +17,7 @@ void require_backend(Backend backend);
 Backend default_backend();
 std::string_view to_string(Backend backend);
 model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch_case);
+// run_backend on `backend`, as the kernel-level checks take a backend (fuzz/run_case.h).
+fuzz::LaunchRunner launch_runner(Backend backend);
 
-} // namespace mc::cli
+} // namespace mc::backends

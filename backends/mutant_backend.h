@@ -1,13 +1,13 @@
 // Launch runners with the kernels of a mutant, for `fuzz --mutant`, `mutants` and `gate`.
 #pragma once
 
-#include "cli/backend.h"
+#include "backends/backend.h"
 #include "fuzz/mutants/mutants.h"
 #include "gpu/mutant.h"
 
 #include <string>
 
-namespace mc::cli {
+namespace mc::backends {
 
 // host or cuda, running the kernels of the mutant it is called with.
 fuzz::MutantLaunchRunner mutant_launch_runner(Backend backend);
@@ -15,4 +15,4 @@ fuzz::MutantLaunchRunner mutant_launch_runner(Backend backend);
 // The kernel mutant named `name` ("none" allowed); InputError listing the names otherwise.
 gpu::Mutant parse_kernel_mutant(const std::string& name);
 
-} // namespace mc::cli
+} // namespace mc::backends
