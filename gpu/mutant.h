@@ -1,10 +1,10 @@
-// The kernels' variant parameter. Every kernel body takes a `Mutant` template argument;
-// the clean path is the instantiation with Mutant::none, so a broken variant selected with
-// `--mutant NAME` is a separate instantiation and costs the clean path nothing.
-// A variant is one line of MC_KERNEL_MUTANTS below (the enum, the catalogue and every
-// dispatch switch are generated from it) and an `if constexpr (M == Mutant::...)` at the
-// one place it changes (DESIGN.md, "Backends and kernels under test"). Mutants of the
-// runner's bookkeeping live in gpu/engine/runner_mutant.h.
+// The kernel mutants: deliberate bugs of the kernels, selected at run time with `--mutant NAME`.
+// A mutant is one line of MC_KERNEL_MUTANTS below (the enum, the catalogue and the dispatch to
+// its kernels are generated from it) and a policy of the same name that redefines one mutation
+// point of the kernels (gpu/kernels/mutant_policies.cuh; the points as specified are `Clean`,
+// gpu/kernels/clean_policy.cuh). Every kernel body takes a policy type, so the clean kernels
+// are the instantiation with Clean and pay nothing for the mutants (DESIGN.md, "Backends and
+// kernels under test"). Mutants of the runner's bookkeeping live in gpu/engine/runner_mutant.h.
 //
 // Every mutant keeps its accesses inside the arenas and block tables of a valid case (a
 // wrong byte, never a wild address), so a campaign against it reports a mismatch on the
@@ -22,10 +22,10 @@ namespace mc::gpu {
 // X(name, bug class of REFERENCE.md 5 ('A'..'H', 'X' = one of ours), what it breaks)
 #define MC_KERNEL_MUTANTS(X)                                                                       \
   X(precopy_guard_by_address, 'D',                                                                 \
-    "precopy skips a row when the source and destination BLOCKS are equal (physical "             \
-    "addresses compared instead of logical columns), losing aliased same-block shifts")           \
+    "precopy skips a row when the source and destination BLOCKS are equal (physical "              \
+    "addresses compared instead of logical columns), losing aliased same-block shifts")            \
   X(same_block_copy_skipped, 'D',                                                                  \
-    "a copy whose source and destination block are the same is recorded but not done, so a "     \
+    "a copy whose source and destination block are the same is recorded but not done, so a "       \
     "same-block conv shift never happens")                                                         \
   X(overlap_copied_backwards, 'D',                                                                 \
     "an overlapping (same-block) flat copy runs from the last byte down: not memmove-safe "        \
@@ -36,17 +36,17 @@ namespace mc::gpu {
     "the 16-byte vector path stops at the last 16-byte boundary: the tail bytes of a copy "        \
     "are lost")                                                                                    \
   X(vector_head_dropped, 'D',                                                                      \
-    "the 16-byte vector path starts at the first 16-byte boundary: the head bytes before it "     \
+    "the 16-byte vector path starts at the first 16-byte boundary: the head bytes before it "      \
     "are lost")                                                                                    \
   X(null_block_skipped, 'D',                                                                       \
-    "null block (0) confused with the pad (-1): a copy reading block 0 is skipped (#50021)")      \
+    "null block (0) confused with the pad (-1): a copy reading block 0 is skipped (#50021)")       \
   X(block_offset_32bit, 'B',                                                                       \
-    "block_id x block stride kept in 32 bits: offsets past 4 GiB wrap (#35275)")                  \
+    "block_id x block stride kept in 32 bits: offsets past 4 GiB wrap (#35275)")                   \
   X(temporal_ignores_bias_column, 'F',                                                             \
     "the temporal source is bt(src) like conv, not bt(src + bias): the bias column is "            \
     "ignored (#42406)")                                                                            \
   X(conv_source_at_bias_column, 'F',                                                               \
-    "the conv source is the block at column src + bias like temporal, read from its start "       \
+    "the conv source is the block at column src + bias like temporal, read from its start "        \
     "(#42406)")                                                                                    \
   X(sd_bias_in_elements, 'B',                                                                      \
     "the SD conv source offset is bias x element size instead of bias token rows")                 \
@@ -64,13 +64,13 @@ namespace mc::gpu {
     "postprocess_align decides a copy from a after its reset to 1 (no launch-time snapshot of "    \
     "num_accepted)")                                                                               \
   X(reset_not_written, 'X',                                                                        \
-    "the reset of a to 1 when source and destination columns are equal is not written")           \
+    "the reset of a to 1 when source and destination columns are equal is not written")            \
   X(reset_on_every_copy, 'X',                                                                      \
     "a is reset to 1 after every post-step copy, not only when the columns are equal")             \
   X(same_column_copied, 'X',                                                                       \
     "a save whose source and destination column are equal with bias 0 still copies (and "          \
     "records) the state onto itself")                                                              \
-  X(precopy_ignores_token_bias, 'F', "precopy copies with bias 0 instead of its token_bias")        \
+  X(precopy_ignores_token_bias, 'F', "precopy copies with bias 0 instead of its token_bias")       \
   X(preprocess_curr_floor, 'A',                                                                    \
     "preprocess_align takes the new column as floor((c + q) / B) - 1 instead of cdiv - 1")         \
   X(preprocess_bias_is_accepted, 'F',                                                              \
