@@ -1,15 +1,17 @@
-// The runner's variant parameter: deliberate bugs in the host-side bookkeeping of the engine
-// runner (columns, slots, accepted counts, which launches run with which arrays), selected at
-// run time with `--mutant NAME`. The kernels are untouched (their variants are gpu::Mutant,
-// gpu/mutant.h); a runner mutant changes one decision of engine_runner / runner_flows, tested
-// where it applies with `options_.mutant == RunnerMutant::...` (a branch on host bookkeeping
-// once per request and step, not per byte). Each is modelled on a bug class of REFERENCE.md 5
-// and must be killed by the engine-level fuzz (fuzz/engine/engine_fuzz.h).
+// The runner mutants: deliberate bugs in the host-side bookkeeping of the engine runner
+// (columns, slots, accepted counts, which launches run with which arrays), selected at run
+// time with `--mutant NAME`. The kernels are untouched (their mutants are gpu::Mutant,
+// gpu/mutant.h). A runner mutant is a RunnerDecisions (runner_decisions.h) that redefines the
+// one decision it gets wrong; the runner asks its decisions object at every mutation point, so
+// its own code names no mutant. Each is modelled on a bug class of REFERENCE.md 5 and must be
+// killed by the engine-level fuzz (fuzz/engine/engine_fuzz.h).
 #pragma once
 
+#include "gpu/engine/runner_decisions.h"
 #include "gpu/mutant.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -37,5 +39,8 @@ enum class RunnerMutant : std::uint8_t {
 std::span<const MutantInfo> runner_mutants();
 std::string_view to_string(RunnerMutant mutant); // "none" for the clean runner
 std::optional<RunnerMutant> find_runner_mutant(std::string_view name);
+
+// The runner's decisions under `mutant`: the specified ones for RunnerMutant::none.
+std::unique_ptr<RunnerDecisions> make_runner_decisions(RunnerMutant mutant);
 
 } // namespace mc::gpu::engine
