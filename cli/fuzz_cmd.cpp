@@ -11,7 +11,7 @@
 #include "cli/junit.h"
 #include "cli/progress.h"
 #include "fuzz/campaign/kernel_campaign.h"
-#include "gpu/engine/runner_mutant.h"
+#include "gpu/mutant.h"
 #include "model/errors.h"
 
 #include <fmt/format.h>
@@ -191,8 +191,8 @@ int run_fuzz(const FuzzOptions& o) {
   if (o.level != "engine") {
     if (!o.mutant.empty() && !o.external.empty())
       model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
-    if (!o.mutant.empty() && !gpu::find_kernel_mutant(o.mutant) &&
-        gpu::engine::find_runner_mutant(o.mutant))
+    const gpu::MutantInfo* named = gpu::find_mutant(o.mutant);
+    if (named != nullptr && named->level == gpu::MutantLevel::runner)
       model::fail_input("--mutant: '{}' is a runner mutant: use --level engine", o.mutant);
     JunitCase jc;
     nlohmann::json kernel;

@@ -17,13 +17,13 @@ inline constexpr std::int64_t kEngineCasesDefault = 200;
 inline constexpr std::int64_t kEngineCasesMax = std::int64_t{1} << 40;
 
 void resolve_mutant(const std::string& name, fuzz::EngineFuzzOptions& o) {
-  if (name.empty()) return;
-  if (const auto m = gpu::engine::find_runner_mutant(name)) {
-    o.runner_mutant = *m;
-    return;
-  }
-  if (const auto m = gpu::find_kernel_mutant(name)) {
-    o.kernel_mutant = *m;
+  if (name.empty() || name == "none") return;
+  if (const gpu::MutantInfo* info = gpu::find_mutant(name)) {
+    if (info->level == gpu::MutantLevel::runner) {
+      o.runner_mutant = *gpu::engine::find_runner_mutant(name);
+    } else {
+      o.kernel_mutant = *gpu::find_kernel_mutant(name);
+    }
     return;
   }
   model::fail_input("--mutant: no runner or kernel mutant named '{}' (see mambacheck mutants)",

@@ -33,7 +33,8 @@ struct EngineLevelResult {
 
 EngineLevelResult run_engine_level(const EngineLevelRequest& request);
 
-// Every runner mutant (gpu/engine/runner_mutant.h) as a `mutants` job at the engine level.
-std::vector<fuzz::MutantJob> runner_mutant_jobs();
+// The runner mutant `info` (a runner entry of gpu::mutant_catalogue()) as a `mutants` job: the
+// engine-level fuzz against it.
+fuzz::MutantJob runner_mutant_job(const gpu::MutantInfo& info);
 
 } // namespace mc::cli

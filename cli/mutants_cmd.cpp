@@ -1,9 +1,9 @@
-// `mambacheck mutants`: the fuzzer against every mutant of the catalogue (or --only a few),
-// each with its own time budget; prints the table (mutant, bug class, killed, time to kill,
-// cases, shrunk counterexample size) and exits 1 if any mutant survives. Counterexamples
-// go under --out/NAME/ (default mc-out/mutants/NAME/).
+// `mambacheck mutants`: the fuzzer against every mutant of the catalogue (gpu/mutant.h; or
+// --only a few), each with its own time budget; prints the table (mutant, bug class, killed,
+// time to kill, cases, shrunk counterexample size) and exits 1 if any mutant survives.
+// Counterexamples go under --out/NAME/ (default mc-out/mutants/NAME/). `--list` prints the
+// catalogue's entries instead of running them.
 #include "backends/backend.h"
-#include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "cli/duration.h"
 #include "cli/junit.h"
@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -31,6 +32,7 @@ struct MutantsOptions {
   std::string out = "mc-out/mutants";
   std::string report;
   std::string junit;
+  bool list = false;
 };
 
 std::vector<std::string> split_names(const std::string& text) {
@@ -40,6 +42,19 @@ std::vector<std::string> split_names(const std::string& text) {
   while (std::getline(in, name, ','))
     if (!name.empty()) names.push_back(name);
   return names;
+}
+
+// One line per job: name, level, bug class, what it breaks.
+std::string format_catalogue(const std::vector<fuzz::MutantJob>& jobs) {
+  std::size_t width = 6;
+  for (const fuzz::MutantJob& j : jobs)
+    width = std::max(width, j.name.size());
+  std::string out = fmt::format("{:<{}}  {:<6}  {:<5}  {}\n", "mutant", width, "level", "class",
+                                "what it breaks");
+  for (const fuzz::MutantJob& j : jobs)
+    out += fmt::format("{:<{}}  {:<6}  {:<5}  {}\n", j.name, width, j.level, j.bug_class,
+                       j.description);
+  return out;
 }
 
 void write_reports(const MutantsOptions& o, const fuzz::MutantRunOptions& run,
@@ -66,6 +81,10 @@ void write_reports(const MutantsOptions& o, const fuzz::MutantRunOptions& run,
 int run_mutants(const MutantsOptions& o) {
   if (o.level != "kernel" && o.level != "engine" && o.level != "both")
     model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
+  if (o.list) {
+    std::cout << format_catalogue(fuzz::select_jobs(mutant_jobs(o.level), split_names(o.only)));
+    return kExitOk;
+  }
   if (o.max_size < 0 || o.max_size > 100)
     model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
   const backends::Backend backend =
@@ -122,6 +141,8 @@ void add_mutants_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", o->out, "Counterexamples go to OUT/NAME/ (default mc-out/mutants)");
   cmd->add_option("--report", o->report, "Write a JSON report (with timings)");
   cmd->add_option("--junit", o->junit, "Write JUnit XML (one test case per mutant)");
+  cmd->add_flag("--list", o->list,
+                "Print the catalogue (mutant, level, bug class, what it breaks) and exit");
   cmd->callback([o, &action] { action = [o] { return run_mutants(*o); }; });
 }
 

@@ -3,8 +3,12 @@
 #include "cli/fuzz_engine.h"
 
 #include "fuzz/engine/engine_fuzz.h"
+#include "gpu/engine/runner_mutant.h"
+#include "model/errors.h"
 
 #include <fmt/format.h>
+
+#include <optional>
 
 namespace mc::cli {
 namespace {
@@ -48,21 +52,18 @@ fuzz::MutantOutcome run_runner_mutant(const fuzz::MutantRunOptions& m,
 
 } // namespace
 
-std::vector<fuzz::MutantJob> runner_mutant_jobs() {
-  std::vector<fuzz::MutantJob> jobs;
-  const auto catalogue = gpu::engine::runner_mutants();
-  for (std::size_t i = 0; i < catalogue.size(); ++i) {
-    const auto mutant = static_cast<gpu::engine::RunnerMutant>(i + 1);
-    const gpu::MutantInfo info = catalogue[i];
-    jobs.push_back({.name = std::string(info.name),
-                    .level = "engine",
-                    .bug_class = info.bug_class,
-                    .description = std::string(info.description),
-                    .run = [mutant, info](const fuzz::MutantRunOptions& m) {
-                      return run_runner_mutant(m, mutant, info);
-                    }});
-  }
-  return jobs;
+fuzz::MutantJob runner_mutant_job(const gpu::MutantInfo& info) {
+  MC_ASSERT(info.level == gpu::MutantLevel::runner);
+  const std::optional<gpu::engine::RunnerMutant> mutant =
+      gpu::engine::find_runner_mutant(info.name);
+  MC_ASSERT(mutant.has_value());
+  return {.name = std::string(info.name),
+          .level = "engine",
+          .bug_class = info.bug_class,
+          .description = std::string(info.description),
+          .run = [m = *mutant, info](const fuzz::MutantRunOptions& o) {
+            return run_runner_mutant(o, m, info);
+          }};
 }
 
 } // namespace mc::cli

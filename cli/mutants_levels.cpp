@@ -1,15 +1,17 @@
 #include "cli/mutants_levels.h"
 
 #include "cli/fuzz_engine.h"
+#include "gpu/mutant.h"
 
 namespace mc::cli {
 
 std::vector<fuzz::MutantJob> mutant_jobs(const std::string& level) {
   std::vector<fuzz::MutantJob> jobs;
-  if (level != "engine") jobs = fuzz::kernel_mutant_jobs();
-  if (level != "kernel") {
-    std::vector<fuzz::MutantJob> engine = runner_mutant_jobs();
-    jobs.insert(jobs.end(), engine.begin(), engine.end());
+  for (const gpu::MutantInfo& info : gpu::mutant_catalogue()) {
+    if (info.level == gpu::MutantLevel::kernel && level != "engine")
+      jobs.push_back(fuzz::kernel_mutant_job(info));
+    if (info.level == gpu::MutantLevel::runner && level != "kernel")
+      jobs.push_back(runner_mutant_job(info));
   }
   return jobs;
 }

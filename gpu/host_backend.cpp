@@ -2,6 +2,7 @@
 
 #include "gpu/kernels/batch_copy.cuh"
 #include "gpu/kernels/fused_launch.cuh"
+#include "gpu/kernels/mutant_policies.cuh"
 #include "gpu/launch_plan.h"
 
 #include <vector>
@@ -19,22 +20,23 @@ std::vector<std::uint64_t> arena_addresses(const std::vector<model::Arena>& aren
   return out;
 }
 
-template <KernelKind K, Mutant M> void run_fused_programs(const FusedParams& p, int num_programs) {
+template <KernelKind K, class Policy>
+void run_fused_programs(const FusedParams& p, int num_programs) {
   FusedShared shared{};
   for (int program = 0; program < num_programs; ++program)
-    fused_program<K, true, M>(p, program, num_programs, HostTeam{}, shared);
+    fused_program<K, true, Policy>(p, program, num_programs, HostTeam{}, shared);
 }
 
-template <Mutant M> void run_fused(KernelKind kind, const FusedParams& p, int num_programs) {
+template <class Policy> void run_fused(KernelKind kind, const FusedParams& p, int num_programs) {
   switch (kind) {
   case KernelKind::postprocess:
-    return run_fused_programs<KernelKind::postprocess, M>(p, num_programs);
+    return run_fused_programs<KernelKind::postprocess, Policy>(p, num_programs);
   case KernelKind::postprocess_align:
-    return run_fused_programs<KernelKind::postprocess_align, M>(p, num_programs);
+    return run_fused_programs<KernelKind::postprocess_align, Policy>(p, num_programs);
   case KernelKind::precopy:
-    return run_fused_programs<KernelKind::precopy, M>(p, num_programs);
+    return run_fused_programs<KernelKind::precopy, Policy>(p, num_programs);
   case KernelKind::preprocess_align:
-    return run_fused_programs<KernelKind::preprocess_align, M>(p, p.num_segments);
+    return run_fused_programs<KernelKind::preprocess_align, Policy>(p, p.num_segments);
   }
 }
 
@@ -74,7 +76,9 @@ void run_fused_launch(const model::LaunchCase& launch, Mutant mutant, const Host
   p.scratch = scratch.bind(p);
   p.epoch = 1;
   const int programs = fused_program_count(p, kHostProgramsMax);
-  visit_mutant(mutant, [&](auto m) { run_fused<decltype(m)::value>(to_kernel_kind(launch.kind), p, programs); });
+  visit_kernel_policy(mutant, [&](auto policy) {
+    run_fused<typename decltype(policy)::type>(to_kernel_kind(launch.kind), p, programs);
+  });
   result.decisions = compact_decisions(scratch.records, launch.layout);
 }
 
@@ -90,9 +94,9 @@ void run_batch_copy(const model::LaunchCase& launch, Mutant mutant, const HostAr
                           .num_triples = static_cast<std::int64_t>(plan.triples.size()),
                           .num_units = plan.num_units};
   const std::int64_t programs = std::min(kHostProgramsMax, p.num_units);
-  visit_mutant(mutant, [&](auto m) {
+  visit_kernel_policy(mutant, [&](auto policy) {
     for (std::int64_t program = 0; program < programs; ++program)
-      batch_copy_program<decltype(m)::value>(p, program, programs, HostTeam{});
+      batch_copy_program<typename decltype(policy)::type>(p, program, programs, HostTeam{});
   });
   result.decisions = std::move(plan.decisions);
 }
@@ -117,9 +121,8 @@ model::LaunchResult run_launch_host(const model::LaunchCase& launch, Mutant muta
   const std::vector<std::uint64_t> addrs = arena_addresses(result.arenas);
   const std::vector<TensorDesc> tensors = make_tensor_descs(launch.layout, addrs);
   const std::vector<UnitRef> units = make_units(tensors);
-  run_launch_host_in_place(launch, mutant,
-                           HostArenas{.arena_addrs = addrs, .tensors = tensors, .units = units},
-                           result);
+  run_launch_host_in_place(
+      launch, mutant, HostArenas{.arena_addrs = addrs, .tensors = tensors, .units = units}, result);
   return result;
 }
 

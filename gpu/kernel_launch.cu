@@ -2,6 +2,7 @@
 #include "gpu/kernel_launch.h"
 #include "gpu/kernels/batch_copy.cuh"
 #include "gpu/kernels/fused_launch.cuh"
+#include "gpu/kernels/mutant_policies.cuh"
 
 #include <cuda_runtime.h>
 
@@ -25,17 +26,18 @@ void check_launch(const char* what) {
 
 constexpr int kCtasPerSm = 4;
 
-// Calls f(MutantTag<M>) for `mutant`. A build configured with -DMC_CUDA_KERNEL_MUTANTS=OFF
-// (MC_NO_CUDA_KERNEL_MUTANTS: one instantiation per kernel instead of 26, for fast nvcc
-// iterations on the kernels) has only the clean kernels and refuses a mutant.
-template <class F> void visit_launch_mutant(Mutant mutant, F&& f) {
+// Calls f(PolicyTag<P>) with the kernels' policy for `mutant`. A build configured with
+// -DMC_CUDA_KERNEL_MUTANTS=OFF (MC_NO_CUDA_KERNEL_MUTANTS: one instantiation per kernel instead
+// of 26, for fast nvcc iterations on the kernels) has only the clean kernels and refuses a
+// mutant.
+template <class F> void visit_launch_policy(Mutant mutant, F&& f) {
 #if defined(MC_NO_CUDA_KERNEL_MUTANTS)
   if (mutant != Mutant::none)
     throw std::runtime_error("this build has no cuda kernel mutants (configured with "
                              "-DMC_CUDA_KERNEL_MUTANTS=OFF)");
-  f(MutantTag<Mutant::none>{});
+  f(PolicyTag<Clean>{});
 #else
-  visit_mutant(mutant, std::forward<F>(f));
+  visit_kernel_policy(mutant, std::forward<F>(f));
 #endif
 }
 
@@ -60,18 +62,18 @@ template <class Kernel> int resident_ctas_max(Kernel kernel) {
 
 // A cooperative launch where asked and supported (the grid cut to what fits at once: the
 // kernel takes its share of the work from gridDim), else tickets over the full grid.
-template <KernelKind K, bool kRecord, Mutant M>
+template <KernelKind K, bool kRecord, class Policy>
 void launch_fused_kind(const FusedParams& p, int num_programs, cudaStream_t stream) {
   static const bool cooperative_supported =
       device_attribute(cudaDevAttrCooperativeLaunch, "cooperative launch attribute") != 0;
   if (p.start == FusedStart::cooperative && cooperative_supported &&
       K != KernelKind::preprocess_align) {
-    static const int resident_max = resident_ctas_max(fused_kernel<K, kRecord, M>);
+    static const int resident_max = resident_ctas_max(fused_kernel<K, kRecord, Policy>);
     const int grid = std::min(num_programs, resident_max);
     FusedParams params = p;
     void* args[] = {&params};
     const cudaError_t err = cudaLaunchCooperativeKernel(
-        reinterpret_cast<const void*>(fused_kernel<K, kRecord, M>),
+        reinterpret_cast<const void*>(fused_kernel<K, kRecord, Policy>),
         dim3(static_cast<unsigned>(grid)), dim3(kThreadsPerCta), args, 0, stream);
     if (err != cudaSuccess)
       throw std::runtime_error(std::string("CUDA cooperative launch of fused_kernel failed: ") +
@@ -80,37 +82,38 @@ void launch_fused_kind(const FusedParams& p, int num_programs, cudaStream_t stre
   }
   FusedParams params = p;
   params.start = FusedStart::ticket;
-  fused_kernel<K, kRecord, M><<<num_programs, kThreadsPerCta, 0, stream>>>(params);
+  fused_kernel<K, kRecord, Policy><<<num_programs, kThreadsPerCta, 0, stream>>>(params);
   check_launch("fused_kernel");
 }
 
-template <bool kRecord, Mutant M>
+template <bool kRecord, class Policy>
 void launch_fused_variant(KernelKind kind, const FusedParams& p, int n, cudaStream_t s) {
   switch (kind) {
   case KernelKind::postprocess:
-    return launch_fused_kind<KernelKind::postprocess, kRecord, M>(p, n, s);
+    return launch_fused_kind<KernelKind::postprocess, kRecord, Policy>(p, n, s);
   case KernelKind::postprocess_align:
-    return launch_fused_kind<KernelKind::postprocess_align, kRecord, M>(p, n, s);
+    return launch_fused_kind<KernelKind::postprocess_align, kRecord, Policy>(p, n, s);
   case KernelKind::precopy:
-    return launch_fused_kind<KernelKind::precopy, kRecord, M>(p, n, s);
+    return launch_fused_kind<KernelKind::precopy, kRecord, Policy>(p, n, s);
   case KernelKind::preprocess_align:
-    return launch_fused_kind<KernelKind::preprocess_align, kRecord, M>(p, p.num_segments, s);
+    return launch_fused_kind<KernelKind::preprocess_align, kRecord, Policy>(p, p.num_segments, s);
   }
 }
 
-// One case per Mutant: each variant is its own instantiation (gpu/mutant.h). Mutants are
-// compared through their recorded decisions, so only the recording launch has them; the
-// launch without records (bench) is the clean kernel only.
+// One instantiation per kernel policy (gpu/kernels/mutant_policies.cuh). Mutants are compared
+// through their recorded decisions, so only the recording launch has them; the launch without
+// records (bench) is the clean kernel only.
 template <bool kRecord>
 void launch_fused_record(Mutant mutant, KernelKind kind, const FusedParams& p, int n,
                          cudaStream_t s) {
   if constexpr (kRecord) {
-    visit_launch_mutant(
-        mutant, [&](auto m) { launch_fused_variant<kRecord, decltype(m)::value>(kind, p, n, s); });
+    visit_launch_policy(mutant, [&](auto policy) {
+      launch_fused_variant<kRecord, typename decltype(policy)::type>(kind, p, n, s);
+    });
   } else {
     if (mutant != Mutant::none)
       throw std::runtime_error("a kernel mutant needs the recording launch");
-    launch_fused_variant<kRecord, Mutant::none>(kind, p, n, s);
+    launch_fused_variant<kRecord, Clean>(kind, p, n, s);
   }
 }
 
@@ -149,8 +152,8 @@ void launch_batch_copy(Mutant mutant, const BatchCopyParams& params, void* strea
   const auto grid = static_cast<int>(
       std::min<std::int64_t>(params.num_units, static_cast<std::int64_t>(fused_programs_max())));
   const auto s = static_cast<cudaStream_t>(stream);
-  visit_launch_mutant(mutant, [&](auto m) {
-    batch_copy_kernel<decltype(m)::value><<<grid, kThreadsPerCta, 0, s>>>(params);
+  visit_launch_policy(mutant, [&](auto policy) {
+    batch_copy_kernel<typename decltype(policy)::type><<<grid, kThreadsPerCta, 0, s>>>(params);
   });
   check_launch("batch_copy_kernel");
 }

@@ -38,11 +38,11 @@ namespace {
 RowDecision decide_any(KernelKind kind, const FusedParams& p, std::int32_t b) {
   switch (kind) {
   case KernelKind::postprocess:
-    return decide_row<KernelKind::postprocess, Mutant::none>(p, b);
+    return decide_row<KernelKind::postprocess, Clean>(p, b);
   case KernelKind::postprocess_align:
-    return decide_row<KernelKind::postprocess_align, Mutant::none>(p, b);
+    return decide_row<KernelKind::postprocess_align, Clean>(p, b);
   case KernelKind::precopy:
-    return decide_row<KernelKind::precopy, Mutant::none>(p, b);
+    return decide_row<KernelKind::precopy, Clean>(p, b);
   case KernelKind::preprocess_align:
     break;
   }

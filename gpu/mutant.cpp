@@ -1,3 +1,4 @@
+// The mutant catalogue (gpu/mutant.h), generated from its two lists.
 #include "gpu/mutant.h"
 
 #include <array>
@@ -5,26 +6,59 @@
 namespace mc::gpu {
 namespace {
 
-// Entry i describes Mutant(i + 1): both come from MC_KERNEL_MUTANTS in the same order.
-constexpr std::array kKernelMutants{
-#define MC_MUTANT_INFO(name, bug_class, description) MutantInfo{#name, bug_class, description},
-    MC_KERNEL_MUTANTS(MC_MUTANT_INFO)
-#undef MC_MUTANT_INFO
-};
+#define MC_KERNEL_MUTANT_INFO(name, bug_class, description)                                        \
+  MutantInfo{#name, MutantLevel::kernel, bug_class, description},
+#define MC_RUNNER_MUTANT_INFO(name, bug_class, description)                                        \
+  MutantInfo{#name, MutantLevel::runner, bug_class, description},
+// Entry i describes Mutant(i + 1), entry kKernelCount + i RunnerMutant(i + 1): each list's
+// entries come in the order of its enum.
+constexpr std::array kCatalogue{MC_KERNEL_MUTANTS(MC_KERNEL_MUTANT_INFO)
+                                    MC_RUNNER_MUTANTS(MC_RUNNER_MUTANT_INFO)};
+#undef MC_KERNEL_MUTANT_INFO
+#undef MC_RUNNER_MUTANT_INFO
+
+#define MC_COUNT_ONE(name, bug_class, description) +1
+constexpr std::size_t kKernelCount = 0 MC_KERNEL_MUTANTS(MC_COUNT_ONE);
+#undef MC_COUNT_ONE
+
+constexpr bool names_unique() {
+  for (std::size_t i = 0; i < kCatalogue.size(); ++i)
+    for (std::size_t j = i + 1; j < kCatalogue.size(); ++j)
+      if (kCatalogue[i].name == kCatalogue[j].name) return false;
+  return true;
+}
+static_assert(names_unique(), "a mutant name is the --mutant key: unique across both levels");
 
 } // namespace
 
-std::span<const MutantInfo> kernel_mutants() { return kKernelMutants; }
+std::span<const MutantInfo> mutant_catalogue() {
+  return kCatalogue;
+}
+
+const MutantInfo* find_mutant(std::string_view name) {
+  for (const MutantInfo& info : kCatalogue)
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+std::string_view to_string(MutantLevel level) {
+  return level == MutantLevel::kernel ? "kernel" : "runner";
+}
+
+std::span<const MutantInfo> kernel_mutants() {
+  return std::span<const MutantInfo>(kCatalogue).first(kKernelCount);
+}
 
 std::string_view to_string(Mutant mutant) {
   const auto i = static_cast<std::size_t>(mutant);
-  return i == 0 || i > kKernelMutants.size() ? std::string_view("none") : kKernelMutants[i - 1].name;
+  return i == 0 || i > kKernelCount ? std::string_view("none") : kCatalogue[i - 1].name;
 }
 
 std::optional<Mutant> find_kernel_mutant(std::string_view name) {
   if (name == "none") return Mutant::none;
-  for (std::size_t i = 0; i < kKernelMutants.size(); ++i)
-    if (kKernelMutants[i].name == name) return static_cast<Mutant>(i + 1);
+  const std::span<const MutantInfo> kernel = kernel_mutants();
+  for (std::size_t i = 0; i < kernel.size(); ++i)
+    if (kernel[i].name == name) return static_cast<Mutant>(i + 1);
   return std::nullopt;
 }
 

@@ -1,14 +1,20 @@
-// The kernels' variant parameter. Every kernel body takes a `Mutant` template argument;
-// the clean path is the instantiation with Mutant::none, so a broken variant selected with
-// `--mutant NAME` is a separate instantiation and costs the clean path nothing.
-// A variant is one line of MC_KERNEL_MUTANTS below (the enum, the catalogue and every
-// dispatch switch are generated from it) and an `if constexpr (M == Mutant::...)` at the
-// one place it changes (DESIGN.md, "Backends and kernels under test"). Mutants of the
-// runner's bookkeeping live in gpu/engine/runner_mutant.h.
+// The mutant catalogue: every deliberate bug compiled in, selected at run time with
+// `--mutant NAME`, as one table of MutantInfo (name, level, bug class, what it breaks) that
+// `mambacheck mutants`, every `--mutant` lookup and the docs' listings read. Its two lists
+// below, MC_KERNEL_MUTANTS and MC_RUNNER_MUTANTS, are the only place a mutant is named; the
+// table, the enums (Mutant here, engine::RunnerMutant) and every dispatch are generated from
+// them (DESIGN.md, "Backends and kernels under test").
 //
-// Every mutant keeps its accesses inside the arenas and block tables of a valid case (a
-// wrong byte, never a wild address), so a campaign against it reports a mismatch on the
-// host backend instead of crashing the process.
+// - A kernel mutant is a policy of the same name that redefines one mutation point of the
+//   kernels (gpu/kernels/mutant_policies.cuh; the points as specified are `Clean`,
+//   gpu/kernels/clean_policy.cuh). Every kernel body takes a policy type, so the clean kernels
+//   are the instantiation with Clean and pay nothing for the mutants. Every kernel mutant
+//   keeps its accesses inside the arenas and block tables of a valid case (a wrong byte, never
+//   a wild address), so a campaign against it reports a mismatch on the host backend instead
+//   of crashing the process.
+// - A runner mutant is a subclass of the engine runner's RunnerDecisions of the same name that
+//   redefines one decision of its bookkeeping (gpu/engine/runner_decisions.h,
+//   gpu/engine/runner_mutant.h); the runner asks that object once per request or step.
 #pragma once
 
 #include <cstdint>
@@ -19,13 +25,14 @@
 
 namespace mc::gpu {
 
-// X(name, bug class of REFERENCE.md 5 ('A'..'H', 'X' = one of ours), what it breaks)
+// X(name, bug class of REFERENCE.md 5 ('A'..'H', 'X' = one of ours), what it breaks), in the
+// order of the catalogue; a number in a description is the vLLM bug it re-creates.
 #define MC_KERNEL_MUTANTS(X)                                                                       \
   X(precopy_guard_by_address, 'D',                                                                 \
-    "precopy skips a row when the source and destination BLOCKS are equal (physical "             \
-    "addresses compared instead of logical columns), losing aliased same-block shifts")           \
+    "precopy skips a row when the source and destination BLOCKS are equal (physical "              \
+    "addresses compared instead of logical columns), losing aliased same-block shifts")            \
   X(same_block_copy_skipped, 'D',                                                                  \
-    "a copy whose source and destination block are the same is recorded but not done, so a "     \
+    "a copy whose source and destination block are the same is recorded but not done, so a "       \
     "same-block conv shift never happens")                                                         \
   X(overlap_copied_backwards, 'D',                                                                 \
     "an overlapping (same-block) flat copy runs from the last byte down: not memmove-safe "        \
@@ -36,17 +43,17 @@ namespace mc::gpu {
     "the 16-byte vector path stops at the last 16-byte boundary: the tail bytes of a copy "        \
     "are lost")                                                                                    \
   X(vector_head_dropped, 'D',                                                                      \
-    "the 16-byte vector path starts at the first 16-byte boundary: the head bytes before it "     \
+    "the 16-byte vector path starts at the first 16-byte boundary: the head bytes before it "      \
     "are lost")                                                                                    \
   X(null_block_skipped, 'D',                                                                       \
-    "null block (0) confused with the pad (-1): a copy reading block 0 is skipped (#50021)")      \
+    "null block (0) confused with the pad (-1): a copy reading block 0 is skipped (#50021)")       \
   X(block_offset_32bit, 'B',                                                                       \
-    "block_id x block stride kept in 32 bits: offsets past 4 GiB wrap (#35275)")                  \
+    "block_id x block stride kept in 32 bits: offsets past 4 GiB wrap (#35275)")                   \
   X(temporal_ignores_bias_column, 'F',                                                             \
     "the temporal source is bt(src) like conv, not bt(src + bias): the bias column is "            \
     "ignored (#42406)")                                                                            \
   X(conv_source_at_bias_column, 'F',                                                               \
-    "the conv source is the block at column src + bias like temporal, read from its start "       \
+    "the conv source is the block at column src + bias like temporal, read from its start "        \
     "(#42406)")                                                                                    \
   X(sd_bias_in_elements, 'B',                                                                      \
     "the SD conv source offset is bias x element size instead of bias token rows")                 \
@@ -64,13 +71,13 @@ namespace mc::gpu {
     "postprocess_align decides a copy from a after its reset to 1 (no launch-time snapshot of "    \
     "num_accepted)")                                                                               \
   X(reset_not_written, 'X',                                                                        \
-    "the reset of a to 1 when source and destination columns are equal is not written")           \
+    "the reset of a to 1 when source and destination columns are equal is not written")            \
   X(reset_on_every_copy, 'X',                                                                      \
     "a is reset to 1 after every post-step copy, not only when the columns are equal")             \
   X(same_column_copied, 'X',                                                                       \
     "a save whose source and destination column are equal with bias 0 still copies (and "          \
     "records) the state onto itself")                                                              \
-  X(precopy_ignores_token_bias, 'F', "precopy copies with bias 0 instead of its token_bias")        \
+  X(precopy_ignores_token_bias, 'F', "precopy copies with bias 0 instead of its token_bias")       \
   X(preprocess_curr_floor, 'A',                                                                    \
     "preprocess_align takes the new column as floor((c + q) / B) - 1 instead of cdiv - 1")         \
   X(preprocess_bias_is_accepted, 'F',                                                              \
@@ -82,6 +89,48 @@ namespace mc::gpu {
     "column, so the precopy never runs")                                                           \
   X(batch_copy_drops_last, 'X', "the batched flat copy (V1 plan) never copies its last entry")
 
+#define MC_RUNNER_MUTANTS(X)                                                                       \
+  X(skip_cleanup_of_resumed, 'A',                                                                  \
+    "cleanup drops finished and preempted ids but not resumed ones: a request "                    \
+    "force-preempted by reset_prefix_cache resumes with its stale column and accepted "            \
+    "count (#35157)")                                                                              \
+  X(v2_seed_with_attn_block_size, 'A',                                                             \
+    "V2 seeds a new or resumed request's column as (c - 1) // attn_block_size instead "            \
+    "of the mamba block size (#53142)")                                                            \
+  X(v2_source_column_shifted, 'F',                                                                 \
+    "V2 precopy gets src_col + offset with offset 0, as if every state were temporal: "            \
+    "the conv source offset becomes a column shift (#42406)")                                      \
+  X(accepted_kept_across_preempt, 'A',                                                             \
+    "a preempted request's num_accepted is kept and used again when it resumes")                   \
+  X(slot_reused_without_reset, 'G',                                                                \
+    "a freed slot taken by another request keeps the previous occupant's column and "              \
+    "accepted count (persistent buffers not updated in place)")                                    \
+  X(prev_c_division, 'A',                                                                          \
+    "the prev column (c - 1) / B with C division: 0 instead of -1 for a fresh request")            \
+  X(curr_floor_division, 'A',                                                                      \
+    "V1 curr column floor((c + s) / B) - 1 instead of cdiv(c + s, B) - 1")                         \
+  X(precopy_wrong_slot, 'G',                                                                       \
+    "precopy's idx_mapping built with the wrong index: V1 the request slot instead "               \
+    "of the batch row, V2 the batch row instead of the request slot")                              \
+  X(postprocess_skipped_no_drafts, 'X',                                                            \
+    "the post-step save launch skipped when no row of the step carries drafts")                    \
+  X(postprocess_reset_dropped, 'X',                                                                \
+    "the runner keeps the step's accepted counts instead of the post-step launch's "               \
+    "output (its reset of a to 1 after a save is lost)")                                           \
+  X(resumed_computed_before_hit, 'A',                                                              \
+    "a resumed request's column is computed from num_computed before its prefix hit "              \
+    "(0), not from the hit (#33706)")                                                              \
+  X(all_boundaries_from_chunk_start, 'H',                                                          \
+    "all mode takes a chunk's intermediate states every B tokens from its start (c + "             \
+    "B, c + 2B, ...) into the columns from the chunk's first block on, as if the "                 \
+    "chunk began on a block boundary: a chunk starting mid-block fills the "                       \
+    "block-aligned columns with states of unaligned positions and loses its last "                 \
+    "boundary (the unaligned computed tokens not shifted back, #57266)")                           \
+  X(all_boundary_count_from_length, 'H',                                                           \
+    "all mode counts a chunk's intermediate states as n // B instead of the block "                \
+    "boundaries inside (c, c + n): a chunk starting mid-block whose tail passes one "              \
+    "more boundary never writes it")
+
 enum class Mutant : std::uint8_t {
   none, // the implementation under test, as specified in model/LAUNCH_KINDS.md
 #define MC_MUTANT_ENUMERATOR(name, bug_class, description) name,
@@ -89,15 +138,26 @@ enum class Mutant : std::uint8_t {
 #undef MC_MUTANT_ENUMERATOR
 };
 
-// One entry of a mutant catalogue: the name users pass to --mutant, the bug class of
+// What a mutant breaks: the kernels (a launch is enough to kill it) or the engine runner's
+// bookkeeping (killed by the engine-level fuzz).
+enum class MutantLevel : std::uint8_t { kernel, runner };
+
+// One entry of the catalogue: the name users pass to --mutant, its level, the bug class of
 // REFERENCE.md 5 it is modelled on ('A'..'H', or 'X' for one of our own), and what it breaks.
 struct MutantInfo {
   std::string_view name;
+  MutantLevel level = MutantLevel::kernel;
   char bug_class = 'X';
   std::string_view description;
 };
 
-// Every kernel mutant except none, in enum order (entry i describes Mutant(i + 1)).
+// Every mutant: the kernel mutants in Mutant order, then the runner mutants in RunnerMutant
+// order (gpu/engine/runner_mutant.h). Names are unique across both levels.
+std::span<const MutantInfo> mutant_catalogue();
+const MutantInfo* find_mutant(std::string_view name); // null when no mutant has that name
+std::string_view to_string(MutantLevel level);        // "kernel" or "runner"
+
+// The kernel part of the catalogue (entry i describes Mutant(i + 1)).
 std::span<const MutantInfo> kernel_mutants();
 std::string_view to_string(Mutant mutant); // "none" for the clean kernels
 std::optional<Mutant> find_kernel_mutant(std::string_view name);

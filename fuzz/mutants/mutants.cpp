@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace mc::fuzz {
 namespace {
@@ -68,19 +69,22 @@ MutantOutcome run_kernel_mutant(const MutantRunOptions& options, gpu::Mutant mut
   return out;
 }
 
+MutantJob kernel_mutant_job(const gpu::MutantInfo& info) {
+  MC_ASSERT(info.level == gpu::MutantLevel::kernel);
+  const std::optional<gpu::Mutant> mutant = gpu::find_kernel_mutant(info.name);
+  MC_ASSERT(mutant.has_value());
+  return MutantJob{
+      .name = std::string(info.name),
+      .level = "kernel",
+      .bug_class = info.bug_class,
+      .description = std::string(info.description),
+      .run = [m = *mutant](const MutantRunOptions& o) { return run_kernel_mutant(o, m); }};
+}
+
 std::vector<MutantJob> kernel_mutant_jobs() {
   std::vector<MutantJob> jobs;
-  const std::span<const gpu::MutantInfo> catalogue = gpu::kernel_mutants();
-  for (std::size_t i = 0; i < catalogue.size(); ++i) {
-    const auto mutant = static_cast<gpu::Mutant>(i + 1);
-    jobs.push_back(MutantJob{.name = std::string(catalogue[i].name),
-                             .level = "kernel",
-                             .bug_class = catalogue[i].bug_class,
-                             .description = std::string(catalogue[i].description),
-                             .run = [mutant](const MutantRunOptions& o) {
-                               return run_kernel_mutant(o, mutant);
-                             }});
-  }
+  for (const gpu::MutantInfo& info : gpu::kernel_mutants())
+    jobs.push_back(kernel_mutant_job(info));
   return jobs;
 }
 

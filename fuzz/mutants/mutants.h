@@ -81,6 +81,8 @@ struct MutantJob {
 // it stops); the counterexample goes under out_dir/NAME/.
 MutantOutcome run_kernel_mutant(const MutantRunOptions& options, gpu::Mutant mutant);
 
+// The kernel mutant `info` (a kernel entry of gpu::mutant_catalogue()) as a job.
+MutantJob kernel_mutant_job(const gpu::MutantInfo& info);
 // Every kernel mutant of the catalogue as a job, in catalogue order.
 std::vector<MutantJob> kernel_mutant_jobs();
 

@@ -6,12 +6,14 @@
 #include "model/stamps.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace mc::gpu::engine {
 
 EngineRunner::EngineRunner(const model::Layout& layout, const RunnerOptions& options,
                            ExecutorKind kind)
-    : layout_(layout), options_(options), executor_(make_executor(kind, layout, options.kernel_mutant)) {
+    : layout_(layout), options_(options), decisions_(make_runner_decisions(options.mutant)),
+      executor_(make_executor(kind, layout, options.kernel_mutant)) {
   launch_case_.layout = layout;
   for (const model::StateTensor& t : layout.tensors)
     if (t.kind() != model::StateKind::temporal)
@@ -47,7 +49,7 @@ void EngineRunner::release(const std::string& req_id) {
   const auto it = slot_index_.find(req_id);
   if (it == slot_index_.end()) return;
   Request& r = slots_[static_cast<std::size_t>(it->second)];
-  if (options_.mutant == RunnerMutant::slot_reused_without_reset) {
+  if (decisions_->keeps_slot_arrays(SlotHandover::released)) {
     r.req_id.clear(); // the arrays stay as the occupant left them
   } else {
     r = Request{};
@@ -59,13 +61,8 @@ void EngineRunner::release(const std::string& req_id) {
 // The column a request starts from when it has none: (c - 1) // B with Python floor division
 // (-1 for a fresh request), from the computed count after the prefix hit.
 std::int32_t EngineRunner::prev_column(std::int32_t c, bool resumed) const {
-  const RunnerMutant m = options_.mutant;
-  const std::int32_t B = m == RunnerMutant::v2_seed_with_attn_block_size
-                             ? layout_.config.attn_block_size
-                             : layout_.config.mamba_block_size;
-  if (m == RunnerMutant::resumed_computed_before_hit && resumed) c = 0;
-  if (m == RunnerMutant::prev_c_division) return (c - 1) / B;
-  return static_cast<std::int32_t>(model::floor_div(c - 1, B));
+  return decisions_->prev_column(decisions_->prev_column_computed(c, resumed),
+                                 decisions_->prev_column_block_size(layout_.config));
 }
 
 // A new or resumed request's slot entry: V1 starts without a column (prev is computed in the
@@ -74,6 +71,9 @@ void EngineRunner::seed(const std::string& id, const model::GroupBlockIds& row, 
                         bool resumed) {
   const bool kept_slot = slot_index_.contains(id); // force-preempted: never released
   const bool reused_slot = !kept_slot && !free_slots_.empty();
+  SlotHandover handover = SlotHandover::fresh;
+  if (kept_slot && resumed) handover = SlotHandover::kept_by_resumed;
+  if (reused_slot) handover = SlotHandover::reused;
   const std::int32_t slot = take_slot(id);
   Request& r = slots_[static_cast<std::size_t>(slot)];
   const Request old = r;
@@ -83,20 +83,14 @@ void EngineRunner::seed(const std::string& id, const model::GroupBlockIds& row, 
               .state_idx = v2 ? prev_column(c, resumed) : -1,
               .num_computed = c,
               .resumed = resumed};
-  const RunnerMutant m = options_.mutant;
-  if ((m == RunnerMutant::skip_cleanup_of_resumed && resumed && kept_slot) ||
-      (m == RunnerMutant::slot_reused_without_reset && reused_slot)) {
+  if (decisions_->keeps_slot_arrays(handover)) {
     r.state_idx = old.state_idx;
     r.num_accepted = old.num_accepted;
     r.has_accepted = old.has_accepted;
   }
-  const auto kept = accepted_at_preemption_.find(id);
-  if (kept != accepted_at_preemption_.end()) {
-    if (resumed) {
-      r.num_accepted = kept->second;
-      r.has_accepted = true;
-    }
-    accepted_at_preemption_.erase(kept);
+  if (const std::optional<std::int32_t> a = decisions_->accepted_at_seed(id, resumed)) {
+    r.num_accepted = *a;
+    r.has_accepted = true;
   }
 }
 
@@ -107,12 +101,11 @@ void EngineRunner::apply_rows(const model::Step& step) {
   for (const auto& id : step.finished_req_ids) {
     release(id);
     truth_.erase(id);
-    accepted_at_preemption_.erase(id);
   }
   for (const auto& id : step.preempted_req_ids) {
     const auto it = slot_index_.find(id);
-    if (options_.mutant == RunnerMutant::accepted_kept_across_preempt && it != slot_index_.end())
-      accepted_at_preemption_[id] = slots_[static_cast<std::size_t>(it->second)].num_accepted;
+    if (it != slot_index_.end())
+      decisions_->preempted(id, slots_[static_cast<std::size_t>(it->second)].num_accepted);
     release(id);
   }
   for (const model::NewRequestData& n : step.new_requests) {

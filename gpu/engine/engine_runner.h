@@ -17,6 +17,7 @@
 #pragma once
 
 #include "gpu/engine/executor.h"
+#include "gpu/engine/runner_decisions.h"
 #include "gpu/engine/runner_mutant.h"
 #include "model/launch.h"
 #include "model/step.h"
@@ -34,7 +35,7 @@ enum class V1CopyPath : std::uint8_t { batch_copy, precopy };
 struct RunnerOptions {
   model::RunnerFlavour flavour = model::RunnerFlavour::v1;
   V1CopyPath v1_copy_path = V1CopyPath::precopy;
-  std::int32_t row_stride_extra = 3; // block-table row stride beyond the width
+  std::int32_t row_stride_extra = 3;        // block-table row stride beyond the width
   RunnerMutant mutant = RunnerMutant::none; // a deliberate bookkeeping bug (runner_mutant.h)
   Mutant kernel_mutant = Mutant::none;      // the executor's kernels (gpu/mutant.h)
 };
@@ -96,11 +97,11 @@ private:
   void execute_v1(StepRecord& rec, const Batch& batch);
   void execute_v2(StepRecord& rec, const Batch& batch);
   model::RequestArrays slot_arrays() const;
-  void mutate_precopy(model::RequestArrays& copy) const;
   void store_slot_arrays(const model::RequestArrays& arrays);
 
   model::Layout layout_;
   RunnerOptions options_;
+  std::unique_ptr<RunnerDecisions> decisions_; // at the mutation points (options_.mutant)
   std::unique_ptr<Executor> executor_;
   model::LaunchCase launch_case_; // reused: the layout is copied once
   std::vector<Request> slots_;
@@ -110,8 +111,6 @@ private:
   // the forward stamps (FORWARD.md), not a decision.
   std::unordered_map<std::string, std::vector<std::int32_t>> truth_;
   std::int32_t conv_width_max_ = 0;
-  // accepted_kept_across_preempt only: the accepted count a preempted request left behind.
-  std::unordered_map<std::string, std::int32_t> accepted_at_preemption_;
 };
 
 } // namespace mc::gpu::engine

@@ -6,17 +6,9 @@
 
 #include "model/errors.h"
 
-#include <numeric>
-
 namespace mc::gpu::engine {
 
 namespace {
-
-bool any_drafts(const model::Step& step) {
-  for (const model::ScheduledRequest& s : step.scheduled)
-    if (s.num_draft_tokens > 0) return true;
-  return false;
-}
 
 bool any_row_copies(const std::vector<std::int32_t>& src, const std::vector<std::int32_t>& dst) {
   for (std::size_t b = 0; b < src.size(); ++b)
@@ -41,9 +33,7 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
     const std::int32_t acc = r.has_accepted ? r.num_accepted : 1;
     const std::int32_t prev = r.state_idx >= 0 ? r.state_idx : prev_column(c, r.resumed);
     const std::int32_t end = c + s.num_scheduled_tokens;
-    const auto curr = options_.mutant == RunnerMutant::curr_floor_division
-                          ? end / B - 1
-                          : static_cast<std::int32_t>(model::cdiv(end, B) - 1);
+    const std::int32_t curr = decisions_->curr_column(end, B);
     r.state_idx = curr;
     r.resumed = false;
     src[b] = prev;
@@ -55,9 +45,7 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
     model::LaunchKind kind = model::LaunchKind::batch_copy;
     if (options_.v1_copy_path == V1CopyPath::precopy) {
       kind = model::LaunchKind::precopy;
-      arrays.idx_mapping.resize(static_cast<std::size_t>(n));
-      std::iota(arrays.idx_mapping.begin(), arrays.idx_mapping.end(), 0);
-      if (options_.mutant == RunnerMutant::precopy_wrong_slot) arrays.idx_mapping = batch.slot;
+      arrays.idx_mapping = decisions_->precopy_idx_mapping(ArraysIndexedBy::batch_row, batch.slot);
     }
     if (!launch(rec, batch, kind, n, std::move(arrays))) return;
   }
@@ -68,7 +56,7 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
     r.has_accepted = true;
   }
   if (layout_.config.num_spec_tokens == 0 || n == 0) return;
-  if (options_.mutant == RunnerMutant::postprocess_skipped_no_drafts && !any_drafts(step)) return;
+  if (!decisions_->runs_postprocess(step)) return;
   model::RequestArrays post{.state_idx = dst, .num_computed = batch.num_computed};
   for (const model::ScheduledRequest& s : step.scheduled) {
     post.num_accepted.push_back(s.num_accepted_tokens);
@@ -77,23 +65,11 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
   }
   post.num_accepted_out = post.num_accepted;
   if (!launch(rec, batch, model::LaunchKind::postprocess, n, std::move(post))) return;
-  if (options_.mutant == RunnerMutant::postprocess_reset_dropped) return;
   const model::RequestArrays& out = rec.launches.back().requests;
-  for (std::size_t b = 0; b < batch.slot.size(); ++b)
-    slots_[static_cast<std::size_t>(batch.slot[b])].num_accepted = out.num_accepted_out[b];
-}
-
-// The V2 precopy arrays as the two index mutants get them wrong (runner_mutant.h).
-void EngineRunner::mutate_precopy(model::RequestArrays& copy) const {
-  if (options_.mutant == RunnerMutant::precopy_wrong_slot) {
-    std::iota(copy.idx_mapping.begin(), copy.idx_mapping.end(), 0);
-  } else if (options_.mutant == RunnerMutant::v2_source_column_shifted) {
-    for (const std::int32_t slot : copy.idx_mapping) {
-      const auto i = static_cast<std::size_t>(slot);
-      if (copy.src_col[i] < 0) continue;
-      copy.src_col[i] += copy.token_bias[i];
-      copy.token_bias[i] = 0;
-    }
+  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
+    Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
+    r.num_accepted =
+        decisions_->accepted_after_postprocess(out.num_accepted_out[b], r.num_accepted);
   }
 }
 
@@ -141,8 +117,8 @@ void EngineRunner::execute_v2(StepRecord& rec, const Batch& batch) {
   }
   if (any_row_copies(src, dst)) {
     model::RequestArrays copy = slot_arrays();
-    copy.idx_mapping = batch.slot;
-    mutate_precopy(copy);
+    copy.idx_mapping = decisions_->precopy_idx_mapping(ArraysIndexedBy::slot, batch.slot);
+    decisions_->v2_precopy_sources(copy);
     copy.num_accepted.clear();
     copy.num_computed.clear();
     if (!launch(rec, batch, model::LaunchKind::precopy, num_slots, std::move(copy))) return;
@@ -156,7 +132,7 @@ void EngineRunner::execute_v2(StepRecord& rec, const Batch& batch) {
                      (s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens);
   }
   if (layout_.config.num_spec_tokens == 0) return;
-  if (options_.mutant == RunnerMutant::postprocess_skipped_no_drafts && !any_drafts(step)) return;
+  if (!decisions_->runs_postprocess(step)) return;
   model::RequestArrays post = slot_arrays();
   post.idx_mapping = batch.slot;
   post.new_num_computed = post.num_computed;
@@ -165,9 +141,9 @@ void EngineRunner::execute_v2(StepRecord& rec, const Batch& batch) {
   post.token_bias.clear();
   if (!launch(rec, batch, model::LaunchKind::postprocess_align, num_slots, std::move(post))) return;
   model::RequestArrays out = rec.launches.back().requests;
-  if (options_.mutant == RunnerMutant::postprocess_reset_dropped)
-    for (std::size_t i = 0; i < slots_.size(); ++i)
-      out.num_accepted[i] = slots_[i].num_accepted;
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    out.num_accepted[i] =
+        decisions_->accepted_after_postprocess(out.num_accepted[i], slots_[i].num_accepted);
   store_slot_arrays(out);
 }
 

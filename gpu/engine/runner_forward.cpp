@@ -10,42 +10,6 @@
 #include <algorithm>
 
 namespace mc::gpu::engine {
-namespace {
-
-// One block-aligned intermediate state of an all-mode chunk: the state after `pos` tokens
-// goes to block-table column `col`.
-struct Boundary {
-  std::int32_t col = 0;
-  std::int64_t pos = 0;
-};
-
-// The intermediate states of an all-mode chunk of n tokens after c (model/FORWARD.md): every
-// boundary (j + 1) * B strictly inside (c, c + n), into column j. The final state is written
-// apart. The chunk may start mid-block (all mode does not align chunks to blocks), so the
-// first boundary is the end of the chunk's first block, not c + B (#57266).
-std::vector<Boundary> all_mode_boundaries(std::int64_t c, std::int64_t n, std::int64_t B,
-                                          RunnerMutant mutant) {
-  MC_ASSERT(c >= 0);
-  MC_ASSERT(n >= 1);
-  MC_ASSERT(B >= 1);
-  const std::int64_t first = c / B; // the block of the chunk's first token
-  std::int64_t count = model::cdiv(c + n, B) - 1 - first;
-  if (mutant == RunnerMutant::all_boundary_count_from_length) count = n / B;
-  std::vector<Boundary> out;
-  for (std::int64_t k = 0; k < count; ++k) {
-    std::int64_t pos = (first + k + 1) * B;
-    if (mutant == RunnerMutant::all_boundaries_from_chunk_start) {
-      pos = c + (k + 1) * B;
-      if (pos >= c + n) break;
-    }
-    MC_ASSERT(c < pos);
-    MC_ASSERT(pos <= c + n);
-    out.push_back({.col = static_cast<std::int32_t>(first + k), .pos = pos});
-  }
-  return out;
-}
-
-} // namespace
 
 // The op fields shared by every write of row b (conv token window and counts).
 ForwardOp EngineRunner::row_op(const Batch& batch, std::size_t b, std::int64_t token_offset,
@@ -93,7 +57,8 @@ void EngineRunner::add_row_ops(const Batch& batch, std::size_t b, std::int32_t s
   const std::int32_t d = s.num_draft_tokens;
   if (layout_.config.mode == model::CacheMode::all) {
     const std::int32_t B = layout_.config.mamba_block_size;
-    for (const Boundary& m : all_mode_boundaries(c, n, B, options_.mutant)) {
+    // The chunk's block-aligned intermediate states, then its final state (model/FORWARD.md).
+    for (const AllModeBoundary& m : decisions_->all_mode_boundaries(c, n, B)) {
       temporal(m.col, m.pos - c);
       conv(m.col, m.pos);
     }

@@ -1,75 +1,170 @@
-// The runner mutant catalogue (runner_mutant.h).
+// Each runner mutant's decisions, and the runner part of the catalogue (runner_mutant.h).
 #include "gpu/engine/runner_mutant.h"
 
 #include "model/errors.h"
 
-#include <array>
+#include <string>
+#include <unordered_map>
 
 namespace mc::gpu::engine {
-namespace {
 
-constexpr std::array kCatalogue = {
-    MutantInfo{"skip_cleanup_of_resumed", 'A',
-               "cleanup drops finished and preempted ids but not resumed ones: a request "
-               "force-preempted by reset_prefix_cache resumes with its stale column and accepted "
-               "count (#35157)"},
-    MutantInfo{"v2_seed_with_attn_block_size", 'A',
-               "V2 seeds a new or resumed request's column as (c - 1) // attn_block_size instead "
-               "of the mamba block size (#53142)"},
-    MutantInfo{"v2_source_column_shifted", 'F',
-               "V2 precopy gets src_col + offset with offset 0, as if every state were temporal: "
-               "the conv source offset becomes a column shift (#42406)"},
-    MutantInfo{"accepted_kept_across_preempt", 'A',
-               "a preempted request's num_accepted is kept and used again when it resumes"},
-    MutantInfo{"slot_reused_without_reset", 'G',
-               "a freed slot taken by another request keeps the previous occupant's column and "
-               "accepted count (persistent buffers not updated in place)"},
-    MutantInfo{"prev_c_division", 'A',
-               "the prev column (c - 1) / B with C division: 0 instead of -1 for a fresh request"},
-    MutantInfo{"curr_floor_division", 'A',
-               "V1 curr column floor((c + s) / B) - 1 instead of cdiv(c + s, B) - 1"},
-    MutantInfo{"precopy_wrong_slot", 'G',
-               "precopy's idx_mapping built with the wrong index: V1 the request slot instead "
-               "of the batch row, V2 the batch row instead of the request slot"},
-    MutantInfo{"postprocess_skipped_no_drafts", 'X',
-               "the post-step save launch skipped when no row of the step carries drafts"},
-    MutantInfo{"postprocess_reset_dropped", 'X',
-               "the runner keeps the step's accepted counts instead of the post-step launch's "
-               "output (its reset of a to 1 after a save is lost)"},
-    MutantInfo{"resumed_computed_before_hit", 'A',
-               "a resumed request's column is computed from num_computed before its prefix hit "
-               "(0), not from the hit (#33706)"},
-    MutantInfo{"all_boundaries_from_chunk_start", 'H',
-               "all mode takes a chunk's intermediate states every B tokens from its start (c + "
-               "B, c + 2B, ...) into the columns from the chunk's first block on, as if the "
-               "chunk began on a block boundary: a chunk starting mid-block fills the "
-               "block-aligned columns with states of unaligned positions and loses its last "
-               "boundary (the unaligned computed tokens not shifted back, #57266)"},
-    MutantInfo{"all_boundary_count_from_length", 'H',
-               "all mode counts a chunk's intermediate states as n // B instead of the block "
-               "boundaries inside (c, c + n): a chunk starting mid-block whose tail passes one "
-               "more boundary never writes it"},
+// Each runner mutant: the clean decisions but one (runner_decisions.h).
+namespace mutants {
+
+struct skip_cleanup_of_resumed final : RunnerDecisions {
+  bool keeps_slot_arrays(SlotHandover handover) const override {
+    return handover == SlotHandover::kept_by_resumed;
+  }
 };
 
-static_assert(kCatalogue.size() ==
-              static_cast<std::size_t>(RunnerMutant::all_boundary_count_from_length));
+struct v2_seed_with_attn_block_size final : RunnerDecisions {
+  std::int32_t prev_column_block_size(const model::CacheConfig& config) const override {
+    return config.attn_block_size;
+  }
+};
 
-} // namespace
+struct v2_source_column_shifted final : RunnerDecisions {
+  void v2_precopy_sources(model::RequestArrays& arrays) const override {
+    for (const std::int32_t slot : arrays.idx_mapping) {
+      const auto i = static_cast<std::size_t>(slot);
+      if (arrays.src_col[i] < 0) continue;
+      arrays.src_col[i] += arrays.token_bias[i];
+      arrays.token_bias[i] = 0;
+    }
+  }
+};
 
-std::span<const MutantInfo> runner_mutants() { return kCatalogue; }
+struct accepted_kept_across_preempt final : RunnerDecisions {
+  void preempted(const std::string& req_id, std::int32_t num_accepted) override {
+    kept_[req_id] = num_accepted;
+  }
+  std::optional<std::int32_t> accepted_at_seed(const std::string& req_id, bool resumed) override {
+    const auto it = kept_.find(req_id);
+    if (it == kept_.end()) return std::nullopt;
+    const std::int32_t num_accepted = it->second;
+    kept_.erase(it);
+    if (!resumed) return std::nullopt;
+    return num_accepted;
+  }
+
+private:
+  std::unordered_map<std::string, std::int32_t> kept_; // by preempted request
+};
+
+struct slot_reused_without_reset final : RunnerDecisions {
+  bool keeps_slot_arrays(SlotHandover handover) const override {
+    return handover == SlotHandover::released || handover == SlotHandover::reused;
+  }
+};
+
+struct prev_c_division final : RunnerDecisions {
+  std::int32_t prev_column(std::int32_t c, std::int32_t block_size) const override {
+    return (c - 1) / block_size;
+  }
+};
+
+struct curr_floor_division final : RunnerDecisions {
+  std::int32_t curr_column(std::int32_t end, std::int32_t block_size) const override {
+    return end / block_size - 1;
+  }
+};
+
+struct precopy_wrong_slot final : RunnerDecisions {
+  std::vector<std::int32_t>
+  precopy_idx_mapping(ArraysIndexedBy arrays,
+                      const std::vector<std::int32_t>& slots) const override {
+    const ArraysIndexedBy wrong =
+        arrays == ArraysIndexedBy::slot ? ArraysIndexedBy::batch_row : ArraysIndexedBy::slot;
+    return RunnerDecisions::precopy_idx_mapping(wrong, slots);
+  }
+};
+
+struct postprocess_skipped_no_drafts final : RunnerDecisions {
+  bool runs_postprocess(const model::Step& step) const override {
+    for (const model::ScheduledRequest& s : step.scheduled)
+      if (s.num_draft_tokens > 0) return true;
+    return false;
+  }
+};
+
+struct postprocess_reset_dropped final : RunnerDecisions {
+  std::int32_t accepted_after_postprocess(std::int32_t /*launch_out*/,
+                                          std::int32_t before) const override {
+    return before;
+  }
+};
+
+struct resumed_computed_before_hit final : RunnerDecisions {
+  std::int32_t prev_column_computed(std::int32_t c, bool resumed) const override {
+    return resumed ? 0 : c;
+  }
+};
+
+// Boundaries every B from the chunk's start, into the columns from its first block on.
+struct all_boundaries_from_chunk_start final : RunnerDecisions {
+  std::vector<AllModeBoundary> all_mode_boundaries(std::int64_t c, std::int64_t n,
+                                                   std::int64_t block_size) const override {
+    const std::int64_t first = c / block_size;
+    const std::int64_t count = model::cdiv(c + n, block_size) - 1 - first;
+    std::vector<AllModeBoundary> out;
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::int64_t pos = c + (k + 1) * block_size;
+      if (pos >= c + n) break;
+      out.push_back({.col = static_cast<std::int32_t>(first + k), .pos = pos});
+    }
+    return out;
+  }
+};
+
+// As many boundaries as n // B, from the end of the chunk's first block.
+struct all_boundary_count_from_length final : RunnerDecisions {
+  std::vector<AllModeBoundary> all_mode_boundaries(std::int64_t c, std::int64_t n,
+                                                   std::int64_t block_size) const override {
+    const std::int64_t first = c / block_size;
+    std::vector<AllModeBoundary> out;
+    for (std::int64_t k = 0; k < n / block_size; ++k) {
+      const std::int64_t pos = (first + k + 1) * block_size;
+      MC_ASSERT(c < pos);
+      MC_ASSERT(pos <= c + n);
+      out.push_back({.col = static_cast<std::int32_t>(first + k), .pos = pos});
+    }
+    return out;
+  }
+};
+
+} // namespace mutants
+
+std::span<const MutantInfo> runner_mutants() {
+  return mutant_catalogue().subspan(kernel_mutants().size());
+}
 
 std::string_view to_string(RunnerMutant mutant) {
   if (mutant == RunnerMutant::none) return "none";
   const auto i = static_cast<std::size_t>(mutant) - 1;
-  MC_ASSERT(i < kCatalogue.size());
-  return kCatalogue[i].name;
+  MC_ASSERT(i < runner_mutants().size());
+  return runner_mutants()[i].name;
 }
 
 std::optional<RunnerMutant> find_runner_mutant(std::string_view name) {
   if (name == "none") return RunnerMutant::none;
-  for (std::size_t i = 0; i < kCatalogue.size(); ++i)
-    if (kCatalogue[i].name == name) return static_cast<RunnerMutant>(i + 1);
+  const std::span<const MutantInfo> runner = runner_mutants();
+  for (std::size_t i = 0; i < runner.size(); ++i)
+    if (runner[i].name == name) return static_cast<RunnerMutant>(i + 1);
   return std::nullopt;
+}
+
+std::unique_ptr<RunnerDecisions> make_runner_decisions(RunnerMutant mutant) {
+  switch (mutant) {
+  case RunnerMutant::none:
+    return std::make_unique<RunnerDecisions>();
+#define MC_RUNNER_DECISIONS_CASE(name, bug_class, description)                                     \
+  case RunnerMutant::name:                                                                         \
+    return std::make_unique<mutants::name>();
+    MC_RUNNER_MUTANTS(MC_RUNNER_DECISIONS_CASE)
+#undef MC_RUNNER_DECISIONS_CASE
+  }
+  MC_ASSERT(false);
+  return nullptr;
 }
 
 } // namespace mc::gpu::engine

@@ -12,8 +12,8 @@
 #include "gpu/device_types.h"
 #include "gpu/hd.h"
 #include "gpu/kernels/byte_copy.cuh"
+#include "gpu/kernels/clean_policy.cuh"
 #include "gpu/kernels/memory_ops.cuh"
-#include "gpu/mutant.h"
 
 #include <cstdint>
 
@@ -39,24 +39,22 @@ MC_HD_INLINE std::int64_t find_triple(const BatchCopyParams& p, std::int64_t uni
   return lo;
 }
 
-template <Mutant M, class Team>
+template <class Policy, class Team>
 MC_HD void batch_copy_program(const BatchCopyParams& p, std::int64_t program,
                               std::int64_t num_programs, Team team) {
   for (std::int64_t unit = program; unit < p.num_units; unit += num_programs) {
     const std::int64_t i = find_triple(p, unit);
-    if constexpr (M == Mutant::batch_copy_drops_last) {
-      if (i == p.num_triples - 1) continue;
-    }
+    if (!Policy::copies_triple(i, p.num_triples)) continue;
     const CopyTriple t = p.triples[i];
     copy_flat_chunk(team, t.dst_addr, t.src_addr, t.bytes, unit - t.first_unit, kUnitBytes);
   }
 }
 
 #if defined(__CUDACC__)
-template <Mutant M>
+template <class Policy>
 __global__ void __launch_bounds__(kThreadsPerCta)
     batch_copy_kernel(const __grid_constant__ BatchCopyParams p) {
-  batch_copy_program<M>(p, blockIdx.x, gridDim.x, CtaTeam{});
+  batch_copy_program<Policy>(p, blockIdx.x, gridDim.x, CtaTeam{});
 }
 #endif
 

@@ -20,8 +20,8 @@
 
 #include "gpu/device_types.h"
 #include "gpu/hd.h"
+#include "gpu/kernels/clean_policy.cuh"
 #include "gpu/kernels/memory_ops.cuh"
-#include "gpu/mutant.h"
 
 #include <cstdint>
 
@@ -32,7 +32,7 @@ MC_HD_INLINE std::int32_t row_slot(const FusedParams& p, std::int32_t b, bool v2
 }
 
 // The post-step save of a row with `running` and `new_computed` tokens (REFERENCE.md 2).
-template <Mutant M>
+template <class Policy>
 MC_HD_INLINE RowDecision decide_save(std::int32_t slot, std::int64_t running,
                                      std::int64_t new_computed, std::int32_t state_idx,
                                      std::int32_t block_size) {
@@ -44,11 +44,8 @@ MC_HD_INLINE RowDecision decide_save(std::int32_t slot, std::int64_t running,
   d.dst_col = static_cast<std::int32_t>(aligned / block_size - 1);
   d.src_col = state_idx;
   const bool same_col = d.src_col == d.dst_col;
-  d.reset = same_col;
-  d.copy = !(same_col && d.bias == 0);
-  if constexpr (M == Mutant::reset_not_written) d.reset = false;
-  if constexpr (M == Mutant::reset_on_every_copy) d.reset = same_col || d.copy;
-  if constexpr (M == Mutant::same_column_copied) d.copy = true;
+  d.copy = Policy::save_copies(same_col, d.bias);
+  d.reset = Policy::save_resets(same_col, d.copy);
   return d;
 }
 
@@ -83,7 +80,7 @@ template <KernelKind K> MC_HD_INLINE RowInputs read_row(const FusedParams& p, st
   return in;
 }
 
-template <KernelKind K, Mutant M>
+template <KernelKind K, class Policy>
 MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b, const RowInputs& in) {
   const std::int32_t slot = in.slot;
   RowDecision none;
@@ -92,36 +89,19 @@ MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b, const 
   if constexpr (K == KernelKind::postprocess) {
     const std::int64_t a = in.v[0];
     const std::int64_t running = static_cast<std::int64_t>(in.v[1]) + in.v[2] - in.v[3];
-    return decide_save<M>(slot, running, running + a - 1, in.v[4], p.block_size);
+    return decide_save<Policy>(slot, running, running + a - 1, in.v[4], p.block_size);
   } else if constexpr (K == KernelKind::postprocess_align) {
-    const std::int64_t a = in.v[0];
     const std::int64_t new_computed = in.v[1];
     const std::int32_t state_idx = in.v[2];
-    if constexpr (M == Mutant::decide_reads_reset_accepted) {
-      // As if a were re-read after program 0 reset it: a row that resets decides with a = 1.
-      const RowDecision d =
-          decide_save<M>(slot, new_computed - a + 1, new_computed, state_idx, p.block_size);
-      if (!d.reset) return d;
-      RowDecision late = decide_save<M>(slot, new_computed, new_computed, state_idx, p.block_size);
-      late.reset = true;
-      return late;
-    }
-    return decide_save<M>(slot, new_computed - a + 1, new_computed, state_idx, p.block_size);
+    return Policy::save_with_launch_accepted(in.v[0], [&](std::int64_t a) {
+      return decide_save<Policy>(slot, new_computed - a + 1, new_computed, state_idx, p.block_size);
+    });
   } else if constexpr (K == KernelKind::precopy) {
     RowDecision d = none;
     d.src_col = in.v[0];
     d.dst_col = in.v[1];
-    d.bias = in.v[2];
-    d.copy = d.src_col >= 0 && d.src_col != d.dst_col;
-    if constexpr (M == Mutant::precopy_ignores_token_bias) d.bias = 0;
-    if constexpr (M == Mutant::precopy_guard_by_address) {
-      if (d.copy) { // physical blocks of group 0 compared instead of the columns
-        const auto* table =
-            reinterpret_cast<const std::int32_t*>(static_cast<std::uintptr_t>(p.block_tables[0]));
-        const std::int64_t row = static_cast<std::int64_t>(b) * p.block_table_row_stride;
-        d.copy = table[row + d.src_col] != table[row + d.dst_col];
-      }
-    }
+    d.bias = Policy::precopy_bias(in.v[2]);
+    d.copy = Policy::precopy_copies(p, b, d.src_col, d.dst_col);
     return d;
   } else {
     (void)b;
@@ -130,35 +110,28 @@ MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b, const 
 }
 
 // The decision of row b from its launch-time values, read now.
-template <KernelKind K, Mutant M>
+template <KernelKind K, class Policy>
 MC_HD_INLINE RowDecision decide_row(const FusedParams& p, std::int32_t b) {
-  return decide_row<K, M>(p, b, read_row<K>(p, b));
+  return decide_row<K, Policy>(p, b, read_row<K>(p, b));
 }
 
 // V2 bookkeeping for one row (preprocess_align); reads before it writes.
-template <Mutant M>
+template <class Policy>
 MC_HD_INLINE void preprocess_align_row(const FusedParams& p, std::int32_t b, std::int32_t slot) {
   const RequestPointers& r = p.requests;
   const std::int32_t old_idx = r.state_idx[slot];
   const std::int32_t a = r.num_accepted[slot];
   const std::int64_t qlen =
       static_cast<std::int64_t>(r.query_start_loc[b + 1]) - r.query_start_loc[b];
-  const std::int64_t after = r.num_computed[slot] + qlen;
-  std::int64_t new_idx = (after + p.block_size - 1) / p.block_size - 1;
-  if constexpr (M == Mutant::preprocess_curr_floor) new_idx = after / p.block_size - 1;
-  r.src_col[slot] = old_idx;
-  r.token_bias[slot] = a - 1 > 0 ? a - 1 : 0;
-  if constexpr (M == Mutant::preprocess_bias_is_accepted) r.token_bias[slot] = a;
+  const std::int64_t new_idx = Policy::preprocess_column(r.num_computed[slot] + qlen, p.block_size);
+  r.src_col[slot] = Policy::preprocess_source_column(old_idx, static_cast<std::int32_t>(new_idx));
+  r.token_bias[slot] = Policy::preprocess_token_bias(a);
   r.state_idx[slot] = static_cast<std::int32_t>(new_idx);
-  if constexpr (M == Mutant::preprocess_src_after_update) r.src_col[slot] = r.state_idx[slot];
-  if (old_idx >= 0 && old_idx != new_idx) r.num_accepted[slot] = 1;
-  if constexpr (M == Mutant::preprocess_reset_when_fresh) {
-    if (old_idx < 0) r.num_accepted[slot] = 1;
-  }
+  if (Policy::preprocess_resets_accepted(old_idx, new_idx)) r.num_accepted[slot] = 1;
 }
 
 // The outputs of row b, written after its decision was made.
-template <KernelKind K, Mutant M>
+template <KernelKind K, class Policy>
 MC_HD_INLINE void write_row_outputs(const FusedParams& p, std::int32_t b, const RowDecision& d) {
   if (d.slot < 0) return;
   if constexpr (K == KernelKind::postprocess) {
@@ -166,7 +139,7 @@ MC_HD_INLINE void write_row_outputs(const FusedParams& p, std::int32_t b, const 
   } else if constexpr (K == KernelKind::postprocess_align) {
     if (d.reset) p.requests.num_accepted[d.slot] = 1;
   } else if constexpr (K == KernelKind::preprocess_align) {
-    preprocess_align_row<M>(p, b, d.slot);
+    preprocess_align_row<Policy>(p, b, d.slot);
   }
 }
 

@@ -22,6 +22,7 @@
  * preprocess_align copies nothing: one CTA per segment, no program index to learn, no wait.
  * The host backend runs fused_program for programs 0, 1, ... in order with a one-thread
  * team: deciders come first, so every flag is set before a copier reads it.
+ * Every body takes the kernels' Policy: Clean (gpu/kernels/clean_policy.cuh) or a mutant's.
  */
 #pragma once
 
@@ -30,7 +31,6 @@
 #include "gpu/kernels/decide.cuh"
 #include "gpu/kernels/memory_ops.cuh"
 #include "gpu/kernels/state_copy.cuh"
-#include "gpu/mutant.h"
 
 #include <cstdint>
 
@@ -116,7 +116,7 @@ MC_HD_INLINE std::uint64_t wait_segment(const FusedParams& p, int seg) {
 
 // Segment `seg`'s rows: decide, write outputs, store the plans of copying rows, publish.
 // `first`, when given, holds the inputs of the rank's first row, read before the call.
-template <KernelKind K, bool kRecord, Mutant M, class Team>
+template <KernelKind K, bool kRecord, class Policy, class Team>
 MC_HD void decide_segment(const FusedParams& p, int seg, Team team, FusedShared& sh,
                           const RowInputs* first = nullptr) {
   constexpr bool kCopies = K != KernelKind::preprocess_align;
@@ -128,8 +128,8 @@ MC_HD void decide_segment(const FusedParams& p, int seg, Team team, FusedShared&
   for (std::int32_t r = team.rank(); r < rows; r += team.size()) {
     const std::int32_t b = row0 + r;
     const RowInputs in = r == team.rank() && first != nullptr ? *first : read_row<K>(p, b);
-    const RowDecision d = decide_row<K, M>(p, b, in);
-    write_row_outputs<K, M>(p, b, d);
+    const RowDecision d = decide_row<K, Policy>(p, b, in);
+    write_row_outputs<K, Policy>(p, b, d);
     if (kCopies && d.copy) {
       store_row_plan(p, b, d);
       p.scratch.active_rows[row0 + team.fetch_add(&sh.active_count, 1)] = b;
@@ -183,7 +183,7 @@ MC_HD_INLINE GroupBlocks load_group_blocks(const FusedParams& p, std::int32_t b,
 // once per group, not once per unit (on an H200 this took 64 KiB-per-block copies from 0.84 to
 // 0.87 of memcpy and nemotron-h-8b from 0.84 to 0.88, over the strided order before; on an
 // H100 a unit-major order, strided over CTAs, gave 0.87 against 0.95 for nemotron-h-8b x 64).
-template <bool kRecord, Mutant M, class Team>
+template <bool kRecord, class Policy, class Team>
 MC_HD void copy_units(const FusedParams& p, int program, int num_programs, Team team,
                       const FusedShared& sh) {
   const std::int64_t total = sh.prefix[p.num_segments] * p.num_units;
@@ -207,30 +207,30 @@ MC_HD void copy_units(const FusedParams& p, int program, int num_programs, Team 
       blocks = load_group_blocks(p, row.batch_row, t.group);
       blocks_group = t.group;
     }
-    copy_state_unit<kRecord, M>(team, t, unit.tensor, unit.chunk, row, blocks, p.scratch.records,
-                                p.num_tensors);
+    copy_state_unit<kRecord, Policy>(team, t, unit.tensor, unit.chunk, row, blocks,
+                                     p.scratch.records, p.num_tensors);
   }
 }
 
 // One program (CTA) of the fused launch; `program` is its ticket.
-template <KernelKind K, bool kRecord, Mutant M, class Team>
+template <KernelKind K, bool kRecord, class Policy, class Team>
 MC_HD void fused_program(const FusedParams& p, int program, int num_programs, Team team,
                          FusedShared& sh, const RowInputs* first = nullptr) {
-  if (program < p.num_segments) decide_segment<K, kRecord, M>(p, program, team, sh, first);
+  if (program < p.num_segments) decide_segment<K, kRecord, Policy>(p, program, team, sh, first);
   if constexpr (K != KernelKind::preprocess_align) {
     gather_segments(p, team, sh);
-    copy_units<kRecord, M>(p, program, num_programs, team, sh);
+    copy_units<kRecord, Policy>(p, program, num_programs, team, sh);
   }
 }
 
 #if defined(__CUDACC__)
-template <KernelKind K, bool kRecord, Mutant M>
+template <KernelKind K, bool kRecord, class Policy>
 __global__ void __launch_bounds__(kThreadsPerCta)
     fused_kernel(const __grid_constant__ FusedParams p) {
   __shared__ FusedShared sh;
   const CtaTeam team;
   if constexpr (K == KernelKind::preprocess_align) {
-    decide_segment<K, kRecord, M>(p, static_cast<int>(blockIdx.x), team, sh);
+    decide_segment<K, kRecord, Policy>(p, static_cast<int>(blockIdx.x), team, sh);
   } else {
     if (p.start == FusedStart::cooperative) {
       if (threadIdx.x == 0) sh.ticket = static_cast<int>(blockIdx.x); // all CTAs resident
@@ -248,8 +248,8 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     RowInputs first;
     if (read_early) first = read_row<K>(p, row);
     __syncthreads();
-    fused_program<K, kRecord, M>(p, sh.ticket, static_cast<int>(gridDim.x), team, sh,
-                                 sh.ticket == guess && read_early ? &first : nullptr);
+    fused_program<K, kRecord, Policy>(p, sh.ticket, static_cast<int>(gridDim.x), team, sh,
+                                      sh.ticket == guess && read_early ? &first : nullptr);
   }
 }
 

@@ -1,5 +1,6 @@
-# `mambacheck mutants --only a,b` kills both and writes its reports; `fuzz --mutant` says the
-# backend is mutated and finds a mismatch; bad names exit 2; `gate` with short options passes.
+# `mambacheck mutants --only a,b` kills both and writes its reports; `mutants --list` prints
+# the catalogue of both levels; `fuzz --mutant` says the backend is mutated and finds a
+# mismatch; bad names exit 2; `gate` with short options passes.
 include("${CMAKE_CURRENT_LIST_DIR}/run_mambacheck.cmake")
 
 file(REMOVE_RECURSE ${WORK_DIR})
@@ -22,6 +23,12 @@ endif()
 file(READ ${WORK_DIR}/mutants.xml junit)
 if(NOT junit MATCHES "failures=\"0\"")
   message(FATAL_ERROR "junit:\n${junit}")
+endif()
+
+run(0 mutants --list)
+if(NOT OUT MATCHES "precopy_guard_by_address +kernel +D +precopy skips a row"
+   OR NOT OUT MATCHES "all_boundary_count_from_length +engine +H +all mode counts")
+  message(FATAL_ERROR "mutants --list:\n${OUT}")
 endif()
 
 run(1 fuzz --backend host --mutant conv_one_row_short --seed 1 --cases 50 --max-size 20

@@ -70,14 +70,14 @@ TEST(CopyBody, AddressesAreSixtyFourBitAndUnsigned) {
   t.block_stride_bytes = std::int64_t{1} << 22;
   t.natural_bytes = 100;
   const GroupBlocks blocks{.conv_src = 0, .temporal_src = 0x3FFF'FFFF, .dst = 0x2000'0001};
-  const CopyGeometry g = state_copy_geometry<Mutant::none>(t, blocks, 0);
+  const CopyGeometry g = state_copy_geometry<Clean>(t, blocks, 0);
   EXPECT_EQ(g.src_addr, 0xF000'0000'0000'0010ull + (0x3FFF'FFFFull << 22));
   EXPECT_EQ(g.dst_addr, 0xF000'0000'0000'0010ull + (0x2000'0001ull << 22));
   EXPECT_EQ(g.bytes, 100);
   t.kind = TensorKind::conv_sd;
   t.conv_width = 5;
   t.token_row_bytes = 10752;
-  const CopyGeometry sd = state_copy_geometry<Mutant::none>(t, blocks, 2);
+  const CopyGeometry sd = state_copy_geometry<Clean>(t, blocks, 2);
   EXPECT_EQ(sd.src_addr, 0xF000'0000'0000'0010ull + 2 * 10752);
   EXPECT_EQ(sd.bytes, 3 * 10752);
 }

@@ -1,5 +1,6 @@
-// The kernel mutant catalogue: names unique and lookups round-trip, entries in enum order,
-// every bug class one of REFERENCE.md 5's (or X), and the clean kernels unchanged by it.
+// The mutant catalogue: one table of kernel then runner mutants, names unique across both
+// levels; the kernel part's lookups round-trip, its entries follow the enum, every bug class
+// is one of REFERENCE.md 5's (or X).
 #include "gpu/mutant.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,25 @@ TEST(KernelMutantCatalogue, OrderFollowsTheEnum) {
   EXPECT_EQ(kernel_mutants().front().name, "precopy_guard_by_address");
   EXPECT_EQ(static_cast<std::size_t>(Mutant::batch_copy_drops_last), kernel_mutants().size());
   EXPECT_EQ(to_string(static_cast<Mutant>(kernel_mutants().size() + 1)), "none"); // out of range
+}
+
+TEST(MutantCatalogue, KernelMutantsThenRunnerMutantsInOneTable) {
+  const std::span<const MutantInfo> all = mutant_catalogue();
+  const std::span<const MutantInfo> kernel = kernel_mutants();
+  ASSERT_GT(all.size(), kernel.size());
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const MutantInfo& info = all[i];
+    EXPECT_EQ(info.level, i < kernel.size() ? MutantLevel::kernel : MutantLevel::runner) << i;
+    EXPECT_TRUE(names.insert(std::string(info.name)).second) << info.name;
+    EXPECT_EQ(find_mutant(info.name), &info) << info.name;
+  }
+  EXPECT_EQ(kernel.data(), all.data());
+  EXPECT_EQ(all.back().name, "all_boundary_count_from_length");
+  EXPECT_EQ(find_mutant("none"), nullptr);
+  EXPECT_EQ(find_mutant("no_such_mutant"), nullptr);
+  EXPECT_EQ(to_string(MutantLevel::kernel), "kernel");
+  EXPECT_EQ(to_string(MutantLevel::runner), "runner");
 }
 
 TEST(KernelMutantCatalogue, VisitPassesTheMutantAsAConstant) {

@@ -1,0 +1,76 @@
+// The runner's decisions as specified (runner_decisions.h).
+#include "gpu/engine/runner_decisions.h"
+
+#include "model/errors.h"
+
+#include <numeric>
+
+namespace mc::gpu::engine {
+
+bool RunnerDecisions::keeps_slot_arrays(SlotHandover /*handover*/) const {
+  return false;
+}
+
+std::int32_t RunnerDecisions::prev_column_block_size(const model::CacheConfig& config) const {
+  return config.mamba_block_size;
+}
+
+std::int32_t RunnerDecisions::prev_column_computed(std::int32_t c, bool /*resumed*/) const {
+  return c;
+}
+
+std::int32_t RunnerDecisions::prev_column(std::int32_t c, std::int32_t block_size) const {
+  return static_cast<std::int32_t>(model::floor_div(c - 1, block_size));
+}
+
+std::int32_t RunnerDecisions::curr_column(std::int32_t end, std::int32_t block_size) const {
+  return static_cast<std::int32_t>(model::cdiv(end, block_size) - 1);
+}
+
+void RunnerDecisions::preempted(const std::string& /*req_id*/, std::int32_t /*num_accepted*/) {}
+
+std::optional<std::int32_t> RunnerDecisions::accepted_at_seed(const std::string& /*req_id*/,
+                                                              bool /*resumed*/) {
+  return std::nullopt;
+}
+
+std::vector<std::int32_t>
+RunnerDecisions::precopy_idx_mapping(ArraysIndexedBy arrays,
+                                     const std::vector<std::int32_t>& slots) const {
+  if (arrays == ArraysIndexedBy::slot) return slots;
+  std::vector<std::int32_t> rows(slots.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  return rows;
+}
+
+void RunnerDecisions::v2_precopy_sources(model::RequestArrays& /*arrays*/) const {}
+
+bool RunnerDecisions::runs_postprocess(const model::Step& /*step*/) const {
+  return true;
+}
+
+std::int32_t RunnerDecisions::accepted_after_postprocess(std::int32_t launch_out,
+                                                         std::int32_t /*before*/) const {
+  return launch_out;
+}
+
+// The chunk may start mid-block (all mode does not align chunks to blocks), so the first
+// boundary is the end of the chunk's first block, not c + B (#57266).
+std::vector<AllModeBoundary> RunnerDecisions::all_mode_boundaries(std::int64_t c, std::int64_t n,
+                                                                  std::int64_t block_size) const {
+  MC_ASSERT(c >= 0);
+  MC_ASSERT(n >= 1);
+  MC_ASSERT(block_size >= 1);
+  const std::int64_t first = c / block_size; // the block of the chunk's first token
+  const std::int64_t count = model::cdiv(c + n, block_size) - 1 - first;
+  std::vector<AllModeBoundary> out;
+  for (std::int64_t k = 0; k < count; ++k) {
+    const std::int64_t pos = (first + k + 1) * block_size;
+    MC_ASSERT(c < pos);
+    MC_ASSERT(pos < c + n);
+    out.push_back({.col = static_cast<std::int32_t>(first + k), .pos = pos});
+  }
+  return out;
+}
+
+} // namespace mc::gpu::engine

@@ -1,0 +1,85 @@
+// The decisions the engine runner makes at its mutation points (engine_runner.h), made as
+// REFERENCE.md 2 and model/FORWARD.md specify them. The runner asks its RunnerDecisions at
+// each point, once per request or step (a virtual call, never one per byte); a runner mutant
+// (runner_mutant.h) derives from it and redefines the one decision it gets wrong.
+#pragma once
+
+#include "model/config.h"
+#include "model/launch.h"
+#include "model/step.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mc::gpu::engine {
+
+// How a slot's entry changes hands (EngineRunner::release and EngineRunner::seed).
+enum class SlotHandover : std::uint8_t {
+  released,        // its request finished or was preempted
+  reused,          // a freed slot taken by another request
+  kept_by_resumed, // a resumed request that never lost its slot (force-preempted)
+  fresh,           // a new slot, or a kept one by a request that did not resume
+};
+
+// What a launch's per-request arrays are indexed by: V1 builds them per batch row, V2 per slot.
+enum class ArraysIndexedBy : std::uint8_t { batch_row, slot };
+
+// One block-aligned intermediate state of an all-mode chunk: the state after `pos` tokens goes
+// to block-table column `col`.
+struct AllModeBoundary {
+  std::int32_t col = 0;
+  std::int64_t pos = 0;
+};
+
+class RunnerDecisions {
+public:
+  virtual ~RunnerDecisions() = default;
+
+  // --- Slots and columns
+
+  // Whether a slot's column and accepted count survive `handover`: never (a new occupant
+  // starts without them, and cleanup drops a resumed request's).
+  virtual bool keeps_slot_arrays(SlotHandover handover) const;
+  // The block size the column a request starts from is counted in: the mamba block size.
+  virtual std::int32_t prev_column_block_size(const model::CacheConfig& config) const;
+  // The computed count the column a request starts from comes from: c, after its prefix hit.
+  virtual std::int32_t prev_column_computed(std::int32_t c, bool resumed) const;
+  // The column before token c: (c - 1) // B with Python floor division (-1 for c = 0).
+  virtual std::int32_t prev_column(std::int32_t c, std::int32_t block_size) const;
+  // V1's column after a step ending at token `end`: cdiv(end, B) - 1.
+  virtual std::int32_t curr_column(std::int32_t end, std::int32_t block_size) const;
+
+  // --- Preemption
+
+  // A preemption forgets the request's accepted count, so its resume starts without one. The
+  // runner reports every preemption and asks at every seed; the answer is never a count.
+  virtual void preempted(const std::string& req_id, std::int32_t num_accepted);
+  virtual std::optional<std::int32_t> accepted_at_seed(const std::string& req_id, bool resumed);
+
+  // --- Launches
+
+  // precopy's idx_mapping for the rows of `slots`: each row's own entry in the arrays, its
+  // batch row (arrays by batch row) or its slot (arrays by slot).
+  virtual std::vector<std::int32_t>
+  precopy_idx_mapping(ArraysIndexedBy arrays, const std::vector<std::int32_t>& slots) const;
+  // V2 precopy's src_col and token_bias: as preprocess_align wrote them (the bias is a token
+  // offset for conv states and a column offset for temporal ones; the kernel applies it).
+  virtual void v2_precopy_sources(model::RequestArrays& arrays) const;
+  // Whether a step with speculative decoding runs the post-step launch: always.
+  virtual bool runs_postprocess(const model::Step& step) const;
+  // The accepted count a row keeps after the post-step launch: the launch's output (a reset to
+  // 1 after a save in place of `before`, the count it went in with).
+  virtual std::int32_t accepted_after_postprocess(std::int32_t launch_out,
+                                                  std::int32_t before) const;
+
+  // --- Forward
+
+  // The intermediate states of an all-mode chunk of n tokens after c: every block boundary
+  // strictly inside (c, c + n), (j + 1) * B into column j. The final state is written apart.
+  virtual std::vector<AllModeBoundary> all_mode_boundaries(std::int64_t c, std::int64_t n,
+                                                           std::int64_t block_size) const;
+};
+
+} // namespace mc::gpu::engine
