@@ -10,6 +10,7 @@
 #include "fuzz/gen_launch.h"
 #include "model/case_file.h"
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 #include "oracle/launch.h"
 
 #include <fmt/format.h>
@@ -74,10 +75,10 @@ void add_export_command(CLI::App& app, Action& action) {
                                                "expected results as case directories");
   cmd->add_option("--cases", options->cases, "Number of cases (default 100)");
   cmd->add_option("--seed", options->seed, "First seed (case i uses seed + i; default 1)");
-  cmd->add_option("--kinds", options->kinds,
-                  "Launch kinds to draw from (default all): postprocess postprocess_align "
-                  "precopy preprocess_align batch_copy")
-      ->delimiter(',');
+  std::string kinds_help = "Launch kinds to draw from (default all):";
+  for (const model::LaunchKindInfo& info : model::kLaunchKinds)
+    kinds_help += fmt::format(" {}", info.name);
+  cmd->add_option("--kinds", options->kinds, kinds_help)->delimiter(',');
   cmd->add_option("--max-size", options->max_size, "Largest generator size, 0..100 (default 100)");
   cmd->add_option("--out", options->out, "Output directory")->required();
   cmd->callback([options, &action] { action = [options] { return run_export(*options); }; });

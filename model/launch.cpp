@@ -3,6 +3,10 @@
 #include "model/errors.h"
 #include "model/launch_kinds.h"
 
+#include <fmt/format.h>
+
+#include <string>
+
 namespace mc::model {
 
 std::string_view to_string(LaunchKind kind) {
@@ -12,9 +16,10 @@ std::string_view to_string(LaunchKind kind) {
 LaunchKind parse_launch_kind(std::string_view text) {
   for (const LaunchKind k : kAllLaunchKinds)
     if (to_string(k) == text) return k;
-  fail_input("launch kind: expected postprocess, postprocess_align, precopy, preprocess_align or "
-             "batch_copy, got '{}'",
-             text);
+  std::string names;
+  for (const LaunchKindInfo& info : kLaunchKinds)
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", info.name);
+  fail_input("launch kind: expected one of {}, got '{}'", names, text);
 }
 
 bool uses_idx_mapping(LaunchKind kind) {
