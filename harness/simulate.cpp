@@ -43,14 +43,11 @@ std::vector<oracle::engine::RequestSpec> workload(const SimulationOptions& o) {
 gpu::engine::RunnerOptions backend_runner_options(const oracle::engine::RunnerOptions& oracle,
                                                   gpu::engine::RunnerMutant runner_mutant,
                                                   gpu::Mutant kernel_mutant) {
-  return gpu::engine::RunnerOptions{.flavour = oracle.flavour,
-                                    .v1_copy_path =
-                                        oracle.v1_copy_path == oracle::engine::V1CopyPath::precopy
-                                            ? gpu::engine::V1CopyPath::precopy
-                                            : gpu::engine::V1CopyPath::batch_copy,
-                                    .row_stride_extra = oracle.row_stride_extra,
-                                    .mutant = runner_mutant,
-                                    .kernel_mutant = kernel_mutant};
+  gpu::engine::RunnerOptions options;
+  static_cast<model::RunnerOptions&>(options) = oracle;
+  options.mutant = runner_mutant;
+  options.kernel_mutant = kernel_mutant;
+  return options;
 }
 
 SimulationResult simulate(const SimulationOptions& o) {

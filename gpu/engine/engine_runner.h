@@ -20,6 +20,7 @@
 #include "gpu/engine/runner_decisions.h"
 #include "gpu/engine/runner_mutant.h"
 #include "model/launch.h"
+#include "model/runner_options.h"
 #include "model/step.h"
 
 #include <cstdint>
@@ -30,22 +31,14 @@
 
 namespace mc::gpu::engine {
 
-enum class V1CopyPath : std::uint8_t { batch_copy, precopy };
+using model::LaunchRecord;
+using model::V1CopyPath;
 
-struct RunnerOptions {
-  model::RunnerFlavour flavour = model::RunnerFlavour::v1;
-  V1CopyPath v1_copy_path = V1CopyPath::precopy;
-  std::int32_t row_stride_extra = 3;        // block-table row stride beyond the width
+// The options both runners share (model/runner_options.h), and the deliberate bugs this side
+// can be run with.
+struct RunnerOptions : model::RunnerOptions {
   RunnerMutant mutant = RunnerMutant::none; // a deliberate bookkeeping bug (runner_mutant.h)
   Mutant kernel_mutant = Mutant::none;      // the executor's kernels (gpu/mutant.h)
-};
-
-struct LaunchRecord {
-  model::LaunchKind kind = model::LaunchKind::precopy;
-  model::LaunchStatus status = model::LaunchStatus::ok;
-  std::string unsupported_reason;
-  std::vector<model::CopyDecision> decisions;
-  model::RequestArrays requests; // every per-request array after the launch
 };
 
 struct StepRecord {
