@@ -4,6 +4,7 @@
 // Counterexamples go under --out/NAME/ (default mc-out/mutants/NAME/). `--list` prints the
 // catalogue's entries instead of running them.
 #include "backends/backend.h"
+#include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "cli/duration.h"
 #include "cli/junit.h"
