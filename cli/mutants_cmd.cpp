@@ -26,7 +26,7 @@ namespace {
 struct MutantsOptions {
   std::string backend;
   std::string level = "both";
-  std::string time_budget = "10s";
+  std::string time_budget = "30s";
   std::uint64_t seed = 1;
   int max_size = 100;
   std::string only; // comma-separated names
@@ -135,7 +135,7 @@ void add_mutants_command(CLI::App& app, Action& action) {
                   "kernel (kernel mutants, launch cases), engine (runner mutants) or both "
                   "(default)");
   cmd->add_option("--time-budget-per-mutant", o->time_budget,
-                  "Give up on a mutant after this long: 10s (default), 2m");
+                  "Give up on a mutant after this long: 30s (default), 2m");
   cmd->add_option("--seed", o->seed, "Campaign seed of every mutant run (default 1)");
   cmd->add_option("--max-size", o->max_size, "Kernel level: largest generator size (default 100)");
   cmd->add_option("--only", o->only, "Comma-separated mutant names (default: all)");
