@@ -17,9 +17,13 @@ LaunchKind parse_launch_kind(std::string_view text) {
   for (const LaunchKind k : kAllLaunchKinds)
     if (to_string(k) == text) return k;
   std::string names;
-  for (const LaunchKindInfo& info : kLaunchKinds)
-    names += fmt::format("{}{}", names.empty() ? "" : ", ", info.name);
-  fail_input("launch kind: expected one of {}, got '{}'", names, text);
+  for (std::size_t k = 0; k < kLaunchKinds.size(); ++k)
+    names += fmt::format("{}{}",
+                         k == 0                         ? ""
+                         : k + 1 == kLaunchKinds.size() ? " or "
+                                                        : ", ",
+                         kLaunchKinds[k].name);
+  fail_input("launch kind: expected {}, got '{}'", names, text);
 }
 
 bool uses_idx_mapping(LaunchKind kind) {
