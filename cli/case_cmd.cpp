@@ -6,9 +6,11 @@
 // case, and its result is what --check compares against when DIR holds no expected result.
 #include "backends/backend.h"
 #include "backends/external_backend.h"
+#include "backends/mutant_backend.h"
 #include "cli/case_print.h"
 #include "cli/commands.h"
 #include "fuzz/compare.h"
+#include "fuzz/findings.h"
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "oracle/launch.h"
@@ -33,6 +35,8 @@ struct CaseOptions {
   bool json = false;    // the same as JSON on standard output, and nothing else
   std::string external; // a worker command running the kernels under test
   double external_timeout = backends::kExternalTimeoutSecondsDefault;
+  int reruns = 0; // with --check: run the backend this many more times and report the rate
+  std::string mutant; // host or cuda: run a kernel mutant instead of the clean kernels
 };
 
 // The result of the external kernels; a worker that cannot be used is exit 3.
@@ -65,6 +69,11 @@ fuzz::LaunchRunner case_runner(const CaseOptions& options, backends::Backend bac
   if (!options.external.empty())
     return [&options](const model::LaunchCase& c) { return run_external(options, c); };
   if (backend == backends::Backend::oracle) return {};
+  if (!options.mutant.empty())
+    return [run = backends::mutant_launch_runner(backend),
+            mutant = backends::parse_kernel_mutant(options.mutant)](const model::LaunchCase& c) {
+      return run(c, mutant);
+    };
   return backends::launch_runner(backend);
 }
 
@@ -84,6 +93,28 @@ int report_kernel_error(const CaseOptions& options, const model::LaunchCase& lau
   return kExitMismatch;
 }
 
+// The first run's verdict and `reruns` more runs of the backend, each compared with the
+// stored result or the oracle's.
+fuzz::RunTally rerun(const CaseOptions& options, const model::LaunchCase& launch_case,
+                     backends::Backend backend, const std::optional<model::LaunchResult>& expected,
+                     const std::optional<fuzz::Difference>& first) {
+  fuzz::RunTally tally;
+  tally.add(first ? std::optional(first->message) : std::nullopt, false);
+  const model::LaunchResult oracle = expected ? model::LaunchResult{} : oracle::run_launch(launch_case);
+  const fuzz::LaunchRunner runner = case_runner(options, backend);
+  for (int i = 0; i < options.reruns; ++i) {
+    const fuzz::CaseOutcome again = fuzz::run_case(launch_case, expected ? expected->clone()
+                                                                         : oracle.clone(),
+                                                   runner, fuzz::BackendFindings::kernel_errors);
+    if (again.status == fuzz::CaseStatus::backend_failed) {
+      tally.add(fmt::format("the backend failed: {}", again.error), true);
+      continue;
+    }
+    tally.add(again.difference ? std::optional(again.difference->message) : std::nullopt, false);
+  }
+  return tally;
+}
+
 int run_case_command(const CaseOptions& options) {
   const bool external = !options.external.empty();
   const backends::Backend backend = backends::parse_backend(options.backend);
@@ -92,8 +123,19 @@ int run_case_command(const CaseOptions& options) {
   if (!(options.external_timeout > 0 && options.external_timeout <= 86400))
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                       options.external_timeout);
+  if (options.reruns < 0 || options.reruns > 100000)
+    model::fail_input("--reruns: expected 0..100000, got {}", options.reruns);
+  if (options.reruns > 0 && !options.check) model::fail_input("--reruns: needs --check");
+  if (!options.mutant.empty()) {
+    if (external || backend == backends::Backend::oracle)
+      model::fail_input("--mutant: runs on --backend host or cuda");
+    backends::parse_kernel_mutant(options.mutant); // an unknown name is exit 2 before any work
+  }
   backends::require_backend(backend);
-  const std::string backend_name = external ? "external" : options.backend;
+  const std::string backend_name =
+      external                  ? "external"
+      : options.mutant.empty() ? options.backend
+                               : fmt::format("{} (mutant {})", options.backend, options.mutant);
   const model::LaunchCase launch_case = model::load_case(options.dir);
   // Before any backend: the oracle judges the case (an invalid one is exit 2) and is shown.
   model::LaunchResult oracle_result = oracle::run_launch(launch_case);
@@ -125,9 +167,10 @@ int run_case_command(const CaseOptions& options) {
   if (options.check) {
     // run_case compared with the oracle; a result stored with the case takes its place.
     const bool stored = model::has_result(options.dir);
+    const std::optional<model::LaunchResult> expected =
+        stored ? std::optional(model::load_result(options.dir)) : std::nullopt;
     const std::optional<fuzz::Difference> difference =
-        stored ? fuzz::compare_results(launch_case, model::load_result(options.dir), result)
-               : outcome.difference;
+        stored ? fuzz::compare_results(launch_case, *expected, result) : outcome.difference;
     report["expected_from"] = stored ? "stored" : "oracle";
     if (difference) {
       std::cout << fmt::format("MISMATCH against the {} result: {}\n", stored ? "stored" : "oracle",
@@ -136,6 +179,23 @@ int run_case_command(const CaseOptions& options) {
       exit_code = kExitMismatch;
     } else {
       std::cout << fmt::format("matches the {} result exactly\n", stored ? "stored" : "oracle");
+    }
+    if (options.reruns > 0) {
+      const fuzz::RunTally tally = rerun(options, launch_case, backend, expected, difference);
+      std::cout << fmt::format("{}{}\n", tally.summary(),
+                               tally.failed > 0 ? fmt::format(" ({})", to_string(tally.classify()))
+                                                : "");
+      const bool detail =
+          tally.failed > 0 && tally.classify() != fuzz::Classification::deterministic;
+      for (std::size_t i = 0; detail && i < tally.run_failures.size(); ++i)
+        std::cout << fmt::format("  run {}: {}\n", i + 1,
+                                 tally.run_failures[i].empty() ? "held" : tally.run_failures[i]);
+      report["runs"] = tally.runs;
+      report["failed_runs"] = tally.failed;
+      if (tally.failed > 0) {
+        report["classification"] = to_string(tally.classify());
+        exit_code = kExitMismatch;
+      }
     }
   }
   report["exit_code"] = exit_code;
@@ -157,6 +217,11 @@ void add_case_command(CLI::App& app, Action& action) {
                 "Compare with DIR/expected (or the oracle when DIR has none); exit 1 on a "
                 "difference");
   cmd->add_option("--report", options->report, "Write a JSON report");
+  cmd->add_option("--mutant", options->mutant,
+                  "Run the kernels of this kernel mutant (mambacheck mutants --list)");
+  cmd->add_option("--reruns", options->reruns,
+                  "With --check: run the backend N more times and report how often it failed "
+                  "(a race or an uninitialised read fails on some runs only)");
   cmd->add_option("--external", options->external,
                   "Run the case on the kernels under test through a worker command, e.g. "
                   "'python3 -m mambacheck_adapter.worker --kernels MODULE' "

@@ -39,11 +39,22 @@ struct FuzzOptions {
   std::string mutant;   // a kernel or runner mutant (engine level: either)
   std::string external; // kernel level: a worker command running the kernels under test
   double external_timeout = backends::kExternalTimeoutSecondsDefault;
+  bool keep_going = false;    // go on after a finding
+  bool stop_at_first = false; // stop at the first finding even under --time-budget
+  int reruns = fuzz::kRerunsDefault;
+  int repeat = 1;
+  std::vector<std::string> kinds; // launch kinds drawn (kernel level); empty: all
+  std::vector<std::string> skip_signatures;
+
+  // Under a time budget a campaign goes on after a finding unless told otherwise.
+  bool keeps_going() const { return keep_going || (!time_budget.empty() && !stop_at_first); }
 };
 
 // How the reproduce lines name the backend: `--backend host` or `--external 'COMMAND'`.
 std::string backend_arguments(const FuzzOptions& o, const fuzz::KernelCampaignOptions& c) {
-  if (o.external.empty()) return fmt::format("--backend {}", c.backend_name);
+  if (o.external.empty())
+    return o.mutant.empty() ? fmt::format("--backend {}", c.backend_name)
+                            : fmt::format("--backend {} --mutant {}", c.backend_name, o.mutant);
   std::string args = fmt::format("--external {}", backends::shell_quote(o.external));
   if (o.external_timeout != backends::kExternalTimeoutSecondsDefault)
     args += fmt::format(" --external-timeout {}", o.external_timeout);
@@ -68,6 +79,12 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Bac
   c.cases_max = o.cases > 0 ? o.cases : (c.seconds_max > 0 ? kCasesMax : 2000);
   if (backend == backends::Backend::cuda)
     c.gen.weights.grid *= 2; // the device makes big grids cheap
+  for (const std::string& kind : o.kinds)
+    c.gen.kinds.push_back(model::parse_launch_kind(kind));
+  c.keep_going = o.keeps_going();
+  c.reruns = o.reruns;
+  c.repeat = o.repeat;
+  c.skip_signatures = o.skip_signatures;
   return c;
 }
 
@@ -87,25 +104,70 @@ void print_summary(const fuzz::KernelCampaignOptions& c, const fuzz::KernelCampa
   std::cout << "  kinds:" << kinds << "\n  sizes:" << classes << "\n";
 }
 
-int report_counterexample(const fuzz::KernelCampaignOptions& c, const fuzz::Counterexample& cx,
-                          const std::string& backend_args) {
-  std::cout << fmt::format("MISMATCH (case seed {}, size {}): {}\n", cx.case_seed, cx.size,
-                           cx.failure);
-  std::cout << fmt::format("  shrunk in {} steps ({} candidates tried): {}\n", cx.shrink_steps,
-                           cx.shrink_tried, cx.description);
+void print_finding(const fuzz::KernelCampaignOptions& c, const fuzz::KernelFinding& f,
+                   const std::string& backend_args) {
+  std::cout << fmt::format("{} (case seed {}, size {}): {}\n",
+                           f.skipped ? "KNOWN" : "MISMATCH", f.first_case_seed, f.first_size,
+                           f.failure);
+  std::string features;
+  for (const std::string& feature : f.signature.features)
+    features += (features.empty() ? "" : ", ") + feature;
+  std::cout << fmt::format("  signature {} (the failing row: {})\n", f.signature.to_string(),
+                           features.empty() ? "none" : features);
+  std::cout << fmt::format("  {} ({}); {} failing case{} so far\n", f.runs.summary(),
+                           fuzz::to_string(f.signature.classification), f.cases,
+                           f.cases == 1 ? "" : "s");
+  if (!f.counterexample) return;
+  const fuzz::Counterexample& cx = *f.counterexample;
+  if (cx.shrink_kept)
+    std::cout << fmt::format("  shrunk in {} steps ({} candidates tried; the shrunk case {}): {}\n",
+                             cx.shrink_steps, cx.shrink_tried, cx.saved_runs.summary(),
+                             cx.description);
+  else
+    std::cout << fmt::format("  not shrunk: no smaller case failed on at least half of its reruns "
+                             "({} candidates tried); the original is saved\n",
+                             cx.shrink_tried);
   std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n", cx.shrunk_dir.string(),
                            cx.original_dir.string());
-  std::cout << fmt::format("  reproduce: mambacheck case {} {} --check\n", cx.shrunk_dir.string(),
-                           backend_args);
+  std::cout << fmt::format("  reproduce: mambacheck case {} {} --check{}\n", cx.shrunk_dir.string(),
+                           backend_args,
+                           f.signature.classification == fuzz::Classification::nondeterministic
+                               ? fmt::format(" --reruns {}", std::max(c.reruns, 1))
+                               : "");
   std::cout << fmt::format("  rerun the campaign: mambacheck fuzz {} --seed {} --cases "
                            "{} --max-size {}\n",
-                           backend_args, c.seed, cx.case_seed - c.seed + 1, c.max_size);
-  return kExitMismatch;
+                           backend_args, c.seed, f.first_case_seed - c.seed + 1, c.max_size);
+}
+
+// One JUnit test case per signature (skipped ones reported as skipped), or one passing case.
+std::vector<JunitCase> junit_cases(const fuzz::KernelCampaignOptions& c,
+                                   const fuzz::KernelCampaignReport& r,
+                                   const std::string& backend_args) {
+  const std::string campaign = fmt::format("kernel-{}-seed{}", c.backend_name, c.seed);
+  if (r.findings.empty()) return {JunitCase{.name = campaign, .seconds = r.seconds}};
+  std::vector<JunitCase> out;
+  for (const fuzz::KernelFinding& f : r.findings) {
+    JunitCase jc{.name = fmt::format("{} {}", campaign, f.signature.to_string())};
+    if (f.skipped) {
+      jc.skipped = true;
+      jc.message = fmt::format("known finding (--skip-signature), {} cases", f.cases);
+    } else {
+      jc.failed = true;
+      jc.message = fmt::format("{} [{}, {}]", f.failure, to_string(f.signature.classification),
+                               f.runs.summary());
+      if (f.counterexample)
+        jc.details = fmt::format("{}\nreproduce: mambacheck case {} {} --check",
+                                 f.counterexample->description,
+                                 f.counterexample->shrunk_dir.string(), backend_args);
+    }
+    out.push_back(std::move(jc));
+  }
+  return out;
 }
 
 // The kernel level: summary, report and JUnit case (written by run_fuzz).
 int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
-                     nlohmann::json& report, JunitCase& jc) {
+                     nlohmann::json& report, std::vector<JunitCase>& junit) {
   fuzz::KernelCampaignOptions c = campaign_options(o, backend);
   c.seconds_max = seconds_max;
   if (o.cases == 0 && seconds_max > 0) c.cases_max = kCasesMax;
@@ -129,6 +191,11 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
     progress.tick(
         fmt::format("{} {}", model::to_string(spec.kind), fuzz::to_string(spec.size_class)));
   };
+  const std::string backend_args = backend_arguments(o, c);
+  c.on_finding = [&](const fuzz::KernelFinding& f) {
+    progress.done();
+    print_finding(c, f, backend_args);
+  };
   fuzz::KernelCampaignReport r;
   try {
     r = fuzz::run_kernel_campaign(c);
@@ -140,18 +207,19 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   print_summary(c, r);
   report = fuzz::to_json(c, r);
   if (worker) report["external"] = o.external;
-  jc = JunitCase{.name = fmt::format("kernel-{}-seed{}", c.backend_name, c.seed),
-                 .seconds = r.seconds};
-  if (r.counterexample) {
-    jc.failed = true;
-    jc.message = r.counterexample->failure;
-    jc.details =
-        fmt::format("{}\nreproduce: mambacheck case {} {} --check", r.counterexample->description,
-                    r.counterexample->shrunk_dir.string(), backend_arguments(o, c));
-    return report_counterexample(c, *r.counterexample, backend_arguments(o, c));
+  for (JunitCase& jc : junit_cases(c, r, backend_args))
+    junit.push_back(std::move(jc));
+  if (r.findings.empty()) {
+    std::cout << "all cases held\n";
+    return kExitOk;
   }
-  std::cout << "all cases held\n";
-  return kExitOk;
+  std::cout << fmt::format("{} finding{} ({} failing cases):\n", r.findings.size(),
+                           r.findings.size() == 1 ? "" : "s", r.failing_cases());
+  for (const fuzz::KernelFinding& f : r.findings)
+    std::cout << fmt::format("  {} {}: {} cases, {}{}\n", f.skipped ? "known" : "FAILS",
+                             f.signature.to_string(), f.cases, f.runs.summary(),
+                             f.counterexample ? ", " + f.counterexample->shrunk_dir.string() : "");
+  return r.first_failing() != nullptr ? kExitMismatch : kExitOk;
 }
 
 int run_fuzz(const FuzzOptions& o) {
@@ -170,6 +238,14 @@ int run_fuzz(const FuzzOptions& o) {
     model::fail_input("--external and --backend: give one of them");
   if (!o.external.empty() && o.level != "kernel")
     model::fail_input("--external: runs with --level kernel only");
+  if (o.reruns < 0 || o.reruns > 1000)
+    model::fail_input("--reruns: expected 0..1000, got {}", o.reruns);
+  if (o.repeat < 1 || o.repeat > 1000)
+    model::fail_input("--repeat: expected 1..1000, got {}", o.repeat);
+  if (o.keep_going && o.stop_at_first)
+    model::fail_input("--keep-going and --stop-at-first: give one of them");
+  if (!o.kinds.empty() && o.level == "engine")
+    model::fail_input("--kinds: kernel level only (the engine level runs what its steps need)");
   if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                       o.external_timeout);
@@ -194,10 +270,8 @@ int run_fuzz(const FuzzOptions& o) {
     const gpu::MutantInfo* named = gpu::find_mutant(o.mutant);
     if (named != nullptr && named->level == gpu::MutantLevel::runner)
       model::fail_input("--mutant: '{}' is a runner mutant: use --level engine", o.mutant);
-    JunitCase jc;
     nlohmann::json kernel;
-    exit_code = std::max(exit_code, run_kernel_level(o, backend, seconds_each, kernel, jc));
-    junit.push_back(std::move(jc));
+    exit_code = std::max(exit_code, run_kernel_level(o, backend, seconds_each, kernel, junit));
     if (both)
       report["kernel"] = std::move(kernel);
     else
@@ -256,6 +330,22 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                   "(adapters/python/README.md)");
   cmd->add_option("--external-timeout", o->external_timeout,
                   "Seconds the worker may take to start and for each case (default 300)");
+  cmd->add_flag("--keep-going", o->keep_going,
+               "Go on after a finding: each new signature is shrunk and saved, repeats counted "
+               "(the default under --time-budget)");
+  cmd->add_flag("--stop-at-first", o->stop_at_first,
+                "Stop at the first finding, also under --time-budget");
+  cmd->add_option("--reruns", o->reruns,
+                  "Rerun a failing case this many times to classify it (default 5)");
+  cmd->add_option("--repeat", o->repeat,
+                  "Run every case N times (races show on some schedules only; default 1)");
+  cmd->add_option("--kinds", o->kinds,
+                  "Kernel level: draw only these launch kinds (postprocess, postprocess_align, "
+                  "precopy, preprocess_align, batch_copy)")
+      ->delimiter(',');
+  cmd->add_option("--skip-signature", o->skip_signatures,
+                  "A known finding's signature (as printed): counted, not shrunk, not failing "
+                  "(repeatable)");
   cmd->callback([o, &action] { action = [o] { return run_fuzz(*o); }; });
 }
 

@@ -73,10 +73,12 @@ StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     c.out_dir = std::filesystem::path(o.out) / "kernel";
     const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
     s.cases += r.cases;
-    if (r.counterexample) {
+    if (const fuzz::KernelFinding* f = r.first_failing()) {
       s.passed = false;
-      s.detail = fmt::format("seed {}: {} (reproduce: mambacheck case {} --backend {} --check)",
-                             seed, r.counterexample->failure, r.counterexample->shrunk_dir.string(),
+      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: mambacheck case {} --backend {} "
+                             "--check)",
+                             seed, f->counterexample->failure, f->signature.to_string(),
+                             f->runs.summary(), f->counterexample->shrunk_dir.string(),
                              c.backend_name);
       return s;
     }

@@ -25,10 +25,12 @@ void Progress::tick(const std::string& detail) {
                            detail.substr(0, 40))
                    .c_str());
   std::fflush(stderr);
+  line_open_ = true;
 }
 
 void Progress::done() {
-  if (enabled_ && count_ > 0) std::fprintf(stderr, "\n");
+  if (line_open_) std::fprintf(stderr, "\n");
+  line_open_ = false;
 }
 
 } // namespace mc::cli

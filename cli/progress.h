@@ -12,6 +12,7 @@ public:
   Progress(std::string what, std::int64_t total); // total <= 0: unknown
   // Counts one item; redraws at most a few times a second.
   void tick(const std::string& detail = {});
+  // Ends the drawn line (other output may follow); a later tick draws a new one.
   void done();
 
 private:
@@ -19,6 +20,7 @@ private:
   std::int64_t total_ = 0;
   std::int64_t count_ = 0;
   bool enabled_ = false;
+  bool line_open_ = false; // a line is drawn and not yet ended
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
 };

@@ -1,5 +1,7 @@
 #include "fuzz/campaign/kernel_campaign.h"
 
+#include "fuzz/campaign/kernel_shrink.h"
+#include "fuzz/campaign/kernel_signature.h"
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "model/errors.h"
@@ -7,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
@@ -19,38 +22,32 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// What the campaign keeps of one case (run_case.h). The results themselves are dropped at
-// once: a big-offset case holds gigabytes of arenas, and a failing case's verdict is kept
-// through the whole shrink.
-struct Verdict {
-  std::optional<std::string> failure;
-  std::optional<Difference> difference;
-  std::int64_t copies = 0;      // the oracle's decisions, when the backend returned
-  std::int64_t arena_bytes = 0; // compared, when the backend returned
-  bool rejected = false;        // the oracle called the case invalid: never a shrink result
-  bool shrinks_to() const { return failure.has_value() && !rejected; }
-};
-
-Verdict run_one(const LaunchSpec& spec, const LaunchRunner& backend) {
-  const CaseOutcome outcome = run_case(spec, backend);
-  Verdict verdict;
-  if (outcome.status == CaseStatus::oracle_rejected) {
-    // The generator promises valid cases: a rejected one is a finding about mambacheck.
-    verdict.failure = fmt::format("the oracle rejected a generated case: {}", outcome.error);
-    verdict.rejected = true;
-    return verdict;
+// The report files of a saved case: what failed, how reliably, and the case.
+void write_reports(const LaunchSpec& spec, const KernelFinding& finding, const RunTally& runs,
+                   const std::optional<Difference>& difference, const std::string& failure,
+                   const std::filesystem::path& dir) {
+  nlohmann::json report = {{"failure", failure},
+                           {"signature", finding.signature.to_string()},
+                           {"classification", to_string(finding.signature.classification)},
+                           {"runs", runs.runs},
+                           {"failed_runs", runs.failed},
+                           {"case", describe(spec)}};
+  if (difference) report["difference"] = to_json(*difference);
+  std::ofstream(dir / "report.json") << report.dump(2) << "\n";
+  std::ofstream text(dir / "report.txt");
+  text << failure << "\n\n"
+       << fmt::format("signature {}\n{} on the backend under test ({})\n",
+                      finding.signature.to_string(), runs.summary(),
+                      to_string(finding.signature.classification));
+  if (finding.signature.classification == Classification::nondeterministic) {
+    text << "the runs of the first case:\n";
+    for (std::size_t i = 0; i < finding.rows_in_runs.size(); ++i)
+      text << fmt::format("  run {}: {}\n", i + 1, finding.rows_in_runs[i]);
   }
-  verdict.failure = outcome.failure();
-  if (outcome.status == CaseStatus::backend_failed) return verdict;
-  verdict.difference = outcome.difference;
-  verdict.copies = static_cast<std::int64_t>(outcome.oracle.decisions.size());
-  for (const model::Arena& a : outcome.oracle.arenas)
-    verdict.arena_bytes += a.size_bytes();
-  return verdict;
+  text << "\n" << describe(spec) << "\n";
 }
 
-void write_counterexample(const LaunchSpec& spec, const Verdict& verdict,
-                          const std::filesystem::path& dir) {
+void save_spec(const LaunchSpec& spec, const std::filesystem::path& dir) {
   const model::LaunchCase launch = materialize(spec);
   model::save_case(launch, dir);
   // The expected result is the oracle's, so `mambacheck case DIR --check` replays the failure.
@@ -59,118 +56,133 @@ void write_counterexample(const LaunchSpec& spec, const Verdict& verdict,
   } catch (const model::InputError&) {
     // No oracle result for a case the oracle rejects; the report says why.
   }
-  nlohmann::json report = {{"failure", verdict.failure.value_or("")}, {"case", describe(spec)}};
-  if (verdict.difference) report["difference"] = to_json(*verdict.difference);
-  std::ofstream(dir / "report.json") << report.dump(2) << "\n";
-  std::ofstream(dir / "report.txt") << verdict.failure.value_or("") << "\n\n"
-                                    << describe(spec) << "\n";
 }
 
-// Greedy descent through RapidCheck's shrink tree, bounded in candidates and time.
-rc::Shrinkable<LaunchSpec> shrink(rc::Shrinkable<LaunchSpec> current, const LaunchRunner& backend,
-                                  const ShrinkLimits& limits, Counterexample& cx) {
-  const Clock::time_point start = Clock::now();
-  bool improved = true;
-  while (improved) {
-    improved = false;
-    rc::Seq<rc::Shrinkable<LaunchSpec>> candidates = current.shrinks();
-    while (auto candidate = candidates.next()) {
-      if (cx.shrink_tried >= limits.candidates_max || seconds_since(start) > limits.seconds_max)
-        return current;
-      ++cx.shrink_tried;
-      if (run_one(candidate->value(), backend).shrinks_to()) {
-        current = *candidate;
-        ++cx.shrink_steps;
-        improved = true;
-        break;
-      }
+// The first case of a new signature: rerun, classify, shrink, save.
+class FindingRecorder {
+public:
+  FindingRecorder(const KernelCampaignOptions& options, const CaseJudge& judge)
+      : options_(options), judge_(judge) {}
+
+  KernelFinding record(std::uint64_t case_seed, int size, const rc::Shrinkable<LaunchSpec>& drawn,
+                       const CaseVerdict& first) {
+    KernelFinding f{.signature = first.signature,
+                    .first_case_seed = case_seed,
+                    .first_size = size,
+                    .cases = 1,
+                    .failure = *first.failure};
+    f.skipped = std::any_of(options_.skip_signatures.begin(), options_.skip_signatures.end(),
+                            [&](const std::string& skip) { return signature_matches(f.signature, skip); });
+    const std::string key = f.signature.key();
+    tally(f, first, key);
+    for (int i = 0; i < options_.reruns; ++i)
+      tally(f, judge_(drawn.value()), key);
+    f.signature.classification = f.runs.classify();
+    if (f.signature.classification != Classification::nondeterministic) f.rows_in_runs.clear();
+    if (f.skipped) return f;
+
+    Counterexample cx{.case_seed = case_seed, .size = size};
+    const std::string stem = fmt::format("kernel-seed{}", case_seed);
+    cx.original_dir = options_.out_dir / (stem + "-original");
+    save_spec(drawn.value(), cx.original_dir);
+    write_reports(drawn.value(), f, f.runs, first.difference, f.failure, cx.original_dir);
+
+    const ShrinkOutcome shrunk = shrink_finding(drawn, f.runs, key, judge_,
+                                                std::max(options_.reruns, 1), options_.shrink);
+    const CaseVerdict last = judge_(shrunk.spec); // for the saved case's own difference
+    const bool last_counts = last.failure && last.signature.key() == key;
+    cx.failure = last_counts ? *last.failure : f.failure;
+    cx.difference = last_counts ? last.difference : first.difference;
+    cx.description = describe(shrunk.spec);
+    cx.requests = shrunk.spec.num_reqs;
+    cx.copies = last_counts ? last.copies : first.copies;
+    cx.shrink_steps = shrunk.kept ? shrunk.steps : 0;
+    cx.shrink_tried = shrunk.tried;
+    cx.saved_runs = shrunk.saved_runs;
+    cx.shrink_kept = shrunk.kept;
+    cx.shrunk_dir = options_.out_dir / stem;
+    save_spec(shrunk.spec, cx.shrunk_dir);
+    write_reports(shrunk.spec, f, cx.saved_runs, cx.difference, cx.failure, cx.shrunk_dir);
+    f.counterexample = std::move(cx);
+    return f;
+  }
+
+private:
+  static void tally(KernelFinding& f, const CaseVerdict& v, const std::string& key) {
+    // A run that fails differently (another signature) is a different failure of this case:
+    // it counts as failing, with its own fingerprint, so the case is not deterministic.
+    const std::optional<std::string> fingerprint =
+        v.failure ? std::optional(v.signature.key() == key ? *v.failure
+                                                           : v.signature.key() + ": " + *v.failure)
+                  : std::nullopt;
+    f.runs.add(fingerprint, v.backend_error);
+    if (!fingerprint) {
+      f.rows_in_runs.emplace_back("held");
+      return;
     }
+    std::string features;
+    for (const std::string& feature : v.signature.features)
+      features += (features.empty() ? "" : ", ") + feature;
+    f.rows_in_runs.push_back(
+        v.row ? fmt::format("batch row {} ({}): {}", *v.row, features.empty() ? "-" : features,
+                            *fingerprint)
+              : *fingerprint);
   }
-  return current;
-}
 
-// `spec` without batch row b: its block-table rows and its per-row entries (V1 kinds: the
-// slot arrays, slot == row; V2 kinds: idx_mapping and query_start_loc; slots stay). What is
-// left stays valid: rows never share a block they write.
-LaunchSpec without_row(const LaunchSpec& spec, std::int32_t b) {
-  MC_ASSERT(b >= 0 && b < spec.num_reqs);
-  LaunchSpec out = spec;
-  const auto at = static_cast<std::size_t>(b);
-  for (model::BlockTable& t : out.block_tables.groups) {
-    const auto stride = static_cast<std::ptrdiff_t>(t.row_stride);
-    t.block_ids.erase(t.block_ids.begin() + static_cast<std::ptrdiff_t>(b) * stride,
-                      t.block_ids.begin() + static_cast<std::ptrdiff_t>(b + 1) * stride);
-    --t.num_rows;
-  }
-  model::RequestArrays& r = out.requests;
-  const bool v1 =
-      spec.kind == model::LaunchKind::postprocess || spec.kind == model::LaunchKind::batch_copy;
-  if (v1) {
-    for (std::vector<std::int32_t>* v :
-         {&r.num_accepted, &r.state_idx, &r.num_scheduled, &r.num_computed, &r.num_draft,
-          &r.new_num_computed, &r.src_col, &r.token_bias, &r.num_accepted_out})
-      if (v->size() == static_cast<std::size_t>(spec.num_slots)) v->erase(v->begin() + b);
-    --out.num_slots;
-  } else {
-    if (!r.idx_mapping.empty()) r.idx_mapping.erase(r.idx_mapping.begin() + b);
-    if (!r.query_start_loc.empty()) {
-      const std::int32_t len = r.query_start_loc[at + 1] - r.query_start_loc[at];
-      r.query_start_loc.erase(r.query_start_loc.begin() + b + 1);
-      for (std::size_t i = at + 1; i < r.query_start_loc.size(); ++i)
-        r.query_start_loc[i] -= len;
-    }
-  }
-  --out.num_reqs;
-  return out;
-}
-
-// After RapidCheck's descent: drop single batch rows (its shrinks cut rows from the end
-// only) while the case still fails, within the same limits.
-LaunchSpec drop_rows(LaunchSpec current, const LaunchRunner& backend, const ShrinkLimits& limits,
-                     Clock::time_point start, Counterexample& cx) {
-  for (std::int32_t b = current.num_reqs - 1; b >= 0 && current.num_reqs > 1; --b) {
-    if (b >= current.num_reqs) continue;
-    if (cx.shrink_tried >= limits.candidates_max || seconds_since(start) > limits.seconds_max)
-      break;
-    ++cx.shrink_tried;
-    LaunchSpec candidate = without_row(current, b);
-    if (run_one(candidate, backend).shrinks_to()) {
-      current = std::move(candidate);
-      ++cx.shrink_steps;
-    }
-  }
-  return current;
-}
-
-Counterexample record_failure(const KernelCampaignOptions& options, std::uint64_t case_seed,
-                              int size, const rc::Shrinkable<LaunchSpec>& original,
-                              const Verdict& verdict) {
-  Counterexample cx{.case_seed = case_seed, .size = size};
-  const std::string stem = fmt::format("kernel-seed{}", case_seed);
-  cx.original_dir = options.out_dir / (stem + "-original");
-  write_counterexample(original.value(), verdict, cx.original_dir);
-  const Clock::time_point start = Clock::now();
-  const LaunchSpec shrunk_spec =
-      drop_rows(shrink(original, options.backend, options.shrink, cx).value(), options.backend,
-                options.shrink, start, cx);
-  const Verdict shrunk = run_one(shrunk_spec, options.backend);
-  cx.failure = shrunk.failure.value_or(*verdict.failure);
-  cx.difference = shrunk.failure ? shrunk.difference : verdict.difference;
-  cx.description = describe(shrunk_spec);
-  cx.requests = shrunk_spec.num_reqs;
-  cx.copies = shrunk.failure ? shrunk.copies : verdict.copies;
-  cx.shrunk_dir = options.out_dir / stem;
-  write_counterexample(shrunk_spec, shrunk.failure ? shrunk : verdict, cx.shrunk_dir);
-  return cx;
-}
+  const KernelCampaignOptions& options_;
+  const CaseJudge& judge_;
+};
 
 } // namespace
+
+CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend) {
+  const model::LaunchCase launch = materialize(spec);
+  const CaseOutcome outcome = run_case(launch, backend);
+  CaseVerdict verdict;
+  if (outcome.status == CaseStatus::oracle_rejected) {
+    // The generator promises valid cases: a rejected one is a finding about mambacheck.
+    verdict.failure = fmt::format("the oracle rejected a generated case: {}", outcome.error);
+    verdict.rejected = true;
+    verdict.signature = kernel_signature(launch, outcome);
+    return verdict;
+  }
+  verdict.failure = outcome.failure();
+  if (verdict.failure) verdict.signature = kernel_signature(launch, outcome);
+  if (outcome.status == CaseStatus::backend_failed) {
+    verdict.backend_error = true;
+    return verdict;
+  }
+  verdict.difference = outcome.difference;
+  if (outcome.difference) verdict.row = failing_row(launch, outcome.oracle, *outcome.difference);
+  verdict.copies = static_cast<std::int64_t>(outcome.oracle.decisions.size());
+  for (const model::Arena& a : outcome.oracle.arenas)
+    verdict.arena_bytes += a.size_bytes();
+  return verdict;
+}
+
+const KernelFinding* KernelCampaignReport::first_failing() const {
+  for (const KernelFinding& f : findings)
+    if (!f.skipped) return &f;
+  return nullptr;
+}
+
+std::int64_t KernelCampaignReport::failing_cases() const {
+  std::int64_t n = 0;
+  for (const KernelFinding& f : findings)
+    n += f.cases;
+  return n;
+}
 
 KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
   MC_ASSERT(options.backend != nullptr);
   MC_ASSERT(options.max_size >= 0 && options.max_size <= 100);
+  MC_ASSERT(options.reruns >= 0 && options.repeat >= 1);
   const Clock::time_point start = Clock::now();
   const rc::Gen<LaunchSpec> gen = gen_launch_spec(options.gen);
+  const CaseJudge judge = [&options](const LaunchSpec& spec) {
+    return judge_case(spec, options.backend);
+  };
+  FindingRecorder recorder(options, judge);
   KernelCampaignReport report;
   for (std::int64_t i = 0; i < options.cases_max; ++i) {
     if (options.seconds_max > 0 && seconds_since(start) > options.seconds_max) break;
@@ -178,48 +190,83 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     const int size = static_cast<int>(i % (options.max_size + 1));
     const rc::Shrinkable<LaunchSpec> drawn = gen(rc::Random(case_seed), size);
     const LaunchSpec& spec = drawn.value();
-    const Verdict verdict = run_one(spec, options.backend);
+    CaseVerdict verdict = judge(spec);
+    for (int run = 1; run < options.repeat && !verdict.failure; ++run)
+      verdict = judge(spec);
     ++report.cases;
     ++report.cases_by_kind[std::string(model::to_string(spec.kind))];
     ++report.cases_by_size_class[std::string(to_string(spec.size_class))];
     report.copies_compared += verdict.copies;
     report.arena_bytes_compared += verdict.arena_bytes;
     if (options.on_case) options.on_case(report.cases, spec);
-    if (verdict.failure) {
-      report.seconds_to_failure = seconds_since(start);
-      report.counterexample = record_failure(options, case_seed, size, drawn, verdict);
-      break;
+    if (!verdict.failure) continue;
+    if (report.findings.empty()) report.seconds_to_failure = seconds_since(start);
+    const std::string key = verdict.signature.key();
+    auto known = std::find_if(report.findings.begin(), report.findings.end(),
+                              [&key](const KernelFinding& f) { return f.signature.key() == key; });
+    if (known != report.findings.end()) {
+      ++known->cases;
+    } else {
+      report.findings.push_back(recorder.record(case_seed, size, drawn, verdict));
+      if (options.on_finding) options.on_finding(report.findings.back());
     }
+    if (!options.keep_going && report.first_failing() != nullptr) break;
   }
   report.seconds = seconds_since(start);
   return report;
 }
 
 nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaignReport& report) {
+  const KernelFinding* failing = report.first_failing();
   nlohmann::json j = {{"level", "kernel"},
                       {"backend", options.backend_name},
                       {"seed", options.seed},
                       {"max_size", options.max_size},
+                      {"reruns", options.reruns},
                       {"cases", report.cases},
                       {"cases_by_kind", report.cases_by_kind},
                       {"cases_by_size_class", report.cases_by_size_class},
                       {"copies_compared", report.copies_compared},
                       {"arena_bytes_compared", report.arena_bytes_compared},
-                      {"result", report.counterexample ? "mismatch" : "held"}};
+                      {"failing_cases", report.failing_cases()},
+                      {"result", failing != nullptr ? "mismatch" : "held"}};
+  if (options.repeat > 1) j["repeat"] = options.repeat;
   if (!options.mutant_name.empty()) j["mutant"] = options.mutant_name;
-  if (const auto& cx = report.counterexample) {
-    j["counterexample"] = {{"case_seed", cx->case_seed},
-                           {"size", cx->size},
-                           {"failure", cx->failure},
-                           {"case", cx->description},
-                           {"requests", cx->requests},
-                           {"copies", cx->copies},
-                           {"shrink_steps", cx->shrink_steps},
-                           {"shrink_candidates_tried", cx->shrink_tried},
-                           {"original_dir", cx->original_dir.string()},
-                           {"shrunk_dir", cx->shrunk_dir.string()}};
-    if (cx->difference) j["counterexample"]["difference"] = to_json(*cx->difference);
+  nlohmann::json findings = nlohmann::json::array();
+  nlohmann::json measured = nlohmann::json::array();
+  for (const KernelFinding& f : report.findings) {
+    nlohmann::json entry = {{"signature", f.signature.to_string()},
+                            {"key", f.signature.key()},
+                            {"classification", to_string(f.signature.classification)},
+                            {"difference", f.signature.difference},
+                            {"shape", f.signature.shape},
+                            {"features", f.signature.features},
+                            {"first_case_seed", f.first_case_seed},
+                            {"size", f.first_size},
+                            {"cases", f.cases},
+                            {"skipped", f.skipped}};
+    nlohmann::json rates = {{"signature", f.signature.to_string()},
+                            {"runs", f.runs.runs},
+                            {"failed_runs", f.runs.failed}};
+    if (const auto& cx = f.counterexample) {
+      entry["counterexample"] = {{"failure", cx->failure},
+                                 {"case", cx->description},
+                                 {"requests", cx->requests},
+                                 {"copies", cx->copies},
+                                 {"shrunk", cx->shrink_kept},
+                                 {"shrink_steps", cx->shrink_steps},
+                                 {"shrink_candidates_tried", cx->shrink_tried},
+                                 {"original_dir", cx->original_dir.string()},
+                                 {"shrunk_dir", cx->shrunk_dir.string()}};
+      if (cx->difference) entry["counterexample"]["difference"] = to_json(*cx->difference);
+      rates["saved_case_runs"] = cx->saved_runs.runs;
+      rates["saved_case_failed_runs"] = cx->saved_runs.failed;
+    }
+    findings.push_back(std::move(entry));
+    measured.push_back(std::move(rates));
   }
+  j["findings"] = std::move(findings);
+  j["measured"] = {{"rates", std::move(measured)}};
   return j;
 }
 

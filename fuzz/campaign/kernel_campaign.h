@@ -1,7 +1,10 @@
 // A kernel-level fuzz campaign: generated launch cases run on the oracle and on a backend,
-// compared exactly; the first failure is shrunk (bounded in steps and time) and written,
-// before and after shrinking, as replayable case directories (model/CASE_FORMAT.md) with
-// a report naming the first difference (DESIGN.md, "Counterexamples").
+// compared exactly. A failing case is rerun and classified, and gets a signature
+// (fuzz/findings.h); the first case of each new signature is shrunk (bounded in steps and
+// time, never to a case that does not reproduce) and written, before and after shrinking, as
+// replayable case directories (model/CASE_FORMAT.md) with a report naming the first
+// difference (DESIGN.md, "Counterexamples"). The campaign stops at its first finding, or
+// with keep_going counts every later one and goes on.
 //
 // Case i draws from seed + i at a size that cycles over 0..max_size, so a campaign mixes
 // tiny cases with production-like grids from the start; the same seed gives the same cases,
@@ -9,6 +12,7 @@
 #pragma once
 
 #include "fuzz/compare.h"
+#include "fuzz/findings.h"
 #include "fuzz/gen_launch.h"
 #include "fuzz/run_case.h"
 #include "model/launch.h"
@@ -21,8 +25,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mc::fuzz {
+
+struct KernelFinding;
 
 struct ShrinkLimits {
   std::int32_t candidates_max = 4000; // shrink candidates tried
@@ -40,8 +47,30 @@ struct KernelCampaignOptions {
   std::string mutant_name; // the kernel mutant `backend` runs (--mutant); empty: the clean kernels
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here
   ShrinkLimits shrink;
+  bool keep_going = false;     // go on after a finding (repeats of a signature only count)
+  int reruns = kRerunsDefault; // reruns of a failing case before it is reported
+  int repeat = 1;              // runs of every case (a race shows on some schedules only)
+  std::vector<std::string> skip_signatures; // known findings: counted, not shrunk, not failing
   std::function<void(std::int64_t cases, const LaunchSpec&)> on_case; // progress
+  std::function<void(const KernelFinding&)> on_finding; // a new signature, rerun and shrunk
 };
+
+// What the campaign keeps of one run of a case (run_case.h); the results themselves are
+// dropped at once: a big-offset case holds gigabytes of arenas, and a failing case's verdict
+// is kept through the whole shrink.
+struct CaseVerdict {
+  std::optional<std::string> failure; // the first difference, or the backend's error
+  std::optional<Difference> difference;
+  std::optional<std::int32_t> row; // the batch row the difference belongs to, when one does
+  bool rejected = false;           // the oracle called the case invalid: never a shrink result
+  bool backend_error = false;      // the backend threw (or crashed)
+  Signature signature;             // when it failed; classification from this run alone
+  std::int64_t copies = 0;         // the oracle's decisions, when the backend returned
+  std::int64_t arena_bytes = 0;    // compared, when the backend returned
+};
+
+// Runs `spec` once: materialize, oracle, backend, compare.
+CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend);
 
 struct Counterexample {
   std::uint64_t case_seed = 0;
@@ -53,8 +82,23 @@ struct Counterexample {
   std::int64_t copies = 0;       // the oracle's copy decisions on the shrunk launch
   std::int32_t shrink_steps = 0; // accepted shrinks
   std::int32_t shrink_tried = 0; // candidates tried
+  RunTally saved_runs;           // reruns of the saved (shrunk) case
+  bool shrink_kept = true;       // false: no smaller case reproduced, the original is saved
   std::filesystem::path original_dir;
   std::filesystem::path shrunk_dir;
+};
+
+// One signature of a campaign: its first case, rerun and shrunk, and how often it recurred.
+struct KernelFinding {
+  Signature signature;
+  std::uint64_t first_case_seed = 0;
+  int first_size = 0;
+  std::int64_t cases = 0; // failing cases with this signature's key
+  bool skipped = false;   // named by --skip-signature: counted, neither shrunk nor failing
+  std::string failure;    // of the first case
+  RunTally runs;          // the first case: its run and reruns
+  std::vector<std::string> rows_in_runs; // nondeterministic: what failed in each run
+  std::optional<Counterexample> counterexample; // absent when skipped
 };
 
 struct KernelCampaignReport {
@@ -64,13 +108,18 @@ struct KernelCampaignReport {
   std::int64_t copies_compared = 0;
   std::int64_t arena_bytes_compared = 0;
   double seconds = 0.0;
-  double seconds_to_failure = 0.0; // until the failing case was found (no shrinking)
-  std::optional<Counterexample> counterexample;
+  double seconds_to_failure = 0.0; // until the first failing case was found (no shrinking)
+  std::vector<KernelFinding> findings; // in the order their first cases came
+
+  // The first finding not skipped, or null.
+  const KernelFinding* first_failing() const;
+  std::int64_t failing_cases() const; // every case that failed, skipped signatures too
 };
 
 KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options);
 
-// Deterministic for a seed: holds no timings (those go to the terminal).
+// Deterministic for a seed: holds no timings (those go to the terminal); failure rates, which
+// reruns measure, sit apart under "measured".
 nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaignReport& report);
 
 } // namespace mc::fuzz

@@ -54,8 +54,9 @@ MutantOutcome run_kernel_mutant(const MutantRunOptions& options, gpu::Mutant mut
   out.cases = r.cases;
   out.steps = r.cases;
   out.seconds = r.seconds;
-  if (!r.counterexample) return out;
-  const Counterexample& cx = *r.counterexample;
+  const KernelFinding* finding = r.first_failing();
+  if (finding == nullptr) return out;
+  const Counterexample& cx = *finding->counterexample;
   out.killed = true;
   out.seconds_to_kill = r.seconds_to_failure;
   out.cx_steps = 1;

@@ -77,7 +77,7 @@ VARIANTS = ("guard_by_address", "temporal_size_from_stride", "conv_shift_not_mem
 def part_variant(mambacheck, python, work, variant):
     external = worker_command(python, "--variant", variant)
     p, report = fuzz(mambacheck, external, work, variant, VARIANT_CASES, 1)
-    cx = report["counterexample"]
+    cx = report["findings"][0]["counterexample"]
     expect(cx["requests"] <= 2, f"{variant}: counterexample of {cx['requests']} rows",
            p.stdout)
     reproduce = [line for line in p.stdout.splitlines() if "reproduce:" in line][0]
@@ -111,7 +111,7 @@ def part_protocol(mambacheck, python, work):
     # An error: answer is a finding about the kernels (exit 1), shrunk like a mismatch.
     p, report = fuzz(mambacheck, f"{greet}; while read l; do echo 'error: boom'; done", work,
                      "protocol-error", 5, 1)
-    expect("boom" in report["counterexample"]["failure"], "error: answer not reported", p.stdout)
+    expect("boom" in report["findings"][0]["counterexample"]["failure"], "error: answer not reported", p.stdout)
     expect(set(report["cases_by_kind"]) <= {"precopy", "postprocess"},
            "the campaign drew kinds the worker does not cover", json.dumps(report))
     run([mambacheck, "fuzz", "--external", "x", "--backend", "host"], 2)

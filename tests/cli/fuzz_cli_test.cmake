@@ -1,5 +1,7 @@
 # `mambacheck fuzz`: a short kernel-level campaign holds, its report is the same for the
-# same seed, its JUnit file is written, and bad options exit 2.
+# same seed, its JUnit file is written, and bad options exit 2; with --keep-going a mutant's
+# findings come one per signature, --skip-signature and --kinds select, `case --reruns` rates.
+cmake_policy(SET CMP0054 NEW)
 include("${CMAKE_CURRENT_LIST_DIR}/run_mambacheck.cmake")
 
 file(REMOVE_RECURSE ${WORK_DIR})
@@ -43,3 +45,99 @@ endif()
 run_input_error(fuzz --level engine --block-size 16 --token-budget 8)
 run_input_error(fuzz --block-size 16) # kernel level: no block size to fix
 run_input_error(fuzz --level engine --block-size abc)
+
+# Keep going: a mutant that breaks same-block shifts fails in three launch kinds; one campaign
+# reports each kind's signature once (deterministic, every rerun failing), with its own
+# counterexample, counts the repeats, and exits 1. Its report is the same for the same seed.
+foreach(i 1 2)
+  run(1 fuzz --backend host --mutant same_block_copy_skipped --keep-going --seed 1 --cases 120
+      --max-size 40 --out ${WORK_DIR}/keep${i} --report ${WORK_DIR}/keep${i}.json
+      --junit ${WORK_DIR}/keep${i}.xml)
+endforeach()
+file(READ ${WORK_DIR}/keep1.json k1)
+file(READ ${WORK_DIR}/keep2.json k2)
+string(REPLACE "keep1" "keep2" k1_as_2 "${k1}")
+if(NOT k1_as_2 STREQUAL k2)
+  message(FATAL_ERROR "keep-going: same seed, different reports:\n${k1}\n${k2}")
+endif()
+string(JSON cases GET "${k1}" cases)
+string(JSON n LENGTH "${k1}" findings)
+if(NOT cases EQUAL 120 OR NOT n EQUAL 3)
+  message(FATAL_ERROR "keep-going: ${cases} cases, ${n} findings:\n${k1}")
+endif()
+set(counted 0)
+foreach(i RANGE 2)
+  string(JSON sig GET "${k1}" findings ${i} signature)
+  string(JSON cls GET "${k1}" findings ${i} classification)
+  string(JSON dir GET "${k1}" findings ${i} counterexample shrunk_dir)
+  string(JSON n GET "${k1}" findings ${i} cases)
+  string(JSON failed GET "${k1}" measured rates ${i} failed_runs)
+  string(JSON runs GET "${k1}" measured rates ${i} runs)
+  math(EXPR counted "${counted} + ${n}")
+  if(NOT sig MATCHES "^kernel:(postprocess|postprocess_align|precopy):deterministic:state-bytes:same-block-shift$"
+     OR NOT cls STREQUAL "deterministic" OR NOT failed EQUAL 6 OR NOT runs EQUAL 6
+     OR NOT EXISTS ${dir}/case.json)
+    message(FATAL_ERROR "keep-going finding ${i}: ${sig} ${cls} ${failed}/${runs} ${dir}")
+  endif()
+  set(sig${i} "${sig}")
+endforeach()
+string(JSON failing GET "${k1}" failing_cases)
+if(NOT counted EQUAL failing OR failing LESS 4)
+  message(FATAL_ERROR "keep-going: ${counted} counted of ${failing} failing cases")
+endif()
+file(READ ${WORK_DIR}/keep1.xml junit)
+string(REGEX MATCHALL "<testcase " testcases "${junit}")
+list(LENGTH testcases n)
+if(NOT n EQUAL 3 OR NOT junit MATCHES "failures=\"3\"")
+  message(FATAL_ERROR "keep-going junit: ${n} test cases:\n${junit}")
+endif()
+
+# The three signatures skipped: counted, not failing, exit 0; with two of them skipped the
+# third still fails.
+run(0 fuzz --backend host --mutant same_block_copy_skipped --keep-going --seed 1 --cases 120
+    --max-size 40 --out ${WORK_DIR}/skip --report ${WORK_DIR}/skip.json
+    --skip-signature ${sig0} --skip-signature ${sig1} --skip-signature ${sig2})
+file(READ ${WORK_DIR}/skip.json s)
+string(JSON result GET "${s}" result)
+string(JSON skipped GET "${s}" findings 0 skipped)
+if(NOT result STREQUAL "held" OR NOT skipped OR EXISTS ${WORK_DIR}/skip/kernel-seed17)
+  message(FATAL_ERROR "skip-signature: ${s}")
+endif()
+run(1 fuzz --backend host --mutant same_block_copy_skipped --keep-going --seed 1 --cases 120
+    --max-size 40 --out ${WORK_DIR}/skip2 --skip-signature ${sig0} --skip-signature ${sig1})
+
+# Without --keep-going the campaign stops at its first finding; --kinds draws only those kinds.
+run(1 fuzz --backend host --mutant same_block_copy_skipped --seed 1 --cases 120 --max-size 40
+    --out ${WORK_DIR}/first --report ${WORK_DIR}/first.json)
+file(READ ${WORK_DIR}/first.json f)
+string(JSON n LENGTH "${f}" findings)
+string(JSON first_seed GET "${k1}" findings 0 first_case_seed)
+string(JSON cases GET "${f}" cases)
+if(NOT n EQUAL 1 OR NOT cases EQUAL first_seed)
+  message(FATAL_ERROR "stop at first: ${n} findings after ${cases} cases:\n${f}")
+endif()
+run(0 fuzz --backend host --kinds precopy,batch_copy --seed 2 --cases 30 --max-size 30
+    --report ${WORK_DIR}/kinds.json --out ${WORK_DIR}/cx)
+file(READ ${WORK_DIR}/kinds.json r)
+string(JSON kinds GET "${r}" cases_by_kind)
+if(NOT kinds MATCHES "^{[^}]*\"batch_copy\" *: *[0-9]+,[^}]*\"precopy\" *: *[0-9]+[^,}]*}$")
+  message(FATAL_ERROR "--kinds: ${kinds}")
+endif()
+run_input_error(fuzz --kinds nonsense)
+run_input_error(fuzz --reruns -1)
+run_input_error(fuzz --repeat 0)
+run_input_error(fuzz --keep-going --stop-at-first)
+run_input_error(fuzz --level engine --kinds precopy)
+
+# `case --reruns`: the saved counterexample fails on every run.
+string(JSON dir GET "${k1}" findings 0 counterexample shrunk_dir)
+run(0 case ${dir} --backend host --check --reruns 4) # the clean kernels
+if(NOT OUT MATCHES "failed 0 of 5 runs")
+  message(FATAL_ERROR "case --reruns, clean kernels:\n${OUT}")
+endif()
+run(1 case ${dir} --backend host --mutant same_block_copy_skipped --check --reruns 4)
+if(NOT OUT MATCHES "failed 5 of 5 runs \\(deterministic\\)")
+  message(FATAL_ERROR "case --reruns:\n${OUT}")
+endif()
+run_input_error(case ${dir} --reruns 3)
+run_input_error(case ${dir} --backend host --mutant nonsense --check)

@@ -1,0 +1,87 @@
+#include "fuzz/findings.h"
+
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mc::fuzz {
+
+std::string_view to_string(Classification classification) {
+  switch (classification) {
+  case Classification::deterministic:
+    return "deterministic";
+  case Classification::nondeterministic:
+    return "nondeterministic";
+  case Classification::backend_error:
+    return "backend-error";
+  }
+  MC_ASSERT(false);
+  return "";
+}
+
+void RunTally::add(const std::optional<std::string>& fingerprint, bool is_backend_error) {
+  ++runs;
+  run_failures.push_back(fingerprint.value_or(""));
+  if (!fingerprint) return;
+  ++failed;
+  fingerprints.insert(*fingerprint);
+  backend_error = backend_error || is_backend_error;
+}
+
+Classification RunTally::classify() const {
+  MC_ASSERT(failed > 0);
+  if (backend_error) return Classification::backend_error;
+  if (failed == runs && fingerprints.size() == 1) return Classification::deterministic;
+  return Classification::nondeterministic;
+}
+
+std::string RunTally::summary() const { return fmt::format("failed {} of {} runs", failed, runs); }
+
+int candidate_runs(const RunTally& finding) {
+  MC_ASSERT(finding.failed > 0);
+  if (finding.failed == finding.runs) return 1;
+  // (1 - p)^r < 0.05
+  const double p = finding.rate();
+  const int r = static_cast<int>(std::ceil(std::log(0.05) / std::log1p(-p)));
+  return std::clamp(r, 1, kCandidateRunsMax);
+}
+
+bool reproducible(int failed, int reruns) {
+  MC_ASSERT(reruns > 0 && failed >= 0 && failed <= reruns);
+  return failed > 0 && 2 * failed >= reruns;
+}
+
+std::string shape_of(const std::vector<std::string>& features) {
+  for (const std::string_view shape : kShapeOrder)
+    if (std::find(features.begin(), features.end(), shape) != features.end())
+      return std::string(shape);
+  return "-";
+}
+
+std::string Signature::key() const {
+  return fmt::format("{}:{}:{}:{}", level, kind, difference, shape.empty() ? "-" : shape);
+}
+
+std::string Signature::to_string() const {
+  return fmt::format("{}:{}:{}:{}:{}", level, kind, fuzz::to_string(classification), difference,
+                     shape.empty() ? "-" : shape);
+}
+
+bool signature_matches(const Signature& signature, std::string_view skip) {
+  if (skip == signature.key()) return true;
+  // The printed form carries the classification as its third field: drop it.
+  std::vector<std::string_view> fields;
+  std::size_t from = 0;
+  for (std::size_t at = skip.find(':'); at != std::string_view::npos; at = skip.find(':', from)) {
+    fields.push_back(skip.substr(from, at - from));
+    from = at + 1;
+  }
+  fields.push_back(skip.substr(from));
+  if (fields.size() != 5) return false;
+  return fmt::format("{}:{}:{}:{}", fields[0], fields[1], fields[3], fields[4]) == signature.key();
+}
+
+} // namespace mc::fuzz

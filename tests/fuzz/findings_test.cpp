@@ -1,0 +1,168 @@
+// Findings: the rerun tally and its classification, the signature key and --skip-signature
+// matching, and the shrinker under a backend that fails at random: it never saves a case
+// that did not reproduce.
+#include "fuzz/campaign/kernel_campaign.h"
+#include "fuzz/campaign/kernel_shrink.h"
+#include "fuzz/findings.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <random>
+
+namespace mc::fuzz {
+namespace {
+
+TEST(RunTally, EveryRunTheSameFailureIsDeterministic) {
+  RunTally t;
+  for (int i = 0; i < 6; ++i)
+    t.add(std::string("arena 0 bytes [8, 16) differ"), false);
+  EXPECT_EQ(t.classify(), Classification::deterministic);
+  EXPECT_EQ(t.summary(), "failed 6 of 6 runs");
+  EXPECT_EQ(candidate_runs(t), 1);
+}
+
+TEST(RunTally, SomeRunsHeldIsNondeterministic) {
+  RunTally t;
+  t.add(std::string("x"), false);
+  for (int i = 0; i < 5; ++i)
+    t.add(std::nullopt, false);
+  EXPECT_EQ(t.classify(), Classification::nondeterministic);
+  EXPECT_EQ(t.summary(), "failed 1 of 6 runs");
+  EXPECT_EQ(t.run_failures, (std::vector<std::string>{"x", "", "", "", "", ""}));
+  // (5/6)^r < 0.05 first at r = 17.
+  EXPECT_EQ(candidate_runs(t), 17);
+}
+
+TEST(RunTally, DifferentBytesInDifferentRunsIsNondeterministic) {
+  RunTally t;
+  t.add(std::string("arena 0 bytes [8, 16) differ"), false);
+  t.add(std::string("arena 0 bytes [24, 32) differ"), false);
+  EXPECT_EQ(t.failed, 2);
+  EXPECT_EQ(t.classify(), Classification::nondeterministic);
+  EXPECT_EQ(candidate_runs(t), 1);
+}
+
+TEST(RunTally, ABackendErrorInAnyRunIsABackendError) {
+  RunTally t;
+  t.add(std::string("arena 0 bytes [8, 16) differ"), false);
+  t.add(std::string("the backend failed: killed by SIGSEGV"), true);
+  EXPECT_EQ(t.classify(), Classification::backend_error);
+}
+
+TEST(Reproducible, AtLeastHalfOfTheRerunsAndNeverNone) {
+  EXPECT_TRUE(reproducible(3, 5));
+  EXPECT_FALSE(reproducible(2, 5));
+  EXPECT_TRUE(reproducible(1, 1));
+  EXPECT_FALSE(reproducible(0, 1));
+  EXPECT_TRUE(reproducible(2, 4));
+}
+
+TEST(Signature, KeyLeavesTheClassificationOutAndSkipMatchesEitherForm) {
+  const Signature s{.level = "kernel",
+                    .kind = "postprocess_align",
+                    .difference = "state-bytes",
+                    .shape = "same-block-shift",
+                    .features = {"resets-accepted", "same-block-shift"},
+                    .classification = Classification::nondeterministic};
+  EXPECT_EQ(s.key(), "kernel:postprocess_align:state-bytes:same-block-shift");
+  EXPECT_EQ(s.to_string(), "kernel:postprocess_align:nondeterministic:state-bytes:same-block-shift");
+  EXPECT_TRUE(signature_matches(s, s.key()));
+  EXPECT_TRUE(signature_matches(s, s.to_string()));
+  EXPECT_TRUE(
+      signature_matches(s, "kernel:postprocess_align:deterministic:state-bytes:same-block-shift"));
+  EXPECT_FALSE(signature_matches(s, "kernel:precopy:state-bytes:same-block-shift"));
+  EXPECT_FALSE(signature_matches(s, "kernel:postprocess_align"));
+}
+
+TEST(Signature, ShapeIsTheMostTellingFeature) {
+  EXPECT_EQ(shape_of({"copy", "resets-accepted", "same-block-shift"}), "same-block-shift");
+  EXPECT_EQ(shape_of({"copy", "offset-past-4GiB"}), "offset-past-4GiB");
+  EXPECT_EQ(shape_of({"no-copy"}), "no-copy");
+  EXPECT_EQ(shape_of({}), "-");
+}
+
+// A small valid spec with `rows` batch rows, drawn by the generator at a fixed seed.
+rc::Shrinkable<LaunchSpec> drawn_spec(std::uint64_t seed) {
+  GenOptions gen = GenOptions::host_default();
+  return gen_launch_spec(gen)(rc::Random(seed), 30);
+}
+
+// The shrinker under a backend whose failures are noise: each run of any case fails with
+// probability p (the signature of every failure is the same). Whatever it accepts, the case
+// it saves either failed in at least half of its reruns or is the original, and it never
+// carries a tally without a failure.
+RC_GTEST_PROP(ShrinkUnderNoise, NeverSavesACaseThatDidNotReproduce, ()) {
+  const double p = *rc::gen::element(0.05, 0.2, 0.5, 0.8, 1.0);
+  const int reruns = *rc::gen::inRange(1, 8);
+  const auto seed = *rc::gen::inRange<std::uint64_t>(1, 1000);
+  std::mt19937_64 noise(seed * 7919);
+  std::bernoulli_distribution fails(p);
+  const Signature sig{.level = "kernel", .kind = "precopy", .difference = "state-bytes",
+                      .shape = "copy"};
+  int runs = 0;
+  const CaseJudge judge = [&](const LaunchSpec&) {
+    ++runs;
+    CaseVerdict v;
+    if (fails(noise)) {
+      v.failure = "arena 0 bytes [0, 8) differ";
+      v.signature = sig;
+    }
+    return v;
+  };
+  const rc::Shrinkable<LaunchSpec> original = drawn_spec(seed);
+  RunTally first;
+  first.add(std::string("arena 0 bytes [0, 8) differ"), false); // the run that found it
+  for (int i = 0; i < reruns; ++i)
+    first.add(judge(original.value()).failure, false);
+  const ShrinkOutcome out = shrink_finding(original, first, sig.key(), judge, reruns,
+                                           ShrinkLimits{.candidates_max = 60, .seconds_max = 30});
+  RC_ASSERT(out.saved_runs.failed > 0);
+  if (out.kept) {
+    RC_ASSERT(out.saved_runs.runs == reruns);
+    RC_ASSERT(reproducible(out.saved_runs.failed, out.saved_runs.runs));
+  } else {
+    RC_ASSERT(out.spec == original.value());
+    RC_ASSERT(out.saved_runs.runs == first.runs);
+  }
+  RC_ASSERT(out.tried <= 60 + 1);
+}
+
+// A backend that never fails again after the first run: nothing smaller is kept, the
+// original is saved with its own tally.
+TEST(ShrinkUnderNoise, AFailureThatNeverRecursKeepsTheOriginal) {
+  const CaseJudge never = [](const LaunchSpec&) { return CaseVerdict{}; };
+  const rc::Shrinkable<LaunchSpec> original = drawn_spec(11);
+  RunTally first;
+  first.add(std::string("x"), false);
+  for (int i = 0; i < 5; ++i)
+    first.add(std::nullopt, false);
+  const ShrinkOutcome out =
+      shrink_finding(original, first, "kernel:precopy:state-bytes:copy", never, 5, ShrinkLimits{});
+  EXPECT_FALSE(out.kept);
+  EXPECT_EQ(out.steps, 0);
+  EXPECT_TRUE(out.spec == original.value());
+  EXPECT_EQ(out.saved_runs.summary(), "failed 1 of 6 runs");
+}
+
+// A failure of another signature does not count for this one: the shrinker does not walk
+// from one bug into another.
+TEST(ShrinkUnderNoise, AnotherSignatureIsNotThisFinding) {
+  const CaseJudge other = [](const LaunchSpec&) {
+    CaseVerdict v;
+    v.failure = "y";
+    v.signature = {.level = "kernel", .kind = "precopy", .difference = "decisions", .shape = "copy"};
+    return v;
+  };
+  const rc::Shrinkable<LaunchSpec> original = drawn_spec(12);
+  RunTally first;
+  first.add(std::string("x"), false);
+  const ShrinkOutcome out =
+      shrink_finding(original, first, "kernel:precopy:state-bytes:copy", other, 3, ShrinkLimits{});
+  EXPECT_FALSE(out.kept);
+  EXPECT_TRUE(out.spec == original.value());
+}
+
+} // namespace
+} // namespace mc::fuzz
