@@ -285,9 +285,13 @@ int run_fuzz(const FuzzOptions& o) {
                                                   .max_size = o.max_size,
                                                   .fixed = fixed,
                                                   .mutant = o.mutant,
-                                                  .out = o.out});
+                                                  .out = o.out,
+                                                  .keep_going = o.keeps_going(),
+                                                  .reruns = o.reruns,
+                                                  .repeat = o.repeat,
+                                                  .skip_signatures = o.skip_signatures});
     exit_code = std::max(exit_code, e.exit_code);
-    junit.push_back(e.junit);
+    junit.insert(junit.end(), e.junit.begin(), e.junit.end());
     if (both)
       report["engine"] = nlohmann::json::parse(e.report.dump());
     else

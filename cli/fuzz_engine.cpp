@@ -45,11 +45,25 @@ void print_summary(const fuzz::EngineFuzzOptions& o, const fuzz::EngineFuzzRepor
   std::cout << "  presets:" << presets << "\n  runners:" << runners << "\n";
 }
 
-void print_counterexample(const fuzz::EngineCounterexample& cx) {
-  std::cout << fmt::format("MISMATCH (engine case seed {}, size {}): {}\n", cx.case_seed, cx.size,
-                           cx.original_failure);
-  std::cout << fmt::format("  shrunk to {} steps, {} requests ({} shrinks, {} candidates): {}\n",
-                           cx.steps, cx.requests, cx.shrink_steps, cx.shrink_tried, cx.failure);
+void print_finding(const fuzz::EngineFinding& f) {
+  std::cout << fmt::format("{} (engine case seed {}, size {}): {}\n",
+                           f.skipped ? "KNOWN" : "MISMATCH", f.first_case_seed, f.first_size,
+                           f.failure);
+  std::cout << fmt::format("  signature {}\n", f.signature.to_string());
+  std::cout << fmt::format("  {} ({}); {} failing case{} so far\n", f.runs.summary(),
+                           fuzz::to_string(f.signature.classification), f.cases,
+                           f.cases == 1 ? "" : "s");
+  if (!f.counterexample) return;
+  const fuzz::EngineCounterexample& cx = *f.counterexample;
+  if (cx.shrink_kept)
+    std::cout << fmt::format("  shrunk to {} steps, {} requests ({} shrinks, {} candidates; the "
+                             "shrunk case {}): {}\n",
+                             cx.steps, cx.requests, cx.shrink_steps, cx.shrink_tried,
+                             cx.saved_runs.summary(), cx.failure);
+  else
+    std::cout << fmt::format("  not shrunk: no smaller case failed on at least half of its reruns "
+                             "({} candidates tried); the original is saved\n",
+                             cx.shrink_tried);
   std::cout << fmt::format("  case: {}\n", cx.description);
   if (!cx.dir.empty())
     std::cout << fmt::format("  counterexample: {} (before shrinking: {}), report {}\n",
@@ -73,26 +87,50 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   o.backend_name = std::string(to_string(q.backend));
   o.out_dir = q.out;
   resolve_mutant(q.mutant, o);
+  o.keep_going = q.keep_going;
+  o.reruns = q.reruns;
+  o.repeat = q.repeat;
+  o.skip_signatures = q.skip_signatures;
   Progress progress("fuzz engine", q.cases > 0 ? q.cases : 0);
   o.on_case = [&progress](std::int64_t, std::int64_t steps, const fuzz::EngineCase& c) {
     progress.tick(fmt::format("{} steps, {}", steps, c.preset));
+  };
+  o.on_finding = [&progress](const fuzz::EngineFinding& f) {
+    progress.done();
+    print_finding(f);
   };
   const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(o);
   progress.done();
   print_summary(o, r);
   EngineLevelResult result{.report = fuzz::to_json(o, r)};
-  result.junit = JunitCase{.name = fmt::format("engine-{}-seed{}", o.backend_name, o.seed),
-                           .seconds = r.seconds};
-  if (r.counterexample) {
-    print_counterexample(*r.counterexample);
-    result.exit_code = kExitMismatch;
-    result.junit.failed = true;
-    result.junit.message = r.counterexample->failure;
-    result.junit.details = fmt::format("{}\nreproduce: {}", r.counterexample->description,
-                                       r.counterexample->reproduce);
-  } else {
+  const std::string campaign = fmt::format("engine-{}-seed{}", o.backend_name, o.seed);
+  if (r.findings.empty()) {
+    result.junit.push_back(JunitCase{.name = campaign, .seconds = r.seconds});
     std::cout << "engine level: all cases held\n";
+    return result;
   }
+  std::cout << fmt::format("engine level: {} finding{} ({} failing cases):\n", r.findings.size(),
+                           r.findings.size() == 1 ? "" : "s", r.failing_cases());
+  for (const fuzz::EngineFinding& f : r.findings) {
+    std::cout << fmt::format("  {} {}: {} cases, {}{}\n", f.skipped ? "known" : "FAILS",
+                             f.signature.to_string(), f.cases, f.runs.summary(),
+                             f.counterexample && !f.counterexample->dir.empty()
+                                 ? ", " + f.counterexample->dir.string()
+                                 : "");
+    JunitCase jc{.name = fmt::format("{} {}", campaign, f.signature.to_string())};
+    if (f.skipped) {
+      jc.skipped = true;
+      jc.message = fmt::format("known finding (--skip-signature), {} cases", f.cases);
+    } else {
+      jc.failed = true;
+      jc.message = fmt::format("{} [{}, {}]", f.failure, to_string(f.signature.classification),
+                               f.runs.summary());
+      jc.details = fmt::format("{}\nreproduce: {}", f.counterexample->description,
+                               f.counterexample->reproduce);
+    }
+    result.junit.push_back(std::move(jc));
+  }
+  if (r.first_failing() != nullptr) result.exit_code = kExitMismatch;
   return result;
 }
 

@@ -5,12 +5,14 @@
 #include "backends/backend.h"
 #include "cli/junit.h"
 #include "fuzz/engine/engine_case.h"
+#include "fuzz/findings.h"
 #include "fuzz/mutants/mutants.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mc::cli {
 
@@ -23,12 +25,16 @@ struct EngineLevelRequest {
   fuzz::EngineCaseFixed fixed;
   std::string mutant; // a runner mutant or kernel mutant name; empty: none
   std::string out = "mc-out";
+  bool keep_going = false;
+  int reruns = fuzz::kRerunsDefault;
+  int repeat = 1;
+  std::vector<std::string> skip_signatures;
 };
 
 struct EngineLevelResult {
   int exit_code = 0;
   nlohmann::ordered_json report;
-  JunitCase junit;
+  std::vector<JunitCase> junit; // one per signature, or one passing case
 };
 
 EngineLevelResult run_engine_level(const EngineLevelRequest& request);

@@ -106,10 +106,11 @@ StageResult engine_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(e);
     s.cases += r.cases;
     steps += r.steps;
-    if (r.counterexample) {
+    if (const fuzz::EngineFinding* f = r.first_failing()) {
       s.passed = false;
-      s.detail = fmt::format("seed {}: {} (reproduce: {})", seed, r.counterexample->failure,
-                             r.counterexample->reproduce);
+      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {})", seed,
+                             f->counterexample->failure, f->signature.to_string(),
+                             f->runs.summary(), f->counterexample->reproduce);
       return s;
     }
   }

@@ -37,8 +37,9 @@ fuzz::MutantOutcome run_runner_mutant(const fuzz::MutantRunOptions& m,
                           .seconds = r.seconds,
                           .cases = r.cases,
                           .steps = r.steps};
-  if (!r.counterexample) return out;
-  const fuzz::EngineCounterexample& cx = *r.counterexample;
+  const fuzz::EngineFinding* finding = r.first_failing();
+  if (finding == nullptr) return out;
+  const fuzz::EngineCounterexample& cx = *finding->counterexample;
   out.killed = true;
   out.seconds_to_kill = r.seconds_to_failure;
   out.cx_steps = cx.steps;

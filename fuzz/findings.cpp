@@ -40,6 +40,20 @@ Classification RunTally::classify() const {
 
 std::string RunTally::summary() const { return fmt::format("failed {} of {} runs", failed, runs); }
 
+void add_run(RunTally& tally, const std::optional<std::string>& failure, const std::string& run_key,
+             const std::string& key, bool is_backend_error) {
+  if (!failure) {
+    tally.add(std::nullopt, false);
+    return;
+  }
+  tally.add(run_key == key ? *failure : run_key + ": " + *failure, is_backend_error);
+}
+
+bool skipped_by(const Signature& signature, const std::vector<std::string>& skips) {
+  return std::any_of(skips.begin(), skips.end(),
+                     [&](const std::string& skip) { return signature_matches(signature, skip); });
+}
+
 int candidate_runs(const RunTally& finding) {
   MC_ASSERT(finding.failed > 0);
   if (finding.failed == finding.runs) return 1;

@@ -44,6 +44,12 @@ struct RunTally {
   std::string summary() const; // "failed 4 of 6 runs"
 };
 
+// One more run of a finding's case: `failure` with signature key `run_key` (nothing when the
+// run held). A failure of another key is a different failure of the case: it counts, with
+// that key in its fingerprint, so the case is not deterministic.
+void add_run(RunTally& tally, const std::optional<std::string>& failure, const std::string& run_key,
+             const std::string& key, bool is_backend_error);
+
 // How many runs a shrink candidate gets before it counts as passing: one when every run of
 // the finding failed; otherwise enough that a candidate failing at the finding's observed
 // rate is missed with probability under 5 % (at most kCandidateRunsMax).
@@ -85,5 +91,8 @@ std::string shape_of(const std::vector<std::string>& features);
 // Whether `skip` (a --skip-signature argument, as printed by Signature::to_string or as the
 // key) names `signature`; the classification field of `skip`, when present, is ignored.
 bool signature_matches(const Signature& signature, std::string_view skip);
+
+// Whether --skip-signature arguments `skips` name `signature`.
+bool skipped_by(const Signature& signature, const std::vector<std::string>& skips);
 
 } // namespace mc::fuzz

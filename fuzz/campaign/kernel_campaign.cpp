@@ -71,8 +71,7 @@ public:
                     .first_size = size,
                     .cases = 1,
                     .failure = *first.failure};
-    f.skipped = std::any_of(options_.skip_signatures.begin(), options_.skip_signatures.end(),
-                            [&](const std::string& skip) { return signature_matches(f.signature, skip); });
+    f.skipped = skipped_by(f.signature, options_.skip_signatures);
     const std::string key = f.signature.key();
     tally(f, first, key);
     for (int i = 0; i < options_.reruns; ++i)
@@ -109,24 +108,19 @@ public:
 
 private:
   static void tally(KernelFinding& f, const CaseVerdict& v, const std::string& key) {
-    // A run that fails differently (another signature) is a different failure of this case:
-    // it counts as failing, with its own fingerprint, so the case is not deterministic.
-    const std::optional<std::string> fingerprint =
-        v.failure ? std::optional(v.signature.key() == key ? *v.failure
-                                                           : v.signature.key() + ": " + *v.failure)
-                  : std::nullopt;
-    f.runs.add(fingerprint, v.backend_error);
-    if (!fingerprint) {
+    add_run(f.runs, v.failure, v.signature.key(), key, v.backend_error);
+    if (!v.failure) {
       f.rows_in_runs.emplace_back("held");
       return;
     }
+    const std::string& fingerprint = f.runs.run_failures.back();
     std::string features;
     for (const std::string& feature : v.signature.features)
       features += (features.empty() ? "" : ", ") + feature;
     f.rows_in_runs.push_back(
         v.row ? fmt::format("batch row {} ({}): {}", *v.row, features.empty() ? "-" : features,
-                            *fingerprint)
-              : *fingerprint);
+                            fingerprint)
+              : fingerprint);
   }
 
   const KernelCampaignOptions& options_;

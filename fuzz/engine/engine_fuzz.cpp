@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
@@ -89,7 +90,8 @@ nlohmann::ordered_json counterexample_json(const EngineCounterexample& cx) {
           {"shrunk_trace", cx.shrunk_trace.generic_string()},
           {"reproduce", cx.reproduce},
           {"replay", cx.replay},
-          {"steps", cx.steps_view.generic_string()}};
+          {"steps_view", cx.steps_view.generic_string()},
+          {"shrunk", cx.shrink_kept}};
 }
 
 std::string counterexample_text(const EngineCounterexample& cx) {
@@ -109,12 +111,13 @@ std::string counterexample_text(const EngineCounterexample& cx) {
       "shrunk from {} steps and {} requests to {} steps and {} requests ({} shrinks, {} "
       "candidates tried)\ncase: {}\nbefore shrinking: {}\n"
       "trace: {} (before shrinking: {})\nsteps as the oracle saw them: {}\nreproduce: {}\n"
-      "replay: {}\n",
+      "replay: {}\nthe saved case {}{}\n",
       cx.case_seed, cx.size, cx.failure_kind, cx.failure, where, cx.original_steps,
       cx.original_requests, cx.steps, cx.requests, cx.shrink_steps, cx.shrink_tried, cx.description,
       cx.original_failure, cx.shrunk_trace.generic_string(), cx.original_trace.generic_string(),
       cx.steps_view.empty() ? "(not written)" : cx.steps_view.generic_string(), cx.reproduce,
-      cx.replay);
+      cx.replay, cx.saved_runs.summary(),
+      cx.shrink_kept ? "" : " (no smaller case failed on half of its reruns: the original)");
 }
 
 // The shrunk trace replayed on the oracle, each step's view as one JSON line
@@ -140,9 +143,45 @@ std::string fixed_args(const EngineCaseFixed& fixed) {
   return args;
 }
 
+// The saved case: the smallest accepted candidate that fails with the finding's key on at
+// least half of its reruns, or the original (which failed at least on the run that found it).
+void keep_reproducible(ShrinkResult& s, const EngineCase& original,
+                       const EngineOutcome& original_outcome, const RunTally& original_runs,
+                       const EngineRunOptions& run, int reruns, RunTally& saved_runs,
+                       bool& kept) {
+  const std::string key = engine_signature(original, *original_outcome.failure).key();
+  for (std::size_t i = s.chain.size(); i-- > 0;) {
+    RunTally tally;
+    int same = 0; // runs failing with this finding's key
+    for (int k = 0; k < reruns; ++k) {
+      const EngineOutcome again = run_engine_case(s.chain[i].first, run);
+      const std::string again_key =
+          again.failed() ? engine_signature(s.chain[i].first, *again.failure).key() : key;
+      if (again.failed() && again_key == key) ++same;
+      add_run(tally, again.failed() ? std::optional(again.failure->text) : std::nullopt,
+              again_key, key, false);
+    }
+    if (reproducible(same, reruns)) {
+      s.best = s.chain[i].first;
+      s.outcome = s.chain[i].second;
+      saved_runs = std::move(tally);
+      kept = true;
+      return;
+    }
+  }
+  s.best = original;
+  s.outcome = original_outcome;
+  saved_runs = original_runs;
+  kept = false;
+}
+
 EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const EngineRunOptions& run,
-                                         const EngineCase& c, const EngineOutcome& outcome) {
-  ShrinkResult s = shrink_engine_case(c, outcome, run, o.shrink);
+                                         const EngineCase& c, const EngineOutcome& outcome,
+                                         const RunTally& runs) {
+  ShrinkResult s = shrink_engine_case(c, outcome, run, o.shrink, candidate_runs(runs));
+  RunTally saved_runs;
+  bool kept = false;
+  keep_reproducible(s, c, outcome, runs, run, std::max(o.reruns, 1), saved_runs, kept);
   EngineCounterexample cx{.case_seed = c.case_seed,
                           .size = c.size,
                           .failure_kind = s.outcome.failure->kind,
@@ -153,10 +192,12 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
                           .original_requests = static_cast<std::int64_t>(c.requests.size()),
                           .steps = s.outcome.steps_run,
                           .requests = static_cast<std::int64_t>(s.best.requests.size()),
-                          .shrink_steps = s.accepted,
+                          .shrink_steps = kept ? s.accepted : 0,
                           .shrink_tried = s.tried,
                           .shrunk = s.best,
-                          .description = describe(s.best)};
+                          .description = describe(s.best),
+                          .saved_runs = std::move(saved_runs),
+                          .shrink_kept = kept};
   cx.reproduce =
       fmt::format("mambacheck fuzz --level engine --backend {} --seed {} --cases 1 "
                   "--max-size {}{}{}",
@@ -184,10 +225,65 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
 
 } // namespace
 
+Signature engine_signature(const EngineCase& c, const harness::Difference& d) {
+  Signature s{.level = "engine"};
+  if (!d.launch_kind.empty())
+    s.kind = d.launch_kind;
+  else if (d.is_finding())
+    s.kind = "oracle-check";
+  else
+    s.kind = "step";
+  s.difference = d.kind == "array" && !d.array.empty() ? "array-" + d.array : d.kind;
+  std::string runner = runner_key(c);
+  std::replace(runner.begin(), runner.end(), ' ', '-');
+  s.shape = runner;
+  s.features = {runner};
+  return s;
+}
+
+const EngineFinding* EngineFuzzReport::first_failing() const {
+  for (const EngineFinding& f : findings)
+    if (!f.skipped) return &f;
+  return nullptr;
+}
+
+std::int64_t EngineFuzzReport::failing_cases() const {
+  std::int64_t n = 0;
+  for (const EngineFinding& f : findings)
+    n += f.cases;
+  return n;
+}
+
+namespace {
+
+// The first case of a new signature: rerun, classify, shrink, save.
+EngineFinding record_finding(const EngineFuzzOptions& o, const EngineRunOptions& run,
+                             const EngineCase& c, const EngineOutcome& outcome) {
+  EngineFinding f{.signature = engine_signature(c, *outcome.failure),
+                  .first_case_seed = c.case_seed,
+                  .first_size = c.size,
+                  .cases = 1,
+                  .failure = outcome.failure->text};
+  f.skipped = skipped_by(f.signature, o.skip_signatures);
+  const std::string key = f.signature.key();
+  f.runs.add(outcome.failure->text, false);
+  for (int i = 0; i < o.reruns; ++i) {
+    const EngineOutcome again = run_engine_case(c, run);
+    add_run(f.runs, again.failed() ? std::optional(again.failure->text) : std::nullopt,
+            again.failed() ? engine_signature(c, *again.failure).key() : key, key, false);
+  }
+  f.signature.classification = f.runs.classify();
+  if (!f.skipped) f.counterexample = make_counterexample(o, run, c, outcome, f.runs);
+  return f;
+}
+
+} // namespace
+
 EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   if (o.max_size < 0 || o.max_size > kEngineSizeMax)
     model::fail_input("--max-size: expected 0..{}, got {}", kEngineSizeMax, o.max_size);
   if (o.cases_max < 0) model::fail_input("--cases: got {}", o.cases_max);
+  MC_ASSERT(o.reruns >= 0 && o.repeat >= 1);
   validate_fixed(o.fixed);
   const EngineRunOptions run{
       .executor = o.executor, .kernel_mutant = o.kernel_mutant, .runner_mutant = o.runner_mutant};
@@ -201,7 +297,9 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     const std::uint64_t case_seed = o.seed + static_cast<std::uint64_t>(i);
     const int size = static_cast<int>(case_seed % static_cast<std::uint64_t>(o.max_size + 1));
     const EngineCase c = generate_engine_case(case_seed, size, o.fixed);
-    const EngineOutcome outcome = run_engine_case(c, run);
+    EngineOutcome outcome = run_engine_case(c, run);
+    for (int again = 1; again < o.repeat && outcome.valid && !outcome.failed(); ++again)
+      outcome = run_engine_case(c, run);
     if (!outcome.valid) // a kernel mutant this build lacks, or a generator bug
       model::fail_input("engine case {} (seed {}): {}", i, case_seed, outcome.invalid_reason);
     ++report.cases;
@@ -210,11 +308,18 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     ++report.cases_by_preset[c.preset];
     ++report.cases_by_runner[runner_key(c)];
     if (o.on_case) o.on_case(report.cases, report.steps, c);
-    if (outcome.failed()) {
-      report.seconds_to_failure = elapsed();
-      report.counterexample = make_counterexample(o, run, c, outcome);
-      break;
+    if (!outcome.failed()) continue;
+    if (report.findings.empty()) report.seconds_to_failure = elapsed();
+    const std::string key = engine_signature(c, *outcome.failure).key();
+    auto known = std::find_if(report.findings.begin(), report.findings.end(),
+                              [&key](const EngineFinding& f) { return f.signature.key() == key; });
+    if (known != report.findings.end()) {
+      ++known->cases;
+    } else {
+      report.findings.push_back(record_finding(o, run, c, outcome));
+      if (o.on_finding) o.on_finding(report.findings.back());
     }
+    if (!o.keep_going && report.first_failing() != nullptr) break;
   }
   report.seconds = elapsed();
   return report;
@@ -233,10 +338,38 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"bytes_compared", r.bytes_compared},
                            {"cases_by_preset", r.cases_by_preset},
                            {"cases_by_runner", r.cases_by_runner},
-                           {"held", !r.counterexample.has_value()}};
+                           {"reruns", o.reruns},
+                           {"failing_cases", r.failing_cases()},
+                           {"held", r.first_failing() == nullptr}};
+  if (o.repeat > 1) j["repeat"] = o.repeat;
   if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
   if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;
-  if (r.counterexample) j["counterexample"] = counterexample_json(*r.counterexample);
+  nlohmann::ordered_json findings = nlohmann::ordered_json::array();
+  nlohmann::ordered_json rates = nlohmann::ordered_json::array();
+  for (const EngineFinding& f : r.findings) {
+    nlohmann::ordered_json entry{{"signature", f.signature.to_string()},
+                                 {"key", f.signature.key()},
+                                 {"classification", to_string(f.signature.classification)},
+                                 {"difference", f.signature.difference},
+                                 {"shape", f.signature.shape},
+                                 {"first_case_seed", f.first_case_seed},
+                                 {"size", f.first_size},
+                                 {"cases", f.cases},
+                                 {"skipped", f.skipped},
+                                 {"failure", f.failure}};
+    nlohmann::ordered_json rate{{"signature", f.signature.to_string()},
+                                {"runs", f.runs.runs},
+                                {"failed_runs", f.runs.failed}};
+    if (f.counterexample) {
+      entry["counterexample"] = counterexample_json(*f.counterexample);
+      rate["saved_case_runs"] = f.counterexample->saved_runs.runs;
+      rate["saved_case_failed_runs"] = f.counterexample->saved_runs.failed;
+    }
+    findings.push_back(std::move(entry));
+    rates.push_back(std::move(rate));
+  }
+  j["findings"] = std::move(findings);
+  j["measured"] = {{"rates", std::move(rates)}};
   return j;
 }
 

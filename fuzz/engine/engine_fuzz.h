@@ -1,11 +1,14 @@
 // The engine-level fuzz campaign: generated engine cases (engine_case.h) run on the
 // oracle engine and the GPU-side runner, every step compared (launches, decisions, arrays,
-// every arena byte) and every oracle invariant checked. The first failing case is shrunk by a
+// every arena byte) and every oracle invariant checked. A failing case is rerun, classified
+// and given a signature (fuzz/findings.h). The first case of each new signature is shrunk by a
 // bounded shrinker of its own (fewer requests, steps cut after the failing one, shorter
 // prompts and outputs, fewer drafts, smaller budget and pool, fewer layers and groups, simpler
-// options; a candidate is kept only if it fails the same kind of way) and written, before and
-// after shrinking, as traces (scenarios/FORMAT.md) with report.json and report.txt naming the
-// first difference and the command that reproduces it.
+// options; a candidate is kept only if it fails with the same signature, and the case saved
+// must fail on at least half of its reruns) and written, before and after shrinking, as
+// traces (scenarios/FORMAT.md) with report.json and report.txt naming the first difference
+// and the command that reproduces it. The campaign stops at its first finding, or with
+// keep_going counts every later one and goes on.
 //
 // Case i uses case seed `seed + i` at size `case seed % (max_size + 1)`, so
 // `--seed <case seed> --cases 1` reruns exactly one case. No timing goes into the report:
@@ -13,6 +16,7 @@
 #pragma once
 
 #include "fuzz/engine/engine_case.h"
+#include "fuzz/findings.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,8 +26,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mc::fuzz {
+
+struct EngineFinding;
 
 struct EngineShrinkLimits {
   std::int32_t candidates_max = 2000; // candidate runs tried
@@ -42,7 +50,12 @@ struct EngineFuzzOptions {
   std::string backend_name = "host";        // for the reproduce command
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here; empty: write nothing
   EngineShrinkLimits shrink;
+  bool keep_going = false;     // go on after a finding (repeats of a signature only count)
+  int reruns = kRerunsDefault; // reruns of a failing case before it is reported
+  int repeat = 1;              // runs of every case
+  std::vector<std::string> skip_signatures; // known findings: counted, not shrunk, not failing
   std::function<void(std::int64_t cases, std::int64_t steps, const EngineCase&)> on_case;
+  std::function<void(const EngineFinding&)> on_finding; // a new signature, shrunk
 };
 
 struct EngineCounterexample {
@@ -62,7 +75,25 @@ struct EngineCounterexample {
   std::filesystem::path steps_view; // the shrunk trace's steps as the oracle saw them, or empty
   std::string reproduce;            // mambacheck fuzz --level engine ... (reruns the failing case)
   std::string replay;               // mambacheck replay TRACE ... (the shrunk trace)
+  RunTally saved_runs;              // reruns of the saved (shrunk) case
+  bool shrink_kept = true; // false: no smaller case reproduced, the original is saved
 };
+
+// One signature of a campaign: its first case, rerun and shrunk, and how often it recurred.
+struct EngineFinding {
+  Signature signature;
+  std::uint64_t first_case_seed = 0;
+  int first_size = 0;
+  std::int64_t cases = 0; // failing cases with this signature's key
+  bool skipped = false;   // named by --skip-signature: counted, neither shrunk nor failing
+  std::string failure;    // of the first case
+  RunTally runs;          // the first case: its run and reruns
+  std::optional<EngineCounterexample> counterexample; // absent when skipped
+};
+
+// The signature of a failing engine case: the launch kind (or the oracle check) that failed,
+// the kind of difference, and the runner flavour as its shape.
+Signature engine_signature(const EngineCase& c, const harness::Difference& difference);
 
 struct EngineFuzzReport {
   std::int64_t cases = 0;
@@ -72,22 +103,28 @@ struct EngineFuzzReport {
   std::map<std::string, std::int64_t> cases_by_runner; // v1 precopy, v1 batch_copy, v2, all
   double seconds = 0.0;                                // shrinking and files included
   double seconds_to_failure = 0.0; // until the first failing case ran (shrinking not counted)
-  std::optional<EngineCounterexample> counterexample;
+  std::vector<EngineFinding> findings; // in the order their first cases came
+
+  const EngineFinding* first_failing() const; // the first finding not skipped, or null
+  std::int64_t failing_cases() const;          // skipped signatures too
 };
 
 EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& options);
 
 struct ShrinkResult {
   EngineCase best;
-  EngineOutcome outcome; // of best: fails with the same kind as the input
+  EngineOutcome outcome; // of best: fails with the input's signature
   std::int32_t accepted = 0;
   std::int32_t tried = 0;
+  std::vector<std::pair<EngineCase, EngineOutcome>> chain; // accepted candidates, in order
 };
 
-// Shrinks a failing case (`outcome` its failure) within `limits`. Never returns a case that
-// does not fail with outcome's kind.
+// Shrinks a failing case (`outcome` its failure) within `limits`. A candidate is accepted when
+// it fails with the input's signature key in one of `runs_per_candidate` runs (fuzz/findings.h,
+// candidate_runs); never returns a case that did not fail so.
 ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& outcome,
-                                const EngineRunOptions& run, const EngineShrinkLimits& limits);
+                                const EngineRunOptions& run, const EngineShrinkLimits& limits,
+                                int runs_per_candidate = 1);
 
 // Deterministic for the options: no timings.
 nlohmann::ordered_json to_json(const EngineFuzzOptions& options, const EngineFuzzReport& report);

@@ -1,7 +1,8 @@
 // The bounded shrinker of engine cases (engine_fuzz.h): greedy, first improvement wins, the
 // candidate list rebuilt from the case kept. Every candidate is a strict simplification (fewer
 // or shorter things, smaller numbers, simpler options), so the search ends; the limits on
-// candidates and time bound it too. A candidate is kept only if it fails with the same kind.
+// candidates and time bound it too. A candidate is kept only if it fails with the same
+// signature.
 #include "fuzz/engine/engine_fuzz.h"
 
 #include "model/errors.h"
@@ -188,8 +189,10 @@ Candidates candidates_of(const EngineCase& c, std::int64_t steps_run) {
 } // namespace
 
 ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& outcome,
-                                const EngineRunOptions& run, const EngineShrinkLimits& limits) {
+                                const EngineRunOptions& run, const EngineShrinkLimits& limits,
+                                int runs_per_candidate) {
   MC_ASSERT(outcome.failed());
+  MC_ASSERT(runs_per_candidate >= 1);
   MC_ASSERT(limits.candidates_max >= 0);
   const auto start = std::chrono::steady_clock::now();
   auto out_of_time = [&] {
@@ -197,7 +200,10 @@ ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& 
            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
                limits.seconds_max;
   };
-  const std::string kind = outcome.failure->kind;
+  const std::string key = engine_signature(failing, *outcome.failure).key();
+  const auto fails_so = [&key](const EngineCase& c, const EngineOutcome& o) {
+    return o.failed() && engine_signature(c, *o.failure).key() == key;
+  };
   ShrinkResult r{.best = failing, .outcome = outcome};
   bool progress = true;
   while (progress && r.tried < limits.candidates_max && !out_of_time()) {
@@ -207,18 +213,21 @@ ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& 
       if (r.tried >= limits.candidates_max || out_of_time()) break;
       ++r.tried;
       EngineOutcome o = run_engine_case(candidate, run);
-      if (!o.failed() || o.failure->kind != kind) continue;
+      for (int again = 1; again < runs_per_candidate && !fails_so(candidate, o); ++again)
+        o = run_engine_case(candidate, run);
+      if (!fails_so(candidate, o)) continue;
       if (next.must_fail_sooner && o.steps_run >= r.outcome.steps_run)
         continue; // not simpler, so it must fail sooner (this also ends the search)
       if (candidate.num_steps > o.steps_run) candidate.num_steps = o.steps_run;
       r.best = std::move(candidate);
       r.outcome = std::move(o);
+      r.chain.emplace_back(r.best, r.outcome);
       ++r.accepted;
       progress = true;
       break;
     }
   }
-  MC_ASSERT(r.outcome.failed() && r.outcome.failure->kind == kind);
+  MC_ASSERT(fails_so(r.best, r.outcome));
   return r;
 }
 

@@ -38,8 +38,7 @@ TEST(EngineFuzz, CleanRunsHold) {
   model::testing::TempDir dir;
   EngineFuzzOptions o{.seed = 1, .cases_max = 60, .max_size = 30, .out_dir = dir.path()};
   const EngineFuzzReport r = run_engine_fuzz(o);
-  ASSERT_FALSE(r.counterexample.has_value()) << r.counterexample->original_failure << "\n"
-                                             << r.counterexample->description;
+  ASSERT_TRUE(r.findings.empty()) << r.findings.front().failure;
   EXPECT_EQ(r.cases, 60);
   EXPECT_GT(r.steps, 60 * 5);
   EXPECT_GT(r.bytes_compared, 0);
@@ -115,9 +114,16 @@ TEST_P(RunnerMutantKilled, ShrunkToAtMost8StepsAnd3Requests) {
                       .runner_mutant = k.mutant,
                       .out_dir = dir.path()};
   const EngineFuzzReport r = run_engine_fuzz(o);
-  ASSERT_TRUE(r.counterexample.has_value())
+  ASSERT_EQ(r.findings.size(), 1u)
       << gpu::engine::to_string(k.mutant) << " survived " << r.cases << " cases";
-  const EngineCounterexample& cx = *r.counterexample;
+  const EngineFinding& f = r.findings.front();
+  // The host runner is deterministic: every rerun fails the same way.
+  EXPECT_EQ(f.signature.classification, Classification::deterministic);
+  EXPECT_EQ(f.runs.summary(), "failed 6 of 6 runs");
+  ASSERT_TRUE(f.counterexample.has_value());
+  const EngineCounterexample& cx = *f.counterexample;
+  EXPECT_TRUE(cx.shrink_kept);
+  EXPECT_EQ(cx.saved_runs.summary(), "failed 5 of 5 runs");
   EXPECT_LE(cx.steps, 8) << cx.failure << "\n" << cx.description;
   EXPECT_LE(cx.requests, 3) << cx.failure << "\n" << cx.description;
   // The shrunk case fails the same way when run again; the clean runner holds on it.
@@ -186,6 +192,41 @@ TEST(EngineFuzz, ShrinkerNeverReturnsAPassingCase) {
     return;
   }
   FAIL() << "no failing case among 39 seeds";
+}
+
+// With keep_going the campaign runs every case: the first case of each signature is rerun,
+// shrunk and saved in its own directory, and later cases of a known signature are counted.
+TEST(EngineFuzz, KeepGoingCountsRepeatsOfASignature) {
+  model::testing::TempDir dir;
+  EngineFuzzOptions o{.seed = 7,
+                      .cases_max = 40,
+                      .max_size = 30,
+                      .runner_mutant = RunnerMutant::curr_floor_division,
+                      .out_dir = dir.path()};
+  o.keep_going = true;
+  const EngineFuzzReport r = run_engine_fuzz(o);
+  EXPECT_EQ(r.cases, 40);
+  ASSERT_FALSE(r.findings.empty());
+  std::int64_t counted = 0;
+  std::set<std::string> keys, dirs;
+  for (const EngineFinding& f : r.findings) {
+    counted += f.cases;
+    keys.insert(f.signature.key());
+    ASSERT_TRUE(f.counterexample.has_value());
+    dirs.insert(f.counterexample->dir.string());
+    EXPECT_TRUE(std::filesystem::exists(f.counterexample->shrunk_trace));
+    EXPECT_EQ(f.signature.level, "engine");
+  }
+  EXPECT_EQ(keys.size(), r.findings.size());
+  EXPECT_EQ(dirs.size(), r.findings.size());
+  EXPECT_EQ(counted, r.failing_cases());
+  EXPECT_GT(r.failing_cases(), static_cast<std::int64_t>(r.findings.size()));
+  // Skipping every signature: the same cases fail, none counts against the campaign.
+  for (const EngineFinding& f : r.findings)
+    o.skip_signatures.push_back(f.signature.to_string());
+  const EngineFuzzReport skipped = run_engine_fuzz(o);
+  EXPECT_EQ(skipped.failing_cases(), r.failing_cases());
+  EXPECT_EQ(skipped.first_failing(), nullptr);
 }
 
 TEST(EngineFuzz, SameSeedSameReport) {
