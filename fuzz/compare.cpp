@@ -69,4 +69,33 @@ nlohmann::json to_json(const Difference& difference) {
   return j;
 }
 
+Difference difference_from_json(const nlohmann::json& j) {
+  Difference d{.message = j.at("message").get<std::string>()};
+  const std::string category = j.at("category").get<std::string>();
+  for (const DifferenceCategory c : {DifferenceCategory::status, DifferenceCategory::decisions,
+                                     DifferenceCategory::requests, DifferenceCategory::arena})
+    if (to_string(c) == category) d.category = c;
+  d.batch_row = j.value("batch_row", -1);
+  d.tensor = j.value("tensor", -1);
+  d.array = j.value("array", "");
+  d.index = j.value("index", -1);
+  if (j.contains("arena_location")) {
+    const nlohmann::json& a = j.at("arena_location");
+    d.arena_location = ArenaLocation{.arena = a.at("arena").get<std::int32_t>(),
+                                     .offset_bytes = a.at("offset_bytes").get<std::int64_t>(),
+                                     .run_bytes = a.at("run_bytes").get<std::int64_t>(),
+                                     .tensor = a.value("tensor", -1),
+                                     .group = a.value("group", -1),
+                                     .layer = a.value("layer", -1),
+                                     .state = a.value("state", ""),
+                                     .block_id = a.at("block_id").get<std::int64_t>(),
+                                     .offset_in_block = a.at("offset_in_block").get<std::int64_t>(),
+                                     .in_padding = a.at("in_padding").get<bool>(),
+                                     .preceding_tensor = a.value("preceding_tensor", -1),
+                                     .expected_hex = a.at("expected_hex").get<std::string>(),
+                                     .actual_hex = a.at("actual_hex").get<std::string>()};
+  }
+  return d;
+}
+
 } // namespace mc::fuzz

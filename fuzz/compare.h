@@ -57,6 +57,8 @@ std::optional<Difference> compare_results(const model::LaunchCase& launch,
                                           const model::LaunchResult& actual);
 
 nlohmann::json to_json(const Difference& difference);
+// The inverse of to_json (a verdict sent back by an isolated child process).
+Difference difference_from_json(const nlohmann::json& j);
 
 namespace detail {
 // The pieces of compare_results, one per category (compare_*.cpp).

@@ -98,4 +98,21 @@ bool signature_matches(const Signature& signature, std::string_view skip) {
   return fmt::format("{}:{}:{}:{}", fields[0], fields[1], fields[3], fields[4]) == signature.key();
 }
 
+nlohmann::json to_json(const Signature& s) {
+  return {{"level", s.level},       {"kind", s.kind},         {"difference", s.difference},
+          {"shape", s.shape},       {"features", s.features},
+          {"classification", static_cast<int>(s.classification)}};
+}
+
+Signature signature_from_json(const nlohmann::json& j) {
+  const int classification = j.at("classification").get<int>();
+  MC_ASSERT(classification >= 0 && classification <= 2);
+  return Signature{.level = j.at("level").get<std::string>(),
+                   .kind = j.at("kind").get<std::string>(),
+                   .difference = j.at("difference").get<std::string>(),
+                   .shape = j.at("shape").get<std::string>(),
+                   .features = j.at("features").get<std::vector<std::string>>(),
+                   .classification = static_cast<Classification>(classification)};
+}
+
 } // namespace mc::fuzz

@@ -11,6 +11,8 @@
 // least half of its reruns.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -94,5 +96,9 @@ bool signature_matches(const Signature& signature, std::string_view skip);
 
 // Whether --skip-signature arguments `skips` name `signature`.
 bool skipped_by(const Signature& signature, const std::vector<std::string>& skips);
+
+// A signature as a verdict travels between processes; the classification goes with it.
+nlohmann::json to_json(const Signature& signature);
+Signature signature_from_json(const nlohmann::json& j);
 
 } // namespace mc::fuzz

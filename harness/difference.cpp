@@ -189,4 +189,24 @@ nlohmann::ordered_json to_json(const Difference& d) {
   return j;
 }
 
+Difference difference_from_json(const nlohmann::ordered_json& j) {
+  Difference d{.kind = j.at("kind").get<std::string>(), .step = j.at("step").get<std::int64_t>()};
+  d.launch = j.value("launch", -1);
+  d.launch_kind = j.value("launch_kind", "");
+  d.request = j.value("request", "");
+  d.array = j.value("array", "");
+  d.field = j.value("field", "");
+  d.tensor = j.value("tensor", -1);
+  d.group = j.value("group", -1);
+  d.layer = j.value("layer", -1);
+  d.state = j.value("state", -1);
+  d.block = j.value("block", std::int64_t{-1});
+  if (j.contains("bytes")) {
+    d.byte_begin = j.at("bytes").at(0).get<std::int64_t>();
+    d.byte_end = j.at("bytes").at(1).get<std::int64_t>();
+  }
+  d.text = j.at("text").get<std::string>();
+  return d;
+}
+
 } // namespace mc::harness

@@ -37,6 +37,8 @@ struct Difference {
 };
 
 nlohmann::ordered_json to_json(const Difference& d);
+// The inverse of to_json (an outcome sent back by an isolated child process).
+Difference difference_from_json(const nlohmann::ordered_json& j);
 
 // `d.text` without its leading "step N: " (a caller that names the step itself).
 std::string text_after_step(const Difference& d);

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <exception>
+
 namespace mc::harness {
 
 ScheduledSteps::ScheduledSteps(oracle::engine::Engine& engine,
@@ -51,7 +53,17 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
         result.failure = std::move(d);
         break;
       }
-    const gpu::engine::StepRecord record = backend.execute(o->step);
+    gpu::engine::StepRecord record;
+    try {
+      record = backend.execute(o->step);
+    } catch (const std::exception& e) {
+      if (!hooks.backend_errors_are_findings) throw;
+      result.failure = Difference{.kind = "backend-error",
+                                  .step = o->step.index,
+                                  .text = fmt::format("step {}: the backend failed: {}",
+                                                      o->step.index, e.what())};
+      break;
+    }
     std::optional<Difference> d = difference_of_step(layout, o->step, o->record, record);
     if (!d)
       d = difference_of_arenas(layout, oracle.runner().arenas(), backend.arenas(),

@@ -80,6 +80,10 @@ struct LockstepHooks {
   std::function<std::optional<Difference>(const OracleStep&)> check_step;
   // After each step that held on both sides (progress lines).
   std::function<void(std::int64_t steps_run)> on_held;
+  // An exception of the backend's step (a CUDA error of the kernels under test) ends the loop
+  // as a difference of kind "backend-error" instead of propagating. A campaign sets it; a
+  // command replaying one trace leaves it, so an environment error stays exit 3.
+  bool backend_errors_are_findings = false;
 };
 
 struct LockstepResult {

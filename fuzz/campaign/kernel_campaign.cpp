@@ -154,6 +154,30 @@ CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend) {
   return verdict;
 }
 
+nlohmann::json to_json(const CaseVerdict& v) {
+  nlohmann::json j{{"rejected", v.rejected},
+                   {"backend_error", v.backend_error},
+                   {"signature", to_json(v.signature)},
+                   {"copies", v.copies},
+                   {"arena_bytes", v.arena_bytes}};
+  if (v.failure) j["failure"] = *v.failure;
+  if (v.difference) j["difference"] = to_json(*v.difference);
+  if (v.row) j["row"] = *v.row;
+  return j;
+}
+
+CaseVerdict verdict_from_json(const nlohmann::json& j) {
+  CaseVerdict v{.rejected = j.at("rejected").get<bool>(),
+                .backend_error = j.at("backend_error").get<bool>(),
+                .signature = signature_from_json(j.at("signature")),
+                .copies = j.at("copies").get<std::int64_t>(),
+                .arena_bytes = j.at("arena_bytes").get<std::int64_t>()};
+  if (j.contains("failure")) v.failure = j.at("failure").get<std::string>();
+  if (j.contains("difference")) v.difference = difference_from_json(j.at("difference"));
+  if (j.contains("row")) v.row = j.at("row").get<std::int32_t>();
+  return v;
+}
+
 const KernelFinding* KernelCampaignReport::first_failing() const {
   for (const KernelFinding& f : findings)
     if (!f.skipped) return &f;

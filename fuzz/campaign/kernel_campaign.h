@@ -72,6 +72,10 @@ struct CaseVerdict {
 // Runs `spec` once: materialize, oracle, backend, compare.
 CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend);
 
+// A verdict as it travels from an isolated child process back to the campaign.
+nlohmann::json to_json(const CaseVerdict& verdict);
+CaseVerdict verdict_from_json(const nlohmann::json& j);
+
 struct Counterexample {
   std::uint64_t case_seed = 0;
   int size = 0;

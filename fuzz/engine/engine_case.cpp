@@ -355,7 +355,7 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
     return out;
   }
   harness::ScheduledSteps steps(*engine);
-  harness::LockstepHooks hooks;
+  harness::LockstepHooks hooks{.backend_errors_are_findings = true};
   if (steps_out)
     hooks.on_step = [steps_out](const harness::OracleStep& o) { steps_out->push_back(o.step); };
   harness::LockstepResult r = harness::run_lockstep(steps, *backend, c.num_steps, hooks);
@@ -363,6 +363,24 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   out.bytes_compared = r.bytes_compared;
   out.failure = std::move(r.failure);
   return out;
+}
+
+nlohmann::ordered_json to_json(const EngineOutcome& o) {
+  nlohmann::ordered_json j{{"valid", o.valid},
+                           {"invalid_reason", o.invalid_reason},
+                           {"steps_run", o.steps_run},
+                           {"bytes_compared", o.bytes_compared}};
+  if (o.failure) j["failure"] = harness::to_json(*o.failure);
+  return j;
+}
+
+EngineOutcome outcome_from_json(const nlohmann::ordered_json& j) {
+  EngineOutcome o{.valid = j.at("valid").get<bool>(),
+                  .invalid_reason = j.at("invalid_reason").get<std::string>(),
+                  .steps_run = j.at("steps_run").get<std::int64_t>(),
+                  .bytes_compared = j.at("bytes_compared").get<std::int64_t>()};
+  if (j.contains("failure")) o.failure = harness::difference_from_json(j.at("failure"));
+  return o;
 }
 
 } // namespace mc::fuzz

@@ -78,6 +78,10 @@ struct EngineOutcome {
   bool failed() const { return valid && failure.has_value(); }
 };
 
+// An outcome as it travels from an isolated child process back to the campaign.
+nlohmann::ordered_json to_json(const EngineOutcome& outcome);
+EngineOutcome outcome_from_json(const nlohmann::ordered_json& j);
+
 // Runs at most c.num_steps steps. `steps_out`, when given, receives every step executed.
 EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
                               std::vector<model::Step>* steps_out = nullptr);

@@ -143,6 +143,11 @@ std::string fixed_args(const EngineCaseFixed& fixed) {
   return args;
 }
 
+// The backend threw or its process died: not a wrong byte but no result at all.
+bool is_backend_error(const harness::Difference& d) {
+  return d.kind == "backend-error" || d.kind == "crash";
+}
+
 // The saved case: the smallest accepted candidate that fails with the finding's key on at
 // least half of its reruns, or the original (which failed at least on the run that found it).
 void keep_reproducible(ShrinkResult& s, const EngineCase& original,
@@ -159,7 +164,7 @@ void keep_reproducible(ShrinkResult& s, const EngineCase& original,
           again.failed() ? engine_signature(s.chain[i].first, *again.failure).key() : key;
       if (again.failed() && again_key == key) ++same;
       add_run(tally, again.failed() ? std::optional(again.failure->text) : std::nullopt,
-              again_key, key, false);
+              again_key, key, again.failed() && is_backend_error(*again.failure));
     }
     if (reproducible(same, reruns)) {
       s.best = s.chain[i].first;
@@ -266,11 +271,12 @@ EngineFinding record_finding(const EngineFuzzOptions& o, const EngineRunOptions&
                   .failure = outcome.failure->text};
   f.skipped = skipped_by(f.signature, o.skip_signatures);
   const std::string key = f.signature.key();
-  f.runs.add(outcome.failure->text, false);
+  f.runs.add(outcome.failure->text, is_backend_error(*outcome.failure));
   for (int i = 0; i < o.reruns; ++i) {
     const EngineOutcome again = run_engine_case(c, run);
     add_run(f.runs, again.failed() ? std::optional(again.failure->text) : std::nullopt,
-            again.failed() ? engine_signature(c, *again.failure).key() : key, key, false);
+            again.failed() ? engine_signature(c, *again.failure).key() : key, key,
+            again.failed() && is_backend_error(*again.failure));
   }
   f.signature.classification = f.runs.classify();
   if (!f.skipped) f.counterexample = make_counterexample(o, run, c, outcome, f.runs);

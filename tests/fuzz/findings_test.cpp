@@ -4,6 +4,7 @@
 #include "fuzz/campaign/kernel_campaign.h"
 #include "fuzz/campaign/kernel_shrink.h"
 #include "fuzz/findings.h"
+#include "gpu/host_backend.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -162,6 +163,33 @@ TEST(ShrinkUnderNoise, AnotherSignatureIsNotThisFinding) {
       shrink_finding(original, first, "kernel:precopy:state-bytes:copy", other, 3, ShrinkLimits{});
   EXPECT_FALSE(out.kept);
   EXPECT_TRUE(out.spec == original.value());
+}
+
+// A verdict survives the trip from an isolated child process: every field, the difference's
+// arena location included, comes back equal.
+TEST(CaseVerdict, JsonRoundTripKeepsEveryField) {
+  const LaunchRunner mutated = [](const model::LaunchCase& launch) {
+    return gpu::run_launch_host(launch, gpu::Mutant::same_block_copy_skipped);
+  };
+  int compared = 0;
+  for (std::uint64_t seed = 1; seed < 200 && compared < 3; ++seed) {
+    const CaseVerdict v = judge_case(drawn_spec(seed).value(), mutated);
+    if (!v.failure) continue;
+    ++compared;
+    const CaseVerdict back = verdict_from_json(nlohmann::json::parse(to_json(v).dump()));
+    EXPECT_EQ(back.failure, v.failure);
+    ASSERT_TRUE(back.difference.has_value());
+    EXPECT_EQ(to_json(*back.difference), to_json(*v.difference));
+    ASSERT_TRUE(v.difference->arena_location.has_value());
+    EXPECT_EQ(back.difference->arena_location->block_id, v.difference->arena_location->block_id);
+    EXPECT_EQ(back.row, v.row);
+    EXPECT_EQ(back.signature.to_string(), v.signature.to_string());
+    EXPECT_EQ(back.signature.features, v.signature.features);
+    EXPECT_EQ(back.copies, v.copies);
+    EXPECT_EQ(back.arena_bytes, v.arena_bytes);
+    EXPECT_EQ(back.backend_error, v.backend_error);
+  }
+  EXPECT_EQ(compared, 3);
 }
 
 } // namespace
