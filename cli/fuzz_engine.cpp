@@ -102,6 +102,7 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(o);
   progress.done();
   print_summary(o, r);
+  if (!r.stopped.empty()) std::cout << "engine level: stopped early: " << r.stopped << "\n";
   EngineLevelResult result{.report = fuzz::to_json(o, r)};
   const std::string campaign = fmt::format("engine-{}-seed{}", o.backend_name, o.seed);
   if (r.findings.empty()) {

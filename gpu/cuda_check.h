@@ -10,13 +10,33 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <string>
 
 namespace mc::gpu {
 
+// The errors after which the context is unusable (CUDA's "sticky" errors).
+inline bool context_lost(cudaError_t err) {
+  switch (err) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorInvalidPc:
+  case cudaErrorHardwareStackError:
+  case cudaErrorLaunchFailure:
+  case cudaErrorAssert:
+    return true;
+  default:
+    return false;
+  }
+}
+
 [[noreturn]] inline void cuda_failed(cudaError_t err, const char* expr, const char* file,
                                      int line) {
-  throw model::EnvironmentError(fmt::format("CUDA error at {}:{}: {} failed: {} ({})", file, line,
-                                            expr, cudaGetErrorString(err), cudaGetErrorName(err)));
+  const std::string message = fmt::format("CUDA error at {}:{}: {} failed: {} ({})", file, line,
+                                          expr, cudaGetErrorString(err), cudaGetErrorName(err));
+  if (context_lost(err)) throw model::DeviceFault(message);
+  throw model::EnvironmentError(message);
 }
 
 // A CUDA failure is the machine's (exit 3); an invalid case stays an input error (exit 2).
@@ -26,7 +46,7 @@ template <class F> void on_device(F&& f) {
   } catch (const model::InputError&) {
     throw;
   } catch (const model::EnvironmentError&) {
-    throw;
+    throw; // DeviceFault included
   } catch (const std::runtime_error& e) {
     throw model::EnvironmentError(e.what());
   }

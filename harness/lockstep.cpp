@@ -1,6 +1,8 @@
 // The lockstep loop and its two oracle sides (lockstep.h).
 #include "harness/lockstep.h"
 
+#include "model/errors.h"
+
 #include <fmt/format.h>
 
 #include <exception>
@@ -56,6 +58,13 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
     gpu::engine::StepRecord record;
     try {
       record = backend.execute(o->step);
+    } catch (const model::DeviceFault& e) {
+      if (!hooks.backend_errors_are_findings) throw;
+      result.failure = Difference{.kind = "device-fault",
+                                  .step = o->step.index,
+                                  .text = fmt::format("step {}: the device faulted: {}",
+                                                      o->step.index, e.what())};
+      break;
     } catch (const std::exception& e) {
       if (!hooks.backend_errors_are_findings) throw;
       result.failure = Difference{.kind = "backend-error",

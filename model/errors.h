@@ -24,6 +24,14 @@ struct EnvironmentError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A kernel faulted on the device (an illegal or misaligned address, an illegal instruction)
+// and took the process's CUDA context with it: every later CUDA call fails the same way, so
+// nothing more can run on the device in this process. Under test that is a finding about the
+// kernels; a campaign must go on in a fresh process.
+struct DeviceFault : EnvironmentError {
+  using EnvironmentError::EnvironmentError;
+};
+
 template <typename... Args>
 [[noreturn]] void fail_input(fmt::format_string<Args...> format, Args&&... args) {
   throw InputError(fmt::format(format, std::forward<Args>(args)...));

@@ -365,6 +365,22 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   return out;
 }
 
+std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_max) {
+  model::CacheConfig config = c.config;
+  config.runner = c.engine.runner.flavour;
+  const model::Layout layout = model::build_layout(config, c.spec);
+  oracle::engine::Engine engine(layout, c.requests, c.scheduler_seed, c.engine);
+  harness::ScheduledSteps scheduled(engine);
+  std::vector<model::Step> steps;
+  while (static_cast<std::int64_t>(steps.size()) < steps_max) {
+    std::optional<harness::OracleStep> o = scheduled.next();
+    if (!o) break;
+    steps.push_back(o->step);
+    if (o->finding || o->last) break;
+  }
+  return steps;
+}
+
 nlohmann::ordered_json to_json(const EngineOutcome& o) {
   nlohmann::ordered_json j{{"valid", o.valid},
                            {"invalid_reason", o.invalid_reason},

@@ -78,6 +78,10 @@ struct EngineOutcome {
   bool failed() const { return valid && failure.has_value(); }
 };
 
+// The first `steps_max` steps the oracle engine schedules for `c`, without running any backend:
+// what a counterexample's trace holds (the backend may crash on them).
+std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_max);
+
 // An outcome as it travels from an isolated child process back to the campaign.
 nlohmann::ordered_json to_json(const EngineOutcome& outcome);
 EngineOutcome outcome_from_json(const nlohmann::ordered_json& j);

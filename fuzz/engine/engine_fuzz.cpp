@@ -145,7 +145,7 @@ std::string fixed_args(const EngineCaseFixed& fixed) {
 
 // The backend threw or its process died: not a wrong byte but no result at all.
 bool is_backend_error(const harness::Difference& d) {
-  return d.kind == "backend-error" || d.kind == "crash";
+  return d.kind == "backend-error" || d.kind == "device-fault" || d.kind == "crash";
 }
 
 // The saved case: the smallest accepted candidate that fails with the finding's key on at
@@ -180,13 +180,18 @@ void keep_reproducible(ShrinkResult& s, const EngineCase& original,
   kept = false;
 }
 
+// `can_rerun` false: the device context is lost, nothing more runs in this process; the
+// original case is saved unshrunk.
 EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const EngineRunOptions& run,
                                          const EngineCase& c, const EngineOutcome& outcome,
-                                         const RunTally& runs) {
-  ShrinkResult s = shrink_engine_case(c, outcome, run, o.shrink, candidate_runs(runs));
-  RunTally saved_runs;
+                                         const RunTally& runs, bool can_rerun) {
+  ShrinkResult s{.best = c, .outcome = outcome};
+  RunTally saved_runs = runs;
   bool kept = false;
-  keep_reproducible(s, c, outcome, runs, run, std::max(o.reruns, 1), saved_runs, kept);
+  if (can_rerun) {
+    s = shrink_engine_case(c, outcome, run, o.shrink, candidate_runs(runs));
+    keep_reproducible(s, c, outcome, runs, run, std::max(o.reruns, 1), saved_runs, kept);
+  }
   EngineCounterexample cx{.case_seed = c.case_seed,
                           .size = c.size,
                           .failure_kind = s.outcome.failure->kind,
@@ -214,12 +219,9 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
   cx.shrunk_trace = cx.dir / "trace.jsonl";
   cx.replay = fmt::format("mambacheck replay {}{}", cx.shrunk_trace.generic_string(),
                           replay_args(o, s.best));
-  std::vector<model::Step> steps;
-  run_engine_case(c, run, &steps);
-  std::string problem = write_trace(cx.original_trace, c, o, steps);
-  steps.clear();
-  run_engine_case(s.best, run, &steps);
-  if (problem.empty()) problem = write_trace(cx.shrunk_trace, s.best, o, steps);
+  std::string problem = write_trace(cx.original_trace, c, o, oracle_steps(c, outcome.steps_run));
+  if (problem.empty())
+    problem = write_trace(cx.shrunk_trace, s.best, o, oracle_steps(s.best, s.outcome.steps_run));
   if (!problem.empty()) cx.replay = fmt::format("(trace not written: {})", problem);
   if (problem.empty() && write_steps_view(cx.shrunk_trace, s.best, cx.dir / "steps.jsonl"))
     cx.steps_view = cx.dir / "steps.jsonl";
@@ -272,14 +274,16 @@ EngineFinding record_finding(const EngineFuzzOptions& o, const EngineRunOptions&
   f.skipped = skipped_by(f.signature, o.skip_signatures);
   const std::string key = f.signature.key();
   f.runs.add(outcome.failure->text, is_backend_error(*outcome.failure));
-  for (int i = 0; i < o.reruns; ++i) {
+  const bool device_lost = outcome.failure->kind == "device-fault";
+  for (int i = 0; i < o.reruns && !device_lost; ++i) {
     const EngineOutcome again = run_engine_case(c, run);
     add_run(f.runs, again.failed() ? std::optional(again.failure->text) : std::nullopt,
             again.failed() ? engine_signature(c, *again.failure).key() : key, key,
             again.failed() && is_backend_error(*again.failure));
   }
   f.signature.classification = f.runs.classify();
-  if (!f.skipped) f.counterexample = make_counterexample(o, run, c, outcome, f.runs);
+  if (!f.skipped)
+    f.counterexample = make_counterexample(o, run, c, outcome, f.runs, !device_lost);
   return f;
 }
 
@@ -325,6 +329,13 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
       report.findings.push_back(record_finding(o, run, c, outcome));
       if (o.on_finding) o.on_finding(report.findings.back());
     }
+    if (outcome.failure->kind == "device-fault") {
+      report.stopped = fmt::format(
+          "the device faulted on case seed {} and the CUDA context of this process is lost; "
+          "the cases after it did not run (continue with --seed {})",
+          case_seed, case_seed + 1);
+      break;
+    }
     if (!o.keep_going && report.first_failing() != nullptr) break;
   }
   report.seconds = elapsed();
@@ -347,6 +358,7 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"reruns", o.reruns},
                            {"failing_cases", r.failing_cases()},
                            {"held", r.first_failing() == nullptr}};
+  if (!r.stopped.empty()) j["stopped"] = r.stopped;
   if (o.repeat > 1) j["repeat"] = o.repeat;
   if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
   if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;

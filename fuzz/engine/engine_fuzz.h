@@ -104,6 +104,7 @@ struct EngineFuzzReport {
   double seconds = 0.0;                                // shrinking and files included
   double seconds_to_failure = 0.0; // until the first failing case ran (shrinking not counted)
   std::vector<EngineFinding> findings; // in the order their first cases came
+  std::string stopped; // why the campaign stopped before its cases or budget ran out, if it did
 
   const EngineFinding* first_failing() const; // the first finding not skipped, or null
   std::int64_t failing_cases() const;          // skipped signatures too
