@@ -117,6 +117,8 @@ void print_finding(const fuzz::KernelCampaignOptions& c, const fuzz::KernelFindi
   std::cout << fmt::format("  {} ({}); {} failing case{} so far\n", f.runs.summary(),
                            fuzz::to_string(f.signature.classification), f.cases,
                            f.cases == 1 ? "" : "s");
+  for (std::size_t i = 0; i < f.rows_in_runs.size(); ++i)
+    std::cout << fmt::format("    run {}: {}\n", i + 1, f.rows_in_runs[i]);
   if (!f.counterexample) return;
   const fuzz::Counterexample& cx = *f.counterexample;
   if (cx.shrink_kept)

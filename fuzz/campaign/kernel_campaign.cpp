@@ -117,10 +117,13 @@ private:
     std::string features;
     for (const std::string& feature : v.signature.features)
       features += (features.empty() ? "" : ", ") + feature;
-    f.rows_in_runs.push_back(
+    std::string line =
         v.row ? fmt::format("batch row {} ({}): {}", *v.row, features.empty() ? "-" : features,
                             fingerprint)
-              : fingerprint);
+              : fingerprint;
+    for (const std::string& pair : v.pairs)
+      line += "\n      " + pair;
+    f.rows_in_runs.push_back(std::move(line));
   }
 
   const KernelCampaignOptions& options_;
@@ -147,7 +150,10 @@ CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend) {
     return verdict;
   }
   verdict.difference = outcome.difference;
-  if (outcome.difference) verdict.row = failing_row(launch, outcome.oracle, *outcome.difference);
+  if (outcome.difference) {
+    verdict.row = failing_row(launch, outcome.oracle, *outcome.difference);
+    verdict.pairs = differing_pairs(launch, outcome.oracle, outcome.backend);
+  }
   verdict.copies = static_cast<std::int64_t>(outcome.oracle.decisions.size());
   for (const model::Arena& a : outcome.oracle.arenas)
     verdict.arena_bytes += a.size_bytes();
@@ -163,6 +169,7 @@ nlohmann::json to_json(const CaseVerdict& v) {
   if (v.failure) j["failure"] = *v.failure;
   if (v.difference) j["difference"] = to_json(*v.difference);
   if (v.row) j["row"] = *v.row;
+  if (!v.pairs.empty()) j["pairs"] = v.pairs;
   return j;
 }
 
@@ -175,6 +182,7 @@ CaseVerdict verdict_from_json(const nlohmann::json& j) {
   if (j.contains("failure")) v.failure = j.at("failure").get<std::string>();
   if (j.contains("difference")) v.difference = difference_from_json(j.at("difference"));
   if (j.contains("row")) v.row = j.at("row").get<std::int32_t>();
+  if (j.contains("pairs")) v.pairs = j.at("pairs").get<std::vector<std::string>>();
   return v;
 }
 
@@ -266,6 +274,7 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
     nlohmann::json rates = {{"signature", f.signature.to_string()},
                             {"runs", f.runs.runs},
                             {"failed_runs", f.runs.failed}};
+    if (!f.rows_in_runs.empty()) rates["what_each_run_saw"] = f.rows_in_runs;
     if (const auto& cx = f.counterexample) {
       entry["counterexample"] = {{"failure", cx->failure},
                                  {"case", cx->description},

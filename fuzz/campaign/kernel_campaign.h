@@ -65,6 +65,7 @@ struct CaseVerdict {
   bool rejected = false;           // the oracle called the case invalid: never a shrink result
   bool backend_error = false;      // the backend threw (or crashed)
   Signature signature;             // when it failed; classification from this run alone
+  std::vector<std::string> pairs;  // every differing (row, state) and array entry (a mismatch)
   std::int64_t copies = 0;         // the oracle's decisions, when the backend returned
   std::int64_t arena_bytes = 0;    // compared, when the backend returned
 };

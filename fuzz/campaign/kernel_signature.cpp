@@ -3,6 +3,8 @@
 #include "model/errors.h"
 #include "model/request_arrays.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace mc::fuzz {
@@ -106,6 +108,51 @@ std::optional<std::int32_t> failing_row(const model::LaunchCase& launch,
   }
   }
   return std::nullopt;
+}
+
+std::vector<std::string> differing_pairs(const model::LaunchCase& launch,
+                                         const model::LaunchResult& expected,
+                                         const model::LaunchResult& actual,
+                                         std::size_t max_lines) {
+  std::vector<std::string> lines;
+  std::size_t more = 0;
+  const auto add = [&](std::string line) {
+    if (lines.size() < max_lines)
+      lines.push_back(std::move(line));
+    else
+      ++more;
+  };
+  for (const model::CopyDecision& d : expected.decisions) {
+    const model::StateTensor& t = launch.layout.tensors[static_cast<std::size_t>(d.tensor)];
+    const auto arena = static_cast<std::size_t>(t.arena);
+    if (arena >= expected.arenas.size() || arena >= actual.arenas.size()) continue;
+    const std::int64_t begin = t.block_offset_bytes(d.dst_block_id);
+    const std::int64_t end = begin + t.natural_bytes;
+    if (begin < 0 || end > expected.arenas[arena].size_bytes() ||
+        end > actual.arenas[arena].size_bytes())
+      continue;
+    const std::byte* e = expected.arenas[arena].data();
+    const std::byte* a = actual.arenas[arena].data();
+    std::int64_t first = -1, count = 0;
+    for (std::int64_t i = begin; i < end; ++i)
+      if (e[i] != a[i]) {
+        if (first < 0) first = i - begin;
+        ++count;
+      }
+    if (count == 0) continue;
+    add(fmt::format("row {} (slot {}), group {} layer {} {}, block {}: {} of {} bytes differ, "
+                    "from byte {}",
+                    d.batch_row, d.slot, d.group, d.layer, t.shape.name, d.dst_block_id, count,
+                    t.natural_bytes, first));
+  }
+  for (const model::RequestArrayField& f : model::kRequestArrays) {
+    const std::vector<std::int32_t>& e = expected.requests.*f.member;
+    const std::vector<std::int32_t>& a = actual.requests.*f.member;
+    for (std::size_t i = 0; i < std::min(e.size(), a.size()); ++i)
+      if (e[i] != a[i]) add(fmt::format("{}[{}]: expected {}, actual {}", f.name, i, e[i], a[i]));
+  }
+  if (more > 0) lines.push_back(fmt::format("... and {} more", more));
+  return lines;
 }
 
 Signature kernel_signature(const model::LaunchCase& launch, const CaseOutcome& outcome) {

@@ -7,6 +7,8 @@
 #include "model/launch.h"
 
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace mc::fuzz {
 
@@ -20,5 +22,15 @@ Signature kernel_signature(const model::LaunchCase& launch, const CaseOutcome& o
 std::optional<std::int32_t> failing_row(const model::LaunchCase& launch,
                                         const model::LaunchResult& oracle,
                                         const Difference& difference);
+
+// Every (batch row, state) copy whose destination bytes differ, and every differing entry of
+// the per-request arrays, one line each ("row 3 (slot 5), group 0 layer 2 conv, block 17: 12
+// of 96 bytes differ, from byte 0"), at most `max_lines` (then "... and N more"). What a
+// nondeterministic finding's runs are compared by: a race leaves different rows wrong in
+// different runs.
+std::vector<std::string> differing_pairs(const model::LaunchCase& launch,
+                                         const model::LaunchResult& expected,
+                                         const model::LaunchResult& actual,
+                                         std::size_t max_lines = 8);
 
 } // namespace mc::fuzz

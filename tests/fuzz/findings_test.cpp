@@ -3,8 +3,12 @@
 // that did not reproduce.
 #include "fuzz/campaign/kernel_campaign.h"
 #include "fuzz/campaign/kernel_shrink.h"
+#include "fuzz/campaign/kernel_signature.h"
 #include "fuzz/findings.h"
 #include "gpu/host_backend.h"
+#include "oracle/launch.h"
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -190,6 +194,37 @@ TEST(CaseVerdict, JsonRoundTripKeepsEveryField) {
     EXPECT_EQ(back.backend_error, v.backend_error);
   }
   EXPECT_EQ(compared, 3);
+}
+
+// differing_pairs names exactly the copies and array entries that differ: one flipped byte in
+// one decision's destination block and one changed num_accepted give exactly two lines.
+TEST(DifferingPairs, NamesEachDifferingCopyAndArrayEntry) {
+  for (std::uint64_t seed = 1; seed < 100; ++seed) {
+    const LaunchSpec spec = drawn_spec(seed).value();
+    if (spec.kind != model::LaunchKind::postprocess_align) continue;
+    const model::LaunchCase launch = materialize(spec);
+    const model::LaunchResult expected = oracle::run_launch(launch);
+    if (expected.decisions.empty() || expected.requests.num_accepted.empty()) continue;
+    EXPECT_TRUE(differing_pairs(launch, expected, expected.clone()).empty());
+    model::LaunchResult actual = expected.clone();
+    const model::CopyDecision& d = expected.decisions.back();
+    const model::StateTensor& t = launch.layout.tensors[static_cast<std::size_t>(d.tensor)];
+    std::byte& b = actual.arenas[static_cast<std::size_t>(t.arena)]
+                       .data()[t.block_offset_bytes(d.dst_block_id) + 3 % t.natural_bytes];
+    b = ~b;
+    actual.requests.num_accepted[0] += 1;
+    const std::vector<std::string> lines = differing_pairs(launch, expected, actual);
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(lines[0], fmt::format("row {} (slot {}), group {} layer {} {}, block {}: 1 of {} "
+                                    "bytes differ, from byte {}",
+                                    d.batch_row, d.slot, d.group, d.layer, t.shape.name,
+                                    d.dst_block_id, t.natural_bytes, 3 % t.natural_bytes));
+    EXPECT_EQ(lines[1], fmt::format("num_accepted[0]: expected {}, actual {}",
+                                    expected.requests.num_accepted[0],
+                                    expected.requests.num_accepted[0] + 1));
+    return;
+  }
+  FAIL() << "no postprocess_align case with a copy among 99 seeds";
 }
 
 } // namespace
