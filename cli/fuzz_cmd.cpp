@@ -207,6 +207,8 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   }
   progress.done();
   print_summary(c, r);
+  if (!r.backend_replaced.empty()) std::cout << "kernel level: " << r.backend_replaced << "\n";
+  if (!r.stopped.empty()) std::cout << "kernel level: stopped early: " << r.stopped << "\n";
   report = fuzz::to_json(c, r);
   if (worker) report["external"] = o.external;
   for (JunitCase& jc : junit_cases(c, r, backend_args))

@@ -45,6 +45,12 @@ CaseOutcome run_case(const model::LaunchCase& launch, model::LaunchResult oracle
     outcome.status = CaseStatus::backend_failed;
     outcome.error = e.what();
     return outcome;
+  } catch (const model::DeviceFault& e) {
+    if (findings == BackendFindings::kernel_errors) throw;
+    outcome.status = CaseStatus::backend_failed;
+    outcome.error = e.what();
+    outcome.device_fault = true;
+    return outcome;
   } catch (const std::exception& e) {
     if (findings == BackendFindings::kernel_errors) throw;
     outcome.status = CaseStatus::backend_failed;

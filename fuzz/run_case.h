@@ -38,6 +38,7 @@ struct CaseOutcome {
   model::LaunchResult backend;          // empty unless the backend returned
   std::optional<Difference> difference; // with status mismatch
   std::string error;                    // oracle_rejected, backend_failed: what was thrown
+  bool device_fault = false; // backend_failed with model::DeviceFault: the device context is lost
 
   bool failed() const { return status != CaseStatus::held; }
   // One line naming the failure ("the backend failed: ...", the difference's message);

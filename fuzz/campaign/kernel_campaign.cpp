@@ -64,8 +64,10 @@ public:
   FindingRecorder(const KernelCampaignOptions& options, const CaseJudge& judge)
       : options_(options), judge_(judge) {}
 
+  // `can_rerun` false: the device context is lost and nothing replaced it; the original case
+  // is saved as it is.
   KernelFinding record(std::uint64_t case_seed, int size, const rc::Shrinkable<LaunchSpec>& drawn,
-                       const CaseVerdict& first) {
+                       const CaseVerdict& first, bool can_rerun) {
     KernelFinding f{.signature = first.signature,
                     .first_case_seed = case_seed,
                     .first_size = size,
@@ -74,7 +76,7 @@ public:
     f.skipped = skipped_by(f.signature, options_.skip_signatures);
     const std::string key = f.signature.key();
     tally(f, first, key);
-    for (int i = 0; i < options_.reruns; ++i)
+    for (int i = 0; i < options_.reruns && can_rerun; ++i)
       tally(f, judge_(drawn.value()), key);
     f.signature.classification = f.runs.classify();
     if (f.signature.classification != Classification::nondeterministic) f.rows_in_runs.clear();
@@ -86,9 +88,13 @@ public:
     save_spec(drawn.value(), cx.original_dir);
     write_reports(drawn.value(), f, f.runs, first.difference, f.failure, cx.original_dir);
 
-    const ShrinkOutcome shrunk = shrink_finding(drawn, f.runs, key, judge_,
-                                                std::max(options_.reruns, 1), options_.shrink);
-    const CaseVerdict last = judge_(shrunk.spec); // for the saved case's own difference
+    ShrinkOutcome shrunk{.spec = drawn.value(), .saved_runs = f.runs};
+    CaseVerdict last = first;
+    if (can_rerun) {
+      shrunk = shrink_finding(drawn, f.runs, key, judge_, std::max(options_.reruns, 1),
+                              options_.shrink);
+      last = judge_(shrunk.spec); // for the saved case's own difference
+    }
     const bool last_counts = last.failure && last.signature.key() == key;
     cx.failure = last_counts ? *last.failure : f.failure;
     cx.difference = last_counts ? last.difference : first.difference;
@@ -147,6 +153,7 @@ CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend) {
   if (verdict.failure) verdict.signature = kernel_signature(launch, outcome);
   if (outcome.status == CaseStatus::backend_failed) {
     verdict.backend_error = true;
+    verdict.device_lost = outcome.device_fault;
     return verdict;
   }
   verdict.difference = outcome.difference;
@@ -163,6 +170,7 @@ CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend) {
 nlohmann::json to_json(const CaseVerdict& v) {
   nlohmann::json j{{"rejected", v.rejected},
                    {"backend_error", v.backend_error},
+                   {"device_lost", v.device_lost},
                    {"signature", to_json(v.signature)},
                    {"copies", v.copies},
                    {"arena_bytes", v.arena_bytes}};
@@ -176,6 +184,7 @@ nlohmann::json to_json(const CaseVerdict& v) {
 CaseVerdict verdict_from_json(const nlohmann::json& j) {
   CaseVerdict v{.rejected = j.at("rejected").get<bool>(),
                 .backend_error = j.at("backend_error").get<bool>(),
+                .device_lost = j.at("device_lost").get<bool>(),
                 .signature = signature_from_json(j.at("signature")),
                 .copies = j.at("copies").get<std::int64_t>(),
                 .arena_bytes = j.at("arena_bytes").get<std::int64_t>()};
@@ -205,11 +214,26 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
   MC_ASSERT(options.reruns >= 0 && options.repeat >= 1);
   const Clock::time_point start = Clock::now();
   const rc::Gen<LaunchSpec> gen = gen_launch_spec(options.gen);
-  const CaseJudge judge = [&options](const LaunchSpec& spec) {
-    return judge_case(spec, options.backend);
+  KernelCampaignReport report;
+  LaunchRunner backend = options.backend;
+  bool device_lost = false; // and nothing replaced the backend
+  const CaseJudge judge = [&](const LaunchSpec& spec) {
+    CaseVerdict v = judge_case(spec, backend);
+    if (v.device_lost && !device_lost) {
+      if (options.replace_backend) {
+        backend = options.replace_backend();
+        if (report.backend_replaced.empty())
+          report.backend_replaced = fmt::format(
+              "the device faulted and the CUDA context of this process was lost: later runs "
+              "went to a worker process, restarted after every fault ({})",
+              *v.failure);
+      } else {
+        device_lost = true;
+      }
+    }
+    return v;
   };
   FindingRecorder recorder(options, judge);
-  KernelCampaignReport report;
   for (std::int64_t i = 0; i < options.cases_max; ++i) {
     if (options.seconds_max > 0 && seconds_since(start) > options.seconds_max) break;
     const std::uint64_t case_seed = options.seed + static_cast<std::uint64_t>(i);
@@ -233,8 +257,15 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     if (known != report.findings.end()) {
       ++known->cases;
     } else {
-      report.findings.push_back(recorder.record(case_seed, size, drawn, verdict));
+      report.findings.push_back(recorder.record(case_seed, size, drawn, verdict, !device_lost));
       if (options.on_finding) options.on_finding(report.findings.back());
+    }
+    if (device_lost) {
+      report.stopped = fmt::format(
+          "the device faulted on case seed {} and the CUDA context of this process is lost; "
+          "the cases after it did not run (continue with --seed {})",
+          case_seed, case_seed + 1);
+      break;
     }
     if (!options.keep_going && report.first_failing() != nullptr) break;
   }
@@ -256,6 +287,8 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                       {"arena_bytes_compared", report.arena_bytes_compared},
                       {"failing_cases", report.failing_cases()},
                       {"result", failing != nullptr ? "mismatch" : "held"}};
+  if (!report.stopped.empty()) j["stopped"] = report.stopped;
+  if (!report.backend_replaced.empty()) j["backend_replaced"] = report.backend_replaced;
   if (options.repeat > 1) j["repeat"] = options.repeat;
   if (!options.mutant_name.empty()) j["mutant"] = options.mutant_name;
   nlohmann::json findings = nlohmann::json::array();

@@ -51,6 +51,9 @@ struct KernelCampaignOptions {
   int reruns = kRerunsDefault; // reruns of a failing case before it is reported
   int repeat = 1;              // runs of every case (a race shows on some schedules only)
   std::vector<std::string> skip_signatures; // known findings: counted, not shrunk, not failing
+  // When a run ends in a device fault (the process's CUDA context is lost): a runner for every
+  // later run, in a process of its own (`mambacheck worker`). Empty: the campaign stops there.
+  std::function<LaunchRunner()> replace_backend;
   std::function<void(std::int64_t cases, const LaunchSpec&)> on_case; // progress
   std::function<void(const KernelFinding&)> on_finding; // a new signature, rerun and shrunk
 };
@@ -64,6 +67,7 @@ struct CaseVerdict {
   std::optional<std::int32_t> row; // the batch row the difference belongs to, when one does
   bool rejected = false;           // the oracle called the case invalid: never a shrink result
   bool backend_error = false;      // the backend threw (or crashed)
+  bool device_lost = false;        // it threw model::DeviceFault: no more runs in this process
   Signature signature;             // when it failed; classification from this run alone
   std::vector<std::string> pairs;  // every differing (row, state) and array entry (a mismatch)
   std::int64_t copies = 0;         // the oracle's decisions, when the backend returned
@@ -115,6 +119,8 @@ struct KernelCampaignReport {
   double seconds = 0.0;
   double seconds_to_failure = 0.0; // until the first failing case was found (no shrinking)
   std::vector<KernelFinding> findings; // in the order their first cases came
+  std::string stopped; // why the campaign stopped before its cases or budget ran out, if it did
+  std::string backend_replaced; // why later cases ran on a replacement backend, if they did
 
   // The first finding not skipped, or null.
   const KernelFinding* first_failing() const;
