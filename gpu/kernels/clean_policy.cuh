@@ -40,8 +40,8 @@ struct Clean {
     return decide(a);
   }
   // postprocess_align: the row's decider writes its reset of a, copying or not, before it
-  // publishes the row's plan; no other program reads a in this launch, so the reset can race
-  // with no decision.
+  // publishes the row's plan; no other program reads a in this launch, so no decision can
+  // race with the reset.
   static MC_HD_INLINE bool decider_writes_reset(bool /*copies*/) { return true; }
   // A copy program copies its units of a row as the decider planned them, deciding nothing
   // again (kind K; `owns_first_unit`: its share holds the row's unit 0, the first
