@@ -17,6 +17,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace mc::cli {
@@ -29,11 +30,17 @@ struct ExportOptions {
   std::uint64_t seed = 1;
   std::vector<std::string> kinds;
   int max_size = 100;
+  std::string focus = "default";
   std::string out;
 };
 
 fuzz::GenOptions gen_options(const ExportOptions& options) {
-  fuzz::GenOptions gen = fuzz::GenOptions::host_default();
+  const std::optional<fuzz::GenOptions> preset = fuzz::gen_options_named(options.focus);
+  if (!preset)
+    model::fail_input("--focus: expected {}, got '{}'", fuzz::kGenFocusNames, options.focus);
+  fuzz::GenOptions gen = *preset;
+  if (options.kinds.empty()) return gen;
+  gen.kinds.clear(); // --kinds replaces the preset's mix
   for (const std::string& k : options.kinds)
     gen.kinds.push_back(model::parse_launch_kind(k));
   return gen;
@@ -80,6 +87,8 @@ void add_export_command(CLI::App& app, Action& action) {
     kinds_help += fmt::format(" {}", info.name);
   cmd->add_option("--kinds", options->kinds, kinds_help)->delimiter(',');
   cmd->add_option("--max-size", options->max_size, "Largest generator size, 0..100 (default 100)");
+  cmd->add_option("--focus", options->focus,
+                  fmt::format("Generator preset: {} (default: default)", fuzz::kGenFocusNames));
   cmd->add_option("--out", options->out, "Output directory")->required();
   cmd->callback([options, &action] { action = [options] { return run_export(*options); }; });
 }

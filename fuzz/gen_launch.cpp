@@ -107,13 +107,18 @@ LaunchSpec build_spec(const GenOptions& options, int size) {
                             : options.kinds;
   spec.kind = kinds[static_cast<std::size_t>(pick_int(0, static_cast<I32>(kinds.size()) - 1))];
   spec.config = detail::pick_cache_config(spec.size_class, size, spec.kind);
+  if (spec.config.num_spec_tokens < options.num_spec_min) {
+    spec.config.num_spec_tokens = options.num_spec_min;
+    spec.config.num_spec_blocks = options.num_spec_min; // align mode
+  }
   std::vector<model::GroupSpec> groups =
       detail::pick_groups(spec.size_class, size, spec.config, options);
   spec.num_reqs = pick_num_reqs(spec.size_class, size, options);
   const detail::RowContext ctx{.block_size = spec.config.mamba_block_size,
                                .num_spec = spec.config.num_spec_tokens,
                                .cols_max = pick_cols_max(spec.size_class, size),
-                               .ds_conv = has_ds_conv(spec.config, groups)};
+                               .ds_conv = has_ds_conv(spec.config, groups),
+                               .save_weights = options.save_rows};
   const std::vector<detail::RowShape> shapes = detail::pick_requests(spec, ctx);
 
   I32 max_col = 0;
@@ -121,8 +126,8 @@ LaunchSpec build_spec(const GenOptions& options, int size) {
     max_col = std::max(max_col, s.max_col());
   const I32 width = max_col + 1 + pick_int(0, 2);
   const I32 stride = width + (pick_bool(30) ? pick_int(1, 7) : 0);
-  detail::VirtualTables tables =
-      detail::pick_virtual_tables(shapes, static_cast<I32>(groups.size()), width, stride);
+  detail::VirtualTables tables = detail::pick_virtual_tables(
+      shapes, static_cast<I32>(groups.size()), width, stride, options.tables);
 
   const std::int64_t needed =
       1 + *std::max_element(tables.num_virtual.begin(), tables.num_virtual.end());
@@ -177,6 +182,38 @@ GenOptions GenOptions::big_offsets() {
   GenOptions o;
   o.weights = {.tiny = 0, .small = 0, .wide_states = 0, .grid = 0, .big_offset = 1};
   return o;
+}
+
+GenOptions GenOptions::races() {
+  using model::LaunchKind;
+  GenOptions o;
+  o.kinds = {
+      LaunchKind::postprocess_align, LaunchKind::postprocess_align, LaunchKind::postprocess_align,
+      LaunchKind::postprocess_align, LaunchKind::precopy,           LaunchKind::precopy,
+      LaunchKind::postprocess,       LaunchKind::batch_copy,        LaunchKind::preprocess_align};
+  o.weights = {.tiny = 0, .small = 0, .wide_states = 0, .grid = 1, .big_offset = 0};
+  o.save_rows = {.no_copy = 0, .copy = 25, .same_column = 15, .same_column_shift = 60};
+  o.tables = {.plain = 10,
+              .alias_conv = 25,
+              .alias_temporal = 15,
+              .null_read = 5,
+              .shared_read = 25,
+              .prefix_dup = 20};
+  o.num_spec_min = 1; // a same-column shift needs a >= 2
+  o.grid_layers_min = 64;
+  o.grid_layers_max = 128;
+  o.grid_reqs_min = 256;
+  o.grid_reqs_max = 512;
+  o.arena_bytes_max = std::int64_t{128} << 20; // fast reruns: a few per second on one GPU
+  return o;
+}
+
+std::optional<GenOptions> gen_options_named(std::string_view focus) {
+  if (focus == "default") return GenOptions::host_default();
+  if (focus == "gpu-grid") return GenOptions::gpu_grid();
+  if (focus == "big-offsets") return GenOptions::big_offsets();
+  if (focus == "races") return GenOptions::races();
+  return std::nullopt;
 }
 
 rc::Gen<LaunchSpec> gen_launch_spec(const GenOptions& options) {

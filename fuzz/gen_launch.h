@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,9 +71,35 @@ struct ClassWeights {
   int big_offset = 3;
 };
 
+// Relative weights of what a postprocess row decides (gen_rows.h): the counters are derived
+// from the outcome drawn.
+struct SaveRowWeights {
+  int no_copy = 30;     // the accepted tokens stay inside the running block
+  int copy = 45;        // a copy src_col -> dst_col
+  int same_column = 25; // src == dst: the reset of num_accepted, a same-block shift if bias > 0
+  // src == dst with bias >= 1 (a >= 2, where the config has drafts): the reset and a
+  // same-block shift in one row, the row whose programs race on num_accepted in the seed.
+  int same_column_shift = 0;
+};
+
+// Relative weights of the variant each (group, row) of a block table gets (gen_tables.h).
+struct TableVariantWeights {
+  int plain = 45;
+  int alias_conv = 15;     // dst aliases the conv source block (a same-block shift)
+  int alias_temporal = 10; // dst aliases the temporal source block
+  int null_read = 10;      // the source is the null block
+  int shared_read = 10;    // the source is a prefix block shared read-only with other rows
+  int prefix_dup = 10;     // a shared prefix block before the row's own, a column repeated
+};
+
 struct GenOptions {
-  std::vector<model::LaunchKind> kinds; // empty: all five kinds
+  // Empty: all five kinds. Drawn uniformly from the list, so a kind listed twice is drawn
+  // twice as often.
+  std::vector<model::LaunchKind> kinds;
   ClassWeights weights;
+  SaveRowWeights save_rows;
+  TableVariantWeights tables;
+  std::int32_t num_spec_min = 0;    // draft tokens per request at least (a drawn count is raised)
   std::int32_t grid_layers_min = 8; // grid: total layers over all groups
   std::int32_t grid_layers_max = 64;
   std::int32_t grid_reqs_min = 32; // grid: batch rows
@@ -89,7 +116,17 @@ struct GenOptions {
   static GenOptions gpu_grid();
   // Every case a big_offset case (arena > 4 GiB, block offsets past 2^32).
   static GenOptions big_offsets();
+  // Race hunting on the GPU: production-size grids whose every request is copied by many
+  // programs (>= 64 layers x >= 2 states, 256..512 requests, every postprocess row crossing
+  // a block, most of them a same-column reset with a same-block shift), tables rich in
+  // aliased and shared blocks, postprocess_align drawn most often.
+  static GenOptions races();
 };
+
+// The preset named `focus` ("default", "gpu-grid", "big-offsets", "races"), for command
+// lines; nullopt for any other name.
+std::optional<GenOptions> gen_options_named(std::string_view focus);
+inline constexpr std::string_view kGenFocusNames = "default, gpu-grid, big-offsets or races";
 
 // RapidCheck generator of valid specs; sizes scale with the size parameter.
 rc::Gen<LaunchSpec> gen_launch_spec(const GenOptions& options);

@@ -62,8 +62,13 @@ struct SaveRow {
 SaveRow pick_save_row(const RowContext& ctx) {
   const I32 B = ctx.block_size;
   const I32 ns = ctx.num_spec;
-  const I32 a = pick_accepted(ns);
-  const int outcome = pick_weighted({30, 45, 25}); // no copy, copy, same column
+  I32 a = pick_accepted(ns);
+  const SaveRowWeights& w = ctx.save_weights;
+  // no copy, copy, same column, same column with a shift
+  const int outcome = pick_weighted({w.no_copy, w.copy, w.same_column, w.same_column_shift});
+  // A shift needs bias >= 1, so a >= 2: drafts, and a block of 2 tokens or a column k >= 2.
+  const bool shift = outcome == 3 && ns >= 1;
+  if (shift && a < 2) a = 2 + pick_int(0, ns - 1);
   if (outcome == 0 && B >= a + 1) {
     // running mod B in [1, B - a]: the accepted tokens stay inside the running block.
     const I32 q = pick_int(0, ctx.cols_max - 1);
@@ -73,12 +78,12 @@ SaveRow pick_save_row(const RowContext& ctx) {
     return {a, running, state_idx, window_shape(state_idx, ns)};
   }
   // aligned = k * B >= running = k * B - bias needs bias in [max(0, a - B), a - 1].
-  const I32 bias_lo = std::max(0, a - B);
+  const I32 bias_lo = std::max(shift ? 1 : 0, a - B);
   const I32 k_min = std::max<I32>(1, cdiv32(bias_lo + 1, B));
   const I32 k = pick_int(k_min, std::max(k_min, ctx.cols_max));
   const I32 bias = pick_int(bias_lo, std::min<I32>(a - 1, k * B - 1));
   const I32 dst = k - 1;
-  const I32 src = outcome == 2 ? dst : pick_source(dst, ns);
+  const I32 src = outcome >= 2 ? dst : pick_source(dst, ns);
   MC_ASSERT(k * B - bias >= 1);
   if (src == dst && bias == 0) return {a, k * B, src, window_shape(dst, ns)}; // reset only
   return {a, k * B - bias, src, copy_shape(src, dst, bias, ns)};

@@ -34,6 +34,7 @@ struct RowContext {
   std::int32_t num_spec = 0;
   std::int32_t cols_max = 1; // destination columns are drawn from [0, cols_max)
   bool ds_conv = false;      // DS layout with a conv tensor: batch_copy bias > 0 is unsupported
+  SaveRowWeights save_weights;
 };
 
 // Sets spec.num_slots and spec.requests for spec.kind; one RowShape per batch row.

@@ -117,7 +117,9 @@ std::vector<I32> sample_distinct(I32 count, std::int64_t num_blocks, std::uint64
 } // namespace
 
 VirtualTables pick_virtual_tables(const std::vector<RowShape>& shapes, std::int32_t num_groups,
-                                  std::int32_t row_width, std::int32_t row_stride) {
+                                  std::int32_t row_width, std::int32_t row_stride,
+                                  const TableVariantWeights& weights) {
+  const TableVariantWeights& w = weights;
   const auto num_rows = static_cast<I32>(shapes.size());
   VirtualTables out;
   for (I32 g = 0; g < num_groups; ++g) {
@@ -134,7 +136,9 @@ VirtualTables pick_virtual_tables(const std::vector<RowShape>& shapes, std::int3
         build_unmapped_row(rb);
       } else {
         lay_out_row(rb, cols);
-        apply_variant(rb, shape, cols, pick_weighted({45, 15, 10, 10, 10, 10}));
+        apply_variant(rb, shape, cols,
+                      pick_weighted({w.plain, w.alias_conv, w.alias_temporal, w.null_read,
+                                     w.shared_read, w.prefix_dup}));
       }
       next_id = rb.next_id;
     }

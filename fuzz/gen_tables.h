@@ -27,7 +27,8 @@ struct VirtualTables {
 };
 
 VirtualTables pick_virtual_tables(const std::vector<RowShape>& shapes, std::int32_t num_groups,
-                                  std::int32_t row_width, std::int32_t row_stride);
+                                  std::int32_t row_width, std::int32_t row_stride,
+                                  const TableVariantWeights& weights);
 
 // Maps the virtual ids of every group to distinct physical ids in [1, num_blocks).
 void map_to_physical(VirtualTables& tables, std::int64_t num_blocks, BlockIdPolicy policy,

@@ -6,8 +6,8 @@
 namespace mc::gpu {
 namespace {
 
-#define MC_KERNEL_MUTANT_INFO(name, bug_class, description)                                        \
-  MutantInfo{#name, MutantLevel::kernel, bug_class, description},
+#define MC_KERNEL_MUTANT_INFO(name, bug_class, schedule, description)                              \
+  MutantInfo{#name, MutantLevel::kernel, bug_class, description, MutantSchedule::schedule},
 #define MC_RUNNER_MUTANT_INFO(name, bug_class, description)                                        \
   MutantInfo{#name, MutantLevel::runner, bug_class, description},
 // Entry i describes Mutant(i + 1), entry kKernelCount + i RunnerMutant(i + 1): each list's
@@ -17,7 +17,7 @@ constexpr std::array kCatalogue{MC_KERNEL_MUTANTS(MC_KERNEL_MUTANT_INFO)
 #undef MC_KERNEL_MUTANT_INFO
 #undef MC_RUNNER_MUTANT_INFO
 
-#define MC_COUNT_ONE(name, bug_class, description) +1
+#define MC_COUNT_ONE(name, bug_class, schedule, description) +1
 constexpr std::size_t kKernelCount = 0 MC_KERNEL_MUTANTS(MC_COUNT_ONE);
 #undef MC_COUNT_ONE
 
@@ -43,6 +43,10 @@ const MutantInfo* find_mutant(std::string_view name) {
 
 std::string_view to_string(MutantLevel level) {
   return level == MutantLevel::kernel ? "kernel" : "runner";
+}
+
+std::string_view to_string(MutantSchedule schedule) {
+  return schedule == MutantSchedule::racy ? "racy" : "deterministic";
 }
 
 std::span<const MutantInfo> kernel_mutants() {

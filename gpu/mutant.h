@@ -25,69 +25,80 @@
 
 namespace mc::gpu {
 
-// X(name, bug class of REFERENCE.md 5 ('A'..'H', 'X' = one of ours), what it breaks), in the
-// order of the catalogue; a number in a description is the vLLM bug it re-creates.
+// X(name, bug class of REFERENCE.md 5 ('A'..'H', 'X' = one of ours), schedule, what it
+// breaks), in the order of the catalogue; a number in a description is the vLLM bug it
+// re-creates. The schedule says whether a launch that shows the bug shows it every time
+// (`deterministic`) or only under some interleavings of the CTAs on cuda (`racy`;
+// MutantSchedule).
 #define MC_KERNEL_MUTANTS(X)                                                                       \
-  X(precopy_guard_by_address, 'D',                                                                 \
+  X(precopy_guard_by_address, 'D', deterministic,                                                  \
     "precopy skips a row when the source and destination BLOCKS are equal (physical "              \
     "addresses compared instead of logical columns), losing aliased same-block shifts")            \
-  X(same_block_copy_skipped, 'D',                                                                  \
+  X(same_block_copy_skipped, 'D', deterministic,                                                   \
     "a copy whose source and destination block are the same is recorded but not done, so a "       \
     "same-block conv shift never happens")                                                         \
-  X(overlap_copied_backwards, 'D',                                                                 \
+  X(overlap_copied_backwards, 'D', deterministic,                                                  \
     "an overlapping (same-block) flat copy runs from the last byte down: not memmove-safe "        \
     "for the left shift of a conv window (#50729)")                                                \
-  X(ds_shift_backwards, 'D',                                                                       \
+  X(ds_shift_backwards, 'D', deterministic,                                                        \
     "a same-block DS row shift walks the elements from the end: not memmove-safe")                 \
-  X(vector_tail_dropped, 'D',                                                                      \
+  X(vector_tail_dropped, 'D', deterministic,                                                       \
     "the 16-byte vector path stops at the last 16-byte boundary: the tail bytes of a copy "        \
     "are lost")                                                                                    \
-  X(vector_head_dropped, 'D',                                                                      \
+  X(vector_head_dropped, 'D', deterministic,                                                       \
     "the 16-byte vector path starts at the first 16-byte boundary: the head bytes before it "      \
     "are lost")                                                                                    \
-  X(null_block_skipped, 'D',                                                                       \
+  X(null_block_skipped, 'D', deterministic,                                                        \
     "null block (0) confused with the pad (-1): a copy reading block 0 is skipped (#50021)")       \
-  X(block_offset_32bit, 'B',                                                                       \
+  X(block_offset_32bit, 'B', deterministic,                                                        \
     "block_id x block stride kept in 32 bits: offsets past 4 GiB wrap (#35275)")                   \
-  X(temporal_ignores_bias_column, 'F',                                                             \
+  X(temporal_ignores_bias_column, 'F', deterministic,                                              \
     "the temporal source is bt(src) like conv, not bt(src + bias): the bias column is "            \
     "ignored (#42406)")                                                                            \
-  X(conv_source_at_bias_column, 'F',                                                               \
+  X(conv_source_at_bias_column, 'F', deterministic,                                                \
     "the conv source is the block at column src + bias like temporal, read from its start "        \
     "(#42406)")                                                                                    \
-  X(sd_bias_in_elements, 'B',                                                                      \
+  X(sd_bias_in_elements, 'B', deterministic,                                                       \
     "the SD conv source offset is bias x element size instead of bias token rows")                 \
-  X(ds_tail_ignores_bias, 'E',                                                                     \
+  X(ds_tail_ignores_bias, 'E', deterministic,                                                      \
     "each DS dim row is copied from its start, not from its bias (the per-row tail ignores "       \
     "the bias, #38897)")                                                                           \
-  X(only_group0_copied, 'X',                                                                       \
+  X(only_group0_copied, 'X', deterministic,                                                        \
     "only the tensors of mamba group 0 are copied (the loop over groups stops after the "          \
     "first); every copy is still recorded")                                                        \
-  X(conv_one_row_short, 'X', "a conv copy moves one token of the window less than w - bias")       \
-  X(only_first_tensor_copied, 'X',                                                                 \
+  X(conv_one_row_short, 'X', deterministic,                                                        \
+    "a conv copy moves one token of the window less than w - bias")                                \
+  X(only_first_tensor_copied, 'X', deterministic,                                                  \
     "only the first (group, layer, state) tensor of a copying request is copied (all are "         \
     "recorded)")                                                                                   \
-  X(decide_reads_reset_accepted, 'D',                                                              \
+  X(decide_reads_reset_accepted, 'D', deterministic,                                               \
     "postprocess_align decides a copy from a after its reset to 1 (no launch-time snapshot of "    \
     "num_accepted)")                                                                               \
-  X(reset_not_written, 'X',                                                                        \
+  X(reset_races_other_programs, 'D', racy,                                                         \
+    "postprocess_align resets a in place from the CTA copying a row's first tensor, right "        \
+    "after it decides, while the row's other CTAs decide from a with no snapshot: one that "       \
+    "reads after the write skips its copies (cuda: some schedules, big grids; host: every "        \
+    "row whose copy spans two programs)")                                                          \
+  X(reset_not_written, 'X', deterministic,                                                         \
     "the reset of a to 1 when source and destination columns are equal is not written")            \
-  X(reset_on_every_copy, 'X',                                                                      \
+  X(reset_on_every_copy, 'X', deterministic,                                                       \
     "a is reset to 1 after every post-step copy, not only when the columns are equal")             \
-  X(same_column_copied, 'X',                                                                       \
+  X(same_column_copied, 'X', deterministic,                                                        \
     "a save whose source and destination column are equal with bias 0 still copies (and "          \
     "records) the state onto itself")                                                              \
-  X(precopy_ignores_token_bias, 'F', "precopy copies with bias 0 instead of its token_bias")       \
-  X(preprocess_curr_floor, 'A',                                                                    \
+  X(precopy_ignores_token_bias, 'F', deterministic,                                                \
+    "precopy copies with bias 0 instead of its token_bias")                                        \
+  X(preprocess_curr_floor, 'A', deterministic,                                                     \
     "preprocess_align takes the new column as floor((c + q) / B) - 1 instead of cdiv - 1")         \
-  X(preprocess_bias_is_accepted, 'F',                                                              \
+  X(preprocess_bias_is_accepted, 'F', deterministic,                                               \
     "preprocess_align sets token_bias to a instead of max(a - 1, 0)")                              \
-  X(preprocess_reset_when_fresh, 'A',                                                              \
+  X(preprocess_reset_when_fresh, 'A', deterministic,                                               \
     "preprocess_align resets a to 1 also for a request that had no column (old < 0)")              \
-  X(preprocess_src_after_update, 'D',                                                              \
+  X(preprocess_src_after_update, 'D', deterministic,                                               \
     "preprocess_align reads the old column after writing the new one: src_col is the new "         \
     "column, so the precopy never runs")                                                           \
-  X(batch_copy_drops_last, 'X', "the batched flat copy (V1 plan) never copies its last entry")
+  X(batch_copy_drops_last, 'X', deterministic,                                                     \
+    "the batched flat copy (V1 plan) never copies its last entry")
 
 #define MC_RUNNER_MUTANTS(X)                                                                       \
   X(skip_cleanup_of_resumed, 'A',                                                                  \
@@ -133,7 +144,7 @@ namespace mc::gpu {
 
 enum class Mutant : std::uint8_t {
   none, // the implementation under test, as specified in model/LAUNCH_KINDS.md
-#define MC_MUTANT_ENUMERATOR(name, bug_class, description) name,
+#define MC_MUTANT_ENUMERATOR(name, bug_class, schedule, description) name,
   MC_KERNEL_MUTANTS(MC_MUTANT_ENUMERATOR)
 #undef MC_MUTANT_ENUMERATOR
 };
@@ -142,13 +153,23 @@ enum class Mutant : std::uint8_t {
 // bookkeeping (killed by the engine-level fuzz).
 enum class MutantLevel : std::uint8_t { kernel, runner };
 
+// Whether a launch that can show a mutant's bug shows it on every run. `racy`: the bug is a
+// data race between the CTAs of one launch, so on cuda the same case fails under some
+// schedules and holds under others (more often on big grids); the host backend runs the
+// programs one after another in grid order, one fixed schedule, so there it fails on every
+// run or on none. Tools use it to expect a nondeterministic classification, and a survivor
+// on cuda is no verdict on the fuzzer. Runner mutants are all deterministic.
+enum class MutantSchedule : std::uint8_t { deterministic, racy };
+
 // One entry of the catalogue: the name users pass to --mutant, its level, the bug class of
-// REFERENCE.md 5 it is modelled on ('A'..'H', or 'X' for one of our own), and what it breaks.
+// REFERENCE.md 5 it is modelled on ('A'..'H', or 'X' for one of our own), what it breaks, and
+// whether it is racy.
 struct MutantInfo {
   std::string_view name;
   MutantLevel level = MutantLevel::kernel;
   char bug_class = 'X';
   std::string_view description;
+  MutantSchedule schedule = MutantSchedule::deterministic;
 };
 
 // Every mutant: the kernel mutants in Mutant order, then the runner mutants in RunnerMutant
@@ -156,6 +177,7 @@ struct MutantInfo {
 std::span<const MutantInfo> mutant_catalogue();
 const MutantInfo* find_mutant(std::string_view name); // null when no mutant has that name
 std::string_view to_string(MutantLevel level);        // "kernel" or "runner"
+std::string_view to_string(MutantSchedule schedule);  // "deterministic" or "racy"
 
 // The kernel part of the catalogue (entry i describes Mutant(i + 1)).
 std::span<const MutantInfo> kernel_mutants();
@@ -168,7 +190,7 @@ template <Mutant M> using MutantTag = std::integral_constant<Mutant, M>;
 // switch from a selected mutant to its instantiation (host code; nvcc host code too).
 template <class F> decltype(auto) visit_mutant(Mutant mutant, F&& f) {
   switch (mutant) {
-#define MC_MUTANT_CASE(name, bug_class, description)                                               \
+#define MC_MUTANT_CASE(name, bug_class, schedule, description)                                     \
   case Mutant::name:                                                                               \
     return f(MutantTag<Mutant::name>{});
     MC_KERNEL_MUTANTS(MC_MUTANT_CASE)

@@ -17,7 +17,8 @@ MutantOutcome outcome_of(const gpu::MutantInfo& info, std::string level) {
   return MutantOutcome{.name = std::string(info.name),
                        .level = std::move(level),
                        .bug_class = info.bug_class,
-                       .description = std::string(info.description)};
+                       .description = std::string(info.description),
+                       .racy = info.schedule == gpu::MutantSchedule::racy};
 }
 
 } // namespace
@@ -79,6 +80,7 @@ MutantJob kernel_mutant_job(const gpu::MutantInfo& info) {
       .level = "kernel",
       .bug_class = info.bug_class,
       .description = std::string(info.description),
+      .racy = info.schedule == gpu::MutantSchedule::racy,
       .run = [m = *mutant](const MutantRunOptions& o) { return run_kernel_mutant(o, m); }};
 }
 
@@ -94,13 +96,17 @@ std::vector<MutantJob> select_jobs(std::vector<MutantJob> jobs,
   if (names.empty()) return jobs;
   std::vector<MutantJob> kept;
   for (const std::string& name : names) {
-    const auto it = std::find_if(jobs.begin(), jobs.end(),
-                                 [&](const MutantJob& j) { return j.name == name; });
+    const auto it =
+        std::find_if(jobs.begin(), jobs.end(), [&](const MutantJob& j) { return j.name == name; });
     if (it == jobs.end())
       model::fail_input("--only: no mutant named '{}' at the selected level(s)", name);
     kept.push_back(*it);
   }
   return kept;
+}
+
+bool survival_expected(const MutantOutcome& o, std::string_view backend_name) {
+  return o.racy && backend_name != "host";
 }
 
 double median_seconds_to_kill(const std::vector<MutantOutcome>& outcomes) {
@@ -117,10 +123,11 @@ std::string format_table(const std::vector<MutantOutcome>& outcomes) {
   std::size_t width = 6;
   for (const MutantOutcome& o : outcomes)
     width = std::max(width, o.name.size());
-  std::string out = fmt::format("{:<{}}  {:<6}  {:<5}  {:<8}  {:>9}  {:>7}  {:>17}\n", "mutant",
-                                width, "level", "class", "result", "to kill", "cases",
-                                "shrunk (st/rq/cp)");
+  std::string out =
+      fmt::format("{:<{}}  {:<6}  {:<5}  {:<8}  {:>9}  {:>7}  {:>17}\n", "mutant", width, "level",
+                  "class", "result", "to kill", "cases", "shrunk (st/rq/cp)");
   std::int64_t killed = 0;
+  std::int64_t racy_survivors = 0;
   for (const MutantOutcome& o : outcomes) {
     killed += o.killed ? 1 : 0;
     const std::string to_kill = o.killed ? fmt::format("{:.3f} s", o.seconds_to_kill) : "-";
@@ -128,12 +135,16 @@ std::string format_table(const std::vector<MutantOutcome>& outcomes) {
         o.killed ? fmt::format("{}/{}/{}", o.cx_steps, o.cx_requests,
                                o.cx_copies < 0 ? std::string("-") : std::to_string(o.cx_copies))
                  : "-";
+    const std::string_view result = o.killed ? "killed" : o.racy ? "survived*" : "SURVIVED";
+    racy_survivors += !o.killed && o.racy ? 1 : 0;
     out += fmt::format("{:<{}}  {:<6}  {:<5}  {:<8}  {:>9}  {:>7}  {:>17}\n", o.name, width,
-                       o.level, o.bug_class, o.killed ? "killed" : "SURVIVED", to_kill, o.cases,
-                       size);
+                       o.level, o.bug_class, result, to_kill, o.cases, size);
   }
   out += fmt::format("{} of {} killed; median time to kill {:.3f} s\n", killed, outcomes.size(),
                      median_seconds_to_kill(outcomes));
+  if (racy_survivors > 0)
+    out += "* racy mutant: whether a launch shows its race depends on how the CTAs are "
+           "scheduled (gpu/mutant.h, MutantSchedule)\n";
   return out;
 }
 
@@ -147,15 +158,13 @@ nlohmann::ordered_json to_json(const MutantRunOptions& options,
                                 {"level", o.level},
                                 {"bug_class", std::string(1, o.bug_class)},
                                 {"description", o.description},
+                                {"schedule", o.racy ? "racy" : "deterministic"},
                                 {"killed", o.killed}};
     if (o.killed) {
       j["cases_until_killed"] = o.cases;
-      j["counterexample"] = {{"steps", o.cx_steps},
-                             {"requests", o.cx_requests},
-                             {"copies", o.cx_copies},
-                             {"failure", o.failure},
-                             {"path", o.counterexample},
-                             {"reproduce", o.reproduce}};
+      j["counterexample"] = {{"steps", o.cx_steps},      {"requests", o.cx_requests},
+                             {"copies", o.cx_copies},    {"failure", o.failure},
+                             {"path", o.counterexample}, {"reproduce", o.reproduce}};
     }
     if (with_timings) {
       j["seconds_to_kill"] = o.seconds_to_kill;
@@ -163,15 +172,14 @@ nlohmann::ordered_json to_json(const MutantRunOptions& options,
     }
     list.push_back(std::move(j));
   }
-  nlohmann::ordered_json j = {{"backend", options.backend_name},
-                              {"seed", options.seed},
-                              {"max_size", options.max_size},
-                              {"mutants", outcomes.size()},
-                              {"killed", killed},
-                              {"result", killed == static_cast<std::int64_t>(outcomes.size())
-                                             ? "all killed"
-                                             : "survivors"},
-                              {"outcomes", std::move(list)}};
+  nlohmann::ordered_json j = {
+      {"backend", options.backend_name},
+      {"seed", options.seed},
+      {"max_size", options.max_size},
+      {"mutants", outcomes.size()},
+      {"killed", killed},
+      {"result", killed == static_cast<std::int64_t>(outcomes.size()) ? "all killed" : "survivors"},
+      {"outcomes", std::move(list)}};
   if (with_timings) j["median_seconds_to_kill"] = median_seconds_to_kill(outcomes);
   return j;
 }

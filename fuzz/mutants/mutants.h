@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mc::fuzz {
@@ -33,15 +34,15 @@ using MutantLaunchRunner =
 
 struct MutantRunOptions {
   std::uint64_t seed = 1;
-  double seconds_max = 10.0;    // per mutant: survived when nothing is found by then
-  std::int64_t cases_max = 0;   // per mutant, 0: no limit but the time
-  int max_size = 100;           // kernel level: generator sizes cycle over 0..max_size
+  double seconds_max = 10.0;  // per mutant: survived when nothing is found by then
+  std::int64_t cases_max = 0; // per mutant, 0: no limit but the time
+  int max_size = 100;         // kernel level: generator sizes cycle over 0..max_size
   // Kernel level: the campaign's generator, with big-offset arenas drawn more often than in
   // a plain campaign (class B mutants only show past 4 GiB; the default 3 of 100 leaves them
   // to chance within a budget of seconds).
   GenOptions gen = mutant_gen_options();
-  std::string backend_name;     // for reports and reproduce commands
-  MutantLaunchRunner backend;   // kernel level
+  std::string backend_name;                         // for reports and reproduce commands
+  MutantLaunchRunner backend;                       // kernel level
   std::filesystem::path out_dir = "mc-out/mutants"; // counterexamples under out_dir/NAME/
   ShrinkLimits shrink{.candidates_max = 2000, .seconds_max = 20.0};
 };
@@ -52,6 +53,7 @@ struct MutantOutcome {
   std::string level; // "kernel" or "engine"
   char bug_class = 'X';
   std::string description;
+  bool racy = false; // gpu::MutantSchedule::racy: the bug shows only under some schedules
   bool killed = false;
   double seconds_to_kill = 0.0; // until the first failing case (shrinking not counted)
   double seconds = 0.0;         // the whole run, shrinking included
@@ -62,7 +64,7 @@ struct MutantOutcome {
   std::int64_t cx_steps = 0;
   std::int64_t cx_requests = 0;
   std::int64_t cx_copies = 0;
-  std::string failure;     // the first difference of the shrunk counterexample
+  std::string failure;        // the first difference of the shrunk counterexample
   std::string counterexample; // its file or directory
   std::string reproduce;      // the command that reruns it
 };
@@ -73,6 +75,7 @@ struct MutantJob {
   std::string level;
   char bug_class = 'X';
   std::string description;
+  bool racy = false;
   std::function<MutantOutcome(const MutantRunOptions&)> run;
 };
 
@@ -89,6 +92,12 @@ std::vector<MutantJob> kernel_mutant_jobs();
 // Keeps the jobs named in `names` (all when empty); InputError naming an unknown name.
 std::vector<MutantJob> select_jobs(std::vector<MutantJob> jobs,
                                    const std::vector<std::string>& names);
+
+// Whether `o` surviving says nothing about the fuzzer: a racy mutant on any backend but host
+// (cuda runs the CTAs of a launch concurrently, so a case that can show the race may hold on
+// every run the budget allows; host runs one fixed schedule, where it must be killed like
+// any other).
+bool survival_expected(const MutantOutcome& o, std::string_view backend_name);
 
 // The table: one line per mutant, then killed count and median time to kill.
 std::string format_table(const std::vector<MutantOutcome>& outcomes);

@@ -39,6 +39,18 @@ struct Clean {
   static MC_HD_INLINE RowDecision save_with_launch_accepted(std::int64_t a, Decide decide) {
     return decide(a);
   }
+  // postprocess_align: the row's decider writes its reset of a, copying or not, before it
+  // publishes the row's plan; no other program reads a in this launch, so no decision can
+  // race with the reset.
+  static MC_HD_INLINE bool decider_writes_reset(bool /*copies*/) { return true; }
+  // A copy program copies its units of a row as the decider planned them, deciding nothing
+  // again (kind K; `owns_first_unit`: its share holds the row's unit 0, the first
+  // (group, layer, state) tensor; `team` the program's threads).
+  template <KernelKind K, class Team>
+  static MC_HD_INLINE bool program_copies_row(const FusedParams& /*p*/, std::int32_t /*b*/,
+                                              bool /*owns_first_unit*/, Team /*team*/) {
+    return true;
+  }
   // A precopy row copies when it has a source column and it is not its destination (columns
   // compared, never physical blocks).
   static MC_HD_INLINE bool precopy_copies(const FusedParams& /*p*/, std::int32_t /*b*/,

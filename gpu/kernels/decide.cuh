@@ -137,7 +137,7 @@ MC_HD_INLINE void write_row_outputs(const FusedParams& p, std::int32_t b, const 
   if constexpr (K == KernelKind::postprocess) {
     if (d.reset) p.requests.num_accepted_out[d.slot] = 1;
   } else if constexpr (K == KernelKind::postprocess_align) {
-    if (d.reset) p.requests.num_accepted[d.slot] = 1;
+    if (d.reset && Policy::decider_writes_reset(d.copy)) p.requests.num_accepted[d.slot] = 1;
   } else if constexpr (K == KernelKind::preprocess_align) {
     preprocess_align_row<Policy>(p, b, d.slot);
   }

@@ -183,7 +183,7 @@ MC_HD_INLINE GroupBlocks load_group_blocks(const FusedParams& p, std::int32_t b,
 // once per group, not once per unit (on an H200 this took 64 KiB-per-block copies from 0.84 to
 // 0.87 of memcpy and nemotron-h-8b from 0.84 to 0.88, over the strided order before; on an
 // H100 a unit-major order, strided over CTAs, gave 0.87 against 0.95 for nemotron-h-8b x 64).
-template <bool kRecord, class Policy, class Team>
+template <KernelKind K, bool kRecord, class Policy, class Team>
 MC_HD void copy_units(const FusedParams& p, int program, int num_programs, Team team,
                       const FusedShared& sh) {
   const std::int64_t total = sh.prefix[p.num_segments] * p.num_units;
@@ -192,6 +192,7 @@ MC_HD void copy_units(const FusedParams& p, int program, int num_programs, Team 
   const std::int64_t end = min64(total, begin + share);
   std::int64_t row_k = -1;
   std::int32_t blocks_group = -1;
+  bool copies_row = true;
   RowCopy row;
   GroupBlocks blocks;
   for (std::int64_t item = begin; item < end; ++item) {
@@ -200,7 +201,10 @@ MC_HD void copy_units(const FusedParams& p, int program, int num_programs, Team 
       row = load_row_copy(p, sh, k);
       row_k = k;
       blocks_group = -1;
+      copies_row =
+          Policy::template program_copies_row<K>(p, row.batch_row, item == k * p.num_units, team);
     }
+    if (!copies_row) continue;
     const UnitRef unit = p.units[item - k * p.num_units];
     const TensorDesc t = p.tensors[unit.tensor];
     if (t.group != blocks_group) {
@@ -219,7 +223,7 @@ MC_HD void fused_program(const FusedParams& p, int program, int num_programs, Te
   if (program < p.num_segments) decide_segment<K, kRecord, Policy>(p, program, team, sh, first);
   if constexpr (K != KernelKind::preprocess_align) {
     gather_segments(p, team, sh);
-    copy_units<kRecord, Policy>(p, program, num_programs, team, sh);
+    copy_units<K, kRecord, Policy>(p, program, num_programs, team, sh);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "gpu/hd.h"
 #include "gpu/kernels/byte_copy.cuh"
 #include "gpu/kernels/clean_policy.cuh"
+#include "gpu/kernels/decide.cuh"
 #include "gpu/kernels/ds_copy.cuh"
 #include "gpu/kernels/memory_ops.cuh"
 #include "gpu/mutant.h"
@@ -44,6 +45,32 @@ struct decide_reads_reset_accepted : Clean {
     RowDecision late = decide(1);
     late.reset = true;
     return late;
+  }
+};
+
+// The seed's race, in the fused kernel: a copying row's reset is not the decider's but the
+// program's that copies the row's first tensor, written as soon as that program has decided;
+// every program deciding the row again reads a live, with no snapshot. A program whose share
+// starts inside the row and that reads after the write decides with a = 1 (no copy: the
+// same-column shift is lost for its tensors). On cuda that needs the owner to get there
+// first, which depends on how the CTAs are scheduled; the host runs the owner, the lowest
+// program of the row, first, so a row over two programs fails there every time.
+struct reset_races_other_programs : Clean {
+  static MC_HD_INLINE bool decider_writes_reset(bool copies) { return !copies; }
+
+  template <KernelKind K, class Team>
+  static MC_HD_INLINE bool program_copies_row(const FusedParams& p, std::int32_t b,
+                                              bool owns_first_unit, Team team) {
+    if constexpr (K != KernelKind::postprocess_align) {
+      return true;
+    } else {
+      RowInputs in = read_row<K>(p, b);
+      in.v[0] = load_published(p.requests.num_accepted + in.slot); // live: past any L1 copy
+      const RowDecision d = decide_row<K, Clean>(p, b, in);
+      team.sync(); // every thread of this program has read a before it writes the reset
+      if (owns_first_unit && d.reset && team.rank() == 0) p.requests.num_accepted[d.slot] = 1;
+      return d.copy;
+    }
   }
 };
 
@@ -228,7 +255,7 @@ namespace mc::gpu {
 // The kernels' policy for `M`: Clean for Mutant::none, else the mutant's own.
 template <Mutant M> struct KernelPolicyOf;
 template <> struct KernelPolicyOf<Mutant::none> { using type = Clean; };
-#define MC_KERNEL_POLICY_OF(name, bug_class, description)                                          \
+#define MC_KERNEL_POLICY_OF(name, bug_class, schedule, description)                                \
   template <> struct KernelPolicyOf<Mutant::name> { using type = mutants::name; };
 MC_KERNEL_MUTANTS(MC_KERNEL_POLICY_OF)
 #undef MC_KERNEL_POLICY_OF

@@ -116,6 +116,55 @@ TEST(GenLaunch, DescribeNamesKindLayoutAndArrays) {
   EXPECT_NE(text.find("table g0=["), std::string::npos) << text;
 }
 
+// GenOptions::races() (race hunting on the GPU), over the first 200 seeds: every case a
+// valid production grid of 256..512 requests whose every request has >= 128 state tensors (so its
+// copy is split over >= 128 work units, many CTAs); every mapped row of a postprocess kind
+// crosses a block, and >= 45% of them, in every such case, are a same-column reset with a
+// same-block shift (the row whose programs race on num_accepted); postprocess_align is the
+// most frequent kind. Exact counts over the same seeds are printed.
+TEST(GenLaunch, RacesDrawsGridsWhereEveryRequestIsCopiedByManyPrograms) {
+  constexpr std::uint64_t kSeeds = 200;
+  const GenOptions o = GenOptions::races();
+  std::map<model::LaunchKind, int> kinds;
+  std::int64_t save_rows = 0;
+  std::int64_t shift_rows = 0;
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    const LaunchSpec spec = random_launch_spec(seed, o);
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    ++kinds[spec.kind];
+    EXPECT_EQ(spec.size_class, SizeClass::grid);
+    EXPECT_GE(spec.num_reqs, 256);
+    EXPECT_LE(spec.num_reqs, 512);
+    EXPECT_GE(spec.config.num_spec_tokens, 1);
+    const model::LaunchCase c = testing::case_without_arenas(spec);
+    EXPECT_GE(c.layout.tensors.size(), 128u);
+    const std::optional<std::string> invalid = testing::find_invalidity(c);
+    EXPECT_FALSE(invalid.has_value()) << *invalid;
+    if (spec.kind != model::LaunchKind::postprocess &&
+        spec.kind != model::LaunchKind::postprocess_align)
+      continue;
+    const testing::Footprint f = testing::contract_footprint(c);
+    EXPECT_EQ(f.steady_rows, 0);
+    EXPECT_GT(f.crossing_rows, 0);
+    std::int64_t shifts = 0;
+    for (const testing::PlannedCopy& copy : f.copies)
+      shifts += copy.src_col == copy.dst_col && copy.bias > 0 ? 1 : 0;
+    EXPECT_GE(shifts * 100, std::int64_t{45} * f.crossing_rows)
+        << shifts << " of " << f.crossing_rows;
+    save_rows += f.crossing_rows;
+    shift_rows += shifts;
+  }
+  for (const auto& [kind, n] : kinds) {
+    if (kind != model::LaunchKind::postprocess_align) {
+      EXPECT_GT(kinds[model::LaunchKind::postprocess_align], n) << model::to_string(kind);
+    }
+  }
+  std::cout << fmt::format("races: {} of {} cases postprocess_align; {} of {} save rows a "
+                           "same-column shift\n",
+                           kinds[model::LaunchKind::postprocess_align], kSeeds, shift_rows,
+                           save_rows);
+}
+
 // Samples specs over all sizes and demands every bug-class trigger at least a few times;
 // prints the table so a run shows the distribution.
 TEST(GenLaunch, CoverageOfEveryKindFamilyLayoutAndAliasing) {

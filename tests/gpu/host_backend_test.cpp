@@ -142,6 +142,52 @@ TEST(HostPostprocessAlign, DecidesFromLaunchTimeAcceptedAndSkipsMinusOne) {
   }
 }
 
+// The racy mutant on the host: the same case as above (2 rows x 4 tensors of one unit, so
+// the host runs 8 programs and the copying row's 4 units go to programs 0..3, one each).
+// Program 0 holds the row's first tensor: it decides, then resets a; programs 1..3 run after
+// it and decide from a = 1, copying nothing. One fixed schedule: the same wrong result on
+// every run, never the clean one.
+TEST(HostPostprocessAlign, RacyResetMutantLosesTheLaterProgramsCopiesOnEveryRun) {
+  model::LaunchCase c =
+      test::make_case(padded_mamba2_layout(2), LaunchKind::postprocess_align, 2, 6, 6);
+  c.num_slots = 3;
+  test::set_row(c, 0, {1, 2, 3, 4, 5, 6});
+  c.requests.idx_mapping = {2, -1};
+  c.requests.num_accepted = {2, 2, 3};
+  c.requests.new_num_computed = {8, 8, 8};
+  c.requests.state_idx = {0, 0, 1};
+  const model::LaunchResult clean = run_launch_host(c);
+  ASSERT_EQ(clean.decisions.size(), 4u);
+  for (int run = 0; run < 3; ++run) {
+    const model::LaunchResult r = run_launch_host(c, Mutant::reset_races_other_programs);
+    EXPECT_EQ(r.requests.num_accepted, clean.requests.num_accepted) << "the reset is written";
+    ASSERT_EQ(r.decisions.size(), 1u) << run;
+    EXPECT_EQ(r.decisions[0], clean.decisions[0]);
+    expect_same_arena(r.arenas[0], clean.arenas[0]); // tensor 0: program 0's own copy
+    for (std::size_t arena = 1; arena < 4; ++arena)
+      expect_same_arena(r.arenas[arena], c.arenas[arena]); // never copied
+  }
+}
+
+// One tensor of one unit: a single program copies the row, nobody reads a after the
+// reset, and the mutant does what the clean kernels do.
+TEST(HostPostprocessAlign, RacyResetMutantHoldsWhenOneProgramCopiesTheRow) {
+  model::LaunchCase c = test::make_case(short_conv_layout(model::ConvLayout::SD),
+                                        LaunchKind::postprocess_align, 1, 6, 6);
+  test::set_row(c, 0, {5, 3, 6, 7, 1, 2});
+  c.requests.idx_mapping = {0};
+  c.requests.num_accepted = {3}; // running 6, new 8: dst 1 == state_idx, bias 2
+  c.requests.new_num_computed = {8};
+  c.requests.state_idx = {1};
+  const model::LaunchResult clean = run_launch_host(c);
+  const model::LaunchResult r = run_launch_host(c, Mutant::reset_races_other_programs);
+  EXPECT_EQ(r.requests.num_accepted, std::vector<std::int32_t>{1});
+  EXPECT_EQ(r.decisions, clean.decisions);
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_EQ(r.decisions[0].token_bias, 2);
+  expect_same_arena(r.arenas[0], clean.arenas[0]);
+}
+
 TEST(HostPrecopy, CopiesByBatchRowTablesAndSkipsFreshAndSameColumn) {
   model::LaunchCase c = test::make_case(padded_mamba2_layout(), LaunchKind::precopy, 3, 4, 7);
   test::set_row(c, 0, {1, 2, 3, 0});

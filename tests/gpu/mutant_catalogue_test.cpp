@@ -1,6 +1,6 @@
 // The mutant catalogue: one table of kernel then runner mutants, names unique across both
 // levels; the kernel part's lookups round-trip, its entries follow the enum, every bug class
-// is one of REFERENCE.md 5's (or X).
+// is one of REFERENCE.md 5's (or X), only the racy mutant is flagged racy.
 #include "gpu/mutant.h"
 
 #include <gtest/gtest.h>
@@ -56,6 +56,21 @@ TEST(MutantCatalogue, KernelMutantsThenRunnerMutantsInOneTable) {
   EXPECT_EQ(find_mutant("no_such_mutant"), nullptr);
   EXPECT_EQ(to_string(MutantLevel::kernel), "kernel");
   EXPECT_EQ(to_string(MutantLevel::runner), "runner");
+}
+
+// The schedule flag: the one racy kernel mutant says so; every runner mutant (sequential
+// bookkeeping) is deterministic.
+TEST(MutantCatalogue, OnlyTheRacyResetIsScheduleDependent) {
+  std::set<std::string> racy;
+  for (const MutantInfo& info : mutant_catalogue())
+    if (info.schedule == MutantSchedule::racy) racy.insert(std::string(info.name));
+  EXPECT_EQ(racy, std::set<std::string>{"reset_races_other_programs"});
+  const MutantInfo* info = find_mutant("reset_races_other_programs");
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->level, MutantLevel::kernel);
+  EXPECT_EQ(find_kernel_mutant(info->name), Mutant::reset_races_other_programs);
+  EXPECT_EQ(to_string(MutantSchedule::racy), "racy");
+  EXPECT_EQ(to_string(MutantSchedule::deterministic), "deterministic");
 }
 
 TEST(KernelMutantCatalogue, VisitPassesTheMutantAsAConstant) {

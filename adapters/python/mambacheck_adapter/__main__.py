@@ -1,6 +1,6 @@
 """Run case directories on the kernels under test, and compare with their expected results.
 
-    python3 -m mambacheck_adapter CASE_DIR... --kernels MODULE_OR_FILE [--variant NAME]
+    python3 -m mambacheck_adapter CASE_DIR... --kernels MODULE_OR_FILE [--variant NAME[,NAME2]]
             [--device cuda|host] [--out DIR] [--check]
 
 Exit status: 0 every case ran (and matched, with --check); 1 a mismatch, or a kernel that
@@ -22,7 +22,8 @@ def parse_args(argv):
                                             "kernels; --check compares with expected/")
     p.add_argument("cases", nargs="+", help="case directories (mambacheck export)")
     p.add_argument("--kernels", required=True, help="module path or .py file with the kernels")
-    p.add_argument("--variant", help="call the module's select_variant(NAME)")
+    p.add_argument("--variant", help="call the module's select_variant(NAME); NAME,NAME2 "
+                                     "calls select_variant(NAME, NAME2) (two bugs at once)")
     p.add_argument("--device", help="cuda or host (default: the module's DEVICE, else cuda)")
     p.add_argument("--out", help="write each result to OUT/<case name> (mambacheck case --out "
                                  "format)")

@@ -4,13 +4,19 @@
 sys.path) or the path of a .py file. The module provides the seed's kernels by name
 (launch.KERNEL_NAMES); any it lacks leaves those launch kinds out. With `--variant NAME` the
 module's `select_variant(NAME)` is called and its return value provides the kernels instead
-(the adapter's own test kernels use this for their deliberately broken variants).
+(the adapter's own test kernels use this for their deliberately broken variants). With
+`--variant A,B` it is `select_variant(A, B)`: one kernels module carrying two bugs at once,
+e.g. a deterministic one and a racy one; a module whose select_variant takes one name
+refuses that.
 """
 
 import importlib
 import importlib.util
+import inspect
 import pathlib
 import sys
+
+VARIANT_NAMES_MAX = 2  # names one --variant may combine
 
 
 class KernelsError(Exception):
@@ -35,15 +41,36 @@ def load_module(spec):
         raise KernelsError(f"--kernels: cannot import {spec}: {e}") from None
 
 
+def variant_names(variant):
+    """`--variant`'s names: one, or up to VARIANT_NAMES_MAX joined by commas."""
+    names = variant.split(",")
+    if any(not n.strip() for n in names) or len(names) > VARIANT_NAMES_MAX:
+        raise KernelsError(f"--variant {variant}: expected NAME or up to {VARIANT_NAMES_MAX} "
+                           f"names joined by commas")
+    names = [n.strip() for n in names]
+    if len(set(names)) != len(names):
+        raise KernelsError(f"--variant {variant}: a name given twice")
+    return names
+
+
 def load_kernels(spec, variant=None):
     """The object whose attributes are the kernels (a module, or select_variant's result)."""
     module = load_module(spec)
     if variant is None:
         return module
+    names = variant_names(variant)
     select = getattr(module, "select_variant", None)
     if select is None:
         raise KernelsError(f"--variant {variant}: {spec} has no select_variant(name)")
+    if len(names) > 1:
+        try:
+            inspect.signature(select).bind(*names)
+        except TypeError:
+            raise KernelsError(f"--variant {variant}: {spec}'s select_variant takes one "
+                               f"name") from None
+        except ValueError:  # no signature to inspect (a builtin): let the call decide
+            pass
     try:
-        return select(variant)
+        return select(*names)
     except (KeyError, ValueError) as e:
         raise KernelsError(f"--variant {variant}: {e}") from None

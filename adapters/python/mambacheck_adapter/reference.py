@@ -7,11 +7,22 @@ adapter's buffers and metadata, the worker protocol, result files) on a machine 
 GPU. They follow model/LAUNCH_KINDS.md; copies are memmove (ctypes), decisions use the
 launch-time values of num_accepted.
 
-`select_variant(NAME)` returns the kernels with one deliberate bug (VARIANTS lists them);
-the same names exist in the Triton kernels of adapters/python/tests/triton_kernels.py.
+`select_variant(NAME, ...)` returns the kernels with the named deliberate bugs (VARIANTS
+lists them; several names combine, e.g. a deterministic bug and the racy one); the same names
+exist in the Triton kernels of adapters/python/tests/triton_kernels.py.
+
+`racy_reset` is the one whose failure depends on scheduling. The seed's postprocess_align
+runs one program per (row, state) and the row's program 0 resets num_accepted in place while
+the row's other programs may not have read it yet. Here the programs of a launch run one
+after another in an order drawn afresh per launch (random, seeded from os.urandom), standing
+for whatever order a GPU happens to schedule them in: a program that runs after its row's
+program 0 decides from a = 1 and copies nothing. A case with such a row fails in some runs
+and holds in others (it holds when program 0 comes last among its row's programs).
 """
 
 import ctypes
+import os
+import random
 import types
 
 import numpy as np
@@ -30,18 +41,23 @@ VARIANTS = {
     "temporal_ignores_bias": "the temporal source is the block at src_col, not src_col + bias",
     "offset_32bit": "block_id x block stride wraps at 2^32 bytes",
     "preprocess_floor": "preprocess_align takes the new column as floor((c + q) / B) - 1",
+    "racy_reset": "postprocess_align: the row's program 0 resets num_accepted in place right "
+                  "after its decision while the row's other programs decide from it with no "
+                  "snapshot, the programs in a random order per launch: fails only in some "
+                  "runs",
 }
+VARIANTS_MAX = 2  # names select_variant combines at most
 
 
 def read_i32(address):
     return ctypes.c_int32.from_address(address).value
 
 
-def copy_bytes(variant, dst, src, nbytes, conv):
+def copy_bytes(bugs, dst, src, nbytes, conv):
     if nbytes <= 0:
         return
     shift = src - dst
-    if conv and variant == "conv_shift_not_memmove" and 0 < shift < nbytes:
+    if conv and "conv_shift_not_memmove" in bugs and 0 < shift < nbytes:
         # A same-block left shift done in steps of `shift` bytes from the end: each step
         # reads bytes an earlier step already overwrote (the Triton variant does the same).
         for start in reversed(range(0, nbytes, shift)):
@@ -65,81 +81,117 @@ class Meta:
         table = int(self.bt_ptrs[int(self.groups[s])]) % (1 << 64)
         return read_i32(table + 4 * (row * self.bt_stride + col))
 
-    def block_address(self, variant, s, block_id):
+    def block_address(self, bugs, s, block_id):
         offset = block_id * int(self.strides[s])
-        if variant == "offset_32bit":
+        if "offset_32bit" in bugs:
             offset %= 1 << 32
         return (int(self.bases[s]) + offset) % (1 << 64)
 
 
-def copy_state(variant, meta, s, row, src_col, dst_col, bias, ds):
+def copy_state(bugs, meta, s, row, src_col, dst_col, bias, ds):
     """One (request, state) copy of model/LAUNCH_KINDS.md, "The copy of one state"."""
     elem, width, inner = int(meta.elems[s]), int(meta.widths[s]), int(meta.inners[s])
-    dst = meta.block_address(variant, s, meta.block(s, row, dst_col))
+    dst = meta.block_address(bugs, s, meta.block(s, row, dst_col))
     if width == 0:  # temporal: the bias selects a column
-        col = src_col if variant == "temporal_ignores_bias" else src_col + bias
-        src = meta.block_address(variant, s, meta.block(s, row, col))
-        nbytes = int(meta.strides[s]) if variant == "temporal_size_from_stride" else inner * elem
-        copy_bytes(variant, dst, src, nbytes, conv=False)
+        col = src_col if "temporal_ignores_bias" in bugs else src_col + bias
+        src = meta.block_address(bugs, s, meta.block(s, row, col))
+        nbytes = int(meta.strides[s]) if "temporal_size_from_stride" in bugs else inner * elem
+        copy_bytes(bugs, dst, src, nbytes, conv=False)
         return
-    src = meta.block_address(variant, s, meta.block(s, row, src_col))
+    src = meta.block_address(bugs, s, meta.block(s, row, src_col))
     kept = max(width - bias, 0)
     if ds:
         row_stride = int(meta.ds_row_strides[s])
-        skip = 0 if variant == "ds_ignores_bias" else bias * elem
+        skip = 0 if "ds_ignores_bias" in bugs else bias * elem
         for d in range(int(meta.ds_rows[s])):
-            copy_bytes(variant, dst + d * row_stride, src + d * row_stride + skip, kept * elem,
+            copy_bytes(bugs, dst + d * row_stride, src + d * row_stride + skip, kept * elem,
                        conv=True)
         return
-    copy_bytes(variant, dst, src + bias * inner * elem, kept * inner * elem, conv=True)
+    copy_bytes(bugs, dst, src + bias * inner * elem, kept * inner * elem, conv=True)
 
 
 class HostKernel:
     """`kernel[grid](*args, **flags)`, as a Triton kernel is launched."""
 
-    def __init__(self, body, variant):
+    def __init__(self, body, bugs):
         self.body = body
-        self.variant = variant
+        self.bugs = bugs
 
     def __getitem__(self, grid):
-        return lambda *args, **flags: self.body(self.variant, tuple(grid), *args, **flags)
+        return lambda *args, **flags: self.body(self.bugs, tuple(grid), *args, **flags)
 
 
-def postprocess(variant, grid, num_accepted, state_idx, num_scheduled, num_computed, num_draft,
+def save_decision(a, slot, state_idx, num_scheduled, num_computed, num_draft, block_size,
+                  precomputed_new_computed):
+    """The post-step save of one row (REFERENCE.md 2) with accepted count `a`: None when it
+    saves nothing, else (src column, dst column, bias)."""
+    if precomputed_new_computed:
+        new = int(num_computed[slot])
+        running = new - a + 1
+    else:
+        running = int(num_computed[slot]) + int(num_scheduled[slot]) - int(num_draft[slot])
+        new = running + a - 1
+    aligned = new // block_size * block_size
+    if aligned < running:
+        return None
+    return int(state_idx[slot]), aligned // block_size - 1, aligned - running
+
+
+def postprocess(bugs, grid, num_accepted, state_idx, num_scheduled, num_computed, num_draft,
                 bt_ptrs, bt_stride, bases, strides, elems, inners, widths, groups, ds_rows,
                 ds_row_strides, num_accepted_out, idx_mapping, num_reqs, block_size,
                 COPY_BLOCK_SIZE, CONV_STATE_DIM_FIRST, HAS_IDX_MAPPING=False,
                 PRECOMPUTED_NEW_COMPUTED=False):
     meta = Meta(bt_ptrs, bt_stride, bases, strides, elems, inners, widths, groups, ds_rows,
                 ds_row_strides)
-    accepted = np.array(num_accepted)  # the launch-time snapshot every decision reads
-    resets = []
+    rows = []
     for row in range(min(num_reqs, grid[0])):
         slot = int(idx_mapping[row]) if HAS_IDX_MAPPING else row
-        if slot < 0:
+        if slot >= 0:
+            rows.append((row, slot))
+
+    def decide(a, slot):
+        return save_decision(a, slot, state_idx, num_scheduled, num_computed, num_draft,
+                             block_size, PRECOMPUTED_NEW_COMPUTED)
+
+    if "racy_reset" in bugs and HAS_IDX_MAPPING:
+        return postprocess_racy(bugs, grid, meta, rows, decide, num_accepted,
+                                CONV_STATE_DIM_FIRST)
+    accepted = np.array(num_accepted)  # the launch-time snapshot every decision reads
+    resets = []
+    for row, slot in rows:
+        decision = decide(int(accepted[slot]), slot)
+        if decision is None:
             continue
-        a, src = int(accepted[slot]), int(state_idx[slot])
-        if PRECOMPUTED_NEW_COMPUTED:
-            new = int(num_computed[slot])
-            running = new - a + 1
-        else:
-            running = int(num_computed[slot]) + int(num_scheduled[slot]) - int(num_draft[slot])
-            new = running + a - 1
-        aligned = new // block_size * block_size
-        if aligned < running:
-            continue
-        bias, dst = aligned - running, aligned // block_size - 1
+        src, dst, bias = decision
         if src == dst:
             resets.append(slot)
             if bias == 0:
                 continue
         for s in range(grid[1]):
-            copy_state(variant, meta, s, row, src, dst, bias, CONV_STATE_DIM_FIRST)
+            copy_state(bugs, meta, s, row, src, dst, bias, CONV_STATE_DIM_FIRST)
     for slot in resets:
         (num_accepted if HAS_IDX_MAPPING else num_accepted_out)[slot] = 1
 
 
-def precopy(variant, grid, state_idx, src_col, token_bias, bt_ptrs, bt_stride, bases, strides,
+def postprocess_racy(bugs, grid, meta, rows, decide, num_accepted, ds):
+    """V2's save as the seed runs it, one program per (row, state) in an order drawn for this
+    launch: each decides from num_accepted as it finds it, and program 0 of a row resets it
+    in place right after deciding."""
+    programs = [(row, slot, s) for row, slot in rows for s in range(grid[1])]
+    random.Random(int.from_bytes(os.urandom(8), "little")).shuffle(programs)
+    for row, slot, s in programs:
+        decision = decide(int(num_accepted[slot]), slot)
+        if decision is None:
+            continue
+        src, dst, bias = decision
+        if src == dst and s == 0:
+            num_accepted[slot] = 1
+        if src != dst or bias != 0:
+            copy_state(bugs, meta, s, row, src, dst, bias, ds)
+
+
+def precopy(bugs, grid, state_idx, src_col, token_bias, bt_ptrs, bt_stride, bases, strides,
             elems, inners, widths, groups, ds_rows, ds_row_strides, idx_mapping, num_reqs,
             COPY_BLOCK_SIZE, CONV_STATE_DIM_FIRST):
     meta = Meta(bt_ptrs, bt_stride, bases, strides, elems, inners, widths, groups, ds_rows,
@@ -152,12 +204,12 @@ def precopy(variant, grid, state_idx, src_col, token_bias, bt_ptrs, bt_stride, b
         if src < 0 or src == dst:
             continue
         for s in range(grid[1]):
-            if variant == "guard_by_address" and meta.block(s, row, src) == meta.block(s, row, dst):
+            if "guard_by_address" in bugs and meta.block(s, row, src) == meta.block(s, row, dst):
                 continue
-            copy_state(variant, meta, s, row, src, dst, bias, CONV_STATE_DIM_FIRST)
+            copy_state(bugs, meta, s, row, src, dst, bias, CONV_STATE_DIM_FIRST)
 
 
-def preprocess(variant, grid, idx_mapping, state_idx, num_computed, query_start_loc,
+def preprocess(bugs, grid, idx_mapping, state_idx, num_computed, query_start_loc,
                num_accepted, src_col, src_off, num_reqs, BLOCK_SIZE, MAMBA_BLOCK_SIZE):
     for row in range(min(num_reqs, grid[0] * BLOCK_SIZE)):
         slot = int(idx_mapping[row])
@@ -167,7 +219,7 @@ def preprocess(variant, grid, idx_mapping, state_idx, num_computed, query_start_
         src_col[slot] = old
         src_off[slot] = max(a - 1, 0)
         tokens = int(num_computed[slot]) + int(query_start_loc[row + 1]) - int(query_start_loc[row])
-        if variant == "preprocess_floor":
+        if "preprocess_floor" in bugs:
             new = tokens // MAMBA_BLOCK_SIZE - 1
         else:
             new = (tokens + MAMBA_BLOCK_SIZE - 1) // MAMBA_BLOCK_SIZE - 1
@@ -182,14 +234,18 @@ def batch_memcpy(src_ptrs, dst_ptrs, sizes):
         ctypes.memmove(int(dst), int(src), int(n))
 
 
-def select_variant(name):
-    """The kernels with the named deliberate bug ("clean": none)."""
-    if name not in VARIANTS:
-        raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+def select_variant(*names):
+    """The kernels with the named deliberate bugs ("clean": none), at most VARIANTS_MAX."""
+    if not 1 <= len(names) <= VARIANTS_MAX:
+        raise ValueError(f"expected 1 to {VARIANTS_MAX} variant names, got {len(names)}")
+    for name in names:
+        if name not in VARIANTS:
+            raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    bugs = frozenset(names) - {"clean"}
     return types.SimpleNamespace(
-        postprocess_mamba_fused_kernel=HostKernel(postprocess, name),
-        precopy_mamba_align_fused_kernel=HostKernel(precopy, name),
-        preprocess_mamba_align_fused_kernel=HostKernel(preprocess, name),
+        postprocess_mamba_fused_kernel=HostKernel(postprocess, bugs),
+        precopy_mamba_align_fused_kernel=HostKernel(precopy, bugs),
+        preprocess_mamba_align_fused_kernel=HostKernel(preprocess, bugs),
         batch_memcpy=batch_memcpy,
         DEVICE="host",
     )

@@ -1,6 +1,6 @@
 """Worker mode: a long-lived process that runs case directories on the kernels under test.
 
-    python3 -m mambacheck_adapter.worker --kernels MODULE_OR_FILE [--variant NAME]
+    python3 -m mambacheck_adapter.worker --kernels MODULE_OR_FILE [--variant NAME[,NAME2]]
             [--device cuda|host] [--results DIR]
 
 Protocol (one line each way per case, UTF-8, '\\n'-terminated; README.md, "Worker protocol"):
@@ -33,7 +33,8 @@ def parse_args(argv):
                                 description="Run mambacheck case directories on the kernels "
                                             "under test, one per stdin line")
     p.add_argument("--kernels", required=True, help="module path or .py file with the kernels")
-    p.add_argument("--variant", help="call the module's select_variant(NAME)")
+    p.add_argument("--variant", help="call the module's select_variant(NAME); NAME,NAME2 "
+                                     "calls select_variant(NAME, NAME2) (two bugs at once)")
     p.add_argument("--device", help="cuda or host (default: the module's DEVICE, else cuda)")
     p.add_argument("--results", help="write results under DIR/<case name> (default: next to "
                                      "the case, <case dir>.result)")

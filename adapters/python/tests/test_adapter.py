@@ -141,6 +141,103 @@ class Exported(unittest.TestCase):
         self.fail("no precopy case with a copy in the export")
 
 
+def racy_candidate(case_dir):
+    """Whether the racy host variant must fail in some runs and hold in others on this case:
+    a postprocess_align case with one row that resets a and copies (src_col == dst_col), of
+    2..4 state tensors, whose copy of some tensor s > 0 changes bytes. Its programs run in a
+    random order per launch: the run fails when such a program comes after the row's program
+    0 (which resets a), and holds when program 0 comes last, with chance >= 1/4."""
+    case = casefile.Case(case_dir)
+    if case.kind != "postprocess_align" or not 2 <= len(case.tensors) <= 4:
+        return False
+    decisions = json.loads((case_dir / "expected" / "result.json").read_text())["decisions"]
+    racy = [d for d in decisions if d["src_col"] == d["dst_col"]]
+    if len({d["batch_row"] for d in racy}) != 1:
+        return False
+    for d in racy:
+        t = case.tensors[d["tensor"]]
+        if d["tensor"] == 0 or d["bytes"] == 0:
+            continue
+        page = int(case.arena_specs[t["arena"]]["page_bytes"])
+        start = d["dst_block_id"] * page + int(t["offset_bytes"])
+        end = start + int(t["natural_bytes"])
+        name = f"arena_{t['arena']}.npy"
+        before = np.load(case_dir / name, mmap_mode="r").reshape(-1)[start:end]
+        after = np.load(case_dir / "expected" / name, mmap_mode="r").reshape(-1)[start:end]
+        if not np.array_equal(before, after):
+            return True
+    return False
+
+
+class RacyVariant(unittest.TestCase):
+    """racy_reset on the host: the programs' order is drawn per launch, so one fixed case
+    fails in some runs and holds in others; the clean kernels hold on every run."""
+
+    RUNS = 50
+    case_dir = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.root = pathlib.Path(ROOT.name)
+        cases = export(cls.root / "racy-cases", 80, seed=11, max_size=20,
+                       kinds="postprocess_align")
+        cls.case_dir = next((c for c in cases if racy_candidate(c)), None)
+
+    def setUp(self):
+        self.assertIsNotNone(self.case_dir, "no postprocess_align case with one racy row")
+
+    def failing_runs(self, kernels):
+        case = casefile.Case(self.case_dir)
+        expected = casefile.StoredResult(case, self.case_dir)
+        failed = 0
+        for _ in range(self.RUNS):
+            with tempfile.TemporaryDirectory(dir=self.root) as tmp:
+                out = pathlib.Path(tmp) / "result"
+                result = launch.run_case(case, kernels, devices.HostDevice())
+                casefile.write_result(case, result, out)
+                actual = casefile.StoredResult(case, out)
+                failed += compare.first_difference(case, expected, actual) is not None
+        return failed
+
+    def test_fails_in_some_runs_but_not_all(self):
+        failed = self.failing_runs(reference.select_variant("racy_reset"))
+        self.assertGreater(failed, 0, f"{self.case_dir}: held on all {self.RUNS} runs")
+        self.assertLess(failed, self.RUNS, f"{self.case_dir}: failed on all {self.RUNS} runs")
+
+    def test_clean_never_fails(self):
+        self.assertEqual(self.failing_runs(reference.select_variant("clean")), 0)
+
+    def test_combined_with_a_deterministic_bug(self):
+        kernels = reference.select_variant("offset_32bit", "racy_reset")
+        self.assertEqual(kernels.postprocess_mamba_fused_kernel.bugs,
+                         {"offset_32bit", "racy_reset"})
+        self.assertGreater(self.failing_runs(kernels), 0)
+
+
+class Variants(unittest.TestCase):
+    def test_one_or_two_names(self):
+        from mambacheck_adapter import kernels
+        one = kernels.load_kernels("mambacheck_adapter.reference", "ds_ignores_bias")
+        self.assertEqual(one.precopy_mamba_align_fused_kernel.bugs, {"ds_ignores_bias"})
+        two = kernels.load_kernels("mambacheck_adapter.reference", "ds_ignores_bias,racy_reset")
+        self.assertEqual(two.postprocess_mamba_fused_kernel.bugs,
+                         {"ds_ignores_bias", "racy_reset"})
+        for bad, message in (("a,b,c", "up to 2 names"), ("racy_reset,", "up to 2 names"),
+                             ("racy_reset,racy_reset", "given twice"),
+                             ("racy_reset,nope", "unknown variant 'nope'")):
+            with self.assertRaisesRegex(kernels.KernelsError, message):
+                kernels.load_kernels("mambacheck_adapter.reference", bad)
+
+    def test_a_module_taking_one_name_refuses_two(self):
+        from mambacheck_adapter import kernels
+        with tempfile.TemporaryDirectory() as tmp:
+            module = pathlib.Path(tmp) / "one_variant.py"
+            module.write_text("def select_variant(name):\n    return name\n")
+            self.assertEqual(kernels.load_kernels(str(module), "x"), "x")
+            with self.assertRaisesRegex(kernels.KernelsError, "takes one name"):
+                kernels.load_kernels(str(module), "x,y")
+
+
 class ResultFiles(unittest.TestCase):
     def test_sparse_copy_keeps_holes_and_applies_patches(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -232,6 +329,13 @@ class Worker(unittest.TestCase):
         out, _ = w.communicate(timeout=30)
         self.assertEqual(w.returncode, 0)
         self.assertEqual(out, "")
+
+    def test_two_variants_at_once(self):
+        w = self.start("--variant", "guard_by_address,racy_reset")
+        greeting = w.stdout.readline().split()
+        self.assertEqual(greeting[:2], ["mambacheck-worker", "1"])
+        out, err = w.communicate("", timeout=30)
+        self.assertEqual(w.returncode, 0, err)
 
     def test_bad_kernels_module_exits_before_greeting(self):
         w = self.start("--variant", "no_such_variant")

@@ -12,9 +12,15 @@ are racy, these are not:
   it) is a second launch after the copies, so every decision sees the launch-time value;
 - preprocess skips batch rows whose idx_mapping is -1.
 
-`select_variant(NAME)` gives the same kernels with one deliberate bug (VARIANTS; the host
+`select_variant(NAME, ...)` gives the same kernels with deliberate bugs (VARIANTS; the host
 kernels of mambacheck_adapter.reference have the same names): `mambacheck fuzz --external`
-must find each. Needs torch and triton with a CUDA device.
+must find each. Two names combine one deterministic bug with `racy_reset`, the seed's race
+on num_accepted put back: postprocess_align's program (row, 0) resets a in place right after
+its decision, with no second launch, while the row's other programs (row, s) read a when
+they start. Whether one starts after that write depends on how the GPU schedules the grid
+(programs of one state are launched together, so on a grid of many rows x states the later
+states usually come late), so a case fails in some runs only. Needs torch and triton with a
+CUDA device.
 """
 
 import functools
@@ -36,7 +42,9 @@ VARIANTS = {
     "temporal_ignores_bias": 5,      # temporal source at src_col, not src_col + bias
     "offset_32bit": 6,               # block_id x stride wraps at 2^32
     "preprocess_floor": 7,           # new column floor((c + q) / B) - 1
+    "racy_reset": -1,                # V2 reset in place by program (row, 0): a race
 }
+RACY_VARIANTS = {"racy_reset"}  # combine with one of the others (codes > 0)
 BUG_GUARD_BY_ADDRESS = tl.constexpr(1)
 BUG_TEMPORAL_SIZE_FROM_STRIDE = tl.constexpr(2)
 BUG_CONV_SHIFT_NOT_MEMMOVE = tl.constexpr(3)
@@ -160,7 +168,8 @@ def _postprocess_copy_kernel(num_accepted_ptr, mamba_state_idx_ptr, num_schedule
                              state_dim_row_count_ptr, state_dim_row_stride_ptr, idx_mapping_ptr,
                              num_reqs, block_size, COPY_BLOCK_SIZE: tl.constexpr,
                              CONV_STATE_DIM_FIRST: tl.constexpr, HAS_IDX_MAPPING: tl.constexpr,
-                             PRECOMPUTED_NEW_COMPUTED: tl.constexpr, BUG: tl.constexpr):
+                             PRECOMPUTED_NEW_COMPUTED: tl.constexpr, BUG: tl.constexpr,
+                             RACY_RESET: tl.constexpr):
     row = tl.program_id(0)
     s = tl.program_id(1)
     if row >= num_reqs:
@@ -175,6 +184,11 @@ def _postprocess_copy_kernel(num_accepted_ptr, mamba_state_idx_ptr, num_schedule
                                           num_scheduled_tokens_ptr, num_computed_tokens_ptr,
                                           num_draft_tokens_ptr, slot, slot >= 0, block_size,
                                           PRECOMPUTED_NEW_COMPUTED)
+    if RACY_RESET:
+        # The seed's order: reset right after deciding, before the row's other programs have
+        # all read a (they read it above, whenever they start).
+        if (s == 0) & copy & (src == dst):
+            tl.store(num_accepted_ptr + slot, 1)
     if copy & ((src != dst) | (bias != 0)):
         _copy_state(s, row, src, dst, bias, block_table_ptrs_ptr, block_table_stride_req,
                     state_base_addrs_ptr, state_block_strides_ptr, state_elem_sizes_ptr,
@@ -276,11 +290,14 @@ def _batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, CHUNK: tl.constexpr, BUG: tl
 class _Kernel:
     """`kernel[grid](...)` with the seed's argument list, launching our kernels."""
 
-    def __init__(self, launch, bug):
+    def __init__(self, launch, bug, racy=False):
         self.launch = launch
         self.bug = bug
+        self.racy = racy
 
     def __getitem__(self, grid):
+        if self.racy:
+            return functools.partial(self.launch, tuple(grid), self.bug, racy=True)
         return functools.partial(self.launch, tuple(grid), self.bug)
 
 
@@ -291,7 +308,9 @@ def _postprocess(grid, bug, num_accepted_tokens_ptr, mamba_state_idx_ptr,
                  state_conv_widths_ptr, state_group_indices_ptr, state_dim_row_count_ptr,
                  state_dim_row_stride_ptr, num_accepted_tokens_out_ptr, idx_mapping_ptr, num_reqs,
                  block_size, COPY_BLOCK_SIZE, CONV_STATE_DIM_FIRST, HAS_IDX_MAPPING=False,
-                 PRECOMPUTED_NEW_COMPUTED=False):
+                 PRECOMPUTED_NEW_COMPUTED=False, racy=False):
+    # The racy reset is V2's (in place); V1 writes num_accepted_out, which no program reads.
+    racy_reset = racy and HAS_IDX_MAPPING
     _postprocess_copy_kernel[grid](
         num_accepted_tokens_ptr, mamba_state_idx_ptr, num_scheduled_tokens_ptr,
         num_computed_tokens_ptr, num_draft_tokens_ptr, block_table_ptrs_ptr,
@@ -300,7 +319,9 @@ def _postprocess(grid, bug, num_accepted_tokens_ptr, mamba_state_idx_ptr,
         state_group_indices_ptr, state_dim_row_count_ptr, state_dim_row_stride_ptr,
         idx_mapping_ptr, num_reqs, block_size, COPY_BLOCK_SIZE=COPY_BLOCK_SIZE,
         CONV_STATE_DIM_FIRST=CONV_STATE_DIM_FIRST, HAS_IDX_MAPPING=HAS_IDX_MAPPING,
-        PRECOMPUTED_NEW_COMPUTED=PRECOMPUTED_NEW_COMPUTED, BUG=bug)
+        PRECOMPUTED_NEW_COMPUTED=PRECOMPUTED_NEW_COMPUTED, BUG=bug, RACY_RESET=racy_reset)
+    if racy_reset:
+        return  # no second launch: the copy programs reset a themselves
     _postprocess_reset_kernel[(triton.cdiv(num_reqs, RESET_BLOCK),)](
         num_accepted_tokens_ptr, mamba_state_idx_ptr, num_scheduled_tokens_ptr,
         num_computed_tokens_ptr, num_draft_tokens_ptr, num_accepted_tokens_out_ptr,
@@ -337,13 +358,22 @@ def _batch_memcpy(bug, src_ptrs, dst_ptrs, sizes):
                                                BUG=bug)
 
 
-def select_variant(name):
-    """These kernels with the named deliberate bug ("clean": none)."""
-    if name not in VARIANTS:
-        raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
-    bug = VARIANTS[name]
+def select_variant(*names):
+    """These kernels with the named deliberate bugs ("clean": none): one name, or one
+    deterministic bug and `racy_reset`."""
+    if not 1 <= len(names) <= 2:
+        raise ValueError(f"expected 1 or 2 variant names, got {len(names)}")
+    for name in names:
+        if name not in VARIANTS:
+            raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    codes = [VARIANTS[n] for n in names if n not in RACY_VARIANTS and n != "clean"]
+    if len(codes) > 1:
+        raise ValueError(f"{', '.join(names)}: these kernels carry one deterministic bug at a "
+                         f"time (combine one with {', '.join(sorted(RACY_VARIANTS))})")
+    bug = codes[0] if codes else 0
+    racy = any(n in RACY_VARIANTS for n in names)
     return types.SimpleNamespace(
-        postprocess_mamba_fused_kernel=_Kernel(_postprocess, bug),
+        postprocess_mamba_fused_kernel=_Kernel(_postprocess, bug, racy),
         precopy_mamba_align_fused_kernel=_Kernel(_precopy, bug),
         preprocess_mamba_align_fused_kernel=_Kernel(_preprocess, bug),
         batch_memcpy=functools.partial(_batch_memcpy, bug),
