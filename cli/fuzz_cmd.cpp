@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
@@ -44,6 +45,7 @@ struct FuzzOptions {
   int reruns = fuzz::kRerunsDefault;
   int repeat = 1;
   std::vector<std::string> kinds; // launch kinds drawn (kernel level); empty: all
+  std::string focus;              // a generator preset (kernel level); empty: the backend's mix
   std::vector<std::string> skip_signatures;
 
   // Under a time budget a campaign goes on after a finding unless told otherwise.
@@ -77,8 +79,13 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Bac
   c.seconds_max =
       o.time_budget.empty() ? 0.0 : parse_duration_option("--time-budget", o.time_budget);
   c.cases_max = o.cases > 0 ? o.cases : (c.seconds_max > 0 ? kCasesMax : 2000);
-  if (backend == backends::Backend::cuda)
+  if (!o.focus.empty()) {
+    const std::optional<fuzz::GenOptions> preset = fuzz::gen_options_named(o.focus);
+    if (!preset) model::fail_input("--focus: expected {}, got '{}'", fuzz::kGenFocusNames, o.focus);
+    c.gen = *preset;
+  } else if (backend == backends::Backend::cuda) {
     c.gen.weights.grid *= 2; // the device makes big grids cheap
+  }
   for (const std::string& kind : o.kinds)
     c.gen.kinds.push_back(model::parse_launch_kind(kind));
   c.keep_going = o.keeps_going();
@@ -176,6 +183,15 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   if (!c.mutant_name.empty())
     std::cout << fmt::format("kernel level: the {} backend runs MUTATED kernels: {}\n",
                              c.backend_name, c.mutant_name);
+  // Under a cooperative launch every CTA of the fused kernel runs at once and the programs of
+  // one request read before any of them writes; started by tickets they interleave, which is
+  // where a race between them shows (docs/fuzzing.md, "Hunting races").
+  if (o.focus == "races" && backend == backends::Backend::cuda &&
+      std::getenv("MC_FUSED_START") == nullptr) {
+    setenv("MC_FUSED_START", "ticket", 0);
+    std::cout << "kernel level: --focus races starts the fused kernel by tickets "
+                 "(MC_FUSED_START=ticket)\n";
+  }
   std::unique_ptr<backends::ExternalWorker> worker; // --external: the campaign's backend
   if (!o.external.empty()) {
     const std::filesystem::path work = std::filesystem::path(o.out) / "external";
@@ -250,6 +266,10 @@ int run_fuzz(const FuzzOptions& o) {
     model::fail_input("--keep-going and --stop-at-first: give one of them");
   if (!o.kinds.empty() && o.level == "engine")
     model::fail_input("--kinds: kernel level only (the engine level runs what its steps need)");
+  if (!o.focus.empty() && o.level == "engine")
+    model::fail_input("--focus: kernel level only");
+  if (!o.focus.empty() && !fuzz::gen_options_named(o.focus))
+    model::fail_input("--focus: expected {}, got '{}'", fuzz::kGenFocusNames, o.focus);
   if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                       o.external_timeout);
@@ -351,6 +371,9 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                   "Kernel level: draw only these launch kinds (postprocess, postprocess_align, "
                   "precopy, preprocess_align, batch_copy)")
       ->delimiter(',');
+  cmd->add_option("--focus", o->focus,
+                  "Kernel level: a generator preset: default, gpu-grid, big-offsets or races "
+                  "(production grids where many programs touch one request)");
   cmd->add_option("--skip-signature", o->skip_signatures,
                   "A known finding's signature (as printed): counted, not shrunk, not failing "
                   "(repeatable)");
