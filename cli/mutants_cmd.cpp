@@ -19,6 +19,8 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace mc::cli {
 namespace {
@@ -53,9 +55,18 @@ std::string format_catalogue(const std::vector<fuzz::MutantJob>& jobs) {
   std::string out = fmt::format("{:<{}}  {:<6}  {:<5}  {}\n", "mutant", width, "level", "class",
                                 "what it breaks");
   for (const fuzz::MutantJob& j : jobs)
-    out += fmt::format("{:<{}}  {:<6}  {:<5}  {}\n", j.name, width, j.level, j.bug_class,
-                       j.description);
+    out += fmt::format("{:<{}}  {:<6}  {:<5}  {}{}\n", j.name, width, j.level, j.bug_class,
+                       j.description, j.skip_reason.empty() ? "" : " [skipped: not memory-safe]");
   return out;
+}
+
+// Removes the jobs the runs leave out (MutantJob::skip_reason), one line each about them.
+std::string drop_skipped(std::vector<fuzz::MutantJob>& jobs) {
+  std::string lines;
+  for (const fuzz::MutantJob& j : jobs)
+    if (!j.skip_reason.empty()) lines += fmt::format("skipped {}: {}\n", j.name, j.skip_reason);
+  std::erase_if(jobs, [](const fuzz::MutantJob& j) { return !j.skip_reason.empty(); });
+  return lines;
 }
 
 void write_reports(const MutantsOptions& o, const fuzz::MutantRunOptions& run,
@@ -95,6 +106,7 @@ int run_mutants(const MutantsOptions& o) {
   const double seconds = parse_duration_option("--time-budget-per-mutant", o.time_budget);
   std::vector<fuzz::MutantJob> jobs = mutant_jobs(o.level);
   jobs = fuzz::select_jobs(std::move(jobs), split_names(o.only));
+  const std::string skipped = drop_skipped(jobs);
   backends::require_backend(backend);
 
   fuzz::MutantRunOptions run;
@@ -106,7 +118,8 @@ int run_mutants(const MutantsOptions& o) {
   run.out_dir = o.out;
   std::cout << fmt::format("{} mutants on the {} backend (MUTATED kernels/runner), seed {}, "
                            "{} s each at most\n",
-                           jobs.size(), run.backend_name, run.seed, seconds);
+                           jobs.size(), run.backend_name, run.seed, seconds)
+            << skipped;
   Progress progress("mutants", static_cast<std::int64_t>(jobs.size()));
   std::vector<fuzz::MutantOutcome> outcomes;
   for (const fuzz::MutantJob& job : jobs) {

@@ -8,10 +8,16 @@
 // - A kernel mutant is a policy of the same name that redefines one mutation point of the
 //   kernels (gpu/kernels/mutant_policies.cuh; the points as specified are `Clean`,
 //   gpu/kernels/clean_policy.cuh). Every kernel body takes a policy type, so the clean kernels
-//   are the instantiation with Clean and pay nothing for the mutants. Every kernel mutant
-//   keeps its accesses inside the arenas and block tables of a valid case (a wrong byte, never
-//   a wild address), so a campaign against it reports a mismatch on the host backend instead
-//   of crashing the process.
+//   are the instantiation with Clean and pay nothing for the mutants. The kernel mutants come
+//   in two lists:
+//   - MC_KERNEL_MUTANTS_IN_BOUNDS keep their accesses inside the arenas and block tables of a
+//     valid case (a wrong byte, never a wild address), so a campaign against one reports a
+//     mismatch on the host backend instead of crashing the process;
+//   - MC_KERNEL_MUTANTS_OUT_OF_BOUNDS read or write outside them, as real kernel bugs do
+//     (MutantInfo::memory_safe false): on the host backend one can kill the process running
+//     it, on cuda it poisons the process's CUDA context. They are for campaigns that run each
+//     case in a process of its own (fuzz/isolate.h, `mambacheck worker`); the runs of every
+//     mutant skip them until then (fuzz/mutants/mutants.h, mutant_skip_reason).
 // - A runner mutant is a subclass of the engine runner's RunnerDecisions of the same name that
 //   redefines one decision of its bookkeeping (gpu/engine/runner_decisions.h,
 //   gpu/engine/runner_mutant.h); the runner asks that object once per request or step.
@@ -26,8 +32,11 @@
 namespace mc::gpu {
 
 // X(name, bug class of REFERENCE.md 5 ('A'..'H', 'X' = one of ours), what it breaks), in the
-// order of the catalogue; a number in a description is the vLLM bug it re-creates.
-#define MC_KERNEL_MUTANTS(X)                                                                       \
+// order of the catalogue; a number in a description is the vLLM bug it re-creates. Every
+// kernel mutant: the in-bounds ones, then the out-of-bounds ones.
+#define MC_KERNEL_MUTANTS(X) MC_KERNEL_MUTANTS_IN_BOUNDS(X) MC_KERNEL_MUTANTS_OUT_OF_BOUNDS(X)
+
+#define MC_KERNEL_MUTANTS_IN_BOUNDS(X)                                                             \
   X(precopy_guard_by_address, 'D',                                                                 \
     "precopy skips a row when the source and destination BLOCKS are equal (physical "              \
     "addresses compared instead of logical columns), losing aliased same-block shifts")            \
@@ -89,6 +98,12 @@ namespace mc::gpu {
     "column, so the precopy never runs")                                                           \
   X(batch_copy_drops_last, 'X', "the batched flat copy (V1 plan) never copies its last entry")
 
+#define MC_KERNEL_MUTANTS_OUT_OF_BOUNDS(X)                                                         \
+  X(table_row_from_slot, 'X',                                                                      \
+    "V2 kinds read a request's block-table row at its slot idx_mapping[b] instead of its batch "   \
+    "row b: another request's blocks, or past the end of the table when a slot is >= num_reqs "    \
+    "(V1 kinds, whose slot is the row, are unchanged)")
+
 #define MC_RUNNER_MUTANTS(X)                                                                       \
   X(skip_cleanup_of_resumed, 'A',                                                                  \
     "cleanup drops finished and preempted ids but not resumed ones: a request "                    \
@@ -143,12 +158,15 @@ enum class Mutant : std::uint8_t {
 enum class MutantLevel : std::uint8_t { kernel, runner };
 
 // One entry of the catalogue: the name users pass to --mutant, its level, the bug class of
-// REFERENCE.md 5 it is modelled on ('A'..'H', or 'X' for one of our own), and what it breaks.
+// REFERENCE.md 5 it is modelled on ('A'..'H', or 'X' for one of our own), what it breaks, and
+// whether it keeps every access inside the case's buffers (false: an out-of-bounds kernel
+// mutant, which can crash the process running it).
 struct MutantInfo {
   std::string_view name;
   MutantLevel level = MutantLevel::kernel;
   char bug_class = 'X';
   std::string_view description;
+  bool memory_safe = true;
 };
 
 // Every mutant: the kernel mutants in Mutant order, then the runner mutants in RunnerMutant

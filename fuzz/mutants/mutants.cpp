@@ -69,6 +69,12 @@ MutantOutcome run_kernel_mutant(const MutantRunOptions& options, gpu::Mutant mut
   return out;
 }
 
+std::string mutant_skip_reason(const gpu::MutantInfo& info) {
+  if (info.memory_safe) return {};
+  return "not memory-safe (it reads or writes outside the case's buffers): skipped until "
+         "mutant runs isolate each case in a child process";
+}
+
 MutantJob kernel_mutant_job(const gpu::MutantInfo& info) {
   MC_ASSERT(info.level == gpu::MutantLevel::kernel);
   const std::optional<gpu::Mutant> mutant = gpu::find_kernel_mutant(info.name);
@@ -78,7 +84,8 @@ MutantJob kernel_mutant_job(const gpu::MutantInfo& info) {
       .level = "kernel",
       .bug_class = info.bug_class,
       .description = std::string(info.description),
-      .run = [m = *mutant](const MutantRunOptions& o) { return run_kernel_mutant(o, m); }};
+      .run = [m = *mutant](const MutantRunOptions& o) { return run_kernel_mutant(o, m); },
+      .skip_reason = mutant_skip_reason(info)};
 }
 
 std::vector<MutantJob> kernel_mutant_jobs() {

@@ -74,7 +74,14 @@ struct MutantJob {
   char bug_class = 'X';
   std::string description;
   std::function<MutantOutcome(const MutantRunOptions&)> run;
+  std::string skip_reason; // why runs of every mutant leave it out; empty: they run it
 };
+
+// Why the runs of every mutant (`mambacheck mutants`, the kill tests) leave `info` out, in one
+// line, or empty when they run it. A kernel mutant that is not memory-safe (gpu/mutant.h) can
+// kill the process that runs its cases (host) or poison its CUDA context (cuda), and these
+// runs do not isolate cases yet (fuzz/isolate.h).
+std::string mutant_skip_reason(const gpu::MutantInfo& info);
 
 // Runs the kernel-level campaign against `mutant` (not none) until it is killed or the
 // budget is spent. Deterministic in what it finds for a seed (the budget decides only when

@@ -37,6 +37,8 @@ class KernelMutantKill : public testing::TestWithParam<std::size_t> {};
 
 TEST_P(KernelMutantKill, KilledWithASmallCounterexample) {
   const auto mutant = static_cast<gpu::Mutant>(GetParam() + 1);
+  const std::string skip = mutant_skip_reason(gpu::kernel_mutants()[GetParam()]);
+  if (!skip.empty()) GTEST_SKIP() << skip;
   const model::testing::TempDir dir;
   MutantRunOptions o = options(dir.path());
   const bool big = mutant == gpu::Mutant::block_offset_32bit;
@@ -91,6 +93,17 @@ TEST(KernelMutantJobs, SelectionKeepsOrderAndRejectsUnknownNames) {
   EXPECT_EQ(two[0].name, "batch_copy_drops_last");
   EXPECT_EQ(two[1].level, "kernel");
   EXPECT_THROW(select_jobs(all, {"nope"}), model::InputError);
+}
+
+TEST(KernelMutantJobs, OnlyOutOfBoundsMutantsAreSkipped) {
+  for (const MutantJob& job : kernel_mutant_jobs()) {
+    const gpu::MutantInfo* info = gpu::find_mutant(job.name);
+    ASSERT_NE(info, nullptr) << job.name;
+    EXPECT_EQ(job.skip_reason.empty(), info->memory_safe) << job.name;
+  }
+  const MutantJob oob = kernel_mutant_job(*gpu::find_mutant("table_row_from_slot"));
+  EXPECT_EQ(oob.skip_reason, "not memory-safe (it reads or writes outside the case's buffers): "
+                             "skipped until mutant runs isolate each case in a child process");
 }
 
 TEST(KernelMutantTable, MedianOfKilledOnly) {
