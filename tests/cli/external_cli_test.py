@@ -11,8 +11,12 @@ in the metadata as GPU kernels do. Part PART of:
             conv_shift_not_memmove, ds_ignores_bias);
   protocol  workers that die, time out, greet or answer garbage are exit 3 with one line;
             an `error:` answer is a finding (exit 1); bad option combinations are exit 2.
+  worker    `mambacheck worker --backend host` as the worker: a clean campaign holds, and
+            with the out-of-bounds kernel mutant table_row_from_slot the campaign reports a
+            finding instead of dying.
 
-Usage: external_cli_test.py MAMBACHECK PYTHON WORK_DIR PART. Exit 77 (skipped) without numpy.
+Usage: external_cli_test.py MAMBACHECK PYTHON WORK_DIR PART. Exit 77 (skipped) without numpy
+for the parts that run the Python adapter.
 """
 
 import json
@@ -119,12 +123,30 @@ def part_protocol(mambacheck, python, work):
     run([mambacheck, "fuzz", "--external", "x", "--external-timeout", "0"], 2)
 
 
+def part_worker(mambacheck, python, work):
+    worker = shlex.join([mambacheck, "worker", "--backend", "host"])
+    p, report = fuzz(mambacheck, worker, work, "worker-clean", CLEAN_CASES, 0)
+    expect("all cases held" in p.stdout, "no 'all cases held'", p.stdout)
+    expect(set(report["cases_by_kind"]) == {"postprocess", "postprocess_align", "precopy",
+                                            "preprocess_align", "batch_copy"},
+           "not every kind ran", json.dumps(report))
+    mutated = shlex.join([mambacheck, "worker", "--backend", "host", "--mutant",
+                          "table_row_from_slot"])
+    p, report = fuzz(mambacheck, mutated, work, "worker-oob", VARIANT_CASES, 1)
+    cx = report["counterexample"]
+    expect(cx["requests"] <= 2, f"worker-oob: counterexample of {cx['requests']} rows", p.stdout)
+    print(f"worker-oob: found after {report['cases']} cases, shrunk to {cx['requests']} rows: "
+          f"{cx['failure'][:300]}")
+
+
 def main(argv):
     if len(argv) != 5:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     mambacheck, python, work, part = argv[1], argv[2], pathlib.Path(argv[3]), argv[4]
-    if subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode != 0:
+    needs_adapter = part not in ("protocol", "worker")
+    if needs_adapter and subprocess.run([python, "-c", "import numpy"],
+                                        capture_output=True).returncode != 0:
         print(f"{python} has no numpy: skipped")
         return 77
     work.mkdir(parents=True, exist_ok=True)
@@ -132,7 +154,8 @@ def main(argv):
     if part in VARIANTS:
         part_variant(mambacheck, python, work, part)
     else:
-        {"clean": part_clean, "protocol": part_protocol}[part](mambacheck, python, work)
+        parts = {"clean": part_clean, "protocol": part_protocol, "worker": part_worker}
+        parts[part](mambacheck, python, work)
     print(f"external {part}: passed")
     return 0
 
