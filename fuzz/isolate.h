@@ -25,6 +25,7 @@
 // ends.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
