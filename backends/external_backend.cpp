@@ -1,5 +1,6 @@
 #include "backends/external_backend.h"
 
+#include "fuzz/isolate.h"
 #include "model/case_file.h"
 #include "model/errors.h"
 #include "oracle/launch.h"
@@ -46,14 +47,23 @@ std::string excerpt(std::string_view text) {
   return out;
 }
 
-// The last non-empty line of the worker's log, for a failure message.
-std::string log_tail(const fs::path& log_file) {
+// The size of the worker's log now (0 when there is none).
+std::int64_t log_size(const fs::path& log_file) {
+  std::error_code ec;
+  const auto size = log_file.empty() ? 0 : fs::file_size(log_file, ec);
+  return ec ? 0 : static_cast<std::int64_t>(size);
+}
+
+// The last non-empty line of the worker's log written from byte `written_from` on, for a
+// failure message.
+std::string log_tail(const fs::path& log_file, std::int64_t written_from = 0) {
   if (log_file.empty()) return {};
   std::ifstream in(log_file, std::ios::binary);
   if (!in) return {};
   in.seekg(0, std::ios::end);
   const std::int64_t size = in.tellg();
-  const std::int64_t from = std::max<std::int64_t>(0, size - kLogTailBytesMax);
+  const std::int64_t from = std::max<std::int64_t>(written_from, size - kLogTailBytesMax);
+  if (from >= size) return {};
   in.seekg(from);
   std::string tail(static_cast<std::size_t>(size - from), '\0');
   in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
@@ -65,10 +75,20 @@ std::string log_tail(const fs::path& log_file) {
   return excerpt(last);
 }
 
-std::string exit_description(int status) {
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("was killed by signal {}", WTERMSIG(status));
-  return "stopped";
+// "exited with status 4", "killed by SIGSEGV (invalid memory reference)" (with "was " before
+// "killed" when `passive`).
+std::string exit_description(int status, bool passive = true) {
+  if (WIFSIGNALED(status))
+    return fmt::format("{}killed by {}", passive ? "was " : "",
+                       fuzz::signal_name(WTERMSIG(status)));
+  if (!WIFEXITED(status)) return "stopped";
+  const int code = WEXITSTATUS(status);
+  // `sh -c` that runs a command as its child exits 128 + N when the command died of signal N.
+  constexpr int kShellSignalBase = 128;
+  if (code > kShellSignalBase && code <= kShellSignalBase + 64)
+    return fmt::format("exited with status {} (a shell's report of a command killed by {})", code,
+                       fuzz::signal_name(code - kShellSignalBase));
+  return fmt::format("exited with status {}", code);
 }
 
 // Waits up to `millis` for the child; its status, or -1 if still running.
@@ -122,6 +142,12 @@ ExternalWorker::ExternalWorker(ExternalOptions options) : options_(std::move(opt
   MC_ASSERT(options_.timeout_seconds > 0);
   // A worker that dies while we write to it must be an error we report, not our death.
   ::signal(SIGPIPE, SIG_IGN);
+  start();
+}
+
+void ExternalWorker::start() {
+  MC_ASSERT(pid_ < 0 && to_worker_ < 0 && from_worker_ < 0);
+  buffer_.clear();
   int in_pipe[2] = {-1, -1};
   int out_pipe[2] = {-1, -1};
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
@@ -163,7 +189,22 @@ ExternalWorker::ExternalWorker(ExternalOptions options) : options_(std::move(opt
     pid_ = -1;
     fail(fmt::format("cannot be started: {}", std::strerror(spawned)));
   }
-  parse_greeting(read_line("its greeting"));
+  parse_greeting(read_greeting());
+}
+
+void ExternalWorker::restart() {
+  MC_ASSERT(crashed_ && pid_ < 0);
+  if (restarts_ >= kExternalRestartsMax)
+    throw ExternalWorkerFailure{fmt::format("--external worker '{}' died on {} cases; not started "
+                                            "again",
+                                            excerpt(options_.command), restarts_)};
+  ++restarts_;
+  crashed_ = false;
+  const std::vector<model::LaunchKind> kinds_before = kinds_;
+  kinds_.clear();
+  start();
+  if (kinds_ != kinds_before)
+    fail(fmt::format("greeted with other kinds when started again: \"{}\"", excerpt(greeting_)));
 }
 
 ExternalWorker::~ExternalWorker() {
@@ -201,25 +242,60 @@ void ExternalWorker::fail(std::string_view what) {
   throw ExternalWorkerFailure{std::move(message)};
 }
 
-std::string ExternalWorker::read_line(std::string_view waiting_for) {
+[[noreturn]] void ExternalWorker::crashed_on_case(ReadEnd end) {
+  MC_ASSERT(end != ReadEnd::line && pid_ > 0);
+  std::string message;
+  int status = -1;
+  if (end == ReadEnd::closed) status = wait_for(pid_, kExitWaitMillis);
+  if (status < 0) { // still running: past the timeout, or it closed its output and lingers
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    message =
+        end == ReadEnd::timed_out
+            ? fmt::format("the worker exceeded {} s on this case; killed", options_.timeout_seconds)
+            : "the worker closed its output on this case; killed";
+  } else {
+    message = fmt::format("the worker died on this case: {}", exit_description(status, false));
+  }
+  kill(-pid_, SIGKILL); // what it started and left behind (its group outlives it)
+  pid_ = -1;
+  // Only what it wrote on this case: the log holds the words of earlier crashes too.
+  if (const std::string tail = log_tail(options_.log_file, log_bytes_at_case_); !tail.empty())
+    message += fmt::format("; its stderr ends: \"{}\"", tail);
+  stop();
+  crashed_ = true;
+  throw ExternalWorkerCrash(message);
+}
+
+std::string ExternalWorker::read_greeting() {
+  std::string line;
+  const ReadEnd end = read_line(line);
+  if (end == ReadEnd::timed_out)
+    fail(fmt::format("gave no answer within {} s while we waited for its greeting; killed",
+                     options_.timeout_seconds));
+  if (end == ReadEnd::closed)
+    fail(
+        fmt::format("closed its output while we waited for its greeting{}",
+                    buffer_.empty() ? "" : fmt::format(" (last words: \"{}\")", excerpt(buffer_))));
+  return line;
+}
+
+ExternalWorker::ReadEnd ExternalWorker::read_line(std::string& line) {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(options_.timeout_seconds));
   for (;;) {
     if (const std::size_t end = buffer_.find('\n'); end != std::string::npos) {
-      std::string line = buffer_.substr(0, end);
+      line = buffer_.substr(0, end);
       buffer_.erase(0, end + 1);
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      return line;
+      return ReadEnd::line;
     }
     if (buffer_.size() > kLineBytesMax)
-      fail(fmt::format("wrote a line of more than {} bytes while we waited for {}", kLineBytesMax,
-                       waiting_for));
+      fail(fmt::format("wrote a line of more than {} bytes", kLineBytesMax));
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0)
-      fail(fmt::format("gave no answer within {} s while we waited for {}; killed",
-                       options_.timeout_seconds, waiting_for));
+    if (left.count() <= 0) return ReadEnd::timed_out;
     pollfd p{.fd = from_worker_, .events = POLLIN, .revents = 0};
     const int ready = poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
     if (ready < 0 && errno != EINTR) fail(fmt::format("cannot be read: {}", std::strerror(errno)));
@@ -227,23 +303,21 @@ std::string ExternalWorker::read_line(std::string_view waiting_for) {
     char chunk[4096];
     const ssize_t n = read(from_worker_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      fail(fmt::format("closed its output while we waited for {}{}", waiting_for,
-                       buffer_.empty() ? ""
-                                       : fmt::format(" (last words: \"{}\")", excerpt(buffer_))));
+    if (n <= 0) return ReadEnd::closed;
     buffer_.append(chunk, static_cast<std::size_t>(n));
   }
 }
 
-void ExternalWorker::write_line(const std::string& line) {
+bool ExternalWorker::write_line(const std::string& line) {
   const std::string data = line + "\n";
   std::size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = write(to_worker_, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail(fmt::format("stopped reading its input ({})", std::strerror(errno)));
+    if (n <= 0) return false; // it stopped reading: it died, or is dying
     done += static_cast<std::size_t>(n);
   }
+  return true;
 }
 
 void ExternalWorker::parse_greeting(const std::string& line) {
@@ -271,6 +345,7 @@ void ExternalWorker::parse_greeting(const std::string& line) {
 }
 
 model::LaunchResult ExternalWorker::run(const model::LaunchCase& launch_case) {
+  if (crashed_) restart();
   if (pid_ < 0) throw ExternalWorkerFailure{"--external worker: no longer running"};
   const fs::path case_dir = fs::absolute(options_.work_dir / "case");
   const fs::path result_dir = fs::absolute(options_.work_dir / "result");
@@ -278,9 +353,12 @@ model::LaunchResult ExternalWorker::run(const model::LaunchCase& launch_case) {
   fs::remove_all(case_dir, ec);
   fs::remove_all(result_dir, ec);
   model::save_case(launch_case, case_dir);
-  write_line(case_dir.string() + "\t" + result_dir.string());
-  const std::string answer = read_line(fmt::format("the result of {}", case_dir.string()));
+  log_bytes_at_case_ = log_size(options_.log_file);
+  std::string answer;
+  const ReadEnd end = write_line(case_dir.string() + "\t" + result_dir.string()) ? read_line(answer)
+                                                                                 : ReadEnd::closed;
   ++cases_run_;
+  if (end != ReadEnd::line) crashed_on_case(end);
   if (starts_with(answer, "error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
   if (starts_with(answer, "fatal:"))
     fail(fmt::format("gave up on {}: {}", case_dir.string(), excerpt(trimmed(answer.substr(6)))));

@@ -9,8 +9,12 @@
 // - per case we write `CASE_DIR<TAB>RESULT_DIR\n` (absolute paths) and it answers one line:
 //   the result directory (case.json + expected/, what `mambacheck case --out` writes),
 //   `error: MESSAGE` (the kernel failed on this case: a finding), or `fatal: MESSAGE`.
-// A worker that dies, exceeds the timeout, answers anything else, or writes a result that does
-// not load cannot be judged: that is ExternalWorkerFailure (exit 3), never a mismatch.
+// A worker that dies or exceeds the timeout while it runs a case was brought down by that
+// case, as kernels that write out of bounds or hang do: a finding for the case
+// (ExternalWorkerCrash). It is then started again, same command, greeting read again, before
+// the next case. A worker that cannot start, never greets, answers anything else, says fatal:
+// or writes a result that does not load cannot be judged: that is ExternalWorkerFailure
+// (exit 3), never a mismatch.
 //
 // A kernel reports effects, not decisions: when the worker's result.json says
 // `"decisions_recorded": false`, the oracle's decisions stand in for the kernel's and only
@@ -34,6 +38,9 @@
 namespace mc::backends {
 
 inline constexpr double kExternalTimeoutSecondsDefault = 300.0;
+// Restarts after a crash, per worker: a bound, never reached by a campaign (its shrinking is
+// bounded far below), that stops a loop of crashes from running forever.
+inline constexpr std::int64_t kExternalRestartsMax = 1 << 16;
 
 struct ExternalOptions {
   std::string command;            // run by /bin/sh -c
@@ -56,6 +63,13 @@ struct ExternalKernelError : fuzz::KernelError {
   using fuzz::KernelError::KernelError;
 };
 
+// The worker died or ran past the timeout on one case ("the worker died on this case: killed
+// by SIGSEGV (invalid memory reference)", "the worker exceeded 300 s on this case; killed"),
+// and was reaped. A finding for that case; the next case starts the worker again.
+struct ExternalWorkerCrash : fuzz::KernelError {
+  using fuzz::KernelError::KernelError;
+};
+
 class ExternalWorker {
 public:
   // Starts the command and reads its greeting; ExternalWorkerFailure if it does not come.
@@ -64,19 +78,27 @@ public:
   ExternalWorker(const ExternalWorker&) = delete;
   ExternalWorker& operator=(const ExternalWorker&) = delete;
 
-  // Runs one case on the worker. Throws ExternalKernelError for an `error:` answer and
-  // ExternalWorkerFailure when the worker cannot be used.
+  // Runs one case on the worker, first starting it again if it died on the case before.
+  // Throws ExternalKernelError for an `error:` answer, ExternalWorkerCrash when the worker
+  // dies or times out on this case, and ExternalWorkerFailure when it cannot be used.
   model::LaunchResult run(const model::LaunchCase& launch_case);
 
   const std::vector<model::LaunchKind>& kinds() const { return kinds_; }
   const std::string& greeting() const { return greeting_; }
   const ExternalOptions& options() const { return options_; }
   std::int64_t cases_run() const { return cases_run_; }
+  std::int64_t restarts() const { return restarts_; } // after crashes
 
 private:
+  enum class ReadEnd : std::uint8_t { line, closed, timed_out };
+
+  void start();
+  void restart();
   [[noreturn]] void fail(std::string_view what);
-  std::string read_line(std::string_view waiting_for);
-  void write_line(const std::string& line);
+  [[noreturn]] void crashed_on_case(ReadEnd end);
+  ReadEnd read_line(std::string& line);
+  std::string read_greeting();
+  bool write_line(const std::string& line);
   void parse_greeting(const std::string& line);
   void stop();
 
@@ -88,6 +110,9 @@ private:
   std::string greeting_;
   std::vector<model::LaunchKind> kinds_;
   std::int64_t cases_run_ = 0;
+  std::int64_t restarts_ = 0;
+  bool crashed_ = false;               // it died on the last case: start it again before the next
+  std::int64_t log_bytes_at_case_ = 0; // the log's size when the last case was sent
 };
 
 // `text` as one word for /bin/sh: 'it'\''s'.

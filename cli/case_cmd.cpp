@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "fuzz/compare.h"
 #include "fuzz/findings.h"
+#include "fuzz/isolate.h"
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "oracle/launch.h"
@@ -69,20 +70,32 @@ fuzz::LaunchRunner case_runner(const CaseOptions& options, backends::Backend bac
   if (!options.external.empty())
     return [&options](const model::LaunchCase& c) { return run_external(options, c); };
   if (backend == backends::Backend::oracle) return {};
+  fuzz::LaunchRunner run = backends::launch_runner(backend);
   if (!options.mutant.empty())
-    return [run = backends::mutant_launch_runner(backend),
-            mutant = backends::parse_kernel_mutant(options.mutant)](const model::LaunchCase& c) {
-      return run(c, mutant);
+    run = [mutated = backends::mutant_launch_runner(backend),
+           mutant = backends::parse_kernel_mutant(options.mutant)](const model::LaunchCase& c) {
+      return mutated(c, mutant);
     };
-  return backends::launch_runner(backend);
+  if (backend != backends::Backend::host) return run;
+  // The host kernels run in this process, where one that faults would end it: a forked child
+  // runs them first, and a crash there is the backend failing on the case (a mismatch).
+  return [run](const model::LaunchCase& c) {
+    const fuzz::IsolatedOutcome probe = fuzz::run_isolated([&] {
+      run(c);
+      return std::string();
+    });
+    if (!probe.returned())
+      throw fuzz::KernelError(fmt::format("the backend crashed: {}", probe.message));
+    return run(c);
+  };
 }
 
 // The external kernels failed on the case (an `error:` answer): a mismatch.
 int report_kernel_error(const CaseOptions& options, const model::LaunchCase& launch_case,
                         const std::string& backend_name, const std::string& error) {
-  std::cout << fmt::format("{}: {} on external ({} rows): MISMATCH: the backend failed: {}\n",
-                           options.dir, model::to_string(launch_case.kind), launch_case.num_reqs,
-                           error);
+  std::cout << fmt::format("{}: {} on {} ({} rows): MISMATCH: the backend failed: {}\n",
+                           options.dir, model::to_string(launch_case.kind), backend_name,
+                           launch_case.num_reqs, error);
   if (!options.report.empty())
     write_report(options.report, {{"case", options.dir},
                                   {"kind", model::to_string(launch_case.kind)},

@@ -17,7 +17,9 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <iostream>
 
 namespace mc::cli {
@@ -46,6 +48,8 @@ struct FuzzOptions {
   int repeat = 1;
   std::vector<std::string> kinds; // launch kinds drawn (kernel level); empty: all
   std::string focus;              // a generator preset (kernel level); empty: the backend's mix
+  bool no_isolate = false;        // host: run cases in this process (faster; a crash ends all)
+  double case_timeout = 300.0;    // host, isolated: a case running longer is a finding
   std::vector<std::string> skip_signatures;
 
   // Under a time budget a campaign goes on after a finding unless told otherwise.
@@ -88,6 +92,10 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Bac
   }
   for (const std::string& kind : o.kinds)
     c.gen.kinds.push_back(model::parse_launch_kind(kind));
+  // A kernel that writes out of bounds must cost one finding, not the campaign: on the host
+  // backend every case runs in a forked child (fuzz/isolate.h).
+  c.isolate = backend == backends::Backend::host && o.external.empty() && !o.no_isolate;
+  c.case_timeout_seconds = o.case_timeout;
   c.keep_going = o.keeps_going();
   c.reruns = o.reruns;
   c.repeat = o.repeat;
@@ -204,6 +212,30 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
       throw model::EnvironmentError(failure.message);
     }
   }
+  // cuda: a kernel fault loses this process's CUDA context; later runs go to this program as
+  // a worker process (`mambacheck worker`), which the external backend restarts after each.
+  std::shared_ptr<backends::ExternalWorker> device_worker;
+  if (backend == backends::Backend::cuda && o.external.empty()) {
+    c.replace_backend = [&o, &device_worker] {
+      std::string command = fmt::format(
+          "exec {} worker --backend cuda",
+          backends::shell_quote(std::filesystem::read_symlink("/proc/self/exe").string()));
+      if (!o.mutant.empty()) command += fmt::format(" --mutant {}", o.mutant);
+      const std::filesystem::path work = std::filesystem::path(o.out) / "device-worker";
+      try {
+        device_worker = std::make_shared<backends::ExternalWorker>(
+            backends::ExternalOptions{.command = command,
+                                      .work_dir = work,
+                                      .log_file = work / "worker.log",
+                                      .timeout_seconds = o.case_timeout});
+      } catch (const backends::ExternalWorkerFailure& failure) {
+        throw model::EnvironmentError(failure.message);
+      }
+      return fuzz::LaunchRunner([worker = device_worker](const model::LaunchCase& launch) {
+        return worker->run(launch);
+      });
+    };
+  }
   Progress progress("fuzz kernel", o.cases > 0 ? o.cases : 0);
   c.on_case = [&progress](std::int64_t, const fuzz::LaunchSpec& spec) {
     progress.tick(
@@ -273,6 +305,8 @@ int run_fuzz(const FuzzOptions& o) {
   if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                       o.external_timeout);
+  if (!(o.case_timeout > 0 && o.case_timeout <= 86400))
+    model::fail_input("--case-timeout: expected 0 < seconds <= 86400, got {}", o.case_timeout);
   // With --external the backend below only sizes the generator (the worker runs the cases).
   const backends::Backend backend = !o.external.empty() ? backends::Backend::host
                                     : o.backend.empty() ? backends::default_backend()
@@ -374,6 +408,12 @@ void add_fuzz_command(CLI::App& app, Action& action) {
   cmd->add_option("--focus", o->focus,
                   "Kernel level: a generator preset: default, gpu-grid, big-offsets or races "
                   "(production grids where many programs touch one request)");
+  cmd->add_flag("--no-isolate", o->no_isolate,
+                "Host backend: run cases in this process instead of a forked child each "
+                "(faster; a kernel that faults then ends the campaign)");
+  cmd->add_option("--case-timeout", o->case_timeout,
+                  "Seconds one isolated case (host) or a device worker's case (cuda) may take "
+                  "before it is a finding (default 300)");
   cmd->add_option("--skip-signature", o->skip_signatures,
                   "A known finding's signature (as printed): counted, not shrunk, not failing "
                   "(repeatable)");

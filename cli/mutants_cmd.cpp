@@ -20,6 +20,8 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace mc::cli {
 namespace {
@@ -54,8 +56,9 @@ std::string format_catalogue(const std::vector<fuzz::MutantJob>& jobs) {
   std::string out = fmt::format("{:<{}}  {:<6}  {:<5}  {}\n", "mutant", width, "level", "class",
                                 "what it breaks");
   for (const fuzz::MutantJob& j : jobs)
-    out += fmt::format("{:<{}}  {:<6}  {:<5}  {}{}\n", j.name, width, j.level, j.bug_class,
-                       j.racy ? "[racy] " : "", j.description);
+    out += fmt::format("{:<{}}  {:<6}  {:<5}  {}{}{}\n", j.name, width, j.level, j.bug_class,
+                       j.racy ? "[racy] " : "", j.memory_safe ? "" : "[out of bounds] ",
+                       j.description);
   return out;
 }
 

@@ -148,6 +148,12 @@ bool cuda_available() {
   return device_present();
 }
 
+bool cuda_context_usable() {
+  // A sticky error is returned by every later call, synchronisation included; an error that
+  // was not sticky (an allocation that failed) is not.
+  return device_present() && cudaDeviceSynchronize() == cudaSuccess;
+}
+
 void run_launch_cuda_in_place(const model::LaunchCase& launch, Mutant mutant,
                               const DeviceArenas& arenas, model::LaunchResult& result) {
   if (launch.kind == model::LaunchKind::batch_copy) {

@@ -16,6 +16,11 @@ namespace mc::gpu {
 // True when this build has CUDA and a device is visible.
 bool cuda_available();
 
+// Whether this process can still run kernels after a failed call: false once an error has
+// left its CUDA context unusable for good (an illegal address, a kernel fault: "sticky"
+// errors), or in a build without CUDA. A process in that state must be replaced.
+bool cuda_context_usable();
+
 // Runs one launch on device 0 (with the kernels of `mutant`). Throws model::EnvironmentError
 // when there is no device (or the build has no CUDA, "built without CUDA") and
 // model::InputError for an invalid case.

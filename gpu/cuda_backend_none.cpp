@@ -8,6 +8,10 @@ bool cuda_available() {
   return false;
 }
 
+bool cuda_context_usable() {
+  return false;
+}
+
 model::LaunchResult run_launch_cuda(const model::LaunchCase&, Mutant) {
   throw model::EnvironmentError("built without CUDA");
 }

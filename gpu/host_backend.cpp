@@ -4,6 +4,10 @@
 #include "gpu/kernels/fused_launch.cuh"
 #include "gpu/kernels/mutant_policies.cuh"
 #include "gpu/launch_plan.h"
+#include "model/address_ranges.h"
+#include "model/request_arrays.h"
+
+#include <fmt/format.h>
 
 #include <vector>
 
@@ -101,10 +105,50 @@ void run_batch_copy(const model::LaunchCase& launch, Mutant mutant, const HostAr
   result.decisions = std::move(plan.decisions);
 }
 
+// "arena 2 (conv of group 0 layer 1)", or "(group 0 layer 1)" for a page the states of a layer
+// share: the name a crash line gives the arena.
+std::string arena_name(const model::Layout& layout, std::size_t arena) {
+  const model::StateTensor* first = nullptr;
+  int tensors = 0;
+  for (const model::StateTensor& t : layout.tensors) {
+    if (t.arena != static_cast<std::int32_t>(arena)) continue;
+    if (first == nullptr) first = &t;
+    ++tensors;
+  }
+  if (first == nullptr) return fmt::format("arena {}", arena);
+  const std::string_view kind = first->kind() == model::StateKind::conv ? "conv" : "temporal";
+  if (tensors == 1)
+    return fmt::format("arena {} ({} of group {} layer {})", arena, kind, first->group,
+                       first->layer);
+  return fmt::format("arena {} (group {} layer {})", arena, first->group, first->layer);
+}
+
+// Names the buffers the kernels may touch (model/address_ranges.h), so that a kernel reading
+// or writing out of bounds in an isolated run (fuzz/isolate.h) is reported against the buffer
+// it missed.
+void register_case_buffers(model::AddressRangeScope& scope, const model::LaunchCase& launch,
+                           const HostArenas& arenas, const model::RequestArrays& requests) {
+  for (std::size_t i = 0; i < arenas.arena_addrs.size() && i < launch.layout.arenas.size(); ++i)
+    scope.add(reinterpret_cast<const void*>(arenas.arena_addrs[i]),
+              static_cast<std::size_t>(launch.layout.arenas[i].size_bytes()),
+              arena_name(launch.layout, i));
+  for (std::size_t g = 0; g < launch.block_tables.groups.size(); ++g) {
+    const std::vector<std::int32_t>& ids = launch.block_tables.groups[g].block_ids;
+    scope.add(ids.data(), ids.size() * sizeof(std::int32_t),
+              fmt::format("block table of group {}", g));
+  }
+  for (const model::RequestArrayField& field : model::kRequestArrays) {
+    const std::vector<std::int32_t>& values = requests.*field.member;
+    scope.add(values.data(), values.size() * sizeof(std::int32_t), field.name);
+  }
+}
+
 } // namespace
 
 void run_launch_host_in_place(const model::LaunchCase& launch, Mutant mutant,
                               const HostArenas& arenas, model::LaunchResult& result) {
+  model::AddressRangeScope buffers;
+  register_case_buffers(buffers, launch, arenas, result.requests);
   if (launch.kind == model::LaunchKind::batch_copy) {
     run_batch_copy(launch, mutant, arenas, result);
   } else {

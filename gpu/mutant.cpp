@@ -7,14 +7,20 @@ namespace mc::gpu {
 namespace {
 
 #define MC_KERNEL_MUTANT_INFO(name, bug_class, schedule, description)                              \
-  MutantInfo{#name, MutantLevel::kernel, bug_class, description, MutantSchedule::schedule},
+  MutantInfo{#name, MutantLevel::kernel, bug_class, description, MutantSchedule::schedule, true},
+#define MC_OUT_OF_BOUNDS_MUTANT_INFO(name, bug_class, schedule, description)                       \
+  MutantInfo{#name, MutantLevel::kernel, bug_class, description, MutantSchedule::schedule, false},
 #define MC_RUNNER_MUTANT_INFO(name, bug_class, description)                                        \
-  MutantInfo{#name, MutantLevel::runner, bug_class, description},
+  MutantInfo{#name, MutantLevel::runner, bug_class, description, MutantSchedule::deterministic,   \
+             true},
 // Entry i describes Mutant(i + 1), entry kKernelCount + i RunnerMutant(i + 1): each list's
-// entries come in the order of its enum.
-constexpr std::array kCatalogue{MC_KERNEL_MUTANTS(MC_KERNEL_MUTANT_INFO)
-                                    MC_RUNNER_MUTANTS(MC_RUNNER_MUTANT_INFO)};
+// entries come in the order of its enum (MC_KERNEL_MUTANTS is the in-bounds list, then the
+// out-of-bounds one).
+constexpr std::array kCatalogue{MC_KERNEL_MUTANTS_IN_BOUNDS(MC_KERNEL_MUTANT_INFO)
+                                    MC_KERNEL_MUTANTS_OUT_OF_BOUNDS(MC_OUT_OF_BOUNDS_MUTANT_INFO)
+                                        MC_RUNNER_MUTANTS(MC_RUNNER_MUTANT_INFO)};
 #undef MC_KERNEL_MUTANT_INFO
+#undef MC_OUT_OF_BOUNDS_MUTANT_INFO
 #undef MC_RUNNER_MUTANT_INFO
 
 #define MC_COUNT_ONE(name, bug_class, schedule, description) +1

@@ -8,10 +8,16 @@
 // - A kernel mutant is a policy of the same name that redefines one mutation point of the
 //   kernels (gpu/kernels/mutant_policies.cuh; the points as specified are `Clean`,
 //   gpu/kernels/clean_policy.cuh). Every kernel body takes a policy type, so the clean kernels
-//   are the instantiation with Clean and pay nothing for the mutants. Every kernel mutant
-//   keeps its accesses inside the arenas and block tables of a valid case (a wrong byte, never
-//   a wild address), so a campaign against it reports a mismatch on the host backend instead
-//   of crashing the process.
+//   are the instantiation with Clean and pay nothing for the mutants. The kernel mutants come
+//   in two lists:
+//   - MC_KERNEL_MUTANTS_IN_BOUNDS keep their accesses inside the arenas and block tables of a
+//     valid case (a wrong byte, never a wild address), so a campaign against one reports a
+//     mismatch on the host backend instead of crashing the process;
+//   - MC_KERNEL_MUTANTS_OUT_OF_BOUNDS read or write outside them, as real kernel bugs do
+//     (MutantInfo::memory_safe false): on the host backend one can kill the process running
+//     it, on cuda it poisons the process's CUDA context. Campaigns run each host case in a
+//     forked child (fuzz/isolate.h) and replace a cuda process whose context a fault lost
+//     (`mambacheck worker`), so these are killed like the others.
 // - A runner mutant is a subclass of the engine runner's RunnerDecisions of the same name that
 //   redefines one decision of its bookkeeping (gpu/engine/runner_decisions.h,
 //   gpu/engine/runner_mutant.h); the runner asks that object once per request or step.
@@ -29,8 +35,10 @@ namespace mc::gpu {
 // breaks), in the order of the catalogue; a number in a description is the vLLM bug it
 // re-creates. The schedule says whether a launch that shows the bug shows it every time
 // (`deterministic`) or only under some interleavings of the CTAs on cuda (`racy`;
-// MutantSchedule).
-#define MC_KERNEL_MUTANTS(X)                                                                       \
+// MutantSchedule). Every kernel mutant: the in-bounds ones, then the out-of-bounds ones.
+#define MC_KERNEL_MUTANTS(X) MC_KERNEL_MUTANTS_IN_BOUNDS(X) MC_KERNEL_MUTANTS_OUT_OF_BOUNDS(X)
+
+#define MC_KERNEL_MUTANTS_IN_BOUNDS(X)                                                             \
   X(precopy_guard_by_address, 'D', deterministic,                                                  \
     "precopy skips a row when the source and destination BLOCKS are equal (physical "              \
     "addresses compared instead of logical columns), losing aliased same-block shifts")            \
@@ -100,6 +108,12 @@ namespace mc::gpu {
   X(batch_copy_drops_last, 'X', deterministic,                                                     \
     "the batched flat copy (V1 plan) never copies its last entry")
 
+#define MC_KERNEL_MUTANTS_OUT_OF_BOUNDS(X)                                                         \
+  X(table_row_from_slot, 'X', deterministic,                                                       \
+    "V2 kinds read a request's block-table row at its slot idx_mapping[b] instead of its batch "   \
+    "row b: another request's blocks, or past the end of the table when a slot is >= num_reqs "    \
+    "(V1 kinds, whose slot is the row, are unchanged)")
+
 #define MC_RUNNER_MUTANTS(X)                                                                       \
   X(skip_cleanup_of_resumed, 'A',                                                                  \
     "cleanup drops finished and preempted ids but not resumed ones: a request "                    \
@@ -163,13 +177,15 @@ enum class MutantSchedule : std::uint8_t { deterministic, racy };
 
 // One entry of the catalogue: the name users pass to --mutant, its level, the bug class of
 // REFERENCE.md 5 it is modelled on ('A'..'H', or 'X' for one of our own), what it breaks, and
-// whether it is racy.
+// whether it is racy, and whether it keeps every access inside the case's buffers (false: an
+// out-of-bounds kernel mutant, which can crash the process running it).
 struct MutantInfo {
   std::string_view name;
   MutantLevel level = MutantLevel::kernel;
   char bug_class = 'X';
   std::string_view description;
   MutantSchedule schedule = MutantSchedule::deterministic;
+  bool memory_safe = true;
 };
 
 // Every mutant: the kernel mutants in Mutant order, then the runner mutants in RunnerMutant

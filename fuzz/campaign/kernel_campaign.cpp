@@ -2,9 +2,11 @@
 
 #include "fuzz/campaign/kernel_shrink.h"
 #include "fuzz/campaign/kernel_signature.h"
+#include "fuzz/isolate.h"
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "model/errors.h"
+#include "model/request_arrays.h"
 #include "oracle/launch.h"
 
 #include <fmt/format.h>
@@ -167,6 +169,37 @@ CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend) {
   return verdict;
 }
 
+namespace {
+
+// Which kind of buffer a crash line says the faulting address lies in or next to.
+std::string crash_shape(const std::string& message) {
+  if (message.find("block table") != std::string::npos) return "block-table";
+  if (message.find("arena") != std::string::npos) return "arena";
+  if (message.find("in no buffer") != std::string::npos) return "no-buffer";
+  for (const model::RequestArrayField& f : model::kRequestArrays)
+    if (message.find(f.name) != std::string::npos) return "request-array";
+  return "-";
+}
+
+} // namespace
+
+CaseVerdict judge_case_isolated(const LaunchSpec& spec, const LaunchRunner& backend,
+                                double timeout_seconds) {
+  const IsolatedOutcome r = run_isolated(
+      [&] { return to_json(judge_case(spec, backend)).dump(); },
+      IsolateOptions{.timeout_seconds = timeout_seconds});
+  if (r.returned()) return verdict_from_json(nlohmann::json::parse(r.payload));
+  CaseVerdict v;
+  v.failure = fmt::format("the backend crashed: {}", r.message);
+  v.backend_error = true;
+  v.signature = Signature{.level = "kernel",
+                          .kind = std::string(model::to_string(spec.kind)),
+                          .difference = r.end == IsolatedEnd::timed_out ? "timeout" : "crash",
+                          .shape = crash_shape(r.message),
+                          .classification = Classification::backend_error};
+  return v;
+}
+
 nlohmann::json to_json(const CaseVerdict& v) {
   nlohmann::json j{{"rejected", v.rejected},
                    {"backend_error", v.backend_error},
@@ -217,8 +250,11 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
   KernelCampaignReport report;
   LaunchRunner backend = options.backend;
   bool device_lost = false; // and nothing replaced the backend
+  MC_ASSERT(!options.isolate || !options.replace_backend); // isolation forks: no device here
   const CaseJudge judge = [&](const LaunchSpec& spec) {
-    CaseVerdict v = judge_case(spec, backend);
+    CaseVerdict v = options.isolate
+                        ? judge_case_isolated(spec, backend, options.case_timeout_seconds)
+                        : judge_case(spec, backend);
     if (v.device_lost && !device_lost) {
       if (options.replace_backend) {
         backend = options.replace_backend();

@@ -51,6 +51,11 @@ struct KernelCampaignOptions {
   int reruns = kRerunsDefault; // reruns of a failing case before it is reported
   int repeat = 1;              // runs of every case (a race shows on some schedules only)
   std::vector<std::string> skip_signatures; // known findings: counted, not shrunk, not failing
+  // Run every case in a forked child (fuzz/isolate.h), so a kernel that reads or writes out
+  // of bounds is a finding, not the end of the campaign. Only for backends that run in this
+  // process without threads or a device context: the host backend.
+  bool isolate = false;
+  double case_timeout_seconds = 0.0; // isolated: a run taking longer is a finding (0: none)
   // When a run ends in a device fault (the process's CUDA context is lost): a runner for every
   // later run, in a process of its own (`mambacheck worker`). Empty: the campaign stops there.
   std::function<LaunchRunner()> replace_backend;
@@ -76,6 +81,12 @@ struct CaseVerdict {
 
 // Runs `spec` once: materialize, oracle, backend, compare.
 CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend);
+
+// The same in a forked child: a crash or a timeout of the backend is a verdict too (a
+// backend error whose signature's difference is "crash" or "timeout", its shape the buffer
+// the faulting address lies in or next to).
+CaseVerdict judge_case_isolated(const LaunchSpec& spec, const LaunchRunner& backend,
+                                double timeout_seconds);
 
 // A verdict as it travels from an isolated child process back to the campaign.
 nlohmann::json to_json(const CaseVerdict& verdict);

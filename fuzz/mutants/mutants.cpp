@@ -48,6 +48,9 @@ MutantOutcome run_kernel_mutant(const MutantRunOptions& options, gpu::Mutant mut
     return backend(launch, mutant);
   };
   c.mutant_name = out.name;
+  // A mutant that reads or writes out of bounds must be killed, not kill the run: on the host
+  // backend each case runs in a forked child (on cuda its device fault is the kill).
+  c.isolate = options.backend_name == "host";
   c.out_dir = options.out_dir / out.name;
   c.shrink = options.shrink;
   const KernelCampaignReport r = run_kernel_campaign(c);
@@ -81,7 +84,8 @@ MutantJob kernel_mutant_job(const gpu::MutantInfo& info) {
       .bug_class = info.bug_class,
       .description = std::string(info.description),
       .racy = info.schedule == gpu::MutantSchedule::racy,
-      .run = [m = *mutant](const MutantRunOptions& o) { return run_kernel_mutant(o, m); }};
+      .run = [m = *mutant](const MutantRunOptions& o) { return run_kernel_mutant(o, m); },
+      .memory_safe = info.memory_safe};
 }
 
 std::vector<MutantJob> kernel_mutant_jobs() {

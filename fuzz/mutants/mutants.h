@@ -77,6 +77,7 @@ struct MutantJob {
   std::string description;
   bool racy = false;
   std::function<MutantOutcome(const MutantRunOptions&)> run;
+  bool memory_safe = true; // false: it reads or writes outside the case's buffers
 };
 
 // Runs the kernel-level campaign against `mutant` (not none) until it is killed or the

@@ -78,6 +78,12 @@ struct Clean {
     return old_col >= 0 && old_col != new_col;
   }
 
+  // --- Block tables (gpu/kernels/fused_launch.cuh)
+
+  // A request's block-table row is its batch row b, in V2 kinds too, whose per-request arrays
+  // are indexed by the slot instead (model/LAUNCH_KINDS.md: the tables have num_reqs rows).
+  static MC_HD_INLINE std::int32_t table_row(std::int32_t b, std::int32_t /*slot*/) { return b; }
+
   // --- Copy geometry (gpu/kernels/state_copy.cuh)
 
   // Block `block_id` of a state: id x stride in 64 bits (class B).

@@ -50,18 +50,20 @@ MC_HD_INLINE std::int32_t block_at(const FusedParams& p, std::int32_t group, std
 }
 
 // Columns, bias and per-group block ids of a copying row, for the copy units.
+template <class Policy>
 MC_HD_INLINE void store_row_plan(const FusedParams& p, std::int32_t b, const RowDecision& d) {
   std::int32_t* out = p.scratch.row_decisions + static_cast<std::int64_t>(b) * 4;
   out[0] = d.slot;
   out[1] = d.src_col;
   out[2] = d.dst_col;
   out[3] = d.bias;
+  const std::int32_t row = Policy::table_row(b, d.slot);
   for (std::int32_t g = 0; g < p.num_groups; ++g) {
     GroupBlocks blocks;
-    if ((p.groups_with_conv >> g) & 1u) blocks.conv_src = block_at(p, g, b, d.src_col);
+    if ((p.groups_with_conv >> g) & 1u) blocks.conv_src = block_at(p, g, row, d.src_col);
     if ((p.groups_with_temporal >> g) & 1u)
-      blocks.temporal_src = block_at(p, g, b, d.src_col + d.bias);
-    blocks.dst = block_at(p, g, b, d.dst_col);
+      blocks.temporal_src = block_at(p, g, row, d.src_col + d.bias);
+    blocks.dst = block_at(p, g, row, d.dst_col);
     p.scratch.row_blocks[static_cast<std::int64_t>(b) * p.num_groups + g] = blocks;
   }
 }
@@ -131,7 +133,7 @@ MC_HD void decide_segment(const FusedParams& p, int seg, Team team, FusedShared&
     const RowDecision d = decide_row<K, Policy>(p, b, in);
     write_row_outputs<K, Policy>(p, b, d);
     if (kCopies && d.copy) {
-      store_row_plan(p, b, d);
+      store_row_plan<Policy>(p, b, d);
       p.scratch.active_rows[row0 + team.fetch_add(&sh.active_count, 1)] = b;
       wrote_plan = true;
     }

@@ -4,8 +4,9 @@
  * policy type (KernelPolicy, visit_kernel_policy) is generated from that list and a mutant
  * without a policy does not compile.
  *
- * Every mutant keeps its accesses inside the arenas and block tables of a valid case (a wrong
- * byte, never a wild address).
+ * Every mutant of MC_KERNEL_MUTANTS_IN_BOUNDS keeps its accesses inside the arenas and block
+ * tables of a valid case (a wrong byte, never a wild address); those of
+ * MC_KERNEL_MUTANTS_OUT_OF_BOUNDS (at the end) do not, on purpose.
  */
 #pragma once
 
@@ -245,6 +246,16 @@ struct ds_shift_backwards : Clean {
 struct batch_copy_drops_last : Clean {
   static MC_HD_INLINE bool copies_triple(std::int64_t i, std::int64_t num_triples) {
     return i != num_triples - 1;
+  }
+};
+
+// --- Out of bounds (MC_KERNEL_MUTANTS_OUT_OF_BOUNDS: not memory-safe)
+
+// The table row of the slot: with a slot >= num_reqs the read is past the end of the table.
+// V1 kinds pass their row as the slot (row_slot), so they read what the clean kernels read.
+struct table_row_from_slot : Clean {
+  static MC_HD_INLINE std::int32_t table_row(std::int32_t /*b*/, std::int32_t slot) {
+    return slot;
   }
 };
 

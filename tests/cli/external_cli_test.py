@@ -9,10 +9,18 @@ in the metadata as GPU kernels do. Part PART of:
             counterexample, and the printed reproduce command (naming the external command)
             fails the same way (guard_by_address, temporal_size_from_stride,
             conv_shift_not_memmove, ds_ignores_bias);
-  protocol  workers that die, time out, greet or answer garbage are exit 3 with one line;
-            an `error:` answer is a finding (exit 1); bad option combinations are exit 2.
+  protocol  workers that cannot start, never greet, answer garbage or say fatal: are exit 3
+            with one line; an `error:` answer is a finding (exit 1); bad option combinations
+            are exit 2.
+  crash     a worker that dies or times out on a case is a finding for that case (exit 1),
+            and the next case runs on the worker started again: one that segfaults on its
+            2nd case only is reported on case 2, shrinking runs on the restarted worker.
+  worker    `mambacheck worker --backend host` as the worker: a clean campaign holds, and
+            with the out-of-bounds kernel mutant table_row_from_slot the campaign reports a
+            finding instead of dying.
 
-Usage: external_cli_test.py MAMBACHECK PYTHON WORK_DIR PART. Exit 77 (skipped) without numpy.
+Usage: external_cli_test.py MAMBACHECK PYTHON WORK_DIR PART. Exit 77 (skipped) without numpy
+for the parts that run the Python adapter.
 """
 
 import json
@@ -100,8 +108,8 @@ def part_protocol(mambacheck, python, work):
         ("echo 'mambacheck-worker 1 kinds=nonsense'; cat", 3, "unknown launch kind"),
         (f"{greet}; while read l; do echo nonsense; done", 3, "answered \"nonsense\""),
         (f"{greet}; read l; echo 'fatal: device lost'", 3, "device lost"),
-        (f"{greet}; sleep 30", 3, "gave no answer within 1 s"),
-        (f"{greet}; read l; echo 'oops' >&2; exit 4", 3, "its stderr ends: \"oops\""),
+        ("sleep 30", 3, "gave no answer within 1 s while we waited for its greeting"),
+        ("echo 'oops' >&2; exit 4", 3, "its stderr ends: \"oops\""),
     ]
     for i, (command, rc, text) in enumerate(cases):
         p, _ = fuzz(mambacheck, command, work, f"protocol-{i}", 5, rc, "--external-timeout", "1")
@@ -119,12 +127,81 @@ def part_protocol(mambacheck, python, work):
     run([mambacheck, "fuzz", "--external", "x", "--external-timeout", "0"], 2)
 
 
+# Forwards the protocol to the worker command after the marker path; the first instance (no
+# marker yet) kills itself with SIGSEGV when its 2nd case comes.
+SEGV_ON_SECOND_CASE = """
+import os, signal, subprocess, sys
+marker, command = sys.argv[1], sys.argv[2:]
+worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+print(worker.stdout.readline(), end="", flush=True)
+for n, line in enumerate(sys.stdin, start=1):
+    if n == 2 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGSEGV)
+    worker.stdin.write(line)
+    worker.stdin.flush()
+    print(worker.stdout.readline(), end="", flush=True)
+"""
+
+
+def part_crash(mambacheck, python, work):
+    greet = "echo 'mambacheck-worker 1 kinds=precopy,postprocess'"
+    # Every start of these workers fails its first case: found on case 1, shrunk on restarts.
+    for name, command, text in [
+        ("crash-timeout", f"{greet}; while read l; do sleep 30; done",
+         "the worker exceeded 0.2 s on this case; killed"),
+        ("crash-exit", f"{greet}; read l; echo 'oops' >&2; exit 4",
+         "the worker died on this case: exited with status 4; its stderr ends: \"oops\""),
+    ]:
+        p, report = fuzz(mambacheck, command, work, name, 5, 1, "--external-timeout", "0.2")
+        failure = report["findings"][0]["counterexample"]["failure"]
+        expect(text in failure, f"{name}: expected {text!r} in the failure", failure)
+        expect(report["cases"] == 1, f"{name}: not found on the first case", json.dumps(report))
+
+    proxy = work / "segv_on_second_case.py"
+    proxy.write_text(SEGV_ON_SECOND_CASE)
+    marker = work / "segv-crashed"
+    marker.unlink(missing_ok=True)
+    # exec: the proxy is the worker process itself, so its death is the signal, not a shell's
+    # exit status 139.
+    command = "exec " + shlex.join([python, str(proxy), str(marker), mambacheck, "worker",
+                                    "--backend", "host"])
+    p, report = fuzz(mambacheck, command, work, "crash-segv", 5, 1)
+    cx = report["findings"][0]["counterexample"]
+    expect(report["cases"] == 2, "the crash was not reported on case 2", json.dumps(report))
+    expect(cx["failure"] == "the backend failed: the worker died on this case: killed by "
+                           "SIGSEGV (invalid memory reference)", "crash-segv: failure", p.stdout)
+    # Shrinking reran candidates on the restarted worker, which holds on all of them.
+    expect(cx["shrink_candidates_tried"] > 0 and cx["shrink_steps"] == 0, "crash-segv: shrinking",
+           json.dumps(cx))
+    log = (work / "crash-segv" / "external" / "worker.log").read_text()
+    expect(log == "", "crash-segv: the worker wrote to stderr", log)
+
+
+def part_worker(mambacheck, python, work):
+    worker = shlex.join([mambacheck, "worker", "--backend", "host"])
+    p, report = fuzz(mambacheck, worker, work, "worker-clean", CLEAN_CASES, 0)
+    expect("all cases held" in p.stdout, "no 'all cases held'", p.stdout)
+    expect(set(report["cases_by_kind"]) == {"postprocess", "postprocess_align", "precopy",
+                                            "preprocess_align", "batch_copy"},
+           "not every kind ran", json.dumps(report))
+    mutated = shlex.join([mambacheck, "worker", "--backend", "host", "--mutant",
+                          "table_row_from_slot"])
+    p, report = fuzz(mambacheck, mutated, work, "worker-oob", VARIANT_CASES, 1)
+    cx = report["findings"][0]["counterexample"]
+    expect(cx["requests"] <= 2, f"worker-oob: counterexample of {cx['requests']} rows", p.stdout)
+    print(f"worker-oob: found after {report['cases']} cases, shrunk to {cx['requests']} rows: "
+          f"{cx['failure'][:300]}")
+
+
 def main(argv):
     if len(argv) != 5:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     mambacheck, python, work, part = argv[1], argv[2], pathlib.Path(argv[3]), argv[4]
-    if subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode != 0:
+    needs_adapter = part not in ("protocol", "crash", "worker")
+    if needs_adapter and subprocess.run([python, "-c", "import numpy"],
+                                        capture_output=True).returncode != 0:
         print(f"{python} has no numpy: skipped")
         return 77
     work.mkdir(parents=True, exist_ok=True)
@@ -132,7 +209,9 @@ def main(argv):
     if part in VARIANTS:
         part_variant(mambacheck, python, work, part)
     else:
-        {"clean": part_clean, "protocol": part_protocol}[part](mambacheck, python, work)
+        parts = {"clean": part_clean, "protocol": part_protocol, "crash": part_crash,
+                 "worker": part_worker}
+        parts[part](mambacheck, python, work)
     print(f"external {part}: passed")
     return 0
 

@@ -27,8 +27,17 @@ endif()
 
 run(0 mutants --list)
 if(NOT OUT MATCHES "precopy_guard_by_address +kernel +D +precopy skips a row"
-   OR NOT OUT MATCHES "all_boundary_count_from_length +engine +H +all mode counts")
+   OR NOT OUT MATCHES "all_boundary_count_from_length +engine +H +all mode counts"
+   OR NOT OUT MATCHES "table_row_from_slot +kernel +X +\\[out of bounds\\] V2 kinds")
   message(FATAL_ERROR "mutants --list:\n${OUT}")
+endif()
+
+# A mutant that reads and writes out of bounds is killed like any other (each case runs in a
+# forked child on the host backend): the run survives it.
+run(0 mutants --backend host --level kernel --only table_row_from_slot,null_block_skipped
+    --time-budget-per-mutant 60s --out ${WORK_DIR}/oob)
+if(NOT OUT MATCHES "2 of 2 killed")
+  message(FATAL_ERROR "mutants with an out-of-bounds one:\n${OUT}")
 endif()
 
 run(1 fuzz --backend host --mutant conv_one_row_short --seed 1 --cases 50 --max-size 20

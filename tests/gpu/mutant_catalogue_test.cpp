@@ -35,8 +35,23 @@ TEST(KernelMutantCatalogue, NamesUniqueAndLookupsRoundTrip) {
 
 TEST(KernelMutantCatalogue, OrderFollowsTheEnum) {
   EXPECT_EQ(kernel_mutants().front().name, "precopy_guard_by_address");
-  EXPECT_EQ(static_cast<std::size_t>(Mutant::batch_copy_drops_last), kernel_mutants().size());
+  EXPECT_EQ(static_cast<std::size_t>(Mutant::table_row_from_slot), kernel_mutants().size());
   EXPECT_EQ(to_string(static_cast<Mutant>(kernel_mutants().size() + 1)), "none"); // out of range
+}
+
+// The in-bounds list first, then the out-of-bounds one: only its entries are not memory-safe.
+TEST(KernelMutantCatalogue, OutOfBoundsMutantsComeLastAndSaySo) {
+  std::set<std::string> unsafe;
+  bool seen_unsafe = false;
+  for (const MutantInfo& info : mutant_catalogue()) {
+    if (!info.memory_safe) unsafe.insert(std::string(info.name));
+    if (info.level == MutantLevel::kernel) {
+      EXPECT_TRUE(!seen_unsafe || !info.memory_safe) << info.name << " after an unsafe one";
+      seen_unsafe = seen_unsafe || !info.memory_safe;
+    }
+  }
+  EXPECT_EQ(unsafe, std::set<std::string>{"table_row_from_slot"});
+  EXPECT_EQ(static_cast<std::size_t>(Mutant::batch_copy_drops_last), kernel_mutants().size() - 1);
 }
 
 TEST(MutantCatalogue, KernelMutantsThenRunnerMutantsInOneTable) {
