@@ -347,7 +347,9 @@ int run_fuzz(const FuzzOptions& o) {
                                                   .keep_going = o.keeps_going(),
                                                   .reruns = o.reruns,
                                                   .repeat = o.repeat,
-                                                  .skip_signatures = o.skip_signatures});
+                                                  .skip_signatures = o.skip_signatures,
+                                                  .isolate = !o.no_isolate,
+                                                  .case_timeout = o.case_timeout});
     exit_code = std::max(exit_code, e.exit_code);
     junit.insert(junit.end(), e.junit.begin(), e.junit.end());
     if (both)

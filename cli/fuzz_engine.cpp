@@ -87,6 +87,8 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   o.backend_name = std::string(to_string(q.backend));
   o.out_dir = q.out;
   resolve_mutant(q.mutant, o);
+  o.isolate = q.isolate && q.backend == backends::Backend::host;
+  o.case_timeout_seconds = q.case_timeout;
   o.keep_going = q.keep_going;
   o.reruns = q.reruns;
   o.repeat = q.repeat;

@@ -29,6 +29,8 @@ struct EngineLevelRequest {
   int reruns = fuzz::kRerunsDefault;
   int repeat = 1;
   std::vector<std::string> skip_signatures;
+  bool isolate = false; // host: each case in a forked child
+  double case_timeout = 300.0;
 };
 
 struct EngineLevelResult {

@@ -1,6 +1,7 @@
 // Generating and running one engine-level fuzz case (engine_case.h).
 #include "fuzz/engine/engine_case.h"
 
+#include "fuzz/isolate.h"
 #include "harness/lockstep.h"
 #include "harness/simulate.h"
 #include "model/errors.h"
@@ -9,9 +10,13 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <system_error>
 
 namespace mc::fuzz {
 namespace {
@@ -332,8 +337,42 @@ nlohmann::ordered_json to_json(const EngineCase& c) {
           {"requests", requests}};
 }
 
+namespace {
+
+EngineOutcome run_isolated_case(const EngineCase& c, const EngineRunOptions& run) {
+  MC_ASSERT(run.executor == gpu::engine::ExecutorKind::host);
+  // Shared with the child: the steps it has started, so a crash names the step it died in.
+  void* page = mmap(nullptr, sizeof(std::int64_t), PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+  auto* started = static_cast<volatile std::int64_t*>(page);
+  *started = 0;
+  EngineRunOptions child = run;
+  child.isolate = false;
+  const IsolatedOutcome r = run_isolated(
+      [&] {
+        return to_json(run_engine_case(c, child, nullptr, [started] { *started = *started + 1; }))
+            .dump();
+      },
+      IsolateOptions{.timeout_seconds = run.timeout_seconds});
+  const std::int64_t steps = *started;
+  munmap(page, sizeof(std::int64_t));
+  if (r.returned()) return outcome_from_json(nlohmann::ordered_json::parse(r.payload));
+  const std::int64_t step = std::max<std::int64_t>(steps - 1, 0);
+  EngineOutcome out{.steps_run = steps};
+  out.failure = harness::Difference{
+      .kind = r.end == IsolatedEnd::timed_out ? "timeout" : "crash",
+      .step = step,
+      .text = fmt::format("step {}: the backend crashed: {}", step, r.message)};
+  return out;
+}
+
+} // namespace
+
 EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
-                              std::vector<model::Step>* steps_out) {
+                              std::vector<model::Step>* steps_out,
+                              const std::function<void()>& on_step_started) {
+  if (run.isolate && steps_out == nullptr) return run_isolated_case(c, run);
   EngineOutcome out;
   model::CacheConfig config = c.config;
   config.runner = c.engine.runner.flavour;
@@ -356,8 +395,11 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   }
   harness::ScheduledSteps steps(*engine);
   harness::LockstepHooks hooks{.backend_errors_are_findings = true};
-  if (steps_out)
-    hooks.on_step = [steps_out](const harness::OracleStep& o) { steps_out->push_back(o.step); };
+  if (steps_out || on_step_started)
+    hooks.on_step = [steps_out, &on_step_started](const harness::OracleStep& o) {
+      if (steps_out) steps_out->push_back(o.step);
+      if (on_step_started) on_step_started();
+    };
   harness::LockstepResult r = harness::run_lockstep(steps, *backend, c.num_steps, hooks);
   out.steps_run = r.steps_run;
   out.bytes_compared = r.bytes_compared;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ struct EngineRunOptions {
   gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
+  // Run the case in a forked child (fuzz/isolate.h): a kernel that faults, or a run past
+  // timeout_seconds (0: none), is a failure of kind "crash" or "timeout" at the step it
+  // reached. Host executor only (a forked child cannot use the parent's CUDA context).
+  bool isolate = false;
+  double timeout_seconds = 0.0;
 };
 
 struct EngineOutcome {
@@ -86,8 +92,10 @@ std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_ma
 nlohmann::ordered_json to_json(const EngineOutcome& outcome);
 EngineOutcome outcome_from_json(const nlohmann::ordered_json& j);
 
-// Runs at most c.num_steps steps. `steps_out`, when given, receives every step executed.
+// Runs at most c.num_steps steps. `steps_out`, when given, receives every step executed (and
+// the run is not isolated); `on_step_started` is called before the backend runs each step.
 EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
-                              std::vector<model::Step>* steps_out = nullptr);
+                              std::vector<model::Step>* steps_out = nullptr,
+                              const std::function<void()>& on_step_started = {});
 
 } // namespace mc::fuzz

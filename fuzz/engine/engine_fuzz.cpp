@@ -145,7 +145,8 @@ std::string fixed_args(const EngineCaseFixed& fixed) {
 
 // The backend threw or its process died: not a wrong byte but no result at all.
 bool is_backend_error(const harness::Difference& d) {
-  return d.kind == "backend-error" || d.kind == "device-fault" || d.kind == "crash";
+  return d.kind == "backend-error" || d.kind == "device-fault" || d.kind == "crash" ||
+         d.kind == "timeout";
 }
 
 // The saved case: the smallest accepted candidate that fails with the finding's key on at
@@ -295,8 +296,11 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   if (o.cases_max < 0) model::fail_input("--cases: got {}", o.cases_max);
   MC_ASSERT(o.reruns >= 0 && o.repeat >= 1);
   validate_fixed(o.fixed);
-  const EngineRunOptions run{
-      .executor = o.executor, .kernel_mutant = o.kernel_mutant, .runner_mutant = o.runner_mutant};
+  const EngineRunOptions run{.executor = o.executor,
+                             .kernel_mutant = o.kernel_mutant,
+                             .runner_mutant = o.runner_mutant,
+                             .isolate = o.isolate,
+                             .timeout_seconds = o.case_timeout_seconds};
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -50,6 +50,9 @@ struct EngineFuzzOptions {
   std::string backend_name = "host";        // for the reproduce command
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here; empty: write nothing
   EngineShrinkLimits shrink;
+  // Each case in a forked child (host executor only): a kernel that faults is a finding.
+  bool isolate = false;
+  double case_timeout_seconds = 0.0; // isolated: a case running longer is a finding (0: none)
   bool keep_going = false;     // go on after a finding (repeats of a signature only count)
   int reruns = kRerunsDefault; // reruns of a failing case before it is reported
   int repeat = 1;              // runs of every case

@@ -229,6 +229,39 @@ TEST(EngineFuzz, KeepGoingCountsRepeatsOfASignature) {
   EXPECT_EQ(skipped.first_failing(), nullptr);
 }
 
+// A kernel that reads a block-table row past the table's end kills an unisolated run; isolated,
+// each case runs in a forked child: the crash is a finding at the step it reached, the
+// campaign runs every case, and the shrunk trace still crashes the runner.
+TEST(EngineFuzz, IsolatedCasesTurnACrashIntoAFinding) {
+  model::testing::TempDir dir;
+  EngineFuzzOptions o{.seed = 1,
+                      .cases_max = 60,
+                      .max_size = 30,
+                      .kernel_mutant = gpu::Mutant::table_row_from_slot,
+                      .out_dir = dir.path()};
+  o.isolate = true;
+  o.keep_going = true;
+  const EngineFuzzReport r = run_engine_fuzz(o);
+  EXPECT_EQ(r.cases, 60);
+  const auto crash = std::find_if(r.findings.begin(), r.findings.end(), [](const EngineFinding& f) {
+    return f.signature.difference == "crash";
+  });
+  ASSERT_NE(crash, r.findings.end());
+  EXPECT_EQ(crash->signature.classification, Classification::backend_error);
+  EXPECT_NE(crash->failure.find("killed by SIGSEGV"), std::string::npos) << crash->failure;
+  ASSERT_TRUE(crash->counterexample.has_value());
+  const EngineCounterexample& cx = *crash->counterexample;
+  EXPECT_TRUE(std::filesystem::exists(cx.shrunk_trace));
+  // What the kernel reads past the table is whatever lies there, which depends on the heap of
+  // the process it runs in: here it may crash or read a wrong block, but every run fails.
+  for (int run = 0; run < 6; ++run) {
+    const EngineOutcome again = run_engine_case(
+        cx.shrunk, {.kernel_mutant = gpu::Mutant::table_row_from_slot, .isolate = true});
+    ASSERT_TRUE(again.failed());
+  }
+  EXPECT_FALSE(run_engine_case(cx.shrunk, {}).failed()); // the clean kernels hold on it
+}
+
 TEST(EngineFuzz, SameSeedSameReport) {
   model::testing::TempDir dir;
   EngineFuzzOptions o{.seed = 7,
