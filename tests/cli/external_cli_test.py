@@ -194,6 +194,41 @@ def part_worker(mambacheck, python, work):
           f"{cx['failure'][:300]}")
 
 
+def part_two_bugs(mambacheck, python, work):
+    """One kernels module with a deterministic bug (precopy compares blocks, not columns) and a
+    racy one (postprocess_align resets num_accepted in place while the row's other programs,
+    run in a random order, still read it): one --keep-going campaign reports both, each with
+    its own counterexample, the racy one nondeterministic, saved only where it reproduces."""
+    external = worker_command(python, "--variant", "guard_by_address,racy_reset")
+    p, report = fuzz(mambacheck, external, work, "two-bugs", 150, 1, "--keep-going")
+    expect(report["cases"] == 150, "the campaign stopped before its cases ran", p.stdout)
+    findings = report["findings"]
+    rates = {r["signature"]: r for r in report["measured"]["rates"]}
+    deterministic = [f for f in findings
+                     if f["signature"].startswith("kernel:precopy:deterministic:")]
+    racy = [f for f in findings
+            if f["signature"].startswith("kernel:postprocess_align:nondeterministic:")]
+    expect(deterministic, "no deterministic precopy finding", p.stdout)
+    expect(racy, "no nondeterministic postprocess_align finding", p.stdout)
+    dirs = {f["counterexample"]["shrunk_dir"] for f in findings}
+    expect(len(dirs) == len(findings), "two findings share a counterexample", json.dumps(findings))
+    for f in racy:
+        r = rates[f["signature"]]
+        expect(0 < r["failed_runs"] <= r["runs"], f"{f['signature']}: rate", json.dumps(r))
+        expect(2 * r["saved_case_failed_runs"] >= r["saved_case_runs"] or
+               not f["counterexample"]["shrunk"],
+               f"{f['signature']}: saved a case that fails on under half its reruns",
+               json.dumps(r))
+        expect("run 1:" in p.stdout, "a nondeterministic finding without its runs", p.stdout)
+    for f in deterministic:
+        r = rates[f["signature"]]
+        expect(r["failed_runs"] == r["runs"], f"{f['signature']}: not every run failed",
+               json.dumps(r))
+    print(f"two-bugs: {len(findings)} signatures: " +
+          ", ".join(f"{f['signature']} ({rates[f['signature']]['failed_runs']}/"
+                    f"{rates[f['signature']]['runs']})" for f in findings))
+
+
 def main(argv):
     if len(argv) != 5:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
@@ -210,7 +245,7 @@ def main(argv):
         part_variant(mambacheck, python, work, part)
     else:
         parts = {"clean": part_clean, "protocol": part_protocol, "crash": part_crash,
-                 "worker": part_worker}
+                 "worker": part_worker, "two_bugs": part_two_bugs}
         parts[part](mambacheck, python, work)
     print(f"external {part}: passed")
     return 0
