@@ -110,9 +110,9 @@ int report_kernel_error(const CaseOptions& options, const model::LaunchCase& lau
 // stored result or the oracle's.
 fuzz::RunTally rerun(const CaseOptions& options, const model::LaunchCase& launch_case,
                      backends::Backend backend, const std::optional<model::LaunchResult>& expected,
-                     const std::optional<fuzz::Difference>& first) {
+                     const std::optional<std::string>& first, bool first_backend_error) {
   fuzz::RunTally tally;
-  tally.add(first ? std::optional(first->message) : std::nullopt, false);
+  tally.add(first, first_backend_error);
   const model::LaunchResult oracle = expected ? model::LaunchResult{} : oracle::run_launch(launch_case);
   const fuzz::LaunchRunner runner = case_runner(options, backend);
   for (int i = 0; i < options.reruns; ++i) {
@@ -160,8 +160,18 @@ int run_case_command(const CaseOptions& options) {
   const fuzz::CaseOutcome outcome =
       fuzz::run_case(launch_case, std::move(oracle_result), case_runner(options, backend),
                      fuzz::BackendFindings::kernel_errors);
-  if (outcome.status == fuzz::CaseStatus::backend_failed)
-    return report_kernel_error(options, launch_case, backend_name, outcome.error);
+  if (outcome.status == fuzz::CaseStatus::backend_failed) {
+    const int code = report_kernel_error(options, launch_case, backend_name, outcome.error);
+    if (options.reruns > 0) {
+      const fuzz::RunTally tally = rerun(
+          options, launch_case, backend,
+          model::has_result(options.dir) ? std::optional(model::load_result(options.dir))
+                                         : std::nullopt,
+          fmt::format("the backend failed: {}", outcome.error), true);
+      std::cout << fmt::format("{} ({})\n", tally.summary(), to_string(tally.classify()));
+    }
+    return code;
+  }
   const model::LaunchResult& result = outcome.backend;
   std::cout << fmt::format("{}: {} on {} ({} rows): {}\n", options.dir,
                            model::to_string(launch_case.kind), backend_name, launch_case.num_reqs,
@@ -194,7 +204,9 @@ int run_case_command(const CaseOptions& options) {
       std::cout << fmt::format("matches the {} result exactly\n", stored ? "stored" : "oracle");
     }
     if (options.reruns > 0) {
-      const fuzz::RunTally tally = rerun(options, launch_case, backend, expected, difference);
+      const fuzz::RunTally tally =
+          rerun(options, launch_case, backend, expected,
+                difference ? std::optional(difference->message) : std::nullopt, false);
       std::cout << fmt::format("{}{}\n", tally.summary(),
                                tally.failed > 0 ? fmt::format(" ({})", to_string(tally.classify()))
                                                 : "");

@@ -53,6 +53,10 @@ void print_finding(const fuzz::EngineFinding& f) {
   std::cout << fmt::format("  {} ({}); {} failing case{} so far\n", f.runs.summary(),
                            fuzz::to_string(f.signature.classification), f.cases,
                            f.cases == 1 ? "" : "s");
+  if (f.signature.classification != fuzz::Classification::deterministic)
+    for (std::size_t i = 0; i < f.runs.run_failures.size(); ++i)
+      std::cout << fmt::format("    run {}: {}\n", i + 1,
+                               f.runs.run_failures[i].empty() ? "held" : f.runs.run_failures[i]);
   if (!f.counterexample) return;
   const fuzz::EngineCounterexample& cx = *f.counterexample;
   if (cx.shrink_kept)

@@ -44,6 +44,7 @@ struct GateOptions {
   std::string junit;
   std::string library;             // default: the source tree's scenarios/library
   std::int64_t kernel_cases = 250; // per seed
+  std::vector<std::string> kinds;   // kernel fuzz: only these launch kinds (empty: all)
   std::int64_t engine_cases = 30;  // per seed
   std::string mutant_budget = "20s";
 };
@@ -67,6 +68,9 @@ StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     fuzz::KernelCampaignOptions c;
     c.seed = seed;
     c.cases_max = o.kernel_cases;
+    for (const std::string& kind : o.kinds)
+      c.gen.kinds.push_back(model::parse_launch_kind(kind));
+    c.isolate = backend == backends::Backend::host; // an out-of-bounds kernel is a finding
     c.max_size = 100;
     c.backend_name = std::string(to_string(backend));
     c.backend = backends::launch_runner(backend);
@@ -167,6 +171,8 @@ int run_gate(const GateOptions& o) {
       o.backend.empty() ? backends::default_backend() : backends::parse_backend(o.backend);
   if (backend == backends::Backend::oracle)
     model::fail_input("--backend: the gate runs on host or cuda");
+  for (const std::string& kind : o.kinds)
+    model::parse_launch_kind(kind); // an unknown kind is exit 2 before any stage runs
   if (o.kernel_cases < 1 || o.engine_cases < 1)
     model::fail_input("--kernel-cases and --engine-cases: at least 1");
   parse_duration_option("--mutant-budget", o.mutant_budget); // reject a bad one before running
@@ -215,6 +221,10 @@ void add_gate_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", o->out, "Counterexamples go here (default mc-out/gate)");
   cmd->add_option("--junit", o->junit, "Write JUnit XML (one test case per stage)");
   cmd->add_option("--library", o->library, "Scenario library directory (default: the shipped one)");
+  cmd->add_option("--kinds", o->kinds,
+                  "Kernel fuzz: only these launch kinds (postprocess, postprocess_align, "
+                  "precopy, preprocess_align, batch_copy)")
+      ->delimiter(',');
   cmd->add_option("--kernel-cases", o->kernel_cases,
                   "Kernel-level cases per fixed seed (default 250, 3 seeds)");
   cmd->add_option("--engine-cases", o->engine_cases,
