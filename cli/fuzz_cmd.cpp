@@ -163,22 +163,13 @@ std::vector<JunitCase> junit_cases(const fuzz::KernelCampaignOptions& c,
   const std::string campaign = fmt::format("kernel-{}-seed{}", c.backend_name, c.seed);
   if (r.findings.empty()) return {JunitCase{.name = campaign, .seconds = r.seconds}};
   std::vector<JunitCase> out;
-  for (const fuzz::KernelFinding& f : r.findings) {
-    JunitCase jc{.name = fmt::format("{} {}", campaign, f.signature.to_string())};
-    if (f.skipped) {
-      jc.skipped = true;
-      jc.message = fmt::format("known finding (--skip-signature), {} cases", f.cases);
-    } else {
-      jc.failed = true;
-      jc.message = fmt::format("{} [{}, {}]", f.failure, to_string(f.signature.classification),
-                               f.runs.summary());
-      if (f.counterexample)
-        jc.details = fmt::format("{}\nreproduce: mambacheck case {} {} --check",
-                                 f.counterexample->description,
-                                 f.counterexample->shrunk_dir.string(), backend_args);
-    }
-    out.push_back(std::move(jc));
-  }
+  for (const fuzz::KernelFinding& f : r.findings)
+    out.push_back(finding_case(
+        campaign, f.signature, f.skipped, f.cases, f.failure, f.runs,
+        f.counterexample ? fmt::format("{}\nreproduce: mambacheck case {} {} --check",
+                                       f.counterexample->description,
+                                       f.counterexample->shrunk_dir.string(), backend_args)
+                         : ""));
   return out;
 }
 

@@ -124,18 +124,11 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
                              f.counterexample && !f.counterexample->dir.empty()
                                  ? ", " + f.counterexample->dir.string()
                                  : "");
-    JunitCase jc{.name = fmt::format("{} {}", campaign, f.signature.to_string())};
-    if (f.skipped) {
-      jc.skipped = true;
-      jc.message = fmt::format("known finding (--skip-signature), {} cases", f.cases);
-    } else {
-      jc.failed = true;
-      jc.message = fmt::format("{} [{}, {}]", f.failure, to_string(f.signature.classification),
-                               f.runs.summary());
-      jc.details = fmt::format("{}\nreproduce: {}", f.counterexample->description,
-                               f.counterexample->reproduce);
-    }
-    result.junit.push_back(std::move(jc));
+    result.junit.push_back(finding_case(
+        campaign, f.signature, f.skipped, f.cases, f.failure, f.runs,
+        f.counterexample ? fmt::format("{}\nreproduce: {}", f.counterexample->description,
+                                       f.counterexample->reproduce)
+                         : ""));
   }
   if (r.first_failing() != nullptr) result.exit_code = kExitMismatch;
   return result;

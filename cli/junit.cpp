@@ -7,6 +7,23 @@
 #include <fstream>
 
 namespace mc::cli {
+
+JunitCase finding_case(const std::string& campaign, const fuzz::Signature& signature,
+                       bool skipped, std::int64_t cases, const std::string& failure,
+                       const fuzz::RunTally& runs, std::string details) {
+  JunitCase jc{.name = fmt::format("{} {}", campaign, signature.to_string())};
+  if (skipped) {
+    jc.skipped = true;
+    jc.message = fmt::format("known finding (--skip-signature), {} cases", cases);
+    return jc;
+  }
+  jc.failed = true;
+  jc.message = fmt::format("{} [{}, {}]", failure, to_string(signature.classification),
+                           runs.summary());
+  jc.details = std::move(details);
+  return jc;
+}
+
 namespace {
 
 std::string xml_escape(const std::string& text) {

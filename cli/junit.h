@@ -1,6 +1,9 @@
 // JUnit XML for CI systems: one suite, its test cases, failures with a message.
 #pragma once
 
+#include "fuzz/findings.h"
+
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,12 @@ struct JunitCase {
   std::string message; // failure or skip message
   std::string details; // body text of the failure
 };
+
+// The test case of one finding of a campaign (fuzz/findings.h): failed, or skipped when the
+// finding is known (--skip-signature). `details`: the failure's body (case, reproduce line).
+JunitCase finding_case(const std::string& campaign, const fuzz::Signature& signature,
+                       bool skipped, std::int64_t cases, const std::string& failure,
+                       const fuzz::RunTally& runs, std::string details);
 
 // Writes the file; throws model::InputError when it cannot.
 void write_junit(const std::string& path, const std::string& suite,

@@ -229,17 +229,10 @@ CaseVerdict verdict_from_json(const nlohmann::json& j) {
 }
 
 const KernelFinding* KernelCampaignReport::first_failing() const {
-  for (const KernelFinding& f : findings)
-    if (!f.skipped) return &f;
-  return nullptr;
+  return first_not_skipped(findings);
 }
 
-std::int64_t KernelCampaignReport::failing_cases() const {
-  std::int64_t n = 0;
-  for (const KernelFinding& f : findings)
-    n += f.cases;
-  return n;
-}
+std::int64_t KernelCampaignReport::failing_cases() const { return cases_of(findings); }
 
 KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
   MC_ASSERT(options.backend != nullptr);

@@ -250,17 +250,10 @@ Signature engine_signature(const EngineCase& c, const harness::Difference& d) {
 }
 
 const EngineFinding* EngineFuzzReport::first_failing() const {
-  for (const EngineFinding& f : findings)
-    if (!f.skipped) return &f;
-  return nullptr;
+  return first_not_skipped(findings);
 }
 
-std::int64_t EngineFuzzReport::failing_cases() const {
-  std::int64_t n = 0;
-  for (const EngineFinding& f : findings)
-    n += f.cases;
-  return n;
-}
+std::int64_t EngineFuzzReport::failing_cases() const { return cases_of(findings); }
 
 namespace {
 
