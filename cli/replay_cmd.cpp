@@ -7,6 +7,7 @@
 #include "cli/replay_run.h"
 
 #include "cli/commands.h"
+#include "cli/compare_option.h"
 #include "cli/junit.h"
 #include "cli/progress.h"
 #include "cli/steps_out.h"
@@ -53,6 +54,7 @@ harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
   r.runner_mutant = *rm;
   if (o.steps_max < -1) model::fail_input("--steps: expected -1 (all) or a count");
   r.steps_max = o.steps_max;
+  r.arena_compare = arena_compare_policy(o.whole_compare_every);
   return r;
 }
 
@@ -98,6 +100,7 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
                       {"launches", s.launches},
                       {"copies_by_kind", s.copies_by_kind},
                       {"bytes_compared", r.bytes_compared},
+                      {"arenas_compared", r.arenas.text()},
                       {"bytes_checked", s.bytes_checked}};
   if (!r.held()) {
     j["stop_step"] = r.stop_step;
@@ -140,6 +143,7 @@ int replay_one(const ReplayCliOptions& o) {
              "resets {}, prefix hits {}, {:.0f} steps/s\n",
              s.steps, r.steps_compared, s.request_steps, s.arrivals, s.preemptions, s.resumes,
              s.resets, s.prefix_hits, seconds > 0 ? static_cast<double>(s.steps) / seconds : 0.0);
+  fmt::print("bytes compared {} ({})\n", r.bytes_compared, r.arenas.text());
   fmt::print("{}\n", r.summary());
   if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   steps_output.finish();
@@ -209,6 +213,7 @@ void add_replay_command(CLI::App& app, Action& action) {
                   "counts, state columns, num_accepted, pre- and post-step copies, block tables; "
                   "blocks freed and cached");
   cmd->add_option("--explain", o->explain, "Print that step (its index) as a table");
+  add_whole_compare_option(*cmd, o->whole_compare_every);
   cmd->callback([o, &action] {
     action = [o] {
       if (o->trace.empty() == o->library.empty())

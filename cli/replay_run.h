@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace mc::cli {
@@ -24,6 +25,7 @@ struct ReplayCliOptions {
   std::int64_t steps_max = -1;
   std::string steps_out;          // one JSON line per step (step_view.h)
   std::int64_t explain = kNoStep; // a step to print as a table
+  std::optional<std::int64_t> whole_compare_every; // harness/arena_compare.h
 };
 
 // Exit code as `mambacheck replay` gives it.

@@ -6,6 +6,7 @@
 // run's steps as a trace (`mambacheck replay` runs it again); --workload takes the requests from
 // a request-level JSON Lines workload (scenarios/workload_import.h).
 #include "cli/commands.h"
+#include "cli/compare_option.h"
 #include "cli/steps_out.h"
 #include "gpu/cuda_backend.h"
 #include "harness/simulate.h"
@@ -46,6 +47,7 @@ struct RunOptions {
   double step_ms = 100.0;
   std::int32_t hash_block_tokens = 16;
   bool reference = false; // the oracle's plain structures (oracle/engine/structures.h)
+  std::optional<std::int64_t> whole_compare_every; // harness/arena_compare.h
 };
 
 // Prompts and outputs long enough that requests cross block boundaries, prefill in several
@@ -118,6 +120,7 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
   c.engine.runner.v1_copy_path = o.v1_copy == "precopy" ? oracle::engine::V1CopyPath::precopy
                                                         : oracle::engine::V1CopyPath::batch_copy;
   if (o.reference) c.engine.structures = oracle::engine::Structures::reference;
+  c.arena_compare = arena_compare_policy(o.whole_compare_every);
   c.num_steps = o.steps;
   c.num_requests = o.requests;
   c.seed = o.seed;
@@ -144,8 +147,8 @@ void print_summary(const RunOptions& o, const harness::SimulationResult& r) {
   for (const auto& [kind, n] : e.copies_by_kind)
     copies += fmt::format(" {} {}", kind, n);
   fmt::print("launches {}, copies by kind:{}\n", e.launches, copies.empty() ? " none" : copies);
-  fmt::print("bytes compared {}, bytes checked by invariants {}\n", r.bytes_compared,
-             e.bytes_checked);
+  fmt::print("bytes compared {} ({}), bytes checked by invariants {}\n", r.bytes_compared,
+             r.arenas.text(), e.bytes_checked);
 }
 
 int run_run(const RunOptions& o) {
@@ -209,6 +212,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--step-ms", o->step_ms, "--workload: milliseconds per step (default 100)");
   cmd->add_option("--hash-block-tokens", o->hash_block_tokens,
                   "--workload: tokens per hash id (default 16)");
+  add_whole_compare_option(*cmd, o->whole_compare_every);
   cmd->add_flag("--reference", o->reference,
                 "Run the oracle on its plain structures instead of its fast ones: the same steps, "
                 "counters and trace, slower (oracle/engine/structures.h)");

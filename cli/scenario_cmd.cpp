@@ -4,6 +4,7 @@
 // replayed on the oracle and a backend exactly as `mambacheck replay` does (same output, exit
 // codes, --steps-out and --explain).
 #include "cli/commands.h"
+#include "cli/compare_option.h"
 #include "cli/replay_run.h"
 #include "harness/scenario_file.h"
 #include "model/errors.h"
@@ -64,6 +65,7 @@ void add_scenario_command(CLI::App& app, Action& action) {
   cmd->add_option("--steps-out", o->replay.steps_out,
                   "Write what the oracle believes happened, one JSON line per step");
   cmd->add_option("--explain", o->replay.explain, "Print that step (its index) as a table");
+  add_whole_compare_option(*cmd, o->replay.whole_compare_every);
   cmd->callback([o, &action] { action = [o] { return run_scenario(*o); }; });
 }
 

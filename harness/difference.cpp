@@ -117,6 +117,30 @@ std::optional<Difference> difference_of_step(const model::Layout& layout, const 
   return d;
 }
 
+Difference arena_difference(const model::Layout& layout, std::int32_t arena, std::int64_t at,
+                            std::int64_t end) {
+  Difference d{.kind = "arena"};
+  for (std::size_t t = 0; t < layout.tensors.size(); ++t) {
+    const model::StateTensor& st = layout.tensors[t];
+    if (st.arena != arena || at < st.offset_bytes) continue;
+    const std::int64_t block = (at - st.offset_bytes) / st.block_stride_bytes;
+    const std::int64_t in_block = at - st.block_offset_bytes(block);
+    if (in_block >= st.natural_bytes) continue;
+    name_tensor(layout, static_cast<std::int32_t>(t), d);
+    d.block = block;
+    d.byte_begin = in_block;
+    d.byte_end = in_block + std::min(end - at, st.natural_bytes - in_block);
+    d.text = fmt::format("arena {}: {}, block {}, bytes [{}, {}) of the block differ", arena,
+                         tensor_text(layout, static_cast<std::int32_t>(t)), block, d.byte_begin,
+                         d.byte_end);
+    return d;
+  }
+  d.byte_begin = at;
+  d.byte_end = end;
+  d.text = fmt::format("arena {}: bytes [{}, {}) differ outside every state", arena, at, end);
+  return d;
+}
+
 std::optional<Difference> difference_of_arenas(const model::Layout& layout,
                                                const std::vector<model::Arena>& oa,
                                                const std::vector<model::Arena>& ga,
@@ -129,26 +153,7 @@ std::optional<Difference> difference_of_arenas(const model::Layout& layout,
     std::int64_t end = at;
     while (end < oa[i].size_bytes() && oa[i].data()[end] != ga[i].data()[end])
       ++end;
-    Difference d{.kind = "arena"};
-    for (std::size_t t = 0; t < layout.tensors.size(); ++t) {
-      const model::StateTensor& st = layout.tensors[t];
-      if (st.arena != static_cast<std::int32_t>(i) || at < st.offset_bytes) continue;
-      const std::int64_t block = (at - st.offset_bytes) / st.block_stride_bytes;
-      const std::int64_t in_block = at - st.block_offset_bytes(block);
-      if (in_block >= st.natural_bytes) continue;
-      name_tensor(layout, static_cast<std::int32_t>(t), d);
-      d.block = block;
-      d.byte_begin = in_block;
-      d.byte_end = in_block + std::min(end - at, st.natural_bytes - in_block);
-      d.text = fmt::format("arena {}: {}, block {}, bytes [{}, {}) of the block differ", i,
-                           tensor_text(layout, static_cast<std::int32_t>(t)), block, d.byte_begin,
-                           d.byte_end);
-      return d;
-    }
-    d.byte_begin = at;
-    d.byte_end = end;
-    d.text = fmt::format("arena {}: bytes [{}, {}) differ outside every state", i, at, end);
-    return d;
+    return arena_difference(layout, static_cast<std::int32_t>(i), at, end);
   }
   return std::nullopt;
 }

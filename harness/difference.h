@@ -54,6 +54,11 @@ std::optional<Difference> difference_of_arenas(const model::Layout& layout,
                                                const std::vector<model::Arena>& backend_arenas,
                                                std::int64_t& bytes_compared);
 
+// The differing bytes [at, end) of arena `arena`, named by tensor, block and range within the
+// block (or "outside every state").
+Difference arena_difference(const model::Layout& layout, std::int32_t arena, std::int64_t at,
+                            std::int64_t end);
+
 // A broken oracle invariant; its text is the finding's message.
 Difference difference_of_finding(const oracle::engine::Finding& finding);
 

@@ -39,6 +39,16 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
                             std::int64_t steps_max, const LockstepHooks& hooks) {
   const model::Layout& layout = backend.layout();
   LockstepResult result;
+  ArenaComparer arenas(layout, hooks.arena_compare);
+  const BackendArenas backend_arenas{
+      .whole = [&]() -> const std::vector<model::Arena>& { return backend.arenas(); },
+      .read = [&](std::span<const model::ArenaRange> r) { return backend.read(r); }};
+  const auto stop_at = [&](std::int64_t step, Difference d) {
+    d.step = step;
+    if (!d.text.starts_with("step ")) d.text = fmt::format("step {}: {}", step, d.text);
+    result.failure = std::move(d);
+  };
+  std::int64_t last_compared = -1;
   while (steps_max < 0 || result.steps_run < steps_max) {
     if (hooks.before_step) hooks.before_step();
     std::optional<OracleStep> o = oracle.next();
@@ -75,19 +85,23 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
     }
     std::optional<Difference> d = difference_of_step(layout, o->step, o->record, record);
     if (!d)
-      d = difference_of_arenas(layout, oracle.runner().arenas(), backend.arenas(),
-                               result.bytes_compared);
+      d = arenas.after_step(oracle.runner().arenas(), backend_arenas, o->record.access.writes,
+                            o->step.index);
     ++result.steps_compared;
+    last_compared = o->step.index;
     if (d) {
-      d->step = o->step.index;
-      if (!d->text.starts_with("step "))
-        d->text = fmt::format("step {}: {}", o->step.index, d->text);
-      result.failure = std::move(d);
+      stop_at(o->step.index, std::move(*d));
       break;
     }
     if (hooks.on_held) hooks.on_held(result.steps_run);
     if (o->last) break;
   }
+  if (!result.failure && last_compared >= 0)
+    if (std::optional<Difference> d =
+            arenas.finish(oracle.runner().arenas(), backend_arenas, last_compared))
+      stop_at(last_compared, std::move(*d));
+  result.bytes_compared = arenas.bytes_compared();
+  result.arenas = arenas.coverage();
   return result;
 }
 

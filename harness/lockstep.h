@@ -7,6 +7,7 @@
 #pragma once
 
 #include "gpu/engine/engine_runner.h"
+#include "harness/arena_compare.h"
 #include "harness/difference.h"
 #include "model/layout.h"
 #include "model/step.h"
@@ -84,12 +85,15 @@ struct LockstepHooks {
   // as a difference of kind "backend-error" instead of propagating. A campaign sets it; a
   // command replaying one trace leaves it, so an environment error stays exit 3.
   bool backend_errors_are_findings = false;
+  // How much of the arenas each step compares (arena_compare.h).
+  ArenaComparePolicy arena_compare;
 };
 
 struct LockstepResult {
   std::int64_t steps_run = 0;      // steps the oracle ran, the failing one included
   std::int64_t steps_compared = 0; // of those, steps the backend ran and compared
   std::int64_t bytes_compared = 0;
+  ArenaCoverage arenas; // how the arenas were compared
   std::optional<oracle::engine::Finding> finding; // the first broken invariant
   std::optional<Difference> failure;              // the finding's, or the first difference
   bool held() const { return !failure; }

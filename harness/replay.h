@@ -12,6 +12,7 @@
 
 #include "gpu/engine/engine_runner.h"
 #include "gpu/mutant.h"
+#include "harness/arena_compare.h"
 #include "harness/difference.h"
 #include "harness/step_view.h"
 #include "oracle/engine/finding.h"
@@ -34,6 +35,7 @@ struct ReplayOptions {
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   std::int64_t steps_max = -1; // -1: the whole trace
+  ArenaComparePolicy arena_compare; // how much of the arenas each step compares
   // Called after every step that held (progress lines).
   std::function<void(std::int64_t steps_done)> on_step;
   // When set: what the oracle believes happened, every step it ran (step_view.h).
@@ -47,6 +49,7 @@ struct ReplayResult {
   oracle::engine::ReplayStats stats;
   std::int64_t steps_compared = 0;
   std::int64_t bytes_compared = 0;
+  ArenaCoverage arenas; // how the arenas were compared
   std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
   std::optional<Difference> mismatch;             // first oracle vs backend difference
   std::optional<Difference> expectation;          // first of the trace's expectations that failed

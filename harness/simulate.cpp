@@ -68,7 +68,7 @@ SimulationResult simulate(const SimulationOptions& o) {
       layout, backend_runner_options(o.engine.runner, o.runner_mutant, gpu::Mutant::none),
       o.executor);
   ScheduledSteps steps(engine);
-  LockstepHooks hooks;
+  LockstepHooks hooks{.arena_compare = o.arena_compare};
   StepViewer viewer;
   if (o.on_view) hooks.before_step = [&] { viewer.before(steps); };
   if (writer || o.on_view)
@@ -80,6 +80,7 @@ SimulationResult simulate(const SimulationOptions& o) {
   SimulationResult result{.report = engine.report(),
                           .steps_compared = r.steps_compared,
                           .bytes_compared = r.bytes_compared,
+                          .arenas = r.arenas,
                           .finding = r.finding};
   if (r.failure && !r.finding) result.mismatch = r.failure;
   result.report.requests = num_requests;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "gpu/engine/engine_runner.h"
+#include "harness/arena_compare.h"
 #include "harness/difference.h"
 #include "harness/step_view.h"
 #include "model/layout.h"
@@ -32,6 +33,7 @@ struct SimulationOptions {
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   std::vector<oracle::engine::RequestSpec> requests; // empty: generated from the seed
   std::optional<std::filesystem::path> record;       // write the steps here
+  ArenaComparePolicy arena_compare; // how much of the arenas each step compares
   std::string preset;                                // for the trace header (empty: inline layout)
   // When set: what the oracle believes happened, every step it ran (step_view.h).
   std::function<void(const StepView&)> on_view;
@@ -41,6 +43,7 @@ struct SimulationResult {
   oracle::engine::EngineReport report; // the oracle's (steps, preemptions, hits, copies)
   std::int64_t steps_compared = 0;
   std::int64_t bytes_compared = 0;
+  ArenaCoverage arenas; // how the arenas were compared
   std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
   std::optional<Difference> mismatch;             // first oracle vs backend difference
   bool held() const { return !mismatch && !finding; }

@@ -18,6 +18,13 @@ inline constexpr std::int64_t kPoisonPeriod = 4099; // prime: no block stride is
 // The poison byte at arena offset `offset_bytes`.
 std::uint8_t poison_byte(std::int64_t offset_bytes);
 
+// A byte range of one arena of a layout (model/layout.h).
+struct ArenaRange {
+  std::int32_t arena = 0;
+  std::int64_t offset_bytes = 0;
+  std::int64_t size_bytes = 0;
+};
+
 class Arena {
 public:
   Arena() = default;

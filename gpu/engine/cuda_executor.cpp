@@ -101,6 +101,29 @@ public:
     return host_arenas_;
   }
 
+  std::vector<std::span<const std::byte>> read(
+      std::span<const model::ArenaRange> ranges) override {
+    std::int64_t total = 0;
+    for (const model::ArenaRange& r : ranges)
+      total += r.size_bytes;
+    staging_.resize(static_cast<std::size_t>(total));
+    std::vector<std::span<const std::byte>> out;
+    out.reserve(ranges.size());
+    on_device([&] {
+      std::int64_t at = 0;
+      for (const model::ArenaRange& r : ranges) {
+        const DeviceBuffer& a = arenas_[static_cast<std::size_t>(r.arena)];
+        MC_CUDA_CHECK(cudaMemcpyAsync(staging_.data() + at, a.as<std::byte>() + r.offset_bytes,
+                                      static_cast<std::size_t>(r.size_bytes),
+                                      cudaMemcpyDeviceToHost, nullptr));
+        out.emplace_back(staging_.data() + at, static_cast<std::size_t>(r.size_bytes));
+        at += r.size_bytes;
+      }
+      MC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    });
+    return out;
+  }
+
 private:
   model::Layout layout_;
   Mutant kernel_mutant_ = Mutant::none;
@@ -112,6 +135,7 @@ private:
   DeviceBuffer device_units_;
   DeviceBuffer device_forward_tensors_;
   std::vector<model::Arena> host_arenas_; // the last download
+  std::vector<std::byte> staging_;        // the last read()
 };
 
 } // namespace

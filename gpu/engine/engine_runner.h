@@ -56,6 +56,9 @@ public:
 
   const model::Layout& layout() const { return layout_; }
   const std::vector<model::Arena>& arenas() { return executor_->arenas(); }
+  std::vector<std::span<const std::byte>> read(std::span<const model::ArenaRange> ranges) {
+    return executor_->read(ranges);
+  }
 
 private:
   struct Request { // by request slot

@@ -9,6 +9,7 @@
 #include "model/launch.h"
 
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace mc::gpu::engine {
@@ -28,6 +29,10 @@ public:
                        const std::vector<std::int32_t>& tokens) = 0;
   // The arenas as they are now, in host memory (the cuda executor downloads them).
   virtual const std::vector<model::Arena>& arenas() = 0;
+  // The bytes of `ranges` as they are now, in host memory, one span per range in order (the
+  // cuda executor downloads only these). Valid until the next read() or arenas().
+  virtual std::vector<std::span<const std::byte>> read(
+      std::span<const model::ArenaRange> ranges) = 0;
 };
 
 // Poisoned arenas of `layout`, as the oracle runner starts; every launch runs the kernels of

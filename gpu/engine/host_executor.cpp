@@ -64,6 +64,17 @@ public:
 
   const std::vector<model::Arena>& arenas() override { return arenas_; }
 
+  std::vector<std::span<const std::byte>> read(
+      std::span<const model::ArenaRange> ranges) override {
+    std::vector<std::span<const std::byte>> out;
+    out.reserve(ranges.size());
+    for (const model::ArenaRange& r : ranges)
+      out.push_back(
+          arenas_[static_cast<std::size_t>(r.arena)].bytes().subspan(
+              static_cast<std::size_t>(r.offset_bytes), static_cast<std::size_t>(r.size_bytes)));
+    return out;
+  }
+
 private:
   model::Layout layout_;
   Mutant kernel_mutant_ = Mutant::none;

@@ -184,3 +184,12 @@ file(STRINGS ${WORK_DIR}/cut-layers.jsonl cut_header LIMIT_COUNT 1)
 expect_in("${cut_header}" "\"num_layers\":2")
 run(0 replay ${WORK_DIR}/cut-layers.jsonl)
 expect_in("${OUT}" "oracle and backend agree on every step")
+# Its 281 MB of arenas are past the whole-every-step bound: each step compares the blocks it
+# wrote, and every byte every N steps and after the last step (steps 7, 15 and 39 here).
+expect_in("${OUT}" "(the blocks each step wrote, whole arenas every 64 steps and after the last (1 times))")
+run(0 replay ${WORK_DIR}/cut-layers.jsonl --whole-compare-every 8 --steps 20)
+expect_in("${OUT}" "whole arenas every 8 steps and after the last (3 times))")
+run(0 replay ${WORK_DIR}/cut-layers.jsonl --whole-compare-every 1 --steps 3)
+expect_in("${OUT}" "(whole arenas after every step)")
+run(2 replay ${WORK_DIR}/cut-layers.jsonl --whole-compare-every 0)
+expect_in("${ERR}" "--whole-compare-every must be at least 1, got 0")

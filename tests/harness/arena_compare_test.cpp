@@ -1,0 +1,220 @@
+// The lockstep loop's arena comparison (harness/arena_compare.h): small arenas are compared
+// whole after every step; large ones compare the blocks each step wrote, and every byte every
+// N steps and after the last, so a write outside the step's blocks is still found and its
+// difference says since when it may date. Then through simulate(): every runner mutant that
+// a whole comparison after every step kills, the blocks-written comparison kills at the same
+// step.
+#include "harness/arena_compare.h"
+#include "harness/simulate.h"
+#include "model/errors.h"
+#include "model/presets.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mc::harness {
+namespace {
+
+using oracle::engine::BlockAccess;
+
+class Comparer : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const model::Preset& p = model::find_preset("tiny-mamba2");
+    layout_ = model::build_layout(p.config, p.spec);
+    for (const model::ArenaSpec& a : layout_.arenas) {
+      ours_.emplace_back(a.size_bytes());
+      ours_.back().poison();
+      theirs_.emplace_back(a.size_bytes());
+      theirs_.back().poison();
+    }
+    backend_ = {.whole = [this]() -> const std::vector<model::Arena>& {
+                  ++whole_reads_;
+                  return theirs_;
+                },
+                .read = [this](std::span<const model::ArenaRange> ranges) {
+                  std::vector<std::span<const std::byte>> out;
+                  for (const model::ArenaRange& r : ranges) {
+                    ++ranges_read_;
+                    out.push_back(theirs_[static_cast<std::size_t>(r.arena)].bytes().subspan(
+                        static_cast<std::size_t>(r.offset_bytes),
+                        static_cast<std::size_t>(r.size_bytes)));
+                  }
+                  return out;
+                }};
+  }
+
+  // Byte `at` of block `block` of tensor `tensor`, in one side's arenas.
+  std::byte& byte(std::vector<model::Arena>& side, std::int32_t tensor, std::int32_t block,
+                  std::int64_t at) {
+    const model::StateTensor& t = layout_.tensors[static_cast<std::size_t>(tensor)];
+    return side[static_cast<std::size_t>(t.arena)].data()[t.block_offset_bytes(block) + at];
+  }
+
+  static std::vector<BlockAccess> wrote(std::int32_t tensor, std::int32_t block) {
+    return {BlockAccess{.tensor = tensor, .block_id = block}};
+  }
+
+  model::Layout layout_;
+  std::vector<model::Arena> ours_, theirs_;
+  BackendArenas backend_;
+  int whole_reads_ = 0;
+  int ranges_read_ = 0;
+};
+
+TEST_F(Comparer, SmallArenasAreComparedWholeAfterEveryStep) {
+  ArenaComparer c(layout_, {});
+  EXPECT_TRUE(c.whole_every_step());
+  byte(theirs_, 1, 5, 7) ^= std::byte{1}; // a block the step did not write
+  const std::optional<Difference> d = c.after_step(ours_, backend_, wrote(0, 3), 0);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->kind, "arena");
+  EXPECT_EQ(d->tensor, 1);
+  EXPECT_EQ(d->block, 5);
+  EXPECT_EQ(d->byte_begin, 7);
+  EXPECT_EQ(d->byte_end, 8);
+  EXPECT_EQ(d->text.find("found when"), std::string::npos) << d->text;
+  EXPECT_EQ(whole_reads_, 1);
+  EXPECT_EQ(ranges_read_, 0);
+  EXPECT_FALSE(c.finish(ours_, backend_, 0)); // the step's comparison was whole already
+}
+
+TEST_F(Comparer, ABlockTheStepWroteIsComparedThatStep) {
+  ArenaComparer c(layout_, {.whole_bytes_max = 0, .whole_every = 64});
+  EXPECT_FALSE(c.whole_every_step());
+  byte(ours_, 1, 4, 10) = std::byte{0x11};
+  byte(theirs_, 1, 4, 10) = std::byte{0x11}; // both wrote the same: held
+  EXPECT_FALSE(c.after_step(ours_, backend_, wrote(1, 4), 0));
+  byte(ours_, 1, 4, 12) = std::byte{0x22}; // the backend missed this write
+  const std::optional<Difference> d = c.after_step(ours_, backend_, wrote(1, 4), 1);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->tensor, 1);
+  EXPECT_EQ(d->block, 4);
+  EXPECT_EQ(d->byte_begin, 12);
+  EXPECT_EQ(d->byte_end, 13);
+  EXPECT_EQ(whole_reads_, 0);
+  EXPECT_EQ(ranges_read_, 2);
+  EXPECT_EQ(c.bytes_compared(), 2 * layout_.tensors[1].natural_bytes);
+}
+
+TEST_F(Comparer, AWriteOutsideTheStepsBlocksIsFoundByTheNextWholeComparison) {
+  ArenaComparer c(layout_, {.whole_bytes_max = 0, .whole_every = 3});
+  byte(theirs_, 2, 6, 0) ^= std::byte{0x80}; // a stray write at step 0
+  EXPECT_FALSE(c.after_step(ours_, backend_, wrote(0, 3), 0));
+  EXPECT_FALSE(c.after_step(ours_, backend_, wrote(0, 3), 1));
+  const std::optional<Difference> d = c.after_step(ours_, backend_, wrote(0, 3), 2);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->tensor, 2);
+  EXPECT_EQ(d->block, 6);
+  EXPECT_NE(d->text.find("found when the whole arenas were compared after step 2; they had not "
+                         "been compared whole before"),
+            std::string::npos)
+      << d->text;
+  EXPECT_EQ(whole_reads_, 1);
+}
+
+TEST_F(Comparer, TheWholeDifferenceSaysWhenTheArenasLastMatched) {
+  ArenaComparer c(layout_, {.whole_bytes_max = 0, .whole_every = 2});
+  EXPECT_FALSE(c.after_step(ours_, backend_, {}, 10));
+  EXPECT_FALSE(c.after_step(ours_, backend_, {}, 11)); // whole, held
+  EXPECT_FALSE(c.after_step(ours_, backend_, {}, 12));
+  byte(theirs_, 3, 2, 1) ^= std::byte{1};
+  const std::optional<Difference> d = c.after_step(ours_, backend_, {}, 13);
+  ASSERT_TRUE(d);
+  EXPECT_NE(d->text.find("after step 13; they last matched whole after step 11"),
+            std::string::npos)
+      << d->text;
+  EXPECT_EQ(c.coverage().whole_comparisons, 2);
+}
+
+TEST_F(Comparer, FinishComparesWholeWhenTheLastStepDidNot) {
+  ArenaComparer c(layout_, {.whole_bytes_max = 0, .whole_every = 64});
+  EXPECT_FALSE(c.after_step(ours_, backend_, wrote(0, 1), 0));
+  byte(theirs_, 0, 9, 3) ^= std::byte{4};
+  const std::optional<Difference> d = c.finish(ours_, backend_, 0);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->block, 9);
+  EXPECT_EQ(c.coverage().text(),
+            "the blocks each step wrote, whole arenas every 64 steps and after the last (1 "
+            "times)");
+}
+
+TEST_F(Comparer, WrittenRangesAreDistinctAndInsideThePool) {
+  std::vector<BlockAccess> writes = {{.tensor = 1, .block_id = 4},  {.tensor = 0, .block_id = 2},
+                                     {.tensor = 1, .block_id = 4},  {.tensor = 1, .block_id = -1},
+                                     {.tensor = 0, .block_id = 64}, {.tensor = 99, .block_id = 1}};
+  const std::vector<model::ArenaRange> r = ArenaComparer::written_ranges(layout_, writes);
+  ASSERT_EQ(r.size(), 2u);
+  const model::StateTensor& t0 = layout_.tensors[0];
+  const model::StateTensor& t1 = layout_.tensors[1];
+  EXPECT_EQ(r[0].arena, t0.arena);
+  EXPECT_EQ(r[0].offset_bytes, t0.block_offset_bytes(2));
+  EXPECT_EQ(r[0].size_bytes, t0.natural_bytes);
+  EXPECT_EQ(r[1].offset_bytes, t1.block_offset_bytes(4));
+  EXPECT_EQ(r[1].size_bytes, t1.natural_bytes);
+}
+
+TEST(ComparerPolicy, ZeroStepsBetweenWholeComparisonsIsRefused) {
+  const model::Preset& p = model::find_preset("tiny-mamba2");
+  const model::Layout layout = model::build_layout(p.config, p.spec);
+  EXPECT_THROW(ArenaComparer(layout, {.whole_every = 0}), model::InputError);
+}
+
+SimulationOptions small_pool_run(model::CacheMode mode, model::RunnerFlavour runner,
+                                 gpu::engine::RunnerMutant mutant) {
+  const model::Preset& preset = model::find_preset("tiny-mamba2");
+  SimulationOptions s{.config = preset.config, .spec = preset.spec, .preset = "tiny-mamba2"};
+  s.config.mode = mode;
+  if (mode == model::CacheMode::all) { // all mode runs without drafts
+    s.config.num_spec_tokens = 0;
+    s.config.num_spec_blocks = 0;
+  }
+  s.spec.num_blocks = mode == model::CacheMode::all ? 24 : 12; // all mode: a block per B tokens
+  s.engine.runner.flavour = runner;
+  s.engine.scheduler.reset_prefix_cache_per_million = 30'000;
+  s.engine.scheduler.abort_per_million = 20'000;
+  s.num_steps = 300;
+  s.num_requests = 40;
+  s.seed = 3;
+  s.runner_mutant = mutant;
+  return s;
+}
+
+// Every runner mutant a whole comparison after every step kills on this run, the blocks-written
+// comparison (no whole comparison until after the last step) kills at the same step with the
+// same difference.
+TEST(ComparerThroughRuns, TheBlocksWrittenKillWhatTheWholeComparisonKills) {
+  int killed = 0;
+  using model::CacheMode, model::RunnerFlavour;
+  for (const auto& [mode, runner] : {std::pair{CacheMode::align, RunnerFlavour::v1},
+                                     std::pair{CacheMode::align, RunnerFlavour::v2},
+                                     std::pair{CacheMode::all, RunnerFlavour::v1}}) {
+    for (std::size_t m = 0; m <= gpu::engine::runner_mutants().size(); ++m) {
+      const auto mutant = static_cast<gpu::engine::RunnerMutant>(m);
+      SimulationOptions s = small_pool_run(mode, runner, mutant);
+      const SimulationResult whole = simulate(s);
+      s.arena_compare = {.whole_bytes_max = 0, .whole_every = 1'000'000};
+      const SimulationResult blocks = simulate(s);
+      const std::string name{gpu::engine::to_string(mutant)};
+      ASSERT_EQ(whole.held(), blocks.held()) << name;
+      if (whole.held()) { // clean, or a mutant of another mode or runner
+        EXPECT_FALSE(blocks.arenas.whole_every_step);
+        EXPECT_EQ(blocks.arenas.whole_comparisons, 1);
+        continue;
+      }
+      ++killed;
+      ASSERT_EQ(whole.mismatch.has_value(), blocks.mismatch.has_value()) << name;
+      if (whole.mismatch) {
+        EXPECT_EQ(whole.mismatch->step, blocks.mismatch->step) << name;
+        EXPECT_EQ(whole.mismatch->text, blocks.mismatch->text) << name;
+      }
+    }
+  }
+  EXPECT_EQ(killed, 22); // the mutant-and-runner pairs this workload reaches
+}
+
+} // namespace
+} // namespace mc::harness
