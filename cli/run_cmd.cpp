@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 namespace mc::cli {
@@ -135,12 +136,14 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
   return c;
 }
 
-void print_summary(const RunOptions& o, const harness::SimulationResult& r) {
+void print_summary(const RunOptions& o, const harness::SimulationResult& r, double seconds) {
   const oracle::engine::EngineReport& e = r.report;
   fmt::print("run: preset {}, runner {}, mode {}, backend {}, seed {}{}\n", o.preset, o.runner,
              o.mode, o.backend, o.seed, o.reference ? ", reference structures" : "");
-  fmt::print("steps {} (compared {}), requests {} (finished {}, aborted {})\n", e.steps,
-             r.steps_compared, e.requests, e.finished, e.aborts);
+  fmt::print("steps {} (compared {}), requests {} (finished {}, aborted {}), {:.1f} s, {:.1f} "
+             "steps/s\n",
+             e.steps, r.steps_compared, e.requests, e.finished, e.aborts, seconds,
+             seconds > 0 ? static_cast<double>(e.steps) / seconds : 0.0);
   fmt::print("preemptions {} (forced {}), resets {}, prefix hits {}\n", e.preemptions,
              e.forced_preemptions, e.resets, e.prefix_hits);
   std::string copies;
@@ -159,8 +162,10 @@ int run_run(const RunOptions& o) {
   if (!o.workload.empty())
     s.requests = scenarios::import_workload_file(
         o.workload, {.step_ms = o.step_ms, .hash_block_tokens = o.hash_block_tokens});
+  const auto start = std::chrono::steady_clock::now();
   const harness::SimulationResult r = harness::simulate(s);
-  print_summary(o, r);
+  print_summary(o, r,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);
