@@ -9,6 +9,7 @@
 #include "bench/engine_bench.h"
 #include "bench/kernel_bench.h"
 #include "cli/commands.h"
+#include "cli/output_paths.h"
 #include "model/errors.h"
 #include "model/presets.h"
 
@@ -27,6 +28,7 @@ constexpr std::int32_t kRequestsMax = 16384;
 constexpr std::int32_t kItersMax = 100000;
 
 int run_bench_command(const gpu::BenchOptions& options) {
+  check_output_file("--json", options.json_path);
   for (const std::string& p : options.presets)
     (void)model::find_preset(p); // exit 2 if unknown
   for (const std::int32_t n : options.requests)
@@ -90,6 +92,7 @@ nlohmann::json to_json(const oracle::engine::EngineBenchResult& r) {
 }
 
 int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
+  check_output_file("--json", k.json_path);
   oracle::engine::EngineBenchOptions o{.presets = k.presets,
                                        .steps = given(a, "--steps", a.steps),
                                        .max_running = given(a, "--max-running", a.max_running),
@@ -116,9 +119,7 @@ int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
     if (r.report.first_finding) rc = kExitMismatch;
   }
   if (!k.json_path.empty()) {
-    std::ofstream out(k.json_path);
-    if (!out) model::fail_input("bench: --json: cannot write '{}'", k.json_path);
-    out << report.dump(2) << '\n';
+    write_file_atomically("--json", k.json_path, report.dump(2) + "\n");
   }
   return rc;
 }

@@ -9,6 +9,7 @@
 #include "backends/mutant_backend.h"
 #include "cli/case_print.h"
 #include "cli/commands.h"
+#include "cli/output_paths.h"
 #include "fuzz/compare.h"
 #include "fuzz/findings.h"
 #include "fuzz/isolate.h"
@@ -50,9 +51,7 @@ model::LaunchResult run_external(const CaseOptions& options, const model::Launch
 }
 
 void write_report(const std::string& path, const nlohmann::json& report) {
-  std::ofstream file(path);
-  if (!file) model::fail_input("--report: cannot write '{}'", path);
-  file << report.dump(2) << "\n";
+  write_file_atomically("--report", path, report.dump(2) + "\n");
 }
 
 std::string summary(const model::LaunchResult& result) {
@@ -139,6 +138,8 @@ int run_case_command(const CaseOptions& options) {
   if (options.reruns < 0 || options.reruns > 100000)
     model::fail_input("--reruns: expected 0..100000, got {}", options.reruns);
   if (options.reruns > 0 && !options.check) model::fail_input("--reruns: needs --check");
+  check_output_file("--report", options.report);
+  create_output_dir("--out", options.out);
   if (!options.mutant.empty()) {
     if (external || backend == backends::Backend::oracle)
       model::fail_input("--mutant: runs on --backend host or cuda");

@@ -6,10 +6,12 @@
 // holds tiny cases (readable by hand), realistic state sizes, production-like grids and the
 // edge cases of REFERENCE.md 5 (the generator's size classes, fuzz/gen_launch.h).
 #include "cli/commands.h"
+#include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "fuzz/gen_launch.h"
 #include "model/case_file.h"
 #include "model/errors.h"
+#include "model/interrupt.h"
 #include "model/launch_kinds.h"
 #include "oracle/launch.h"
 
@@ -51,11 +53,13 @@ int run_export(const ExportOptions& options) {
     model::fail_input("--cases: expected 1..{}, got {}", kExportCasesMax, options.cases);
   if (options.max_size < 0 || options.max_size > 100)
     model::fail_input("--max-size: expected 0..100, got {}", options.max_size);
-  std::filesystem::create_directories(options.out);
+  create_output_dir("--out", options.out);
   fuzz::GenOptions gen = gen_options(options);
   Progress progress("export", options.cases);
   std::int64_t unsupported = 0;
-  for (std::int32_t i = 0; i < options.cases; ++i) {
+  std::int32_t i = 0;
+  for (; i < options.cases; ++i) {
+    if (model::interrupted()) break;
     // Sizes cycle 0..max_size so every export mixes tiny and large cases.
     gen.random_size = static_cast<int>(i % (options.max_size + 1));
     const fuzz::LaunchSpec spec =
@@ -71,8 +75,13 @@ int run_export(const ExportOptions& options) {
         fmt::format("{} {}", model::to_string(spec.kind), fuzz::to_string(spec.size_class)));
   }
   progress.done();
-  std::cout << fmt::format("exported {} cases (seed {}, {} unsupported by design) to {}\n",
-                           options.cases, options.seed, unsupported, options.out);
+  std::cout << fmt::format("exported {} cases (seed {}, {} unsupported by design) to {}\n", i,
+                           options.seed, unsupported, options.out);
+  if (model::interrupted()) {
+    std::cout << fmt::format("export: interrupted by {}: cases 0..{} are complete\n",
+                             model::signal_name(model::interrupt_signal()), i - 1);
+    return 128 + model::interrupt_signal();
+  }
   return kExitOk;
 }
 

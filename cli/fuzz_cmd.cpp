@@ -9,10 +9,12 @@
 #include "cli/duration.h"
 #include "cli/fuzz_engine.h"
 #include "cli/junit.h"
+#include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "fuzz/campaign/kernel_campaign.h"
 #include "gpu/mutant.h"
 #include "model/errors.h"
+#include "model/interrupt.h"
 
 #include <fmt/format.h>
 
@@ -51,6 +53,7 @@ struct FuzzOptions {
   bool no_isolate = false;        // host: run cases in this process (faster; a crash ends all)
   double case_timeout = 300.0;    // host, isolated: a case running longer is a finding
   std::vector<std::string> skip_signatures;
+  std::int64_t resume_from = 0; // the index of the first case (an interrupted campaign's)
 
   // Under a time budget a campaign goes on after a finding unless told otherwise.
   bool keeps_going() const { return keep_going || (!time_budget.empty() && !stop_at_first); }
@@ -100,6 +103,7 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Bac
   c.reruns = o.reruns;
   c.repeat = o.repeat;
   c.skip_signatures = o.skip_signatures;
+  c.first_case = o.resume_from;
   return c;
 }
 
@@ -252,6 +256,10 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   if (worker) report["external"] = o.external;
   for (JunitCase& jc : junit_cases(c, r, backend_args))
     junit.push_back(std::move(jc));
+  if (r.interrupted != 0) {
+    junit.push_back(interrupted_case("kernel", r.interrupted, r.cases, r.next_case));
+    std::cout << interrupted_line("kernel", r.interrupted, r.cases, r.next_case) << "\n";
+  }
   if (r.findings.empty()) {
     std::cout << "all cases held\n";
     return kExitOk;
@@ -269,6 +277,12 @@ int run_fuzz(const FuzzOptions& o) {
   if (o.level != "kernel" && o.level != "engine" && o.level != "both")
     model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
   if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
+  if (o.resume_from < 0 || (o.cases > 0 && o.resume_from >= o.cases))
+    model::fail_input("--resume-from: expected a case index in 0..{}, got {}",
+                      o.cases > 0 ? o.cases - 1 : kCasesMax, o.resume_from);
+  check_output_file("--report", o.report);
+  check_output_file("--junit", o.junit);
+  create_output_dir("--out", o.out);
   if (o.max_size < 0 || o.max_size > 100)
     model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
   if (o.level == "kernel" && (o.block_size != 0 || o.token_budget != 0))
@@ -326,7 +340,7 @@ int run_fuzz(const FuzzOptions& o) {
     else
       report = std::move(kernel);
   }
-  if (o.level != "kernel") {
+  if (o.level != "kernel" && !model::interrupted()) {
     const EngineLevelResult e = run_engine_level({.backend = backend,
                                                   .seed = o.seed,
                                                   .cases = o.cases,
@@ -340,7 +354,8 @@ int run_fuzz(const FuzzOptions& o) {
                                                   .repeat = o.repeat,
                                                   .skip_signatures = o.skip_signatures,
                                                   .isolate = !o.no_isolate,
-                                                  .case_timeout = o.case_timeout});
+                                                  .case_timeout = o.case_timeout,
+                                                  .first_case = o.resume_from});
     exit_code = std::max(exit_code, e.exit_code);
     junit.insert(junit.end(), e.junit.begin(), e.junit.end());
     if (both)
@@ -348,12 +363,9 @@ int run_fuzz(const FuzzOptions& o) {
     else
       report = nlohmann::json::parse(e.report.dump());
   }
-  if (!o.report.empty()) {
-    std::ofstream file(o.report);
-    if (!file) model::fail_input("--report: cannot write '{}'", o.report);
-    file << report.dump(2) << "\n";
-  }
+  if (!o.report.empty()) write_file_atomically("--report", o.report, report.dump(2) + "\n");
   if (!o.junit.empty()) write_junit(o.junit, "mambacheck.fuzz", junit);
+  if (model::interrupted()) return 128 + model::interrupt_signal();
   return exit_code;
 }
 
@@ -407,6 +419,9 @@ void add_fuzz_command(CLI::App& app, Action& action) {
   cmd->add_option("--case-timeout", o->case_timeout,
                   "Seconds one isolated case (host) or a device worker's case (cuda) may take "
                   "before it is a finding (default 300)");
+  cmd->add_option("--resume-from", o->resume_from,
+                  "Start at this case index: what an interrupted campaign printed (same seed, "
+                  "cases and options; the cases before it are not run again)");
   cmd->add_option("--skip-signature", o->skip_signatures,
                   "A known finding's signature (as printed): counted, not shrunk, not failing "
                   "(repeatable)");

@@ -97,6 +97,7 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   o.reruns = q.reruns;
   o.repeat = q.repeat;
   o.skip_signatures = q.skip_signatures;
+  o.first_case = q.first_case;
   Progress progress("fuzz engine", q.cases > 0 ? q.cases : 0);
   o.on_case = [&progress](std::int64_t, std::int64_t steps, const fuzz::EngineCase& c) {
     progress.tick(fmt::format("{} steps, {}", steps, c.preset));
@@ -111,6 +112,10 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   if (!r.stopped.empty()) std::cout << "engine level: stopped early: " << r.stopped << "\n";
   EngineLevelResult result{.report = fuzz::to_json(o, r)};
   const std::string campaign = fmt::format("engine-{}-seed{}", o.backend_name, o.seed);
+  if (r.interrupted != 0) {
+    result.junit.push_back(interrupted_case("engine", r.interrupted, r.cases, r.next_case));
+    std::cout << interrupted_line("engine", r.interrupted, r.cases, r.next_case) << "\n";
+  }
   if (r.findings.empty()) {
     result.junit.push_back(JunitCase{.name = campaign, .seconds = r.seconds});
     std::cout << "engine level: all cases held\n";

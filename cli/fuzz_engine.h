@@ -31,6 +31,7 @@ struct EngineLevelRequest {
   std::vector<std::string> skip_signatures;
   bool isolate = false; // host: each case in a forked child
   double case_timeout = 300.0;
+  std::int64_t first_case = 0; // --resume-from
 };
 
 struct EngineLevelResult {

@@ -12,11 +12,13 @@
 #include "cli/duration.h"
 #include "cli/junit.h"
 #include "cli/mutants_levels.h"
+#include "cli/output_paths.h"
 #include "fuzz/campaign/kernel_campaign.h"
 #include "fuzz/engine/engine_fuzz.h"
 #include "fuzz/mutants/mutants.h"
 #include "harness/library.h"
 #include "model/errors.h"
+#include "model/interrupt.h"
 
 #include <fmt/format.h>
 
@@ -175,6 +177,8 @@ int run_gate(const GateOptions& o) {
     model::parse_launch_kind(kind); // an unknown kind is exit 2 before any stage runs
   if (o.kernel_cases < 1 || o.engine_cases < 1)
     model::fail_input("--kernel-cases and --engine-cases: at least 1");
+  check_output_file("--junit", o.junit);
+  create_output_dir("--out", o.out);
   parse_duration_option("--mutant-budget", o.mutant_budget); // reject a bad one before running
   backends::require_backend(backend);
   const std::vector<Stage> stages = {
@@ -188,6 +192,14 @@ int run_gate(const GateOptions& o) {
   std::vector<JunitCase> junit;
   bool passed = true;
   for (const Stage& stage : stages) {
+    if (model::interrupted()) {
+      junit.push_back(JunitCase{.name = stage.name,
+                                .skipped = true,
+                                .message = fmt::format("not run: interrupted by {}",
+                                                       model::signal_name(
+                                                           model::interrupt_signal()))});
+      continue;
+    }
     const Clock::time_point start = Clock::now();
     StageResult r;
     try {
@@ -197,17 +209,33 @@ int run_gate(const GateOptions& o) {
       r.detail = fmt::format("could not run: {}", e.what());
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const bool cut_short = r.passed && model::interrupted();
     std::cout << fmt::format("  {:<13} {:>6} cases {:>7.1f} s  {}  {}\n", stage.name, r.cases,
-                             seconds, r.passed ? "pass" : "FAIL", r.detail)
+                             seconds,
+                             cut_short    ? "interrupted"
+                             : r.passed ? "pass"
+                                          : "FAIL",
+                             r.detail)
               << std::flush;
     passed = passed && r.passed;
     junit.push_back(JunitCase{.name = stage.name,
                               .seconds = seconds,
                               .failed = !r.passed,
-                              .message = r.passed ? "" : r.detail,
+                              .skipped = cut_short,
+                              .message = cut_short  ? fmt::format("interrupted after {} cases",
+                                                                  r.cases)
+                                         : r.passed ? ""
+                                                    : r.detail,
                               .details = r.detail});
   }
   if (!o.junit.empty()) write_junit(o.junit, "mambacheck.gate", junit);
+  if (model::interrupted()) {
+    // A stage cut short proves nothing either way: the gate neither passed nor failed.
+    std::cout << fmt::format("gate interrupted by {}: {}\n",
+                             model::signal_name(model::interrupt_signal()),
+                             passed ? "no stage failed before it" : "a stage FAILED before it");
+    return 128 + model::interrupt_signal();
+  }
   std::cout << (passed ? "gate passed\n" : "gate FAILED\n");
   return passed ? kExitOk : kExitMismatch;
 }

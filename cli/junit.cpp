@@ -1,10 +1,13 @@
 #include "cli/junit.h"
 
+#include "cli/output_paths.h"
+
 #include "model/errors.h"
+#include "model/interrupt.h"
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <sstream>
 
 namespace mc::cli {
 
@@ -52,10 +55,23 @@ std::string xml_escape(const std::string& text) {
 
 } // namespace
 
+std::string interrupted_line(std::string_view level, int signal, std::int64_t cases_done,
+                             std::int64_t resume_from) {
+  return fmt::format("{} level: interrupted by {} after {} case{}; continue with --resume-from {}",
+                     level, model::signal_name(signal), cases_done, cases_done == 1 ? "" : "s",
+                     resume_from);
+}
+
+JunitCase interrupted_case(std::string_view level, int signal, std::int64_t cases_done,
+                           std::int64_t resume_from) {
+  return {.name = fmt::format("{}-interrupted", level),
+          .skipped = true,
+          .message = interrupted_line(level, signal, cases_done, resume_from)};
+}
+
 void write_junit(const std::string& path, const std::string& suite,
                  const std::vector<JunitCase>& cases) {
-  std::ofstream file(path);
-  if (!file) model::fail_input("--junit: cannot write '{}'", path);
+  std::ostringstream file;
   int failures = 0;
   int skipped = 0;
   double total = 0.0;
@@ -84,6 +100,7 @@ void write_junit(const std::string& path, const std::string& suite,
     file << "  </testcase>\n";
   }
   file << "</testsuite>\n";
+  write_file_atomically("--junit", path, file.str());
 }
 
 } // namespace mc::cli

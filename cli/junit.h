@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mc::cli {
@@ -24,7 +25,16 @@ JunitCase finding_case(const std::string& campaign, const fuzz::Signature& signa
                        bool skipped, std::int64_t cases, const std::string& failure,
                        const fuzz::RunTally& runs, std::string details);
 
-// Writes the file; throws model::InputError when it cannot.
+// A campaign stopped by SIGINT or SIGTERM between two cases: one line saying how far it got
+// and how to go on ("kernel level: interrupted by SIGINT after 812 cases; continue with
+// --resume-from 812"), and the same as a skipped test case, so CI shows it.
+std::string interrupted_line(std::string_view level, int signal, std::int64_t cases_done,
+                             std::int64_t resume_from);
+JunitCase interrupted_case(std::string_view level, int signal, std::int64_t cases_done,
+                           std::int64_t resume_from);
+
+// Writes the file (through a temporary, renamed into place); throws model::InputError when the
+// place cannot be written, model::EnvironmentError when the bytes cannot.
 void write_junit(const std::string& path, const std::string& suite,
                  const std::vector<JunitCase>& cases);
 

@@ -1,11 +1,13 @@
 // mambacheck: the command-line entry point. Subcommands live in their own files.
 #include "cli/commands.h"
 #include "model/errors.h"
+#include "model/interrupt.h"
 
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 namespace mc::cli {
 std::vector<AddCommand>& command_registry() {
@@ -31,12 +33,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mambacheck: usage error: %s (see --help)\n", e.what());
     return mc::cli::kExitBadInput;
   }
+  mc::model::install_interrupt_handlers();
   try {
     return action();
   } catch (const mc::model::InputError& e) {
     std::fprintf(stderr, "mambacheck: error: %s\n", e.what());
     return mc::cli::kExitBadInput;
   } catch (const mc::model::EnvironmentError& e) {
+    std::fprintf(stderr, "mambacheck: unavailable: %s\n", e.what());
+    return mc::cli::kExitEnvironment;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that cannot be created, read or written.
+    std::fprintf(stderr, "mambacheck: error: %s\n", e.what());
+    return mc::cli::kExitBadInput;
+  } catch (const std::exception& e) {
+    // Last resort: one line, never an abort. Anything that reaches here is the machine's
+    // (memory, a system call) or ours; either way the user gets a line to report.
     std::fprintf(stderr, "mambacheck: unavailable: %s\n", e.what());
     return mc::cli::kExitEnvironment;
   }

@@ -10,9 +10,11 @@
 #include "cli/duration.h"
 #include "cli/junit.h"
 #include "cli/mutants_levels.h"
+#include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "fuzz/mutants/mutants.h"
 #include "model/errors.h"
+#include "model/interrupt.h"
 
 #include <fmt/format.h>
 
@@ -64,11 +66,8 @@ std::string format_catalogue(const std::vector<fuzz::MutantJob>& jobs) {
 
 void write_reports(const MutantsOptions& o, const fuzz::MutantRunOptions& run,
                    const std::vector<fuzz::MutantOutcome>& outcomes) {
-  if (!o.report.empty()) {
-    std::ofstream file(o.report);
-    if (!file) model::fail_input("--report: cannot write '{}'", o.report);
-    file << fuzz::to_json(run, outcomes, true).dump(2) << "\n";
-  }
+  if (!o.report.empty())
+    write_file_atomically("--report", o.report, fuzz::to_json(run, outcomes, true).dump(2) + "\n");
   if (o.junit.empty()) return;
   std::vector<JunitCase> cases;
   for (const fuzz::MutantOutcome& m : outcomes) {
@@ -92,6 +91,9 @@ int run_mutants(const MutantsOptions& o) {
   }
   if (o.max_size < 0 || o.max_size > 100)
     model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
+  check_output_file("--report", o.report);
+  check_output_file("--junit", o.junit);
+  create_output_dir("--out", o.out);
   const backends::Backend backend =
       o.backend.empty() ? backends::default_backend() : backends::parse_backend(o.backend);
   if (backend == backends::Backend::oracle)
@@ -114,12 +116,24 @@ int run_mutants(const MutantsOptions& o) {
   Progress progress("mutants", static_cast<std::int64_t>(jobs.size()));
   std::vector<fuzz::MutantOutcome> outcomes;
   for (const fuzz::MutantJob& job : jobs) {
+    if (model::interrupted()) break;
     outcomes.push_back(job.run(run));
+    // A campaign cut short by the signal says nothing of a mutant it did not kill.
+    if (model::interrupted() && !outcomes.back().killed) {
+      outcomes.pop_back();
+      break;
+    }
     progress.tick(fmt::format("{} {}", job.name, outcomes.back().killed ? "killed" : "SURVIVED"));
   }
   progress.done();
   std::cout << fuzz::format_table(outcomes);
   write_reports(o, run, outcomes);
+  if (model::interrupted()) {
+    std::cout << fmt::format("mutants: interrupted by {} after {} of {} mutants\n",
+                             model::signal_name(model::interrupt_signal()), outcomes.size(),
+                             jobs.size());
+    return 128 + model::interrupt_signal();
+  }
   bool unexpected = false;
   for (const fuzz::MutantOutcome& m : outcomes) {
     if (m.killed) continue;

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/compare_option.h"
 #include "cli/junit.h"
+#include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "cli/steps_out.h"
 #include "gpu/cuda_backend.h"
@@ -16,6 +17,7 @@
 #include "harness/library.h"
 #include "harness/replay.h"
 #include "model/errors.h"
+#include "model/interrupt.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -117,15 +119,16 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream file(path);
-  if (!file) model::fail_input("--report: cannot write '{}'", path);
-  file << j.dump(2) << "\n";
+  write_file_atomically("--report", path, j.dump(2) + "\n");
 }
 
 } // namespace
 
 int replay_one(const ReplayCliOptions& o) {
   harness::ReplayOptions options = replay_options(o);
+  check_output_file("--report", o.report);
+  check_output_file("--junit", o.junit);
+  check_output_file("--steps-out", o.steps_out);
   StepsOutput steps_output(o.steps_out,
                            o.explain == kNoStep ? std::nullopt : std::optional(o.explain));
   if (steps_output.wanted()) options.on_view = steps_output.sink();
@@ -145,15 +148,30 @@ int replay_one(const ReplayCliOptions& o) {
              s.resets, s.prefix_hits, seconds > 0 ? static_cast<double>(s.steps) / seconds : 0.0);
   fmt::print("bytes compared {} ({})\n", r.bytes_compared, r.arenas.text());
   fmt::print("{}\n", r.summary());
+  const bool cut_short = r.held() && r.interrupted;
+  const std::string interrupted =
+      cut_short ? fmt::format("interrupted by {} after {} steps of the trace (they held)",
+                              model::signal_name(model::interrupt_signal()), s.steps)
+                : "";
+  if (cut_short) fmt::print("replay: {}\n", interrupted);
   if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   steps_output.finish();
-  if (!o.report.empty()) write_json(o.report, result_json(o, r));
+  if (!o.report.empty()) {
+    nlohmann::json j = result_json(o, r);
+    if (cut_short) {
+      j["result"] = "interrupted";
+      j["interrupted"] = interrupted;
+    }
+    write_json(o.report, j);
+  }
   if (!o.junit.empty())
     write_junit(o.junit, "mambacheck.replay",
                 {JunitCase{.name = o.trace,
                            .seconds = seconds,
                            .failed = !r.held(),
-                           .message = r.held() ? "" : r.summary()}});
+                           .skipped = cut_short,
+                           .message = cut_short ? interrupted : r.held() ? "" : r.summary()}});
+  if (cut_short) return 128 + model::interrupt_signal();
   return r.held() ? kExitOk : kExitMismatch;
 }
 

@@ -7,11 +7,13 @@
 // a request-level JSON Lines workload (scenarios/workload_import.h).
 #include "cli/commands.h"
 #include "cli/compare_option.h"
+#include "cli/output_paths.h"
 #include "cli/steps_out.h"
 #include "gpu/cuda_backend.h"
 #include "harness/simulate.h"
 #include "model/conv_history.h"
 #include "model/errors.h"
+#include "model/interrupt.h"
 #include "model/presets.h"
 #include "scenarios/workload_import.h"
 
@@ -156,6 +158,8 @@ void print_summary(const RunOptions& o, const harness::SimulationResult& r, doub
 
 int run_run(const RunOptions& o) {
   harness::SimulationOptions s = simulation_options(o);
+  check_output_file("--record", o.record);
+  check_output_file("--steps-out", o.steps_out);
   StepsOutput steps_output(o.steps_out, std::nullopt);
   if (steps_output.wanted()) s.on_view = steps_output.sink();
   if (!o.record.empty()) s.record = o.record;
@@ -174,6 +178,11 @@ int run_run(const RunOptions& o) {
   if (r.mismatch) {
     fmt::print("MISMATCH oracle vs {}: {}\n", o.backend, r.mismatch->text);
     return kExitMismatch;
+  }
+  if (r.interrupted) {
+    fmt::print("run: interrupted by {} after {} steps (they held)\n",
+               model::signal_name(model::interrupt_signal()), r.report.steps);
+    return 128 + model::interrupt_signal();
   }
   fmt::print("held: oracle and {} agree on every step\n", o.backend);
   return kExitOk;

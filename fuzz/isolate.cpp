@@ -1,5 +1,7 @@
 #include "fuzz/isolate.h"
 
+#include "model/interrupt.h"
+
 #include "model/address_ranges.h"
 #include "model/errors.h"
 
@@ -118,6 +120,8 @@ void install_crash_handler() {
   // Killed with the thread that forked it: a parent interrupted on a terminal leaves no child.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(kExitParentGone);
+  // Ctrl-C reaches the whole process group: the case finishes, and the parent stops after it.
+  model::ignore_interrupts();
   dup2(stderr_fd, STDERR_FILENO);
   close(stderr_fd);
   g_result_fd = result_fd;

@@ -2,6 +2,7 @@
 
 #include "gpu/engine/runner_mutant.h"
 #include "model/errors.h"
+#include "model/interrupt.h"
 
 #include <fmt/format.h>
 
@@ -118,8 +119,12 @@ LibraryResult run_scenario(const ScenarioInfo& info, const ReplayOptions& option
 std::vector<LibraryResult> run_library(const std::filesystem::path& dir,
                                        const ReplayOptions& options) {
   std::vector<LibraryResult> out;
-  for (const ScenarioInfo& info : list_library(dir))
-    out.push_back(run_scenario(info, options));
+  for (const ScenarioInfo& info : list_library(dir)) {
+    LibraryResult r = run_scenario(info, options);
+    // A scenario cut short by SIGINT or SIGTERM is no verdict: the results end before it.
+    if (model::interrupted()) break;
+    out.push_back(std::move(r));
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include "harness/lockstep.h"
 
 #include "model/errors.h"
+#include "model/interrupt.h"
 
 #include <fmt/format.h>
 
@@ -50,6 +51,10 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
   };
   std::int64_t last_compared = -1;
   while (steps_max < 0 || result.steps_run < steps_max) {
+    if (hooks.stop_on_interrupt && model::interrupted()) {
+      result.interrupted = true;
+      break;
+    }
     if (hooks.before_step) hooks.before_step();
     std::optional<OracleStep> o = oracle.next();
     if (!o) break;

@@ -87,6 +87,9 @@ struct LockstepHooks {
   bool backend_errors_are_findings = false;
   // How much of the arenas each step compares (arena_compare.h).
   ArenaComparePolicy arena_compare;
+  // Stop before the next step once SIGINT or SIGTERM arrived (model/interrupt.h): a command
+  // that runs one long trace or simulation. A campaign leaves it off and stops between cases.
+  bool stop_on_interrupt = false;
 };
 
 struct LockstepResult {
@@ -94,6 +97,7 @@ struct LockstepResult {
   std::int64_t steps_compared = 0; // of those, steps the backend ran and compared
   std::int64_t bytes_compared = 0;
   ArenaCoverage arenas; // how the arenas were compared
+  bool interrupted = false; // stopped early by a signal (LockstepHooks::stop_on_interrupt)
   std::optional<oracle::engine::Finding> finding; // the first broken invariant
   std::optional<Difference> failure;              // the finding's, or the first difference
   bool held() const { return !failure; }

@@ -44,7 +44,7 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
       layout, backend_runner_options(oracle_options, options.runner_mutant, options.kernel_mutant),
       options.executor);
   TracedSteps steps(reader, oracle);
-  LockstepHooks hooks{.arena_compare = options.arena_compare};
+  LockstepHooks hooks{.arena_compare = options.arena_compare, .stop_on_interrupt = true};
   if (options.on_step)
     hooks.on_held = [&options, &oracle](std::int64_t) { options.on_step(oracle.stats().steps); };
   std::int64_t expectations_checked = 0;
@@ -62,6 +62,7 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   result.steps_compared = r.steps_compared;
   result.bytes_compared = r.bytes_compared;
   result.arenas = r.arenas;
+  result.interrupted = r.interrupted;
   result.finding = r.finding;
   result.expectations_checked = expectations_checked;
   if (r.failure && !r.finding) {

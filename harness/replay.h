@@ -50,6 +50,7 @@ struct ReplayResult {
   std::int64_t steps_compared = 0;
   std::int64_t bytes_compared = 0;
   ArenaCoverage arenas; // how the arenas were compared
+  bool interrupted = false; // SIGINT or SIGTERM stopped it before the trace's end
   std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
   std::optional<Difference> mismatch;             // first oracle vs backend difference
   std::optional<Difference> expectation;          // first of the trace's expectations that failed

@@ -68,7 +68,7 @@ SimulationResult simulate(const SimulationOptions& o) {
       layout, backend_runner_options(o.engine.runner, o.runner_mutant, gpu::Mutant::none),
       o.executor);
   ScheduledSteps steps(engine);
-  LockstepHooks hooks{.arena_compare = o.arena_compare};
+  LockstepHooks hooks{.arena_compare = o.arena_compare, .stop_on_interrupt = true};
   StepViewer viewer;
   if (o.on_view) hooks.before_step = [&] { viewer.before(steps); };
   if (writer || o.on_view)
@@ -81,6 +81,7 @@ SimulationResult simulate(const SimulationOptions& o) {
                           .steps_compared = r.steps_compared,
                           .bytes_compared = r.bytes_compared,
                           .arenas = r.arenas,
+                          .interrupted = r.interrupted,
                           .finding = r.finding};
   if (r.failure && !r.finding) result.mismatch = r.failure;
   result.report.requests = num_requests;

@@ -44,6 +44,7 @@ struct SimulationResult {
   std::int64_t steps_compared = 0;
   std::int64_t bytes_compared = 0;
   ArenaCoverage arenas; // how the arenas were compared
+  bool interrupted = false; // SIGINT or SIGTERM stopped it before its steps ran out
   std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
   std::optional<Difference> mismatch;             // first oracle vs backend difference
   bool held() const { return !mismatch && !finding; }

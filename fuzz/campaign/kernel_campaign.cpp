@@ -6,6 +6,7 @@
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "model/errors.h"
+#include "model/interrupt.h"
 #include "model/request_arrays.h"
 #include "oracle/launch.h"
 
@@ -263,8 +264,13 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     return v;
   };
   FindingRecorder recorder(options, judge);
-  for (std::int64_t i = 0; i < options.cases_max; ++i) {
+  std::int64_t i = options.first_case;
+  for (; i < options.cases_max; ++i) {
     if (options.seconds_max > 0 && seconds_since(start) > options.seconds_max) break;
+    if (model::interrupted()) {
+      report.interrupted = model::interrupt_signal();
+      break;
+    }
     const std::uint64_t case_seed = options.seed + static_cast<std::uint64_t>(i);
     const int size = static_cast<int>(i % (options.max_size + 1));
     const rc::Shrinkable<LaunchSpec> drawn = gen(rc::Random(case_seed), size);
@@ -292,12 +298,17 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     if (device_lost) {
       report.stopped = fmt::format(
           "the device faulted on case seed {} and the CUDA context of this process is lost; "
-          "the cases after it did not run (continue with --seed {})",
-          case_seed, case_seed + 1);
+          "the cases after it did not run (continue with --resume-from {})",
+          case_seed, i + 1);
+      ++i;
       break;
     }
-    if (!options.keep_going && report.first_failing() != nullptr) break;
+    if (!options.keep_going && report.first_failing() != nullptr) {
+      ++i;
+      break;
+    }
   }
+  report.next_case = i;
   report.seconds = seconds_since(start);
   return report;
 }
@@ -318,6 +329,11 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                       {"result", failing != nullptr ? "mismatch" : "held"}};
   if (!report.stopped.empty()) j["stopped"] = report.stopped;
   if (!report.backend_replaced.empty()) j["backend_replaced"] = report.backend_replaced;
+  if (options.first_case > 0) j["first_case"] = options.first_case;
+  if (report.interrupted != 0)
+    j["interrupted"] = {{"signal", model::signal_name(report.interrupted)},
+                        {"cases_done", report.cases},
+                        {"resume_from", report.next_case}};
   if (options.repeat > 1) j["repeat"] = options.repeat;
   if (!options.mutant_name.empty()) j["mutant"] = options.mutant_name;
   nlohmann::json findings = nlohmann::json::array();

@@ -39,6 +39,7 @@ struct ShrinkLimits {
 struct KernelCampaignOptions {
   std::uint64_t seed = 1;
   std::int64_t cases_max = 1000; // stop after this many cases...
+  std::int64_t first_case = 0;   // the index of the first case run (a resumed campaign)
   double seconds_max = 0.0;      // ...or after this long (0: no time limit)
   int max_size = 100;            // generator size parameter, 0..100
   GenOptions gen = GenOptions::host_default();
@@ -132,6 +133,8 @@ struct KernelCampaignReport {
   std::vector<KernelFinding> findings; // in the order their first cases came
   std::string stopped; // why the campaign stopped before its cases or budget ran out, if it did
   std::string backend_replaced; // why later cases ran on a replacement backend, if they did
+  int interrupted = 0;   // the signal that stopped it between two cases (model/interrupt.h)
+  std::int64_t next_case = 0; // the index of the first case not run: where a resume starts
 
   // The first finding not skipped, or null.
   const KernelFinding* first_failing() const;

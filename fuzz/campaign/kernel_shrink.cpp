@@ -1,6 +1,7 @@
 #include "fuzz/campaign/kernel_shrink.h"
 
 #include "model/errors.h"
+#include "model/interrupt.h"
 
 #include <chrono>
 
@@ -21,7 +22,8 @@ public:
         runs_per_candidate_(candidate_runs(original_runs)) {}
 
   bool out_of_budget() const {
-    return tried_ >= limits_.candidates_max || seconds_since(start_) > limits_.seconds_max;
+    return tried_ >= limits_.candidates_max || seconds_since(start_) > limits_.seconds_max ||
+           model::interrupted();
   }
 
   // Whether `candidate` fails with the finding's key within the runs a candidate gets.
@@ -108,7 +110,7 @@ ShrinkOutcome shrink_finding(const rc::Shrinkable<LaunchSpec>& original,
   // failed at least on the run that found it.
   const Clock::time_point verify_start = Clock::now();
   for (std::size_t i = chain.size() - 1; i >= 1; --i) {
-    if (seconds_since(verify_start) > limits.seconds_max) break;
+    if (seconds_since(verify_start) > limits.seconds_max || model::interrupted()) break;
     RunTally tally = shrinker.rerun(chain[i], reruns);
     if (reproducible(tally.failed, tally.runs)) {
       out.spec = chain[i];

@@ -4,6 +4,7 @@
 #include "harness/replay.h"
 
 #include "model/errors.h"
+#include "model/interrupt.h"
 #include "model/presets.h"
 #include "scenarios/trace.h"
 
@@ -299,8 +300,13 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   EngineFuzzReport report;
-  for (std::int64_t i = 0; i < o.cases_max; ++i) {
+  std::int64_t i = o.first_case;
+  for (; i < o.cases_max; ++i) {
     if (o.seconds_max > 0 && elapsed() >= o.seconds_max) break;
+    if (model::interrupted()) {
+      report.interrupted = model::interrupt_signal();
+      break;
+    }
     const std::uint64_t case_seed = o.seed + static_cast<std::uint64_t>(i);
     const int size = static_cast<int>(case_seed % static_cast<std::uint64_t>(o.max_size + 1));
     const EngineCase c = generate_engine_case(case_seed, size, o.fixed);
@@ -329,12 +335,17 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     if (outcome.failure->kind == "device-fault") {
       report.stopped = fmt::format(
           "the device faulted on case seed {} and the CUDA context of this process is lost; "
-          "the cases after it did not run (continue with --seed {})",
-          case_seed, case_seed + 1);
+          "the cases after it did not run (continue with --resume-from {})",
+          case_seed, i + 1);
+      ++i;
       break;
     }
-    if (!o.keep_going && report.first_failing() != nullptr) break;
+    if (!o.keep_going && report.first_failing() != nullptr) {
+      ++i;
+      break;
+    }
   }
+  report.next_case = i;
   report.seconds = elapsed();
   return report;
 }
@@ -356,6 +367,11 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"failing_cases", r.failing_cases()},
                            {"held", r.first_failing() == nullptr}};
   if (!r.stopped.empty()) j["stopped"] = r.stopped;
+  if (o.first_case > 0) j["first_case"] = o.first_case;
+  if (r.interrupted != 0)
+    j["interrupted"] = {{"signal", model::signal_name(r.interrupted)},
+                        {"cases_done", r.cases},
+                        {"resume_from", r.next_case}};
   if (o.repeat > 1) j["repeat"] = o.repeat;
   if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
   if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;

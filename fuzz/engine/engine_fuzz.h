@@ -41,6 +41,7 @@ struct EngineShrinkLimits {
 struct EngineFuzzOptions {
   std::uint64_t seed = 1;
   std::int64_t cases_max = 200; // stop after this many cases...
+  std::int64_t first_case = 0;  // the index of the first case run (a resumed campaign)
   double seconds_max = 0.0;     // ...or after this long (0: no time limit)
   int max_size = kEngineSizeMax;
   EngineCaseFixed fixed;
@@ -108,6 +109,8 @@ struct EngineFuzzReport {
   double seconds_to_failure = 0.0; // until the first failing case ran (shrinking not counted)
   std::vector<EngineFinding> findings; // in the order their first cases came
   std::string stopped; // why the campaign stopped before its cases or budget ran out, if it did
+  int interrupted = 0;   // the signal that stopped it between two cases (model/interrupt.h)
+  std::int64_t next_case = 0; // the index of the first case not run: where a resume starts
 
   const EngineFinding* first_failing() const; // the first finding not skipped, or null
   std::int64_t failing_cases() const;          // skipped signatures too

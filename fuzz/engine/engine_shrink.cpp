@@ -6,6 +6,7 @@
 #include "fuzz/engine/engine_fuzz.h"
 
 #include "model/errors.h"
+#include "model/interrupt.h"
 #include "model/stamps.h"
 
 #include <algorithm>
@@ -196,9 +197,10 @@ ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& 
   MC_ASSERT(limits.candidates_max >= 0);
   const auto start = std::chrono::steady_clock::now();
   auto out_of_time = [&] {
-    return limits.seconds_max > 0 &&
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-               limits.seconds_max;
+    return model::interrupted() ||
+           (limits.seconds_max > 0 &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+                limits.seconds_max);
   };
   const std::string key = engine_signature(failing, *outcome.failure).key();
   const auto fails_so = [&key](const EngineCase& c, const EngineOutcome& o) {

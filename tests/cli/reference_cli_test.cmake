@@ -12,6 +12,7 @@ file(MAKE_DIRECTORY ${WORK_DIR})
 function(counters text out_var)
   string(REPLACE ", reference structures" "" text "${text}")
   string(REGEX REPLACE "\n  wall [^\n]*" "" text "${text}")
+  string(REGEX REPLACE ", [0-9.]+ s, [0-9.]+ steps/s" "" text "${text}")
   set(${out_var} "${text}" PARENT_SCOPE)
 endfunction()
 

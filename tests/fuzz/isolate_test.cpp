@@ -167,13 +167,25 @@ TEST(Isolate, SanitizerReportIsAnExitWithItsErrorLine) {
 // A signal that is no fault (here sent by the child to itself) is named, with no address.
 TEST(Isolate, SignalFromOutsideIsNamed) {
   const IsolatedOutcome out = run_isolated([]() -> std::string {
-    kill(getpid(), SIGTERM);
+    kill(getpid(), SIGKILL);
     std::this_thread::sleep_for(std::chrono::seconds(10));
     return "unreachable";
   });
   EXPECT_EQ(out.end, IsolatedEnd::signaled);
-  EXPECT_EQ(out.signal, SIGTERM);
-  EXPECT_EQ(out.message, "killed by SIGTERM (terminated)");
+  EXPECT_EQ(out.signal, SIGKILL);
+  EXPECT_EQ(out.message, "killed by SIGKILL (killed)");
+}
+
+// SIGINT and SIGTERM, which a terminal or a job scheduler sends to the whole process group, do
+// not end the case: it runs to its end and the campaign stops after it (model/interrupt.h).
+TEST(Isolate, TheCaseOutlivesSigintAndSigterm) {
+  const IsolatedOutcome out = run_isolated([]() -> std::string {
+    kill(getpid(), SIGINT);
+    kill(getpid(), SIGTERM);
+    return "finished";
+  });
+  EXPECT_EQ(out.end, IsolatedEnd::returned) << out.message;
+  EXPECT_EQ(out.payload, "finished");
 }
 
 TEST(Isolate, SignalNames) {

@@ -1,0 +1,29 @@
+// Files and directories a command writes (--report, --junit, --out, --record, --steps-out):
+// checked before any work starts, so a typo costs one line and exit 2 instead of a finished
+// campaign; and written through a temporary file that is renamed into place, so a process
+// killed while writing never leaves half a report.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace mc::cli {
+
+// The file `path` can be created or replaced: its directory exists and is writable, and it is
+// not a directory. Empty: nothing to check. Throws model::InputError ("OPTION: cannot write
+// 'PATH': why").
+void check_output_file(std::string_view option, const std::string& path);
+
+// The directory `path` is writable, or can be created: its nearest existing ancestor is a
+// writable directory. Nothing is created here (a run that finds nothing leaves no directory).
+void check_output_dir(std::string_view option, const std::string& path);
+
+// check_output_dir, then creates it with its parents (throws model::InputError when it cannot).
+void create_output_dir(std::string_view option, const std::string& path);
+
+// Writes `content` to PATH.tmp-PID and renames it to `path`. Throws model::EnvironmentError
+// when the bytes cannot be written (a full disk), model::InputError when the place cannot be.
+void write_file_atomically(std::string_view option, const std::string& path,
+                           std::string_view content);
+
+} // namespace mc::cli
