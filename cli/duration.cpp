@@ -19,9 +19,12 @@ double parse_duration_option(std::string_view option, const std::string& text) {
                        : unit == "m"               ? 60.0
                        : unit == "h"               ? 3600.0
                                                    : -1.0;
-  if (scale < 0 || !(value > 0))
-    model::fail_input("{}: expected a positive duration like 90s, 15m or 2h, got '{}'", option,
-                      text);
+  // A year bounds what a campaign may be asked to run; "inf" and overflowing numbers are typos.
+  constexpr double kSecondsMax = 366.0 * 24 * 3600;
+  if (scale < 0 || !(value > 0) || !(value * scale <= kSecondsMax))
+    model::fail_input("{}: expected a positive duration up to a year, like 90s, 15m or 2h, got "
+                      "'{}'",
+                      option, text);
   return value * scale;
 }
 

@@ -277,9 +277,14 @@ int run_fuzz(const FuzzOptions& o) {
   if (o.level != "kernel" && o.level != "engine" && o.level != "both")
     model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
   if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
-  if (o.resume_from < 0 || (o.cases > 0 && o.resume_from >= o.cases))
-    model::fail_input("--resume-from: expected a case index in 0..{}, got {}",
-                      o.cases > 0 ? o.cases - 1 : kCasesMax, o.resume_from);
+  // The campaign's cases: --cases, else 2000, or unbounded under a time budget.
+  const std::int64_t cases_planned = o.cases > 0               ? o.cases
+                                     : !o.time_budget.empty() ? kCasesMax
+                                     : o.level == "engine"    ? 200
+                                                              : 2000;
+  if (o.resume_from < 0 || o.resume_from >= cases_planned)
+    model::fail_input("--resume-from: expected a case index in 0..{}, got {}", cases_planned - 1,
+                      o.resume_from);
   check_output_file("--report", o.report);
   check_output_file("--junit", o.junit);
   create_output_dir("--out", o.out);

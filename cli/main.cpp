@@ -5,9 +5,13 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <string>
 
 namespace mc::cli {
 std::vector<AddCommand>& command_registry() {
@@ -15,6 +19,47 @@ std::vector<AddCommand>& command_registry() {
   return registry;
 }
 } // namespace mc::cli
+
+namespace {
+
+// CLI11 converts "-1" to a huge unsigned value and saturates or wraps integers past their type,
+// so a mistyped seed or count would start a different campaign instead of an error. Every
+// numeric option of every subcommand is checked as text first: counts, sizes, indices and seeds
+// are whole numbers from 0 up that fit 64 bits; every real number (a timeout, a step length) is
+// finite and positive.
+std::string check_whole_number(std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return "expected a whole number from 0 up, got '" + text + "'";
+  errno = 0;
+  std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) return "'" + text + "' does not fit in 64 bits";
+  return {};
+}
+
+std::string check_positive_real(std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size())
+    return "expected a number, got '" + text + "'";
+  if (errno == ERANGE || !std::isfinite(value) || value <= 0.0)
+    return "expected a finite number above 0, got '" + text + "'";
+  return {};
+}
+
+void check_numeric_options(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type == "INT" || type == "UINT")
+      option->check(CLI::Validator(check_whole_number, ""));
+    else if (type == "FLOAT")
+      option->check(CLI::Validator(check_positive_real, ""));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    check_numeric_options(*sub);
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"mambacheck: verifies the state cache of hybrid (Mamba / linear-attention) "
@@ -24,6 +69,15 @@ int main(int argc, char** argv) {
   mc::cli::Action action;
   for (const mc::cli::AddCommand add : mc::cli::command_registry())
     add(app, action);
+  check_numeric_options(app);
+  // CLI11 reads an empty value as the option's default; an empty argument is always a mistake
+  // (an unset shell variable), so it is refused before it can start a default run.
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] == '\0') {
+      std::fprintf(stderr, "mambacheck: usage error: argument %d is empty%s%s (see --help)\n", i,
+                   i > 1 ? ", after " : "", i > 1 ? argv[i - 1] : "");
+      return mc::cli::kExitBadInput;
+    }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -43,7 +43,7 @@ struct RunOptions {
   std::int32_t resets_per_million = 0;
   std::int32_t aborts_per_million = 0;
   bool async_frees = false;
-  std::string v1_copy = "precopy";
+  std::string v1_copy; // empty: not given (precopy)
   std::string record;    // write the run as a trace (scenarios/FORMAT.md)
   std::string workload;  // requests from a JSON Lines workload (workload_import.h)
   std::string steps_out; // one JSON line per step (harness/step_view.h)
@@ -118,10 +118,13 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
       model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
     c.spec.num_blocks = o.pool_blocks;
   }
-  if (o.v1_copy != "precopy" && o.v1_copy != "batch_copy")
+  if (!o.v1_copy.empty() && o.v1_copy != "precopy" && o.v1_copy != "batch_copy")
     model::fail_input("--v1-copy: expected precopy or batch_copy, got '{}'", o.v1_copy);
-  c.engine.runner.v1_copy_path = o.v1_copy == "precopy" ? oracle::engine::V1CopyPath::precopy
-                                                        : oracle::engine::V1CopyPath::batch_copy;
+  if (!o.v1_copy.empty() && c.engine.runner.flavour != model::RunnerFlavour::v1)
+    model::fail_input("--v1-copy: only the v1 runner has pre-step copies (--runner {})", o.runner);
+  c.engine.runner.v1_copy_path = o.v1_copy == "batch_copy"
+                                     ? oracle::engine::V1CopyPath::batch_copy
+                                     : oracle::engine::V1CopyPath::precopy;
   if (o.reference) c.engine.structures = oracle::engine::Structures::reference;
   c.arena_compare = arena_compare_policy(o.whole_compare_every);
   c.num_steps = o.steps;
@@ -220,12 +223,14 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--record", o->record, "Write the run's steps as a trace (replay it later)");
   cmd->add_option("--steps-out", o->steps_out,
                   "Write what the oracle believes happened, one JSON line per step");
-  cmd->add_option("--workload", o->workload,
+  CLI::Option* workload = cmd->add_option("--workload", o->workload,
                   "Requests from a JSON Lines workload (timestamp ms, input_length, "
                   "output_length, hash_ids) instead of generated ones");
-  cmd->add_option("--step-ms", o->step_ms, "--workload: milliseconds per step (default 100)");
+  cmd->add_option("--step-ms", o->step_ms, "--workload: milliseconds per step (default 100)")
+      ->needs(workload);
   cmd->add_option("--hash-block-tokens", o->hash_block_tokens,
-                  "--workload: tokens per hash id (default 16)");
+                  "--workload: tokens per hash id (default 16)")
+      ->needs(workload);
   add_whole_compare_option(*cmd, o->whole_compare_every);
   cmd->add_flag("--reference", o->reference,
                 "Run the oracle on its plain structures instead of its fast ones: the same steps, "

@@ -14,9 +14,26 @@
 
 namespace mc::model {
 
-// Bad input: a malformed file, an impossible config, an index out of range.
+// Control characters in `text` written as \xNN, so that a message quoting a user's bytes
+// (a key read from a file, an option value) stays one printable line.
+inline std::string printable_line(std::string text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f)
+      out += fmt::format("\\x{:02x}", byte);
+    else
+      out.push_back(c);
+  }
+  return out;
+}
+
+// Bad input: a malformed file, an impossible config, an index out of range. The message is
+// one line whatever the input held.
 struct InputError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit InputError(const std::string& message) : std::runtime_error(printable_line(message)) {}
+  explicit InputError(const char* message) : InputError(std::string(message)) {}
 };
 
 // The environment lacks what was asked for (e.g. --backend cuda without a GPU).
