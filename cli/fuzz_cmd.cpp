@@ -336,8 +336,9 @@ int run_fuzz(const FuzzOptions& o) {
     if (!o.mutant.empty() && !o.external.empty())
       model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
     const gpu::MutantInfo* named = gpu::find_mutant(o.mutant);
-    if (named != nullptr && named->level == gpu::MutantLevel::runner)
-      model::fail_input("--mutant: '{}' is a runner mutant: use --level engine", o.mutant);
+    if (named != nullptr && named->level != gpu::MutantLevel::kernel)
+      model::fail_input("--mutant: '{}' is a {} mutant: use --level engine", o.mutant,
+                        gpu::to_string(named->level));
     nlohmann::json kernel;
     exit_code = std::max(exit_code, run_kernel_level(o, backend, seconds_each, kernel, junit));
     if (both)

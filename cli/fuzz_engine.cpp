@@ -19,14 +19,21 @@ inline constexpr std::int64_t kEngineCasesMax = std::int64_t{1} << 40;
 void resolve_mutant(const std::string& name, fuzz::EngineFuzzOptions& o) {
   if (name.empty() || name == "none") return;
   if (const gpu::MutantInfo* info = gpu::find_mutant(name)) {
-    if (info->level == gpu::MutantLevel::runner) {
+    switch (info->level) {
+    case gpu::MutantLevel::runner:
       o.runner_mutant = *gpu::engine::find_runner_mutant(name);
-    } else {
+      break;
+    case gpu::MutantLevel::scheduler:
+      o.scheduler_mutant = *harness::find_scheduler_mutant(name);
+      break;
+    case gpu::MutantLevel::kernel:
       o.kernel_mutant = *gpu::find_kernel_mutant(name);
+      break;
     }
     return;
   }
-  model::fail_input("--mutant: no runner or kernel mutant named '{}' (see mambacheck mutants)",
+  model::fail_input("--mutant: no kernel, runner or scheduler mutant named '{}' (see mambacheck "
+                    "mutants --list)",
                     name);
 }
 

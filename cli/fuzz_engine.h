@@ -42,8 +42,8 @@ struct EngineLevelResult {
 
 EngineLevelResult run_engine_level(const EngineLevelRequest& request);
 
-// The runner mutant `info` (a runner entry of gpu::mutant_catalogue()) as a `mutants` job: the
-// engine-level fuzz against it.
+// The runner or scheduler mutant `info` (an entry of gpu::mutant_catalogue() above the kernel
+// level) as a `mutants` job: the engine-level fuzz against it.
 fuzz::MutantJob runner_mutant_job(const gpu::MutantInfo& info);
 
 } // namespace mc::cli

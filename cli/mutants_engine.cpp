@@ -16,14 +16,16 @@ namespace {
 // Engine sizes for mutant runs: up to 60 reaches preemption followed by a prefix-hit resume.
 constexpr int kEngineMutantSizeMax = 60;
 
-fuzz::MutantOutcome run_runner_mutant(const fuzz::MutantRunOptions& m,
-                                      gpu::engine::RunnerMutant mutant,
+fuzz::MutantOutcome run_engine_mutant(const fuzz::MutantRunOptions& m,
+                                      gpu::engine::RunnerMutant runner_mutant,
+                                      harness::SchedulerMutant scheduler_mutant,
                                       const gpu::MutantInfo& info) {
   fuzz::EngineFuzzOptions o{.seed = m.seed,
                             .cases_max = m.cases_max > 0 ? m.cases_max : std::int64_t{1} << 40,
                             .seconds_max = m.seconds_max,
                             .max_size = std::min(m.max_size, kEngineMutantSizeMax),
-                            .runner_mutant = mutant,
+                            .runner_mutant = runner_mutant,
+                            .scheduler_mutant = scheduler_mutant,
                             .backend_name = m.backend_name.empty() ? "host" : m.backend_name,
                             .out_dir = m.out_dir / std::string(info.name),
                             .shrink = {.candidates_max = m.shrink.candidates_max,
@@ -54,16 +56,26 @@ fuzz::MutantOutcome run_runner_mutant(const fuzz::MutantRunOptions& m,
 } // namespace
 
 fuzz::MutantJob runner_mutant_job(const gpu::MutantInfo& info) {
-  MC_ASSERT(info.level == gpu::MutantLevel::runner);
-  const std::optional<gpu::engine::RunnerMutant> mutant =
-      gpu::engine::find_runner_mutant(info.name);
-  MC_ASSERT(mutant.has_value());
+  MC_ASSERT(info.level != gpu::MutantLevel::kernel);
+  gpu::engine::RunnerMutant runner = gpu::engine::RunnerMutant::none;
+  harness::SchedulerMutant scheduler = harness::SchedulerMutant::none;
+  if (info.level == gpu::MutantLevel::runner) {
+    const std::optional<gpu::engine::RunnerMutant> found =
+        gpu::engine::find_runner_mutant(info.name);
+    MC_ASSERT(found.has_value());
+    runner = *found;
+  } else {
+    const std::optional<harness::SchedulerMutant> found =
+        harness::find_scheduler_mutant(info.name);
+    MC_ASSERT(found.has_value());
+    scheduler = *found;
+  }
   return {.name = std::string(info.name),
           .level = "engine",
           .bug_class = info.bug_class,
           .description = std::string(info.description),
-          .run = [m = *mutant, info](const fuzz::MutantRunOptions& o) {
-            return run_runner_mutant(o, m, info);
+          .run = [runner, scheduler, info](const fuzz::MutantRunOptions& o) {
+            return run_engine_mutant(o, runner, scheduler, info);
           }};
 }
 

@@ -10,7 +10,7 @@ std::vector<fuzz::MutantJob> mutant_jobs(const std::string& level) {
   for (const gpu::MutantInfo& info : gpu::mutant_catalogue()) {
     if (info.level == gpu::MutantLevel::kernel && level != "engine")
       jobs.push_back(fuzz::kernel_mutant_job(info));
-    if (info.level == gpu::MutantLevel::runner && level != "kernel")
+    if (info.level != gpu::MutantLevel::kernel && level != "kernel")
       jobs.push_back(runner_mutant_job(info));
   }
   return jobs;

@@ -13,19 +13,29 @@ namespace {
 #define MC_RUNNER_MUTANT_INFO(name, bug_class, description)                                        \
   MutantInfo{#name, MutantLevel::runner, bug_class, description, MutantSchedule::deterministic,   \
              true},
+#define MC_SCHEDULER_MUTANT_INFO(name, bug_class, description)                                     \
+  MutantInfo{#name, MutantLevel::scheduler, bug_class, description,                                \
+             MutantSchedule::deterministic, true},
 // Entry i describes Mutant(i + 1), entry kKernelCount + i RunnerMutant(i + 1): each list's
 // entries come in the order of its enum (MC_KERNEL_MUTANTS is the in-bounds list, then the
 // out-of-bounds one).
 constexpr std::array kCatalogue{MC_KERNEL_MUTANTS_IN_BOUNDS(MC_KERNEL_MUTANT_INFO)
                                     MC_KERNEL_MUTANTS_OUT_OF_BOUNDS(MC_OUT_OF_BOUNDS_MUTANT_INFO)
-                                        MC_RUNNER_MUTANTS(MC_RUNNER_MUTANT_INFO)};
+                                        MC_RUNNER_MUTANTS(MC_RUNNER_MUTANT_INFO)
+                                            MC_SCHEDULER_MUTANTS(MC_SCHEDULER_MUTANT_INFO)};
 #undef MC_KERNEL_MUTANT_INFO
 #undef MC_OUT_OF_BOUNDS_MUTANT_INFO
 #undef MC_RUNNER_MUTANT_INFO
+#undef MC_SCHEDULER_MUTANT_INFO
 
 #define MC_COUNT_ONE(name, bug_class, schedule, description) +1
 constexpr std::size_t kKernelCount = 0 MC_KERNEL_MUTANTS(MC_COUNT_ONE);
 #undef MC_COUNT_ONE
+#define MC_COUNT_ONE(name, bug_class, description) +1
+constexpr std::size_t kRunnerCount = 0 MC_RUNNER_MUTANTS(MC_COUNT_ONE);
+constexpr std::size_t kSchedulerCount = 0 MC_SCHEDULER_MUTANTS(MC_COUNT_ONE);
+#undef MC_COUNT_ONE
+static_assert(kKernelCount + kRunnerCount + kSchedulerCount == kCatalogue.size());
 
 constexpr bool names_unique() {
   for (std::size_t i = 0; i < kCatalogue.size(); ++i)
@@ -48,7 +58,23 @@ const MutantInfo* find_mutant(std::string_view name) {
 }
 
 std::string_view to_string(MutantLevel level) {
-  return level == MutantLevel::kernel ? "kernel" : "runner";
+  switch (level) {
+  case MutantLevel::kernel:
+    return "kernel";
+  case MutantLevel::runner:
+    return "runner";
+  case MutantLevel::scheduler:
+    return "scheduler";
+  }
+  return "?";
+}
+
+std::span<const MutantInfo> runner_mutant_entries() {
+  return std::span<const MutantInfo>(kCatalogue).subspan(kKernelCount, kRunnerCount);
+}
+
+std::span<const MutantInfo> scheduler_mutants() {
+  return std::span<const MutantInfo>(kCatalogue).subspan(kKernelCount + kRunnerCount);
 }
 
 std::string_view to_string(MutantSchedule schedule) {

@@ -21,6 +21,11 @@
 // - A runner mutant is a subclass of the engine runner's RunnerDecisions of the same name that
 //   redefines one decision of its bookkeeping (gpu/engine/runner_decisions.h,
 //   gpu/engine/runner_mutant.h); the runner asks that object once per request or step.
+// - A scheduler mutant is a bug of the scheduler or block manager. The oracle's scheduler is
+//   the specification and holds no mutation, so such a bug is planted after it: the mutant
+//   rewrites each step the oracle scheduled into the step a scheduler with that bug would have
+//   sent (harness/scheduler_mutant.h), before the oracle and the backend run it. What catches
+//   it is the oracle's checks of the step it is given, as in the replay of a recorded trace.
 #pragma once
 
 #include <cstdint>
@@ -156,6 +161,16 @@ namespace mc::gpu {
     "boundaries inside (c, c + n): a chunk starting mid-block whose tail passes one "              \
     "more boundary never writes it")
 
+// X(name, bug class, what it breaks): bugs of the scheduler or block manager, planted as
+// rewrites of the steps the oracle's scheduler makes.
+#define MC_SCHEDULER_MUTANTS(X)                                                                    \
+  X(prefix_hit_one_block_short, 'C',                                                               \
+    "a new or resumed request's prefix hit drops its last block: it starts from the cached "       \
+    "boundary before the longest one (none when there is none) and recomputes the rest")           \
+  X(spec_blocks_left_behind, 'X',                                                                  \
+    "when the running block advances past the old speculative blocks, the block manager leaves "   \
+    "them where they are (not moved to the end of the table) and takes fresh blocks instead")
+
 enum class Mutant : std::uint8_t {
   none, // the implementation under test, as specified in model/LAUNCH_KINDS.md
 #define MC_MUTANT_ENUMERATOR(name, bug_class, schedule, description) name,
@@ -163,9 +178,9 @@ enum class Mutant : std::uint8_t {
 #undef MC_MUTANT_ENUMERATOR
 };
 
-// What a mutant breaks: the kernels (a launch is enough to kill it) or the engine runner's
-// bookkeeping (killed by the engine-level fuzz).
-enum class MutantLevel : std::uint8_t { kernel, runner };
+// What a mutant breaks: the kernels (a launch is enough to kill it), the engine runner's
+// bookkeeping or the scheduler's steps (both killed by the engine-level fuzz).
+enum class MutantLevel : std::uint8_t { kernel, runner, scheduler };
 
 // Whether a launch that can show a mutant's bug shows it on every run. `racy`: the bug is a
 // data race between the CTAs of one launch, so on cuda the same case fails under some
@@ -189,11 +204,15 @@ struct MutantInfo {
 };
 
 // Every mutant: the kernel mutants in Mutant order, then the runner mutants in RunnerMutant
-// order (gpu/engine/runner_mutant.h). Names are unique across both levels.
+// order (gpu/engine/runner_mutant.h), then the scheduler mutants in SchedulerMutant order
+// (harness/scheduler_mutant.h). Names are unique across the levels.
 std::span<const MutantInfo> mutant_catalogue();
 const MutantInfo* find_mutant(std::string_view name); // null when no mutant has that name
-std::string_view to_string(MutantLevel level);        // "kernel" or "runner"
-std::string_view to_string(MutantSchedule schedule);  // "deterministic" or "racy"
+std::string_view to_string(MutantLevel level);        // "kernel", "runner" or "scheduler"
+// The runner and the scheduler parts of the catalogue.
+std::span<const MutantInfo> runner_mutant_entries();
+std::span<const MutantInfo> scheduler_mutants();
+std::string_view to_string(MutantSchedule schedule); // "deterministic" or "racy"
 
 // The kernel part of the catalogue (entry i describes Mutant(i + 1)).
 std::span<const MutantInfo> kernel_mutants();

@@ -54,7 +54,32 @@ template <typename... Args>
   throw InputError(fmt::format(format, std::forward<Args>(args)...));
 }
 
+// A failed MC_ASSERT inside a scope that reports it (AssertionsReported). what(): "EXPR at
+// FILE:LINE".
+struct AssertionFailure : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+namespace detail {
+// Scopes of AssertionsReported open on this thread.
+inline thread_local int assertions_reported_depth = 0;
+} // namespace detail
+
+// While one lives, a failed MC_ASSERT on this thread throws AssertionFailure instead of
+// aborting. The oracle engine's step opens one: a broken assumption of the engine model is
+// then a finding of that step, with its trace, and the campaign goes on. Everywhere else an
+// assertion still aborts, so a programming error outside the model stays loud.
+class AssertionsReported {
+public:
+  AssertionsReported() { ++detail::assertions_reported_depth; }
+  ~AssertionsReported() { --detail::assertions_reported_depth; }
+  AssertionsReported(const AssertionsReported&) = delete;
+  AssertionsReported& operator=(const AssertionsReported&) = delete;
+};
+
 [[noreturn]] inline void assertion_failed(const char* expr, const char* file, int line) {
+  if (detail::assertions_reported_depth > 0)
+    throw AssertionFailure(fmt::format("{} at {}:{}", expr, file, line));
   std::fprintf(stderr, "mambacheck: internal assertion failed: %s at %s:%d\n", expr, file, line);
   std::abort();
 }

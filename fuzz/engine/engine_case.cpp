@@ -393,7 +393,8 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
     out.invalid_reason = e.what();
     return out;
   }
-  harness::ScheduledSteps steps(*engine);
+  harness::ScheduledSteps steps(*engine,
+                                harness::scheduler_mutant_edit(run.scheduler_mutant, *engine));
   harness::LockstepHooks hooks{.backend_errors_are_findings = true};
   if (steps_out || on_step_started)
     hooks.on_step = [steps_out, &on_step_started](const harness::OracleStep& o) {
@@ -407,12 +408,13 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   return out;
 }
 
-std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_max) {
+std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_max,
+                                      harness::SchedulerMutant mutant) {
   model::CacheConfig config = c.config;
   config.runner = c.engine.runner.flavour;
   const model::Layout layout = model::build_layout(config, c.spec);
   oracle::engine::Engine engine(layout, c.requests, c.scheduler_seed, c.engine);
-  harness::ScheduledSteps scheduled(engine);
+  harness::ScheduledSteps scheduled(engine, harness::scheduler_mutant_edit(mutant, engine));
   std::vector<model::Step> steps;
   while (static_cast<std::int64_t>(steps.size()) < steps_max) {
     std::optional<harness::OracleStep> o = scheduled.next();

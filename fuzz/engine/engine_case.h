@@ -10,6 +10,7 @@
 #include "gpu/engine/runner_mutant.h"
 #include "gpu/mutant.h"
 #include "harness/difference.h"
+#include "harness/scheduler_mutant.h"
 #include "oracle/engine/driver.h"
 
 #include <nlohmann/json.hpp>
@@ -68,6 +69,8 @@ struct EngineRunOptions {
   gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
+  // Rewrites every step the oracle's scheduler makes (harness/scheduler_mutant.h).
+  harness::SchedulerMutant scheduler_mutant = harness::SchedulerMutant::none;
   // Run the case in a forked child (fuzz/isolate.h): a kernel that faults, or a run past
   // timeout_seconds (0: none), is a failure of kind "crash" or "timeout" at the step it
   // reached. Host executor only (a forked child cannot use the parent's CUDA context).
@@ -84,9 +87,11 @@ struct EngineOutcome {
   bool failed() const { return valid && failure.has_value(); }
 };
 
-// The first `steps_max` steps the oracle engine schedules for `c`, without running any backend:
-// what a counterexample's trace holds (the backend may crash on them).
-std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_max);
+// The first `steps_max` steps the oracle engine schedules for `c` (rewritten by `mutant`),
+// without running any backend: what a counterexample's trace holds (the backend may crash on
+// them).
+std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_max,
+                                      harness::SchedulerMutant mutant = {});
 
 // An outcome as it travels from an isolated child process back to the campaign.
 nlohmann::ordered_json to_json(const EngineOutcome& outcome);

@@ -30,6 +30,8 @@ std::string mutant_args(const EngineFuzzOptions& o) {
     out += fmt::format(" --mutant {}", gpu::engine::to_string(o.runner_mutant));
   if (o.kernel_mutant != gpu::Mutant::none)
     out += fmt::format(" --mutant {}", gpu::to_string(o.kernel_mutant));
+  if (o.scheduler_mutant != harness::SchedulerMutant::none)
+    out += fmt::format(" --mutant {}", harness::to_string(o.scheduler_mutant));
   return out;
 }
 
@@ -63,7 +65,8 @@ std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
                            : "batch_copy"},
       {"row_stride_extra", c.engine.runner.row_stride_extra},
       {"runner_mutant", std::string(gpu::engine::to_string(o.runner_mutant))},
-      {"kernel_mutant", std::string(gpu::to_string(o.kernel_mutant))}};
+      {"kernel_mutant", std::string(gpu::to_string(o.kernel_mutant))},
+      {"scheduler_mutant", std::string(harness::to_string(o.scheduler_mutant))}};
   try {
     scenarios::TraceWriter writer(file, header);
     for (const model::Step& step : steps)
@@ -221,9 +224,12 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
   cx.shrunk_trace = cx.dir / "trace.jsonl";
   cx.replay = fmt::format("mambacheck replay {}{}", cx.shrunk_trace.generic_string(),
                           replay_args(o, s.best));
-  std::string problem = write_trace(cx.original_trace, c, o, oracle_steps(c, outcome.steps_run));
+  // A scheduler mutant's steps are what its scheduler sent: the traces hold them as they ran.
+  std::string problem = write_trace(cx.original_trace, c, o,
+                                    oracle_steps(c, outcome.steps_run, o.scheduler_mutant));
   if (problem.empty())
-    problem = write_trace(cx.shrunk_trace, s.best, o, oracle_steps(s.best, s.outcome.steps_run));
+    problem = write_trace(cx.shrunk_trace, s.best, o,
+                          oracle_steps(s.best, s.outcome.steps_run, o.scheduler_mutant));
   if (!problem.empty()) cx.replay = fmt::format("(trace not written: {})", problem);
   if (problem.empty() && write_steps_view(cx.shrunk_trace, s.best, cx.dir / "steps.jsonl"))
     cx.steps_view = cx.dir / "steps.jsonl";
@@ -293,6 +299,7 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   const EngineRunOptions run{.executor = o.executor,
                              .kernel_mutant = o.kernel_mutant,
                              .runner_mutant = o.runner_mutant,
+                             .scheduler_mutant = o.scheduler_mutant,
                              .isolate = o.isolate,
                              .timeout_seconds = o.case_timeout_seconds};
   const auto start = std::chrono::steady_clock::now();
@@ -358,6 +365,7 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"max_size", o.max_size},
                            {"runner_mutant", gpu::engine::to_string(o.runner_mutant)},
                            {"kernel_mutant", gpu::to_string(o.kernel_mutant)},
+                           {"scheduler_mutant", harness::to_string(o.scheduler_mutant)},
                            {"cases", r.cases},
                            {"steps", r.steps},
                            {"bytes_compared", r.bytes_compared},

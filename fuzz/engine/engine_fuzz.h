@@ -48,6 +48,7 @@ struct EngineFuzzOptions {
   gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
+  harness::SchedulerMutant scheduler_mutant = harness::SchedulerMutant::none;
   std::string backend_name = "host";        // for the reproduce command
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here; empty: write nothing
   EngineShrinkLimits shrink;

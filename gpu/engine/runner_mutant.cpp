@@ -135,7 +135,7 @@ struct all_boundary_count_from_length final : RunnerDecisions {
 } // namespace mutants
 
 std::span<const MutantInfo> runner_mutants() {
-  return mutant_catalogue().subspan(kernel_mutants().size());
+  return runner_mutant_entries();
 }
 
 std::string_view to_string(RunnerMutant mutant) {

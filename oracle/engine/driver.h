@@ -60,6 +60,9 @@ public:
   const EngineReport& report() const { return report_; }
 
 private:
+  std::optional<Finding> run_scheduled(const model::Step& step, StepRecord& record);
+  std::optional<Finding> check_tables(const model::Step& step) const;
+
   EngineOptions options_;
   Scheduler scheduler_;
   OracleRunner runner_;

@@ -28,6 +28,12 @@ std::string_view to_string(FindingKind kind) {
     return "token_mismatch";
   case FindingKind::inconsistent_step:
     return "inconsistent_step";
+  case FindingKind::wrong_prefix_hit:
+    return "wrong_prefix_hit";
+  case FindingKind::spec_blocks_not_moved:
+    return "spec_blocks_not_moved";
+  case FindingKind::internal_assertion:
+    return "internal_assertion";
   }
   return "?";
 }
@@ -58,6 +64,13 @@ Finding make_finding(const model::Layout& layout, FindingKind kind, std::int64_t
   f.message = fmt::format("{}: {}: {}", to_string(kind), where, f.detail);
   if (!f.expected.empty()) f.message += fmt::format("; expected {}", f.expected);
   return f;
+}
+
+Finding internal_assertion(const model::Layout& layout, std::int64_t step,
+                           const model::AssertionFailure& failure) {
+  return make_finding(layout, FindingKind::internal_assertion, step, "", -1, -1, -1,
+                      fmt::format("an assumption of the engine model failed: {}", failure.what()),
+                      "every assertion of the scheduler, block manager and runner to hold");
 }
 
 } // namespace mc::oracle::engine

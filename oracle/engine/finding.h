@@ -5,6 +5,7 @@
 // expected, and renders as one line (DESIGN.md, "Counterexamples").
 #pragma once
 
+#include "model/errors.h"
 #include "model/layout.h"
 
 #include <cstdint>
@@ -14,17 +15,20 @@
 namespace mc::oracle::engine {
 
 enum class FindingKind : std::uint8_t {
-  wrong_read,         // the forward read a state that is not the ground truth
-  wrong_copy_source,  // a pre-step copy would read a state that is not the ground truth
-  wrong_next_state,   // after the step, the state the next step reads is not the ground truth
-  wrong_cached_state, // a block registered for prefix reuse does not hold its boundary state
-  bad_write,          // a write to the null block, a freed block, a shared or cached block
-  bad_read,           // a copy read a block its request does not hold
-  bad_index,          // a column outside the row or a block id outside the arena
-  launch_rejected,    // run_launch refused the case (InputError), message attached
-  unsupported_copy,   // batch_copy cannot express a copy (DS conv with bias > 0)
-  token_mismatch,     // a step schedules tokens that contradict the committed sequence
-  inconsistent_step,  // replay: a step contradicts the past (counts, held blocks handed out)
+  wrong_read,            // the forward read a state that is not the ground truth
+  wrong_copy_source,     // a pre-step copy would read a state that is not the ground truth
+  wrong_next_state,      // after the step, the state the next step reads is not the ground truth
+  wrong_cached_state,    // a block registered for prefix reuse does not hold its boundary state
+  bad_write,             // a write to the null block, a freed block, a shared or cached block
+  bad_read,              // a copy read a block its request does not hold
+  bad_index,             // a column outside the row or a block id outside the arena
+  launch_rejected,       // run_launch refused the case (InputError), message attached
+  unsupported_copy,      // batch_copy cannot express a copy (DS conv with bias > 0)
+  token_mismatch,        // a step schedules tokens that contradict the committed sequence
+  inconsistent_step,     // replay: a step contradicts the past (counts, held blocks handed out)
+  wrong_prefix_hit,      // a new or resumed request's hit is not the longest cached aligned prefix
+  spec_blocks_not_moved, // a growing table leaves an old speculative block before the running one
+  internal_assertion,    // an assumption of the engine model broke inside the step (MC_ASSERT)
 };
 
 std::string_view to_string(FindingKind kind);
@@ -48,5 +52,9 @@ struct Finding {
 Finding make_finding(const model::Layout& layout, FindingKind kind, std::int64_t step,
                      std::string req_id, std::int32_t tensor, std::int32_t col,
                      std::int32_t block_id, std::string detail, std::string expected);
+
+// A failed MC_ASSERT inside a step (model::AssertionsReported) as a finding of that step.
+Finding internal_assertion(const model::Layout& layout, std::int64_t step,
+                           const model::AssertionFailure& failure);
 
 } // namespace mc::oracle::engine

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace mc::oracle::engine {
 
 Ledger::Ledger(Structures structures)
@@ -26,6 +28,7 @@ std::optional<std::string> Ledger::begin_step(const model::Step& step) {
     t.hashes.push_back(model::kEmptySequenceHash);
     for (const std::int32_t token : n.prompt_token_ids)
       append(t, token);
+    t.num_prompt_tokens = static_cast<std::int32_t>(n.prompt_token_ids.size());
     t.listed_step = step.index;
     t.listed_computed = n.num_computed_tokens;
     listed_.add_new(n.req_id, t);
@@ -75,6 +78,7 @@ void Ledger::end_step(const model::Step& step) {
     RequestTruth& t = keep_rows_ ? *rows_[b] : requests_.at(s.req_id);
     if (s.num_draft_tokens == 0) {
       t.num_committed += s.num_scheduled_tokens;
+      t.num_committed_max = std::max(t.num_committed_max, t.num_committed);
       continue;
     }
     // The bonus token at position c is known; accepted drafts extend the sequence.
@@ -87,11 +91,16 @@ void Ledger::end_step(const model::Step& step) {
         append(t, token);
     }
     t.num_committed += s.num_accepted_tokens;
+    t.num_committed_max = std::max(t.num_committed_max, t.num_committed);
   }
 }
 
 const RequestTruth& Ledger::truth(const std::string& req_id) const {
   return requests_.at(req_id);
+}
+
+const RequestTruth* Ledger::find(const std::string& req_id) const {
+  return requests_.find(req_id);
 }
 
 const RequestTruth& Ledger::row_truth(const model::Step& step, std::size_t batch_row) const {

@@ -25,6 +25,13 @@ struct RequestTruth {
   std::vector<std::int32_t> tokens;     // known: committed + the last sampled token
   std::vector<model::TokenHash> hashes; // hashes[p] = running hash of tokens[0..p)
   std::int32_t num_committed = 0;       // tokens whose state is the ground truth
+  std::int32_t num_prompt_tokens = 0;
+  std::int32_t num_committed_max = 0; // the most ever committed (a preemption restarts below it)
+  // The scheduler's num_tokens: the prompt, or once a token was sampled after the prompt every
+  // committed token and that sampled one (known or not). What a resumed request can hit.
+  std::int32_t num_tokens() const {
+    return num_committed_max >= num_prompt_tokens ? num_committed_max + 1 : num_prompt_tokens;
+  }
   // begin_step's note of the request's entry in the step's new or cached requests.
   std::int64_t listed_step = -1;
   std::int32_t listed_computed = 0;
@@ -40,6 +47,7 @@ public:
   void end_step(const model::Step& step);
 
   const RequestTruth& truth(const std::string& req_id) const;
+  const RequestTruth* find(const std::string& req_id) const; // null when not known
   // The truth of batch row `batch_row` of `step`, the step begun last (asserted): truth(its
   // id), which the fast structures keep by batch row.
   const RequestTruth& row_truth(const model::Step& step, std::size_t batch_row) const;

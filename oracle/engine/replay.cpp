@@ -2,6 +2,8 @@
 
 #include "model/conv_history.h"
 #include "model/errors.h"
+#include "oracle/engine/step_probe.h"
+#include "oracle/engine/table_rules.h"
 
 #include <fmt/format.h>
 
@@ -78,8 +80,18 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     if (!c.resumed)
       if (auto why = blocks_.adopt_growth(c.req_id, c.new_block_ids))
         return inconsistent(step.index, c.req_id, *why, "a free block");
+  // Each hit is held to the longest the shadow cache offers as the request is admitted, in
+  // the scheduler's order: resumed requests (at the head of its queue) before new ones.
+  // A request the ledger does not know (resumed without ever running) has no hashes: its
+  // scheduled row is reported by the ledger.
   const auto first = [&](const std::string& id, const model::GroupBlockIds& table,
-                         std::int32_t computed) -> std::optional<Finding> {
+                         std::int32_t computed, std::span<const model::TokenHash> hashes,
+                         std::int32_t num_tokens) -> std::optional<Finding> {
+    if (!hashes.empty()) {
+      const std::int32_t longest =
+          longest_prefix_hit(blocks_.pools(), layout_.config.mamba_block_size, hashes, num_tokens);
+      if (auto f = check_prefix_hit(layout_, step.index, id, computed, longest)) return f;
+    }
     stats_.prefix_hits += computed > 0 ? 1 : 0;
     if (auto why = blocks_.adopt_first(id, table, computed))
       return inconsistent(step.index, id, *why, "a table the block manager could give");
@@ -88,11 +100,22 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (!c.resumed) continue;
     ++stats_.resumes;
-    if (auto f = first(c.req_id, c.new_block_ids, c.num_computed_tokens)) return f;
+    const RequestTruth* truth = ledger_.find(c.req_id);
+    if (auto f =
+            first(c.req_id, c.new_block_ids, c.num_computed_tokens,
+                  truth != nullptr ? std::span(truth->hashes) : std::span<const model::TokenHash>(),
+                  truth != nullptr ? truth->num_tokens() : 0))
+      return f;
   }
+  std::vector<model::TokenHash> hashes;
   for (const model::NewRequestData& n : step.new_requests) {
     ++stats_.arrivals;
-    if (auto f = first(n.req_id, n.block_ids, n.num_computed_tokens)) return f;
+    hashes.assign(1, model::kEmptySequenceHash);
+    for (const std::int32_t token : n.prompt_token_ids)
+      hashes.push_back(model::extend_hash(hashes.back(), token));
+    if (auto f = first(n.req_id, n.block_ids, n.num_computed_tokens, hashes,
+                       static_cast<std::int32_t>(n.prompt_token_ids.size())))
+      return f;
   }
   return std::nullopt;
 }
@@ -130,7 +153,23 @@ std::optional<Finding> Replayer::step(const model::Step& step) {
   MC_ASSERT(!stopped_);
   stopped_ = true; // until the step completes without a finding
   last_record_ = StepRecord{.step = step.index};
+  try {
+    const model::AssertionsReported reported; // a broken assumption of the model: a finding
+    probe_step(step.index);
+    if (auto f = run_step(step)) return f;
+  } catch (const model::AssertionFailure& e) {
+    return internal_assertion(layout_, step.index, e);
+  }
+  stopped_ = false;
+  return std::nullopt;
+}
+
+// The step in the order of Engine::step (replay.h).
+std::optional<Finding> Replayer::run_step(const model::Step& step) {
   if (auto f = check_counts(step)) return f;
+  if (auto f = check_spec_blocks_moved(layout_, step,
+                                       [this](const std::string& id) { return runner_.row(id); }))
+    return f;
   if (auto f = apply_tables(step)) return f;
   if (auto mismatch = ledger_.begin_step(step))
     return make_finding(layout_, FindingKind::token_mismatch, step.index, "", -1, -1, -1, *mismatch,
@@ -150,10 +189,7 @@ std::optional<Finding> Replayer::step(const model::Step& step) {
     return f;
   commit(step);
   const bool sweep = stats_.steps % cache_sweep_every_ == 0;
-  if (auto f = checker_.after_commit(step.index, blocks_, runner_, sweep, stats_.bytes_checked))
-    return f;
-  stopped_ = false;
-  return std::nullopt;
+  return checker_.after_commit(step.index, blocks_, runner_, sweep, stats_.bytes_checked);
 }
 
 } // namespace mc::oracle::engine

@@ -62,6 +62,7 @@ public:
   const ReplayStats& stats() const { return stats_; }
 
 private:
+  std::optional<Finding> run_step(const model::Step& step);
   std::optional<Finding> apply_tables(const model::Step& step);
   std::optional<Finding> check_counts(const model::Step& step) const;
   void commit(const model::Step& step);

@@ -120,6 +120,7 @@ model::Step Scheduler::schedule(model::Step spent) {
   std::int32_t budget = options_.token_budget;
   scheduled_.clear();
   scheduled_held_.clear();
+  prefix_lookups_.clear();
   schedule_running(step, budget);
   schedule_waiting(step, budget);
   const bool work_left = !running_.empty() || !waiting_.empty();

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +53,14 @@ struct SchedulerStats {
   std::int64_t finished = 0;
 };
 
+// A request admitted (new or resumed) by the last schedule() and the longest prefix hit its
+// lookup could take at that moment (table_rules.h): blocks taken later in the same step may
+// evict cached boundaries, so the invariant needs the value of the lookup's moment.
+struct PrefixLookup {
+  std::string req_id;
+  std::int32_t longest_tokens = 0;
+};
+
 class Scheduler {
 public:
   Scheduler(const model::Layout& layout, const SchedulerOptions& options,
@@ -66,6 +75,7 @@ public:
   bool done() const { return num_finished_ == static_cast<std::int64_t>(requests_.size()); }
 
   const BlockManager& blocks() const { return blocks_; }
+  std::span<const PrefixLookup> prefix_lookups() const { return prefix_lookups_; }
   const SchedulerStats& stats() const { return stats_; }
   const SchedRequest& request(const std::string& req_id) const;
   // Rows of conv history a cached block must keep for checks (the largest H of the layout).
@@ -98,7 +108,8 @@ private:
   std::deque<std::size_t> waiting_;
   std::vector<std::size_t> running_;
   std::vector<model::RequestId> finished_pending_;
-  std::vector<std::size_t> scheduled_; // the last schedule()'s batch rows, as request indices
+  std::vector<std::size_t> scheduled_;       // the last schedule()'s batch rows, as request indices
+  std::vector<PrefixLookup> prefix_lookups_; // the last schedule()'s admissions
   // Their tables in the block manager (valid while the request runs: update() skips a row
   // preempted since, and a finished request is freed only after its own row). With the plain
   // structures update() finds both by id instead.

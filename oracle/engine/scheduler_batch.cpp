@@ -2,6 +2,7 @@
 // Split from scheduler.cpp to keep each file to one idea: here, who gets tokens and blocks.
 #include "model/errors.h"
 #include "oracle/engine/scheduler.h"
+#include "oracle/engine/table_rules.h"
 
 #include <algorithm>
 
@@ -73,6 +74,8 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
     boundaries.push_back(r.prefix_hashes[static_cast<std::size_t>((p + 1) * B)]);
   const std::int32_t hit =
       blocks_.find_cache_hit(boundaries, static_cast<std::int32_t>(boundaries.size()));
+  const std::int32_t longest =
+      longest_prefix_hit(blocks_.pools(), B, r.prefix_hashes, r.num_tokens);
   r.num_computed = hit >= 0 ? (hit + 1) * B : 0;
   const std::int32_t num_new = split_chunk(r, std::min(r.num_tokens - r.num_computed, budget));
   const std::string& id = r.spec.req_id;
@@ -104,6 +107,7 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
                                     .num_computed_tokens = r.num_computed,
                                     .key = key});
   }
+  prefix_lookups_.push_back({.req_id = id, .longest_tokens = longest});
   r.started = true;
   r.status = RequestStatus::running;
   stats_.prefix_hits += hit >= 0 ? 1 : 0;

@@ -54,23 +54,33 @@ TEST(KernelMutantCatalogue, OutOfBoundsMutantsComeLastAndSaySo) {
   EXPECT_EQ(static_cast<std::size_t>(Mutant::batch_copy_drops_last), kernel_mutants().size() - 1);
 }
 
-TEST(MutantCatalogue, KernelMutantsThenRunnerMutantsInOneTable) {
+TEST(MutantCatalogue, KernelThenRunnerThenSchedulerMutantsInOneTable) {
   const std::span<const MutantInfo> all = mutant_catalogue();
   const std::span<const MutantInfo> kernel = kernel_mutants();
+  const std::span<const MutantInfo> runner = runner_mutant_entries();
+  const std::span<const MutantInfo> scheduler = scheduler_mutants();
   ASSERT_GT(all.size(), kernel.size());
+  EXPECT_EQ(all.size(), kernel.size() + runner.size() + scheduler.size());
+  EXPECT_EQ(runner.data(), all.data() + kernel.size());
+  EXPECT_EQ(scheduler.data(), runner.data() + runner.size());
   std::set<std::string> names;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const MutantInfo& info = all[i];
-    EXPECT_EQ(info.level, i < kernel.size() ? MutantLevel::kernel : MutantLevel::runner) << i;
+    const MutantLevel level = i < kernel.size()                   ? MutantLevel::kernel
+                              : i < kernel.size() + runner.size() ? MutantLevel::runner
+                                                                  : MutantLevel::scheduler;
+    EXPECT_EQ(info.level, level) << i;
     EXPECT_TRUE(names.insert(std::string(info.name)).second) << info.name;
     EXPECT_EQ(find_mutant(info.name), &info) << info.name;
   }
   EXPECT_EQ(kernel.data(), all.data());
-  EXPECT_EQ(all.back().name, "all_boundary_count_from_length");
+  EXPECT_EQ(runner.back().name, "all_boundary_count_from_length");
+  EXPECT_EQ(all.back().name, "spec_blocks_left_behind");
   EXPECT_EQ(find_mutant("none"), nullptr);
   EXPECT_EQ(find_mutant("no_such_mutant"), nullptr);
   EXPECT_EQ(to_string(MutantLevel::kernel), "kernel");
   EXPECT_EQ(to_string(MutantLevel::runner), "runner");
+  EXPECT_EQ(to_string(MutantLevel::scheduler), "scheduler");
 }
 
 // The schedule flag: the one racy kernel mutant says so; every runner mutant (sequential

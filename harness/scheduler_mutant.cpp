@@ -1,0 +1,132 @@
+// Each scheduler mutant's rewrite of a step (scheduler_mutant.h).
+#include "harness/scheduler_mutant.h"
+
+#include "model/block_table.h"
+#include "model/errors.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace mc::harness {
+namespace {
+
+using oracle::engine::BlockPool;
+using oracle::engine::Engine;
+
+// A hit of `computed` tokens becomes the cached boundary before it (or none): the hit block's
+// column turns null, the shorter hit's blocks take their column, and the row schedules the
+// dropped tokens too, so the chunk ends where it did and the rest of the table stays as it is.
+void shorten_hit(Engine& engine, model::Step& step, const std::string& req_id,
+                 std::int32_t& computed, model::GroupBlockIds& table) {
+  if (computed == 0) return;
+  const oracle::engine::Scheduler& scheduler = engine.scheduler();
+  const std::span<const BlockPool> pools = scheduler.blocks().pools();
+  const std::int32_t B = engine.runner().layout().config.mamba_block_size;
+  const oracle::engine::SchedRequest& r = scheduler.request(req_id);
+  std::int32_t shorter = computed - B;
+  std::vector<std::int32_t> hit_blocks(pools.size());
+  for (; shorter > 0; shorter -= B) {
+    bool everywhere = true;
+    for (std::size_t g = 0; g < pools.size() && everywhere; ++g) {
+      const auto block = pools[g].lookup(r.prefix_hashes[static_cast<std::size_t>(shorter)]);
+      everywhere = block.has_value();
+      if (everywhere) hit_blocks[g] = *block;
+    }
+    if (everywhere) break;
+  }
+  for (std::size_t g = 0; g < table.size(); ++g) {
+    MC_ASSERT(static_cast<std::int32_t>(table[g].size()) >= computed / B);
+    table[g][static_cast<std::size_t>(computed / B - 1)] = model::kNullBlockId;
+    if (shorter > 0) table[g][static_cast<std::size_t>(shorter / B - 1)] = hit_blocks[g];
+  }
+  for (model::ScheduledRequest& s : step.scheduled) {
+    if (s.req_id != req_id) continue;
+    MC_ASSERT(s.num_draft_tokens == 0); // an admission schedules a prefill chunk
+    s.token_ids.insert(s.token_ids.begin(), r.spec.tokens.begin() + shorter,
+                       r.spec.tokens.begin() + computed);
+    s.num_scheduled_tokens += computed - shorter;
+  }
+  computed = shorter;
+}
+
+void prefix_hit_one_block_short(Engine& engine, model::Step& step) {
+  for (model::CachedRequestData& c : step.cached_requests)
+    if (c.resumed) shorten_hit(engine, step, c.req_id, c.num_computed_tokens, c.new_block_ids);
+  for (model::NewRequestData& n : step.new_requests)
+    shorten_hit(engine, step, n.req_id, n.num_computed_tokens, n.block_ids);
+}
+
+// A block of `pool` that nobody holds and that this step has not handed out yet, preferring
+// one without a cache entry; nullopt when there is none.
+std::optional<std::int32_t> fresh_block(const BlockPool& pool,
+                                        const std::vector<std::int32_t>& handed_out) {
+  std::optional<std::int32_t> cached_one;
+  for (std::int32_t b = 1; b < pool.num_blocks(); ++b) {
+    if (pool.ref_count(b) != 0) continue;
+    if (std::find(handed_out.begin(), handed_out.end(), b) != handed_out.end()) continue;
+    if (pool.cached(b) == nullptr) return b;
+    if (!cached_one) cached_one = b;
+  }
+  return cached_one;
+}
+
+// Every old speculative block that the block manager moved to the end of a growing table is
+// replaced there by a fresh block: the old one stays at its column (the runner's row keeps it).
+void spec_blocks_left_behind(Engine& engine, model::Step& step) {
+  const std::int32_t nsb = engine.runner().layout().config.num_spec_blocks;
+  if (engine.runner().layout().config.mode != model::CacheMode::align || nsb == 0) return;
+  const std::span<const BlockPool> pools = engine.scheduler().blocks().pools();
+  std::vector<std::vector<std::int32_t>> handed_out(pools.size());
+  for (model::CachedRequestData& c : step.cached_requests) {
+    if (c.resumed) continue;
+    const model::GroupBlockIds* row = engine.runner().row(c.req_id);
+    if (row == nullptr) continue;
+    for (std::size_t g = 0; g < row->size() && g < c.new_block_ids.size(); ++g) {
+      const std::vector<std::int32_t>& old_row = (*row)[g];
+      std::vector<std::int32_t>& tail = c.new_block_ids[g];
+      const auto old_len = static_cast<std::int32_t>(old_row.size());
+      const std::int32_t running = old_len + static_cast<std::int32_t>(tail.size()) - 1 - nsb;
+      for (std::int32_t j = std::max(old_len - nsb, 0); j < std::min(old_len, running); ++j) {
+        const auto moved =
+            std::find(tail.begin(), tail.end(), old_row[static_cast<std::size_t>(j)]);
+        if (moved == tail.end()) continue;
+        const std::optional<std::int32_t> fresh = fresh_block(pools[g], handed_out[g]);
+        if (!fresh) continue; // no block to take: this one scheduler would have preempted
+        *moved = *fresh;
+        handed_out[g].push_back(*fresh);
+      }
+    }
+  }
+}
+
+} // namespace
+
+std::string_view to_string(SchedulerMutant mutant) {
+  if (mutant == SchedulerMutant::none) return "none";
+  const auto i = static_cast<std::size_t>(mutant) - 1;
+  MC_ASSERT(i < gpu::scheduler_mutants().size());
+  return gpu::scheduler_mutants()[i].name;
+}
+
+std::optional<SchedulerMutant> find_scheduler_mutant(std::string_view name) {
+  if (name == "none") return SchedulerMutant::none;
+  const std::span<const gpu::MutantInfo> all = gpu::scheduler_mutants();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].name == name) return static_cast<SchedulerMutant>(i + 1);
+  return std::nullopt;
+}
+
+std::function<void(model::Step&)> scheduler_mutant_edit(SchedulerMutant mutant, Engine& engine) {
+  switch (mutant) {
+  case SchedulerMutant::none:
+    return {};
+  case SchedulerMutant::prefix_hit_one_block_short:
+    return [&engine](model::Step& step) { prefix_hit_one_block_short(engine, step); };
+  case SchedulerMutant::spec_blocks_left_behind:
+    return [&engine](model::Step& step) { spec_blocks_left_behind(engine, step); };
+  }
+  MC_ASSERT(false);
+  return {};
+}
+
+} // namespace mc::harness
