@@ -7,6 +7,7 @@
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
 #include "fuzz/mutants/mutants.h"
+#include "model/coverage.h"
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,7 @@ struct EngineLevelRequest {
   std::vector<std::string> skip_signatures;
   bool isolate = false; // host: each case in a forked child
   double case_timeout = 300.0;
+  model::CoverageRequirement required_coverage; // a required feature never reached: exit 1
 };
 
 struct EngineLevelResult {

@@ -7,6 +7,7 @@
 // a request-level JSON Lines workload (scenarios/workload_import.h).
 #include "cli/commands.h"
 #include "cli/compare_option.h"
+#include "cli/coverage_option.h"
 #include "cli/steps_out.h"
 #include "gpu/cuda_backend.h"
 #include "harness/simulate.h"
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 
 namespace mc::cli {
@@ -49,6 +51,7 @@ struct RunOptions {
   std::int32_t hash_block_tokens = 16;
   bool reference = false; // the oracle's plain structures (oracle/engine/structures.h)
   std::optional<std::int64_t> whole_compare_every; // harness/arena_compare.h
+  std::vector<std::string> require_coverage;       // cli/coverage_option.h
 };
 
 // Prompts and outputs long enough that requests cross block boundaries, prefill in several
@@ -155,6 +158,8 @@ void print_summary(const RunOptions& o, const harness::SimulationResult& r, doub
 }
 
 int run_run(const RunOptions& o) {
+  constexpr model::CoverageLevel kLevels[] = {model::CoverageLevel::engine};
+  const model::CoverageRequirement required = coverage_requirement(o.require_coverage, kLevels);
   harness::SimulationOptions s = simulation_options(o);
   StepsOutput steps_output(o.steps_out, std::nullopt);
   if (steps_output.wanted()) s.on_view = steps_output.sink();
@@ -166,6 +171,8 @@ int run_run(const RunOptions& o) {
   const harness::SimulationResult r = harness::simulate(s);
   print_summary(o, r,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  std::fflush(stdout);
+  const std::vector<std::string> missing = report_coverage(required, r.coverage);
   if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);
@@ -176,7 +183,7 @@ int run_run(const RunOptions& o) {
     return kExitMismatch;
   }
   fmt::print("held: oracle and {} agree on every step\n", o.backend);
-  return kExitOk;
+  return missing.empty() ? kExitOk : kExitMismatch;
 }
 
 void add_run_command(CLI::App& app, Action& action) {
@@ -221,6 +228,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag("--reference", o->reference,
                 "Run the oracle on its plain structures instead of its fast ones: the same steps, "
                 "counters and trace, slower (oracle/engine/structures.h)");
+  add_require_coverage_option(*cmd, o->require_coverage);
   cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
 }
 

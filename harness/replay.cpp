@@ -62,6 +62,7 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   result.steps_compared = r.steps_compared;
   result.bytes_compared = r.bytes_compared;
   result.arenas = r.arenas;
+  result.coverage = r.coverage;
   result.finding = r.finding;
   result.expectations_checked = expectations_checked;
   if (r.failure && !r.finding) {

@@ -81,6 +81,7 @@ SimulationResult simulate(const SimulationOptions& o) {
                           .steps_compared = r.steps_compared,
                           .bytes_compared = r.bytes_compared,
                           .arenas = r.arenas,
+                          .coverage = r.coverage,
                           .finding = r.finding};
   if (r.failure && !r.finding) result.mismatch = r.failure;
   result.report.requests = num_requests;
