@@ -6,6 +6,7 @@
 #include "backends/external_backend.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
+#include "cli/coverage_option.h"
 #include "cli/duration.h"
 #include "cli/fuzz_engine.h"
 #include "cli/junit.h"
@@ -54,6 +55,7 @@ struct FuzzOptions {
   double case_timeout = 300.0;    // host, isolated: a case running longer is a finding
   std::vector<std::string> skip_signatures;
   std::int64_t resume_from = 0; // the index of the first case (an interrupted campaign's)
+  std::vector<std::string> require_coverage; // features every level run must reach, or all
 
   // Under a time budget a campaign goes on after a finding unless told otherwise.
   bool keeps_going() const { return keep_going || (!time_budget.empty() && !stop_at_first); }
@@ -179,7 +181,8 @@ std::vector<JunitCase> junit_cases(const fuzz::KernelCampaignOptions& c,
 
 // The kernel level: summary, report and JUnit case (written by run_fuzz).
 int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
-                     nlohmann::json& report, std::vector<JunitCase>& junit) {
+                     const model::CoverageRequirement& required, nlohmann::json& report,
+                     std::vector<JunitCase>& junit) {
   fuzz::KernelCampaignOptions c = campaign_options(o, backend);
   c.seconds_max = seconds_max;
   if (o.cases == 0 && seconds_max > 0) c.cases_max = kCasesMax;
@@ -254,6 +257,9 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   if (!r.stopped.empty()) std::cout << "kernel level: stopped early: " << r.stopped << "\n";
   report = fuzz::to_json(c, r);
   if (worker) report["external"] = o.external;
+  const std::vector<std::string> missing = report_coverage(required, r.coverage);
+  if (!required.empty()) report["coverage_missing"] = missing;
+  const int coverage_exit = missing.empty() ? kExitOk : kExitMismatch;
   for (JunitCase& jc : junit_cases(c, r, backend_args))
     junit.push_back(std::move(jc));
   if (r.interrupted != 0) {
@@ -262,7 +268,7 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   }
   if (r.findings.empty()) {
     std::cout << "all cases held\n";
-    return kExitOk;
+    return coverage_exit;
   }
   std::cout << fmt::format("{} finding{} ({} failing cases):\n", r.findings.size(),
                            r.findings.size() == 1 ? "" : "s", r.failing_cases());
@@ -270,7 +276,7 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
     std::cout << fmt::format("  {} {}: {} cases, {}{}\n", f.skipped ? "known" : "FAILS",
                              f.signature.to_string(), f.cases, f.runs.summary(),
                              f.counterexample ? ", " + f.counterexample->shrunk_dir.string() : "");
-  return r.first_failing() != nullptr ? kExitMismatch : kExitOk;
+  return r.first_failing() != nullptr ? kExitMismatch : coverage_exit;
 }
 
 int run_fuzz(const FuzzOptions& o) {
@@ -324,6 +330,10 @@ int run_fuzz(const FuzzOptions& o) {
   if (backend == backends::Backend::oracle)
     model::fail_input("--backend: fuzz compares the oracle with host or cuda");
   backends::require_backend(backend);
+  std::vector<model::CoverageLevel> levels;
+  if (o.level != "engine") levels.push_back(model::CoverageLevel::kernel);
+  if (o.level != "kernel") levels.push_back(model::CoverageLevel::engine);
+  const model::CoverageRequirement required = coverage_requirement(o.require_coverage, levels);
   const bool both = o.level == "both";
   // With both levels, a time budget is shared half and half.
   const double seconds =
@@ -340,7 +350,8 @@ int run_fuzz(const FuzzOptions& o) {
       model::fail_input("--mutant: '{}' is a {} mutant: use --level engine", o.mutant,
                         gpu::to_string(named->level));
     nlohmann::json kernel;
-    exit_code = std::max(exit_code, run_kernel_level(o, backend, seconds_each, kernel, junit));
+    exit_code =
+        std::max(exit_code, run_kernel_level(o, backend, seconds_each, required, kernel, junit));
     if (both)
       report["kernel"] = std::move(kernel);
     else
@@ -361,7 +372,8 @@ int run_fuzz(const FuzzOptions& o) {
                                                   .skip_signatures = o.skip_signatures,
                                                   .isolate = !o.no_isolate,
                                                   .case_timeout = o.case_timeout,
-                                                  .first_case = o.resume_from});
+                                                  .first_case = o.resume_from,
+                                                  .required_coverage = required});
     exit_code = std::max(exit_code, e.exit_code);
     junit.insert(junit.end(), e.junit.begin(), e.junit.end());
     if (both)
@@ -431,6 +443,7 @@ void add_fuzz_command(CLI::App& app, Action& action) {
   cmd->add_option("--skip-signature", o->skip_signatures,
                   "A known finding's signature (as printed): counted, not shrunk, not failing "
                   "(repeatable)");
+  add_require_coverage_option(*cmd, o->require_coverage);
   cmd->callback([o, &action] { action = [o] { return run_fuzz(*o); }; });
 }
 

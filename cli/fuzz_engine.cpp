@@ -2,6 +2,7 @@
 #include "cli/fuzz_engine.h"
 
 #include "cli/commands.h"
+#include "cli/coverage_option.h"
 #include "cli/progress.h"
 #include "fuzz/engine/engine_fuzz.h"
 #include "model/errors.h"
@@ -118,6 +119,9 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   print_summary(o, r);
   if (!r.stopped.empty()) std::cout << "engine level: stopped early: " << r.stopped << "\n";
   EngineLevelResult result{.report = fuzz::to_json(o, r)};
+  const std::vector<std::string> missing = report_coverage(q.required_coverage, r.coverage);
+  if (!q.required_coverage.empty()) result.report["coverage_missing"] = missing;
+  if (!missing.empty()) result.exit_code = kExitMismatch;
   const std::string campaign = fmt::format("engine-{}-seed{}", o.backend_name, o.seed);
   if (r.interrupted != 0) {
     result.junit.push_back(interrupted_case("engine", r.interrupted, r.cases, r.next_case));

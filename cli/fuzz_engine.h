@@ -7,6 +7,7 @@
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
 #include "fuzz/mutants/mutants.h"
+#include "model/coverage.h"
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,7 @@ struct EngineLevelRequest {
   bool isolate = false; // host: each case in a forked child
   double case_timeout = 300.0;
   std::int64_t first_case = 0; // --resume-from
+  model::CoverageRequirement required_coverage; // a required feature never reached: exit 1
 };
 
 struct EngineLevelResult {

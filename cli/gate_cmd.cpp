@@ -2,6 +2,8 @@
 // line each (name, cases, seconds, pass/fail) and one JUnit test case each:
 //   kernel-fuzz    the kernel-level campaign on fixed seeds (every launch kind and size class)
 //   engine-fuzz    the engine-level fuzz on fixed seeds (fuzz/engine/engine_fuzz.h)
+//   (both fuzz stages also fail when they never reached a feature of their level's coverage,
+//   model/coverage.h: a gate whose campaigns missed a case of the design proves nothing of it)
 //   library        the scenario library replayed clean (harness/library.h)
 //   mutant-smoke   a handful of mutants spanning launch kinds and the runner must each be
 //                  killed, so the gate is shown to be live
@@ -17,6 +19,7 @@
 #include "fuzz/engine/engine_fuzz.h"
 #include "fuzz/mutants/mutants.h"
 #include "harness/library.h"
+#include "model/coverage.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
 
@@ -49,6 +52,9 @@ struct GateOptions {
   std::vector<std::string> kinds;   // kernel fuzz: only these launch kinds (empty: all)
   std::int64_t engine_cases = 30;  // per seed
   std::string mutant_budget = "20s";
+  // Features the campaign stages must reach (cli/coverage_option.h). Empty: all of them (with
+  // --kinds, at the kernel level, the launches of those kinds).
+  std::vector<std::string> require_coverage;
 };
 
 struct StageResult {
@@ -64,12 +70,63 @@ struct Stage {
 
 using Clock = std::chrono::steady_clock;
 
+// A campaign stage that held but never reached a required feature fails, naming them.
+void require_coverage(StageResult& s, const model::CoverageRequirement& required,
+                      const model::Coverage& coverage) {
+  const std::vector<std::string> missing = model::missing_coverage(required, coverage);
+  s.detail += fmt::format("; coverage {} of {} features", coverage.reached(), coverage.features());
+  if (missing.empty() || !s.passed) return;
+  s.passed = false;
+  s.detail += fmt::format("; NEVER REACHED: {}", fmt::join(missing, ", "));
+}
+
+// What the gate requires of a stage at `level`.
+model::CoverageRequirement stage_requirement(const GateOptions& o, model::CoverageLevel level) {
+  if (!o.require_coverage.empty()) {
+    model::CoverageRequirement r = model::parse_coverage_requirement(o.require_coverage);
+    // A named feature binds the stages whose level counts it.
+    std::erase_if(r.features, [level](const std::string& name) {
+      return !model::find_coverage_feature(name)->counted_at(level);
+    });
+    return r;
+  }
+  if (level == model::CoverageLevel::engine || o.kinds.empty()) return {.all = true};
+  model::CoverageRequirement r;
+  for (const std::string& kind : o.kinds)
+    r.features.push_back("launch-" + kind);
+  return r;
+}
+
+// Campaigns of a fuzz stage: its fixed seeds, then, while a required feature is still missing,
+// batches of the cases that follow the last seed's, up to kTopUpFactor times the fixed cases.
+// Deterministic like the rest: coverage comes from what ran, so the same gate draws the same
+// batches. A feature the generator rarely reaches (a resume after accepted drafts is one in
+// fifty resumes) then costs a few more cases instead of a flaky gate.
+constexpr std::int64_t kTopUpFactor = 10;
+struct CampaignRun {
+  std::uint64_t seed = 0;
+  std::int64_t cases = 0;
+};
+template <std::size_t N>
+std::vector<CampaignRun> fixed_runs(const std::uint64_t (&seeds)[N], std::int64_t cases) {
+  std::vector<CampaignRun> runs;
+  for (const std::uint64_t seed : seeds)
+    runs.push_back({seed, cases});
+  return runs;
+}
+
 StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
   StageResult s;
-  for (const std::uint64_t seed : kKernelSeeds) {
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::kernel);
+  const model::CoverageRequirement required = stage_requirement(o, model::CoverageLevel::kernel);
+  std::vector<CampaignRun> runs = fixed_runs(kKernelSeeds, o.kernel_cases);
+  const std::int64_t fixed_cases = o.kernel_cases * std::ssize(kKernelSeeds);
+  std::uint64_t next_seed = kKernelSeeds[std::size(kKernelSeeds) - 1] + o.kernel_cases;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::uint64_t seed = runs[i].seed;
     fuzz::KernelCampaignOptions c;
     c.seed = seed;
-    c.cases_max = o.kernel_cases;
+    c.cases_max = runs[i].cases;
     for (const std::string& kind : o.kinds)
       c.gen.kinds.push_back(model::parse_launch_kind(kind));
     c.isolate = backend == backends::Backend::host; // an out-of-bounds kernel is a finding
@@ -79,6 +136,7 @@ StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     c.out_dir = std::filesystem::path(o.out) / "kernel";
     const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
     s.cases += r.cases;
+    coverage.merge(r.coverage);
     if (const fuzz::KernelFinding* f = r.first_failing()) {
       s.passed = false;
       s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: mambacheck case {} --backend {} "
@@ -88,9 +146,21 @@ StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
                              c.backend_name);
       return s;
     }
+    const std::int64_t top_up =
+        std::min<std::int64_t>(std::max<std::int64_t>(o.kernel_cases, 10),
+                               kTopUpFactor * fixed_cases - (s.cases - fixed_cases));
+    if (i + 1 == runs.size() && top_up > 0 && !model::interrupted() &&
+        !model::missing_coverage(required, coverage).empty()) {
+      runs.push_back({next_seed, top_up});
+      next_seed += static_cast<std::uint64_t>(top_up);
+    }
   }
   s.detail = fmt::format("seeds {}, {}, {}: every case held", kKernelSeeds[0], kKernelSeeds[1],
                          kKernelSeeds[2]);
+  if (s.cases > fixed_cases)
+    s.detail += fmt::format(" (and {} cases from seed {} on, for coverage)", s.cases - fixed_cases,
+                            kKernelSeeds[std::size(kKernelSeeds) - 1] + o.kernel_cases);
+  require_coverage(s, required, coverage);
   return s;
 }
 
@@ -102,16 +172,23 @@ gpu::engine::ExecutorKind executor_of(backends::Backend backend) {
 StageResult engine_fuzz_stage(const GateOptions& o, backends::Backend backend) {
   StageResult s;
   std::int64_t steps = 0;
-  for (const std::uint64_t seed : kEngineSeeds) {
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
+  const model::CoverageRequirement required = stage_requirement(o, model::CoverageLevel::engine);
+  std::vector<CampaignRun> runs = fixed_runs(kEngineSeeds, o.engine_cases);
+  const std::int64_t fixed_cases = o.engine_cases * std::ssize(kEngineSeeds);
+  std::uint64_t next_seed = kEngineSeeds[std::size(kEngineSeeds) - 1] + o.engine_cases;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::uint64_t seed = runs[i].seed;
     fuzz::EngineFuzzOptions e;
     e.seed = seed;
-    e.cases_max = o.engine_cases;
+    e.cases_max = runs[i].cases;
     e.executor = executor_of(backend);
     e.backend_name = std::string(to_string(backend));
     e.out_dir = std::filesystem::path(o.out) / "engine";
     const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(e);
     s.cases += r.cases;
     steps += r.steps;
+    coverage.merge(r.coverage);
     if (const fuzz::EngineFinding* f = r.first_failing()) {
       s.passed = false;
       s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {})", seed,
@@ -119,8 +196,20 @@ StageResult engine_fuzz_stage(const GateOptions& o, backends::Backend backend) {
                              f->runs.summary(), f->counterexample->reproduce);
       return s;
     }
+    const std::int64_t top_up =
+        std::min<std::int64_t>(std::max<std::int64_t>(o.engine_cases, 10),
+                               kTopUpFactor * fixed_cases - (s.cases - fixed_cases));
+    if (i + 1 == runs.size() && top_up > 0 && !model::interrupted() &&
+        !model::missing_coverage(required, coverage).empty()) {
+      runs.push_back({next_seed, top_up});
+      next_seed += static_cast<std::uint64_t>(top_up);
+    }
   }
   s.detail = fmt::format("seeds {}, {}: {} steps held", kEngineSeeds[0], kEngineSeeds[1], steps);
+  if (s.cases > fixed_cases)
+    s.detail += fmt::format(" (and {} cases from seed {} on, for coverage)", s.cases - fixed_cases,
+                            kEngineSeeds[std::size(kEngineSeeds) - 1] + o.engine_cases);
+  require_coverage(s, required, coverage);
   return s;
 }
 
@@ -180,6 +269,7 @@ int run_gate(const GateOptions& o) {
   check_output_file("--junit", o.junit);
   create_output_dir("--out", o.out);
   parse_duration_option("--mutant-budget", o.mutant_budget); // reject a bad one before running
+  model::parse_coverage_requirement(o.require_coverage);     // and an unknown feature
   backends::require_backend(backend);
   const std::vector<Stage> stages = {
       {"kernel-fuzz", [&] { return kernel_fuzz_stage(o, backend); }},
@@ -259,6 +349,10 @@ void add_gate_command(CLI::App& app, Action& action) {
                   "Engine-level cases per fixed seed (default 30, 2 seeds)");
   cmd->add_option("--mutant-budget", o->mutant_budget,
                   "Time each smoke mutant may take to be killed (default 20s)");
+  cmd->add_option("--require-coverage", o->require_coverage,
+                  "Features the fuzz stages must reach (comma list, all or none; default all: "
+                  "every feature of each stage's level)")
+      ->delimiter(',');
   cmd->callback([o, &action] { action = [o] { return run_gate(*o); }; });
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/compare_option.h"
+#include "cli/coverage_option.h"
 #include "cli/junit.h"
 #include "cli/output_paths.h"
 #include "cli/progress.h"
@@ -24,6 +25,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <memory>
 
@@ -103,7 +105,8 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
                       {"copies_by_kind", s.copies_by_kind},
                       {"bytes_compared", r.bytes_compared},
                       {"arenas_compared", r.arenas.text()},
-                      {"bytes_checked", s.bytes_checked}};
+                      {"bytes_checked", s.bytes_checked},
+                      {"coverage", model::to_json(r.coverage)}};
   if (!r.held()) {
     j["stop_step"] = r.stop_step;
     j["stop_line"] = r.stop_line;
@@ -124,7 +127,11 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 
 } // namespace
 
+constexpr model::CoverageLevel kEngineLevel[] = {model::CoverageLevel::engine};
+
 int replay_one(const ReplayCliOptions& o) {
+  const model::CoverageRequirement required =
+      coverage_requirement(o.require_coverage, kEngineLevel);
   harness::ReplayOptions options = replay_options(o);
   check_output_file("--report", o.report);
   check_output_file("--junit", o.junit);
@@ -154,6 +161,8 @@ int replay_one(const ReplayCliOptions& o) {
                               model::signal_name(model::interrupt_signal()), s.steps)
                 : "";
   if (cut_short) fmt::print("replay: {}\n", interrupted);
+  std::cout << std::flush;
+  const std::vector<std::string> missing = report_coverage(required, r.coverage);
   if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   steps_output.finish();
   if (!o.report.empty()) {
@@ -162,6 +171,7 @@ int replay_one(const ReplayCliOptions& o) {
       j["result"] = "interrupted";
       j["interrupted"] = interrupted;
     }
+    if (!required.empty()) j["coverage_missing"] = missing;
     write_json(o.report, j);
   }
   if (!o.junit.empty())
@@ -171,20 +181,25 @@ int replay_one(const ReplayCliOptions& o) {
                            .failed = !r.held(),
                            .skipped = cut_short,
                            .message = cut_short ? interrupted : r.held() ? "" : r.summary()}});
+  // A trace cut short has not had the chance to reach what it was required to.
   if (cut_short) return 128 + model::interrupt_signal();
-  return r.held() ? kExitOk : kExitMismatch;
+  return r.held() && missing.empty() ? kExitOk : kExitMismatch;
 }
 
 namespace {
 
 int replay_library(const ReplayCliOptions& o) {
+  const model::CoverageRequirement required =
+      coverage_requirement(o.require_coverage, kEngineLevel);
   const harness::ReplayOptions options = replay_options(o);
   const std::vector<harness::LibraryResult> results = harness::run_library(o.library, options);
   std::vector<JunitCase> cases;
   nlohmann::json report = nlohmann::json::array();
   bool all = true;
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   for (const harness::LibraryResult& r : results) {
     all = all && r.passed();
+    coverage.merge(r.clean.coverage);
     std::string mutants;
     for (const auto& m : r.mutants)
       mutants += fmt::format(" {}={}", m.mutant,
@@ -208,7 +223,9 @@ int replay_library(const ReplayCliOptions& o) {
              std::count_if(results.begin(), results.end(),
                            [](const harness::LibraryResult& r) { return r.passed(); }),
              results.size());
-  return all ? kExitOk : kExitMismatch;
+  std::cout << "the scenarios replayed clean, together:\n" << std::flush;
+  const std::vector<std::string> missing = report_coverage(required, coverage);
+  return all && missing.empty() ? kExitOk : kExitMismatch;
 }
 
 void add_replay_command(CLI::App& app, Action& action) {
@@ -232,6 +249,7 @@ void add_replay_command(CLI::App& app, Action& action) {
                   "blocks freed and cached");
   cmd->add_option("--explain", o->explain, "Print that step (its index) as a table");
   add_whole_compare_option(*cmd, o->whole_compare_every);
+  add_require_coverage_option(*cmd, o->require_coverage);
   cmd->callback([o, &action] {
     action = [o] {
       if (o->trace.empty() == o->library.empty())

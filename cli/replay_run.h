@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mc::cli {
 
@@ -26,6 +27,7 @@ struct ReplayCliOptions {
   std::string steps_out;          // one JSON line per step (step_view.h)
   std::int64_t explain = kNoStep; // a step to print as a table
   std::optional<std::int64_t> whole_compare_every; // harness/arena_compare.h
+  std::vector<std::string> require_coverage;       // cli/coverage_option.h
 };
 
 // Exit code as `mambacheck replay` gives it.

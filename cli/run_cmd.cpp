@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/compare_option.h"
 #include "cli/output_paths.h"
+#include "cli/coverage_option.h"
 #include "cli/steps_out.h"
 #include "gpu/cuda_backend.h"
 #include "harness/simulate.h"
@@ -21,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 
 namespace mc::cli {
@@ -51,6 +53,7 @@ struct RunOptions {
   std::int32_t hash_block_tokens = 16;
   bool reference = false; // the oracle's plain structures (oracle/engine/structures.h)
   std::optional<std::int64_t> whole_compare_every; // harness/arena_compare.h
+  std::vector<std::string> require_coverage;       // cli/coverage_option.h
 };
 
 // Prompts and outputs long enough that requests cross block boundaries, prefill in several
@@ -160,6 +163,8 @@ void print_summary(const RunOptions& o, const harness::SimulationResult& r, doub
 }
 
 int run_run(const RunOptions& o) {
+  constexpr model::CoverageLevel kLevels[] = {model::CoverageLevel::engine};
+  const model::CoverageRequirement required = coverage_requirement(o.require_coverage, kLevels);
   harness::SimulationOptions s = simulation_options(o);
   check_output_file("--record", o.record);
   check_output_file("--steps-out", o.steps_out);
@@ -173,6 +178,8 @@ int run_run(const RunOptions& o) {
   const harness::SimulationResult r = harness::simulate(s);
   print_summary(o, r,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  std::fflush(stdout);
+  const std::vector<std::string> missing = report_coverage(required, r.coverage);
   if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);
@@ -188,7 +195,7 @@ int run_run(const RunOptions& o) {
     return 128 + model::interrupt_signal();
   }
   fmt::print("held: oracle and {} agree on every step\n", o.backend);
-  return kExitOk;
+  return missing.empty() ? kExitOk : kExitMismatch;
 }
 
 void add_run_command(CLI::App& app, Action& action) {
@@ -235,6 +242,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag("--reference", o->reference,
                 "Run the oracle on its plain structures instead of its fast ones: the same steps, "
                 "counters and trace, slower (oracle/engine/structures.h)");
+  add_require_coverage_option(*cmd, o->require_coverage);
   cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
 }
 

@@ -1,6 +1,7 @@
 // The lockstep loop and its two oracle sides (lockstep.h).
 #include "harness/lockstep.h"
 
+#include "harness/engine_coverage.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
 
@@ -50,12 +51,14 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
     result.failure = std::move(d);
   };
   std::int64_t last_compared = -1;
+  EngineCoverageCounter coverage(layout);
   while (steps_max < 0 || result.steps_run < steps_max) {
     if (hooks.stop_on_interrupt && model::interrupted()) {
       result.interrupted = true;
       break;
     }
     if (hooks.before_step) hooks.before_step();
+    const std::optional<std::int64_t> aborts_before = oracle.aborts();
     std::optional<OracleStep> o = oracle.next();
     if (!o) break;
     ++result.steps_run;
@@ -98,6 +101,10 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
       stop_at(o->step.index, std::move(*d));
       break;
     }
+    const std::optional<std::int64_t> aborts_after = oracle.aborts();
+    coverage.count(o->step, o->record,
+                   aborts_after ? std::optional(*aborts_after - aborts_before.value_or(0))
+                                : std::nullopt);
     if (hooks.on_held) hooks.on_held(result.steps_run);
     if (o->last) break;
   }
@@ -107,6 +114,7 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
       stop_at(last_compared, std::move(*d));
   result.bytes_compared = arenas.bytes_compared();
   result.arenas = arenas.coverage();
+  result.coverage = coverage.coverage();
   return result;
 }
 

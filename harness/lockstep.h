@@ -9,6 +9,7 @@
 #include "gpu/engine/engine_runner.h"
 #include "harness/arena_compare.h"
 #include "harness/difference.h"
+#include "model/coverage.h"
 #include "model/layout.h"
 #include "model/step.h"
 #include "oracle/engine/driver.h"
@@ -37,6 +38,9 @@ public:
   virtual std::optional<OracleStep> next() = 0;
   virtual oracle::engine::OracleRunner& runner() = 0;
   virtual const oracle::engine::BlockManager& blocks() const = 0;
+  // Requests aborted so far, where the steps come from a scheduler that knows; a trace lists
+  // an abort only as a finished request.
+  virtual std::optional<std::int64_t> aborts() const { return std::nullopt; }
 };
 
 // The oracle engine schedules every step; `edit`, when set, changes a step before it runs.
@@ -49,6 +53,7 @@ public:
   const oracle::engine::BlockManager& blocks() const override {
     return engine_.scheduler().blocks();
   }
+  std::optional<std::int64_t> aborts() const override { return engine_.report().aborts; }
 
 private:
   oracle::engine::Engine& engine_;
@@ -98,6 +103,8 @@ struct LockstepResult {
   std::int64_t bytes_compared = 0;
   ArenaCoverage arenas; // how the arenas were compared
   bool interrupted = false; // stopped early by a signal (LockstepHooks::stop_on_interrupt)
+  // What the steps compared exercised (engine_coverage.h); a failing step is not counted.
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   std::optional<oracle::engine::Finding> finding; // the first broken invariant
   std::optional<Difference> failure;              // the finding's, or the first difference
   bool held() const { return !failure; }

@@ -63,6 +63,7 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   result.bytes_compared = r.bytes_compared;
   result.arenas = r.arenas;
   result.interrupted = r.interrupted;
+  result.coverage = r.coverage;
   result.finding = r.finding;
   result.expectations_checked = expectations_checked;
   if (r.failure && !r.finding) {

@@ -15,6 +15,7 @@
 #include "harness/arena_compare.h"
 #include "harness/difference.h"
 #include "harness/step_view.h"
+#include "model/coverage.h"
 #include "oracle/engine/finding.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/replay.h"
@@ -51,6 +52,7 @@ struct ReplayResult {
   std::int64_t bytes_compared = 0;
   ArenaCoverage arenas; // how the arenas were compared
   bool interrupted = false; // SIGINT or SIGTERM stopped it before the trace's end
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
   std::optional<Difference> mismatch;             // first oracle vs backend difference
   std::optional<Difference> expectation;          // first of the trace's expectations that failed

@@ -82,6 +82,7 @@ SimulationResult simulate(const SimulationOptions& o) {
                           .bytes_compared = r.bytes_compared,
                           .arenas = r.arenas,
                           .interrupted = r.interrupted,
+                          .coverage = r.coverage,
                           .finding = r.finding};
   if (r.failure && !r.finding) result.mismatch = r.failure;
   result.report.requests = num_requests;

@@ -9,6 +9,7 @@
 #include "harness/arena_compare.h"
 #include "harness/difference.h"
 #include "harness/step_view.h"
+#include "model/coverage.h"
 #include "model/layout.h"
 #include "oracle/engine/driver.h"
 #include "oracle/engine/workload.h"
@@ -45,6 +46,7 @@ struct SimulationResult {
   std::int64_t bytes_compared = 0;
   ArenaCoverage arenas; // how the arenas were compared
   bool interrupted = false; // SIGINT or SIGTERM stopped it before its steps ran out
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
   std::optional<Difference> mismatch;             // first oracle vs backend difference
   bool held() const { return !mismatch && !finding; }

@@ -154,6 +154,13 @@ CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend) {
   }
   verdict.failure = outcome.failure();
   if (verdict.failure) verdict.signature = kernel_signature(launch, outcome);
+  model::count_launch(verdict.coverage, {.layout = &launch.layout,
+                                         .kind = launch.kind,
+                                         .num_reqs = launch.num_reqs,
+                                         .before = &launch.requests,
+                                         .after = &outcome.oracle.requests,
+                                         .tables = &launch.block_tables,
+                                         .decisions = outcome.oracle.decisions});
   if (outcome.status == CaseStatus::backend_failed) {
     verdict.backend_error = true;
     verdict.device_lost = outcome.device_fault;
@@ -207,7 +214,8 @@ nlohmann::json to_json(const CaseVerdict& v) {
                    {"device_lost", v.device_lost},
                    {"signature", to_json(v.signature)},
                    {"copies", v.copies},
-                   {"arena_bytes", v.arena_bytes}};
+                   {"arena_bytes", v.arena_bytes},
+                   {"coverage", model::to_json(v.coverage)}};
   if (v.failure) j["failure"] = *v.failure;
   if (v.difference) j["difference"] = to_json(*v.difference);
   if (v.row) j["row"] = *v.row;
@@ -221,7 +229,8 @@ CaseVerdict verdict_from_json(const nlohmann::json& j) {
                 .device_lost = j.at("device_lost").get<bool>(),
                 .signature = signature_from_json(j.at("signature")),
                 .copies = j.at("copies").get<std::int64_t>(),
-                .arena_bytes = j.at("arena_bytes").get<std::int64_t>()};
+                .arena_bytes = j.at("arena_bytes").get<std::int64_t>(),
+                .coverage = model::coverage_from_json(j.at("coverage"))};
   if (j.contains("failure")) v.failure = j.at("failure").get<std::string>();
   if (j.contains("difference")) v.difference = difference_from_json(j.at("difference"));
   if (j.contains("row")) v.row = j.at("row").get<std::int32_t>();
@@ -283,6 +292,7 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     ++report.cases_by_size_class[std::string(to_string(spec.size_class))];
     report.copies_compared += verdict.copies;
     report.arena_bytes_compared += verdict.arena_bytes;
+    report.coverage.merge(verdict.coverage);
     if (options.on_case) options.on_case(report.cases, spec);
     if (!verdict.failure) continue;
     if (report.findings.empty()) report.seconds_to_failure = seconds_since(start);
@@ -326,6 +336,7 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                       {"copies_compared", report.copies_compared},
                       {"arena_bytes_compared", report.arena_bytes_compared},
                       {"failing_cases", report.failing_cases()},
+                      {"coverage", model::to_json(report.coverage)},
                       {"result", failing != nullptr ? "mismatch" : "held"}};
   if (!report.stopped.empty()) j["stopped"] = report.stopped;
   if (!report.backend_replaced.empty()) j["backend_replaced"] = report.backend_replaced;

@@ -15,6 +15,7 @@
 #include "fuzz/findings.h"
 #include "fuzz/gen_launch.h"
 #include "fuzz/run_case.h"
+#include "model/coverage.h"
 #include "model/launch.h"
 
 #include <nlohmann/json.hpp>
@@ -78,6 +79,9 @@ struct CaseVerdict {
   std::vector<std::string> pairs;  // every differing (row, state) and array entry (a mismatch)
   std::int64_t copies = 0;         // the oracle's decisions, when the backend returned
   std::int64_t arena_bytes = 0;    // compared, when the backend returned
+  // What the launch exercised, from the oracle's result (model/coverage.h); empty when the
+  // oracle rejected the case or the run crashed.
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::kernel);
 };
 
 // Runs `spec` once: materialize, oracle, backend, compare.
@@ -128,6 +132,8 @@ struct KernelCampaignReport {
   std::map<std::string, std::int64_t> cases_by_size_class;
   std::int64_t copies_compared = 0;
   std::int64_t arena_bytes_compared = 0;
+  // Every case's first run (not its reruns, repeats or shrink candidates).
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::kernel);
   double seconds = 0.0;
   double seconds_to_failure = 0.0; // until the first failing case was found (no shrinking)
   std::vector<KernelFinding> findings; // in the order their first cases came

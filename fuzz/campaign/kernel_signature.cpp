@@ -1,6 +1,7 @@
 #include "fuzz/campaign/kernel_signature.h"
 
 #include "model/errors.h"
+#include "model/launch_features.h"
 #include "model/request_arrays.h"
 
 #include <fmt/format.h>
@@ -10,20 +11,9 @@
 namespace mc::fuzz {
 namespace {
 
-bool v1_kind(model::LaunchKind kind) {
-  return kind == model::LaunchKind::postprocess || kind == model::LaunchKind::batch_copy;
-}
-
-// The slot of batch row b, or -1 (a skipped V2 row, or no idx_mapping).
-std::int32_t slot_of(const model::LaunchCase& launch, std::int32_t b) {
-  if (v1_kind(launch.kind)) return b;
-  const std::vector<std::int32_t>& map = launch.requests.idx_mapping;
-  return static_cast<std::size_t>(b) < map.size() ? map[static_cast<std::size_t>(b)] : -1;
-}
-
 std::optional<std::int32_t> row_of_slot(const model::LaunchCase& launch, std::int32_t slot) {
   for (std::int32_t b = 0; b < launch.num_reqs; ++b)
-    if (slot_of(launch, b) == slot) return b;
+    if (model::slot_of_row(launch.kind, launch.requests, b) == slot) return b;
   return std::nullopt;
 }
 
@@ -33,45 +23,25 @@ const model::RequestArrayField* array_named(std::string_view name) {
   return nullptr;
 }
 
-bool tensor_shares_page(const model::Layout& layout, std::int32_t tensor) {
-  const std::int32_t arena = layout.tensors[static_cast<std::size_t>(tensor)].arena;
-  return std::count_if(layout.tensors.begin(), layout.tensors.end(),
-                       [arena](const model::StateTensor& t) { return t.arena == arena; }) > 1;
-}
-
-std::int32_t entry(const std::vector<std::int32_t>& v, std::int32_t i) {
-  return i >= 0 && static_cast<std::size_t>(i) < v.size() ? v[static_cast<std::size_t>(i)] : 0;
-}
-
-// What the oracle's decisions and arrays say about batch row b, in a fixed order.
-std::vector<std::string> row_features(const model::LaunchCase& launch,
-                                      const model::LaunchResult& oracle, std::int32_t b) {
+// What the oracle's decisions and arrays say about batch row b. A signature names the row by
+// the features it has always named; aliasing, pad slots and the page of every copied state
+// are coverage's (shared-page is added below for the differing tensor only).
+std::vector<std::string> signature_features(const model::LaunchCase& launch,
+                                            const model::LaunchResult& oracle, std::int32_t b) {
+  const std::vector<model::RowFeatureMask> rows =
+      model::row_features({.layout = &launch.layout,
+                           .kind = launch.kind,
+                           .num_reqs = launch.num_reqs,
+                           .before = &launch.requests,
+                           .after = &oracle.requests,
+                           .decisions = oracle.decisions});
   std::vector<std::string> out;
-  const auto add = [&out](const char* feature) {
-    if (std::find(out.begin(), out.end(), feature) == out.end()) out.emplace_back(feature);
-  };
-  const std::int32_t slot = slot_of(launch, b);
-  if (!v1_kind(launch.kind) && slot < 0) add("skipped-row");
-  bool copies = false;
-  for (const model::CopyDecision& d : oracle.decisions) {
-    if (d.batch_row != b) continue;
-    copies = true;
-    const model::StateTensor& t = launch.layout.tensors[static_cast<std::size_t>(d.tensor)];
-    const std::int64_t page = launch.layout.arenas[static_cast<std::size_t>(t.arena)].page_bytes;
-    // One block read and written: a shift inside it (a same-column save with a bias, or two
-    // columns that alias one block).
-    if (d.src_block_id == d.dst_block_id) add("same-block-shift");
-    if (t.kind() == model::StateKind::conv && t.conv_layout == model::ConvLayout::DS &&
-        d.token_bias > 0)
-      add("ds-bias");
-    if (d.src_block_id == 0) add("null-source");
-    constexpr std::int64_t k4GiB = std::int64_t{1} << 32;
-    if (std::max(d.src_block_id, d.dst_block_id) * page + page > k4GiB) add("offset-past-4GiB");
-  }
-  add(copies ? "copy" : "no-copy");
-  if (slot >= 0 &&
-      entry(oracle.requests.num_accepted, slot) != entry(launch.requests.num_accepted, slot))
-    add("resets-accepted");
+  for (const model::RowFeature f :
+       {model::RowFeature::skipped_row, model::RowFeature::same_block_shift,
+        model::RowFeature::ds_bias, model::RowFeature::null_source,
+        model::RowFeature::offset_past_4GiB, model::RowFeature::copy, model::RowFeature::no_copy,
+        model::RowFeature::resets_accepted})
+    if (model::has(rows[static_cast<std::size_t>(b)], f)) out.emplace_back(model::to_string(f));
   return out;
 }
 
@@ -191,9 +161,10 @@ Signature kernel_signature(const model::LaunchCase& launch, const CaseOutcome& o
       s.difference = row ? "state-bytes" : "stray-write";
     break;
   }
-  if (row) s.features = row_features(launch, outcome.oracle, *row);
+  if (row) s.features = signature_features(launch, outcome.oracle, *row);
   if (d.category == DifferenceCategory::arena && d.arena_location &&
-      d.arena_location->tensor >= 0 && tensor_shares_page(launch.layout, d.arena_location->tensor))
+      d.arena_location->tensor >= 0 &&
+      model::tensor_shares_page(launch.layout, d.arena_location->tensor))
     s.features.emplace_back("shared-page");
   std::sort(s.features.begin(), s.features.end());
   s.shape = shape_of(s.features);

@@ -404,6 +404,7 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   harness::LockstepResult r = harness::run_lockstep(steps, *backend, c.num_steps, hooks);
   out.steps_run = r.steps_run;
   out.bytes_compared = r.bytes_compared;
+  out.coverage = std::move(r.coverage);
   out.failure = std::move(r.failure);
   return out;
 }
@@ -429,7 +430,8 @@ nlohmann::ordered_json to_json(const EngineOutcome& o) {
   nlohmann::ordered_json j{{"valid", o.valid},
                            {"invalid_reason", o.invalid_reason},
                            {"steps_run", o.steps_run},
-                           {"bytes_compared", o.bytes_compared}};
+                           {"bytes_compared", o.bytes_compared},
+                           {"coverage", model::to_json(o.coverage)}};
   if (o.failure) j["failure"] = harness::to_json(*o.failure);
   return j;
 }
@@ -438,7 +440,8 @@ EngineOutcome outcome_from_json(const nlohmann::ordered_json& j) {
   EngineOutcome o{.valid = j.at("valid").get<bool>(),
                   .invalid_reason = j.at("invalid_reason").get<std::string>(),
                   .steps_run = j.at("steps_run").get<std::int64_t>(),
-                  .bytes_compared = j.at("bytes_compared").get<std::int64_t>()};
+                  .bytes_compared = j.at("bytes_compared").get<std::int64_t>(),
+                  .coverage = model::coverage_from_json(j.at("coverage"))};
   if (j.contains("failure")) o.failure = harness::difference_from_json(j.at("failure"));
   return o;
 }

@@ -11,6 +11,7 @@
 #include "gpu/mutant.h"
 #include "harness/difference.h"
 #include "harness/scheduler_mutant.h"
+#include "model/coverage.h"
 #include "oracle/engine/driver.h"
 
 #include <nlohmann/json.hpp>
@@ -83,6 +84,7 @@ struct EngineOutcome {
   std::string invalid_reason;
   std::int64_t steps_run = 0; // steps executed, the failing one included
   std::int64_t bytes_compared = 0;
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   std::optional<harness::Difference> failure;
   bool failed() const { return valid && failure.has_value(); }
 };

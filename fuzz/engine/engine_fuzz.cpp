@@ -327,6 +327,7 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     report.bytes_compared += outcome.bytes_compared;
     ++report.cases_by_preset[c.preset];
     ++report.cases_by_runner[runner_key(c)];
+    report.coverage.merge(outcome.coverage);
     if (o.on_case) o.on_case(report.cases, report.steps, c);
     if (!outcome.failed()) continue;
     if (report.findings.empty()) report.seconds_to_failure = elapsed();
@@ -373,6 +374,7 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"cases_by_runner", r.cases_by_runner},
                            {"reruns", o.reruns},
                            {"failing_cases", r.failing_cases()},
+                           {"coverage", model::to_json(r.coverage)},
                            {"held", r.first_failing() == nullptr}};
   if (!r.stopped.empty()) j["stopped"] = r.stopped;
   if (o.first_case > 0) j["first_case"] = o.first_case;

@@ -106,6 +106,8 @@ struct EngineFuzzReport {
   std::int64_t bytes_compared = 0;
   std::map<std::string, std::int64_t> cases_by_preset;
   std::map<std::string, std::int64_t> cases_by_runner; // v1 precopy, v1 batch_copy, v2, all
+  // Every case's first run (not reruns, repeats or shrink candidates): model/coverage.h.
+  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   double seconds = 0.0;                                // shrinking and files included
   double seconds_to_failure = 0.0; // until the first failing case ran (shrinking not counted)
   std::vector<EngineFinding> findings; // in the order their first cases came

@@ -141,3 +141,38 @@ if(NOT OUT MATCHES "failed 5 of 5 runs \\(deterministic\\)")
 endif()
 run_input_error(case ${dir} --reruns 3)
 run_input_error(case ${dir} --backend host --mutant nonsense --check)
+
+# Coverage: the report carries it, the text prints its table; --require-coverage fails a run
+# that never reached a feature (exit 1, naming it) and rejects an unknown name or a feature of
+# a level that does not run (exit 2, one line).
+run(0 fuzz --backend host --seed 5 --cases 20 --max-size 10 --out ${WORK_DIR}/cov
+    --require-coverage launch-precopy,copy --report ${WORK_DIR}/cov.json)
+if(NOT OUT MATCHES "coverage, kernel level: [0-9]+ of [0-9]+ features reached")
+  message(FATAL_ERROR "coverage table:\n${OUT}")
+endif()
+file(READ ${WORK_DIR}/cov.json r)
+string(JSON copies GET "${r}" coverage counts copy)
+string(JSON missing LENGTH "${r}" coverage_missing)
+if(copies LESS 1 OR NOT missing EQUAL 0)
+  message(FATAL_ERROR "coverage in the report: ${r}")
+endif()
+run(1 fuzz --backend host --seed 5 --cases 20 --max-size 10 --out ${WORK_DIR}/cov
+    --require-coverage copy,offset-past-4GiB --report ${WORK_DIR}/cov-missing.json)
+if(NOT OUT MATCHES "never reached required feature: offset-past-4GiB\n" OR NOT OUT MATCHES "all cases held")
+  message(FATAL_ERROR "--require-coverage, a feature never reached:\n${OUT}")
+endif()
+file(READ ${WORK_DIR}/cov-missing.json r)
+string(JSON missing GET "${r}" coverage_missing 0)
+if(NOT missing STREQUAL "offset-past-4GiB")
+  message(FATAL_ERROR "coverage_missing: ${r}")
+endif()
+run_input_error(fuzz --backend host --cases 1 --require-coverage copy,preemptoin)
+if(NOT ERR MATCHES "'preemptoin'" OR NOT ERR MATCHES "v2-slot-reuse")
+  message(FATAL_ERROR "unknown feature: ${ERR}")
+endif()
+run_input_error(fuzz --backend host --cases 1 --require-coverage preemption) # engine level only
+run(1 fuzz --level engine --backend host --seed 1 --cases 3 --max-size 3 --out ${WORK_DIR}/cov
+    --require-coverage all)
+if(NOT OUT MATCHES "coverage, engine level" OR NOT OUT MATCHES "COVERAGE: [^\n]*reset")
+  message(FATAL_ERROR "--level engine --require-coverage all:\n${OUT}")
+endif()

@@ -68,8 +68,10 @@ run(2 mutants --backend host --only no_such_mutant)
 run(2 mutants --backend host --time-budget-per-mutant 0s)
 run(2 gate --backend host --mutant-budget forever)
 
+# So few cases reach few features: the gate's default (every feature) would fail them, so this
+# run names one feature each stage reaches; the run after it keeps the default and fails.
 run(0 gate --backend host --kernel-cases 4 --engine-cases 1 --mutant-budget 60s
-    --out ${WORK_DIR}/gate --junit ${WORK_DIR}/gate.xml)
+    --require-coverage copy,prefill-crosses-1 --out ${WORK_DIR}/gate --junit ${WORK_DIR}/gate.xml)
 foreach(stage kernel-fuzz engine-fuzz library mutant-smoke)
   if(NOT OUT MATCHES "${stage}[^\n]*pass")
     message(FATAL_ERROR "gate stage ${stage}:\n${OUT}")
@@ -79,3 +81,10 @@ file(READ ${WORK_DIR}/gate.xml junit)
 if(NOT junit MATCHES "tests=\"4\"" OR NOT junit MATCHES "failures=\"0\"")
   message(FATAL_ERROR "gate junit:\n${junit}")
 endif()
+run(1 gate --backend host --kernel-cases 2 --engine-cases 1 --mutant-budget 60s
+    --out ${WORK_DIR}/gate-coverage)
+if(NOT OUT MATCHES "kernel-fuzz[^\n]*FAIL[^\n]*NEVER REACHED: [^\n]*offset-past-4GiB"
+   OR NOT OUT MATCHES "engine-fuzz[^\n]*FAIL[^\n]*NEVER REACHED: [^\n]*resume-after-accepted-drafts")
+  message(FATAL_ERROR "gate, too few cases for its coverage:\n${OUT}")
+endif()
+run_input_error(gate --backend host --require-coverage nonsense)

@@ -8,11 +8,12 @@ include("${CMAKE_CURRENT_LIST_DIR}/run_mambacheck.cmake")
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
-# Output lines without timings (wall, cpu, rates) and without the line naming the structures.
+# Output lines without timings (wall, cpu, rates, run's seconds and steps/s) and without the line
+# naming the structures.
 function(counters text out_var)
   string(REPLACE ", reference structures" "" text "${text}")
   string(REGEX REPLACE "\n  wall [^\n]*" "" text "${text}")
-  string(REGEX REPLACE ", [0-9.]+ s, [0-9.]+ steps/s" "" text "${text}")
+  string(REGEX REPLACE ", [0-9.]+ s, [0-9.]+ steps/s" "" text "${text}") # run's summary line
   set(${out_var} "${text}" PARENT_SCOPE)
 endfunction()
 

@@ -281,5 +281,28 @@ TEST(EngineFuzz, SameSeedSameReport) {
   EXPECT_EQ(to_json(o, run_engine_fuzz(o)).dump(), to_json(o, run_engine_fuzz(o)).dump());
 }
 
+// Coverage comes from what ran: the same seed counts the same, in this process or in forked
+// children, and the report carries it.
+TEST(EngineFuzz, SameSeedSameCoverageIsolatedOrNot) {
+  EngineFuzzOptions o{.seed = 1, .cases_max = 30, .max_size = 30, .out_dir = ""};
+  const EngineFuzzReport here = run_engine_fuzz(o);
+  o.isolate = true;
+  const EngineFuzzReport isolated = run_engine_fuzz(o);
+  EXPECT_EQ(here.coverage.counts, isolated.coverage.counts);
+  EXPECT_EQ(here.coverage.decode_crossings_by_accepted,
+            isolated.coverage.decode_crossings_by_accepted);
+  const std::int64_t decodes = here.coverage.count("decode-crosses-no-drafts") +
+                               here.coverage.count("decode-crosses-none-accepted") +
+                               here.coverage.count("decode-crosses-some-accepted") +
+                               here.coverage.count("decode-crosses-all-accepted");
+  std::int64_t by_accepted = 0;
+  for (const auto& [a, n] : here.coverage.decode_crossings_by_accepted)
+    by_accepted += n;
+  EXPECT_EQ(decodes, by_accepted);
+  EXPECT_EQ(here.coverage.count("preemption"), 8);
+  EXPECT_EQ(here.coverage.count("prefix-hit-several-blocks"), 2);
+  EXPECT_EQ(to_json(o, here)["coverage"]["counts"]["preemption"], 8);
+}
+
 } // namespace
 } // namespace mc::fuzz

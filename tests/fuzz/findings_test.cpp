@@ -19,6 +19,28 @@
 namespace mc::fuzz {
 namespace {
 
+// Kernel-level coverage counts launches and rows from the oracle's results: the same seed gives
+// the same counts, in this process or in forked children.
+TEST(KernelCoverage, SameSeedSameCountsIsolatedOrNot) {
+  KernelCampaignOptions o{.seed = 5, .cases_max = 60, .max_size = 35};
+  o.backend = [](const model::LaunchCase& c) { return gpu::run_launch_host(c); };
+  o.out_dir = "";
+  const KernelCampaignReport here = run_kernel_campaign(o);
+  o.isolate = true;
+  const KernelCampaignReport isolated = run_kernel_campaign(o);
+  ASSERT_EQ(here.first_failing(), nullptr);
+  EXPECT_EQ(here.coverage.counts, isolated.coverage.counts);
+  std::int64_t launches = 0;
+  for (const auto& [kind, n] : here.cases_by_kind) {
+    EXPECT_EQ(here.coverage.count("launch-" + kind), n) << kind;
+    launches += n;
+  }
+  EXPECT_EQ(launches, 60);
+  EXPECT_EQ(here.coverage.count("same-block-shift"), 49);
+  EXPECT_EQ(here.coverage.count("skipped-row"), 9);
+  EXPECT_EQ(here.coverage.count("ds-bias"), 9);
+}
+
 TEST(RunTally, EveryRunTheSameFailureIsDeterministic) {
   RunTally t;
   for (int i = 0; i < 6; ++i)
@@ -192,6 +214,7 @@ TEST(CaseVerdict, JsonRoundTripKeepsEveryField) {
     EXPECT_EQ(back.copies, v.copies);
     EXPECT_EQ(back.arena_bytes, v.arena_bytes);
     EXPECT_EQ(back.backend_error, v.backend_error);
+    EXPECT_EQ(back.coverage.counts, v.coverage.counts);
   }
   EXPECT_EQ(compared, 3);
 }

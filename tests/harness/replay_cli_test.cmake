@@ -29,6 +29,23 @@ endif()
 file(READ ${WORK_DIR}/replay.xml junit)
 expect_in("${junit}" "failures=\"0\"")
 
+# Coverage: the replay's report carries the counts;
+# --require-coverage fails a run or replay that never reached a feature (exit 1, named).
+string(JSON preemptions GET "${report}" coverage counts preemption)
+string(JSON slot_reuse GET "${report}" coverage counts v2-slot-reuse)
+if(preemptions LESS 1 OR slot_reuse LESS 1)
+  message(FATAL_ERROR "replay coverage: ${report}")
+endif()
+run(0 replay ${trace} --require-coverage preemption,v2-slot-reuse)
+run(1 replay ${trace} --require-coverage reset,preemption)
+expect_in("${OUT}" "never reached required feature: reset\n")
+run(1 run --preset tiny-mamba2 --steps 20 --requests 4 --require-coverage all-mode-decode)
+expect_in("${OUT}" "held: oracle and host agree")
+expect_in("${OUT}" "never reached required feature: all-mode-decode")
+run(0 run --preset tiny-mamba2 --mode all --steps 40 --requests 4 --require-coverage all-mode-decode)
+run_input_error(replay ${trace} --require-coverage nonsense)
+run_input_error(run --require-coverage skipped-row) # a kernel-level feature
+
 # A runner mutant: the replay names the step and the line of the first difference.
 run(1 replay ${trace} --runner-mutant slot_reused_without_reset --report ${WORK_DIR}/bad.json)
 expect_in("${OUT}" "MISMATCH at step")

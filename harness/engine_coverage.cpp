@@ -1,0 +1,140 @@
+// Engine-level coverage from the steps that ran (engine_coverage.h).
+#include "harness/engine_coverage.h"
+
+#include "model/errors.h"
+
+namespace mc::harness {
+namespace {
+
+std::string_view prefix_hit_class(std::int32_t computed_tokens, std::int32_t block_size) {
+  const std::int32_t blocks = computed_tokens / block_size;
+  return blocks == 0   ? "prefix-hit-none"
+         : blocks == 1 ? "prefix-hit-1-block"
+                       : "prefix-hit-several-blocks";
+}
+
+} // namespace
+
+EngineCoverageCounter::EngineCoverageCounter(const model::Layout& layout) : layout_(layout) {}
+
+void EngineCoverageCounter::count(const model::Step& step, const oracle::engine::StepRecord& record,
+                                  std::optional<std::int64_t> aborts) {
+  count_requests(step, aborts);
+  // Tokens computed before the step: every scheduled request is listed as new or cached.
+  std::unordered_map<std::string_view, std::int32_t> computed;
+  for (const model::NewRequestData& n : step.new_requests)
+    computed[n.req_id] = n.num_computed_tokens;
+  for (const model::CachedRequestData& c : step.cached_requests)
+    computed[c.req_id] = c.num_computed_tokens;
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    Request& r = requests_[s.req_id];
+    const auto it = computed.find(s.req_id);
+    count_row(s, it == computed.end() ? 0 : it->second, r);
+    r.last_accepted = s.num_draft_tokens > 0 ? s.num_accepted_tokens : 1;
+    running_.insert(s.req_id);
+  }
+  for (const model::LaunchRecord& l : record.launches) {
+    model::count_launch(coverage_, {.layout = &layout_,
+                                    .kind = l.kind,
+                                    .num_reqs = static_cast<std::int32_t>(step.scheduled.size()),
+                                    .after = &l.requests,
+                                    .decisions = l.decisions});
+    // The slots of a V2 step, once: preprocess_align is its first launch and maps every row.
+    if (l.kind == model::LaunchKind::preprocess_align) count_slots(step, l);
+  }
+}
+
+// The scheduler's order within a step: last step's finishes (and this step's aborts), the reset
+// that force-preempts every running request, preemptions, then new and resumed requests.
+void EngineCoverageCounter::count_requests(const model::Step& step,
+                                           std::optional<std::int64_t> aborts) {
+  for (const std::string& id : step.finished_req_ids) {
+    const auto it = requests_.find(id);
+    // A waiting request cannot finish by itself: it was aborted.
+    if (!aborts && it != requests_.end() && it->second.waiting) coverage_.add("abort");
+    if (it != requests_.end()) requests_.erase(it);
+    running_.erase(id);
+  }
+  if (aborts) coverage_.add("abort", *aborts);
+  if (step.reset_prefix_cache) {
+    coverage_.add("reset");
+    for (const std::string& id : running_) {
+      Request& r = requests_[id];
+      r.waiting = true;
+      r.forced = true;
+    }
+    running_.clear();
+  }
+  for (const std::string& id : step.preempted_req_ids) {
+    coverage_.add("preemption");
+    Request& r = requests_[id];
+    r.waiting = true;
+    r.forced = false;
+    running_.erase(id);
+  }
+  const std::int32_t block_size = layout_.config.mamba_block_size;
+  for (const model::NewRequestData& n : step.new_requests) {
+    requests_[n.req_id] =
+        Request{.prompt_len = static_cast<std::int32_t>(n.prompt_token_ids.size())};
+    coverage_.add(prefix_hit_class(n.num_computed_tokens, block_size));
+  }
+  for (const model::CachedRequestData& c : step.cached_requests) {
+    if (!c.resumed) continue;
+    Request& r = requests_[c.req_id];
+    coverage_.add(prefix_hit_class(c.num_computed_tokens, block_size));
+    if (r.forced) coverage_.add("resume-after-reset");
+    coverage_.add(r.last_accepted > 1 ? "resume-after-accepted-drafts"
+                                      : "resume-without-accepted-drafts");
+    r.waiting = false;
+    r.forced = false;
+  }
+}
+
+// A prefill chunk by the block boundaries it reaches; a decode by whether its accepted tokens
+// reach one (the post-step save copies then: REFERENCE.md 2) and how many drafts it accepted.
+void EngineCoverageCounter::count_row(const model::ScheduledRequest& s,
+                                      std::int32_t computed_before, const Request& r) {
+  const std::int64_t B = layout_.config.mamba_block_size;
+  const bool all_mode = layout_.config.mode == model::CacheMode::all;
+  const std::int64_t c = computed_before;
+  const bool decode =
+      s.num_draft_tokens > 0 || (s.num_scheduled_tokens == 1 && computed_before >= r.prompt_len);
+  if (!decode) {
+    const std::int64_t crossed = (c + s.num_scheduled_tokens) / B - c / B;
+    coverage_.add(crossed == 0   ? "prefill-crosses-0"
+                  : crossed == 1 ? "prefill-crosses-1"
+                                 : "prefill-crosses-several");
+    if (all_mode && c % B != 0) coverage_.add("all-mode-chunk-mid-block");
+    return;
+  }
+  if (all_mode) coverage_.add("all-mode-decode");
+  const std::int32_t a = s.num_accepted_tokens;
+  if ((c + a) / B == c / B) return;
+  ++coverage_.decode_crossings_by_accepted[a];
+  if (s.num_draft_tokens == 0)
+    coverage_.add("decode-crosses-no-drafts");
+  else if (a == 1)
+    coverage_.add("decode-crosses-none-accepted");
+  else if (a == 1 + s.num_draft_tokens)
+    coverage_.add("decode-crosses-all-accepted");
+  else
+    coverage_.add("decode-crosses-some-accepted");
+}
+
+void EngineCoverageCounter::count_slots(const model::Step& step,
+                                        const model::LaunchRecord& launch) {
+  const std::vector<std::int32_t>& map = launch.requests.idx_mapping;
+  MC_ASSERT(map.size() == step.scheduled.size());
+  for (std::size_t b = 0; b < map.size(); ++b) {
+    const std::int32_t slot = map[b];
+    if (slot < 0) continue;
+    if (static_cast<std::size_t>(slot) >= slot_owner_.size())
+      slot_owner_.resize(static_cast<std::size_t>(slot) + 1);
+    std::string& owner = slot_owner_[static_cast<std::size_t>(slot)];
+    const std::string& id = step.scheduled[b].req_id;
+    if (!owner.empty() && owner != id) coverage_.add("v2-slot-reuse");
+    owner = id;
+  }
+}
+
+} // namespace mc::harness

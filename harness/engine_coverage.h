@@ -1,0 +1,52 @@
+// Engine-level coverage (model/coverage.h), counted from the steps the lockstep loop ran: the
+// scheduler's step as the oracle consumed it and the oracle's record of it (its launches, their
+// decisions and arrays). Nothing is taken from the generator or the scheduler's intentions, so
+// a recorded trace counts the same on replay as the run that recorded it did, except aborts,
+// which a step lists among the finished requests: a run knows them from its scheduler, a
+// replay only where the aborted request was waiting (preempted, not yet resumed).
+#pragma once
+
+#include "model/coverage.h"
+#include "model/layout.h"
+#include "model/step.h"
+#include "oracle/engine/runner.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace mc::harness {
+
+class EngineCoverageCounter {
+public:
+  explicit EngineCoverageCounter(const model::Layout& layout);
+
+  // One step that ran on both sides. `aborts`: the requests the scheduler aborted in this
+  // step, when the steps come from a scheduler; nullopt for a trace.
+  void count(const model::Step& step, const oracle::engine::StepRecord& record,
+             std::optional<std::int64_t> aborts);
+
+  const model::Coverage& coverage() const { return coverage_; }
+
+private:
+  struct Request {
+    std::int32_t prompt_len = 0;
+    std::int32_t last_accepted = 1; // of its last decode with drafts; 1 otherwise
+    bool waiting = false;           // preempted (or force-preempted) and not resumed yet
+    bool forced = false;            // force-preempted by reset_prefix_cache
+  };
+  void count_requests(const model::Step& step, std::optional<std::int64_t> aborts);
+  void count_row(const model::ScheduledRequest& s, std::int32_t computed_before, const Request& r);
+  void count_slots(const model::Step& step, const model::LaunchRecord& launch);
+
+  const model::Layout& layout_;
+  model::Coverage coverage_ = model::Coverage::empty(model::CoverageLevel::engine);
+  std::unordered_map<std::string, Request> requests_;
+  std::unordered_set<std::string> running_; // scheduled and neither finished nor preempted
+  std::vector<std::string> slot_owner_;     // V2: the request each slot served last
+};
+
+} // namespace mc::harness

@@ -1,0 +1,131 @@
+// Engine-level coverage (harness/engine_coverage.h) of library traces whose preemptions,
+// resets, prefix hits and acceptances are known, count by count; and the same counts from a
+// run and from the replay of its recorded trace.
+#include "harness/engine_coverage.h"
+
+#include "harness/library.h"
+#include "harness/replay.h"
+#include "harness/simulate.h"
+#include "model/presets.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+namespace mc::harness {
+namespace {
+
+using Counts = std::map<std::string, std::int64_t>;
+
+ReplayResult replay_scenario(const std::string& name) {
+  const ReplayResult r = replay_file(default_library_dir() / (name + ".jsonl"), ReplayOptions{});
+  EXPECT_TRUE(r.held()) << r.summary();
+  return r;
+}
+
+// The features of `counts` that are not 0.
+Counts reached(const model::Coverage& c) {
+  Counts out;
+  for (const auto& [name, n] : c.counts)
+    if (n > 0) out[name] = n;
+  return out;
+}
+
+std::int64_t launches(const model::Coverage& c) {
+  std::int64_t n = 0;
+  for (const auto& [name, count] : c.counts)
+    if (name.starts_with("launch-")) n += count;
+  return n;
+}
+
+// Two resets force-preempt the running requests (never listed as preempted); each comes back
+// resumed. The counts of the trace's steps, tallied by hand from its lines.
+TEST(EngineCoverage, StaleIndexAfterResetCountsEveryResetAndForcedResume) {
+  const ReplayResult r = replay_scenario("a-stale-index-after-reset");
+  const model::Coverage& c = r.coverage;
+  EXPECT_EQ(c.count("reset"), 2);
+  EXPECT_EQ(c.count("preemption"), 0);
+  EXPECT_EQ(c.count("resume-after-reset"), 6);
+  EXPECT_EQ(c.count("resume-after-accepted-drafts"), 3);
+  EXPECT_EQ(c.count("resume-without-accepted-drafts"), 3);
+  EXPECT_EQ(c.count("prefix-hit-none"), 9);
+  EXPECT_EQ(c.count("prefill-crosses-0"), 6);
+  EXPECT_EQ(c.count("prefill-crosses-1"), 3);
+  EXPECT_EQ(c.count("prefill-crosses-several"), 15);
+  EXPECT_EQ(c.count("decode-crosses-none-accepted"), 1);
+  EXPECT_EQ(c.count("decode-crosses-some-accepted"), 7);
+  EXPECT_EQ(c.count("decode-crosses-all-accepted"), 12);
+  EXPECT_EQ(c.decode_crossings_by_accepted,
+            (std::map<std::int32_t, std::int64_t>{{1, 1}, {2, 7}, {3, 12}}));
+  EXPECT_EQ(c.count("abort"), 0);
+  EXPECT_EQ(c.count("v2-slot-reuse"), 0); // a V1 trace
+  EXPECT_EQ(launches(c), r.stats.launches);
+}
+
+// A small pool preempts decoding requests; they resume, most from a prefix hit of several
+// blocks, one after a decode that accepted drafts.
+TEST(EngineCoverage, AcceptedAfterPreemptionCountsPreemptionsResumesAndHits) {
+  const ReplayResult r = replay_scenario("a-accepted-after-preemption");
+  const model::Coverage& c = r.coverage;
+  EXPECT_EQ(c.count("preemption"), 13);
+  EXPECT_EQ(c.count("preemption"), r.stats.preemptions);
+  EXPECT_EQ(c.count("resume-after-accepted-drafts"), 1);
+  EXPECT_EQ(c.count("resume-without-accepted-drafts"), 11);
+  EXPECT_EQ(c.count("resume-after-reset"), 0);
+  EXPECT_EQ(c.count("prefix-hit-none"), 11);
+  EXPECT_EQ(c.count("prefix-hit-1-block"), 0);
+  EXPECT_EQ(c.count("prefix-hit-several-blocks"), 12);
+  EXPECT_EQ(c.count("prefix-hit-several-blocks") + c.count("prefix-hit-1-block"),
+            r.stats.prefix_hits);
+  EXPECT_EQ(c.count("decode-crosses-none-accepted"), 7);
+  EXPECT_EQ(c.count("decode-crosses-some-accepted"), 11);
+  EXPECT_EQ(c.count("decode-crosses-all-accepted"), 16);
+  EXPECT_EQ(c.count("launch-preprocess_align"), c.count("launch-postprocess_align"));
+  EXPECT_EQ(c.count("launch-postprocess"), 0); // V2
+  EXPECT_EQ(launches(c), r.stats.launches);
+}
+
+// Eight requests through fewer slots: each slot a finished request frees is taken by a later one.
+TEST(EngineCoverage, V2SlotReuseIsCountedFromTheLaunchedSlots) {
+  const ReplayResult r = replay_scenario("g-v2-slot-reuse");
+  EXPECT_EQ(r.coverage.count("v2-slot-reuse"), 6);
+  EXPECT_EQ(r.coverage.count("prefix-hit-none"), 8);
+}
+
+TEST(EngineCoverage, AllModeChunksStartingMidBlockAreCounted) {
+  const ReplayResult r = replay_scenario("h-all-mode-prefill");
+  EXPECT_GT(r.coverage.count("all-mode-chunk-mid-block"), 0);
+  EXPECT_EQ(r.coverage.count("launch-precopy") + r.coverage.count("launch-postprocess"), 0);
+}
+
+// What a run counts is what the replay of its trace counts, except aborts: the run knows them
+// from its scheduler, the trace only when the aborted request was waiting.
+TEST(EngineCoverage, RunAndReplayOfItsTraceCountTheSame) {
+  const std::filesystem::path trace =
+      std::filesystem::temp_directory_path() / "mc_engine_coverage_run.jsonl";
+  const model::Preset& preset = model::find_preset("tiny-mamba2");
+  SimulationOptions o{.config = preset.config, .spec = preset.spec, .preset = "tiny-mamba2"};
+  o.config.runner = model::RunnerFlavour::v2;
+  o.engine.runner.flavour = model::RunnerFlavour::v2;
+  o.spec.num_blocks = 12;
+  o.num_steps = 300;
+  o.num_requests = 24;
+  o.seed = 3;
+  o.engine.scheduler.reset_prefix_cache_per_million = 20'000;
+  o.record = trace;
+  const SimulationResult run = simulate(o);
+  ASSERT_TRUE(run.held());
+  const ReplayResult replayed = replay_file(trace, ReplayOptions{});
+  ASSERT_TRUE(replayed.held()) << replayed.summary();
+  EXPECT_EQ(reached(run.coverage), reached(replayed.coverage));
+  EXPECT_GT(run.coverage.count("preemption"), 0);
+  EXPECT_GT(run.coverage.count("reset"), 0);
+  EXPECT_GT(run.coverage.count("v2-slot-reuse"), 0);
+  EXPECT_EQ(run.coverage.count("preemption"), run.report.preemptions);
+  EXPECT_EQ(run.coverage.count("reset"), run.report.resets);
+  std::filesystem::remove(trace);
+}
+
+} // namespace
+} // namespace mc::harness
