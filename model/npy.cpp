@@ -1,6 +1,7 @@
 #include "model/npy.h"
 
 #include "model/errors.h"
+#include "model/touched_pages.h"
 
 #include <fmt/ranges.h>
 
@@ -358,11 +359,14 @@ void write_npy(const std::filesystem::path& file, NpyDtype dtype,
            kPrefixBytesV1);
   const std::int64_t data_offset = static_cast<std::int64_t>(kPrefixBytesV1) + header_bytes;
   const std::int64_t size = static_cast<std::int64_t>(data.size());
-  // All-zero chunks are left as holes: a sparse arena stays sparse on disk.
-  for (std::int64_t off = 0; off < size; off += kHoleBytes) {
-    const std::int64_t len = std::min(kHoleBytes, size - off);
-    if (!all_zero(data.data() + off, len))
-      write_at(fd, file, data.data() + off, len, data_offset + off);
+  // Pages never touched and all-zero chunks are left as holes: a sparse arena stays sparse on
+  // disk, and its untouched pages are never read (model/touched_pages.h).
+  for (const ByteSpan& span : touched_spans(data.data(), size)) {
+    for (std::int64_t off = span.offset; off < span.end(); off += kHoleBytes) {
+      const std::int64_t len = std::min(kHoleBytes, span.end() - off);
+      if (!all_zero(data.data() + off, len))
+        write_at(fd, file, data.data() + off, len, data_offset + off);
+    }
   }
   if (::ftruncate(fd.get(), data_offset + size) != 0)
     fail_input("{}: cannot write: {}", file.string(), errno_text());
