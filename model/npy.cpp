@@ -35,6 +35,16 @@ std::string errno_text() {
 }
 
 // An open file descriptor, closed on scope exit.
+// A write that failed: a full disk or a file size limit is the machine's (exit 3); anything
+// else (a path that cannot be written) the user's (exit 2).
+[[noreturn]] void fail_write(const std::filesystem::path& file) {
+  const int error = errno;
+  const std::string what = fmt::format("{}: cannot write: {}", file.string(), errno_text());
+  if (error == ENOSPC || error == EFBIG || error == EDQUOT || error == EIO)
+    throw EnvironmentError(what);
+  throw InputError(what);
+}
+
 class Fd {
 public:
   Fd(const std::filesystem::path& file, int flags) : fd_(::open(file.c_str(), flags, 0644)) {
@@ -50,7 +60,7 @@ public:
   void close(const std::filesystem::path& file) {
     const int fd = fd_;
     fd_ = -1;
-    if (::close(fd) != 0) fail_input("{}: cannot write: {}", file.string(), errno_text());
+    if (::close(fd) != 0) fail_write(file);
   }
 
 private:
@@ -62,7 +72,7 @@ void write_at(const Fd& fd, const std::filesystem::path& file, const std::byte* 
   while (size > 0) {
     const ssize_t n = ::pwrite(fd.get(), data, static_cast<std::size_t>(size), offset);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail_input("{}: cannot write: {}", file.string(), errno_text());
+    if (n <= 0) fail_write(file);
     data += n;
     size -= n;
     offset += n;
@@ -368,8 +378,7 @@ void write_npy(const std::filesystem::path& file, NpyDtype dtype,
         write_at(fd, file, data.data() + off, len, data_offset + off);
     }
   }
-  if (::ftruncate(fd.get(), data_offset + size) != 0)
-    fail_input("{}: cannot write: {}", file.string(), errno_text());
+  if (::ftruncate(fd.get(), data_offset + size) != 0) fail_write(file);
   fd.close(file);
 }
 
