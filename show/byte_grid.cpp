@@ -23,6 +23,16 @@ std::string tensor_text(const model::StateTensor& t, std::int32_t index) {
                      index);
 }
 
+// Which elements of a block differ, as a hash: blocks of two layers that differ alike match.
+std::uint64_t pattern_of(const model::StateTensor& t, const std::byte* e, const std::byte* a) {
+  const std::int64_t n = t.elem_size;
+  std::uint64_t hash = 1469598103934665603ULL; // FNV-1a over the differing element indices
+  for (std::int64_t i = 0; i < t.natural_bytes / n; ++i)
+    if (std::memcmp(e + i * n, a + i * n, static_cast<std::size_t>(n)) != 0)
+      hash = (hash ^ static_cast<std::uint64_t>(i)) * 1099511628211ULL;
+  return hash;
+}
+
 // The natural bytes of (t, block) in both arenas: counts, pattern and the window drawn.
 BlockDiff block_diff(const model::StateTensor& t, std::int32_t index, std::int64_t block,
                      const std::byte* e, const std::byte* a, std::int64_t arena_offset) {
@@ -185,27 +195,41 @@ ArenaDiff diff_arenas(const model::Layout& layout, std::span<const model::Arena>
                       std::span<const model::Arena> actual, std::size_t blocks_max) {
   ArenaDiff out;
   const std::size_t arenas = std::min({expected.size(), actual.size(), layout.arenas.size()});
-  for (std::size_t ai = 0; ai < arenas; ++ai) {
-    const std::int64_t page = layout.arenas[ai].page_bytes;
-    const std::int64_t size = std::min(expected[ai].size_bytes(), actual[ai].size_bytes());
-    std::vector<std::int32_t> tensors; // of this arena, in offset order
-    for (std::size_t i = 0; i < layout.tensors.size(); ++i)
-      if (layout.tensors[i].arena == static_cast<std::int32_t>(ai))
-        tensors.push_back(static_cast<std::int32_t>(i));
-    for (std::int64_t block = 0; (block + 1) * page <= size; ++block) {
+  std::vector<std::vector<std::int32_t>> tensors(arenas); // per arena, in offset order
+  for (std::size_t i = 0; i < layout.tensors.size(); ++i)
+    if (static_cast<std::size_t>(layout.tensors[i].arena) < arenas)
+      tensors[static_cast<std::size_t>(layout.tensors[i].arena)].push_back(
+          static_cast<std::int32_t>(i));
+  std::int64_t blocks = 0;
+  for (std::size_t ai = 0; ai < arenas; ++ai)
+    blocks = std::max(blocks, std::min(expected[ai].size_bytes(), actual[ai].size_bytes()) /
+                                  layout.arenas[ai].page_bytes);
+  using Key = std::tuple<std::int32_t, std::int32_t, std::int64_t, std::uint64_t>;
+  std::map<Key, std::size_t> kept;
+  // Block by block, every arena: the layers of one block come together and collapse.
+  for (std::int64_t block = 0; block < blocks; ++block)
+    for (std::size_t ai = 0; ai < arenas; ++ai) {
+      const std::int64_t page = layout.arenas[ai].page_bytes;
+      if ((block + 1) * page > std::min(expected[ai].size_bytes(), actual[ai].size_bytes()))
+        continue;
       const std::byte* e = expected[ai].data() + block * page;
       const std::byte* a = actual[ai].data() + block * page;
       if (std::memcmp(e, a, static_cast<std::size_t>(page)) == 0) continue;
       std::vector<std::uint8_t> covered(static_cast<std::size_t>(page), 0);
-      for (const std::int32_t ti : tensors) {
+      for (const std::int32_t ti : tensors[ai]) {
         const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(ti)];
         std::fill_n(covered.begin() + t.offset_bytes, t.natural_bytes, 1);
         const std::byte* te = e + t.offset_bytes;
         const std::byte* ta = a + t.offset_bytes;
         if (std::memcmp(te, ta, static_cast<std::size_t>(t.natural_bytes)) == 0) continue;
         ++out.blocks_differing;
-        if (out.blocks.size() < blocks_max)
+        const Key key{t.group, t.state, block, pattern_of(t, te, ta)};
+        if (const auto it = kept.find(key); it != kept.end()) {
+          out.blocks[it->second].like_layers.push_back(t.layer);
+        } else if (out.blocks.size() < blocks_max) {
+          kept.emplace(key, out.blocks.size());
           out.blocks.push_back(block_diff(t, ti, block, te, ta, block * page + t.offset_bytes));
+        }
       }
       std::int64_t padding = 0, first = -1;
       for (std::int64_t i = 0; i < page; ++i)
@@ -219,7 +243,6 @@ ArenaDiff diff_arenas(const model::Layout& layout, std::span<const model::Arena>
                                           "the first at byte {} of the {}-byte page",
                                           ai, block, padding, first, page));
     }
-  }
   return out;
 }
 
@@ -236,25 +259,14 @@ std::string byte_grids_html(const model::Layout& layout, const ArenaDiff& diff,
                          : "");
   for (const std::string& p : diff.padding)
     out += fmt::format("<p class=\"bad\">{}</p>\n", escape(p));
-  // Layers alike: the same group, state, block and differing elements.
-  using Key = std::tuple<std::int32_t, std::int32_t, std::int64_t, std::uint64_t>;
-  std::map<Key, std::size_t> first_of;
-  std::vector<std::vector<std::int32_t>> like(diff.blocks.size());
-  std::vector<bool> drawn(diff.blocks.size(), true);
-  for (std::size_t i = 0; i < diff.blocks.size(); ++i) {
-    const BlockDiff& d = diff.blocks[i];
-    const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(d.tensor)];
-    const auto [it, inserted] = first_of.try_emplace(Key{t.group, t.state, d.block, d.pattern}, i);
-    if (inserted) continue;
-    drawn[i] = false;
-    like[it->second].push_back(t.layer);
+  std::int64_t shown = 0;
+  for (const BlockDiff& d : diff.blocks) {
+    out += block_html(layout, d, expected_name, actual_name, id_prefix, d.like_layers);
+    shown += 1 + static_cast<std::int64_t>(d.like_layers.size());
   }
-  for (std::size_t i = 0; i < diff.blocks.size(); ++i)
-    if (drawn[i])
-      out += block_html(layout, diff.blocks[i], expected_name, actual_name, id_prefix, like[i]);
-  if (diff.blocks_differing > static_cast<std::int64_t>(diff.blocks.size()))
+  if (diff.blocks_differing > shown)
     out += fmt::format("<p class=\"note\">{} more differing (tensor, block) pairs not drawn</p>\n",
-                       diff.blocks_differing - static_cast<std::int64_t>(diff.blocks.size()));
+                       diff.blocks_differing - shown);
   return out;
 }
 

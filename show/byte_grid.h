@@ -44,10 +44,14 @@ struct BlockDiff {
   std::vector<std::uint8_t> actual;
   std::vector<std::uint8_t> differs;    // per window element: 1 where the bytes differ
   std::vector<std::uint8_t> poison;     // per window element: 1 where actual is poison
+  std::vector<std::int32_t> like_layers; // other layers whose same block differs alike
 };
 
 struct ArenaDiff {
-  std::vector<BlockDiff> blocks;      // the first blocks_max differing (tensor, block) pairs
+  // The first blocks_max differing (tensor, block) pairs of distinct kinds, block by block;
+  // a pair like one kept (same group, state, block and differing elements) is counted in
+  // that one's like_layers instead.
+  std::vector<BlockDiff> blocks;
   std::int64_t blocks_differing = 0;  // all of them
   std::int64_t padding_bytes = 0;     // differing bytes in page padding (outside every tensor)
   std::vector<std::string> padding;   // the first few such runs, named by arena and block

@@ -171,7 +171,9 @@ struct KernelPicture {
         nulls += t.at(row, col) == model::kNullBlockId;
         pads += t.at(row, col) == model::kPadSlot;
       }
-    f.signature = f.slot < 0 ? "skipped"
+    f.signature = fmt::format("{}{}{}{}", f.differs ? "D" : "", f.touches_diff ? "T" : "",
+                              f.aliases ? "A" : "", f.shares.empty() ? "" : "S");
+    f.signature += f.slot < 0 ? "skipped"
                   : ex.empty()
                       ? fmt::format("none n{} p{} {}", nulls, pads, accepted_text(c, r.expected, f.slot))
                       : fmt::format("copy {} {} n{} p{} {}", ex.front().dst_col - ex.front().src_col,
@@ -249,9 +251,13 @@ struct KernelPicture {
     std::map<std::string, std::int32_t> first_of;
     std::map<std::int32_t, std::vector<std::int64_t>> alike;
     std::vector<std::int32_t> drawn;
+    bool first_bad_drawn = false;
     for (std::int32_t row = 0; row < c.num_reqs; ++row) {
       const RowFacts& f = all[static_cast<std::size_t>(row)];
-      const bool special = f.differs || f.touches_diff || f.aliases || !f.shares.empty();
+      // The first row whose result differs is always drawn on its own; others, failing ones
+      // too, collapse with the rows that behave alike.
+      const bool special = (f.differs || f.touches_diff) && !first_bad_drawn;
+      first_bad_drawn = first_bad_drawn || special;
       if (!special) {
         const auto [it, inserted] = first_of.try_emplace(f.signature, row);
         if (!inserted) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 namespace mc::show {
@@ -20,29 +21,56 @@ constexpr int kArcBelow = 26;
 constexpr int kRowGap = 6;
 constexpr int kLabelLineH = 13;
 
-// The columns drawn: every column of a narrow table; of a wide one, the ends and the columns
-// within two of an arrow's ends. -1 in the result stands for a run of left-out columns.
-std::vector<std::int32_t> shown_columns(std::span<const TableRow> rows, std::int32_t width) {
-  std::vector<std::int32_t> out;
-  if (width <= kColsShownMax) {
-    for (std::int32_t c = 0; c < width; ++c)
-      out.push_back(c);
-    return out;
+// One box of a drawn line: a column, or a run of columns drawn as one box (a run of null
+// blocks or pad slots, or columns far from every arrow in a wide row).
+struct Segment {
+  std::int32_t from = 0, to = 0; // columns [from, to)
+  enum Kind : std::uint8_t { column, nulls, pads, gap } kind = column;
+};
+
+// The boxes of one group line: every column of a short plain row; runs of three or more null
+// blocks or pad slots that no arrow touches become one box; a line still wider than
+// kColsShownMax keeps its ends and the columns within two of an arrow's ends.
+std::vector<Segment> segments_of(const GroupRow& g) {
+  const auto width = static_cast<std::int32_t>(g.block_ids.size());
+  std::set<std::int32_t> ends;
+  for (const Arrow& a : g.arrows) {
+    ends.insert(a.src_col);
+    ends.insert(a.dst_col);
   }
-  std::set<std::int32_t> keep = {0, 1, width - 2, width - 1};
-  for (const TableRow& row : rows)
-    for (const GroupRow& g : row.groups)
-      for (const Arrow& a : g.arrows)
-        for (const std::int32_t end : {a.src_col, a.dst_col})
-          for (std::int32_t c = end - 2; c <= end + 2; ++c)
-            if (c >= 0 && c < width) keep.insert(c);
-  std::int32_t last = -1;
-  for (const std::int32_t c : keep) {
-    if (c > last + 1) out.push_back(-1);
-    out.push_back(c);
-    last = c;
+  std::vector<Segment> out;
+  for (std::int32_t c = 0; c < width;) {
+    const std::int32_t b = g.block_ids[static_cast<std::size_t>(c)];
+    std::int32_t e = c;
+    if (b <= 0)
+      while (e < width && g.block_ids[static_cast<std::size_t>(e)] == b && !ends.contains(e))
+        ++e;
+    if (e - c >= 3) {
+      out.push_back({c, e, b == 0 ? Segment::nulls : Segment::pads});
+      c = e;
+      continue;
+    }
+    out.push_back({c, c + 1, Segment::column});
+    ++c;
   }
-  return out;
+  if (static_cast<std::int32_t>(out.size()) <= kColsShownMax) return out;
+  const auto near = [&](std::int32_t c) {
+    if (c < 2 || c >= width - 2) return true;
+    for (const std::int32_t e : ends)
+      if (c >= e - 2 && c <= e + 2) return true;
+    return false;
+  };
+  std::vector<Segment> kept;
+  for (const Segment& seg : out) {
+    if (seg.kind != Segment::column || near(seg.from)) {
+      kept.push_back(seg);
+    } else if (!kept.empty() && kept.back().kind == Segment::gap) {
+      kept.back().to = seg.to;
+    } else {
+      kept.push_back({seg.from, seg.to, Segment::gap});
+    }
+  }
+  return kept;
 }
 
 std::string cell_svg(std::int32_t block, const std::string& extra, int x, int y,
@@ -83,22 +111,39 @@ std::string arrow_svg(const Arrow& a, int x_src, int x_dst, int y_top, int y_bot
 } // namespace
 
 std::string table_rows_svg(std::span<const TableRow> rows, std::int32_t row_width) {
-  const std::vector<std::int32_t> cols = shown_columns(rows, row_width);
-  std::vector<int> x_of(static_cast<std::size_t>(std::max(row_width, 0)), -1);
-  for (std::size_t i = 0; i < cols.size(); ++i)
-    if (cols[i] >= 0) x_of[static_cast<std::size_t>(cols[i])] = kLabelW + static_cast<int>(i) * kCellW;
-  const int width = kLabelW + static_cast<int>(cols.size()) * kCellW + 20;
+  std::vector<std::vector<std::vector<Segment>>> lines; // per row, per group
+  bool compressed = false;
+  std::size_t boxes_max = 0;
+  for (const TableRow& row : rows) {
+    lines.emplace_back();
+    for (const GroupRow& g : row.groups) {
+      lines.back().push_back(segments_of(g));
+      compressed = compressed || lines.back().back().size() != g.block_ids.size();
+      boxes_max = std::max(boxes_max, lines.back().back().size());
+    }
+  }
+  const int width = kLabelW + static_cast<int>(std::max<std::size_t>(
+                                  boxes_max, static_cast<std::size_t>(std::max(row_width, 0)) *
+                                                 (compressed ? 0 : 1))) *
+                                  kCellW +
+                    20;
+  const int svg_width = std::max(width, 760);
   std::string body;
   int y = 14;
-  // Column numbers on top.
-  for (std::size_t i = 0; i < cols.size(); ++i)
-    if (cols[i] >= 0)
+  if (!compressed) { // one header of column numbers; compressed lines number their own cells
+    for (std::int32_t c = 0; c < row_width; ++c)
       body += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-                          kLabelW + static_cast<int>(i) * kCellW + kCellW / 2 - 1, y, cols[i]);
-  body += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\" text-anchor=\"end\">column</text>\n",
-                      kLabelW - 8, y);
+                          kLabelW + c * kCellW + kCellW / 2 - 1, y, c);
+    body += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\" text-anchor=\"end\">column</text>\n",
+                        kLabelW - 8, y);
+  } else {
+    body += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\">small numbers over the boxes: "
+                        "columns; runs of null blocks and pad slots are one box</text>\n",
+                        kLabelW, y);
+  }
   y += 4;
-  for (const TableRow& row : rows) {
+  for (std::size_t ri = 0; ri < rows.size(); ++ri) {
+    const TableRow& row = rows[ri];
     // Each group line has room for its own arrows: over it (above) and under it (below).
     std::vector<std::pair<bool, bool>> room;
     int lines_h = 0;
@@ -107,7 +152,7 @@ std::string table_rows_svg(std::span<const TableRow> rows, std::int32_t row_widt
       for (const Arrow& a : g.arrows)
         (a.below ? below : above) = true;
       room.push_back({above, below});
-      lines_h += (above ? kArcAbove : 4) + kCellH + (below ? kArcBelow : 4);
+      lines_h += (above ? kArcAbove : compressed ? 10 : 4) + kCellH + (below ? kArcBelow : 4);
     }
     const int label_h = static_cast<int>(row.label.size()) * kLabelLineH + 6;
     const int height = std::max(lines_h + 4, label_h);
@@ -122,42 +167,51 @@ std::string table_rows_svg(std::span<const TableRow> rows, std::int32_t row_widt
     int gy = y;
     for (std::size_t gi = 0; gi < row.groups.size(); ++gi) {
       const GroupRow& g = row.groups[gi];
-      gy += room[gi].first ? kArcAbove : 4;
+      const std::vector<Segment>& segs = lines[ri][gi];
+      gy += room[gi].first ? kArcAbove : compressed ? 10 : 4;
       if (row.groups.size() > 1)
         body += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\" text-anchor=\"end\">g{}</text>",
                             kLabelW - 4, gy + 14, gi);
-      for (std::size_t i = 0; i < cols.size(); ++i) {
+      std::map<std::int32_t, int> x_of; // column -> x of its box
+      for (std::size_t i = 0; i < segs.size(); ++i) {
+        const Segment& seg = segs[i];
         const int x = kLabelW + static_cast<int>(i) * kCellW;
-        if (cols[i] < 0) {
-          const std::int32_t from = i > 0 ? cols[i - 1] + 1 : 0;
-          const std::int32_t to = i + 1 < cols.size() ? cols[i + 1] : row_width;
-          body += fmt::format("<rect class=\"gap\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
-                              "data-t=\"columns {}-{} not drawn\"/><text x=\"{}\" y=\"{}\" "
-                              "text-anchor=\"middle\" class=\"lbl\">\u2026{}</text>",
-                              x, gy, kCellW - 2, kCellH, from, to - 1, x + kCellW / 2 - 1, gy + 14,
-                              to - from);
+        if (seg.kind == Segment::column) {
+          const auto c = static_cast<std::size_t>(seg.from);
+          x_of[seg.from] = x;
+          body += cell_svg(g.block_ids[c], c < g.cell_css.size() ? g.cell_css[c] : "", x, gy,
+                           seg.from);
+          if (compressed)
+            body += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" "
+                                "font-size=\"7\">{}</text>",
+                                x + kCellW / 2 - 1, gy - 2, seg.from);
           continue;
         }
-        const auto c = static_cast<std::size_t>(cols[i]);
-        if (c >= g.block_ids.size()) continue;
-        body += cell_svg(g.block_ids[c], c < g.cell_css.size() ? g.cell_css[c] : "", x, gy,
-                         cols[i]);
+        const char* cls = seg.kind == Segment::nulls ? "null" : seg.kind == Segment::pads ? "pad" : "gap";
+        const char* what = seg.kind == Segment::nulls  ? "null"
+                           : seg.kind == Segment::pads ? "pad"
+                                                       : "\u2026";
+        body += fmt::format("<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+                            "data-t=\"columns {}-{}: {}\"/><text x=\"{}\" y=\"{}\" "
+                            "text-anchor=\"middle\" font-size=\"8\" pointer-events=\"none\">{}"
+                            "\u00d7{}</text>",
+                            cls, x, gy, kCellW - 2, kCellH, seg.from, seg.to - 1,
+                            seg.kind == Segment::nulls  ? "null blocks"
+                            : seg.kind == Segment::pads ? "pad slots"
+                                                        : "not drawn",
+                            x + kCellW / 2 - 1, gy + 14, what, seg.to - seg.from);
       }
       for (const Arrow& a : g.arrows) {
-        const auto in = [&](std::int32_t col) {
-          return col >= 0 && col < row_width && x_of[static_cast<std::size_t>(col)] >= 0;
-        };
-        if (!in(a.src_col) || !in(a.dst_col)) continue;
-        body += arrow_svg(a, x_of[static_cast<std::size_t>(a.src_col)] + kCellW / 2 - 1,
-                          x_of[static_cast<std::size_t>(a.dst_col)] + kCellW / 2 - 1, gy,
-                          gy + kCellH);
+        if (!x_of.contains(a.src_col) || !x_of.contains(a.dst_col)) continue;
+        body += arrow_svg(a, x_of[a.src_col] + kCellW / 2 - 1, x_of[a.dst_col] + kCellW / 2 - 1,
+                          gy, gy + kCellH);
       }
       gy += kCellH + (room[gi].second ? kArcBelow : 4);
     }
     body += "</g>\n";
     y += height + kRowGap;
   }
-  return fmt::format("<svg class=\"tables\" width=\"{}\" height=\"{}\">\n{}</svg>\n", width, y + 4,
+  return fmt::format("<svg class=\"tables\" width=\"{}\" height=\"{}\">\n{}</svg>\n", svg_width, y + 4,
                      body);
 }
 
