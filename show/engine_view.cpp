@@ -50,8 +50,9 @@ Timeline build_timeline(const EngineReport& r) {
   Timeline t;
   const std::size_t n = r.views.size();
   t.end = n;
-  if (n > kStepsDrawnMax) {
-    if (const auto f = failing_index(r)) t.end = std::min(n, *f + 3);
+  if (n > kStepsDrawnMax) { // the window ends just after the failing step, or is the first one
+    const std::optional<std::size_t> f = failing_index(r);
+    t.end = std::min(n, std::max(f ? *f + 3 : 0, kStepsDrawnMax));
     t.first = t.end - kStepsDrawnMax;
   }
   const std::size_t drawn = t.end - t.first;
