@@ -15,8 +15,8 @@ namespace {
 
 constexpr std::size_t kPaddingRunsShownMax = 8;
 constexpr int kCellPx = 13;
-constexpr int kLabelPx = 44; // room for the row labels left of a grid
-constexpr int kTopPx = 30;   // room for the axis name and the column labels
+constexpr int kLabelPx = 84; // room for the row labels left of a grid
+constexpr int kTopPx = 46;   // room for the side's name, the axis name and the column labels
 
 std::string tensor_text(const model::StateTensor& t, std::int32_t index) {
   return fmt::format("group {} layer {} state {} (tensor {})", t.group, t.layer, t.shape.name,
@@ -108,10 +108,10 @@ std::string grid_svg(const BlockDiff& d, const GridAxes& axes, std::int32_t elem
 
 // Labels of one grid's axes: the axis names, every few column indices, every row index.
 std::string axes_svg(const BlockDiff& d, const GridAxes& axes, int x, int y, std::string_view side) {
-  std::string out = fmt::format("<text class=\"big\" x=\"{}\" y=\"{}\">{}</text>", x, y - 18,
+  std::string out = fmt::format("<text class=\"big\" x=\"{}\" y=\"{}\">{}</text>", x, y - 32,
                                 escape(side));
-  out += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{} \u2192</text>",
-                     x + static_cast<int>(d.cols) * kCellPx, y - 18, escape(axes.col_label));
+  out += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\">{} \u2192</text>", x, y - 18,
+                     escape(axes.col_label));
   const std::int64_t step = d.cols > 16 ? 4 : d.cols > 8 ? 2 : 1;
   for (std::int64_t c = 0; c < d.cols; c += step)
     out += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\">{}</text>", x + c * kCellPx + 1,
@@ -132,7 +132,7 @@ std::string block_html(const model::Layout& layout, const BlockDiff& d,
   const GridAxes axes = grid_axes(t);
   const int grid_w = static_cast<int>(d.cols) * kCellPx;
   const int grid_h = static_cast<int>(d.rows) * kCellPx;
-  const int second_x = kLabelPx + grid_w + kLabelPx + 10;
+  const int second_x = kLabelPx + std::max(grid_w, 160) + kLabelPx + 10;
   std::string out = fmt::format(
       "<div class=\"bytes\" id=\"{}-t{}-b{}\">\n<h3>{}, block {}: {} of {} elements differ "
       "({} bytes each; first: {})</h3>\n",
