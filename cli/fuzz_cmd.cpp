@@ -152,6 +152,7 @@ void print_finding(const fuzz::KernelCampaignOptions& c, const fuzz::KernelFindi
                              cx.shrink_tried);
   std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n", cx.shrunk_dir.string(),
                            cx.original_dir.string());
+  if (!cx.picture.empty()) std::cout << fmt::format("  picture: {}\n", cx.picture.string());
   std::cout << fmt::format("  reproduce: mambacheck case {} {} --check{}\n", cx.shrunk_dir.string(),
                            backend_args,
                            f.signature.classification == fuzz::Classification::nondeterministic

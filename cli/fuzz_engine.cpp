@@ -81,6 +81,7 @@ void print_finding(const fuzz::EngineFinding& f) {
     std::cout << fmt::format("  counterexample: {} (before shrinking: {}), report {}\n",
                              cx.shrunk_trace.string(), cx.original_trace.string(),
                              (cx.dir / "report.txt").string());
+  if (!cx.picture.empty()) std::cout << fmt::format("  picture: {}\n", cx.picture.string());
   if (!cx.steps_view.empty())
     std::cout << fmt::format("  steps as the oracle saw them: {}\n", cx.steps_view.string());
   std::cout << fmt::format("  reproduce: {}\n", cx.reproduce);

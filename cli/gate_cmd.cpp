@@ -140,10 +140,10 @@ StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     if (const fuzz::KernelFinding* f = r.first_failing()) {
       s.passed = false;
       s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: mambacheck case {} --backend {} "
-                             "--check)",
+                             "--check; picture: {})",
                              seed, f->counterexample->failure, f->signature.to_string(),
                              f->runs.summary(), f->counterexample->shrunk_dir.string(),
-                             c.backend_name);
+                             c.backend_name, f->counterexample->picture.string());
       return s;
     }
     const std::int64_t top_up =
@@ -191,9 +191,10 @@ StageResult engine_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     coverage.merge(r.coverage);
     if (const fuzz::EngineFinding* f = r.first_failing()) {
       s.passed = false;
-      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {})", seed,
+      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", seed,
                              f->counterexample->failure, f->signature.to_string(),
-                             f->runs.summary(), f->counterexample->reproduce);
+                             f->runs.summary(), f->counterexample->reproduce,
+                             f->counterexample->picture.string());
       return s;
     }
     const std::int64_t top_up =

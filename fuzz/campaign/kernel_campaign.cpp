@@ -9,6 +9,7 @@
 #include "model/interrupt.h"
 #include "model/request_arrays.h"
 #include "oracle/launch.h"
+#include "show/pictures.h"
 
 #include <fmt/format.h>
 
@@ -28,8 +29,10 @@ double seconds_since(Clock::time_point start) {
 // The report files of a saved case: what failed, how reliably, and the case.
 void write_reports(const LaunchSpec& spec, const KernelFinding& finding, const RunTally& runs,
                    const std::optional<Difference>& difference, const std::string& failure,
-                   const std::filesystem::path& dir) {
+                   const KernelCampaignOptions& options, const std::filesystem::path& dir) {
   nlohmann::json report = {{"failure", failure},
+                           {"backend", options.backend_name},
+                           {"mutant", options.mutant_name},
                            {"signature", finding.signature.to_string()},
                            {"classification", to_string(finding.signature.classification)},
                            {"runs", runs.runs},
@@ -48,6 +51,34 @@ void write_reports(const LaunchSpec& spec, const KernelFinding& finding, const R
       text << fmt::format("  run {}: {}\n", i + 1, finding.rows_in_runs[i]);
   }
   text << "\n" << describe(spec) << "\n";
+}
+
+// report.html beside report.txt: the backend runs the saved case once more for the actual
+// bytes (in a forked child where the campaign isolates its runs); `can_run` false: the device
+// is lost, only the oracle's side is drawn. Returns the file, or empty when it was not written.
+std::filesystem::path write_picture(const LaunchSpec& spec, const KernelFinding& finding,
+                                    const RunTally& runs, const std::string& failure,
+                                    const KernelCampaignOptions& options, bool can_run,
+                                    const std::filesystem::path& dir) {
+  const model::LaunchCase launch = materialize(spec);
+  const std::string backend_args = fmt::format(
+      "--backend {}{}", options.backend_name,
+      options.mutant_name.empty() ? "" : " --mutant " + options.mutant_name);
+  show::Header header{
+      .title = fmt::format("kernel counterexample: {}, {} rows", model::to_string(launch.kind),
+                           launch.num_reqs),
+      .source = dir.generic_string(),
+      .failure = failure,
+      .signature = finding.signature.to_string(),
+      .rate = fmt::format("{} ({})", runs.summary(), to_string(runs.classify())),
+      .reproduce = fmt::format("mambacheck case {} {} --check", dir.generic_string(), backend_args)};
+  const std::string actual_name =
+      fmt::format("{}{}", options.backend_name,
+                  options.mutant_name.empty() ? "" : ", mutant " + options.mutant_name);
+  const std::filesystem::path file = dir / "report.html";
+  const std::string html = show::kernel_picture(launch, can_run ? options.backend : LaunchRunner{},
+                                                options.isolate, actual_name, std::move(header));
+  return show::write_picture(file, html) ? file : std::filesystem::path();
 }
 
 void save_spec(const LaunchSpec& spec, const std::filesystem::path& dir) {
@@ -89,7 +120,9 @@ public:
     const std::string stem = fmt::format("kernel-seed{}", case_seed);
     cx.original_dir = options_.out_dir / (stem + "-original");
     save_spec(drawn.value(), cx.original_dir);
-    write_reports(drawn.value(), f, f.runs, first.difference, f.failure, cx.original_dir);
+    write_reports(drawn.value(), f, f.runs, first.difference, f.failure, options_,
+                  cx.original_dir);
+    write_picture(drawn.value(), f, f.runs, f.failure, options_, can_rerun, cx.original_dir);
 
     ShrinkOutcome shrunk{.spec = drawn.value(), .saved_runs = f.runs};
     CaseVerdict last = first;
@@ -110,7 +143,10 @@ public:
     cx.shrink_kept = shrunk.kept;
     cx.shrunk_dir = options_.out_dir / stem;
     save_spec(shrunk.spec, cx.shrunk_dir);
-    write_reports(shrunk.spec, f, cx.saved_runs, cx.difference, cx.failure, cx.shrunk_dir);
+    write_reports(shrunk.spec, f, cx.saved_runs, cx.difference, cx.failure, options_,
+                  cx.shrunk_dir);
+    cx.picture =
+        write_picture(shrunk.spec, f, cx.saved_runs, cx.failure, options_, can_rerun, cx.shrunk_dir);
     f.counterexample = std::move(cx);
     return f;
   }

@@ -111,6 +111,7 @@ struct Counterexample {
   bool shrink_kept = true;       // false: no smaller case reproduced, the original is saved
   std::filesystem::path original_dir;
   std::filesystem::path shrunk_dir;
+  std::filesystem::path picture; // shrunk_dir/report.html; empty when it was not written
 };
 
 // One signature of a campaign: its first case, rerun and shrunk, and how often it recurred.

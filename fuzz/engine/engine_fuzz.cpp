@@ -7,6 +7,7 @@
 #include "model/interrupt.h"
 #include "model/presets.h"
 #include "scenarios/trace.h"
+#include "show/pictures.h"
 
 #include <fmt/format.h>
 
@@ -95,7 +96,11 @@ nlohmann::ordered_json counterexample_json(const EngineCounterexample& cx) {
           {"reproduce", cx.reproduce},
           {"replay", cx.replay},
           {"steps_view", cx.steps_view.generic_string()},
-          {"shrunk", cx.shrink_kept}};
+          {"shrunk", cx.shrink_kept},
+          {"signature", cx.signature},
+          {"rate", fmt::format("{} ({})", cx.saved_runs.summary(),
+                               to_string(cx.saved_runs.classify()))},
+          {"picture", cx.picture.generic_string()}};
 }
 
 std::string counterexample_text(const EngineCounterexample& cx) {
@@ -185,6 +190,34 @@ void keep_reproducible(ShrinkResult& s, const EngineCase& original,
   kept = false;
 }
 
+// report.html beside report.txt: the shrunk trace replayed against the backend under test
+// (with the campaign's kernel and runner mutants; a scheduler mutant's steps are in the trace).
+std::filesystem::path write_engine_picture(const EngineCounterexample& cx,
+                                           const EngineFuzzOptions& o, const EngineCase& c) {
+  show::EnginePictureOptions p{.isolate = o.isolate};
+  p.replay.executor = o.executor;
+  p.replay.v1_copy_path = c.engine.runner.v1_copy_path;
+  p.replay.kernel_mutant = o.kernel_mutant;
+  p.replay.runner_mutant = o.runner_mutant;
+  p.actual_name = fmt::format("{}{}", o.backend_name, mutant_args(o));
+  p.header = {.title = fmt::format("engine counterexample: case seed {}, {} steps, {} requests",
+                                   cx.case_seed, cx.steps, cx.requests),
+              .source = cx.shrunk_trace.generic_string(),
+              .failure = cx.failure,
+              .signature = engine_signature(c, cx.difference).to_string(),
+              .rate = fmt::format("{} ({})", cx.saved_runs.summary(),
+                                  to_string(cx.saved_runs.classify())),
+              .reproduce = fmt::format("{}\n(the trace: {})", cx.reproduce, cx.replay)};
+  const std::filesystem::path file = cx.dir / "report.html";
+  try {
+    return show::write_picture(file, show::engine_picture(cx.shrunk_trace, p))
+               ? file
+               : std::filesystem::path();
+  } catch (const std::exception&) {
+    return {}; // a picture is an extra: the trace and the reports stand without it
+  }
+}
+
 // `can_rerun` false: the device context is lost, nothing more runs in this process; the
 // original case is saved unshrunk.
 EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const EngineRunOptions& run,
@@ -233,6 +266,8 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
   if (!problem.empty()) cx.replay = fmt::format("(trace not written: {})", problem);
   if (problem.empty() && write_steps_view(cx.shrunk_trace, s.best, cx.dir / "steps.jsonl"))
     cx.steps_view = cx.dir / "steps.jsonl";
+  cx.signature = engine_signature(s.best, cx.difference).to_string();
+  if (problem.empty()) cx.picture = write_engine_picture(cx, o, s.best);
   std::ofstream(cx.dir / "report.json") << counterexample_json(cx).dump(2) << "\n";
   std::ofstream(cx.dir / "report.txt") << counterexample_text(cx);
   return cx;

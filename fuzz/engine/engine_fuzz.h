@@ -82,6 +82,8 @@ struct EngineCounterexample {
   std::string replay;               // mambacheck replay TRACE ... (the shrunk trace)
   RunTally saved_runs;              // reruns of the saved (shrunk) case
   bool shrink_kept = true; // false: no smaller case reproduced, the original is saved
+  std::string signature;            // of the shrunk case's failure
+  std::filesystem::path picture;    // dir/report.html, or empty when it was not written
 };
 
 // One signature of a campaign: its first case, rerun and shrunk, and how often it recurred.
