@@ -49,6 +49,8 @@ COMMANDS = [
                  "--time-budget-per-mutant", "20s"], {
         "--backend": NAME, "--level": NAME, "--time-budget-per-mutant": DURATION,
         "--seed": SEED, "--max-size": COUNT + ["101"], "--only": NAME}),
+    ("show", [TRACE, "--out", os.path.join(WORK, "show.html")], {
+        "--backend": NAME, "--mutant": NAME}),
     ("bench", ["--engine", "--steps", "1"], {
         "--preset": NAME, "--requests": COUNT, "--steps": COUNT, "--max-running": COUNT,
         "--token-budget": COUNT, "--pool-blocks": COUNT, "--num-spec": COUNT,

@@ -40,6 +40,7 @@ def writers(out):
           "--out", f"{out}/mutants"], None),
         (["case", case, "--report", f"{out}/c.json"], f"{out}/c.json"),
         (["case", case, "--backend", "host", "--out", f"{out}/case-out"], None),
+        (["show", TRACE, "--out", f"{out}/show.html"], f"{out}/show.html"),
         (["bench", "--engine", "--steps", "5", "--json", f"{out}/b.json"], f"{out}/b.json"),
     ]
 
