@@ -12,6 +12,7 @@
 #include "cli/junit.h"
 #include "cli/output_paths.h"
 #include "cli/progress.h"
+#include "cli/shard_option.h"
 #include "fuzz/campaign/kernel_campaign.h"
 #include "gpu/mutant.h"
 #include "model/errors.h"
@@ -56,6 +57,8 @@ struct FuzzOptions {
   std::vector<std::string> skip_signatures;
   std::int64_t resume_from = 0; // the index of the first case (an interrupted campaign's)
   std::vector<std::string> require_coverage; // features every level run must reach, or all
+  ShardOptions shard_options;                // --shard K/N, --shards N
+  fuzz::Shard shard;                         // chosen from those or the scheduler's environment
 
   // Under a time budget a campaign goes on after a finding unless told otherwise.
   bool keeps_going() const { return keep_going || (!time_budget.empty() && !stop_at_first); }
@@ -106,6 +109,7 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Bac
   c.repeat = o.repeat;
   c.skip_signatures = o.skip_signatures;
   c.first_case = o.resume_from;
+  c.shard = o.shard;
   return c;
 }
 
@@ -257,6 +261,15 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   if (!r.stopped.empty()) std::cout << "kernel level: stopped early: " << r.stopped << "\n";
   report = fuzz::to_json(c, r);
   if (worker) report["external"] = o.external;
+  // What decides which cases are drawn, so that `mambacheck merge` can refuse shards of
+  // different campaigns; and how to replay each counterexample, for its JUnit case.
+  if (!o.kinds.empty()) report["kinds"] = o.kinds;
+  if (!o.focus.empty()) report["focus"] = o.focus;
+  for (nlohmann::json& finding : report["findings"])
+    if (finding.contains("counterexample"))
+      finding["counterexample"]["reproduce"] =
+          fmt::format("mambacheck case {} {} --check",
+                      finding["counterexample"]["shrunk_dir"].get<std::string>(), backend_args);
   const std::vector<std::string> missing = report_coverage(required, r.coverage);
   if (!required.empty()) report["coverage_missing"] = missing;
   const int coverage_exit = missing.empty() ? kExitOk : kExitMismatch;
@@ -279,7 +292,12 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   return r.first_failing() != nullptr ? kExitMismatch : coverage_exit;
 }
 
-int run_fuzz(const FuzzOptions& o) {
+int run_fuzz(FuzzOptions o) {
+  const ShardChoice shard = choose_shard(o.shard_options);
+  o.shard = shard.shard;
+  o.report = with_shard_index(o.report, o.shard);
+  o.junit = with_shard_index(o.junit, o.shard);
+  o.out = with_shard_index(o.out, o.shard);
   if (o.level != "kernel" && o.level != "engine" && o.level != "both")
     model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
   if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
@@ -330,6 +348,7 @@ int run_fuzz(const FuzzOptions& o) {
   if (backend == backends::Backend::oracle)
     model::fail_input("--backend: fuzz compares the oracle with host or cuda");
   backends::require_backend(backend);
+  if (!shard.source.empty()) std::cout << "fuzz: " << shard_line(shard) << "\n";
   std::vector<model::CoverageLevel> levels;
   if (o.level != "engine") levels.push_back(model::CoverageLevel::kernel);
   if (o.level != "kernel") levels.push_back(model::CoverageLevel::engine);
@@ -373,6 +392,7 @@ int run_fuzz(const FuzzOptions& o) {
                                                   .isolate = !o.no_isolate,
                                                   .case_timeout = o.case_timeout,
                                                   .first_case = o.resume_from,
+                                                  .shard = o.shard,
                                                   .required_coverage = required});
     exit_code = std::max(exit_code, e.exit_code);
     junit.insert(junit.end(), e.junit.begin(), e.junit.end());
@@ -444,6 +464,7 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                   "A known finding's signature (as printed): counted, not shrunk, not failing "
                   "(repeatable)");
   add_require_coverage_option(*cmd, o->require_coverage);
+  add_shard_options(*cmd, o->shard_options);
   cmd->callback([o, &action] { action = [o] { return run_fuzz(*o); }; });
 }
 

@@ -106,6 +106,7 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   o.repeat = q.repeat;
   o.skip_signatures = q.skip_signatures;
   o.first_case = q.first_case;
+  o.shard = q.shard;
   Progress progress("fuzz engine", q.cases > 0 ? q.cases : 0);
   o.on_case = [&progress](std::int64_t, std::int64_t steps, const fuzz::EngineCase& c) {
     progress.tick(fmt::format("{} steps, {}", steps, c.preset));

@@ -273,8 +273,9 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     return v;
   };
   FindingRecorder recorder(options, judge);
-  std::int64_t i = options.first_case;
-  for (; i < options.cases_max; ++i) {
+  const std::int64_t stride = options.shard.count;
+  std::int64_t i = first_case_of(options.shard, options.first_case);
+  for (; i < options.cases_max; i += stride) {
     if (options.seconds_max > 0 && seconds_since(start) > options.seconds_max) break;
     if (model::interrupted()) {
       report.interrupted = model::interrupt_signal();
@@ -309,12 +310,12 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
       report.stopped = fmt::format(
           "the device faulted on case seed {} and the CUDA context of this process is lost; "
           "the cases after it did not run (continue with --resume-from {})",
-          case_seed, i + 1);
-      ++i;
+          case_seed, i + stride);
+      i += stride;
       break;
     }
     if (!options.keep_going && report.first_failing() != nullptr) {
-      ++i;
+      i += stride;
       break;
     }
   }
@@ -330,6 +331,7 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                       {"seed", options.seed},
                       {"max_size", options.max_size},
                       {"reruns", options.reruns},
+                      {"cases_max", options.cases_max},
                       {"cases", report.cases},
                       {"cases_by_kind", report.cases_by_kind},
                       {"cases_by_size_class", report.cases_by_size_class},
@@ -341,6 +343,10 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
   if (!report.stopped.empty()) j["stopped"] = report.stopped;
   if (!report.backend_replaced.empty()) j["backend_replaced"] = report.backend_replaced;
   if (options.first_case > 0) j["first_case"] = options.first_case;
+  if (!options.shard.whole())
+    j["shard"] = {{"index", options.shard.index}, {"count", options.shard.count}};
+  if (options.keep_going) j["keep_going"] = true;
+  if (!options.skip_signatures.empty()) j["skip_signatures"] = options.skip_signatures;
   if (report.interrupted != 0)
     j["interrupted"] = {{"signal", model::signal_name(report.interrupted)},
                         {"cases_done", report.cases},
@@ -359,7 +365,8 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                             {"first_case_seed", f.first_case_seed},
                             {"size", f.first_size},
                             {"cases", f.cases},
-                            {"skipped", f.skipped}};
+                            {"skipped", f.skipped},
+                            {"failure", f.failure}};
     nlohmann::json rates = {{"signature", f.signature.to_string()},
                             {"runs", f.runs.runs},
                             {"failed_runs", f.runs.failed}};

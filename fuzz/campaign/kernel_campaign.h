@@ -15,6 +15,7 @@
 #include "fuzz/findings.h"
 #include "fuzz/gen_launch.h"
 #include "fuzz/run_case.h"
+#include "fuzz/shard.h"
 #include "model/coverage.h"
 #include "model/launch.h"
 
@@ -41,6 +42,7 @@ struct KernelCampaignOptions {
   std::uint64_t seed = 1;
   std::int64_t cases_max = 1000; // stop after this many cases...
   std::int64_t first_case = 0;   // the index of the first case run (a resumed campaign)
+  Shard shard;                   // runs the cases of this shard only (fuzz/shard.h)
   double seconds_max = 0.0;      // ...or after this long (0: no time limit)
   int max_size = 100;            // generator size parameter, 0..100
   GenOptions gen = GenOptions::host_default();

@@ -90,6 +90,7 @@ nlohmann::ordered_json counterexample_json(const EngineCounterexample& cx) {
           {"shrink_steps", cx.shrink_steps},
           {"shrink_tried", cx.shrink_tried},
           {"shrunk_case", to_json(cx.shrunk)},
+          {"case", cx.description},
           {"original_trace", cx.original_trace.generic_string()},
           {"shrunk_trace", cx.shrunk_trace.generic_string()},
           {"reproduce", cx.reproduce},
@@ -307,8 +308,9 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   EngineFuzzReport report;
-  std::int64_t i = o.first_case;
-  for (; i < o.cases_max; ++i) {
+  const std::int64_t stride = o.shard.count;
+  std::int64_t i = first_case_of(o.shard, o.first_case);
+  for (; i < o.cases_max; i += stride) {
     if (o.seconds_max > 0 && elapsed() >= o.seconds_max) break;
     if (model::interrupted()) {
       report.interrupted = model::interrupt_signal();
@@ -344,12 +346,12 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
       report.stopped = fmt::format(
           "the device faulted on case seed {} and the CUDA context of this process is lost; "
           "the cases after it did not run (continue with --resume-from {})",
-          case_seed, i + 1);
-      ++i;
+          case_seed, i + stride);
+      i += stride;
       break;
     }
     if (!o.keep_going && report.first_failing() != nullptr) {
-      ++i;
+      i += stride;
       break;
     }
   }
@@ -378,6 +380,9 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"held", r.first_failing() == nullptr}};
   if (!r.stopped.empty()) j["stopped"] = r.stopped;
   if (o.first_case > 0) j["first_case"] = o.first_case;
+  if (!o.shard.whole()) j["shard"] = {{"index", o.shard.index}, {"count", o.shard.count}};
+  if (o.keep_going) j["keep_going"] = true;
+  if (!o.skip_signatures.empty()) j["skip_signatures"] = o.skip_signatures;
   if (r.interrupted != 0)
     j["interrupted"] = {{"signal", model::signal_name(r.interrupted)},
                         {"cases_done", r.cases},

@@ -17,6 +17,7 @@
 
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
+#include "fuzz/shard.h"
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,7 @@ struct EngineFuzzOptions {
   std::uint64_t seed = 1;
   std::int64_t cases_max = 200; // stop after this many cases...
   std::int64_t first_case = 0;  // the index of the first case run (a resumed campaign)
+  Shard shard;                  // runs the cases of this shard only (fuzz/shard.h)
   double seconds_max = 0.0;     // ...or after this long (0: no time limit)
   int max_size = kEngineSizeMax;
   EngineCaseFixed fixed;
