@@ -34,6 +34,7 @@ struct EngineLevelRequest {
   double case_timeout = 300.0;
   std::int64_t first_case = 0; // --resume-from
   fuzz::Shard shard;           // --shard, or the scheduler's
+  int jobs = 1;                // cases at once (isolated only)
   model::CoverageRequirement required_coverage; // a required feature never reached: exit 1
 };
 
