@@ -17,6 +17,7 @@
 
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
+#include "fuzz/shard.h"
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,10 @@ struct EngineFuzzOptions {
   std::uint64_t seed = 1;
   std::int64_t cases_max = 200; // stop after this many cases...
   std::int64_t first_case = 0;  // the index of the first case run (a resumed campaign)
+  Shard shard;                  // runs the cases of this shard only (fuzz/shard.h)
+  // Cases run at once, each in a forked child (isolated only). Outcomes are taken in case order,
+  // so the report is the same for any number of jobs.
+  int jobs = 1;
   double seconds_max = 0.0;     // ...or after this long (0: no time limit)
   int max_size = kEngineSizeMax;
   EngineCaseFixed fixed;

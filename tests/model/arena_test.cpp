@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace mc::model {
@@ -94,6 +95,33 @@ TEST(TouchedPages, CloneAndCompareTouchNothingNew) {
   EXPECT_EQ(c.first_difference(b), 300 * page);
   std::memset(c.data() + 300 * page, 0, static_cast<std::size_t>(3 * page));
   EXPECT_EQ(c.first_difference(b), size - 3);
+}
+
+// A forked child (every isolated case runs in one) answers for its own pages, not its
+// parent's: a page the child writes is touched there, and one only the parent wrote is not.
+TEST(TouchedPages, AForkedChildSeesItsOwnPages) {
+  if (!page_map_available()) GTEST_SKIP() << "/proc/self/pagemap does not answer here";
+  const std::int64_t page = page_bytes();
+  Arena child_only(16 * page);
+  Arena parent_only(16 * page);
+  for (Arena* x : {&child_only, &parent_only})
+    ASSERT_EQ(::madvise(x->data(), static_cast<std::size_t>(16 * page), MADV_NOHUGEPAGE), 0);
+  ASSERT_TRUE(child_only.touched().empty()); // the parent has asked before it forks
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    child_only.data()[5 * page] = std::byte{1};
+    const std::vector<ByteSpan> spans = child_only.touched();
+    const bool ok = spans.size() == 1 && spans[0].offset == 5 * page && spans[0].size == page;
+    ::_exit(ok ? 0 : 1);
+  }
+  parent_only.data()[3 * page] = std::byte{1};
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child read another process's page table";
+  EXPECT_TRUE(child_only.touched().empty());
+  EXPECT_EQ(parent_only.touched().size(), 1u);
 }
 
 TEST(TouchedPages, UnionMergesOverlapsAndNeighbours) {
