@@ -224,8 +224,10 @@ TEST(Npy, SparseArenaPastFourGiBNeverHeldTwice) {
   const std::int64_t rss_before = rss_bytes();
   read_npy_data(file, header, b.bytes());
   EXPECT_LT(rss_bytes() - rss_before, std::int64_t{64} << 20);
+  // Three written ranges; under THP each can back up to two huge pages where the arena is not
+  // 2 MiB aligned (AddressSanitizer's allocator does not align it), so 16 MiB, not gigabytes.
   if (page_map_available()) {
-    EXPECT_LE(touched_bytes(b), std::int64_t{8} << 20);
+    EXPECT_LE(touched_bytes(b), std::int64_t{16} << 20);
   }
   for (std::int64_t i = 0; i < 3000; ++i)
     ASSERT_EQ(static_cast<std::uint8_t>(b.data()[far + i]), poison_byte(far + i)) << i;
