@@ -28,6 +28,7 @@ endif()
 run(0 mutants --list)
 if(NOT OUT MATCHES "precopy_guard_by_address +kernel +D +precopy skips a row"
    OR NOT OUT MATCHES "all_boundary_count_from_length +engine +H +all mode counts"
+   OR NOT OUT MATCHES "all_record_after_any_step +engine +A +all mode's postprocess records"
    OR NOT OUT MATCHES "table_row_from_slot +kernel +X +\\[out of bounds\\] V2 kinds"
    OR NOT OUT MATCHES "prefix_hit_one_block_short +engine +C +a new or resumed request"
    OR NOT OUT MATCHES "spec_blocks_left_behind +engine +X +when the running block advances")

@@ -27,7 +27,7 @@ TEST(ForwardBytes, TemporalBytesEqualFillTemporal) {
     std::vector<unsigned char> got(size);
     const ForwardOp op{.is_temporal = 1, .hash = hash};
     const ForwardTensor tensor{.natural_bytes = static_cast<std::int64_t>(size), .is_temporal = 1};
-    forward_temporal(op, tensor, 5, got.data(), 0, 1);
+    forward_temporal(op, tensor, 5, 0, got.data(), 0, 1);
     ASSERT_EQ(std::memcmp(expected.data(), got.data(), size), 0) << size;
   }
 }
