@@ -302,7 +302,7 @@ TEST(EngineFuzz, SameSeedSameCoverageIsolatedOrNot) {
     by_accepted += n;
   EXPECT_EQ(decodes, by_accepted);
   EXPECT_EQ(here.coverage.count("preemption"), 8);
-  EXPECT_EQ(here.coverage.count("prefix-hit-several-blocks"), 2);
+  EXPECT_EQ(here.coverage.count("prefix-hit-several-blocks"), 3);
   EXPECT_EQ(to_json(o, here)["coverage"]["counts"]["preemption"], 8);
 }
 
