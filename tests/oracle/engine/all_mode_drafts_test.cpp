@@ -48,7 +48,7 @@ EngineOptions walk_options() {
 
 Table table_of(const Engine& e) { return e.scheduler().blocks().find("r0")->groups[0].block_ids; }
 
-std::int32_t read_column(const Engine& e) {
+std::int32_t read_column(Engine& e) {
   const std::optional<ReadPoint> rp = e.runner().read_point("r0");
   return rp ? rp->state_idx : -1;
 }
@@ -73,11 +73,12 @@ TEST_P(AllModeDecode, ReadsAtTheRecordPlusAcceptedUnlessAllAccepted) {
   EXPECT_EQ(row.num_scheduled_tokens, 3);
   EXPECT_EQ(row.num_draft_tokens, 2);
   EXPECT_EQ(table_of(e), (Table{1, 2, 3, 4, 5, 6}));
-  // The decode's writes, by column: boundary 12, the final state, the two draft prefixes.
+  // The decode's writes by column, in token order: the prefix of 11 tokens, the boundary 12
+  // and the prefix of 12, then the state after all 13.
   std::vector<std::int32_t> cols;
   for (const BlockAccess& w : e.last_record().access.writes)
     if (w.tensor == 1) cols.push_back(w.col); // the first temporal tensor
-  EXPECT_EQ(cols, (std::vector<std::int32_t>{2, 4, 5, 3}));
+  EXPECT_EQ(cols, (std::vector<std::int32_t>{4, 2, 5, 3}));
   EXPECT_EQ(read_column(e), a == 3 ? 3 : 3 + a);
   EXPECT_EQ(e.runner().read_point("r0")->num_accepted, a);
   EXPECT_EQ(e.ledger().truth("r0").num_committed, 10 + a);
