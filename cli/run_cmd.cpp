@@ -74,7 +74,7 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
     if (o.num_spec > model::kSpecTokensMax)
       model::fail_input("--num-spec must be in 0..{}, got {}", model::kSpecTokensMax, o.num_spec);
     c.config.num_spec_tokens = o.num_spec;
-    c.config.num_spec_blocks = o.num_spec; // one spec block per draft, in both modes
+    c.config.num_spec_blocks = o.num_spec;             // one spec block per draft, in both modes
   } else if (c.config.mode == model::CacheMode::all) { // all mode drafts only when asked
     c.config.num_spec_tokens = 0;
     c.config.num_spec_blocks = 0;

@@ -61,9 +61,9 @@ void validate_options(const EngineOptions& options, const model::Layout& layout)
 
 // What the engine model can run at all, whoever scheduled the steps: align or all mode, one
 // speculative block per draft (both modes), fewer drafts than the block size in align mode,
-// conv windows that hold the drafts. This is all a replay checks: its steps are given, so scheduling options (token
-// budget, arrival rates, workload lengths) never apply to it. Throws InputError whose text
-// starts with the config field.
+// conv windows that hold the drafts. This is all a replay checks: its steps are given, so
+// scheduling options (token budget, arrival rates, workload lengths) never apply to it. Throws
+// InputError whose text starts with the config field.
 void validate_geometry(const model::Layout& layout);
 
 // The smallest token budget with which a block-aligned split and a whole decode both fit.

@@ -141,8 +141,7 @@ void OracleRunner::execute_all(StepCtx& ctx) {
   std::vector<std::string> resumed;
   for (const model::CachedRequestData& c : step.cached_requests)
     if (c.resumed) resumed.push_back(c.req_id);
-  cleanup_mamba_state_idx(step.finished_req_ids, step.preempted_req_ids, resumed,
-                          mamba_state_idx_);
+  cleanup_mamba_state_idx(step.finished_req_ids, step.preempted_req_ids, resumed, mamba_state_idx_);
   for (const std::string& id : resumed) // its a went with its old row; a fresh one is neutral
     state_of(id, -1).has_accepted = false;
   const std::int32_t B = layout_.config.mamba_block_size;
@@ -163,10 +162,10 @@ void OracleRunner::execute_all(StepCtx& ctx) {
     rows.push_back({.scheduled = &step.scheduled[b],
                     .num_computed = ctx.num_computed[b],
                     .num_accepted = a,
-                    .state_idx = all_mode_read_column(
-                        record == mamba_state_idx_.end() ? std::nullopt
-                                                         : std::optional(record->second),
-                        a, ns, idx.last_computed[b]),
+                    .state_idx = all_mode_read_column(record == mamba_state_idx_.end()
+                                                          ? std::nullopt
+                                                          : std::optional(record->second),
+                                                      a, ns, idx.last_computed[b]),
                     .last_scheduled_col = idx.last_scheduled[b],
                     .first_scheduled_col = idx.first_scheduled[b],
                     .row = &ctx.state[b]->row,

@@ -72,10 +72,14 @@ TEST(RunnerBookkeeping, PostprocessMambaAll) {
   MambaStateIdx idx{{"prefill", 5}, {"decode", 0}, {"chunk", 1}, {"no-drafts", 3}};
   const std::vector<BatchRequest> batch{
       // a full decode, 1 + 2 tokens: (9 + 3 - 1) // 4 = 2.
-      {.req_id = "decode", .num_computed_tokens = 9, .num_scheduled_tokens = 3,
+      {.req_id = "decode",
+       .num_computed_tokens = 9,
+       .num_scheduled_tokens = 3,
        .num_draft_tokens = 2},
       // one ending on a block boundary: (1 + 3 - 1) // 4 = 0.
-      {.req_id = "short", .num_computed_tokens = 1, .num_scheduled_tokens = 3,
+      {.req_id = "short",
+       .num_computed_tokens = 1,
+       .num_scheduled_tokens = 3,
        .num_draft_tokens = 2},
       // anything else is dropped: a prefill chunk, one as long as a full decode, a decode
       // without drafts.

@@ -43,21 +43,40 @@ struct ReadFixture {
   std::vector<ForwardTensor> tensors;
   std::vector<std::int32_t> tokens{7, 8, 9}; // positions 2, 3, 4
   std::uint64_t diffs[2] = {0, 0};
-  ForwardRead read{.batch_row = 0, .col = 1, .num_computed = 4, .token_pos0 = 2,
-                   .token_offset = 0, .hash = 0xabcdef};
+  ForwardRead read{.batch_row = 0,
+                   .col = 1,
+                   .num_computed = 4,
+                   .token_pos0 = 2,
+                   .token_offset = 0,
+                   .hash = 0xabcdef};
 
   ReadFixture() {
     const auto base = reinterpret_cast<std::uint64_t>(arena.data());
-    tensors.push_back({.base_addr = base, .block_stride_bytes = 32, .natural_bytes = 24,
-                       .elem_size = 8, .is_temporal = 1});
-    tensors.push_back({.base_addr = base + 96, .block_stride_bytes = 32, .natural_bytes = 24,
-                       .conv_dim = 3, .conv_width = 4, .history_rows = 2, .elem_size = 2});
+    tensors.push_back({.base_addr = base,
+                       .block_stride_bytes = 32,
+                       .natural_bytes = 24,
+                       .elem_size = 8,
+                       .is_temporal = 1});
+    tensors.push_back({.base_addr = base + 96,
+                       .block_stride_bytes = 32,
+                       .natural_bytes = 24,
+                       .conv_dim = 3,
+                       .conv_width = 4,
+                       .history_rows = 2,
+                       .elem_size = 2});
   }
   ForwardParams params(const std::vector<ForwardOp>& ops = {}) {
-    ForwardParams p{.tensors = tensors.data(), .ops = ops.data(), .tokens = tokens.data(),
-                    .reads = &read, .read_diffs = diffs, .num_tensors = 2,
-                    .num_ops = static_cast<std::int32_t>(ops.size()), .num_reads = 1,
-                    .row_width = 3, .row_stride = 3, .num_blocks = 3};
+    ForwardParams p{.tensors = tensors.data(),
+                    .ops = ops.data(),
+                    .tokens = tokens.data(),
+                    .reads = &read,
+                    .read_diffs = diffs,
+                    .num_tensors = 2,
+                    .num_ops = static_cast<std::int32_t>(ops.size()),
+                    .num_reads = 1,
+                    .row_width = 3,
+                    .row_stride = 3,
+                    .num_blocks = 3};
     p.block_tables[0] = reinterpret_cast<std::uint64_t>(table);
     return p;
   }
@@ -100,8 +119,8 @@ TEST(ForwardBytes, ReadDiffIsZeroExactlyWhereTheExpectedStateIs) {
 TEST(ForwardBytes, AWriteCarriesItsRowsReadDifference) {
   ReadFixture f;
   const ForwardOp temporal{.col = 2, .is_temporal = 1, .hash = 0x1234, .read = 0};
-  const ForwardOp conv{.col = 2, .num_computed = 4, .running = 5, .end = 5, .token_pos0 = 2,
-                       .read = 0};
+  const ForwardOp conv{
+      .col = 2, .num_computed = 4, .running = 5, .end = 5, .token_pos0 = 2, .read = 0};
   const std::vector<ForwardOp> ops{temporal, conv};
   ForwardParams p = f.params(ops);
   for (std::int64_t program = 0; program < 4; ++program)

@@ -46,7 +46,9 @@ EngineOptions walk_options() {
   return o;
 }
 
-Table table_of(const Engine& e) { return e.scheduler().blocks().find("r0")->groups[0].block_ids; }
+Table table_of(const Engine& e) {
+  return e.scheduler().blocks().find("r0")->groups[0].block_ids;
+}
 
 std::int32_t read_column(Engine& e) {
   const std::optional<ReadPoint> rp = e.runner().read_point("r0");
