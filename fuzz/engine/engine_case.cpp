@@ -59,7 +59,8 @@ std::int64_t pool_blocks_min(const EngineCase& c) {
   const std::int64_t per_request =
       c.config.mode == model::CacheMode::align
           ? 3 + c.config.num_spec_blocks
-          : model::cdiv(w.prompt_len_max + w.output_len_max + 1, c.config.mamba_block_size) + 1;
+          : model::cdiv(w.prompt_len_max + w.output_len_max + 1, c.config.mamba_block_size) + 1 +
+                c.config.num_spec_blocks;
   return per_request + 1;
 }
 
@@ -80,18 +81,16 @@ void draw_config(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   constexpr std::array kAttnBlockSizes = {1, 2, 4, 8, 16};
   c.config.attn_block_size = pick(rng, kAttnBlockSizes);
   c.config.mode = rng.chance(150'000) ? model::CacheMode::all : model::CacheMode::align;
-  std::int32_t num_spec = 0;
-  if (c.config.mode == model::CacheMode::align) {
-    const std::int64_t roll = rng.uniform(0, 99);
-    num_spec = roll < 25 ? 0 : roll < 80 ? rng.uniform32(1, 3) : rng.uniform32(4, 8);
-  }
+  // Both modes draw their drafts alike (all mode keeps one speculative column per draft).
+  const std::int64_t roll = rng.uniform(0, 99);
+  std::int32_t num_spec = roll < 25 ? 0 : roll < 80 ? rng.uniform32(1, 3) : rng.uniform32(4, 8);
   // A decode step crossing more than one block boundary (B < 1 + drafts) leaves boundary
   // states no write produced, which the oracle's scheduler still caches (reported as a
   // finding of its own): the generator keeps B >= 1 + drafts.
   num_spec = std::min(num_spec, c.config.mamba_block_size - 1);
   if (fixed.token_budget) num_spec = std::min(num_spec, *fixed.token_budget - 1);
   c.config.num_spec_tokens = num_spec;
-  c.config.num_spec_blocks = c.config.mode == model::CacheMode::align ? num_spec : 0;
+  c.config.num_spec_blocks = num_spec;
   c.config.conv_layout = rng.chance(500'000) ? model::ConvLayout::DS : model::ConvLayout::SD;
   c.engine.runner.flavour =
       rng.chance(500'000) ? model::RunnerFlavour::v2 : model::RunnerFlavour::v1;
@@ -151,15 +150,12 @@ void draw_production(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   if (fixed.block_size) B = *fixed.block_size;
   if (fixed.token_budget) B = std::min(B, *fixed.token_budget);
   c.config.mamba_block_size = B;
-  std::int32_t num_spec = 0;
-  if (mode == model::CacheMode::align) {
-    const std::int64_t roll = rng.uniform(0, 99);
-    num_spec = roll < 25 ? 0 : roll < 75 ? rng.uniform32(1, 3) : rng.uniform32(4, 7);
-  }
+  const std::int64_t roll = rng.uniform(0, 99);
+  std::int32_t num_spec = roll < 25 ? 0 : roll < 75 ? rng.uniform32(1, 3) : rng.uniform32(4, 7);
   num_spec = std::min(num_spec, B - 1);
   if (fixed.token_budget) num_spec = std::min(num_spec, *fixed.token_budget - 1);
   c.config.num_spec_tokens = num_spec;
-  c.config.num_spec_blocks = mode == model::CacheMode::align ? num_spec : 0;
+  c.config.num_spec_blocks = num_spec;
   if (conv_layout == model::ConvLayout::DS && num_spec > 0)
     c.engine.runner.v1_copy_path = oracle::engine::V1CopyPath::precopy;
   oracle::engine::WorkloadOptions& w = c.engine.workload;

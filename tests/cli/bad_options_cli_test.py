@@ -67,7 +67,7 @@ CONFLICTS = [
     ["run", "--steps", "1", "--step-ms", "5"],
     ["run", "--steps", "1", "--hash-block-tokens", "4"],
     ["run", "--steps", "1", "--runner", "v2", "--v1-copy", "precopy"],
-    ["run", "--steps", "1", "--mode", "all", "--num-spec", "2"],
+    ["run", "--steps", "1", "--mode", "all", "--num-spec", "2", "--preset", "tiny-kda"],
     ["bench", "--engine", "--iters", "3"],
     ["replay", TRACE, "--library", os.path.join(SOURCE, "scenarios/library")],
     ["export", "--cases", "1"],

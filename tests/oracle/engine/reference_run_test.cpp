@@ -105,7 +105,7 @@ protected:
     config.mode = rc.mode;
     config.runner = rc.flavour;
     config.num_spec_tokens = rc.num_spec;
-    config.num_spec_blocks = rc.mode == model::CacheMode::align ? rc.num_spec : 0;
+    config.num_spec_blocks = rc.num_spec; // one speculative block per draft, in both modes
     model::LayoutSpec spec = preset.spec;
     spec.num_blocks = rc.num_blocks;
     layout_ = model::build_layout(config, spec);
@@ -195,6 +195,8 @@ INSTANTIATE_TEST_SUITE_P(
                 true},
         RunCase{"tiny-kda", CacheMode::all, RunnerFlavour::v2, V1CopyPath::precopy, 0, 32, false},
         RunCase{"tiny-mamba2", CacheMode::all, RunnerFlavour::v1, V1CopyPath::precopy, 0, 32,
+                false},
+        RunCase{"tiny-gdn", CacheMode::all, RunnerFlavour::v2, V1CopyPath::precopy, 2, 40,
                 false}));
 
 } // namespace
