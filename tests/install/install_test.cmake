@@ -196,6 +196,14 @@ if(NOT rc EQUAL 0)
 endif()
 set(venv ${WORK_DIR}/venv)
 step(venv COMMAND ${PYTHON} -m venv --system-site-packages --without-pip ${venv})
+# A PYTHON that is itself in a virtual environment gives the new one its base's packages only.
+execute_process(COMMAND ${venv}/bin/python -c "import numpy, pip, setuptools, wheel"
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+if(NOT rc EQUAL 0)
+  message("install test: python part skipped (a virtual environment over ${PYTHON} lacks numpy, "
+          "pip, setuptools or wheel: is ${PYTHON} in a virtual environment itself?)")
+  return()
+endif()
 step("pip install" COMMAND ${venv}/bin/python -m pip install --no-build-isolation --no-index
                            ${data}/python)
 step("python imports" COMMAND ${venv}/bin/python -c
