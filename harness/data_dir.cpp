@@ -6,13 +6,13 @@
 
 #include <system_error>
 
-namespace mc::harness {
-namespace {
-
 // MC_DATA_FROM_BIN: the data directory relative to the binary's directory, from the install
 // directories configured (../share/mambacheck by default); MC_SOURCE_DIR: the source tree.
 // Both are defined for this file only (harness/CMakeLists.txt), so no other object file
 // changes with the place the tree was built in.
+namespace mc::harness {
+namespace {
+
 std::filesystem::path own_binary() {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
