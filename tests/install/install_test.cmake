@@ -1,28 +1,25 @@
-# The install test, label install: what a new user does with a release, checked end to end.
-# Two modes:
-#   install.fresh_clone (label install_clone; minutes: it builds the whole binary again, so CI
-#   leaves it out and docs/building.md runs it before a release):
-#     1. git clone the committed tree of SOURCE_DIR into WORK_DIR/src;
-#     2. configure it (no CUDA, no tests), build only the mambacheck binary (and so the two
-#        exported libraries), cmake --install to WORK_DIR/prefix;
-#     3. rename the clone (WORK_DIR/src.moved), so nothing can come from the source tree;
-#   install.build_tree (with -DBUILD_DIR=..., seconds; CI runs it):
-#     1-2. cmake --install BUILD_DIR (the build under test) to WORK_DIR/prefix; the source tree
-#          stays, and the binary must still prefer the prefix's data to it;
-# then both:
+# The install test (ctest install.fresh_clone, label install): what a new user does with a
+# release, checked end to end.
+#   1. git clone the committed tree of SOURCE_DIR into WORK_DIR/src;
+#   2. configure it as the build under test is configured (BUILD_TYPE, SANITIZE, WERROR; no CUDA,
+#      no tests) in the same place relative to its source (src/BUILD_SUBDIR), build only the
+#      mambacheck binary (and so the two exported libraries), cmake --install to WORK_DIR/prefix.
+#      Same flags and the same relative paths: with CCACHE (base_dir the clone, directories not
+#      hashed) every object is a hit from the build under test when that build used ccache too,
+#      so this costs a link, not a second build;
+#   3. rename the clone (WORK_DIR/src.moved), so nothing can come from the source tree;
 #   4. from another directory: the installed binary's gate on the host backend (small campaigns)
 #      passes and replays the library installed under the prefix; a copy of the binary with no
-#      data next to it exits 3 naming both places it looked (fresh clone only: with the source
-#      tree in place the copy finds it there, as it should);
+#      data next to it exits 3 naming both places it looked (the installed one, the source one);
 #   5. a consumer project (tests/install/consumer) find_package's the prefix, reads and rewrites
-#      a case the installed binary exported and a trace of the installed library (built with
-#      CONSUMER_FLAGS: a sanitized build's libraries need the sanitizer's runtime);
+#      a case the installed binary exported and a trace of the installed library (compiled and
+#      linked with CONSUMER_FLAGS: a sanitized build's libraries need the sanitizers' runtime);
 #   6. where PYTHON has pip and setuptools: the Python package installs from the prefix, offline,
 #      into a virtual environment, and its console entry point serves fuzz --external.
-# cmake -DSOURCE_DIR=... -DWORK_DIR=... [-DBUILD_DIR=...] [-DCONSUMER_FLAGS=...] [-DPYTHON=python3]
-#       [-DCCACHE=ccache] [-DJOBS=2] -P this
-# Prints "install test skipped: ..." (ctest: skipped) when a fresh clone is asked of a SOURCE_DIR
-# that is not a git checkout.
+# cmake -DSOURCE_DIR=... -DWORK_DIR=... [-DBUILD_TYPE=Release] [-DSANITIZE=OFF] [-DWERROR=OFF]
+#       [-DBUILD_SUBDIR=build] [-DCONSUMER_FLAGS=...] [-DPYTHON=python3] [-DCCACHE=ccache]
+#       [-DJOBS=2] -P this
+# Prints "install test skipped: ..." (ctest: skipped) when SOURCE_DIR is not a git checkout.
 cmake_minimum_required(VERSION 3.25)
 foreach(var SOURCE_DIR WORK_DIR)
   if(NOT DEFINED ${var})
@@ -31,6 +28,12 @@ foreach(var SOURCE_DIR WORK_DIR)
 endforeach()
 if(NOT DEFINED JOBS)
   set(JOBS 2)
+endif()
+if(NOT BUILD_TYPE)
+  set(BUILD_TYPE Release)
+endif()
+if(NOT BUILD_SUBDIR)
+  set(BUILD_SUBDIR build)
 endif()
 
 # step(NAME COMMAND...): runs COMMAND in WORK_DIR/run unless WORKING_DIRECTORY comes first; fails
@@ -61,15 +64,13 @@ function(expect_match text regex what)
 endfunction()
 
 find_program(GIT git)
-if(BUILD_DIR)
-  # Nothing to clone: the build under test is installed as it is.
-elseif(NOT GIT)
+if(NOT GIT)
   message("install test skipped: no git to clone ${SOURCE_DIR} with")
   return()
 endif()
 execute_process(COMMAND ${GIT} -C ${SOURCE_DIR} rev-parse HEAD RESULT_VARIABLE rc
                 OUTPUT_VARIABLE head OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-if(NOT BUILD_DIR AND NOT rc EQUAL 0)
+if(NOT rc EQUAL 0)
   message("install test skipped: ${SOURCE_DIR} is not a git checkout (nothing committed to clone)")
   return()
 endif()
@@ -77,34 +78,24 @@ endif()
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR}/run)
 set(src ${WORK_DIR}/src)
-set(build ${WORK_DIR}/build)
+set(build ${src}/${BUILD_SUBDIR})
 set(prefix ${WORK_DIR}/prefix)
 set(bin ${prefix}/bin/mambacheck)
 set(data ${prefix}/share/mambacheck)
 
-if(BUILD_DIR)
-  set(src ${SOURCE_DIR})
-  step(install COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-else()
-  # 1-2. A clone of the committed tree, built and installed as a user would.
-  step("clone ${head}" COMMAND ${GIT} clone --quiet --no-hardlinks ${SOURCE_DIR} ${src})
-  # Release at -O1: the binary is built from nothing here, and -O1 compiles in about 60 % of the
-  # CPU time of -O3 (measured on the heaviest files: cli/fuzz_cmd.cpp 12.4 s against 20.6 s,
-  # gpu/host_backend.cpp 6.9 s against 11.1 s), while the gate's small campaigns and the library
-  # run about as fast.
-  set(configure_args -S ${src} -B ${build} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG"
-                     -DMC_ENABLE_CUDA=OFF -DMC_BUILD_TESTS=OFF)
-  if(CCACHE)
-    # Paths under WORK_DIR written relative to it, so a rerun (or the same test in another build
-    # directory) hits the cache.
-    set(ENV{CCACHE_BASEDIR} ${WORK_DIR})
-    list(APPEND configure_args -DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE})
-  endif()
-  step(configure COMMAND ${CMAKE_COMMAND} ${configure_args})
-  step("build mambacheck" COMMAND ${CMAKE_COMMAND} --build ${build} --target mambacheck
-                                  --parallel ${JOBS})
-  step(install COMMAND ${CMAKE_COMMAND} --install ${build} --prefix ${prefix})
+# 1-2. A clone of the committed tree, built and installed as a user would.
+step("clone ${head}" COMMAND ${GIT} clone --quiet --no-hardlinks ${SOURCE_DIR} ${src})
+set(configure_args -S ${src} -B ${build} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DMC_SANITIZE=${SANITIZE}
+                   -DMC_WERROR=${WERROR} -DMC_ENABLE_CUDA=OFF -DMC_BUILD_TESTS=OFF)
+if(CCACHE)
+  set(ENV{CCACHE_BASEDIR} ${src})
+  set(ENV{CCACHE_NOHASHDIR} true)
+  list(APPEND configure_args -DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE})
 endif()
+step(configure COMMAND ${CMAKE_COMMAND} ${configure_args})
+step("build mambacheck" COMMAND ${CMAKE_COMMAND} --build ${build} --target mambacheck
+                                --parallel ${JOBS})
+step(install COMMAND ${CMAKE_COMMAND} --install ${build} --prefix ${prefix})
 
 foreach(f bin/mambacheck include/mambacheck/model/case_file.h include/mambacheck/scenarios/trace.h
           share/mambacheck/scenarios/examples/b560-prefix-hit-v2.json
@@ -135,17 +126,12 @@ endif()
 file(COPY ${src}/tests/install/consumer DESTINATION ${WORK_DIR})
 
 # 3. No source tree any more: whatever the binary needs must come from the prefix.
-if(NOT BUILD_DIR)
-  file(RENAME ${src} ${WORK_DIR}/src.moved)
-  set(src_now ${WORK_DIR}/src.moved)
-else()
-  set(src_now ${src})
-endif()
+file(RENAME ${src} ${WORK_DIR}/src.moved)
 
 # 4. The gate from another directory. Few cases: the gate's coverage rule would fail campaigns
 # this small, so two features stand for it (as in the CLI test of the gate).
 step(version COMMAND ${bin} --version)
-file(STRINGS ${src_now}/CMakeLists.txt project_line REGEX "^project\\(mambacheck VERSION")
+file(STRINGS ${WORK_DIR}/src.moved/CMakeLists.txt project_line REGEX "^project\\(mambacheck VERSION")
 string(REGEX MATCH "VERSION ([0-9.]+)" _ "${project_line}")
 set(version ${CMAKE_MATCH_1})
 expect_match("${OUT}" "^mambacheck ${version}\n$" "--version")
@@ -159,17 +145,15 @@ expect_match("${OUT}" "\ngate passed\n" "gate")
 file(READ ${WORK_DIR}/run/gate.xml junit)
 expect_match("${junit}" "tests=\"4\" failures=\"0\"" "gate JUnit")
 
-if(NOT BUILD_DIR)
-  # A binary with no data next to it, built from a tree that is gone: exit 3, one line naming both
-  # places (the installed copy was found above, so this shows the search does not stop at the
-  # source tree's path by accident).
-  file(COPY ${bin} DESTINATION ${WORK_DIR}/lonely/bin)
-  step("gate without data" ALLOW_FAILURE COMMAND ${WORK_DIR}/lonely/bin/mambacheck gate
-       --backend host --kernel-cases 1 --engine-cases 1 --out ${WORK_DIR}/run/lonely)
-  set(expected_error "mambacheck: unavailable: no scenario library (--library DIR names one): not installed next to this binary (${WORK_DIR}/lonely/share/mambacheck/scenarios/library) and not in the source tree it was built from (${src}/scenarios/library)\n")
-  if(NOT RC EQUAL 3 OR NOT ERR STREQUAL expected_error)
-    message(FATAL_ERROR "gate without data: exit ${RC}, expected 3 and\n${expected_error}got\n${ERR}")
-  endif()
+# A binary with no data next to it, built from a tree that is gone: exit 3, one line naming both
+# places (the installed copy was found above, so this shows the search does not stop at the
+# source tree's path by accident).
+file(COPY ${bin} DESTINATION ${WORK_DIR}/lonely/bin)
+step("gate without data" ALLOW_FAILURE COMMAND ${WORK_DIR}/lonely/bin/mambacheck gate
+     --backend host --kernel-cases 1 --engine-cases 1 --out ${WORK_DIR}/run/lonely)
+set(expected_error "mambacheck: unavailable: no scenario library (--library DIR names one): not installed next to this binary (${WORK_DIR}/lonely/share/mambacheck/scenarios/library) and not in the source tree it was built from (${src}/scenarios/library)\n")
+if(NOT RC EQUAL 3 OR NOT ERR STREQUAL expected_error)
+  message(FATAL_ERROR "gate without data: exit ${RC}, expected 3 and\n${expected_error}got\n${ERR}")
 endif()
 
 # 5. A C++ consumer of the exported libraries: a case exported by the installed binary and a
