@@ -238,8 +238,8 @@ RowShape fill_row(LaunchSpec& spec, const RowContext& ctx, std::size_t s, I32& q
   case LaunchKind::precopy_slot_tables:
   case LaunchKind::batch_copy: {
     const bool zero_bias = spec.kind == LaunchKind::batch_copy && ctx.ds_conv;
-    const CopyRow row = pick_copy_row(ctx, zero_bias ? 0 : ctx.num_spec,
-                                      spec.kind == LaunchKind::precopy_v1);
+    const CopyRow row =
+        pick_copy_row(ctx, zero_bias ? 0 : ctx.num_spec, spec.kind == LaunchKind::precopy_v1);
     r.src_col[s] = row.src_col;
     r.state_idx[s] = row.dst_col;
     r.token_bias[s] = row.bias;

@@ -51,8 +51,8 @@ RowDecision decide_any(KernelKind kind, const FusedParams& p, std::int32_t b) {
 }
 
 // Column `col` of request b's table row `row` (b, or its slot with per-slot tables).
-void check_column(const model::LaunchCase& c, std::int32_t b, std::int32_t row,
-                  std::int32_t group, std::int64_t col, const char* role) {
+void check_column(const model::LaunchCase& c, std::int32_t b, std::int32_t row, std::int32_t group,
+                  std::int64_t col, const char* role) {
   const model::BlockTable& t = c.block_tables.groups[static_cast<std::size_t>(group)];
   if (col < 0 || col >= t.row_width)
     fail_input("launch: request {} group {}: {} column {} is outside the row [0, {})", b, group,

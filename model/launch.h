@@ -32,10 +32,14 @@ enum class LaunchKind : std::uint8_t {
   postprocess_align_slot_tables, // postprocess_align, each row's table found at its slot
   precopy_slot_tables,           // precopy, each row's table found at its slot
 };
-inline constexpr LaunchKind kAllLaunchKinds[] = {
-    LaunchKind::postprocess, LaunchKind::postprocess_align, LaunchKind::precopy,
-    LaunchKind::preprocess_align, LaunchKind::batch_copy, LaunchKind::precopy_v1,
-    LaunchKind::postprocess_align_slot_tables, LaunchKind::precopy_slot_tables};
+inline constexpr LaunchKind kAllLaunchKinds[] = {LaunchKind::postprocess,
+                                                 LaunchKind::postprocess_align,
+                                                 LaunchKind::precopy,
+                                                 LaunchKind::preprocess_align,
+                                                 LaunchKind::batch_copy,
+                                                 LaunchKind::precopy_v1,
+                                                 LaunchKind::postprocess_align_slot_tables,
+                                                 LaunchKind::precopy_slot_tables};
 
 std::string_view to_string(LaunchKind kind);
 LaunchKind parse_launch_kind(std::string_view text); // throws InputError

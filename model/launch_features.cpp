@@ -9,8 +9,8 @@ namespace mc::model {
 namespace {
 
 constexpr std::string_view kRowFeatureNames[kRowFeatureCount] = {
-    "copy",        "no-copy",     "same-block-shift", "aliased-columns", "resets-accepted",
-    "skipped-row", "null-source", "pad-slots",        "ds-bias",         "offset-past-4GiB",
+    "copy",        "no-copy",       "same-block-shift", "aliased-columns", "resets-accepted",
+    "skipped-row", "null-source",   "pad-slots",        "ds-bias",         "offset-past-4GiB",
     "shared-page", "slot-table-row"};
 
 RowFeatureMask bit(RowFeature f) {

@@ -100,8 +100,8 @@ const LaunchKindInfo& launch_kind_info(LaunchKind kind);
 
 // Throws InputError ("launch KIND: ...") when the case is not well formed: negative counts,
 // arenas that do not match the layout, block tables of the wrong count or shape or with fewer
-// rows than batch rows (or, for per-slot tables, than slots), V1 slots other than rows, an idx_mapping slot out of range or shared
-// by two rows, a used array of the wrong length.
+// rows than batch rows (or, for per-slot tables, than slots), V1 slots other than rows, an
+// idx_mapping slot out of range or shared by two rows, a used array of the wrong length.
 void validate_launch_shape(const LaunchCase& launch);
 // The same checks but the arenas': for a caller whose arenas live elsewhere (device arenas
 // made from the layout).

@@ -42,7 +42,8 @@ std::string mutant_args(const EngineFuzzOptions& o) {
 std::string replay_args(const EngineFuzzOptions& o, const EngineCase& c) {
   std::string out = fmt::format(" --backend {}", o.backend_name);
   const model::RunnerOptions& r = c.engine.runner;
-  if (r.flavour == model::RunnerFlavour::v1 && r.v1_copy_path != oracle::engine::V1CopyPath::precopy)
+  if (r.flavour == model::RunnerFlavour::v1 &&
+      r.v1_copy_path != oracle::engine::V1CopyPath::precopy)
     out += fmt::format(" --v1-copy {}", model::to_string(r.v1_copy_path));
   if (r.flavour == model::RunnerFlavour::v2 && r.v2_table_rows != model::V2TableRows::batch_row)
     out += fmt::format(" --v2-tables {}", model::to_string(r.v2_table_rows));
@@ -63,17 +64,16 @@ std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
   header.config.runner = c.engine.runner.flavour;
   header.preset = c.preset_layout ? c.preset : "";
   header.layout_spec = c.spec;
-  header.source = {
-      {"tool", "mambacheck fuzz --level engine"},
-      {"case_seed", c.case_seed},
-      {"size", c.size},
-      {"v1_copy_path", model::to_string(c.engine.runner.v1_copy_path)},
-      {"v2_table_rows", model::to_string(c.engine.runner.v2_table_rows)},
-      {"deferred_postprocess", c.engine.runner.deferred_postprocess},
-      {"row_stride_extra", c.engine.runner.row_stride_extra},
-      {"runner_mutant", std::string(gpu::engine::to_string(o.runner_mutant))},
-      {"kernel_mutant", std::string(gpu::to_string(o.kernel_mutant))},
-      {"scheduler_mutant", std::string(harness::to_string(o.scheduler_mutant))}};
+  header.source = {{"tool", "mambacheck fuzz --level engine"},
+                   {"case_seed", c.case_seed},
+                   {"size", c.size},
+                   {"v1_copy_path", model::to_string(c.engine.runner.v1_copy_path)},
+                   {"v2_table_rows", model::to_string(c.engine.runner.v2_table_rows)},
+                   {"deferred_postprocess", c.engine.runner.deferred_postprocess},
+                   {"row_stride_extra", c.engine.runner.row_stride_extra},
+                   {"runner_mutant", std::string(gpu::engine::to_string(o.runner_mutant))},
+                   {"kernel_mutant", std::string(gpu::to_string(o.kernel_mutant))},
+                   {"scheduler_mutant", std::string(harness::to_string(o.scheduler_mutant))}};
   try {
     scenarios::TraceWriter writer(file, header);
     for (const model::Step& step : steps)

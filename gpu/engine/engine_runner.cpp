@@ -159,8 +159,9 @@ model::BlockTables EngineRunner::tables_for(const Batch& batch, Tables tables) c
     return make_tables(rows);
   }
   const auto n = static_cast<std::int32_t>(batch.slot.size());
-  const std::vector<std::int32_t> order =
-      tables == Tables::deferred_batch ? model::deferred_gather_order(n) : std::vector<std::int32_t>{};
+  const std::vector<std::int32_t> order = tables == Tables::deferred_batch
+                                              ? model::deferred_gather_order(n)
+                                              : std::vector<std::int32_t>{};
   for (std::int32_t i = 0; i < n; ++i) {
     const std::int32_t b = order.empty() ? i : order[static_cast<std::size_t>(i)];
     rows.push_back(&slots_[static_cast<std::size_t>(batch.slot[static_cast<std::size_t>(b)])].row);

@@ -9,10 +9,10 @@
  * - precopy (V2: slot idx_mapping[b]; V1's fused launch precopy_v1: slot b, no idx_mapping):
  *   copy state_idx's predecessor src_col -> state_idx with token_bias unless src_col < 0 or
  *   src_col == state_idx.
- * Which slot a row has and where its table row is (b, or the slot with per-slot tables) are
- * the launch's (FusedParams), not the kernel kind's: one kernel serves each table convention.
  * - preprocess_align (V2 bookkeeping): src_col = old state_idx, token_bias = max(a - 1, 0),
  *   state_idx = cdiv(num_computed + qlen, B) - 1, a = 1 when old >= 0 and it changed.
+ * Which slot a row has and where its table row is (b, or the slot with per-slot tables) are
+ * the launch's (FusedParams), not the kernel kind's: one kernel serves each table convention.
  * read_row only reads and decide_row only computes, so the decision uses every value as it was
  * when the launch began (the snapshot the contract requires: the seed re-reads a in every
  * (request, state) program while program 0 resets it); write_row_outputs then writes this

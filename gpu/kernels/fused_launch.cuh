@@ -1,8 +1,8 @@
 /* The fused launch: decide once per request, then spread the copies over every CTA.
  *
  * Implements postprocess, postprocess_align(_slot_tables), precopy(_v1, _slot_tables) and
- * preprocess_align of model/LAUNCH_KINDS.md in ONE kernel launch (decisions in gpu/kernels/decide.cuh, copies in
- * gpu/kernels/state_copy.cuh):
+ * preprocess_align of model/LAUNCH_KINDS.md in ONE kernel launch (decisions in
+ * gpu/kernels/decide.cuh, copies in gpu/kernels/state_copy.cuh):
  * 1. Each CTA learns its program index: its blockIdx.x under a cooperative launch (the
  *    default: every CTA is resident at once), else a ticket (an atomic counter, so tickets
  *    follow the order CTAs actually started; the last CTA resets it for the next launch).

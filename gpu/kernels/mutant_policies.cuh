@@ -32,9 +32,8 @@ struct precopy_guard_by_address : Clean {
     // The physical blocks of group 0 compared instead of the columns.
     const auto* table =
         reinterpret_cast<const std::int32_t*>(static_cast<std::uintptr_t>(p.block_tables[0]));
-    const std::int64_t row =
-        static_cast<std::int64_t>(Clean::table_row(p, b, row_slot(p, b))) *
-        p.block_table_row_stride;
+    const std::int64_t row = static_cast<std::int64_t>(Clean::table_row(p, b, row_slot(p, b))) *
+                             p.block_table_row_stride;
     return table[row + src_col] != table[row + dst_col];
   }
 };

@@ -1,6 +1,6 @@
 // The V2 flow (REFERENCE.md 2): per-request arrays by slot, block-table rows by batch row (or
-// by slot, #55506), idx_mapping between them; slots are reused by later requests. A new or resumed request's
-// state_idx is seeded as (num_computed - 1) // B with the MAMBA block size (the attention
+// by slot, #55506), idx_mapping between them; slots are reused by later requests. A new or resumed
+// request's state_idx is seeded as (num_computed - 1) // B with the MAMBA block size (the attention
 // block size here was #53142, reachable as a mutation).
 #include "model/errors.h"
 #include "oracle/engine/runner.h"
@@ -116,7 +116,8 @@ void OracleRunner::execute_v2(StepCtx& ctx) {
     copy.idx_mapping = idx_mapping;
     copy.num_accepted.clear();
     copy.num_computed.clear();
-    if (!launch(ctx, slot_tables ? model::LaunchKind::precopy_slot_tables : model::LaunchKind::precopy,
+    if (!launch(ctx,
+                slot_tables ? model::LaunchKind::precopy_slot_tables : model::LaunchKind::precopy,
                 num_slots, std::move(copy), slot_tables ? Tables::slots : Tables::batch))
       return;
   }

@@ -26,8 +26,8 @@ I32 table_row_of(const model::LaunchCase& c, I32 b, I32 s) {
 }
 
 // postprocess and postprocess_align share the decision once running/new are known.
-void save_decision(Footprint& f, I32 b, I32 s, I32 table_row, std::int64_t running,
-                   std::int64_t a, I32 state_idx, I32 block_size) {
+void save_decision(Footprint& f, I32 b, I32 s, I32 table_row, std::int64_t running, std::int64_t a,
+                   I32 state_idx, I32 block_size) {
   const std::int64_t aligned = model::floor_div(running + a - 1, block_size) * block_size;
   if (aligned < running) {
     ++f.steady_rows;
@@ -67,8 +67,8 @@ Footprint contract_footprint(const model::LaunchCase& c) {
     case LaunchKind::postprocess_align:
     case LaunchKind::postprocess_align_slot_tables:
       save_decision(f, b, s, table_row_of(c, b, s),
-                    std::int64_t{r.new_num_computed[i]} - r.num_accepted[i] + 1,
-                    r.num_accepted[i], r.state_idx[i], B);
+                    std::int64_t{r.new_num_computed[i]} - r.num_accepted[i] + 1, r.num_accepted[i],
+                    r.state_idx[i], B);
       break;
     case LaunchKind::precopy:
     case LaunchKind::precopy_v1:

@@ -124,8 +124,7 @@ TEST(EngineCoverage, PrecopyV1LaunchesEveryStepWithRows) {
   const ReplayResult plain = replay_scenario("a-stale-index-after-reset");
   ReplayOptions o;
   o.v1_copy_path = model::V1CopyPath::precopy_v1;
-  const ReplayResult r =
-      replay_file(default_library_dir() / "a-stale-index-after-reset.jsonl", o);
+  const ReplayResult r = replay_file(default_library_dir() / "a-stale-index-after-reset.jsonl", o);
   ASSERT_TRUE(r.held()) << r.summary();
   EXPECT_EQ(r.coverage.count("launch-precopy"), 0);
   EXPECT_GT(r.coverage.count("launch-precopy_v1"), plain.coverage.count("launch-precopy"));

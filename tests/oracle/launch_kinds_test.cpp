@@ -190,8 +190,7 @@ TEST(LaunchKinds, PrecopyV1IndexesRowsDirectly) {
 TEST(LaunchKinds, PrecopyV1TakesNoIdxMapping) {
   model::LaunchCase c = make_case(test_util::hand_layout(), LaunchKind::precopy_v1, 1, 1, 4, 4);
   set_row(c, 0, 0, {1, 2, 3, 4});
-  c.requests = {
-      .idx_mapping = {0}, .state_idx = {1}, .src_col = {-1}, .token_bias = {0}};
+  c.requests = {.idx_mapping = {0}, .state_idx = {1}, .src_col = {-1}, .token_bias = {0}};
   try {
     (void)run_launch(c);
     FAIL() << "expected InputError";
@@ -262,10 +261,8 @@ TEST(LaunchKinds, PostprocessAlignSlotTablesFindEachRowsTableAtItsSlot) {
   for (std::int32_t t : {kConv, kTemporal})
     fill_blocks(c, t, {5, 6, 7, 20, 21});
   // row 0 -> slot 1: running 5 - 2 + 1 = 4, aligned 4: bias 0, dst 0, src 1: copy col 1 -> 0.
-  c.requests = {.idx_mapping = {1},
-                .num_accepted = {1, 2},
-                .state_idx = {1, 1},
-                .new_num_computed = {9, 5}};
+  c.requests = {
+      .idx_mapping = {1}, .num_accepted = {1, 2}, .state_idx = {1, 1}, .new_num_computed = {9, 5}};
   const model::LaunchResult r = test_util::run_launch_checked(c);
 
   EXPECT_EQ(r.requests, c.requests);
@@ -283,10 +280,8 @@ TEST(LaunchKinds, PostprocessAlignSlotTablesFindEachRowsTableAtItsSlot) {
 TEST(LaunchKinds, SlotTablesNeedARowPerSlot) {
   model::LaunchCase c =
       make_case(test_util::hand_layout(), LaunchKind::postprocess_align_slot_tables, 1, 2, 4, 4);
-  c.requests = {.idx_mapping = {1},
-                .num_accepted = {1, 2},
-                .state_idx = {1, 1},
-                .new_num_computed = {9, 5}};
+  c.requests = {
+      .idx_mapping = {1}, .num_accepted = {1, 2}, .state_idx = {1, 1}, .new_num_computed = {9, 5}};
   try {
     (void)run_launch(c);
     FAIL() << "expected InputError";

@@ -106,8 +106,15 @@ INSTANTIATE_TEST_SUITE_P(
 // where the read lands unmapped. With per-slot tables nothing is found (the matrix above).
 TEST(EngineDeferredPostprocess, BatchRowTablesCopyThroughAnotherRequestsRow) {
   for (std::uint64_t seed : {1u, 2u}) {
-    const RunCase rc{"tiny-mamba2", CacheMode::align, RunnerFlavour::v2, V1CopyPath::precopy,
-                     ConvLayout::SD, 2, 24, V2TableRows::batch_row, true};
+    const RunCase rc{"tiny-mamba2",
+                     CacheMode::align,
+                     RunnerFlavour::v2,
+                     V1CopyPath::precopy,
+                     ConvLayout::SD,
+                     2,
+                     24,
+                     V2TableRows::batch_row,
+                     true};
     const SimulationResult r = simulate(make_options(rc, seed, gpu::engine::ExecutorKind::host));
     ASSERT_TRUE(r.finding.has_value()) << "seed " << seed;
     EXPECT_FALSE(r.mismatch.has_value()) << r.mismatch->text; // both sides did the same
