@@ -12,6 +12,7 @@
 #include "cli/junit.h"
 #include "cli/output_paths.h"
 #include "cli/progress.h"
+#include "cli/shard_option.h"
 #include "fuzz/campaign/kernel_campaign.h"
 #include "gpu/mutant.h"
 #include "model/errors.h"
@@ -19,16 +20,21 @@
 
 #include <fmt/format.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <iostream>
+#include <thread>
 
 namespace mc::cli {
 namespace {
 
 inline constexpr std::int64_t kCasesMax = std::int64_t{1} << 40;
+inline constexpr std::int64_t kJobsMax = 1024;
 
 struct FuzzOptions {
   std::string level = "kernel";
@@ -56,6 +62,9 @@ struct FuzzOptions {
   std::vector<std::string> skip_signatures;
   std::int64_t resume_from = 0; // the index of the first case (an interrupted campaign's)
   std::vector<std::string> require_coverage; // features every level run must reach, or all
+  ShardOptions shard_options;                // --shard K/N, --shards N
+  std::int64_t jobs = -1;                    // --jobs N; -1: every core (isolated cases only)
+  fuzz::Shard shard;                         // chosen from those or the scheduler's environment
 
   // Under a time budget a campaign goes on after a finding unless told otherwise.
   bool keeps_going() const { return keep_going || (!time_budget.empty() && !stop_at_first); }
@@ -106,13 +115,16 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Bac
   c.repeat = o.repeat;
   c.skip_signatures = o.skip_signatures;
   c.first_case = o.resume_from;
+  c.shard = o.shard;
+  c.jobs = static_cast<int>(o.jobs);
   return c;
 }
 
 void print_summary(const fuzz::KernelCampaignOptions& c, const fuzz::KernelCampaignReport& r) {
-  std::cout << fmt::format("kernel level, backend {}, seed {}: {} cases in {:.1f} s ({:.0f} "
+  std::cout << fmt::format("kernel level, backend {}, seed {}{}: {} cases in {:.1f} s ({:.0f} "
                            "cases/s), {} copies and {:.1f} MiB of arenas compared\n",
-                           c.backend_name, c.seed, r.cases, r.seconds,
+                           c.backend_name, c.seed,
+                           c.jobs > 1 ? fmt::format(", {} jobs", c.jobs) : "", r.cases, r.seconds,
                            r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0,
                            r.copies_compared,
                            static_cast<double>(r.arena_bytes_compared) / (1 << 20));
@@ -152,6 +164,7 @@ void print_finding(const fuzz::KernelCampaignOptions& c, const fuzz::KernelFindi
                              cx.shrink_tried);
   std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n", cx.shrunk_dir.string(),
                            cx.original_dir.string());
+  if (!cx.picture.empty()) std::cout << fmt::format("  picture: {}\n", cx.picture.string());
   std::cout << fmt::format("  reproduce: mambacheck case {} {} --check{}\n", cx.shrunk_dir.string(),
                            backend_args,
                            f.signature.classification == fuzz::Classification::nondeterministic
@@ -177,6 +190,40 @@ std::vector<JunitCase> junit_cases(const fuzz::KernelCampaignOptions& c,
                                        f.counterexample->shrunk_dir.string(), backend_args)
                          : ""));
   return out;
+}
+
+// The cases this process runs of a campaign of `cases_max` cases, for the progress line; 0 under
+// a time budget (unknown).
+std::int64_t cases_in_shard(const FuzzOptions& o, std::int64_t cases_max) {
+  if (o.cases == 0) return 0;
+  const std::int64_t first = fuzz::first_case_of(o.shard, o.resume_from);
+  return first >= cases_max ? 0 : (cases_max - first + o.shard.count - 1) / o.shard.count;
+}
+
+// Every core this process may run on (a Slurm allocation or taskset narrows it).
+std::int64_t usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(CPU_COUNT(&set), 1);
+  return std::max<std::int64_t>(std::thread::hardware_concurrency(), 1);
+}
+
+// --jobs: how many cases run at once. Only isolated cases (each in a forked child: the host
+// backend) run in parallel.
+std::int64_t resolve_jobs(const FuzzOptions& o, backends::Backend backend) {
+  const bool isolated = backend == backends::Backend::host && o.external.empty() && !o.no_isolate;
+  if (o.jobs < 0) return isolated ? std::min(usable_cores(), kJobsMax) : 1;
+  if (o.jobs < 1 || o.jobs > kJobsMax)
+    model::fail_input("--jobs: expected 1..{}, got {}", kJobsMax, o.jobs);
+  if (o.jobs > 1 && !isolated)
+    model::fail_input("--jobs {}: cases run in parallel in forked children, on the host backend "
+                      "only; {} runs one case at a time (run several processes with --shard "
+                      "instead)",
+                      o.jobs,
+                      !o.external.empty() ? "--external"
+                      : o.no_isolate      ? "--no-isolate"
+                                          : fmt::format("the {} backend", to_string(backend)));
+  return o.jobs;
 }
 
 // The kernel level: summary, report and JUnit case (written by run_fuzz).
@@ -234,13 +281,14 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
       });
     };
   }
-  Progress progress("fuzz kernel", o.cases > 0 ? o.cases : 0);
+  Progress progress("fuzz kernel", cases_in_shard(o, c.cases_max), seconds_max);
   c.on_case = [&progress](std::int64_t, const fuzz::LaunchSpec& spec) {
     progress.tick(
         fmt::format("{} {}", model::to_string(spec.kind), fuzz::to_string(spec.size_class)));
   };
   const std::string backend_args = backend_arguments(o, c);
-  c.on_finding = [&](const fuzz::KernelFinding& f) {
+  c.on_finding = [&, findings = std::int64_t{0}](const fuzz::KernelFinding& f) mutable {
+    progress.set_findings(++findings);
     progress.done();
     print_finding(c, f, backend_args);
   };
@@ -257,6 +305,15 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   if (!r.stopped.empty()) std::cout << "kernel level: stopped early: " << r.stopped << "\n";
   report = fuzz::to_json(c, r);
   if (worker) report["external"] = o.external;
+  // What decides which cases are drawn, so that `mambacheck merge` can refuse shards of
+  // different campaigns; and how to replay each counterexample, for its JUnit case.
+  if (!o.kinds.empty()) report["kinds"] = o.kinds;
+  if (!o.focus.empty()) report["focus"] = o.focus;
+  for (nlohmann::json& finding : report["findings"])
+    if (finding.contains("counterexample"))
+      finding["counterexample"]["reproduce"] =
+          fmt::format("mambacheck case {} {} --check",
+                      finding["counterexample"]["shrunk_dir"].get<std::string>(), backend_args);
   const std::vector<std::string> missing = report_coverage(required, r.coverage);
   if (!required.empty()) report["coverage_missing"] = missing;
   const int coverage_exit = missing.empty() ? kExitOk : kExitMismatch;
@@ -279,7 +336,12 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   return r.first_failing() != nullptr ? kExitMismatch : coverage_exit;
 }
 
-int run_fuzz(const FuzzOptions& o) {
+int run_fuzz(FuzzOptions o) {
+  const ShardChoice shard = choose_shard(o.shard_options);
+  o.shard = shard.shard;
+  o.report = with_shard_index(o.report, o.shard);
+  o.junit = with_shard_index(o.junit, o.shard);
+  o.out = with_shard_index(o.out, o.shard);
   if (o.level != "kernel" && o.level != "engine" && o.level != "both")
     model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
   if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
@@ -330,6 +392,8 @@ int run_fuzz(const FuzzOptions& o) {
   if (backend == backends::Backend::oracle)
     model::fail_input("--backend: fuzz compares the oracle with host or cuda");
   backends::require_backend(backend);
+  o.jobs = resolve_jobs(o, backend);
+  if (!shard.source.empty()) std::cout << "fuzz: " << shard_line(shard) << "\n";
   std::vector<model::CoverageLevel> levels;
   if (o.level != "engine") levels.push_back(model::CoverageLevel::kernel);
   if (o.level != "kernel") levels.push_back(model::CoverageLevel::engine);
@@ -373,6 +437,8 @@ int run_fuzz(const FuzzOptions& o) {
                                                   .isolate = !o.no_isolate,
                                                   .case_timeout = o.case_timeout,
                                                   .first_case = o.resume_from,
+                                                  .shard = o.shard,
+                                                  .jobs = static_cast<int>(o.jobs),
                                                   .required_coverage = required});
     exit_code = std::max(exit_code, e.exit_code);
     junit.insert(junit.end(), e.junit.begin(), e.junit.end());
@@ -445,6 +511,10 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                   "A known finding's signature (as printed): counted, not shrunk, not failing "
                   "(repeatable)");
   add_require_coverage_option(*cmd, o->require_coverage);
+  add_shard_options(*cmd, o->shard_options);
+  cmd->add_option("--jobs", o->jobs,
+                  "Cases run at once, each in a forked child (host backend; default: every core "
+                  "this process may use). The report is the same for any N");
   cmd->callback([o, &action] { action = [o] { return run_fuzz(*o); }; });
 }
 

@@ -40,9 +40,10 @@ void resolve_mutant(const std::string& name, fuzz::EngineFuzzOptions& o) {
 
 void print_summary(const fuzz::EngineFuzzOptions& o, const fuzz::EngineFuzzReport& r) {
   const double s = r.seconds > 0 ? r.seconds : 1e-9;
-  std::cout << fmt::format("engine level, backend {}, seed {}: {} cases, {} steps in {:.1f} s "
+  std::cout << fmt::format("engine level, backend {}, seed {}{}: {} cases, {} steps in {:.1f} s "
                            "({:.1f} cases/s, {:.0f} steps/s), {:.1f} MiB of arenas compared\n",
-                           o.backend_name, o.seed, r.cases, r.steps, r.seconds,
+                           o.backend_name, o.seed,
+                           o.jobs > 1 ? fmt::format(", {} jobs", o.jobs) : "", r.cases, r.steps, r.seconds,
                            static_cast<double>(r.cases) / s, static_cast<double>(r.steps) / s,
                            static_cast<double>(r.bytes_compared) / (1 << 20));
   std::string presets, runners;
@@ -81,6 +82,7 @@ void print_finding(const fuzz::EngineFinding& f) {
     std::cout << fmt::format("  counterexample: {} (before shrinking: {}), report {}\n",
                              cx.shrunk_trace.string(), cx.original_trace.string(),
                              (cx.dir / "report.txt").string());
+  if (!cx.picture.empty()) std::cout << fmt::format("  picture: {}\n", cx.picture.string());
   if (!cx.steps_view.empty())
     std::cout << fmt::format("  steps as the oracle saw them: {}\n", cx.steps_view.string());
   std::cout << fmt::format("  reproduce: {}\n", cx.reproduce);
@@ -106,11 +108,19 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   o.repeat = q.repeat;
   o.skip_signatures = q.skip_signatures;
   o.first_case = q.first_case;
-  Progress progress("fuzz engine", q.cases > 0 ? q.cases : 0);
+  o.shard = q.shard;
+  o.jobs = o.isolate ? q.jobs : 1;
+  const std::int64_t first = fuzz::first_case_of(q.shard, q.first_case);
+  Progress progress("fuzz engine",
+                    q.cases > 0 && first < o.cases_max
+                        ? (o.cases_max - first + q.shard.count - 1) / q.shard.count
+                        : 0,
+                    q.seconds_max);
   o.on_case = [&progress](std::int64_t, std::int64_t steps, const fuzz::EngineCase& c) {
     progress.tick(fmt::format("{} steps, {}", steps, c.preset));
   };
-  o.on_finding = [&progress](const fuzz::EngineFinding& f) {
+  o.on_finding = [&progress, findings = std::int64_t{0}](const fuzz::EngineFinding& f) mutable {
+    progress.set_findings(++findings);
     progress.done();
     print_finding(f);
   };

@@ -33,6 +33,8 @@ struct EngineLevelRequest {
   bool isolate = false; // host: each case in a forked child
   double case_timeout = 300.0;
   std::int64_t first_case = 0; // --resume-from
+  fuzz::Shard shard;           // --shard, or the scheduler's
+  int jobs = 1;                // cases at once (isolated only)
   model::CoverageRequirement required_coverage; // a required feature never reached: exit 1
 };
 

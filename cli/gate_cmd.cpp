@@ -47,7 +47,7 @@ struct GateOptions {
   std::string backend;
   std::string out = "mc-out/gate";
   std::string junit;
-  std::string library;             // default: the source tree's scenarios/library
+  std::string library;             // default: the installed library, else the source tree's
   std::int64_t kernel_cases = 250; // per seed
   std::vector<std::string> kinds;   // kernel fuzz: only these launch kinds (empty: all)
   std::int64_t engine_cases = 30;  // per seed
@@ -140,10 +140,10 @@ StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     if (const fuzz::KernelFinding* f = r.first_failing()) {
       s.passed = false;
       s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: mambacheck case {} --backend {} "
-                             "--check)",
+                             "--check; picture: {})",
                              seed, f->counterexample->failure, f->signature.to_string(),
                              f->runs.summary(), f->counterexample->shrunk_dir.string(),
-                             c.backend_name);
+                             c.backend_name, f->counterexample->picture.string());
       return s;
     }
     const std::int64_t top_up =
@@ -191,9 +191,10 @@ StageResult engine_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     coverage.merge(r.coverage);
     if (const fuzz::EngineFinding* f = r.first_failing()) {
       s.passed = false;
-      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {})", seed,
+      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", seed,
                              f->counterexample->failure, f->signature.to_string(),
-                             f->runs.summary(), f->counterexample->reproduce);
+                             f->runs.summary(), f->counterexample->reproduce,
+                             f->counterexample->picture.string());
       return s;
     }
     const std::int64_t top_up =
@@ -271,6 +272,7 @@ int run_gate(const GateOptions& o) {
   parse_duration_option("--mutant-budget", o.mutant_budget); // reject a bad one before running
   model::parse_coverage_requirement(o.require_coverage);     // and an unknown feature
   backends::require_backend(backend);
+  if (o.library.empty()) harness::default_library_dir(); // none installed or in the source: exit 3
   const std::vector<Stage> stages = {
       {"kernel-fuzz", [&] { return kernel_fuzz_stage(o, backend); }},
       {"engine-fuzz", [&] { return engine_fuzz_stage(o, backend); }},
@@ -338,10 +340,13 @@ void add_gate_command(CLI::App& app, Action& action) {
   cmd->add_option("--backend", o->backend, "host or cuda (default: cuda when a GPU is present)");
   cmd->add_option("--out", o->out, "Counterexamples go here (default mc-out/gate)");
   cmd->add_option("--junit", o->junit, "Write JUnit XML (one test case per stage)");
-  cmd->add_option("--library", o->library, "Scenario library directory (default: the shipped one)");
+  cmd->add_option("--library", o->library,
+                  "Scenario library directory (default: the one installed with this binary, "
+                  "else its source tree's)");
   cmd->add_option("--kinds", o->kinds,
                   "Kernel fuzz: only these launch kinds (postprocess, postprocess_align, "
-                  "precopy, preprocess_align, batch_copy)")
+                  "precopy, preprocess_align, batch_copy, precopy_v1, "
+                  "postprocess_align_slot_tables, precopy_slot_tables)")
       ->delimiter(',');
   cmd->add_option("--kernel-cases", o->kernel_cases,
                   "Kernel-level cases per fixed seed (default 250, 3 seeds)");

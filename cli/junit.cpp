@@ -14,15 +14,22 @@ namespace mc::cli {
 JunitCase finding_case(const std::string& campaign, const fuzz::Signature& signature,
                        bool skipped, std::int64_t cases, const std::string& failure,
                        const fuzz::RunTally& runs, std::string details) {
-  JunitCase jc{.name = fmt::format("{} {}", campaign, signature.to_string())};
+  return finding_case(campaign, signature.to_string(), to_string(signature.classification),
+                      skipped, cases, failure, runs.summary(), std::move(details));
+}
+
+JunitCase finding_case(const std::string& campaign, const std::string& signature,
+                       std::string_view classification, bool skipped, std::int64_t cases,
+                       const std::string& failure, const std::string& runs_summary,
+                       std::string details) {
+  JunitCase jc{.name = fmt::format("{} {}", campaign, signature)};
   if (skipped) {
     jc.skipped = true;
     jc.message = fmt::format("known finding (--skip-signature), {} cases", cases);
     return jc;
   }
   jc.failed = true;
-  jc.message = fmt::format("{} [{}, {}]", failure, to_string(signature.classification),
-                           runs.summary());
+  jc.message = fmt::format("{} [{}, {}]", failure, classification, runs_summary);
   jc.details = std::move(details);
   return jc;
 }
@@ -57,16 +64,25 @@ std::string xml_escape(const std::string& text) {
 
 std::string interrupted_line(std::string_view level, int signal, std::int64_t cases_done,
                              std::int64_t resume_from) {
+  return interrupted_line(level, model::signal_name(signal), cases_done, resume_from);
+}
+
+std::string interrupted_line(std::string_view level, std::string_view signal_name,
+                             std::int64_t cases_done, std::int64_t resume_from) {
   return fmt::format("{} level: interrupted by {} after {} case{}; continue with --resume-from {}",
-                     level, model::signal_name(signal), cases_done, cases_done == 1 ? "" : "s",
-                     resume_from);
+                     level, signal_name, cases_done, cases_done == 1 ? "" : "s", resume_from);
 }
 
 JunitCase interrupted_case(std::string_view level, int signal, std::int64_t cases_done,
                            std::int64_t resume_from) {
+  return interrupted_case(level, model::signal_name(signal), cases_done, resume_from);
+}
+
+JunitCase interrupted_case(std::string_view level, std::string_view signal_name,
+                           std::int64_t cases_done, std::int64_t resume_from) {
   return {.name = fmt::format("{}-interrupted", level),
           .skipped = true,
-          .message = interrupted_line(level, signal, cases_done, resume_from)};
+          .message = interrupted_line(level, signal_name, cases_done, resume_from)};
 }
 
 void write_junit(const std::string& path, const std::string& suite,

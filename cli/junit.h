@@ -24,6 +24,12 @@ struct JunitCase {
 JunitCase finding_case(const std::string& campaign, const fuzz::Signature& signature,
                        bool skipped, std::int64_t cases, const std::string& failure,
                        const fuzz::RunTally& runs, std::string details);
+// The same from a report's fields (`mambacheck merge`): the signature as printed, its
+// classification, and the runs summary ("failed 6 of 6 runs").
+JunitCase finding_case(const std::string& campaign, const std::string& signature,
+                       std::string_view classification, bool skipped, std::int64_t cases,
+                       const std::string& failure, const std::string& runs_summary,
+                       std::string details);
 
 // A campaign stopped by SIGINT or SIGTERM between two cases: one line saying how far it got
 // and how to go on ("kernel level: interrupted by SIGINT after 812 cases; continue with
@@ -32,6 +38,11 @@ std::string interrupted_line(std::string_view level, int signal, std::int64_t ca
                              std::int64_t resume_from);
 JunitCase interrupted_case(std::string_view level, int signal, std::int64_t cases_done,
                            std::int64_t resume_from);
+// The same with the signal as a report names it ("SIGTERM").
+std::string interrupted_line(std::string_view level, std::string_view signal_name,
+                             std::int64_t cases_done, std::int64_t resume_from);
+JunitCase interrupted_case(std::string_view level, std::string_view signal_name,
+                           std::int64_t cases_done, std::int64_t resume_from);
 
 // Writes the file (through a temporary, renamed into place); throws model::InputError when the
 // place cannot be written, model::EnvironmentError when the bytes cannot.

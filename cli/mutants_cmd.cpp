@@ -127,6 +127,11 @@ int run_mutants(const MutantsOptions& o) {
   }
   progress.done();
   std::cout << fuzz::format_table(outcomes);
+  const auto drawn = std::find_if(outcomes.begin(), outcomes.end(),
+                                  [](const fuzz::MutantOutcome& m) { return !m.picture.empty(); });
+  if (drawn != outcomes.end())
+    std::cout << fmt::format("pictures: report.html beside each counterexample (e.g. {})\n",
+                             drawn->picture);
   write_reports(o, run, outcomes);
   if (model::interrupted()) {
     std::cout << fmt::format("mutants: interrupted by {} after {} of {} mutants\n",

@@ -49,6 +49,7 @@ fuzz::MutantOutcome run_engine_mutant(const fuzz::MutantRunOptions& m,
   out.cx_copies = -1;
   out.failure = cx.failure;
   out.counterexample = cx.shrunk_trace.generic_string();
+  out.picture = cx.picture.generic_string();
   out.reproduce = cx.reproduce;
   return out;
 }

@@ -75,13 +75,9 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
   if (o.num_spec >= 0) {
     if (o.num_spec > model::kSpecTokensMax)
       model::fail_input("--num-spec must be in 0..{}, got {}", model::kSpecTokensMax, o.num_spec);
-    if (c.config.mode == model::CacheMode::all && o.num_spec > 0)
-      model::fail_input("--num-spec: all mode runs without drafts (model/FORWARD.md), got {}",
-                        o.num_spec);
     c.config.num_spec_tokens = o.num_spec;
-    c.config.num_spec_blocks = o.num_spec; // align: one spec block per draft
-  }
-  if (c.config.mode == model::CacheMode::all) { // all mode runs without drafts (FORWARD.md)
+    c.config.num_spec_blocks = o.num_spec;             // one spec block per draft, in both modes
+  } else if (c.config.mode == model::CacheMode::all) { // all mode drafts only when asked
     c.config.num_spec_tokens = 0;
     c.config.num_spec_blocks = 0;
   }

@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 namespace mc::cli {
 
 StepsOutput::StepsOutput(const std::string& path, std::optional<std::int64_t> explain_step)
@@ -21,8 +25,16 @@ std::function<void(const harness::StepView&)> StepsOutput::sink() {
     ++steps_;
     if (file_.is_open()) {
       file_ << harness::to_json(view).dump() << '\n';
-      if (!file_)
-        throw model::EnvironmentError(fmt::format("--steps-out: writing '{}' failed", path_));
+      if (!file_) {
+        const int error = errno;
+        // Cut mid-line the file does not read back: it goes.
+        file_.close();
+        std::error_code ignored;
+        std::filesystem::remove(path_, ignored);
+        throw model::EnvironmentError(
+            fmt::format("--steps-out: writing '{}' failed: {} (the partial file was removed)",
+                        path_, std::strerror(error)));
+      }
     }
     if (explain_step_ && view.step == *explain_step_) {
       explained_ = true;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -25,6 +26,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 namespace mc::fuzz {
 namespace {
@@ -164,96 +166,6 @@ struct Gathered {
   bool too_big = false;
 };
 
-class Gatherer {
-public:
-  Gatherer(pid_t pid, int result_fd, int stderr_fd, const IsolateOptions& options)
-      : pid_(pid), fds_{result_fd, stderr_fd},
-        frames_max_(static_cast<std::size_t>(options.payload_bytes_max) + 2 * kFrameHeaderBytes +
-                    sizeof(FaultRecord)) {
-    if (options.timeout_seconds > 0)
-      deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(options.timeout_seconds));
-  }
-
-  Gathered run() {
-    for (;;) {
-      if (!reaped_ && waitpid(pid_, &out_.status, WNOHANG) == pid_) reaped_ = true;
-      if (reaped_ && !any_open()) break;
-      if (deadline_ && Clock::now() >= *deadline_) {
-        out_.timed_out = true;
-        break;
-      }
-      if (!any_open()) { // closed its pipes but has not exited yet
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        continue;
-      }
-      // Once the child is reaped, what is left in the pipes is already there: no waiting
-      // (a grandchild holding them open would otherwise keep us here).
-      if (!poll_and_read(reaped_ ? 0 : poll_millis()) && reaped_) break;
-      if (out_.too_big) break;
-    }
-    if (!reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &out_.status, 0);
-    }
-    for (int& fd : fds_)
-      if (fd >= 0) close(fd);
-    return std::move(out_);
-  }
-
-private:
-  bool any_open() const { return fds_[0] >= 0 || fds_[1] >= 0; }
-
-  int poll_millis() const {
-    if (!deadline_) return kPollMillisMax;
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - Clock::now());
-    return static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 0, kPollMillisMax));
-  }
-
-  // Reads what is ready; false when nothing was.
-  bool poll_and_read(int millis) {
-    pollfd polled[2];
-    nfds_t n = 0;
-    for (const int fd : fds_)
-      if (fd >= 0) polled[n++] = pollfd{.fd = fd, .events = POLLIN, .revents = 0};
-    const int ready = poll(polled, n, millis);
-    if (ready < 0 && errno != EINTR)
-      throw std::system_error(errno, std::generic_category(), "run_isolated: poll");
-    if (ready <= 0) return false;
-    for (nfds_t i = 0; i < n; ++i)
-      if (polled[i].revents != 0) read_from(polled[i].fd);
-    return true;
-  }
-
-  void read_from(int fd) {
-    char chunk[kReadChunkBytes];
-    const ssize_t got = read(fd, chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR) return;
-    int& slot = fd == fds_[0] ? fds_[0] : fds_[1];
-    if (got <= 0) {
-      close(slot);
-      slot = -1;
-      return;
-    }
-    const auto bytes = static_cast<std::size_t>(got);
-    if (&slot == &fds_[0]) {
-      out_.frames.append(chunk, bytes);
-      out_.too_big = out_.frames.size() > frames_max_;
-    } else if (out_.stderr_text.size() < kIsolatedStderrBytesMax) {
-      out_.stderr_text.append(chunk,
-                              std::min(bytes, kIsolatedStderrBytesMax - out_.stderr_text.size()));
-    }
-  }
-
-  pid_t pid_;
-  int fds_[2];
-  std::size_t frames_max_;
-  std::optional<Clock::time_point> deadline_;
-  bool reaped_ = false;
-  Gathered out_;
-};
-
 struct Frames {
   std::optional<std::string> payload;
   std::optional<std::string> threw;
@@ -364,6 +276,112 @@ IsolatedOutcome classify(Gathered gathered, const IsolateOptions& options) {
 
 } // namespace
 
+// What the parent gathers from one child while it runs (IsolatedChild).
+class IsolatedGatherer {
+public:
+  IsolatedGatherer(pid_t pid, int result_fd, int stderr_fd, const IsolateOptions& options)
+      : pid_(pid), fds_{result_fd, stderr_fd},
+        frames_max_(static_cast<std::size_t>(options.payload_bytes_max) + 2 * kFrameHeaderBytes +
+                    sizeof(FaultRecord)) {
+    if (options.timeout_seconds > 0)
+      deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(options.timeout_seconds));
+  }
+
+  // Looks at the child without waiting; true once nothing more will come from it (it was
+  // reaped and its pipes drained, it ran past its deadline, or it wrote too much).
+  bool settle() {
+    if (settled_) return true;
+    if (!reaped_ && waitpid(pid_, &out_.status, WNOHANG) == pid_) reaped_ = true;
+    if (reaped_) {
+      // What is left in the pipes is already there: no waiting (a grandchild holding them
+      // open would otherwise keep us here).
+      while (any_open() && !out_.too_big && poll_and_read(0)) {
+      }
+      return settled_ = true;
+    }
+    if (deadline_ && Clock::now() >= *deadline_) {
+      out_.timed_out = true;
+      return settled_ = true;
+    }
+    return settled_ = out_.too_big;
+  }
+
+  // The pipes to wait on, and how long at most: until the deadline, and briefly while the
+  // child has closed its pipes but not yet exited.
+  void to_poll(std::vector<pollfd>& fds, int& millis) const {
+    if (!any_open()) millis = std::min(millis, 1);
+    for (const int fd : fds_)
+      if (fd >= 0) fds.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
+    if (deadline_) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - Clock::now());
+      millis = static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 0, millis));
+    }
+  }
+
+  bool owns(int fd) const { return fd >= 0 && (fd == fds_[0] || fd == fds_[1]); }
+  void read_from(int fd) {
+    char chunk[kReadChunkBytes];
+    const ssize_t got = read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) return;
+    int& slot = fd == fds_[0] ? fds_[0] : fds_[1];
+    if (got <= 0) {
+      close(slot);
+      slot = -1;
+      return;
+    }
+    const auto bytes = static_cast<std::size_t>(got);
+    if (&slot == &fds_[0]) {
+      out_.frames.append(chunk, bytes);
+      out_.too_big = out_.frames.size() > frames_max_;
+    } else if (out_.stderr_text.size() < kIsolatedStderrBytesMax) {
+      out_.stderr_text.append(chunk,
+                              std::min(bytes, kIsolatedStderrBytesMax - out_.stderr_text.size()));
+    }
+  }
+
+  // Kills a child still running and reaps it; what it sent.
+  Gathered finish() {
+    if (!reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &out_.status, 0);
+      reaped_ = true;
+    }
+    for (int& fd : fds_)
+      if (fd >= 0) {
+        close(fd);
+        fd = -1;
+      }
+    return std::move(out_);
+  }
+
+private:
+  bool any_open() const { return fds_[0] >= 0 || fds_[1] >= 0; }
+
+  // Reads what is ready; false when nothing was.
+  bool poll_and_read(int millis) {
+    std::vector<pollfd> polled;
+    for (const int fd : fds_)
+      if (fd >= 0) polled.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
+    const int ready = poll(polled.data(), polled.size(), millis);
+    if (ready < 0 && errno != EINTR)
+      throw std::system_error(errno, std::generic_category(), "run_isolated: poll");
+    if (ready <= 0) return false;
+    for (const pollfd& p : polled)
+      if (p.revents != 0) read_from(p.fd);
+    return true;
+  }
+
+  pid_t pid_;
+  int fds_[2];
+  std::size_t frames_max_;
+  std::optional<Clock::time_point> deadline_;
+  bool reaped_ = false;
+  bool settled_ = false;
+  Gathered out_;
+};
+
 std::string signal_name(int signal) {
   struct Named {
     int signal;
@@ -388,7 +406,8 @@ std::string signal_name(int signal) {
   return fmt::format("signal {}", signal);
 }
 
-IsolatedOutcome run_isolated(const IsolatedWork& work, const IsolateOptions& options) {
+IsolatedChild::IsolatedChild(const IsolatedWork& work, const IsolateOptions& options)
+    : options_(options) {
   MC_ASSERT(work != nullptr);
   MC_ASSERT(options.timeout_seconds >= 0);
   MC_ASSERT(options.payload_bytes_max > 0);
@@ -412,8 +431,57 @@ IsolatedOutcome run_isolated(const IsolatedWork& work, const IsolateOptions& opt
   }
   close(result.write_fd);
   close(errors.write_fd);
-  Gathered gathered = Gatherer(pid, result.read_fd, errors.read_fd, options).run();
-  return classify(std::move(gathered), options);
+  gatherer_ = std::make_unique<IsolatedGatherer>(pid, result.read_fd, errors.read_fd, options);
+}
+
+IsolatedChild::~IsolatedChild() {
+  if (gatherer_) gatherer_->finish();
+}
+
+bool IsolatedChild::done() { return gatherer_ && gatherer_->settle(); }
+
+IsolatedOutcome IsolatedChild::outcome() {
+  MC_ASSERT(gatherer_ != nullptr);
+  while (!done())
+    wait_for_any(std::span<IsolatedChild* const>(std::array{this}));
+  IsolatedOutcome out = classify(gatherer_->finish(), options_);
+  gatherer_.reset();
+  return out;
+}
+
+void wait_for_any(std::span<IsolatedChild* const> children) {
+  for (;;) {
+    std::vector<pollfd> fds;
+    int millis = kPollMillisMax;
+    bool waiting = false;
+    for (IsolatedChild* child : children) {
+      if (child->done()) return;
+      child->gatherer_->to_poll(fds, millis);
+      waiting = true;
+    }
+    if (!waiting) return;
+    if (fds.empty()) { // every child closed its pipes and has not exited yet
+      std::this_thread::sleep_for(std::chrono::milliseconds(millis));
+      continue;
+    }
+    const int ready = poll(fds.data(), fds.size(), millis);
+    if (ready < 0 && errno != EINTR)
+      throw std::system_error(errno, std::generic_category(), "run_isolated: poll");
+    if (ready <= 0) continue;
+    for (const pollfd& p : fds) {
+      if (p.revents == 0) continue;
+      for (IsolatedChild* child : children)
+        if (child->gatherer_->owns(p.fd)) {
+          child->gatherer_->read_from(p.fd);
+          break;
+        }
+    }
+  }
+}
+
+IsolatedOutcome run_isolated(const IsolatedWork& work, const IsolateOptions& options) {
+  IsolatedChild child(work, options);
+  return child.outcome();
 }
 
 } // namespace mc::fuzz

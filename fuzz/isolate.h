@@ -28,7 +28,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace mc::fuzz {
@@ -70,6 +72,32 @@ using IsolatedWork = std::function<std::string()>;
 // Forks, runs `work` in the child, and waits for it (at most options.timeout_seconds).
 // Throws std::system_error when no pipe or child can be made.
 IsolatedOutcome run_isolated(const IsolatedWork& work, const IsolateOptions& options = {});
+
+class IsolatedGatherer;
+
+// run_isolated in two halves, so that one thread can run several children at once
+// (fuzz/isolate_pool.h): the constructor forks and runs `work` in the child; wait_for_any reads
+// what the children write while they run; outcome() waits for this one and says how it ended.
+class IsolatedChild {
+public:
+  IsolatedChild(const IsolatedWork& work, const IsolateOptions& options); // throws system_error
+  ~IsolatedChild(); // a child still running is killed and reaped
+  IsolatedChild(const IsolatedChild&) = delete;
+  IsolatedChild& operator=(const IsolatedChild&) = delete;
+
+  // Nothing more will come from the child (it ended or ran past its timeout). Does not wait.
+  bool done();
+  // Waits until done(); then how the child ended. Once.
+  IsolatedOutcome outcome();
+
+private:
+  friend void wait_for_any(std::span<IsolatedChild* const> children);
+  IsolateOptions options_;
+  std::unique_ptr<IsolatedGatherer> gatherer_;
+};
+
+// Reads what `children` write until one of them is done (or returns at once when one is).
+void wait_for_any(std::span<IsolatedChild* const> children);
 
 // "SIGSEGV (invalid memory reference)", "SIGABRT (aborted)", "signal 42".
 std::string signal_name(int signal);

@@ -61,23 +61,24 @@ void download_bytes(void* dst, const DeviceBuffer& src, std::int64_t bytes) {
 
 DeviceBuffer upload_arena(const model::Arena& arena) {
   DeviceBuffer buffer(arena.size_bytes());
-  const std::int64_t size = arena.size_bytes();
-  std::int64_t run_begin = -1; // a run of non-zero chunks goes up in one copy
-  // One pass past the last chunk flushes a run that reaches the end of the arena (also when
-  // the size is not a multiple of the chunk: a 16-byte arena is one partial chunk).
-  for (std::int64_t off = 0;; off += kChunkBytes) {
-    const bool at_end = off >= size;
-    const bool data = !at_end && !all_zero(arena.data() + off, std::min(kChunkBytes, size - off));
-    if (data && run_begin < 0) run_begin = off;
-    if (!data && run_begin >= 0) {
-      const std::int64_t run_end = std::min(off, size);
-      MC_CUDA_CHECK(cudaMemcpy(static_cast<std::byte*>(buffer.data()) + run_begin,
-                               arena.data() + run_begin,
-                               static_cast<std::size_t>(run_end - run_begin),
-                               cudaMemcpyHostToDevice));
-      run_begin = -1;
+  // The buffer starts zeroed: only non-zero chunks of pages ever touched go up, a run of them in
+  // one copy, and an untouched page of a sparse arena is never read (model/touched_pages.h).
+  const auto upload = [&](std::int64_t begin, std::int64_t end) {
+    MC_CUDA_CHECK(cudaMemcpy(static_cast<std::byte*>(buffer.data()) + begin, arena.data() + begin,
+                             static_cast<std::size_t>(end - begin), cudaMemcpyHostToDevice));
+  };
+  for (const model::ByteSpan& span : arena.touched()) {
+    std::int64_t run_begin = -1;
+    for (std::int64_t off = span.offset; off < span.end(); off += kChunkBytes) {
+      const std::int64_t n = std::min(kChunkBytes, span.end() - off);
+      const bool data = !all_zero(arena.data() + off, n);
+      if (data && run_begin < 0) run_begin = off;
+      if (!data && run_begin >= 0) {
+        upload(run_begin, off);
+        run_begin = -1;
+      }
     }
-    if (at_end) break;
+    if (run_begin >= 0) upload(run_begin, span.end());
   }
   return buffer;
 }

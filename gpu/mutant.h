@@ -166,7 +166,12 @@ namespace mc::gpu {
   X(all_boundary_count_from_length, 'H',                                                           \
     "all mode counts a chunk's intermediate states as n // B instead of the block "                \
     "boundaries inside (c, c + n): a chunk starting mid-block whose tail passes one "              \
-    "more boundary never writes it")
+    "more boundary never writes it")                                                               \
+  X(all_record_after_any_step, 'A',                                                                \
+    "all mode's postprocess records the block of the last scheduled token whenever anything "      \
+    "was scheduled, not only after a full decode (all num_spec drafts): the step after a "         \
+    "prefill chunk or a decode without drafts reads its initial state at a speculative "           \
+    "column past that block instead of the block of its last computed token")
 
 // X(name, bug class, what it breaks): bugs of the scheduler or block manager, planted as
 // rewrites of the steps the oracle's scheduler makes.

@@ -110,6 +110,8 @@ void EngineCoverageCounter::count_row(const model::ScheduledRequest& s,
     return;
   }
   if (all_mode) coverage_.add("all-mode-decode");
+  if (all_mode && s.num_draft_tokens > 0 && s.num_draft_tokens == layout_.config.num_spec_tokens)
+    coverage_.add("all-mode-record");
   const std::int32_t a = s.num_accepted_tokens;
   if ((c + a) / B == c / B) return;
   ++coverage_.decode_crossings_by_accepted[a];

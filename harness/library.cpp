@@ -1,6 +1,7 @@
 #include "harness/library.h"
 
 #include "gpu/engine/runner_mutant.h"
+#include "harness/data_dir.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
 
@@ -129,7 +130,7 @@ std::vector<LibraryResult> run_library(const std::filesystem::path& dir,
 }
 
 std::filesystem::path default_library_dir() {
-  return std::filesystem::path(MC_SOURCE_DIR) / "scenarios" / "library";
+  return find_data_dir("scenarios/library", "scenario library (--library DIR names one)");
 }
 
 } // namespace mc::harness

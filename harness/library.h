@@ -52,7 +52,9 @@ LibraryResult run_scenario(const ScenarioInfo& info, const ReplayOptions& option
 std::vector<LibraryResult> run_library(const std::filesystem::path& dir,
                                        const ReplayOptions& options);
 
-// The library shipped in the source tree (MC_SOURCE_DIR/scenarios/library).
+// The library shipped with the binary: installed next to it, else in the source tree it was
+// built from (harness/data_dir.h). Throws EnvironmentError naming both places when neither has
+// it.
 std::filesystem::path default_library_dir();
 
 } // namespace mc::harness

@@ -61,6 +61,8 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
     hooks.on_step = [&](const OracleStep& o) { options.on_view(viewer.after(steps, o)); };
   }
   const LockstepResult r = run_lockstep(steps, backend, options.steps_max, hooks);
+  if (r.failure && options.on_failure)
+    options.on_failure(*r.failure, oracle.runner().arenas(), backend.arenas());
   result.stats = oracle.stats();
   result.steps_compared = r.steps_compared;
   result.bytes_compared = r.bytes_compared;

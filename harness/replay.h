@@ -26,6 +26,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mc::harness {
 
@@ -43,6 +44,11 @@ struct ReplayOptions {
   std::function<void(std::int64_t steps_done)> on_step;
   // When set: what the oracle believes happened, every step it ran (step_view.h).
   std::function<void(const StepView&)> on_view;
+  // When set: called once when a step failed, with both sides' arenas as that step left them
+  // (a picture of the counterexample draws the bytes that differ).
+  std::function<void(const Difference&, const std::vector<model::Arena>& oracle_arenas,
+                     const std::vector<model::Arena>& backend_arenas)>
+      on_failure;
 };
 
 struct ReplayResult {

@@ -57,7 +57,7 @@ void read_config(const Field& f, model::CacheConfig& c) {
   if (f.has("mode")) c.mode = parsed(f["mode"], model::parse_cache_mode);
   if (f.has("conv_layout")) c.conv_layout = parsed(f["conv_layout"], model::parse_conv_layout);
   if (f.has("runner")) c.runner = parsed(f["runner"], model::parse_runner);
-  if (c.mode != model::CacheMode::align) c.num_spec_blocks = 0;
+  c.num_spec_blocks = c.num_spec_tokens; // one speculative block per draft, in both modes
 }
 
 ScriptedRequest read_request(const Field& f, std::int32_t index) {

@@ -1,9 +1,11 @@
 #include "model/arena.h"
 
 #include "model/errors.h"
+#include "model/touched_pages.h"
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <new>
@@ -32,6 +34,32 @@ std::byte* map_bytes(std::int64_t size_bytes) {
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   return static_cast<std::byte*>(p);
+}
+
+constexpr std::int64_t kChunk = 1 << 16;
+
+const std::array<std::byte, kChunk>& zero_chunk() {
+  static const std::array<std::byte, kChunk> zeros{};
+  return zeros;
+}
+
+// The first index where a[0, n) and b[0, n) differ, or -1; a null b reads as zeros.
+std::int64_t first_mismatch(const std::byte* a, const std::byte* b, std::int64_t n) {
+  for (std::int64_t off = 0; off < n; off += kChunk) {
+    const std::int64_t m = std::min(kChunk, n - off);
+    const std::byte* other = b != nullptr ? b + off : zero_chunk().data();
+    if (std::memcmp(a + off, other, static_cast<std::size_t>(m)) == 0) continue;
+    for (std::int64_t i = 0; i < m; ++i)
+      if (a[off + i] != other[i]) return off + i;
+  }
+  return -1;
+}
+
+// Whether `at` lies in one of `spans` (in order); `cursor` only moves forward, so a walk over
+// increasing positions costs one pass.
+bool in_spans(const std::vector<ByteSpan>& spans, std::size_t& cursor, std::int64_t at) {
+  while (cursor < spans.size() && spans[cursor].end() <= at) ++cursor;
+  return cursor < spans.size() && spans[cursor].offset <= at;
 }
 
 } // namespace
@@ -67,16 +95,19 @@ Arena& Arena::operator=(Arena&& other) noexcept {
 
 Arena Arena::clone() const {
   Arena copy(size_bytes_);
-  // Copy page by page, skipping all-zero pages so a sparse arena stays sparse.
-  constexpr std::int64_t kPage = 1 << 16;
-  static const std::array<std::byte, kPage> zeros{};
-  for (std::int64_t off = 0; off < size_bytes_; off += kPage) {
-    const std::int64_t n = std::min(kPage, size_bytes_ - off);
-    if (std::memcmp(data_ + off, zeros.data(), static_cast<std::size_t>(n)) != 0)
-      std::memcpy(copy.data_ + off, data_ + off, static_cast<std::size_t>(n));
+  // Only pages ever touched can hold anything but zeros; of those, all-zero chunks are skipped
+  // too, so a sparse arena stays sparse.
+  for (const ByteSpan& span : touched()) {
+    for (std::int64_t off = span.offset; off < span.end(); off += kChunk) {
+      const std::int64_t n = std::min(kChunk, span.end() - off);
+      if (std::memcmp(data_ + off, zero_chunk().data(), static_cast<std::size_t>(n)) != 0)
+        std::memcpy(copy.data_ + off, data_ + off, static_cast<std::size_t>(n));
+    }
   }
   return copy;
 }
+
+std::vector<ByteSpan> Arena::touched() const { return touched_spans(data_, size_bytes_); }
 
 void Arena::poison() {
   // Every page is about to be written: ask for huge pages, so a multi-GiB arena costs a few
@@ -101,12 +132,30 @@ void Arena::poison_range(std::int64_t offset_bytes, std::int64_t size_bytes) {
 
 std::int64_t Arena::first_difference(const Arena& other) const {
   if (size_bytes_ != other.size_bytes_) return std::min(size_bytes_, other.size_bytes_);
-  constexpr std::int64_t kChunk = 1 << 16;
-  for (std::int64_t off = 0; off < size_bytes_; off += kChunk) {
-    const std::int64_t n = std::min(kChunk, size_bytes_ - off);
-    if (std::memcmp(data_ + off, other.data_ + off, static_cast<std::size_t>(n)) == 0) continue;
-    for (std::int64_t i = off; i < off + n; ++i)
-      if (data_[i] != other.data_[i]) return i;
+  const std::vector<ByteSpan> mine = touched();
+  const std::vector<ByteSpan> theirs = other.touched();
+  // Between two consecutive span boundaries each arena is touched throughout or not at all; a
+  // side never touched reads as zeros without reading its pages.
+  std::vector<std::int64_t> cuts{0, size_bytes_};
+  for (const std::vector<ByteSpan>* spans : {&mine, &theirs})
+    for (const ByteSpan& span : *spans) {
+      cuts.push_back(span.offset);
+      cuts.push_back(span.end());
+    }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::size_t my_cursor = 0, their_cursor = 0;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const std::int64_t lo = cuts[i], n = cuts[i + 1] - lo;
+    const bool a = in_spans(mine, my_cursor, lo), b = in_spans(theirs, their_cursor, lo);
+    std::int64_t at = -1;
+    if (a && b)
+      at = first_mismatch(data_ + lo, other.data_ + lo, n);
+    else if (a)
+      at = first_mismatch(data_ + lo, nullptr, n);
+    else if (b)
+      at = first_mismatch(other.data_ + lo, nullptr, n);
+    if (at >= 0) return lo + at;
   }
   return -1;
 }

@@ -7,9 +7,12 @@
 // onto poison at a different offset shows too.
 #pragma once
 
+#include "model/touched_pages.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace mc::model {
 
@@ -45,6 +48,10 @@ public:
     return {data_, static_cast<std::size_t>(size_bytes_)};
   }
   std::uint64_t address() const { return reinterpret_cast<std::uint64_t>(data_); }
+
+  // Runs of pages ever touched (model/touched_pages.h): every other byte is zero. Copying,
+  // comparing and exporting visit only these, so an untouched page is never read.
+  std::vector<ByteSpan> touched() const;
 
   void poison(); // the whole arena
   void poison_range(std::int64_t offset_bytes, std::int64_t size_bytes);

@@ -80,6 +80,9 @@ constexpr std::array kCatalogue = {
                     "decodes in all mode (written at the block of the last scheduled token)"},
     CoverageFeature{"all-mode-chunk-mid-block", "runner", no, E,
                     "prefill chunks in all mode that start mid-block"},
+    CoverageFeature{"all-mode-record", "runner", no, E,
+                    "full decodes in all mode, whose last scheduled block is recorded for the "
+                    "next step to read at (postprocess_mamba_all)"},
     CoverageFeature{"v2-slot-reuse", "runner", no, E,
                     "V2 request slots taken by another request than their last"},
     CoverageFeature{"deferred-postprocess-reordered", "runner", no, E,

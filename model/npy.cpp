@@ -1,6 +1,7 @@
 #include "model/npy.h"
 
 #include "model/errors.h"
+#include "model/touched_pages.h"
 
 #include <fmt/ranges.h>
 
@@ -34,6 +35,16 @@ std::string errno_text() {
 }
 
 // An open file descriptor, closed on scope exit.
+// A write that failed: a full disk or a file size limit is the machine's (exit 3); anything
+// else (a path that cannot be written) the user's (exit 2).
+[[noreturn]] void fail_write(const std::filesystem::path& file) {
+  const int error = errno;
+  const std::string what = fmt::format("{}: cannot write: {}", file.string(), errno_text());
+  if (error == ENOSPC || error == EFBIG || error == EDQUOT || error == EIO)
+    throw EnvironmentError(what);
+  throw InputError(what);
+}
+
 class Fd {
 public:
   Fd(const std::filesystem::path& file, int flags) : fd_(::open(file.c_str(), flags, 0644)) {
@@ -49,7 +60,7 @@ public:
   void close(const std::filesystem::path& file) {
     const int fd = fd_;
     fd_ = -1;
-    if (::close(fd) != 0) fail_input("{}: cannot write: {}", file.string(), errno_text());
+    if (::close(fd) != 0) fail_write(file);
   }
 
 private:
@@ -61,7 +72,7 @@ void write_at(const Fd& fd, const std::filesystem::path& file, const std::byte* 
   while (size > 0) {
     const ssize_t n = ::pwrite(fd.get(), data, static_cast<std::size_t>(size), offset);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail_input("{}: cannot write: {}", file.string(), errno_text());
+    if (n <= 0) fail_write(file);
     data += n;
     size -= n;
     offset += n;
@@ -358,14 +369,16 @@ void write_npy(const std::filesystem::path& file, NpyDtype dtype,
            kPrefixBytesV1);
   const std::int64_t data_offset = static_cast<std::int64_t>(kPrefixBytesV1) + header_bytes;
   const std::int64_t size = static_cast<std::int64_t>(data.size());
-  // All-zero chunks are left as holes: a sparse arena stays sparse on disk.
-  for (std::int64_t off = 0; off < size; off += kHoleBytes) {
-    const std::int64_t len = std::min(kHoleBytes, size - off);
-    if (!all_zero(data.data() + off, len))
-      write_at(fd, file, data.data() + off, len, data_offset + off);
+  // Pages never touched and all-zero chunks are left as holes: a sparse arena stays sparse on
+  // disk, and its untouched pages are never read (model/touched_pages.h).
+  for (const ByteSpan& span : touched_spans(data.data(), size)) {
+    for (std::int64_t off = span.offset; off < span.end(); off += kHoleBytes) {
+      const std::int64_t len = std::min(kHoleBytes, span.end() - off);
+      if (!all_zero(data.data() + off, len))
+        write_at(fd, file, data.data() + off, len, data_offset + off);
+    }
   }
-  if (::ftruncate(fd.get(), data_offset + size) != 0)
-    fail_input("{}: cannot write: {}", file.string(), errno_text());
+  if (::ftruncate(fd.get(), data_offset + size) != 0) fail_write(file);
   fd.close(file);
 }
 

@@ -67,9 +67,9 @@ void postprocess_mamba_all(std::span<const BatchRequest> batch, std::int32_t blo
                            std::int32_t num_spec_tokens, MambaStateIdx& mamba_state_idx) {
   MC_ASSERT(block_size > 0);
   if (num_spec_tokens <= 0) return;
-  const std::int32_t full_decode_len = 1 + num_spec_tokens;
   for (const BatchRequest& req : batch) {
-    if (req.num_scheduled_tokens == full_decode_len) {
+    if (req.num_draft_tokens == num_spec_tokens) {
+      MC_ASSERT(req.num_scheduled_tokens == 1 + num_spec_tokens);
       const std::int64_t seq_len = std::int64_t{req.num_computed_tokens} + req.num_scheduled_tokens;
       mamba_state_idx[req.req_id] = static_cast<std::int32_t>(
           std::max<std::int64_t>(0, model::floor_div(seq_len - 1, block_size)));
@@ -77,6 +77,15 @@ void postprocess_mamba_all(std::span<const BatchRequest> batch, std::int32_t blo
       mamba_state_idx.erase(req.req_id);
     }
   }
+}
+
+std::int32_t all_mode_read_column(std::optional<std::int32_t> record, std::int32_t num_accepted,
+                                  std::int32_t num_spec_tokens, std::int32_t last_computed_col) {
+  MC_ASSERT(last_computed_col >= 0);
+  if (!record) return last_computed_col;
+  MC_ASSERT(*record >= 0);
+  MC_ASSERT(num_accepted >= 1 && num_accepted <= 1 + num_spec_tokens);
+  return num_accepted == 1 + num_spec_tokens ? *record : *record + num_accepted;
 }
 
 PrefixCachingBlockIndices

@@ -14,6 +14,7 @@
 #include "model/launch.h"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -34,6 +35,7 @@ struct BatchRequest {
   std::int32_t num_computed_tokens = 0;
   std::int32_t num_scheduled_tokens = 0; // drafts included
   std::int32_t num_accepted_tokens = 1;  // a, from the previous step
+  std::int32_t num_draft_tokens = 0;     // of this step (postprocess_mamba_all)
 };
 
 // The request ids of one scheduler output that cleanup reads.
@@ -66,10 +68,23 @@ PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const Batc
 // src_col = -1 and token_bias = 0 on every other row.
 model::RequestArrays fused_precopy_inputs(const PreprocessPlan& plan);
 
-// "all" mode with spec decode: per request, record the block of the last scheduled token if
-// exactly 1 + num_spec tokens were scheduled, else drop the entry. No-op without drafts.
+// "all" mode with spec decode: per request, record the block of the last scheduled token,
+// max(0, (c + s - 1) // B), after a full decode, else drop the entry. No-op without drafts.
+// A full decode is a decode row with all num_spec drafts. vLLM keys on the query length alone
+// (1 + num_spec tokens) because its metadata builder may also run a prefill chunk of that
+// length through the decode kernels; here a chunk is always a prefill (model/FORWARD.md), and
+// a prefill leaves its state where a step without a record reads.
 void postprocess_mamba_all(std::span<const BatchRequest> batch, std::int32_t block_size,
                            std::int32_t num_spec_tokens, MambaStateIdx& mamba_state_idx);
+
+// "all" mode with spec decode: the column the forward reads a request's initial state from.
+// The metadata builder anchors it at the request's record (the last scheduled block of its
+// last step, a full decode) when there is one, else at the block of the last computed token
+// (`last_computed_col`). At a record, the decode left the state after all its tokens in the
+// record's own block and the state after its first a tokens (a < 1 + num_spec) a columns after
+// it (model/FORWARD.md), so the column is record + a unless every draft was accepted.
+std::int32_t all_mode_read_column(std::optional<std::int32_t> record, std::int32_t num_accepted,
+                                  std::int32_t num_spec_tokens, std::int32_t last_computed_col);
 
 // "all" mode: per request, the block of the last computed token (clamped >= 0), of the first
 // scheduled token, and of the last scheduled token (clamped >= 0; a padded row has seq_len 0).

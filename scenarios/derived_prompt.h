@@ -4,8 +4,8 @@
 // Token i of stream s is splitmix64((s << 32) | i) mod vocab_size. A derived prompt takes
 // its first prefix_len tokens from stream prefix_id and the rest from stream suffix_id, so
 // requests that share a prefix_id share their first tokens (prefix hits, REFERENCE.md 3) and
-// differ after. The recorder's Python copy (recorder/mambacheck_recorder.py) must agree with
-// this bit for bit; both are tested against the values listed in FORMAT.md.
+// differ after. The recorder's Python copy (adapters/python/mambacheck_recorder.py) must agree
+// with this bit for bit; both are tested against the values listed in FORMAT.md.
 #pragma once
 
 #include "model/prng.h"

@@ -9,6 +9,12 @@
 #include "scenarios/trace_rules.h"
 #include "scenarios/trace_step_json.h"
 
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 namespace mc::scenarios {
 
 using model::fail_field;
@@ -153,7 +159,18 @@ void TraceWriter::put_line(const std::string& line) {
   out_->write(line.data(), static_cast<std::streamsize>(line.size()));
   out_->put('\n');
   out_->flush();
-  if (!*out_) throw model::EnvironmentError(name_ + ": writing the trace failed");
+  if (*out_) return;
+  const int error = errno;
+  // A trace cut mid-line does not read back: the file of one this writer opened goes (a run
+  // stopped by a signal finishes its last line and keeps its trace).
+  if (file_) {
+    file_->close();
+    std::error_code ignored;
+    std::filesystem::remove(name_, ignored);
+  }
+  throw model::EnvironmentError(fmt::format("{}: writing the trace failed: {}{}", name_,
+                                            std::strerror(error),
+                                            file_ ? " (the partial file was removed)" : ""));
 }
 
 } // namespace mc::scenarios

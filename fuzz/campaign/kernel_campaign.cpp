@@ -3,17 +3,20 @@
 #include "fuzz/campaign/kernel_shrink.h"
 #include "fuzz/campaign/kernel_signature.h"
 #include "fuzz/isolate.h"
+#include "fuzz/isolate_pool.h"
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
 #include "model/request_arrays.h"
 #include "oracle/launch.h"
+#include "show/pictures.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <fstream>
 
 namespace mc::fuzz {
@@ -28,8 +31,10 @@ double seconds_since(Clock::time_point start) {
 // The report files of a saved case: what failed, how reliably, and the case.
 void write_reports(const LaunchSpec& spec, const KernelFinding& finding, const RunTally& runs,
                    const std::optional<Difference>& difference, const std::string& failure,
-                   const std::filesystem::path& dir) {
+                   const KernelCampaignOptions& options, const std::filesystem::path& dir) {
   nlohmann::json report = {{"failure", failure},
+                           {"backend", options.backend_name},
+                           {"mutant", options.mutant_name},
                            {"signature", finding.signature.to_string()},
                            {"classification", to_string(finding.signature.classification)},
                            {"runs", runs.runs},
@@ -48,6 +53,34 @@ void write_reports(const LaunchSpec& spec, const KernelFinding& finding, const R
       text << fmt::format("  run {}: {}\n", i + 1, finding.rows_in_runs[i]);
   }
   text << "\n" << describe(spec) << "\n";
+}
+
+// report.html beside report.txt: the backend runs the saved case once more for the actual
+// bytes (in a forked child where the campaign isolates its runs); `can_run` false: the device
+// is lost, only the oracle's side is drawn. Returns the file, or empty when it was not written.
+std::filesystem::path write_picture(const LaunchSpec& spec, const KernelFinding& finding,
+                                    const RunTally& runs, const std::string& failure,
+                                    const KernelCampaignOptions& options, bool can_run,
+                                    const std::filesystem::path& dir) {
+  const model::LaunchCase launch = materialize(spec);
+  const std::string backend_args = fmt::format(
+      "--backend {}{}", options.backend_name,
+      options.mutant_name.empty() ? "" : " --mutant " + options.mutant_name);
+  show::Header header{
+      .title = fmt::format("kernel counterexample: {}, {} rows", model::to_string(launch.kind),
+                           launch.num_reqs),
+      .source = dir.generic_string(),
+      .failure = failure,
+      .signature = finding.signature.to_string(),
+      .rate = fmt::format("{} ({})", runs.summary(), to_string(runs.classify())),
+      .reproduce = fmt::format("mambacheck case {} {} --check", dir.generic_string(), backend_args)};
+  const std::string actual_name =
+      fmt::format("{}{}", options.backend_name,
+                  options.mutant_name.empty() ? "" : ", mutant " + options.mutant_name);
+  const std::filesystem::path file = dir / "report.html";
+  const std::string html = show::kernel_picture(launch, can_run ? options.backend : LaunchRunner{},
+                                                options.isolate, actual_name, std::move(header));
+  return show::write_picture(file, html) ? file : std::filesystem::path();
 }
 
 void save_spec(const LaunchSpec& spec, const std::filesystem::path& dir) {
@@ -89,7 +122,9 @@ public:
     const std::string stem = fmt::format("kernel-seed{}", case_seed);
     cx.original_dir = options_.out_dir / (stem + "-original");
     save_spec(drawn.value(), cx.original_dir);
-    write_reports(drawn.value(), f, f.runs, first.difference, f.failure, cx.original_dir);
+    write_reports(drawn.value(), f, f.runs, first.difference, f.failure, options_,
+                  cx.original_dir);
+    write_picture(drawn.value(), f, f.runs, f.failure, options_, can_rerun, cx.original_dir);
 
     ShrinkOutcome shrunk{.spec = drawn.value(), .saved_runs = f.runs};
     CaseVerdict last = first;
@@ -110,7 +145,10 @@ public:
     cx.shrink_kept = shrunk.kept;
     cx.shrunk_dir = options_.out_dir / stem;
     save_spec(shrunk.spec, cx.shrunk_dir);
-    write_reports(shrunk.spec, f, cx.saved_runs, cx.difference, cx.failure, cx.shrunk_dir);
+    write_reports(shrunk.spec, f, cx.saved_runs, cx.difference, cx.failure, options_,
+                  cx.shrunk_dir);
+    cx.picture =
+        write_picture(shrunk.spec, f, cx.saved_runs, cx.failure, options_, can_rerun, cx.shrunk_dir);
     f.counterexample = std::move(cx);
     return f;
   }
@@ -193,15 +231,29 @@ std::string crash_shape(const std::string& message) {
 
 CaseVerdict judge_case_isolated(const LaunchSpec& spec, const LaunchRunner& backend,
                                 double timeout_seconds) {
-  const IsolatedOutcome r = run_isolated(
-      [&] { return to_json(judge_case(spec, backend)).dump(); },
-      IsolateOptions{.timeout_seconds = timeout_seconds});
+  return isolated_verdict(spec.kind,
+                          run_isolated(judge_case_work(spec, backend),
+                                       IsolateOptions{.timeout_seconds = timeout_seconds}));
+}
+
+IsolatedWork judge_case_work(const LaunchSpec& spec, const LaunchRunner& backend, int repeat) {
+  MC_ASSERT(repeat >= 1);
+  // Runs in the child as soon as it is forked: the references are still good there.
+  return [&spec, &backend, repeat] {
+    CaseVerdict verdict = judge_case(spec, backend);
+    for (int run = 1; run < repeat && !verdict.failure; ++run)
+      verdict = judge_case(spec, backend);
+    return to_json(verdict).dump();
+  };
+}
+
+CaseVerdict isolated_verdict(model::LaunchKind kind, const IsolatedOutcome& r) {
   if (r.returned()) return verdict_from_json(nlohmann::json::parse(r.payload));
   CaseVerdict v;
   v.failure = fmt::format("the backend crashed: {}", r.message);
   v.backend_error = true;
   v.signature = Signature{.level = "kernel",
-                          .kind = std::string(model::to_string(spec.kind)),
+                          .kind = std::string(model::to_string(kind)),
                           .difference = r.end == IsolatedEnd::timed_out ? "timeout" : "crash",
                           .shape = crash_shape(r.message),
                           .classification = Classification::backend_error};
@@ -244,10 +296,78 @@ const KernelFinding* KernelCampaignReport::first_failing() const {
 
 std::int64_t KernelCampaignReport::failing_cases() const { return cases_of(findings); }
 
+namespace {
+
+// A case of the campaign, drawn and started.
+struct StartedCase {
+  std::int64_t index = 0;
+  std::uint64_t case_seed = 0;
+  int size = 0;
+  rc::Shrinkable<LaunchSpec> drawn;
+  LaunchSpec spec;
+  std::optional<CaseVerdict> verdict; // run in this process: known once started
+};
+
+// The cases in flight, in case order: isolated, each in a forked child, `jobs` at a time;
+// otherwise one at a time in this process.
+class CasesInFlight {
+public:
+  CasesInFlight(const KernelCampaignOptions& options, const LaunchRunner& backend,
+                const CaseJudge& judge)
+      : options_(options), backend_(backend), judge_(judge), pool_(options.jobs) {}
+
+  bool has_room() { return options_.isolate ? pool_.has_room() : started_.empty(); }
+  bool empty() const { return started_.empty(); }
+  bool oldest_ready() { return !options_.isolate || pool_.oldest_done(); }
+  void wait() { pool_.wait(); }
+  // Before the campaign forks children of its own to rerun and shrink a finding: the children
+  // running now finish first, so none waits unread (and past its timeout) meanwhile.
+  void settle() { pool_.settle(); }
+  void clear() {
+    pool_.clear();
+    started_.clear();
+  }
+
+  void start(StartedCase c) {
+    if (options_.isolate) {
+      // A case runs all its repeats in its one child.
+      pool_.start(judge_case_work(c.spec, backend_, options_.repeat),
+                  IsolateOptions{.timeout_seconds =
+                                     options_.case_timeout_seconds * options_.repeat});
+    } else {
+      CaseVerdict verdict = judge_(c.spec);
+      for (int run = 1; run < options_.repeat && !verdict.failure; ++run)
+        verdict = judge_(c.spec);
+      c.verdict = std::move(verdict);
+    }
+    started_.push_back(std::move(c));
+  }
+
+  // The oldest case and its verdict (waits for it).
+  std::pair<StartedCase, CaseVerdict> take() {
+    MC_ASSERT(!started_.empty());
+    StartedCase c = std::move(started_.front());
+    started_.pop_front();
+    CaseVerdict verdict = options_.isolate ? isolated_verdict(c.spec.kind, pool_.take_oldest())
+                                           : std::move(*c.verdict);
+    return {std::move(c), std::move(verdict)};
+  }
+
+private:
+  const KernelCampaignOptions& options_;
+  const LaunchRunner& backend_;
+  const CaseJudge& judge_;
+  IsolatedPool pool_;
+  std::deque<StartedCase> started_;
+};
+
+} // namespace
+
 KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
   MC_ASSERT(options.backend != nullptr);
   MC_ASSERT(options.max_size >= 0 && options.max_size <= 100);
   MC_ASSERT(options.reruns >= 0 && options.repeat >= 1);
+  MC_ASSERT(options.jobs >= 1 && (options.jobs == 1 || options.isolate));
   const Clock::time_point start = Clock::now();
   const rc::Gen<LaunchSpec> gen = gen_launch_spec(options.gen);
   KernelCampaignReport report;
@@ -273,28 +393,30 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     return v;
   };
   FindingRecorder recorder(options, judge);
-  std::int64_t i = options.first_case;
-  for (; i < options.cases_max; ++i) {
-    if (options.seconds_max > 0 && seconds_since(start) > options.seconds_max) break;
+  CasesInFlight flight(options, backend, judge);
+  const std::int64_t stride = options.shard.count;
+  std::int64_t next = first_case_of(options.shard, options.first_case); // the next to start
+  report.next_case = next;
+  bool stop = false;
+  const auto may_start = [&] {
+    if (stop || next >= options.cases_max) return false;
+    if (options.seconds_max > 0 && seconds_since(start) > options.seconds_max) return false;
     if (model::interrupted()) {
       report.interrupted = model::interrupt_signal();
-      break;
+      return false;
     }
-    const std::uint64_t case_seed = options.seed + static_cast<std::uint64_t>(i);
-    const int size = static_cast<int>(i % (options.max_size + 1));
-    const rc::Shrinkable<LaunchSpec> drawn = gen(rc::Random(case_seed), size);
-    const LaunchSpec& spec = drawn.value();
-    CaseVerdict verdict = judge(spec);
-    for (int run = 1; run < options.repeat && !verdict.failure; ++run)
-      verdict = judge(spec);
+    return true;
+  };
+  // One case's verdict, in case order; false: the campaign stops after it.
+  const auto count = [&](const StartedCase& c, const CaseVerdict& verdict) {
     ++report.cases;
-    ++report.cases_by_kind[std::string(model::to_string(spec.kind))];
-    ++report.cases_by_size_class[std::string(to_string(spec.size_class))];
+    ++report.cases_by_kind[std::string(model::to_string(c.spec.kind))];
+    ++report.cases_by_size_class[std::string(to_string(c.spec.size_class))];
     report.copies_compared += verdict.copies;
     report.arena_bytes_compared += verdict.arena_bytes;
     report.coverage.merge(verdict.coverage);
-    if (options.on_case) options.on_case(report.cases, spec);
-    if (!verdict.failure) continue;
+    if (options.on_case) options.on_case(report.cases, c.spec);
+    if (!verdict.failure) return true;
     if (report.findings.empty()) report.seconds_to_failure = seconds_since(start);
     const std::string key = verdict.signature.key();
     auto known = std::find_if(report.findings.begin(), report.findings.end(),
@@ -302,23 +424,45 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     if (known != report.findings.end()) {
       ++known->cases;
     } else {
-      report.findings.push_back(recorder.record(case_seed, size, drawn, verdict, !device_lost));
+      flight.settle();
+      report.findings.push_back(
+          recorder.record(c.case_seed, c.size, c.drawn, verdict, !device_lost));
       if (options.on_finding) options.on_finding(report.findings.back());
     }
     if (device_lost) {
       report.stopped = fmt::format(
           "the device faulted on case seed {} and the CUDA context of this process is lost; "
           "the cases after it did not run (continue with --resume-from {})",
-          case_seed, i + 1);
-      ++i;
-      break;
+          c.case_seed, c.index + stride);
+      return false;
     }
-    if (!options.keep_going && report.first_failing() != nullptr) {
-      ++i;
-      break;
+    return options.keep_going || report.first_failing() == nullptr;
+  };
+  for (;;) {
+    while (flight.has_room() && may_start()) {
+      const std::uint64_t case_seed = options.seed + static_cast<std::uint64_t>(next);
+      const int size = static_cast<int>(next % (options.max_size + 1));
+      rc::Shrinkable<LaunchSpec> drawn = gen(rc::Random(case_seed), size);
+      LaunchSpec spec = drawn.value();
+      flight.start(StartedCase{.index = next,
+                               .case_seed = case_seed,
+                               .size = size,
+                               .drawn = std::move(drawn),
+                               .spec = std::move(spec)});
+      next += stride;
+    }
+    if (flight.empty()) break;
+    if (!flight.oldest_ready()) {
+      flight.wait();
+      continue;
+    }
+    const auto [c, verdict] = flight.take();
+    report.next_case = c.index + stride;
+    if (!count(c, verdict)) {
+      stop = true;
+      flight.clear(); // cases after the last counted are not part of the campaign
     }
   }
-  report.next_case = i;
   report.seconds = seconds_since(start);
   return report;
 }
@@ -330,6 +474,7 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                       {"seed", options.seed},
                       {"max_size", options.max_size},
                       {"reruns", options.reruns},
+                      {"cases_max", options.cases_max},
                       {"cases", report.cases},
                       {"cases_by_kind", report.cases_by_kind},
                       {"cases_by_size_class", report.cases_by_size_class},
@@ -341,6 +486,10 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
   if (!report.stopped.empty()) j["stopped"] = report.stopped;
   if (!report.backend_replaced.empty()) j["backend_replaced"] = report.backend_replaced;
   if (options.first_case > 0) j["first_case"] = options.first_case;
+  if (!options.shard.whole())
+    j["shard"] = {{"index", options.shard.index}, {"count", options.shard.count}};
+  if (options.keep_going) j["keep_going"] = true;
+  if (!options.skip_signatures.empty()) j["skip_signatures"] = options.skip_signatures;
   if (report.interrupted != 0)
     j["interrupted"] = {{"signal", model::signal_name(report.interrupted)},
                         {"cases_done", report.cases},
@@ -359,7 +508,8 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                             {"first_case_seed", f.first_case_seed},
                             {"size", f.first_size},
                             {"cases", f.cases},
-                            {"skipped", f.skipped}};
+                            {"skipped", f.skipped},
+                            {"failure", f.failure}};
     nlohmann::json rates = {{"signature", f.signature.to_string()},
                             {"runs", f.runs.runs},
                             {"failed_runs", f.runs.failed}};

@@ -14,7 +14,9 @@
 #include "fuzz/compare.h"
 #include "fuzz/findings.h"
 #include "fuzz/gen_launch.h"
+#include "fuzz/isolate.h"
 #include "fuzz/run_case.h"
+#include "fuzz/shard.h"
 #include "model/coverage.h"
 #include "model/launch.h"
 
@@ -41,6 +43,10 @@ struct KernelCampaignOptions {
   std::uint64_t seed = 1;
   std::int64_t cases_max = 1000; // stop after this many cases...
   std::int64_t first_case = 0;   // the index of the first case run (a resumed campaign)
+  Shard shard;                   // runs the cases of this shard only (fuzz/shard.h)
+  // Cases run at once, each in a forked child (isolated only). Verdicts are taken in case order,
+  // so the report is the same for any number of jobs.
+  int jobs = 1;
   double seconds_max = 0.0;      // ...or after this long (0: no time limit)
   int max_size = 100;            // generator size parameter, 0..100
   GenOptions gen = GenOptions::host_default();
@@ -93,6 +99,13 @@ CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend);
 CaseVerdict judge_case_isolated(const LaunchSpec& spec, const LaunchRunner& backend,
                                 double timeout_seconds);
 
+// judge_case_isolated in two halves, for running several cases at once (fuzz/isolate_pool.h):
+// the work of the forked child (up to `repeat` runs of the case, stopping at the first that
+// fails; it runs at fork time, so `spec` and `backend` need only live until the child is
+// started), and the verdict from how the child ended.
+IsolatedWork judge_case_work(const LaunchSpec& spec, const LaunchRunner& backend, int repeat = 1);
+CaseVerdict isolated_verdict(model::LaunchKind kind, const IsolatedOutcome& outcome);
+
 // A verdict as it travels from an isolated child process back to the campaign.
 nlohmann::json to_json(const CaseVerdict& verdict);
 CaseVerdict verdict_from_json(const nlohmann::json& j);
@@ -111,6 +124,7 @@ struct Counterexample {
   bool shrink_kept = true;       // false: no smaller case reproduced, the original is saved
   std::filesystem::path original_dir;
   std::filesystem::path shrunk_dir;
+  std::filesystem::path picture; // shrunk_dir/report.html; empty when it was not written
 };
 
 // One signature of a campaign: its first case, rerun and shrunk, and how often it recurred.

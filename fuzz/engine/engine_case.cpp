@@ -16,6 +16,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <memory>
 #include <system_error>
 
 namespace mc::fuzz {
@@ -59,7 +60,8 @@ std::int64_t pool_blocks_min(const EngineCase& c) {
   const std::int64_t per_request =
       c.config.mode == model::CacheMode::align
           ? 3 + c.config.num_spec_blocks
-          : model::cdiv(w.prompt_len_max + w.output_len_max + 1, c.config.mamba_block_size) + 1;
+          : model::cdiv(w.prompt_len_max + w.output_len_max + 1, c.config.mamba_block_size) + 1 +
+                c.config.num_spec_blocks;
   return per_request + 1;
 }
 
@@ -80,18 +82,16 @@ void draw_config(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   constexpr std::array kAttnBlockSizes = {1, 2, 4, 8, 16};
   c.config.attn_block_size = pick(rng, kAttnBlockSizes);
   c.config.mode = rng.chance(150'000) ? model::CacheMode::all : model::CacheMode::align;
-  std::int32_t num_spec = 0;
-  if (c.config.mode == model::CacheMode::align) {
-    const std::int64_t roll = rng.uniform(0, 99);
-    num_spec = roll < 25 ? 0 : roll < 80 ? rng.uniform32(1, 3) : rng.uniform32(4, 8);
-  }
+  // Both modes draw their drafts alike (all mode keeps one speculative column per draft).
+  const std::int64_t roll = rng.uniform(0, 99);
+  std::int32_t num_spec = roll < 25 ? 0 : roll < 80 ? rng.uniform32(1, 3) : rng.uniform32(4, 8);
   // A decode step crossing more than one block boundary (B < 1 + drafts) leaves boundary
   // states no write produced, which the oracle's scheduler still caches (reported as a
   // finding of its own): the generator keeps B >= 1 + drafts.
   num_spec = std::min(num_spec, c.config.mamba_block_size - 1);
   if (fixed.token_budget) num_spec = std::min(num_spec, *fixed.token_budget - 1);
   c.config.num_spec_tokens = num_spec;
-  c.config.num_spec_blocks = c.config.mode == model::CacheMode::align ? num_spec : 0;
+  c.config.num_spec_blocks = num_spec;
   c.config.conv_layout = rng.chance(500'000) ? model::ConvLayout::DS : model::ConvLayout::SD;
   c.engine.runner.flavour =
       rng.chance(500'000) ? model::RunnerFlavour::v2 : model::RunnerFlavour::v1;
@@ -151,15 +151,12 @@ void draw_production(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   if (fixed.block_size) B = *fixed.block_size;
   if (fixed.token_budget) B = std::min(B, *fixed.token_budget);
   c.config.mamba_block_size = B;
-  std::int32_t num_spec = 0;
-  if (mode == model::CacheMode::align) {
-    const std::int64_t roll = rng.uniform(0, 99);
-    num_spec = roll < 25 ? 0 : roll < 75 ? rng.uniform32(1, 3) : rng.uniform32(4, 7);
-  }
+  const std::int64_t roll = rng.uniform(0, 99);
+  std::int32_t num_spec = roll < 25 ? 0 : roll < 75 ? rng.uniform32(1, 3) : rng.uniform32(4, 7);
   num_spec = std::min(num_spec, B - 1);
   if (fixed.token_budget) num_spec = std::min(num_spec, *fixed.token_budget - 1);
   c.config.num_spec_tokens = num_spec;
-  c.config.num_spec_blocks = mode == model::CacheMode::align ? num_spec : 0;
+  c.config.num_spec_blocks = num_spec;
   if (conv_layout == model::ConvLayout::DS && num_spec > 0)
     c.engine.runner.v1_copy_path = oracle::engine::V1CopyPath::precopy;
   oracle::engine::WorkloadOptions& w = c.engine.workload;
@@ -360,34 +357,51 @@ nlohmann::ordered_json to_json(const EngineCase& c) {
 namespace {
 
 EngineOutcome run_isolated_case(const EngineCase& c, const EngineRunOptions& run) {
+  const IsolatedEngineRun isolated = isolated_engine_run(c, run);
+  return isolated.outcome(run_isolated(isolated.work, isolated.options));
+}
+
+} // namespace
+
+IsolatedEngineRun isolated_engine_run(const EngineCase& c, const EngineRunOptions& run,
+                                      int repeat) {
   MC_ASSERT(run.executor == gpu::engine::ExecutorKind::host);
+  MC_ASSERT(repeat >= 1);
   // Shared with the child: the steps it has started, so a crash names the step it died in.
   void* page = mmap(nullptr, sizeof(std::int64_t), PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
-  auto* started = static_cast<volatile std::int64_t*>(page);
+  std::shared_ptr<volatile std::int64_t> started(
+      static_cast<volatile std::int64_t*>(page),
+      [](volatile std::int64_t* p) { munmap(const_cast<std::int64_t*>(p), sizeof(std::int64_t)); });
   *started = 0;
   EngineRunOptions child = run;
   child.isolate = false;
-  const IsolatedOutcome r = run_isolated(
-      [&] {
-        return to_json(run_engine_case(c, child, nullptr, [started] { *started = *started + 1; }))
-            .dump();
-      },
-      IsolateOptions{.timeout_seconds = run.timeout_seconds});
-  const std::int64_t steps = *started;
-  munmap(page, sizeof(std::int64_t));
-  if (r.returned()) return outcome_from_json(nlohmann::ordered_json::parse(r.payload));
-  const std::int64_t step = std::max<std::int64_t>(steps - 1, 0);
-  EngineOutcome out{.steps_run = steps};
-  out.failure = harness::Difference{
-      .kind = r.end == IsolatedEnd::timed_out ? "timeout" : "crash",
-      .step = step,
-      .text = fmt::format("step {}: the backend crashed: {}", step, r.message)};
+  IsolatedEngineRun out;
+  out.options = IsolateOptions{.timeout_seconds = run.timeout_seconds * repeat};
+  // Runs in the child as soon as it is forked: `c` is still there.
+  out.work = [&c, child, repeat, started] {
+    EngineOutcome outcome;
+    for (int again = 0; again < repeat; ++again) {
+      *started = 0;
+      outcome = run_engine_case(c, child, nullptr, [started] { *started = *started + 1; });
+      if (!outcome.valid || outcome.failed()) break;
+    }
+    return to_json(outcome).dump();
+  };
+  out.outcome = [started](const IsolatedOutcome& r) {
+    if (r.returned()) return outcome_from_json(nlohmann::ordered_json::parse(r.payload));
+    const std::int64_t steps = *started;
+    const std::int64_t step = std::max<std::int64_t>(steps - 1, 0);
+    EngineOutcome lost{.steps_run = steps};
+    lost.failure = harness::Difference{
+        .kind = r.end == IsolatedEnd::timed_out ? "timeout" : "crash",
+        .step = step,
+        .text = fmt::format("step {}: the backend crashed: {}", step, r.message)};
+    return lost;
+  };
   return out;
 }
-
-} // namespace
 
 EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
                               std::vector<model::Step>* steps_out,

@@ -6,6 +6,7 @@
 // oracle engine and the GPU-side runner step by step and names the first difference.
 #pragma once
 
+#include "fuzz/isolate.h"
 #include "gpu/engine/engine_runner.h"
 #include "gpu/engine/runner_mutant.h"
 #include "gpu/mutant.h"
@@ -98,6 +99,19 @@ std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_ma
 // An outcome as it travels from an isolated child process back to the campaign.
 nlohmann::ordered_json to_json(const EngineOutcome& outcome);
 EngineOutcome outcome_from_json(const nlohmann::ordered_json& j);
+
+// An isolated run of `c` in two halves, for running several cases at once
+// (fuzz/isolate_pool.h): the work of the forked child (up to `repeat` runs of the case, stopping
+// at the first that fails; it runs at fork time, so `c` need only live until the child is
+// started), and the outcome from how the child ended (a crash or a timeout is a failure at the
+// step it reached). Host executor only.
+struct IsolatedEngineRun {
+  IsolatedWork work;
+  IsolateOptions options;
+  std::function<EngineOutcome(const IsolatedOutcome&)> outcome;
+};
+IsolatedEngineRun isolated_engine_run(const EngineCase& c, const EngineRunOptions& run,
+                                      int repeat = 1);
 
 // Runs at most c.num_steps steps. `steps_out`, when given, receives every step executed (and
 // the run is not isolated); `on_step_started` is called before the backend runs each step.

@@ -1,17 +1,20 @@
 // run_engine_fuzz, the counterexample files and the JSON report (engine_fuzz.h).
 #include "fuzz/engine/engine_fuzz.h"
 
+#include "fuzz/isolate_pool.h"
 #include "harness/replay.h"
 
 #include "model/errors.h"
 #include "model/interrupt.h"
 #include "model/presets.h"
 #include "scenarios/trace.h"
+#include "show/pictures.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <fstream>
 
 namespace mc::fuzz {
@@ -97,12 +100,17 @@ nlohmann::ordered_json counterexample_json(const EngineCounterexample& cx) {
           {"shrink_steps", cx.shrink_steps},
           {"shrink_tried", cx.shrink_tried},
           {"shrunk_case", to_json(cx.shrunk)},
+          {"case", cx.description},
           {"original_trace", cx.original_trace.generic_string()},
           {"shrunk_trace", cx.shrunk_trace.generic_string()},
           {"reproduce", cx.reproduce},
           {"replay", cx.replay},
           {"steps_view", cx.steps_view.generic_string()},
-          {"shrunk", cx.shrink_kept}};
+          {"shrunk", cx.shrink_kept},
+          {"signature", cx.signature},
+          {"rate", fmt::format("{} ({})", cx.saved_runs.summary(),
+                               to_string(cx.saved_runs.classify()))},
+          {"picture", cx.picture.generic_string()}};
 }
 
 std::string counterexample_text(const EngineCounterexample& cx) {
@@ -194,6 +202,34 @@ void keep_reproducible(ShrinkResult& s, const EngineCase& original,
   kept = false;
 }
 
+// report.html beside report.txt: the shrunk trace replayed against the backend under test
+// (with the campaign's kernel and runner mutants; a scheduler mutant's steps are in the trace).
+std::filesystem::path write_engine_picture(const EngineCounterexample& cx,
+                                           const EngineFuzzOptions& o, const EngineCase& c) {
+  show::EnginePictureOptions p{.isolate = o.isolate};
+  p.replay.executor = o.executor;
+  p.replay.v1_copy_path = c.engine.runner.v1_copy_path;
+  p.replay.kernel_mutant = o.kernel_mutant;
+  p.replay.runner_mutant = o.runner_mutant;
+  p.actual_name = fmt::format("{}{}", o.backend_name, mutant_args(o));
+  p.header = {.title = fmt::format("engine counterexample: case seed {}, {} steps, {} requests",
+                                   cx.case_seed, cx.steps, cx.requests),
+              .source = cx.shrunk_trace.generic_string(),
+              .failure = cx.failure,
+              .signature = engine_signature(c, cx.difference).to_string(),
+              .rate = fmt::format("{} ({})", cx.saved_runs.summary(),
+                                  to_string(cx.saved_runs.classify())),
+              .reproduce = fmt::format("{}\n(the trace: {})", cx.reproduce, cx.replay)};
+  const std::filesystem::path file = cx.dir / "report.html";
+  try {
+    return show::write_picture(file, show::engine_picture(cx.shrunk_trace, p))
+               ? file
+               : std::filesystem::path();
+  } catch (const std::exception&) {
+    return {}; // a picture is an extra: the trace and the reports stand without it
+  }
+}
+
 // `can_rerun` false: the device context is lost, nothing more runs in this process; the
 // original case is saved unshrunk.
 EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const EngineRunOptions& run,
@@ -242,6 +278,8 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
   if (!problem.empty()) cx.replay = fmt::format("(trace not written: {})", problem);
   if (problem.empty() && write_steps_view(cx.shrunk_trace, s.best, cx.dir / "steps.jsonl"))
     cx.steps_view = cx.dir / "steps.jsonl";
+  cx.signature = engine_signature(s.best, cx.difference).to_string();
+  if (problem.empty()) cx.picture = write_engine_picture(cx, o, s.best);
   std::ofstream(cx.dir / "report.json") << counterexample_json(cx).dump(2) << "\n";
   std::ofstream(cx.dir / "report.txt") << counterexample_text(cx);
   return cx;
@@ -299,11 +337,79 @@ EngineFinding record_finding(const EngineFuzzOptions& o, const EngineRunOptions&
 
 } // namespace
 
+namespace {
+
+struct StartedCase {
+  std::int64_t index = 0;
+  EngineCase c;
+  std::optional<EngineOutcome> outcome; // run in this process: known once started
+};
+
+// The cases in flight, in case order: isolated, each in a forked child, `jobs` at a time;
+// otherwise one at a time in this process.
+class CasesInFlight {
+public:
+  CasesInFlight(const EngineFuzzOptions& o, const EngineRunOptions& run)
+      : options_(o), run_(run), pool_(o.jobs) {}
+
+  bool has_room() { return run_.isolate ? pool_.has_room() : started_.empty(); }
+  bool empty() const { return started_.empty(); }
+  bool oldest_ready() { return !run_.isolate || pool_.oldest_done(); }
+  void wait() { pool_.wait(); }
+  // Before the campaign forks children of its own to rerun and shrink a finding.
+  void settle() { pool_.settle(); }
+  void clear() {
+    pool_.clear();
+    started_.clear();
+    finish_.clear();
+  }
+
+  void start(StartedCase s) {
+    if (run_.isolate) {
+      // A case runs all its repeats in its one child.
+      IsolatedEngineRun isolated = isolated_engine_run(s.c, run_, options_.repeat);
+      pool_.start(isolated.work, isolated.options);
+      finish_.push_back(std::move(isolated.outcome));
+    } else {
+      EngineOutcome outcome = run_engine_case(s.c, run_);
+      for (int again = 1; again < options_.repeat && outcome.valid && !outcome.failed(); ++again)
+        outcome = run_engine_case(s.c, run_);
+      s.outcome = std::move(outcome);
+    }
+    started_.push_back(std::move(s));
+  }
+
+  // The oldest case and its outcome (waits for it).
+  std::pair<StartedCase, EngineOutcome> take() {
+    MC_ASSERT(!started_.empty());
+    StartedCase s = std::move(started_.front());
+    started_.pop_front();
+    EngineOutcome outcome;
+    if (run_.isolate) {
+      outcome = finish_.front()(pool_.take_oldest());
+      finish_.pop_front();
+    } else {
+      outcome = std::move(*s.outcome);
+    }
+    return {std::move(s), std::move(outcome)};
+  }
+
+private:
+  const EngineFuzzOptions& options_;
+  const EngineRunOptions& run_;
+  IsolatedPool pool_;
+  std::deque<StartedCase> started_;
+  std::deque<std::function<EngineOutcome(const IsolatedOutcome&)>> finish_; // isolated
+};
+
+} // namespace
+
 EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   if (o.max_size < 0 || o.max_size > kEngineSizeMax)
     model::fail_input("--max-size: expected 0..{}, got {}", kEngineSizeMax, o.max_size);
   if (o.cases_max < 0) model::fail_input("--cases: got {}", o.cases_max);
   MC_ASSERT(o.reruns >= 0 && o.repeat >= 1);
+  MC_ASSERT(o.jobs >= 1 && (o.jobs == 1 || o.isolate));
   validate_fixed(o.fixed);
   const EngineRunOptions run{.executor = o.executor,
                              .kernel_mutant = o.kernel_mutant,
@@ -316,21 +422,24 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   EngineFuzzReport report;
-  std::int64_t i = o.first_case;
-  for (; i < o.cases_max; ++i) {
-    if (o.seconds_max > 0 && elapsed() >= o.seconds_max) break;
+  CasesInFlight flight(o, run);
+  const std::int64_t stride = o.shard.count;
+  std::int64_t next = first_case_of(o.shard, o.first_case); // the next case to start
+  report.next_case = next;
+  bool stop = false;
+  const auto may_start = [&] {
+    if (stop || next >= o.cases_max) return false;
+    if (o.seconds_max > 0 && elapsed() >= o.seconds_max) return false;
     if (model::interrupted()) {
       report.interrupted = model::interrupt_signal();
-      break;
+      return false;
     }
-    const std::uint64_t case_seed = o.seed + static_cast<std::uint64_t>(i);
-    const int size = static_cast<int>(case_seed % static_cast<std::uint64_t>(o.max_size + 1));
-    const EngineCase c = generate_engine_case(case_seed, size, o.fixed);
-    EngineOutcome outcome = run_engine_case(c, run);
-    for (int again = 1; again < o.repeat && outcome.valid && !outcome.failed(); ++again)
-      outcome = run_engine_case(c, run);
+    return true;
+  };
+  // One case's outcome, in case order; false: the campaign stops after it.
+  const auto count = [&](std::int64_t i, const EngineCase& c, const EngineOutcome& outcome) {
     if (!outcome.valid) // a kernel mutant this build lacks, or a generator bug
-      model::fail_input("engine case {} (seed {}): {}", i, case_seed, outcome.invalid_reason);
+      model::fail_input("engine case {} (seed {}): {}", i, c.case_seed, outcome.invalid_reason);
     ++report.cases;
     report.steps += outcome.steps_run;
     report.bytes_compared += outcome.bytes_compared;
@@ -338,7 +447,7 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     ++report.cases_by_runner[runner_key(c)];
     report.coverage.merge(outcome.coverage);
     if (o.on_case) o.on_case(report.cases, report.steps, c);
-    if (!outcome.failed()) continue;
+    if (!outcome.failed()) return true;
     if (report.findings.empty()) report.seconds_to_failure = elapsed();
     const std::string key = engine_signature(c, *outcome.failure).key();
     auto known = std::find_if(report.findings.begin(), report.findings.end(),
@@ -346,6 +455,7 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     if (known != report.findings.end()) {
       ++known->cases;
     } else {
+      flight.settle();
       report.findings.push_back(record_finding(o, run, c, outcome));
       if (o.on_finding) o.on_finding(report.findings.back());
     }
@@ -353,16 +463,30 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
       report.stopped = fmt::format(
           "the device faulted on case seed {} and the CUDA context of this process is lost; "
           "the cases after it did not run (continue with --resume-from {})",
-          case_seed, i + 1);
-      ++i;
-      break;
+          c.case_seed, i + stride);
+      return false;
     }
-    if (!o.keep_going && report.first_failing() != nullptr) {
-      ++i;
-      break;
+    return o.keep_going || report.first_failing() == nullptr;
+  };
+  for (;;) {
+    while (flight.has_room() && may_start()) {
+      const std::uint64_t case_seed = o.seed + static_cast<std::uint64_t>(next);
+      const int size = static_cast<int>(case_seed % static_cast<std::uint64_t>(o.max_size + 1));
+      flight.start(StartedCase{.index = next, .c = generate_engine_case(case_seed, size, o.fixed)});
+      next += stride;
+    }
+    if (flight.empty()) break;
+    if (!flight.oldest_ready()) {
+      flight.wait();
+      continue;
+    }
+    const auto [s, outcome] = flight.take();
+    report.next_case = s.index + stride;
+    if (!count(s.index, s.c, outcome)) {
+      stop = true;
+      flight.clear(); // cases after the last counted are not part of the campaign
     }
   }
-  report.next_case = i;
   report.seconds = elapsed();
   return report;
 }
@@ -387,6 +511,9 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"held", r.first_failing() == nullptr}};
   if (!r.stopped.empty()) j["stopped"] = r.stopped;
   if (o.first_case > 0) j["first_case"] = o.first_case;
+  if (!o.shard.whole()) j["shard"] = {{"index", o.shard.index}, {"count", o.shard.count}};
+  if (o.keep_going) j["keep_going"] = true;
+  if (!o.skip_signatures.empty()) j["skip_signatures"] = o.skip_signatures;
   if (r.interrupted != 0)
     j["interrupted"] = {{"signal", model::signal_name(r.interrupted)},
                         {"cases_done", r.cases},

@@ -17,6 +17,7 @@
 
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
+#include "fuzz/shard.h"
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,10 @@ struct EngineFuzzOptions {
   std::uint64_t seed = 1;
   std::int64_t cases_max = 200; // stop after this many cases...
   std::int64_t first_case = 0;  // the index of the first case run (a resumed campaign)
+  Shard shard;                  // runs the cases of this shard only (fuzz/shard.h)
+  // Cases run at once, each in a forked child (isolated only). Outcomes are taken in case order,
+  // so the report is the same for any number of jobs.
+  int jobs = 1;
   double seconds_max = 0.0;     // ...or after this long (0: no time limit)
   int max_size = kEngineSizeMax;
   EngineCaseFixed fixed;
@@ -82,6 +87,8 @@ struct EngineCounterexample {
   std::string replay;               // mambacheck replay TRACE ... (the shrunk trace)
   RunTally saved_runs;              // reruns of the saved (shrunk) case
   bool shrink_kept = true; // false: no smaller case reproduced, the original is saved
+  std::string signature;            // of the shrunk case's failure
+  std::filesystem::path picture;    // dir/report.html, or empty when it was not written
 };
 
 // One signature of a campaign: its first case, rerun and shrunk, and how often it recurred.
@@ -105,7 +112,8 @@ struct EngineFuzzReport {
   std::int64_t steps = 0;
   std::int64_t bytes_compared = 0;
   std::map<std::string, std::int64_t> cases_by_preset;
-  std::map<std::string, std::int64_t> cases_by_runner; // v1 precopy, v1 batch_copy, v2, all
+  // v1 precopy, v1 precopy_v1, v1 batch_copy, v2, v2 slot-tables (deferred), all
+  std::map<std::string, std::int64_t> cases_by_runner;
   // Every case's first run (not reruns, repeats or shrink candidates): model/coverage.h.
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   double seconds = 0.0;                                // shrinking and files included

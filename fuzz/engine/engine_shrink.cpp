@@ -96,11 +96,10 @@ void length_candidates(const EngineCase& c, Candidates& out) {
 }
 
 void config_candidates(const EngineCase& c, Candidates& out) {
-  const bool align = c.config.mode == model::CacheMode::align;
   for (const std::int32_t s : smaller(c.config.num_spec_tokens, 0)) {
     EngineCase a = c;
     a.config.num_spec_tokens = s;
-    a.config.num_spec_blocks = align ? s : 0;
+    a.config.num_spec_blocks = s; // one speculative block per draft, in both modes
     if (s == 0) a.engine.scheduler.drafter_prunes_last_block = false;
     add(out, std::move(a));
   }

@@ -68,6 +68,7 @@ MutantOutcome run_kernel_mutant(const MutantRunOptions& options, gpu::Mutant mut
   out.cx_copies = cx.copies;
   out.failure = cx.failure;
   out.counterexample = cx.shrunk_dir.string();
+  out.picture = cx.picture.string();
   out.reproduce = fmt::format("mambacheck fuzz --backend {} --mutant {} --seed {} --cases 1 "
                               "--max-size {}",
                               options.backend_name, out.name, cx.case_seed, options.max_size);
@@ -168,7 +169,8 @@ nlohmann::ordered_json to_json(const MutantRunOptions& options,
       j["cases_until_killed"] = o.cases;
       j["counterexample"] = {{"steps", o.cx_steps},      {"requests", o.cx_requests},
                              {"copies", o.cx_copies},    {"failure", o.failure},
-                             {"path", o.counterexample}, {"reproduce", o.reproduce}};
+                             {"path", o.counterexample}, {"reproduce", o.reproduce},
+                             {"picture", o.picture}};
     }
     if (with_timings) {
       j["seconds_to_kill"] = o.seconds_to_kill;

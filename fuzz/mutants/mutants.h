@@ -66,6 +66,7 @@ struct MutantOutcome {
   std::int64_t cx_copies = 0;
   std::string failure;        // the first difference of the shrunk counterexample
   std::string counterexample; // its file or directory
+  std::string picture;        // its report.html, or empty
   std::string reproduce;      // the command that reruns it
 };
 

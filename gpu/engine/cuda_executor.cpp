@@ -72,6 +72,7 @@ public:
   }
 
   void forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
+               const std::vector<ForwardRead>& reads,
                const std::vector<std::int32_t>& tokens) override {
     if (ops.empty()) return;
     on_device([&] {
@@ -79,6 +80,9 @@ public:
           make_forward_params(layout_, tables, static_cast<std::int32_t>(ops.size()));
       const DeviceBuffer d_ops = upload_vector<ForwardOp>(ops);
       const DeviceBuffer d_tokens = upload_vector<std::int32_t>(tokens);
+      const DeviceBuffer d_reads = upload_vector<ForwardRead>(reads);
+      const DeviceBuffer d_read_diffs(static_cast<std::int64_t>(
+          reads.size() * layout_.tensors.size() * sizeof(std::uint64_t))); // zero-filled
       std::vector<DeviceBuffer> d_tables;
       for (std::size_t g = 0; g < tables.groups.size(); ++g) {
         d_tables.push_back(upload_vector<std::int32_t>(tables.groups[g].block_ids));
@@ -87,6 +91,9 @@ public:
       p.tensors = device_forward_tensors_.as<ForwardTensor>();
       p.ops = d_ops.as<ForwardOp>();
       p.tokens = d_tokens.as<std::int32_t>();
+      p.reads = d_reads.as<ForwardRead>();
+      p.read_diffs = d_read_diffs.as<std::uint64_t>();
+      p.num_reads = static_cast<std::int32_t>(reads.size());
       launch_forward(p, nullptr);
       MC_CUDA_CHECK(cudaDeviceSynchronize());
     });

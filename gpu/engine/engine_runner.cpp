@@ -83,10 +83,11 @@ void EngineRunner::seed(const std::string& id, const model::GroupBlockIds& row, 
               .state_idx = v2 ? prev_column(c, resumed) : -1,
               .num_computed = c,
               .resumed = resumed};
-  if (decisions_->keeps_slot_arrays(handover)) {
+  if (decisions_->keeps_slot_arrays(handover)) { // all mode's record lives in the same dict
     r.state_idx = old.state_idx;
     r.num_accepted = old.num_accepted;
     r.has_accepted = old.has_accepted;
+    r.all_record = old.all_record;
   }
   if (const std::optional<std::int32_t> a = decisions_->accepted_at_seed(id, resumed)) {
     r.num_accepted = *a;
@@ -205,7 +206,7 @@ StepRecord EngineRunner::execute(const model::Step& step) {
     batch.num_computed.push_back(slots_[static_cast<std::size_t>(slot)].num_computed);
   }
   if (layout_.config.mode == model::CacheMode::all) {
-    run_forward(batch, {});
+    execute_all(batch);
   } else if (options_.flavour == model::RunnerFlavour::v1) {
     execute_v1(rec, batch);
   } else {
@@ -213,6 +214,34 @@ StepRecord EngineRunner::execute(const model::Step& step) {
   }
   if (!rec.stopped) commit_tokens(step, batch);
   return rec;
+}
+
+void EngineRunner::execute_all(const Batch& batch) {
+  const model::Step& step = *batch.step;
+  const std::int32_t B = layout_.config.mamba_block_size;
+  const std::int32_t ns = layout_.config.num_spec_tokens;
+  std::vector<std::int32_t> read_col;
+  read_col.reserve(batch.slot.size());
+  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
+    const Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
+    const std::int32_t c = batch.num_computed[b];
+    // At a record the full decode left the state after all its tokens in the recorded block
+    // and the state after its first a tokens a columns past it (model/FORWARD.md).
+    if (r.all_record >= 0)
+      read_col.push_back(r.num_accepted == 1 + ns ? r.all_record : r.all_record + r.num_accepted);
+    else
+      read_col.push_back(std::max(static_cast<std::int32_t>(model::cdiv(c, B)) - 1, 0));
+  }
+  run_forward(batch, read_col);
+  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
+    const model::ScheduledRequest& s = step.scheduled[b];
+    Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
+    r.all_record = decisions_
+                       ->all_mode_record(batch.num_computed[b], s.num_scheduled_tokens,
+                                         s.num_draft_tokens, layout_.config)
+                       .value_or(-1);
+    r.num_accepted = s.num_draft_tokens > 0 ? s.num_accepted_tokens : 1;
+  }
 }
 
 // After the step: the committed tokens (a decode keeps its accepted ones, a prefill all) and

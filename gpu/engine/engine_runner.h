@@ -15,7 +15,9 @@
 //   copies, the forward, postprocess_align when num_spec > 0; the copy launches get the
 //   batch's tables (or, with per-slot tables, every slot's), a deferred postprocess the
 //   batch's rows in another step's order;
-// - all mode: the forward alone.
+// - all mode: the forward alone, reading each row's initial state at the column its last
+//   full decode recorded (else at the block of its last computed token), then the records
+//   for the next step (postprocess_mamba_all).
 // The record of a step (launches with decisions and arrays) is what the oracle's StepRecord
 // holds; the comparison lives in fuzz/engine.
 #pragma once
@@ -75,6 +77,9 @@ private:
     std::int32_t src_col = -1;   // V2: preprocess_align out, precopy in
     std::int32_t token_bias = 0; // V2
     bool resumed = false;        // came back in resumed ids this step
+    // All mode: the column its last step recorded for this one (-1: none); num_accepted above
+    // is then that step's a.
+    std::int32_t all_record = -1;
   };
   struct Batch; // the step's per-row arrays
 
@@ -94,12 +99,15 @@ private:
   bool launch(StepRecord& rec, const Batch& batch, model::LaunchKind kind, std::int32_t num_slots,
               model::RequestArrays arrays, Tables tables = Tables::batch, bool deferred = false);
   void run_forward(const Batch& batch, const std::vector<std::int32_t>& state_idx);
+  // The row's writes (and, in all mode, its read) into `ops`, `reads` and `tokens`.
   void add_row_ops(const Batch& batch, std::size_t b, std::int32_t state_idx,
-                   std::vector<ForwardOp>& ops, std::vector<std::int32_t>& tokens) const;
+                   std::vector<ForwardOp>& ops, std::vector<ForwardRead>& reads,
+                   std::vector<std::int32_t>& tokens) const;
   ForwardOp row_op(const Batch& batch, std::size_t b, std::int64_t token_offset,
                    std::int64_t token_pos0) const;
   void execute_v1(StepRecord& rec, const Batch& batch);
   void execute_v2(StepRecord& rec, const Batch& batch);
+  void execute_all(const Batch& batch);
   model::RequestArrays slot_arrays() const;
   void store_slot_arrays(const model::RequestArrays& arrays);
 

@@ -24,8 +24,10 @@ public:
   // result holds status, arrays and decisions; its arenas stay empty. Throws
   // model::InputError for an invalid case, as the backends do.
   virtual model::LaunchResult launch(model::LaunchCase& launch_case) = 0;
-  // Runs the forward programs of `ops` over the batch tables `tables`.
+  // Runs the read programs of `reads`, then the forward programs of `ops`, over the batch
+  // tables `tables` (forward.cuh).
   virtual void forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
+                       const std::vector<ForwardRead>& reads,
                        const std::vector<std::int32_t>& tokens) = 0;
   // The arenas as they are now, in host memory (the cuda executor downloads them).
   virtual const std::vector<model::Arena>& arenas() = 0;

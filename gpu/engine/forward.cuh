@@ -5,6 +5,10 @@
 //   q for 0 <= q < c + s, else 0; SD order (r * dim + ch), DS order (ch * L + r).
 // A program whose op kind differs from the tensor's kind, or whose column or block id is
 // outside the table or the arena, writes nothing (the oracle reports those as findings).
+// Read programs (read, tensor) run first, in a launch of their own: each compares the block a
+// row reads with the state after its c tokens (temporal: the whole state; conv: rows [0, H) at
+// offset 0) and ORs the differing bits into read_diffs. A write whose op names that read mixes
+// them into every value it stores, so a wrong read shows in the bytes the step writes.
 // `lane`/`lanes` split one program's elements over the threads of a CTA (1 on the host).
 #pragma once
 
@@ -22,31 +26,53 @@ MC_HD_INLINE void store_le(unsigned char* dst, std::uint64_t value, std::int32_t
     dst[i] = static_cast<unsigned char>(value >> (8 * i));
 }
 
-MC_HD_INLINE unsigned char* forward_block(const ForwardParams& p, const ForwardOp& op,
-                                          const ForwardTensor& t) {
-  if (op.col < 0 || op.col >= p.row_width) return nullptr;
+// The low `bytes` bytes at `src`, little-endian.
+MC_HD_INLINE std::uint64_t load_le(const unsigned char* src, std::int32_t bytes) {
+  std::uint64_t value = 0;
+  for (std::int32_t i = 0; i < bytes; ++i)
+    value |= static_cast<std::uint64_t>(src[i]) << (8 * i);
+  return value;
+}
+
+MC_HD_INLINE std::uint64_t low_bytes_mask(std::int32_t bytes) {
+  return bytes >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * bytes)) - 1;
+}
+
+MC_HD_INLINE unsigned char* forward_block(const ForwardParams& p, std::int32_t batch_row,
+                                          std::int32_t col, const ForwardTensor& t) {
+  if (col < 0 || col >= p.row_width) return nullptr;
   const auto* table = reinterpret_cast<const std::int32_t*>(p.block_tables[t.group]);
-  const std::int32_t block_id =
-      table[static_cast<std::int64_t>(op.batch_row) * p.row_stride + op.col];
+  const std::int32_t block_id = table[static_cast<std::int64_t>(batch_row) * p.row_stride + col];
   if (block_id < 0 || block_id >= p.num_blocks) return nullptr;
   return reinterpret_cast<unsigned char*>(t.base_addr +
                                           static_cast<std::uint64_t>(block_id) *
                                               static_cast<std::uint64_t>(t.block_stride_bytes));
 }
 
+// What a write carries of its row's read: 0 when the read agreed, else a value with its low
+// bit set, so that every element it is mixed into changes.
+MC_HD_INLINE std::uint64_t read_carry(const ForwardParams& p, const ForwardOp& op,
+                                      std::int32_t tensor) {
+  if (op.read < 0) return 0;
+  const std::uint64_t diff =
+      p.read_diffs[static_cast<std::int64_t>(op.read) * p.num_tensors + tensor];
+  return diff == 0 ? 0 : model::mix64(diff) | 1;
+}
+
 MC_HD_INLINE void forward_temporal(const ForwardOp& op, const ForwardTensor& t, std::int32_t tensor,
-                                   unsigned char* block, std::int64_t lane, std::int64_t lanes) {
+                                   std::uint64_t carry, unsigned char* block, std::int64_t lane,
+                                   std::int64_t lanes) {
   const std::int64_t num_words = (t.natural_bytes + 7) / 8;
   for (std::int64_t w = lane; w < num_words; w += lanes) {
     const std::int64_t left = t.natural_bytes - 8 * w;
-    store_le(block + 8 * w, model::temporal_word(op.hash, tensor, w),
+    store_le(block + 8 * w, model::temporal_word(op.hash ^ carry, tensor, w),
              static_cast<std::int32_t>(left < 8 ? left : 8));
   }
 }
 
 MC_HD_INLINE void forward_conv(const ForwardParams& p, const ForwardOp& op, const ForwardTensor& t,
-                               std::int32_t tensor, unsigned char* block, std::int64_t lane,
-                               std::int64_t lanes) {
+                               std::int32_t tensor, std::uint64_t carry, unsigned char* block,
+                               std::int64_t lane, std::int64_t lanes) {
   const std::int64_t num_elems = static_cast<std::int64_t>(t.conv_width) * t.conv_dim;
   for (std::int64_t e = lane; e < num_elems; e += lanes) {
     const std::int64_t r = e / t.conv_dim;
@@ -58,7 +84,7 @@ MC_HD_INLINE void forward_conv(const ForwardParams& p, const ForwardOp& op, cons
       value = model::conv_stamp(token, q, tensor, ch, t.elem_size);
     }
     const std::int64_t index = t.conv_ds != 0 ? ch * t.conv_width + r : r * t.conv_dim + ch;
-    store_le(block + index * t.elem_size, value, t.elem_size);
+    store_le(block + index * t.elem_size, value ^ carry, t.elem_size);
   }
 }
 
@@ -69,13 +95,51 @@ MC_HD_INLINE void forward_program(const ForwardParams& p, std::int64_t program, 
   const ForwardOp& op = p.ops[op_index];
   const ForwardTensor& t = p.tensors[tensor];
   if (op.is_temporal != t.is_temporal) return;
-  unsigned char* block = forward_block(p, op, t);
+  unsigned char* block = forward_block(p, op.batch_row, op.col, t);
   if (block == nullptr) return;
+  const std::uint64_t carry = read_carry(p, op, tensor);
   if (t.is_temporal != 0) {
-    forward_temporal(op, t, tensor, block, lane, lanes);
+    forward_temporal(op, t, tensor, carry, block, lane, lanes);
   } else {
-    forward_conv(p, op, t, tensor, block, lane, lanes);
+    forward_conv(p, op, t, tensor, carry, block, lane, lanes);
   }
+}
+
+// Read program (read, tensor): the bits in which this lane's elements of the block read
+// differ from the expected state (an unreadable column differs in bit 0).
+MC_HD_INLINE std::uint64_t forward_read_diff(const ForwardParams& p, std::int64_t program,
+                                             std::int64_t lane, std::int64_t lanes) {
+  const ForwardRead& rd = p.reads[program / p.num_tensors];
+  const auto tensor = static_cast<std::int32_t>(program % p.num_tensors);
+  const ForwardTensor& t = p.tensors[tensor];
+  const unsigned char* block = forward_block(p, rd.batch_row, rd.col, t);
+  if (block == nullptr) return lane == 0 ? 1 : 0;
+  std::uint64_t diff = 0;
+  if (t.is_temporal != 0) {
+    const std::int64_t num_words = (t.natural_bytes + 7) / 8;
+    for (std::int64_t w = lane; w < num_words; w += lanes) {
+      const std::int64_t left = t.natural_bytes - 8 * w;
+      const auto bytes = static_cast<std::int32_t>(left < 8 ? left : 8);
+      diff |= (load_le(block + 8 * w, bytes) ^ model::temporal_word(rd.hash, tensor, w)) &
+              low_bytes_mask(bytes);
+    }
+    return diff;
+  }
+  const std::int64_t num_elems = static_cast<std::int64_t>(t.history_rows) * t.conv_dim;
+  for (std::int64_t e = lane; e < num_elems; e += lanes) {
+    const std::int64_t r = e / t.conv_dim;
+    const std::int64_t ch = e % t.conv_dim;
+    const std::int64_t q = rd.num_computed - t.history_rows + r;
+    std::uint64_t expected = 0;
+    if (q >= 0) {
+      const std::int32_t token = p.tokens[rd.token_offset + (q - rd.token_pos0)];
+      expected = model::conv_stamp(token, q, tensor, ch, t.elem_size);
+    }
+    const std::int64_t index = t.conv_ds != 0 ? ch * t.conv_width + r : r * t.conv_dim + ch;
+    diff |= (load_le(block + index * t.elem_size, t.elem_size) ^ expected) &
+            low_bytes_mask(t.elem_size);
+  }
+  return diff;
 }
 
 } // namespace mc::gpu::engine

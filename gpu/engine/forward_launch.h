@@ -7,8 +7,9 @@
 
 namespace mc::gpu::engine {
 
-// Launches the forward over `params` (every pointer in it device memory) on `stream`
-// (a cudaStream_t; nullptr: the default stream). Does not wait.
+// Launches the read programs, then the forward, over `params` (every pointer in it device
+// memory; read_diffs zeroed) on `stream` (a cudaStream_t; nullptr: the default stream). Does
+// not wait.
 void launch_forward(const ForwardParams& params, void* stream);
 
 } // namespace mc::gpu::engine

@@ -1,7 +1,10 @@
 // The plain structs the synthetic forward kernel reads (model/FORWARD.md), built on the host
 // by gpu/engine/engine_runner.cpp from model/ metadata. One ForwardOp is one write of one
 // kind of state into one block-table column of one batch row: the kernel runs one program
-// per (op, tensor of the op's kind) and resolves the block id per group itself.
+// per (op, tensor of the op's kind) and resolves the block id per group itself. One
+// ForwardRead is the initial state a row reads where it writes nothing else (all mode): a read
+// program per (read, tensor) compares it with the state the row should start from, and every
+// write of the row carries what differed, as a real kernel's outputs carry its input.
 #pragma once
 
 #include <cstdint>
@@ -33,14 +36,29 @@ struct ForwardOp {
   std::int64_t token_pos0 = 0;   // conv: position of tokens[token_offset]
   std::int64_t token_offset = 0; // conv: into ForwardParams::tokens
   std::uint64_t hash = 0;        // temporal: running hash of the sequence written
+  std::int32_t read = -1;        // the ForwardRead whose differences this write carries; -1: none
+};
+
+struct ForwardRead {
+  std::int32_t batch_row = 0;
+  std::int32_t col = 0;          // block-table column read
+  std::int64_t num_computed = 0; // c: the state after c tokens, at token offset 0, is expected
+  std::int64_t token_pos0 = 0;   // conv: position of tokens[token_offset]
+  std::int64_t token_offset = 0; // conv: into ForwardParams::tokens
+  std::uint64_t hash = 0;        // temporal: running hash of the first c tokens
 };
 
 struct ForwardParams {
   const ForwardTensor* tensors = nullptr;
   const ForwardOp* ops = nullptr;
   const std::int32_t* tokens = nullptr; // per op's row: tokens at positions token_pos0..end-1
+  const ForwardRead* reads = nullptr;
+  // Per (read, tensor): the bits in which the block read differs from the expected state,
+  // zeroed before the read programs run and ORed by them; 0 where it agrees.
+  std::uint64_t* read_diffs = nullptr;
   std::int32_t num_tensors = 0;
   std::int32_t num_ops = 0;
+  std::int32_t num_reads = 0;
   std::int32_t row_width = 0;  // meaningful columns of the batch tables
   std::int64_t row_stride = 0; // elements between rows
   std::int64_t num_blocks = 0; // per state tensor

@@ -50,13 +50,22 @@ public:
   }
 
   void forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
+               const std::vector<ForwardRead>& reads,
                const std::vector<std::int32_t>& tokens) override {
     ForwardParams p = make_forward_params(layout_, tables, static_cast<std::int32_t>(ops.size()));
     p.tensors = forward_tensors_.data();
     p.ops = ops.data();
     p.tokens = tokens.data();
+    p.reads = reads.data();
+    p.num_reads = static_cast<std::int32_t>(reads.size());
+    read_diffs_.assign(reads.size() * static_cast<std::size_t>(p.num_tensors), 0);
+    p.read_diffs = read_diffs_.data();
     for (std::size_t g = 0; g < tables.groups.size(); ++g)
       p.block_tables[g] = reinterpret_cast<std::uint64_t>(tables.groups[g].block_ids.data());
+    // Every read before any write: a row may read a column another of its writes replaces.
+    const std::int64_t reads_programs = std::int64_t{p.num_reads} * p.num_tensors;
+    for (std::int64_t program = 0; program < reads_programs; ++program)
+      read_diffs_[static_cast<std::size_t>(program)] |= forward_read_diff(p, program, 0, 1);
     const std::int64_t programs = std::int64_t{p.num_ops} * p.num_tensors;
     for (std::int64_t program = 0; program < programs; ++program)
       forward_program(p, program, 0, 1);
@@ -83,6 +92,7 @@ private:
   std::vector<TensorDesc> tensors_;
   std::vector<UnitRef> units_;
   std::vector<ForwardTensor> forward_tensors_;
+  std::vector<std::uint64_t> read_diffs_; // the last forward's, reused
 };
 
 } // namespace

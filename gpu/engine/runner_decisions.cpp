@@ -73,4 +73,14 @@ std::vector<AllModeBoundary> RunnerDecisions::all_mode_boundaries(std::int64_t c
   return out;
 }
 
+std::optional<std::int32_t>
+RunnerDecisions::all_mode_record(std::int32_t c, std::int32_t n, std::int32_t d,
+                                 const model::CacheConfig& config) const {
+  MC_ASSERT(c >= 0);
+  MC_ASSERT(n >= 1);
+  if (config.num_spec_tokens == 0 || d != config.num_spec_tokens) return std::nullopt;
+  MC_ASSERT(n == 1 + d);
+  return static_cast<std::int32_t>((std::int64_t{c} + n - 1) / config.mamba_block_size);
+}
+
 } // namespace mc::gpu::engine

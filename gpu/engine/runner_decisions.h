@@ -80,6 +80,13 @@ public:
   // strictly inside (c, c + n), (j + 1) * B into column j. The final state is written apart.
   virtual std::vector<AllModeBoundary> all_mode_boundaries(std::int64_t c, std::int64_t n,
                                                            std::int64_t block_size) const;
+  // postprocess_mamba_all: the column an all-mode request keeps for its next step after a step
+  // of n tokens from c, d of them drafts, where that step anchors its read: the block of the
+  // last token, max(0, (c + n - 1) // B), after a full decode (d == num_spec > 0); none after
+  // anything else.
+  virtual std::optional<std::int32_t> all_mode_record(std::int32_t c, std::int32_t n,
+                                                      std::int32_t d,
+                                                      const model::CacheConfig& config) const;
 };
 
 } // namespace mc::gpu::engine

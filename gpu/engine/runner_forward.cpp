@@ -24,7 +24,7 @@ ForwardOp EngineRunner::row_op(const Batch& batch, std::size_t b, std::int64_t t
 }
 
 void EngineRunner::add_row_ops(const Batch& batch, std::size_t b, std::int32_t state_idx,
-                               std::vector<ForwardOp>& ops,
+                               std::vector<ForwardOp>& ops, std::vector<ForwardRead>& reads,
                                std::vector<std::int32_t>& tokens) const {
   const model::ScheduledRequest& s = batch.step->scheduled[b];
   const std::int32_t c = batch.num_computed[b];
@@ -39,7 +39,7 @@ void EngineRunner::add_row_ops(const Batch& batch, std::size_t b, std::int32_t s
       model::sequence_hash({truth.data(), static_cast<std::size_t>(c)})};
   for (const std::int32_t x : s.token_ids)
     hash.push_back(model::extend_hash(hash.back(), x));
-  const ForwardOp base = row_op(batch, b, offset, pos0);
+  ForwardOp base = row_op(batch, b, offset, pos0);
   auto temporal = [&](std::int32_t col, std::int64_t k) {
     ForwardOp op = base;
     op.col = col;
@@ -57,12 +57,29 @@ void EngineRunner::add_row_ops(const Batch& batch, std::size_t b, std::int32_t s
   const std::int32_t d = s.num_draft_tokens;
   if (layout_.config.mode == model::CacheMode::all) {
     const std::int32_t B = layout_.config.mamba_block_size;
-    // The chunk's block-aligned intermediate states, then its final state (model/FORWARD.md).
+    // All mode reads where it writes nothing else: every write of the row carries its read.
+    if (c > 0) {
+      base.read = static_cast<std::int32_t>(reads.size());
+      reads.push_back({.batch_row = static_cast<std::int32_t>(b),
+                       .col = state_idx,
+                       .num_computed = c,
+                       .token_pos0 = pos0,
+                       .token_offset = offset,
+                       .hash = hash[0]});
+    }
+    // The chunk's block-aligned intermediate states, a decode's draft prefixes in the columns
+    // after its last block, then its final state (model/FORWARD.md).
     for (const AllModeBoundary& m : decisions_->all_mode_boundaries(c, n, B)) {
       temporal(m.col, m.pos - c);
       conv(m.col, m.pos);
     }
     const auto last = static_cast<std::int32_t>(model::cdiv(c + n, B) - 1);
+    if (d > 0) {
+      for (std::int32_t k = 1; k < n; ++k) {
+        temporal(last + k, k);
+        conv(last + k, std::int64_t{c} + k);
+      }
+    }
     temporal(last, n);
     conv(last, c + n);
     return;
@@ -78,12 +95,13 @@ void EngineRunner::add_row_ops(const Batch& batch, std::size_t b, std::int32_t s
 
 void EngineRunner::run_forward(const Batch& batch, const std::vector<std::int32_t>& state_idx) {
   std::vector<ForwardOp> ops;
+  std::vector<ForwardRead> reads;
   std::vector<std::int32_t> tokens;
   for (std::size_t b = 0; b < batch.slot.size(); ++b)
-    add_row_ops(batch, b, state_idx.empty() ? 0 : state_idx[b], ops, tokens);
+    add_row_ops(batch, b, state_idx.empty() ? 0 : state_idx[b], ops, reads, tokens);
   if (ops.empty()) return;
   if (tokens.empty()) tokens.push_back(0); // a valid pointer for the kernel
-  executor_->forward(tables_for(batch, Tables::batch), ops, tokens);
+  executor_->forward(tables_for(batch, Tables::batch), ops, reads, tokens);
 }
 
 } // namespace mc::gpu::engine

@@ -132,6 +132,15 @@ struct all_boundary_count_from_length final : RunnerDecisions {
   }
 };
 
+// postprocess_mamba_all recording after every scheduled step, full decode or not.
+struct all_record_after_any_step final : RunnerDecisions {
+  std::optional<std::int32_t> all_mode_record(std::int32_t c, std::int32_t n, std::int32_t /*d*/,
+                                              const model::CacheConfig& config) const override {
+    if (config.num_spec_tokens == 0) return std::nullopt;
+    return static_cast<std::int32_t>((std::int64_t{c} + n - 1) / config.mamba_block_size);
+  }
+};
+
 } // namespace mutants
 
 std::span<const MutantInfo> runner_mutants() {

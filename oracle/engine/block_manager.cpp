@@ -17,8 +17,10 @@ BlockManager::BlockManager(const model::CacheConfig& config, std::int32_t num_gr
 }
 
 std::int32_t BlockManager::num_required(std::int32_t num_tokens) const {
+  // Both modes carry nsb speculative columns after the block of the last token (all mode:
+  // vLLM #41233, the columns a decode keeps its draft prefixes' states in).
   const auto blocks = static_cast<std::int32_t>(model::cdiv(num_tokens, config_.mamba_block_size));
-  return config_.mode == model::CacheMode::align ? blocks + config_.num_spec_blocks : blocks;
+  return blocks + config_.num_spec_blocks;
 }
 
 std::int32_t BlockManager::find_cache_hit(std::span<const model::TokenHash> boundary_hashes,

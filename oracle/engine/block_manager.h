@@ -8,7 +8,9 @@
 //   to the end (their old positions become null), at most one new block;
 // - the block of the previous running state is remembered and freed (its position nulled)
 //   once its index < cdiv(num_computed, B) - 1, two steps later, when it is no copy source.
-// "all" mode keeps every block: one block per B tokens, none freed while running.
+// "all" mode keeps every block: one block per B tokens, none freed while running, and nsb
+// speculative columns after the last one (a decode's draft prefixes: model/FORWARD.md), which
+// become the blocks of their positions as the table grows.
 // Blocks are cached (registered for prefix reuse) only after the step that wrote them has
 // committed, never in the step that produced them (class C).
 #pragma once

@@ -129,22 +129,31 @@ std::optional<Finding> forward_align(const TensorStep& ts) {
   return std::nullopt;
 }
 
+// All mode (model/FORWARD.md): the initial state at the column the runner derived, offset 0;
+// every block-aligned state strictly inside the step into its own block, the state after all
+// scheduled tokens into the block of the last one, and, for a decode with drafts, the state
+// after its first k tokens (k = 1 .. drafts) into the k-th column after that block.
 std::optional<Finding> forward_all(const TensorStep& ts, std::int32_t block_size) {
   const model::ScheduledRequest& s = *ts.row.scheduled;
   const std::int32_t c = ts.row.num_computed;
-  MC_ASSERT(s.num_draft_tokens == 0);
+  const std::int32_t end = c + s.num_scheduled_tokens;
+  const std::int32_t last = ts.row.last_scheduled_col;
   if (c > 0)
     if (auto f = check_read(ts, ts.row.state_idx, 0)) return f;
   model::TokenHash h = ts.truth.hashes[static_cast<std::size_t>(c)];
   for (std::int32_t i = 0; i < s.num_scheduled_tokens; ++i) {
     h = model::extend_hash(h, s.token_ids[static_cast<std::size_t>(i)]);
     const std::int32_t n = c + i + 1;
-    if (n % block_size != 0 || n == c + s.num_scheduled_tokens) continue;
-    const std::int32_t col = n / block_size - 1; // a block-aligned intermediate state
-    MC_ASSERT(col >= ts.row.first_scheduled_col && col < ts.row.last_scheduled_col);
-    if (auto f = write_state(ts, col, h, n)) return f;
+    if (n == end) break;
+    if (n % block_size == 0) {
+      const std::int32_t col = n / block_size - 1; // a block-aligned intermediate state
+      MC_ASSERT(col >= ts.row.first_scheduled_col && col < last);
+      if (auto f = write_state(ts, col, h, n)) return f;
+    }
+    if (s.num_draft_tokens > 0) // the draft prefix of i + 1 tokens
+      if (auto f = write_state(ts, last + i + 1, h, n)) return f;
   }
-  return write_state(ts, ts.row.last_scheduled_col, h, c + s.num_scheduled_tokens);
+  return write_state(ts, last, h, end);
 }
 
 } // namespace

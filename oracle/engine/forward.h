@@ -1,8 +1,9 @@
 // The synthetic forward of one step on the oracle side (model/FORWARD.md, REFERENCE.md 4).
 //
 // For every scheduled request and every state tensor: find the blocks the kernels would
-// touch (align: the window row[state_idx .. state_idx + nsb]; all: the blocks of the last
-// computed and last scheduled token and the boundaries crossed), VERIFY the initial state it
+// touch (align: the window row[state_idx .. state_idx + nsb]; all: the column the runner
+// reads, the block of the last scheduled token, the boundaries crossed and a decode's
+// speculative columns after that block), VERIFY the initial state it
 // reads against the ground truth after num_computed tokens, then write the stamps of the
 // tokens it processes, drafts included (so rejected drafts leave wrong-token stamps behind).
 // Every write is logged. The first wrong read or bad index stops the step with a finding.
@@ -27,7 +28,7 @@ struct ForwardRow {
   const model::ScheduledRequest* scheduled = nullptr;
   std::int32_t num_computed = 0;
   std::int32_t num_accepted = 1;       // a as the step starts (after the pre-step reset)
-  std::int32_t state_idx = 0;          // align: window start; all: block of the last computed token
+  std::int32_t state_idx = 0;          // align: window start; all: the column read
   std::int32_t last_scheduled_col = 0; // all mode
   std::int32_t first_scheduled_col = 0;      // all mode
   const model::GroupBlockIds* row = nullptr; // the runner's block-table row per group

@@ -19,9 +19,10 @@ void validate_scheduling(const EngineOptions& o, const model::Layout& layout) {
   const model::CacheConfig& c = layout.config;
   const std::int64_t usable = layout.spec.num_blocks - 1;
   const std::int64_t len_max = o.workload.prompt_len_max + o.workload.output_len_max;
-  const std::int64_t per_request = c.mode == model::CacheMode::align
-                                       ? 3 + c.num_spec_blocks
-                                       : model::cdiv(len_max + 1, c.mamba_block_size) + 1;
+  const std::int64_t per_request =
+      c.mode == model::CacheMode::align
+          ? 3 + c.num_spec_blocks
+          : model::cdiv(len_max + 1, c.mamba_block_size) + 1 + c.num_spec_blocks;
   if (usable < per_request)
     model::fail_input("engine: a pool of {} blocks cannot hold one request ({} blocks needed)",
                       layout.spec.num_blocks, per_request + 1);
@@ -38,11 +39,11 @@ void validate_geometry(const model::Layout& layout) {
   const model::CacheConfig& c = layout.config;
   if (c.mode == model::CacheMode::none)
     model::fail_input("mode: none keeps no state blocks to check; use align or all");
-  if (c.mode == model::CacheMode::all && c.num_spec_tokens > 0)
-    model::fail_input("num_spec_tokens: all mode runs without drafts (num_spec_tokens 0), got {}; "
-                      "its per-token write targets with drafts are not specified "
-                      "(model/FORWARD.md)",
-                      c.num_spec_tokens);
+  if (c.mode == model::CacheMode::all && c.num_spec_blocks != c.num_spec_tokens)
+    model::fail_input("num_spec_blocks: all mode needs num_spec_blocks == num_spec_tokens, got {} "
+                      "and {}: a decode keeps the state of each draft prefix in a speculative "
+                      "column after its last block (model/FORWARD.md)",
+                      c.num_spec_blocks, c.num_spec_tokens);
   if (c.mode == model::CacheMode::align && c.num_spec_tokens >= c.mamba_block_size)
     model::fail_input("num_spec_tokens: {} must be below mamba_block_size {}: a decode of 1 + "
                       "num_spec tokens could then cross two block boundaries in one step, and "

@@ -32,7 +32,7 @@ struct SchedulerOptions {
   std::int32_t max_running = 8;                  // max_num_seqs
   std::int32_t reset_prefix_cache_per_million = 0;
   std::int32_t abort_per_million = 0;
-  std::int32_t full_drafts_per_million = 800'000; // else 0..num_spec-1 drafts
+  std::int32_t full_drafts_per_million = 800'000; // else 0..num_spec-1 drafts (all mode: 0)
   bool async_frees = false;                       // frees become allocatable one step later
   bool drafter_prunes_last_block = false;         // eagle: last cache position one block earlier
 };
@@ -59,11 +59,11 @@ inline constexpr std::int32_t kRunningMax = 1 << 14;
 // ranges, validate_geometry, and that the scheduler can make progress (pool, token budget).
 void validate_options(const EngineOptions& options, const model::Layout& layout);
 
-// What the engine model can run at all, whoever scheduled the steps: align or all mode, all
-// mode without drafts, fewer drafts than the block size in align mode, conv windows that hold
-// the drafts. This is all a replay checks: its steps are given, so scheduling options (token
-// budget, arrival rates, workload lengths) never apply to it. Throws InputError whose text
-// starts with the config field.
+// What the engine model can run at all, whoever scheduled the steps: align or all mode, one
+// speculative block per draft (both modes), fewer drafts than the block size in align mode,
+// conv windows that hold the drafts. This is all a replay checks: its steps are given, so
+// scheduling options (token budget, arrival rates, workload lengths) never apply to it. Throws
+// InputError whose text starts with the config field.
 void validate_geometry(const model::Layout& layout);
 
 // The smallest token budget with which a block-aligned split and a whole decode both fit.

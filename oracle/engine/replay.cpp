@@ -87,7 +87,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   const auto first = [&](const std::string& id, const model::GroupBlockIds& table,
                          std::int32_t computed, std::span<const model::TokenHash> hashes,
                          std::int32_t num_tokens) -> std::optional<Finding> {
-    if (!hashes.empty()) {
+    if (check_prefix_hits_ && !hashes.empty()) {
       const std::int32_t longest =
           longest_prefix_hit(blocks_.pools(), layout_.config.mamba_block_size, hashes, num_tokens);
       if (auto f = check_prefix_hit(layout_, step.index, id, computed, longest)) return f;

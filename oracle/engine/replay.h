@@ -61,6 +61,11 @@ public:
   const Ledger& ledger() const { return ledger_; }
   const ReplayStats& stats() const { return stats_; }
 
+  // Whether each prefix hit is held to the longest the shadow cache offers (default). The
+  // shadow frees blocks when the trace says so; a scheduler with deferred (async) frees can see
+  // a different cache at admission, so a replay of its steps turns the check off.
+  void set_check_prefix_hits(bool check) { check_prefix_hits_ = check; }
+
 private:
   std::optional<Finding> run_step(const model::Step& step);
   std::optional<Finding> apply_tables(const model::Step& step);
@@ -72,6 +77,7 @@ private:
   model::Layout layout_;
   std::int32_t cache_sweep_every_ = 64;
   std::int32_t tail_tokens_ = 1;
+  bool check_prefix_hits_ = true;
   BlockManager blocks_;
   OracleRunner runner_;
   Ledger ledger_;

@@ -10,7 +10,8 @@
 //   idx_mapping. The copy launches read block tables by batch row (the seed) or by slot
 //   (#55506: the _slot_tables kinds); a deferred postprocess finds the batch-row tables
 //   gathered in another step's order (model::deferred_gather_order).
-// - all mode: the forward at the blocks the attention metadata builder derives.
+// - all mode: the forward at the blocks the attention metadata builder derives (its read at
+//   the request's record of its last full decode, when it has one), then postprocess_mamba_all.
 // Copies run through mc::oracle::run_launch_in_place on one LaunchCase kept for the whole
 // run: it owns the runner's arenas, its block tables are refilled once per step and its
 // arrays once per launch (no arena is ever cloned). Before a pre-step copy runs, its source is
@@ -89,9 +90,10 @@ private:
     std::int64_t scheduled_step = -1; // the counts below belong to this step
     std::int32_t num_computed = 0;    // before that step
     std::int32_t next_computed = 0;   // after it
-    std::int32_t num_accepted = 1;    // V1: a of its last step, when has_accepted
+    std::int32_t num_accepted = 1;    // V1 and all mode: a of its last step, when has_accepted
     bool has_accepted = false;
-    std::int32_t state_idx = 0; // V1: its mamba_state_idx entry after that step
+    // V1: its mamba_state_idx entry after that step; all mode: the column the next step reads
+    std::int32_t state_idx = 0;
     std::int32_t slot = -1;     // V2: its slot in that step
   };
   RequestState& state_of(const std::string& req_id, std::int32_t key);

@@ -1,4 +1,4 @@
-// execute(): the per-step flow, V1 align (REFERENCE.md 2) and all mode.
+// execute(): the per-step flow, V1 align (REFERENCE.md 2) and all mode (REFERENCE.md 2, 3).
 #include "model/errors.h"
 #include "oracle/engine/runner.h"
 #include "oracle/engine/runner_step.h"
@@ -136,24 +136,44 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
         out.num_accepted_out[static_cast<std::size_t>(b)];
 }
 
+// All mode: the forward at the blocks the attention metadata builder derives, read at the
+// request's record when its last step was a full decode, then postprocess_mamba_all keeps the
+// records (REFERENCE.md 2 and 3, model/FORWARD.md). No launches.
 void OracleRunner::execute_all(StepCtx& ctx) {
   const model::Step& step = ctx.step;
-  cleanup_mamba_state_idx(step.finished_req_ids, step.preempted_req_ids, {}, mamba_state_idx_);
+  std::vector<std::string> resumed;
+  for (const model::CachedRequestData& c : step.cached_requests)
+    if (c.resumed) resumed.push_back(c.req_id);
+  cleanup_mamba_state_idx(step.finished_req_ids, step.preempted_req_ids, resumed, mamba_state_idx_);
+  for (const std::string& id : resumed) // its a went with its old row; a fresh one is neutral
+    state_of(id, -1).has_accepted = false;
+  const std::int32_t B = layout_.config.mamba_block_size;
+  const std::int32_t ns = layout_.config.num_spec_tokens;
+  const std::size_t n = step.scheduled.size();
   std::vector<std::int32_t> seq_lens;
-  for (std::size_t b = 0; b < step.scheduled.size(); ++b)
+  seq_lens.reserve(n);
+  for (std::size_t b = 0; b < n; ++b)
     seq_lens.push_back(ctx.num_computed[b] + step.scheduled[b].num_scheduled_tokens);
-  const PrefixCachingBlockIndices idx = compute_prefix_caching_block_indices(
-      ctx.num_computed, seq_lens, layout_.config.mamba_block_size);
+  const PrefixCachingBlockIndices idx =
+      compute_prefix_caching_block_indices(ctx.num_computed, seq_lens, B);
   std::vector<ForwardRow> rows;
-  for (std::size_t b = 0; b < step.scheduled.size(); ++b)
+  rows.reserve(n);
+  for (std::size_t b = 0; b < n; ++b) {
+    const RequestState& st = *ctx.state[b];
+    const auto record = mamba_state_idx_.find(step.scheduled[b].req_id);
+    const std::int32_t a = st.has_accepted ? st.num_accepted : 1;
     rows.push_back({.scheduled = &step.scheduled[b],
                     .num_computed = ctx.num_computed[b],
-                    .num_accepted = 1,
-                    .state_idx = idx.last_computed[b],
+                    .num_accepted = a,
+                    .state_idx = all_mode_read_column(record == mamba_state_idx_.end()
+                                                          ? std::nullopt
+                                                          : std::optional(record->second),
+                                                      a, ns, idx.last_computed[b]),
                     .last_scheduled_col = idx.last_scheduled[b],
                     .first_scheduled_col = idx.first_scheduled[b],
                     .row = &ctx.state[b]->row,
                     .truth = ctx.truth[b]});
+  }
   const ForwardContext fctx{.layout = &layout_,
                             .arenas = &launch_case_.arenas,
                             .step = step.index,
@@ -161,6 +181,28 @@ void OracleRunner::execute_all(StepCtx& ctx) {
                             .bytes_checked = &ctx.rec.bytes_checked,
                             .conv_history = conv_history_};
   ctx.rec.finding = run_forward(fctx, rows);
+  if (ctx.rec.finding) return;
+  std::vector<BatchRequest> batch;
+  batch.reserve(n);
+  for (std::size_t b = 0; b < n; ++b)
+    batch.push_back({.req_id = step.scheduled[b].req_id,
+                     .num_computed_tokens = ctx.num_computed[b],
+                     .num_scheduled_tokens = step.scheduled[b].num_scheduled_tokens,
+                     .num_draft_tokens = step.scheduled[b].num_draft_tokens});
+  postprocess_mamba_all(batch, B, ns, mamba_state_idx_);
+  // Where the next step reads: the record just kept, with this step's a, or the block of the
+  // last token this step committed.
+  for (std::size_t b = 0; b < n; ++b) {
+    RequestState& st = *ctx.state[b];
+    const model::ScheduledRequest& s = step.scheduled[b];
+    st.num_accepted = s.num_draft_tokens > 0 ? s.num_accepted_tokens : 1;
+    st.has_accepted = true;
+    const auto record = mamba_state_idx_.find(s.req_id);
+    st.state_idx = all_mode_read_column(
+        record == mamba_state_idx_.end() ? std::nullopt : std::optional(record->second),
+        st.num_accepted, ns,
+        std::max(static_cast<std::int32_t>(model::cdiv(st.next_computed, B)) - 1, 0));
+  }
 }
 
 OracleRunner::NextRead OracleRunner::next_read(const model::Step& step,
@@ -173,12 +215,8 @@ OracleRunner::NextRead OracleRunner::next_read(const model::Step& step,
   }
   MC_ASSERT(last_batch_.size() == step.scheduled.size());
   const RequestState& st = *last_batch_[batch_row];
-  if (layout_.config.mode == model::CacheMode::all) {
-    const auto col =
-        static_cast<std::int32_t>(model::cdiv(st.next_computed, layout_.config.mamba_block_size)) -
-        1;
-    return {ReadPoint{.state_idx = std::max(col, 0), .num_accepted = 1}, &st.row};
-  }
+  if (layout_.config.mode == model::CacheMode::all)
+    return {ReadPoint{.state_idx = st.state_idx, .num_accepted = st.num_accepted}, &st.row};
   if (options_.flavour == model::RunnerFlavour::v2) {
     const Slot& s = slots_[static_cast<std::size_t>(st.slot)];
     return {ReadPoint{.state_idx = s.state_idx, .num_accepted = s.num_accepted}, &st.row};
@@ -191,12 +229,8 @@ OracleRunner::NextRead OracleRunner::next_read(const model::Step& step,
 std::optional<ReadPoint> OracleRunner::read_point(const std::string& req_id) const {
   const RequestState* st = requests_.find(req_id);
   if (st == nullptr || st->scheduled_step != step_index_) return std::nullopt;
-  const std::int32_t next_computed = st->next_computed;
-  if (layout_.config.mode == model::CacheMode::all) {
-    const auto col =
-        static_cast<std::int32_t>(model::cdiv(next_computed, layout_.config.mamba_block_size)) - 1;
-    return ReadPoint{.state_idx = std::max(col, 0), .num_accepted = 1};
-  }
+  if (layout_.config.mode == model::CacheMode::all)
+    return ReadPoint{.state_idx = st->state_idx, .num_accepted = st->num_accepted};
   if (options_.flavour == model::RunnerFlavour::v2) {
     const Slot& s = slots_[static_cast<std::size_t>(slot_of_.at(req_id))];
     return ReadPoint{.state_idx = s.state_idx, .num_accepted = s.num_accepted};

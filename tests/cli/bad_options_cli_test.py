@@ -49,6 +49,8 @@ COMMANDS = [
                  "--time-budget-per-mutant", "20s"], {
         "--backend": NAME, "--level": NAME, "--time-budget-per-mutant": DURATION,
         "--seed": SEED, "--max-size": COUNT + ["101"], "--only": NAME}),
+    ("show", [TRACE, "--out", os.path.join(WORK, "show.html")], {
+        "--backend": NAME, "--mutant": NAME}),
     ("bench", ["--engine", "--steps", "1"], {
         "--preset": NAME, "--requests": COUNT, "--steps": COUNT, "--max-running": COUNT,
         "--token-budget": COUNT, "--pool-blocks": COUNT, "--num-spec": COUNT,
@@ -65,7 +67,7 @@ CONFLICTS = [
     ["run", "--steps", "1", "--step-ms", "5"],
     ["run", "--steps", "1", "--hash-block-tokens", "4"],
     ["run", "--steps", "1", "--runner", "v2", "--v1-copy", "precopy"],
-    ["run", "--steps", "1", "--mode", "all", "--num-spec", "2"],
+    ["run", "--steps", "1", "--mode", "all", "--num-spec", "2", "--preset", "tiny-kda"],
     ["bench", "--engine", "--iters", "3"],
     ["replay", TRACE, "--library", os.path.join(SOURCE, "scenarios/library")],
     ["export", "--cases", "1"],

@@ -194,6 +194,6 @@ endif()
 run_input_error(fuzz --backend host --cases 1 --require-coverage preemption) # engine level only
 run(1 fuzz --level engine --backend host --seed 1 --cases 3 --max-size 3 --out ${WORK_DIR}/cov
     --require-coverage all)
-if(NOT OUT MATCHES "coverage, engine level" OR NOT OUT MATCHES "COVERAGE: [^\n]*reset")
+if(NOT OUT MATCHES "coverage, engine level" OR NOT OUT MATCHES "COVERAGE: [^\n]*abort")
   message(FATAL_ERROR "--level engine --require-coverage all:\n${OUT}")
 endif()

@@ -1,7 +1,8 @@
 """SIGINT and SIGTERM stop fuzz, gate, run and replay between cases or steps: the report and
 JUnit of what was done are written (valid JSON and XML, marked interrupted), the exit code is
 128 + the signal, a second signal exits at once, and a campaign resumed from where it stopped
-covers exactly the cases an uninterrupted campaign runs.
+covers exactly the cases an uninterrupted campaign runs: `mambacheck merge` of the two reports
+is the uninterrupted campaign's report.
 
 usage: interrupt_cli_test.py MAMBACHECK WORK_DIR
 """
@@ -100,6 +101,62 @@ for key in ("cases_by_kind", "cases_by_size_class"):
     merged = {k: report[key].get(k, 0) + resumed[key].get(k, 0)
               for k in set(report[key]) | set(resumed[key])}
     check(merged == whole[key], f"{key}: {merged} != {whole[key]}")
+
+
+
+def merge_equals(parts, whole_file, what, expect_exit=0):
+    """`mambacheck merge` of the parts gives the uninterrupted campaign's report."""
+    r = subprocess.run([MC, "merge", *parts, "--report", "merged.json"], cwd=WORK,
+                       capture_output=True, text=True)
+    check(r.returncode == expect_exit, f"{what}: merge exits {r.returncode}: {r.stderr}")
+    merged = json.load(open(path("merged.json")))
+    whole = json.load(open(path(whole_file)))
+    for key in sorted(set(merged) | set(whole)):
+        check(merged.get(key) == whole.get(key), f"{what}: '{key}' differs after the merge: "
+              f"{json.dumps(merged.get(key))[:200]} != {json.dumps(whole.get(key))[:200]}")
+
+
+def interrupted_and_resumed(args, name, sig):
+    """Runs `args` until `sig`, then resumes it from where it stopped: the two report files."""
+    p = start(*args, "--report", f"{name}-1.json")
+    code, out, err = interrupt(p, sig, 1.5)
+    check(code == 128 + sig, f"{name}: exit {code} after {sig.name}: {err}")
+    first = json.load(open(path(f"{name}-1.json")))
+    resume = first["interrupted"]["resume_from"]
+    r = subprocess.run([MC, *args, "--resume-from", str(resume), "--report", f"{name}-2.json"],
+                       cwd=WORK, capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: the continuation exits {r.returncode}: {r.stderr}")
+    return [f"{name}-1.json", f"{name}-2.json"]
+
+
+# An interrupted campaign and its --resume-from continuation (same seed, cases and options)
+# merge into the report of the campaign run without interruption: every field equal.
+# Long enough to be running when the signal comes 1.5 s in, even with every core at work.
+for level, cases in (("kernel", "1000"), ("engine", "200")):
+    args = ["fuzz", "--level", level, "--backend", "host", "--cases", cases, "--max-size", "60",
+            "--out", "merge-out"]
+    subprocess.run([MC, *args, "--report", f"{level}-whole.json"], cwd=WORK, check=True,
+                   capture_output=True)
+    parts = interrupted_and_resumed(args, f"{level}-resumed", signal.SIGTERM)
+    merge_equals(parts, f"{level}-whole.json", f"{level}: interrupted and resumed")
+    # The interrupted part alone is still interrupted: the merge says so and exits 143.
+    r = subprocess.run([MC, "merge", parts[0], "--report", "alone.json"], cwd=WORK,
+                       capture_output=True, text=True)
+    check(r.returncode == 143, f"{level}: an interrupted part merges to exit 143, "
+          f"got {r.returncode}")
+    alone, first = json.load(open(path("alone.json"))), json.load(open(path(parts[0])))
+    check(alone["interrupted"] == first["interrupted"],
+          f"{level}: merged interruption {alone.get('interrupted')}")
+    # One shard interrupted and resumed, with the other shard: the whole campaign again.
+    if level == "kernel":
+        subprocess.run([MC, *args, "--shard", "0/2", "--report", "shard0.json"], cwd=WORK,
+                       check=True, capture_output=True)
+        shard1 = interrupted_and_resumed([*args, "--shard", "1/2"], "shard1", signal.SIGINT)
+        merge_equals(["shard0.json", *shard1], f"{level}-whole.json", "shard 1/2 resumed")
+        r = subprocess.run([MC, "merge", "shard0.json", shard1[0], "--report", "alone.json"],
+                           cwd=WORK, capture_output=True, text=True)
+        check(r.returncode == 130 and "continue it with --shard 1/2 --resume-from" in r.stdout,
+              f"an interrupted shard: exit {r.returncode}: {r.stdout[-300:]}")
 
 # Engine level, SIGTERM (what Slurm and Kubernetes send first).
 p = start("fuzz", "--level", "engine", "--backend", "host", "--cases", "100000",

@@ -28,6 +28,7 @@ endif()
 run(0 mutants --list)
 if(NOT OUT MATCHES "precopy_guard_by_address +kernel +D +precopy skips a row"
    OR NOT OUT MATCHES "all_boundary_count_from_length +engine +H +all mode counts"
+   OR NOT OUT MATCHES "all_record_after_any_step +engine +A +all mode's postprocess records"
    OR NOT OUT MATCHES "table_row_from_slot +kernel +X +\\[out of bounds\\] V2 kinds"
    OR NOT OUT MATCHES "prefix_hit_one_block_short +engine +C +a new or resumed request"
    OR NOT OUT MATCHES "spec_blocks_left_behind +engine +X +when the running block advances")
@@ -40,11 +41,11 @@ run(1 fuzz --level engine --backend host --mutant prefix_hit_one_block_short --s
     --max-size 60 --out ${WORK_DIR}/scheduler)
 if(NOT OUT MATCHES "finding:wrong_prefix_hit"
    OR NOT OUT MATCHES "shrunk to 2 steps, 2 requests"
-   OR NOT OUT MATCHES "reproduce: mambacheck fuzz --level engine --backend host --seed 15 --cases 1 --max-size 60 --mutant prefix_hit_one_block_short")
+   OR NOT OUT MATCHES "reproduce: mambacheck fuzz --level engine --backend host --seed 10 --cases 1 --max-size 60 --mutant prefix_hit_one_block_short")
   message(FATAL_ERROR "fuzz --mutant prefix_hit_one_block_short:\n${OUT}")
 endif()
-run(1 replay ${WORK_DIR}/scheduler/engine-seed15/trace.jsonl --backend host)
-if(NOT OUT MATCHES "FINDING at step 1 \\(line 3\\): wrong_prefix_hit: step 1, request r1: takes a prefix hit of 0 tokens")
+run(1 replay ${WORK_DIR}/scheduler/engine-seed10/trace.jsonl --backend host)
+if(NOT OUT MATCHES "FINDING at step 1 \\(line 3\\): wrong_prefix_hit: step 1, request r2: takes a prefix hit of 0 tokens")
   message(FATAL_ERROR "replay of the scheduler mutant's trace:\n${OUT}")
 endif()
 run_input_error(fuzz --level kernel --backend host --mutant spec_blocks_left_behind --cases 1)

@@ -53,6 +53,12 @@ foreach(writer IN LISTS writers)
   endif()
 endforeach()
 
+# show's --out is a file.
+run_input_error(show ${trace} --out ${missing})
+expect_in("${ERR}" "--out: cannot")
+run_input_error(show ${trace} --out ${WORK_DIR})
+expect_in("${ERR}" "it is a directory")
+
 # A report is written whole, through a temporary renamed into place.
 run(0 fuzz --backend host --cases 3 --report ${WORK_DIR}/r.json --junit ${WORK_DIR}/r.xml
     --out ${WORK_DIR}/mc-out)

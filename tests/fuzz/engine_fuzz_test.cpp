@@ -151,9 +151,10 @@ TEST_P(RunnerMutantKilled, ShrunkToAtMost8StepsAnd3Requests) {
 // of them within 25 cases at sizes up to 30; accepted_kept_across_preempt needs a preemption
 // of a request with accepted drafts and a resume with a prefix hit, first met by case 167 of
 // seed 1 at sizes up to 60 (run here as its own seed). The class H mutants need an all-mode
-// case with a chunk that starts mid-block: all_boundaries_from_chunk_start is killed by case 21
-// of seed 1; all_boundary_count_from_length also needs the chunk's tail to pass one more
-// boundary than n // B counts, first met by case 112 of seed 1 (run here as its own seed).
+// case with a chunk that starts mid-block (and, for all_boundary_count_from_length, whose tail
+// passes one more boundary than n // B counts): both are killed by case 30 of seed 1.
+// all_record_after_any_step needs an all-mode case with drafts whose request decodes after a
+// prefill: killed by case 44 of seed 1.
 INSTANTIATE_TEST_SUITE_P(
     All, RunnerMutantKilled,
     ::testing::Values(KillCase{RunnerMutant::skip_cleanup_of_resumed, 1, 30, 40},
@@ -168,7 +169,8 @@ INSTANTIATE_TEST_SUITE_P(
                       KillCase{RunnerMutant::postprocess_reset_dropped, 1, 30, 40},
                       KillCase{RunnerMutant::resumed_computed_before_hit, 1, 30, 40},
                       KillCase{RunnerMutant::all_boundaries_from_chunk_start, 1, 30, 40},
-                      KillCase{RunnerMutant::all_boundary_count_from_length, 112, 30, 1}),
+                      KillCase{RunnerMutant::all_boundary_count_from_length, 1, 30, 40},
+                      KillCase{RunnerMutant::all_record_after_any_step, 1, 30, 50}),
     [](const ::testing::TestParamInfo<KillCase>& param_info) {
       return std::string(gpu::engine::to_string(param_info.param.mutant));
     });
@@ -300,7 +302,7 @@ TEST(EngineFuzz, SameSeedSameCoverageIsolatedOrNot) {
     by_accepted += n;
   EXPECT_EQ(decodes, by_accepted);
   EXPECT_EQ(here.coverage.count("preemption"), 8);
-  EXPECT_EQ(here.coverage.count("prefix-hit-several-blocks"), 2);
+  EXPECT_EQ(here.coverage.count("prefix-hit-several-blocks"), 3);
   EXPECT_EQ(to_json(o, here)["coverage"]["counts"]["preemption"], 8);
 }
 

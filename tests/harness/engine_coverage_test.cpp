@@ -138,6 +138,24 @@ TEST(EngineCoverage, AllModeChunksStartingMidBlockAreCounted) {
   EXPECT_EQ(r.coverage.count("launch-precopy") + r.coverage.count("launch-postprocess"), 0);
 }
 
+// All mode with two drafts: 20 decodes, 17 of them full (three near their request's end carry
+// none: all mode gives a decode all its drafts or none); decodes crossing a boundary with 1, 2
+// and 3 accepted tokens; d's prefix hit of 12 tokens ends in a block one of a's decodes filled.
+TEST(EngineCoverage, AllModeDraftsCountsRecordsAndCrossings) {
+  const ReplayResult r = replay_scenario("a-all-mode-drafts");
+  const model::Coverage& c = r.coverage;
+  EXPECT_EQ(c.count("all-mode-decode"), 20);
+  EXPECT_EQ(c.count("all-mode-record"), 17);
+  EXPECT_EQ(c.count("decode-crosses-none-accepted"), 1);
+  EXPECT_EQ(c.count("decode-crosses-some-accepted"), 3);
+  EXPECT_EQ(c.count("decode-crosses-all-accepted"), 5);
+  EXPECT_EQ(c.decode_crossings_by_accepted,
+            (std::map<std::int32_t, std::int64_t>{{1, 1}, {2, 3}, {3, 5}}));
+  EXPECT_EQ(c.count("prefix-hit-none"), 3);
+  EXPECT_EQ(c.count("prefix-hit-several-blocks"), 1);
+  EXPECT_EQ(launches(c), 0); // all mode launches nothing
+}
+
 // What a run counts is what the replay of its trace counts, except aborts: the run knows them
 // from its scheduler, the trace only when the aborted request was waiting.
 TEST(EngineCoverage, RunAndReplayOfItsTraceCountTheSame) {

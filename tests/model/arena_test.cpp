@@ -1,6 +1,12 @@
 #include "model/arena.h"
 
+#include <cstring>
+
 #include <gtest/gtest.h>
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace mc::model {
 namespace {
@@ -29,6 +35,104 @@ TEST(Arena, SparseArenaPastFourGiB) {
   EXPECT_EQ(static_cast<std::uint8_t>(a.data()[offset - 1]), 0);
   a.data()[size - 1] = std::byte{42};
   EXPECT_EQ(static_cast<std::uint8_t>(a.data()[size - 1]), 42);
+}
+
+std::int64_t page_bytes() { return ::sysconf(_SC_PAGESIZE); }
+
+// Exactly the pages written are touched, in page-aligned runs clipped to the arena; an arena
+// nothing wrote has none.
+TEST(TouchedPages, ExactlyThePagesWritten) {
+  if (!page_map_available()) GTEST_SKIP() << "/proc/self/pagemap does not answer here";
+  const std::int64_t page = page_bytes();
+  const std::int64_t size = 64 * page + 100; // ends inside a page
+  Arena a(size);
+  // Small pages, so that one written byte touches one page whatever the host's THP policy.
+  ASSERT_EQ(::madvise(a.data(), static_cast<std::size_t>(size), MADV_NOHUGEPAGE), 0);
+  EXPECT_TRUE(a.touched().empty());
+  a.data()[5] = std::byte{1};
+  a.data()[10 * page + 7] = std::byte{1};
+  a.data()[11 * page] = std::byte{1}; // adjacent: one run of two pages
+  a.data()[size - 1] = std::byte{1};
+  const std::vector<ByteSpan> spans = a.touched();
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].offset, 0);
+  EXPECT_EQ(spans[0].size, page);
+  EXPECT_EQ(spans[1].offset, 10 * page);
+  EXPECT_EQ(spans[1].size, 2 * page);
+  EXPECT_EQ(spans[2].offset, 64 * page);
+  EXPECT_EQ(spans[2].size, 100);
+}
+
+// Cloning and comparing read the touched pages of either arena and nothing else: the byte
+// that differs is found on whichever side holds it, and no untouched page becomes touched.
+TEST(TouchedPages, CloneAndCompareTouchNothingNew) {
+  if (!page_map_available()) GTEST_SKIP() << "/proc/self/pagemap does not answer here";
+  const std::int64_t page = page_bytes();
+  const std::int64_t size = std::int64_t{1} << 30;
+  Arena a(size);
+  Arena b(size);
+  for (Arena* x : {&a, &b}) // THP "always" for these two mappings: the host policy at its worst
+    (void)::madvise(x->data(), static_cast<std::size_t>(size), MADV_HUGEPAGE);
+  a.poison_range(300 * page, 3 * page);
+  const std::vector<ByteSpan> a_before = a.touched();
+  Arena c = a.clone();
+  EXPECT_EQ(a.first_difference(c), -1);
+  EXPECT_EQ(c.first_difference(a), -1);
+  EXPECT_EQ(a.first_difference(b), 300 * page); // b never touched: read as zeros
+  EXPECT_EQ(b.first_difference(a), 300 * page);
+  EXPECT_TRUE(b.touched().empty()) << "comparing read an untouched arena";
+  const std::vector<ByteSpan> a_after = a.touched();
+  ASSERT_EQ(a_after.size(), a_before.size());
+  for (std::size_t i = 0; i < a_after.size(); ++i) {
+    EXPECT_EQ(a_after[i].offset, a_before[i].offset);
+    EXPECT_EQ(a_after[i].size, a_before[i].size);
+  }
+  std::int64_t c_touched = 0;
+  for (const ByteSpan& s : c.touched()) c_touched += s.size;
+  EXPECT_LE(c_touched, std::int64_t{4} << 20) << "the clone is not sparse";
+  // A byte set far from everything in b only.
+  b.data()[size - 3] = std::byte{9};
+  EXPECT_EQ(c.first_difference(b), 300 * page);
+  std::memset(c.data() + 300 * page, 0, static_cast<std::size_t>(3 * page));
+  EXPECT_EQ(c.first_difference(b), size - 3);
+}
+
+// A forked child (every isolated case runs in one) answers for its own pages, not its
+// parent's: a page the child writes is touched there, and one only the parent wrote is not.
+TEST(TouchedPages, AForkedChildSeesItsOwnPages) {
+  if (!page_map_available()) GTEST_SKIP() << "/proc/self/pagemap does not answer here";
+  const std::int64_t page = page_bytes();
+  Arena child_only(16 * page);
+  Arena parent_only(16 * page);
+  for (Arena* x : {&child_only, &parent_only})
+    ASSERT_EQ(::madvise(x->data(), static_cast<std::size_t>(16 * page), MADV_NOHUGEPAGE), 0);
+  ASSERT_TRUE(child_only.touched().empty()); // the parent has asked before it forks
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    child_only.data()[5 * page] = std::byte{1};
+    const std::vector<ByteSpan> spans = child_only.touched();
+    const bool ok = spans.size() == 1 && spans[0].offset == 5 * page && spans[0].size == page;
+    ::_exit(ok ? 0 : 1);
+  }
+  parent_only.data()[3 * page] = std::byte{1};
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child read another process's page table";
+  EXPECT_TRUE(child_only.touched().empty());
+  EXPECT_EQ(parent_only.touched().size(), 1u);
+}
+
+TEST(TouchedPages, UnionMergesOverlapsAndNeighbours) {
+  const std::vector<ByteSpan> u = span_union({{0, 10}, {50, 10}}, {{5, 10}, {60, 5}, {90, 1}});
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[0].offset, 0);
+  EXPECT_EQ(u[0].size, 15);
+  EXPECT_EQ(u[1].offset, 50);
+  EXPECT_EQ(u[1].size, 15);
+  EXPECT_EQ(u[2].offset, 90);
+  EXPECT_EQ(u[2].size, 1);
 }
 
 } // namespace

@@ -101,19 +101,38 @@ TEST(RunnerBookkeeping, FusedPrecopyInputsMarkRowsThatCopyNothing) {
 }
 
 TEST(RunnerBookkeeping, PostprocessMambaAll) {
-  MambaStateIdx idx{{"prefill", 5}, {"decode", 0}};
+  MambaStateIdx idx{{"prefill", 5}, {"decode", 0}, {"chunk", 1}, {"no-drafts", 3}};
   const std::vector<BatchRequest> batch{
-      // 1 + 2 tokens scheduled: (9 + 3 - 1) // 4 = 2.
-      {.req_id = "decode", .num_computed_tokens = 9, .num_scheduled_tokens = 3},
-      // first decode: (0 + 3 - 1) // 4 = 0.
-      {.req_id = "short", .num_computed_tokens = 0, .num_scheduled_tokens = 3},
-      // anything else: dropped.
-      {.req_id = "prefill", .num_computed_tokens = 0, .num_scheduled_tokens = 7}};
+      // a full decode, 1 + 2 tokens: (9 + 3 - 1) // 4 = 2.
+      {.req_id = "decode",
+       .num_computed_tokens = 9,
+       .num_scheduled_tokens = 3,
+       .num_draft_tokens = 2},
+      // one ending on a block boundary: (1 + 3 - 1) // 4 = 0.
+      {.req_id = "short",
+       .num_computed_tokens = 1,
+       .num_scheduled_tokens = 3,
+       .num_draft_tokens = 2},
+      // anything else is dropped: a prefill chunk, one as long as a full decode, a decode
+      // without drafts.
+      {.req_id = "prefill", .num_computed_tokens = 0, .num_scheduled_tokens = 7},
+      {.req_id = "chunk", .num_computed_tokens = 4, .num_scheduled_tokens = 3},
+      {.req_id = "no-drafts", .num_computed_tokens = 13, .num_scheduled_tokens = 1}};
   postprocess_mamba_all(batch, 4, 2, idx);
   EXPECT_EQ(idx, (MambaStateIdx{{"decode", 2}, {"short", 0}}));
   MambaStateIdx untouched{{"prefill", 5}};
   postprocess_mamba_all(batch, 4, 0, untouched); // no drafts: nothing to record
   EXPECT_EQ(untouched, (MambaStateIdx{{"prefill", 5}}));
+}
+
+TEST(RunnerBookkeeping, AllModeReadColumn) {
+  // No record: the block of the last computed token.
+  EXPECT_EQ(all_mode_read_column(std::nullopt, 2, 2, 3), 3);
+  // A record of block 5 after a decode of 1 + 2 tokens: every draft accepted reads the block
+  // itself, a shorter prefix the a-th column after it.
+  EXPECT_EQ(all_mode_read_column(5, 3, 2, 3), 5);
+  EXPECT_EQ(all_mode_read_column(5, 1, 2, 4), 6);
+  EXPECT_EQ(all_mode_read_column(5, 2, 2, 4), 7);
 }
 
 TEST(RunnerBookkeeping, PrefixCachingBlockIndices) {

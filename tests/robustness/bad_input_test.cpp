@@ -2,7 +2,7 @@
 // made by mutating valid ones, are either read (and then run) or refused with model::InputError
 // whose one line names the file (and, for a trace, the line); never another exception, a
 // crash, a sanitizer report or an unbounded run. Run under the asan preset in CI with a small
-// count per family; MC_BAD_INPUTS=N sets the count (docs/fuzzing.md, "Bad input").
+// count per family; MC_BAD_INPUTS=N sets the count (docs/robustness.md).
 #include "fuzz/gen_launch.h"
 #include "harness/replay.h"
 #include "harness/scenario_file.h"

@@ -424,6 +424,51 @@ std::vector<Scenario> all_scenarios() {
                   request("c", 7, 9, 6)};
     out.push_back(std::move(s));
   }
+  {
+    Scenario s{.name = "a-all-mode-drafts",
+               .bug_class = 'A',
+               .guards =
+                   "\"all\" mode with 2 drafts, B 4: decodes accept 1, 2 and 3 tokens in turn "
+                   "and cross block boundaries with each; a full decode records the block of its "
+                   "last scheduled token and the next step reads there (that block when every "
+                   "draft was accepted, a columns past it otherwise), while a step after a "
+                   "prefill chunk (one of them as long as a full decode) reads the block of its "
+                   "last computed token; a later request hits a block a decode filled",
+               .runner_mutants = {"all_record_after_any_step"}};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) { c.mode = model::CacheMode::all; };
+    s.options = small_options(16, 3);
+    // d's prompt is a's first 13 tokens, 8 of them a's outputs: its prefix hit (12 tokens)
+    // ends in a block that a's decodes filled.
+    s.requests = {request("a", 0, 5, 14, 6, 19), request("b", 0, 3, 12), request("c", 1, 6, 10),
+                  request("d", 12, 13, 6, 6, 13)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s{.name = "a-all-mode-drafts-reset",
+               .bug_class = 'A',
+               .guards =
+                   "\"all\" mode with 3 drafts on tiny-gdn: reset_prefix_cache force-preempts "
+                   "decoding requests that hold a record of their last full decode; the first "
+                   "to come back recomputes their shared prefix, the later ones resume from a "
+                   "prefix hit of it, and cleanup must have dropped their records (#35157): "
+                   "they read the hit block, not a column past their old last block",
+               .runner_mutants = {"skip_cleanup_of_resumed", "all_record_after_any_step"},
+               .preset = "tiny-gdn"};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) {
+      c.mode = model::CacheMode::all;
+      c.num_spec_tokens = 3;
+      c.num_spec_blocks = 3;
+    };
+    s.options = small_options(16, 3);
+    s.requests = {request("a", 0, 9, 24, 3, 8), request("b", 0, 10, 20, 3, 8),
+                  request("c", 2, 11, 20, 3, 8)};
+    s.before = [](oracle::engine::Engine& e, std::int64_t i) {
+      if (i == 6 || i == 11) e.request_reset_prefix_cache();
+    };
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
   for (Scenario& s : production_scenarios())
     out.push_back(std::move(s));
   return out;

@@ -1,5 +1,5 @@
 // The vLLM recorder's output read back by TraceReader: the trace that
-// tests/scenarios/recorder_test.py leaves (its main scenario) must pass every check of the
+// adapters/python/tests/test_recorder.py leaves (its main scenario) must pass every check of the
 // reader and hold what the scenario recorded.
 //
 // Usage: scenarios_recorder_readback TRACE. Exit 0 read and as expected; 1 a mismatch or a

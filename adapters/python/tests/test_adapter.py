@@ -4,14 +4,17 @@ guards, the first-difference messages (compared with `mambacheck case --check`),
 worker protocol.
 
     MAMBACHECK=build/mambacheck /usr/bin/python3 -m unittest discover -s adapters/python/tests
+    MAMBACHECK=build/mambacheck /usr/bin/python3 -m pytest adapters/python/tests
 
-MAMBACHECK names the mambacheck binary (it exports the cases). Exit 77 (skipped) from
-run_tests.py when it or numpy is missing.
+MAMBACHECK names the mambacheck binary (it exports the cases); unset, the one on PATH. Without
+either the module's tests are skipped. Exit 77 (skipped) from run_tests.py when numpy is
+missing.
 """
 
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +28,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from mambacheck_adapter import casefile, compare, devices, launch, reference  # noqa: E402
 
-MAMBACHECK = os.environ.get("MAMBACHECK", "")
+MAMBACHECK = os.environ.get("MAMBACHECK") or shutil.which("mambacheck") or ""
 EXPORT_CASES = 40
 WORKER = [sys.executable, "-m", "mambacheck_adapter.worker", "--kernels",
           "mambacheck_adapter.reference"]
@@ -55,6 +58,8 @@ def reference_for(kind):
 
 def setUpModule():
     global ROOT, CASES
+    if not MAMBACHECK:
+        raise unittest.SkipTest("no mambacheck binary: set MAMBACHECK or put it on PATH")
     ROOT = tempfile.TemporaryDirectory(prefix="mc-adapter-test-")
     CASES = export(pathlib.Path(ROOT.name) / "cases", EXPORT_CASES, seed=5)
 

@@ -1,6 +1,7 @@
 // Oracle engine vs the GPU-side engine runner on the host and cuda executors: V1 (precopy and
-// batch_copy) and V2, align and all, SD and DS, small pools so that preemption and
-// reset_prefix_cache happen; decisions, arrays and every arena byte equal after every step.
+// batch_copy) and V2, align and all (with and without drafts), SD and DS, small pools so that
+// preemption and reset_prefix_cache happen; decisions, arrays and every arena byte equal after
+// every step.
 #include "harness/simulate.h"
 #include "gpu/cuda_backend.h"
 #include "model/errors.h"
@@ -30,7 +31,7 @@ SimulationOptions make_options(const RunCase& rc, std::uint64_t seed,
   o.config.mode = rc.mode;
   o.config.conv_layout = rc.conv_layout;
   o.config.num_spec_tokens = rc.num_spec;
-  o.config.num_spec_blocks = rc.mode == model::CacheMode::align ? rc.num_spec : 0;
+  o.config.num_spec_blocks = rc.num_spec; // one speculative block per draft, in both modes
   o.spec.num_blocks = rc.num_blocks;
   o.num_steps = 4000;
   o.num_requests = 300;
@@ -98,7 +99,11 @@ INSTANTIATE_TEST_SUITE_P(
                       RunCase{"tiny-mamba2", CacheMode::all, RunnerFlavour::v1, V1CopyPath::precopy,
                               ConvLayout::SD, 0, 32},
                       RunCase{"tiny-gdn", CacheMode::all, RunnerFlavour::v2, V1CopyPath::precopy,
-                              ConvLayout::DS, 0, 32}));
+                              ConvLayout::DS, 0, 32},
+                      RunCase{"tiny-mamba2", CacheMode::all, RunnerFlavour::v1, V1CopyPath::precopy,
+                              ConvLayout::SD, 2, 40},
+                      RunCase{"tiny-gdn", CacheMode::all, RunnerFlavour::v2, V1CopyPath::precopy,
+                              ConvLayout::DS, 3, 40}));
 
 // A postprocess deferred under pipeline parallelism, its tables gathered by batch row in another
 // step's order, copies through another request's row (#55951): on both seeds the first such

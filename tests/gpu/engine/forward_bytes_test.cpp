@@ -1,5 +1,7 @@
 // The forward kernel body (gpu/engine/forward.cuh) writes the bytes the oracle expects: its
-// temporal words, stored little-endian and cut to the natural bytes, equal fill_temporal.
+// temporal words, stored little-endian and cut to the natural bytes, equal fill_temporal. Its
+// read programs find exactly the bits in which a block differs from the expected state, and a
+// write carries them.
 // The stamp values themselves are pinned at compile time, so a change to their formulas (which
 // both sides share through model/stamps.h) shows here and not only as unreadable checkpoints.
 #include "gpu/engine/forward.cuh"
@@ -27,8 +29,120 @@ TEST(ForwardBytes, TemporalBytesEqualFillTemporal) {
     std::vector<unsigned char> got(size);
     const ForwardOp op{.is_temporal = 1, .hash = hash};
     const ForwardTensor tensor{.natural_bytes = static_cast<std::int64_t>(size), .is_temporal = 1};
-    forward_temporal(op, tensor, 5, got.data(), 0, 1);
+    forward_temporal(op, tensor, 5, 0, got.data(), 0, 1);
     ASSERT_EQ(std::memcmp(expected.data(), got.data(), size), 0) << size;
+  }
+}
+
+// One batch row whose table is [null, block 1, block 2] over a three-block arena of one
+// temporal tensor (24 natural bytes, block stride 32) and one SD conv tensor (L 4 rows of 3
+// channels, 2 bytes each, H 2), both in the same bytes of `arena` (tensor t at t * 96).
+struct ReadFixture {
+  std::vector<unsigned char> arena = std::vector<unsigned char>(2 * 96, 0);
+  std::int32_t table[3] = {0, 1, 2};
+  std::vector<ForwardTensor> tensors;
+  std::vector<std::int32_t> tokens{7, 8, 9}; // positions 2, 3, 4
+  std::uint64_t diffs[2] = {0, 0};
+  ForwardRead read{.batch_row = 0,
+                   .col = 1,
+                   .num_computed = 4,
+                   .token_pos0 = 2,
+                   .token_offset = 0,
+                   .hash = 0xabcdef};
+
+  ReadFixture() {
+    const auto base = reinterpret_cast<std::uint64_t>(arena.data());
+    tensors.push_back({.base_addr = base,
+                       .block_stride_bytes = 32,
+                       .natural_bytes = 24,
+                       .elem_size = 8,
+                       .is_temporal = 1});
+    tensors.push_back({.base_addr = base + 96,
+                       .block_stride_bytes = 32,
+                       .natural_bytes = 24,
+                       .conv_dim = 3,
+                       .conv_width = 4,
+                       .history_rows = 2,
+                       .elem_size = 2});
+  }
+  ForwardParams params(const std::vector<ForwardOp>& ops = {}) {
+    ForwardParams p{.tensors = tensors.data(),
+                    .ops = ops.data(),
+                    .tokens = tokens.data(),
+                    .reads = &read,
+                    .read_diffs = diffs,
+                    .num_tensors = 2,
+                    .num_ops = static_cast<std::int32_t>(ops.size()),
+                    .num_reads = 1,
+                    .row_width = 3,
+                    .row_stride = 3,
+                    .num_blocks = 3};
+    p.block_tables[0] = reinterpret_cast<std::uint64_t>(table);
+    return p;
+  }
+  unsigned char* block(std::int32_t tensor, std::int32_t id) {
+    return arena.data() + 96 * tensor + 32 * id;
+  }
+  // The state after 4 tokens in block `id`: the temporal state of hash 0xabcdef, and the conv
+  // rows 0 and 1 holding positions 2 and 3 (tokens 7 and 8) at offset 0.
+  void write_expected(std::int32_t id) {
+    std::vector<std::byte> temporal(24);
+    model::fill_temporal(temporal, 0xabcdef, 0);
+    std::memcpy(block(0, id), temporal.data(), 24);
+    for (std::int32_t r = 0; r < 2; ++r)
+      for (std::int32_t ch = 0; ch < 3; ++ch)
+        store_le(block(1, id) + (r * 3 + ch) * 2, model::conv_stamp(7 + r, 2 + r, 1, ch, 2), 2);
+  }
+  std::uint64_t diff(std::int32_t tensor) { return forward_read_diff(params(), tensor, 0, 1); }
+};
+
+TEST(ForwardBytes, ReadDiffIsZeroExactlyWhereTheExpectedStateIs) {
+  ReadFixture f;
+  f.write_expected(1);
+  EXPECT_EQ(f.diff(0), 0u);
+  EXPECT_EQ(f.diff(1), 0u);
+  f.block(1, 1)[2 * 3 * 2] ^= 0xff; // conv row 2: a free row, not compared
+  EXPECT_EQ(f.diff(1), 0u);
+  f.block(1, 1)[1 * 3 * 2 + 1] ^= 0x10; // conv row 1, channel 0, high byte
+  EXPECT_EQ(f.diff(1), 0x1000u);
+  f.block(0, 1)[17] ^= 0x01; // temporal word 2, byte 1
+  EXPECT_EQ(f.diff(0), 0x100u);
+  f.read.col = 2; // another block: nothing written there
+  EXPECT_NE(f.diff(0), 0u);
+  f.table[2] = -1; // a pad slot: unreadable, a difference in bit 0
+  EXPECT_EQ(f.diff(0), 1u);
+  EXPECT_EQ(f.diff(1), 1u);
+  f.read.col = 3; // past the row
+  EXPECT_EQ(f.diff(0), 1u);
+}
+
+TEST(ForwardBytes, AWriteCarriesItsRowsReadDifference) {
+  ReadFixture f;
+  const ForwardOp temporal{.col = 2, .is_temporal = 1, .hash = 0x1234, .read = 0};
+  const ForwardOp conv{
+      .col = 2, .num_computed = 4, .running = 5, .end = 5, .token_pos0 = 2, .read = 0};
+  const std::vector<ForwardOp> ops{temporal, conv};
+  ForwardParams p = f.params(ops);
+  for (std::int64_t program = 0; program < 4; ++program)
+    forward_program(p, program, 0, 1);
+  std::vector<std::byte> temporal_clean(24);
+  model::fill_temporal(temporal_clean, 0x1234, 0);
+  EXPECT_EQ(std::memcmp(f.block(0, 2), temporal_clean.data(), 24), 0);
+  // The same writes after a read that differed in bit 3 of tensor 0 and bit 0 of tensor 1.
+  f.diffs[0] = 0x8;
+  f.diffs[1] = 0x1;
+  for (std::int64_t program = 0; program < 4; ++program)
+    forward_program(p, program, 0, 1);
+  std::vector<std::byte> temporal_carried(24);
+  model::fill_temporal(temporal_carried, 0x1234 ^ (model::mix64(0x8) | 1), 0);
+  EXPECT_EQ(std::memcmp(f.block(0, 2), temporal_carried.data(), 24), 0);
+  const std::uint64_t carry = model::mix64(0x1) | 1;
+  for (std::int32_t e = 0; e < 12; ++e) { // every conv element, rows 0..3
+    const std::int32_t r = e / 3;
+    const std::int32_t ch = e % 3;
+    const std::int64_t q = 5 - 2 + r; // positions 3, 4, 5, 6: tokens 8, 9, then none
+    const std::uint64_t stamp = q < 5 ? model::conv_stamp(f.tokens[q - 2], q, 1, ch, 2) : 0;
+    EXPECT_EQ(load_le(f.block(1, 2) + e * 2, 2), (stamp ^ carry) & 0xffff) << e;
   }
 }
 

@@ -25,6 +25,12 @@ if(NOT ERR MATCHES "keeps no drafts in its conv window")
   message(FATAL_ERROR "the error names no reason:\n${ERR}")
 endif()
 run(2 run --preset tiny-mamba2 --num-spec 17 --steps 10 --requests 4)
-run(2 run --preset tiny-mamba2 --mode all --num-spec 2 --steps 10 --requests 4)
+# All mode with drafts: full decodes leave records that the next steps read at.
+run(0 run --preset tiny-mamba2 --mode all --num-spec 2 --steps 200 --requests 16
+    --require-coverage all-mode-record)
+if(NOT OUT MATCHES "mode all" OR NOT OUT MATCHES "all-mode-record +[1-9]")
+  message(FATAL_ERROR "run --mode all --num-spec 2:
+${OUT}")
+endif()
 run(2 run --preset tiny-mamba2 --resets-per-million 1000001 --steps 10 --requests 4)
 run(2 run --preset tiny-mamba2 --aborts-per-million -1 --steps 10 --requests 4)

@@ -66,7 +66,7 @@ def derive_prompt(prompt_len: int, prefix_id: int, prefix_len: Optional[int] = N
 def cache_config(*, mamba_block_size: int, attn_block_size: int, num_spec_tokens: int = 0,
                  num_spec_blocks: Optional[int] = None, mode: str = "align",
                  conv_layout: str = "SD", runner: str = "v1", tp_size: int = 1) -> dict:
-    """The header's "config" object; num_spec_blocks defaults to num_spec_tokens (align)."""
+    """The header's "config" object; num_spec_blocks defaults to num_spec_tokens (both modes)."""
     return {
         "mamba_block_size": int(mamba_block_size),
         "attn_block_size": int(attn_block_size),

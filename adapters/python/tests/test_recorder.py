@@ -1,11 +1,12 @@
-"""Tests of scenarios/recorder/mambacheck_recorder.py against stand-in scheduler outputs.
+"""Tests of mambacheck_recorder.py (the vLLM recorder) against stand-in scheduler outputs.
 
 vLLM cannot be installed here, so the scheduler outputs are SimpleNamespace objects with the
 fields vLLM's SchedulerOutput has (as the seeds show them: scheduled_new_reqs,
 scheduled_cached_reqs with req_ids / resumed_req_ids / new_block_ids / num_computed_tokens,
 num_scheduled_tokens, scheduled_spec_decode_tokens, preempted_req_ids, finished_req_ids).
 With --trace-out PATH the main scenario's trace is left at PATH for the C++ read-back test
-(scenarios_recorder_readback), which checks it with TraceReader.
+(scenarios_recorder_readback), which checks it with TraceReader. Without it they run with the
+package's other tests (run_tests.py, pytest).
 
 Exit status: 0 all passed, 1 a failure (unittest's own).
 """
@@ -19,7 +20,7 @@ import unittest
 from types import SimpleNamespace as NS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scenarios", "recorder"))
+sys.path.insert(0, os.path.dirname(HERE))
 
 import mambacheck_recorder as rec  # noqa: E402
 

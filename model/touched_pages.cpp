@@ -1,0 +1,132 @@
+#include "model/touched_pages.h"
+
+#include "model/errors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <optional>
+
+namespace mc::model {
+namespace {
+
+constexpr std::uint64_t kPresent = std::uint64_t{1} << 63;
+constexpr std::uint64_t kSwapped = std::uint64_t{1} << 62;
+constexpr std::int64_t kEntriesPerRead = 8192; // 64 KiB of pagemap, 32 MiB of memory
+
+// An open /proc/self/pagemap. Opened for each question, never kept: a descriptor opened before a
+// fork would answer for the parent's pages in the child.
+struct PageMap {
+  int fd = -1;
+  std::int64_t page = 4096;
+  PageMap(const PageMap&) = delete;
+  PageMap& operator=(const PageMap&) = delete;
+  explicit PageMap(std::int64_t page_bytes)
+      : fd(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)), page(page_bytes) {}
+  ~PageMap() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Entries of pages [first, first + count) into out; false when pagemap does not answer.
+bool read_entries(const PageMap& map, std::uint64_t first, std::int64_t count,
+                  std::uint64_t* out) {
+  const auto bytes = static_cast<std::size_t>(count) * sizeof(std::uint64_t);
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n =
+        ::pread(map.fd, reinterpret_cast<char*>(out) + done, bytes - done,
+                static_cast<off_t>(first * sizeof(std::uint64_t) + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool touched(std::uint64_t entry) { return (entry & (kPresent | kSwapped)) != 0; }
+
+// The page size where pagemap answers truthfully: it told a written page from a never-touched
+// one the first time it was asked (a property of the kernel, so it holds in forked children).
+std::optional<std::int64_t> trusted_page_bytes() {
+  static const std::optional<std::int64_t> page = []() -> std::optional<std::int64_t> {
+    const std::int64_t bytes = ::sysconf(_SC_PAGESIZE);
+    if (bytes <= 0) return std::nullopt;
+    const PageMap m(bytes);
+    if (m.fd < 0) return std::nullopt;
+    const auto len = static_cast<std::size_t>(2 * bytes);
+    void* probe = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (probe == MAP_FAILED) return std::nullopt;
+    (void)::madvise(probe, len, MADV_NOHUGEPAGE); // one written page must not map its neighbour
+    static_cast<volatile char*>(probe)[0] = 1;
+    std::array<std::uint64_t, 2> entries{};
+    const bool answered = read_entries(
+        m, reinterpret_cast<std::uint64_t>(probe) / static_cast<std::uint64_t>(bytes), 2,
+        entries.data());
+    ::munmap(probe, len);
+    if (!answered || !touched(entries[0]) || touched(entries[1])) return std::nullopt;
+    return bytes;
+  }();
+  return page;
+}
+
+} // namespace
+
+bool page_map_available() { return trusted_page_bytes().has_value(); }
+
+std::vector<ByteSpan> touched_spans(const void* data, std::int64_t size) {
+  MC_ASSERT(size >= 0);
+  if (size == 0) return {};
+  const std::optional<std::int64_t> page_bytes = trusted_page_bytes();
+  if (!page_bytes) return {{0, size}};
+  const PageMap map(*page_bytes);
+  if (map.fd < 0) return {{0, size}};
+  const auto page = static_cast<std::uint64_t>(*page_bytes);
+  const auto begin = reinterpret_cast<std::uint64_t>(data);
+  const std::uint64_t first_page = begin / page;
+  const std::uint64_t end_page = (begin + static_cast<std::uint64_t>(size) + page - 1) / page;
+  std::vector<std::uint64_t> entries(static_cast<std::size_t>(kEntriesPerRead));
+  std::vector<ByteSpan> spans;
+  const auto clip = [&](std::uint64_t p) {
+    return static_cast<std::int64_t>(std::clamp(p * page, begin, begin + size) - begin);
+  };
+  std::int64_t run_begin = -1;
+  for (std::uint64_t p = first_page; p < end_page; p += kEntriesPerRead) {
+    const auto count = static_cast<std::int64_t>(
+        std::min<std::uint64_t>(kEntriesPerRead, end_page - p));
+    if (!read_entries(map, p, count, entries.data())) return {{0, size}};
+    for (std::int64_t i = 0; i < count; ++i) {
+      const bool t = touched(entries[static_cast<std::size_t>(i)]);
+      const std::uint64_t at = p + static_cast<std::uint64_t>(i);
+      if (t && run_begin < 0) run_begin = clip(at);
+      if (!t && run_begin >= 0) {
+        spans.push_back({run_begin, clip(at) - run_begin});
+        run_begin = -1;
+      }
+    }
+  }
+  if (run_begin >= 0) spans.push_back({run_begin, size - run_begin});
+  return spans;
+}
+
+std::vector<ByteSpan> span_union(const std::vector<ByteSpan>& a, const std::vector<ByteSpan>& b) {
+  std::vector<ByteSpan> all;
+  all.reserve(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(all),
+             [](const ByteSpan& x, const ByteSpan& y) { return x.offset < y.offset; });
+  std::vector<ByteSpan> out;
+  for (const ByteSpan& s : all) {
+    if (s.size == 0) continue;
+    if (!out.empty() && s.offset <= out.back().end())
+      out.back().size = std::max(out.back().end(), s.end()) - out.back().offset;
+    else
+      out.push_back(s);
+  }
+  return out;
+}
+
+} // namespace mc::model

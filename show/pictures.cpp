@@ -1,0 +1,142 @@
+// The runs behind a report.html (pictures.h).
+#include "show/pictures.h"
+
+#include "fuzz/isolate.h"
+#include "model/errors.h"
+#include "oracle/launch.h"
+#include "show/engine_view.h"
+#include "show/kernel_view.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+namespace mc::show {
+namespace {
+
+std::string note_page(Header header, const std::string& note) {
+  header.note = note;
+  return page_html(header.title, header_html(header));
+}
+
+void add_note(Header& header, const std::string& note) {
+  header.note += (header.note.empty() ? "" : " ") + note;
+}
+
+// The backend's replay: the first failure, the bytes after it, and the views up to it.
+struct BackendReplay {
+  harness::ReplayResult result;
+  std::optional<harness::Difference> failure;
+  ArenaDiff bytes;
+  std::optional<BlockDiff> finding_block;
+  std::vector<harness::StepView> views;
+};
+
+BackendReplay replay_backend(const std::filesystem::path& trace, const EnginePictureOptions& o,
+                             const model::Layout*& layout_out, std::optional<model::Layout>& layout) {
+  BackendReplay out;
+  harness::ReplayOptions options = o.replay;
+  options.on_view = [&out](const harness::StepView& v) { out.views.push_back(v); };
+  options.on_failure = [&](const harness::Difference& d, const std::vector<model::Arena>& oracle,
+                           const std::vector<model::Arena>& backend) {
+    out.failure = d;
+    if (!layout) return;
+    if (d.is_finding()) {
+      if (d.tensor >= 0 && d.block > 0 && d.block < layout->spec.num_blocks)
+        out.finding_block = block_as_is(*layout, oracle, d.tensor, d.block);
+    } else {
+      out.bytes = diff_arenas(*layout, oracle, backend);
+    }
+  };
+  scenarios::TraceReader reader(trace);
+  model::CacheConfig config = reader.header().config;
+  config.runner = o.replay.runner.value_or(config.runner);
+  layout = model::build_layout(config, reader.header().layout_spec);
+  layout_out = &*layout;
+  out.result = harness::replay_trace(reader, options);
+  return out;
+}
+
+} // namespace
+
+std::string kernel_picture(const model::LaunchCase& launch, const fuzz::LaunchRunner& backend,
+                           bool isolate, const std::string& actual_name, Header header) {
+  model::LaunchResult expected;
+  try {
+    expected = oracle::run_launch(launch);
+  } catch (const model::InputError& e) {
+    return note_page(std::move(header), fmt::format("the oracle rejects the case: {}", e.what()));
+  }
+  const auto draw = [&](const model::LaunchResult* actual, Header h) {
+    return kernel_report_html(KernelReport{.launch = launch,
+                                           .expected = expected,
+                                           .actual = actual,
+                                           .actual_name = actual_name,
+                                           .header = std::move(h)});
+  };
+  if (!backend) return draw(nullptr, std::move(header));
+  if (isolate) {
+    const fuzz::IsolatedOutcome child = fuzz::run_isolated([&] {
+      const model::LaunchResult actual = backend(launch);
+      return draw(&actual, header);
+    });
+    if (child.returned()) return child.payload;
+    add_note(header, fmt::format("The backend failed on the case ({}): only the oracle's side "
+                                 "is drawn.",
+                                 child.message));
+    return draw(nullptr, std::move(header));
+  }
+  try {
+    const model::LaunchResult actual = backend(launch);
+    return draw(&actual, std::move(header));
+  } catch (const std::exception& e) {
+    add_note(header, fmt::format("The backend failed on the case ({}): only the oracle's side is "
+                                 "drawn.",
+                                 e.what()));
+    return draw(nullptr, std::move(header));
+  }
+}
+
+std::string engine_picture(const std::filesystem::path& trace, const EnginePictureOptions& o) {
+  const auto draw = [&trace, &o](bool with_backend) {
+    Header header = o.header;
+    std::optional<model::Layout> layout;
+    const model::Layout* layout_ptr = nullptr;
+    EnginePictureOptions clean = o;
+    clean.replay = harness::ReplayOptions{.runner = o.replay.runner,
+                                          .v1_copy_path = o.replay.v1_copy_path};
+    BackendReplay b = replay_backend(trace, with_backend ? o : clean, layout_ptr, layout);
+    if (!with_backend)
+      add_note(header, "The backend failed while replaying the trace: only the oracle's views "
+                       "are drawn.");
+    // Past a backend's difference the oracle's own replay goes on: its views fill the timeline.
+    if (b.failure && !b.failure->is_finding()) {
+      std::optional<model::Layout> clean_layout;
+      const model::Layout* unused = nullptr;
+      b.views = replay_backend(trace, clean, unused, clean_layout).views;
+    }
+    if (header.failure.empty() && b.failure) header.failure = b.result.summary();
+    EngineReport report{.layout = *layout_ptr,
+                        .views = std::move(b.views),
+                        .failure = b.failure,
+                        .outcome = b.result.summary(),
+                        .bytes = std::move(b.bytes),
+                        .finding_block = std::move(b.finding_block),
+                        .actual_name = o.actual_name,
+                        .header = std::move(header)};
+    return engine_report_html(report);
+  };
+  if (!o.isolate) return draw(true);
+  const fuzz::IsolatedOutcome child = fuzz::run_isolated([&] { return draw(true); });
+  if (child.returned()) return child.payload;
+  // The oracle-only replay: a malformed trace throws here as it did in the child.
+  return draw(false);
+}
+
+bool write_picture(const std::filesystem::path& file, const std::string& html) {
+  std::ofstream out(file, std::ios::trunc | std::ios::binary);
+  out << html;
+  return static_cast<bool>(out);
+}
+
+} // namespace mc::show
