@@ -209,7 +209,11 @@ def part_worker(mambacheck, python, work):
                           "table_row_from_slot"])
     p, report = fuzz(mambacheck, mutated, work, "worker-oob", VARIANT_CASES, 1)
     cx = report["findings"][0]["counterexample"]
-    expect(cx["requests"] <= 2, f"worker-oob: counterexample of {cx['requests']} rows", p.stdout)
+    # The first kill is a crash (a row reads another's table row and finds a pad there); the
+    # smallest case the shrinker reaches that still crashes keeps 7 rows at seed 3.
+    expect(cx["requests"] <= 8, f"worker-oob: counterexample of {cx['requests']} rows", p.stdout)
+    expect(cx["failure"].startswith("the backend failed: killed by SIGSEGV"),
+           f"worker-oob: {cx['failure']}", p.stdout)
     print(f"worker-oob: found after {report['cases']} cases, shrunk to {cx['requests']} rows: "
           f"{cx['failure'][:300]}")
 

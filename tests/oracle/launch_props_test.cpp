@@ -127,8 +127,8 @@ model::LaunchCase arbitrary_case(LaunchKind kind) {
 }
 
 LaunchKind arbitrary_kind() {
-  return *rc::gen::elementOf(
-      std::vector<LaunchKind>(std::begin(model::kAllLaunchKinds), std::end(model::kAllLaunchKinds)));
+  return *rc::gen::elementOf(std::vector<LaunchKind>(std::begin(model::kAllLaunchKinds),
+                                                     std::end(model::kAllLaunchKinds)));
 }
 
 bool is_postprocess(LaunchKind kind) {
