@@ -8,6 +8,7 @@
 #                       `pip install PREFIX/share/mambacheck/python`
 #   include/mambacheck/{model,scenarios}/*.h  headers of the exported libraries
 #   lib/libmc_model.a, lib/libmc_scenarios.a  case files and traces for other C++ tools
+#   lib/libmc_fmt.a                           fmt's compiled part, which those two call
 #   lib/cmake/mambacheck/                     find_package(mambacheck): mambacheck::model,
 #                       mambacheck::scenarios, mambacheck::mambacheck (the program)
 #   share/doc/mambacheck/                     README, docs/, the file-format specifications
@@ -18,7 +19,7 @@ set(MC_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/mambacheck)
 set(MC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/mambacheck)
 
 install(TARGETS mambacheck EXPORT mambacheckTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS mc_model mc_scenarios EXPORT mambacheckTargets
+install(TARGETS mc_model mc_scenarios mc_fmt EXPORT mambacheckTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # Every header of the two libraries: they include one another by their source-tree paths
 # ("model/layout.h"), which include/mambacheck keeps.

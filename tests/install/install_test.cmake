@@ -109,10 +109,11 @@ foreach(f bin/mambacheck include/mambacheck/model/case_file.h include/mambacheck
   endif()
 endforeach()
 file(GLOB_RECURSE config_files ${prefix}/*/mambacheckConfig.cmake)
-file(GLOB_RECURSE libraries ${prefix}/*/libmc_model.a ${prefix}/*/libmc_scenarios.a)
+file(GLOB_RECURSE libraries ${prefix}/*/libmc_model.a ${prefix}/*/libmc_scenarios.a
+     ${prefix}/*/libmc_fmt.a)
 list(LENGTH config_files num_configs)
 list(LENGTH libraries num_libraries)
-if(NOT num_configs EQUAL 1 OR NOT num_libraries EQUAL 2)
+if(NOT num_configs EQUAL 1 OR NOT num_libraries EQUAL 3)
   message(FATAL_ERROR "package config ${config_files}, libraries ${libraries}")
 endif()
 file(GLOB source_scenarios ${src}/scenarios/library/*.jsonl)
