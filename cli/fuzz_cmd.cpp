@@ -492,7 +492,8 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                   "Run every case N times (races show on some schedules only; default 1)");
   cmd->add_option("--kinds", o->kinds,
                   "Kernel level: draw only these launch kinds (postprocess, postprocess_align, "
-                  "precopy, preprocess_align, batch_copy)")
+                  "precopy, preprocess_align, batch_copy, precopy_v1, "
+                  "postprocess_align_slot_tables, precopy_slot_tables)")
       ->delimiter(',');
   cmd->add_option("--focus", o->focus,
                   "Kernel level: a generator preset: default, gpu-grid, big-offsets or races "

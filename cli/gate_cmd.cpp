@@ -345,7 +345,8 @@ void add_gate_command(CLI::App& app, Action& action) {
                   "else its source tree's)");
   cmd->add_option("--kinds", o->kinds,
                   "Kernel fuzz: only these launch kinds (postprocess, postprocess_align, "
-                  "precopy, preprocess_align, batch_copy)")
+                  "precopy, preprocess_align, batch_copy, precopy_v1, "
+                  "postprocess_align_slot_tables, precopy_slot_tables)")
       ->delimiter(',');
   cmd->add_option("--kernel-cases", o->kernel_cases,
                   "Kernel-level cases per fixed seed (default 250, 3 seeds)");

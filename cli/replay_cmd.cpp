@@ -41,10 +41,15 @@ harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
     model::fail_input("--backend: expected host or cuda, got '{}'", o.backend);
   }
   if (!o.runner.empty()) r.runner = model::parse_runner(o.runner);
-  if (o.v1_copy != "precopy" && o.v1_copy != "batch_copy")
-    model::fail_input("--v1-copy: expected precopy or batch_copy, got '{}'", o.v1_copy);
-  r.v1_copy_path = o.v1_copy == "precopy" ? oracle::engine::V1CopyPath::precopy
-                                          : oracle::engine::V1CopyPath::batch_copy;
+  const std::optional<model::V1CopyPath> v1_copy = model::parse_v1_copy_path(o.v1_copy);
+  if (!v1_copy)
+    model::fail_input("--v1-copy: expected {}, got '{}'", model::kV1CopyPathNames, o.v1_copy);
+  r.v1_copy_path = *v1_copy;
+  const std::optional<model::V2TableRows> v2_tables = model::parse_v2_table_rows(o.v2_tables);
+  if (!v2_tables)
+    model::fail_input("--v2-tables: expected {}, got '{}'", model::kV2TableRowsNames, o.v2_tables);
+  r.v2_table_rows = *v2_tables;
+  r.deferred_postprocess = o.deferred_postprocess;
   const std::optional<gpu::Mutant> km = gpu::find_kernel_mutant(o.kernel_mutant);
   if (!km)
     model::fail_input("--kernel-mutant: unknown mutant '{}' (see `mambacheck mutants`)",
@@ -237,7 +242,15 @@ void add_replay_command(CLI::App& app, Action& action) {
                   "Replay every scenario of this directory, clean and with its mutants");
   cmd->add_option("--backend", o->backend, "host or cuda (default host)");
   cmd->add_option("--runner", o->runner, "v1 or v2 (default: the trace's)");
-  cmd->add_option("--v1-copy", o->v1_copy, "V1 pre-step copies: precopy or batch_copy");
+  cmd->add_option("--v1-copy", o->v1_copy,
+                  "V1 pre-step copies: precopy, precopy_v1 (vLLM's fused path today) or "
+                  "batch_copy");
+  cmd->add_option("--v2-tables", o->v2_tables,
+                  "V2 copy kernels find a request's block-table row by batch_row (the seed) or "
+                  "by slot (#55506)");
+  cmd->add_flag("--deferred-postprocess", o->deferred_postprocess,
+                "V2: each step's postprocess runs deferred, after another batch order was "
+                "gathered (pipeline parallelism)");
   cmd->add_option("--report", o->report, "Write a JSON report");
   cmd->add_option("--junit", o->junit, "Write JUnit XML");
   cmd->add_option("--kernel-mutant", o->kernel_mutant, "Run the backend's kernels as this mutant");

@@ -19,6 +19,8 @@ struct ReplayCliOptions {
   std::string backend = "host";
   std::string runner; // empty: the trace's
   std::string v1_copy = "precopy";
+  std::string v2_tables = "batch_row";
+  bool deferred_postprocess = false;
   std::string report;
   std::string junit;
   std::string kernel_mutant = "none";

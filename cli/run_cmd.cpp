@@ -45,7 +45,9 @@ struct RunOptions {
   std::int32_t resets_per_million = 0;
   std::int32_t aborts_per_million = 0;
   bool async_frees = false;
-  std::string v1_copy; // empty: not given (precopy)
+  std::string v1_copy;   // empty: not given (precopy)
+  std::string v2_tables; // empty: not given (batch_row)
+  bool deferred_postprocess = false;
   std::string record;    // write the run as a trace (scenarios/FORMAT.md)
   std::string workload;  // requests from a JSON Lines workload (workload_import.h)
   std::string steps_out; // one JSON line per step (harness/step_view.h)
@@ -117,13 +119,24 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
       model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
     c.spec.num_blocks = o.pool_blocks;
   }
-  if (!o.v1_copy.empty() && o.v1_copy != "precopy" && o.v1_copy != "batch_copy")
-    model::fail_input("--v1-copy: expected precopy or batch_copy, got '{}'", o.v1_copy);
+  const std::optional<model::V1CopyPath> v1_copy =
+      o.v1_copy.empty() ? model::V1CopyPath::precopy : model::parse_v1_copy_path(o.v1_copy);
+  if (!v1_copy)
+    model::fail_input("--v1-copy: expected {}, got '{}'", model::kV1CopyPathNames, o.v1_copy);
   if (!o.v1_copy.empty() && c.engine.runner.flavour != model::RunnerFlavour::v1)
     model::fail_input("--v1-copy: only the v1 runner has pre-step copies (--runner {})", o.runner);
-  c.engine.runner.v1_copy_path = o.v1_copy == "batch_copy"
-                                     ? oracle::engine::V1CopyPath::batch_copy
-                                     : oracle::engine::V1CopyPath::precopy;
+  c.engine.runner.v1_copy_path = *v1_copy;
+  const std::optional<model::V2TableRows> v2_tables =
+      o.v2_tables.empty() ? model::V2TableRows::batch_row : model::parse_v2_table_rows(o.v2_tables);
+  if (!v2_tables)
+    model::fail_input("--v2-tables: expected {}, got '{}'", model::kV2TableRowsNames, o.v2_tables);
+  if ((!o.v2_tables.empty() || o.deferred_postprocess) &&
+      c.engine.runner.flavour != model::RunnerFlavour::v2)
+    model::fail_input("--v2-tables and --deferred-postprocess: only the v2 runner has them "
+                      "(--runner {})",
+                      o.runner);
+  c.engine.runner.v2_table_rows = *v2_tables;
+  c.engine.runner.deferred_postprocess = o.deferred_postprocess;
   if (o.reference) c.engine.structures = oracle::engine::Structures::reference;
   c.arena_compare = arena_compare_policy(o.whole_compare_every);
   c.num_steps = o.steps;
@@ -205,7 +218,16 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--runner", o->runner, "v1 or v2 (default v1)");
   cmd->add_option("--mode", o->mode, "align or all (default align)");
   cmd->add_option("--pool-blocks", o->pool_blocks, "Blocks per state tensor (default: preset's)");
-  cmd->add_option("--v1-copy", o->v1_copy, "V1 pre-step copies: precopy or batch_copy");
+  cmd->add_option("--v1-copy", o->v1_copy,
+                  "V1 pre-step copies: precopy, precopy_v1 (vLLM's fused path today) or "
+                  "batch_copy (default precopy)");
+  cmd->add_option("--v2-tables", o->v2_tables,
+                  "V2 copy kernels find a request's block-table row by batch_row (the seed, "
+                  "default) or by slot (#55506)");
+  cmd->add_flag("--deferred-postprocess", o->deferred_postprocess,
+                "V2: each step's postprocess runs deferred, after another batch order was "
+                "gathered (pipeline parallelism; with --v2-tables batch_row it copies through "
+                "another request's row, #55951)");
   cmd->add_option("--num-spec", o->num_spec,
                   "Speculative tokens per decode, 0..16 (default: the preset's; 0 in all mode and "
                   "where the preset's conv windows hold no drafts)");

@@ -42,9 +42,7 @@ int run_scenario(const ScenarioCliOptions& o) {
              s.steps.size(), s.expectations);
   ReplayCliOptions replay = o.replay;
   replay.trace = trace.string();
-  if (replay.v1_copy.empty())
-    replay.v1_copy =
-        s.v1_copy_path == oracle::engine::V1CopyPath::precopy ? "precopy" : "batch_copy";
+  if (replay.v1_copy.empty()) replay.v1_copy = std::string(model::to_string(s.v1_copy_path));
   return replay_one(replay);
 }
 

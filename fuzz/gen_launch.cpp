@@ -119,7 +119,8 @@ LaunchSpec build_spec(const GenOptions& options, int size) {
                                .cols_max = pick_cols_max(spec.size_class, size),
                                .ds_conv = has_ds_conv(spec.config, groups),
                                .save_weights = options.save_rows};
-  const std::vector<detail::RowShape> shapes = detail::pick_requests(spec, ctx);
+  const std::vector<detail::RowShape> shapes =
+      detail::table_row_shapes(spec, detail::pick_requests(spec, ctx));
 
   I32 max_col = 0;
   for (const detail::RowShape& s : shapes)

@@ -96,11 +96,14 @@ struct CopyRow {
   RowShape shape;
 };
 
-// precopy and batch_copy: skip (src < 0), skip (src == dst), or a copy.
-CopyRow pick_copy_row(const RowContext& ctx, I32 bias_hi) {
-  const int outcome = pick_weighted({15, 15, 70});
+// precopy and batch_copy: skip (src < 0), skip (src == dst), or a copy. precopy_v1 rows are
+// as vLLM's V1 runner writes them: a row that copies nothing has src_col -1 and bias 0
+// (mostly; the contract skips src == dst too, so that stays drawn now and then).
+CopyRow pick_copy_row(const RowContext& ctx, I32 bias_hi, bool v1_marks) {
+  const int outcome = v1_marks ? pick_weighted({30, 5, 65}) : pick_weighted({15, 15, 70});
   const I32 dst = pick_int(0, ctx.cols_max - 1);
   const I32 bias = pick_int(0, bias_hi);
+  if (outcome == 0 && v1_marks) return {-1, dst, 0, window_shape(dst, ctx.num_spec)};
   if (outcome == 0)
     return {pick_bool(20) ? -pick_int(2, 5) : -1, dst, bias, window_shape(dst, ctx.num_spec)};
   if (outcome == 1) return {dst, dst, bias, window_shape(dst, ctx.num_spec)};
@@ -181,11 +184,14 @@ void init_arrays(model::RequestArrays& r, LaunchKind kind, I32 num_slots) {
     r.num_accepted = r.state_idx = r.num_scheduled = r.num_computed = r.num_draft = stale();
     break;
   case LaunchKind::postprocess_align:
+  case LaunchKind::postprocess_align_slot_tables:
     r.num_accepted = stale();
     r.state_idx = stale();
     r.new_num_computed = stale();
     break;
   case LaunchKind::precopy:
+  case LaunchKind::precopy_v1:
+  case LaunchKind::precopy_slot_tables:
   case LaunchKind::batch_copy:
     r.state_idx = stale();
     r.src_col = stale();
@@ -206,7 +212,7 @@ RowShape fill_save_row(LaunchSpec& spec, const RowContext& ctx, std::size_t s) {
   const SaveRow row = pick_save_row(ctx);
   r.num_accepted[s] = row.a;
   r.state_idx[s] = row.state_idx;
-  if (spec.kind == LaunchKind::postprocess_align) {
+  if (spec.kind != LaunchKind::postprocess) {
     r.new_num_computed[s] = row.running + row.a - 1;
     return row.shape;
   }
@@ -225,11 +231,15 @@ RowShape fill_row(LaunchSpec& spec, const RowContext& ctx, std::size_t s, I32& q
   switch (spec.kind) {
   case LaunchKind::postprocess:
   case LaunchKind::postprocess_align:
+  case LaunchKind::postprocess_align_slot_tables:
     return fill_save_row(spec, ctx, s);
   case LaunchKind::precopy:
+  case LaunchKind::precopy_v1:
+  case LaunchKind::precopy_slot_tables:
   case LaunchKind::batch_copy: {
     const bool zero_bias = spec.kind == LaunchKind::batch_copy && ctx.ds_conv;
-    const CopyRow row = pick_copy_row(ctx, zero_bias ? 0 : ctx.num_spec);
+    const CopyRow row =
+        pick_copy_row(ctx, zero_bias ? 0 : ctx.num_spec, spec.kind == LaunchKind::precopy_v1);
     r.src_col[s] = row.src_col;
     r.state_idx[s] = row.dst_col;
     r.token_bias[s] = row.bias;
@@ -263,6 +273,23 @@ void maybe_force_unsupported(LaunchSpec& spec, const RowContext& ctx,
 }
 
 } // namespace
+
+std::vector<RowShape> table_row_shapes(const LaunchSpec& spec,
+                                       const std::vector<RowShape>& batch_shapes) {
+  if (!model::tables_by_slot(spec.kind)) return batch_shapes;
+  // Per-slot tables: slot s's request row at row s. A slot no row maps to keeps what its last
+  // occupant left (its blocks, never read by a valid launch) or nothing (pads or nulls).
+  std::vector<RowShape> rows(static_cast<std::size_t>(spec.num_slots));
+  for (RowShape& r : rows) {
+    r.mapped = pick_bool(50);
+    if (r.mapped) r = window_shape(0, pick_int(0, 2));
+  }
+  for (std::size_t b = 0; b < batch_shapes.size(); ++b) {
+    const I32 slot = spec.requests.idx_mapping[b];
+    if (slot >= 0) rows[static_cast<std::size_t>(slot)] = batch_shapes[b];
+  }
+  return rows;
+}
 
 std::int32_t RowShape::max_col() const {
   I32 m = -1;

@@ -40,4 +40,9 @@ struct RowContext {
 // Sets spec.num_slots and spec.requests for spec.kind; one RowShape per batch row.
 std::vector<RowShape> pick_requests(LaunchSpec& spec, const RowContext& ctx);
 
+// One RowShape per block-table row: the batch rows' own for tables by batch row; for per-slot
+// tables (model::tables_by_slot) one per slot, a mapped slot's from its batch row.
+std::vector<RowShape> table_row_shapes(const LaunchSpec& spec,
+                                       const std::vector<RowShape>& batch_shapes);
+
 } // namespace mc::fuzz::detail

@@ -115,6 +115,11 @@ enum class FusedStart : std::uint8_t { ticket, cooperative };
 struct FusedParams {
   std::int32_t num_reqs = 0;
   std::int32_t num_slots = 0;
+  // Row b's slot is idx_mapping[b] (-1: skipped), else b itself (V1 kinds: vLLM launches them
+  // with idx_mapping None, HAS_IDX_MAPPING False).
+  bool slot_from_idx_mapping = false;
+  // Row b's block-table row is its slot (per-request-slot tables, #55506), else b.
+  bool tables_by_slot = false;
   std::int32_t block_size = 1; // mamba block size B
   std::int32_t num_groups = 0;
   std::int32_t num_tensors = 0;

@@ -1,5 +1,6 @@
 #include "gpu/host_backend.h"
 
+#include "gpu/guarded_tables.h"
 #include "gpu/kernels/batch_copy.cuh"
 #include "gpu/kernels/fused_launch.cuh"
 #include "gpu/kernels/mutant_policies.cuh"
@@ -69,12 +70,11 @@ struct HostScratch {
 };
 
 void run_fused_launch(const model::LaunchCase& launch, Mutant mutant, const HostArenas& arenas,
-                      model::LaunchResult& result) {
+                      const GuardedTables& tables, model::LaunchResult& result) {
   validate_fused_copies(launch);
   FusedParams p = make_fused_params(launch, arenas.tensors, arenas.units);
-  for (std::size_t g = 0; g < launch.block_tables.groups.size(); ++g)
-    p.block_tables[g] =
-        reinterpret_cast<std::uint64_t>(launch.block_tables.groups[g].block_ids.data());
+  for (std::size_t g = 0; g < tables.size(); ++g)
+    p.block_tables[g] = tables.address(g);
   p.requests = host_request_pointers(result.requests);
   HostScratch scratch;
   p.scratch = scratch.bind(p);
@@ -127,15 +127,17 @@ std::string arena_name(const model::Layout& layout, std::size_t arena) {
 // or writing out of bounds in an isolated run (fuzz/isolate.h) is reported against the buffer
 // it missed.
 void register_case_buffers(model::AddressRangeScope& scope, const model::LaunchCase& launch,
-                           const HostArenas& arenas, const model::RequestArrays& requests) {
+                           const HostArenas& arenas, const GuardedTables& tables,
+                           const model::RequestArrays& requests) {
   for (std::size_t i = 0; i < arenas.arena_addrs.size() && i < launch.layout.arenas.size(); ++i)
     scope.add(reinterpret_cast<const void*>(arenas.arena_addrs[i]),
               static_cast<std::size_t>(launch.layout.arenas[i].size_bytes()),
               arena_name(launch.layout, i));
   for (std::size_t g = 0; g < launch.block_tables.groups.size(); ++g) {
-    const std::vector<std::int32_t>& ids = launch.block_tables.groups[g].block_ids;
-    scope.add(ids.data(), ids.size() * sizeof(std::int32_t),
-              fmt::format("block table of group {}", g));
+    // The fused kernels read the guarded copies; batch_copy's plan reads the case's own.
+    const std::span<const std::int32_t> ids =
+        g < tables.size() ? tables.group(g) : launch.block_tables.groups[g].block_ids;
+    scope.add(ids.data(), ids.size_bytes(), fmt::format("block table of group {}", g));
   }
   for (const model::RequestArrayField& field : model::kRequestArrays) {
     const std::vector<std::int32_t>& values = requests.*field.member;
@@ -147,12 +149,16 @@ void register_case_buffers(model::AddressRangeScope& scope, const model::LaunchC
 
 void run_launch_host_in_place(const model::LaunchCase& launch, Mutant mutant,
                               const HostArenas& arenas, model::LaunchResult& result) {
+  // batch_copy plans its copies from the case's tables on the host: only the fused kernels
+  // read tables, through the guarded copies.
+  const GuardedTables tables(launch.kind == model::LaunchKind::batch_copy ? model::BlockTables{}
+                                                                          : launch.block_tables);
   model::AddressRangeScope buffers;
-  register_case_buffers(buffers, launch, arenas, result.requests);
+  register_case_buffers(buffers, launch, arenas, tables, result.requests);
   if (launch.kind == model::LaunchKind::batch_copy) {
     run_batch_copy(launch, mutant, arenas, result);
   } else {
-    run_fused_launch(launch, mutant, arenas, result);
+    run_fused_launch(launch, mutant, arenas, tables, result);
   }
 }
 

@@ -11,8 +11,11 @@ KernelKind to_kernel_kind(model::LaunchKind kind) {
   case model::LaunchKind::postprocess:
     return KernelKind::postprocess;
   case model::LaunchKind::postprocess_align:
+  case model::LaunchKind::postprocess_align_slot_tables:
     return KernelKind::postprocess_align;
   case model::LaunchKind::precopy:
+  case model::LaunchKind::precopy_v1:
+  case model::LaunchKind::precopy_slot_tables:
     return KernelKind::precopy;
   case model::LaunchKind::preprocess_align:
     return KernelKind::preprocess_align;
@@ -76,6 +79,8 @@ FusedParams make_fused_params(const model::LaunchCase& launch, std::span<const T
   FusedParams p;
   p.num_reqs = launch.num_reqs;
   p.num_slots = launch.num_slots;
+  p.slot_from_idx_mapping = model::uses_idx_mapping(launch.kind);
+  p.tables_by_slot = model::tables_by_slot(launch.kind);
   p.block_size = layout.config.mamba_block_size;
   p.num_groups = layout.num_groups();
   p.num_tensors = static_cast<std::int32_t>(tensors.size());

@@ -4,6 +4,7 @@
 #include "gpu/kernels/decide.cuh"
 #include "gpu/launch_plan.h"
 #include "model/errors.h"
+#include "model/launch.h"
 #include "model/launch_kinds.h"
 
 #include <vector>
@@ -49,13 +50,14 @@ RowDecision decide_any(KernelKind kind, const FusedParams& p, std::int32_t b) {
   return RowDecision{};
 }
 
-void check_column(const model::LaunchCase& c, std::int32_t b, std::int32_t group, std::int64_t col,
-                  const char* role) {
+// Column `col` of request b's table row `row` (b, or its slot with per-slot tables).
+void check_column(const model::LaunchCase& c, std::int32_t b, std::int32_t row, std::int32_t group,
+                  std::int64_t col, const char* role) {
   const model::BlockTable& t = c.block_tables.groups[static_cast<std::size_t>(group)];
   if (col < 0 || col >= t.row_width)
     fail_input("launch: request {} group {}: {} column {} is outside the row [0, {})", b, group,
                role, col, t.row_width);
-  const std::int32_t block = t.at(b, static_cast<std::int32_t>(col));
+  const std::int32_t block = t.at(row, static_cast<std::int32_t>(col));
   if (block < 0 || block >= c.layout.spec.num_blocks)
     fail_input("launch: request {} group {}: {} column {} holds block {}, not in [0, {})", b, group,
                role, col, block, c.layout.spec.num_blocks);
@@ -75,11 +77,12 @@ void validate_fused_copies(const model::LaunchCase& c) {
     const RowDecision d = decide_any(kind, p, b);
     if (!d.copy) continue;
     if (d.bias < 0) fail_input("launch: request {} has token_bias {} < 0", b, d.bias);
+    const std::int32_t row = Clean::table_row(p, b, d.slot);
     for (std::int32_t g = 0; g < p.num_groups; ++g) {
-      check_column(c, b, g, d.dst_col, "destination");
-      if ((p.groups_with_conv >> g) & 1u) check_column(c, b, g, d.src_col, "conv source");
+      check_column(c, b, row, g, d.dst_col, "destination");
+      if ((p.groups_with_conv >> g) & 1u) check_column(c, b, row, g, d.src_col, "conv source");
       if ((p.groups_with_temporal >> g) & 1u)
-        check_column(c, b, g, std::int64_t{d.src_col} + d.bias, "temporal source");
+        check_column(c, b, row, g, std::int64_t{d.src_col} + d.bias, "temporal source");
     }
   }
 }

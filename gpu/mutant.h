@@ -117,7 +117,14 @@ namespace mc::gpu {
   X(table_row_from_slot, 'X', deterministic,                                                       \
     "V2 kinds read a request's block-table row at its slot idx_mapping[b] instead of its batch "   \
     "row b: another request's blocks, or past the end of the table when a slot is >= num_reqs "    \
-    "(V1 kinds, whose slot is the row, are unchanged)")
+    "(V1 kinds, whose slot is the row, and per-slot tables are unchanged)")                        \
+  X(slot_table_row_from_batch_row, 'G', deterministic,                                             \
+    "with per-request-slot block tables the row is still taken at the batch row b, not found "     \
+    "through idx_mapping: another request's or a free slot's blocks (a postprocess deferred "      \
+    "under pipeline parallelism copies through a stale batch order, #55951, #55506)")              \
+  X(precopy_copies_without_source, 'A', deterministic,                                             \
+    "precopy skips only src_col == state_idx, not src_col < 0: a row without a source (-1, "       \
+    "on every V1 row that copies nothing) copies from column -1, before its table row")
 
 #define MC_RUNNER_MUTANTS(X)                                                                       \
   X(skip_cleanup_of_resumed, 'A',                                                                  \

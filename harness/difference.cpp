@@ -62,6 +62,10 @@ std::optional<Difference> compare_launch(const model::Layout& layout, const mode
     return Difference{.kind = "launch_kind",
                       .text = fmt::format("kind: oracle {}, backend {}", model::to_string(o.kind),
                                           model::to_string(g.kind))};
+  if (o.deferred != g.deferred)
+    return Difference{.kind = "launch_kind",
+                      .text =
+                          fmt::format("deferred: oracle {}, backend {}", o.deferred, g.deferred)};
   if (o.status != g.status || o.unsupported_reason != g.unsupported_reason)
     return Difference{.kind = "status",
                       .text = fmt::format("status: oracle '{}', backend '{}'", o.unsupported_reason,

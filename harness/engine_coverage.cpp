@@ -41,6 +41,8 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
                                     .decisions = l.decisions});
     // The slots of a V2 step, once: preprocess_align is its first launch and maps every row.
     if (l.kind == model::LaunchKind::preprocess_align) count_slots(step, l);
+    // One row keeps its place in any gather: two or more rows differ in order.
+    if (l.deferred && step.scheduled.size() >= 2) coverage_.add("deferred-postprocess-reordered");
   }
 }
 

@@ -81,11 +81,11 @@ ScenarioInfo read_scenario_info(const std::filesystem::path& trace) {
   info.runner_mutants = names(s, "runner_mutants", trace);
   if (s.contains("v1_copy_path")) {
     const std::string path = text(s, "v1_copy_path", trace);
-    if (path != "precopy" && path != "batch_copy")
-      model::fail_input("{}:1: source.scenario.v1_copy_path: '{}' is not precopy or batch_copy",
-                        trace.string(), path);
-    info.v1_copy_path = path == "precopy" ? oracle::engine::V1CopyPath::precopy
-                                          : oracle::engine::V1CopyPath::batch_copy;
+    const std::optional<model::V1CopyPath> parsed = model::parse_v1_copy_path(path);
+    if (!parsed)
+      model::fail_input("{}:1: source.scenario.v1_copy_path: '{}' is not {}", trace.string(), path,
+                        model::kV1CopyPathNames);
+    info.v1_copy_path = *parsed;
   }
   return info;
 }

@@ -38,7 +38,10 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
     model::fail_input("{}:1: config.{}", reader.name(), e.what());
   }
   const oracle::engine::RunnerOptions oracle_options{.flavour = result.config.runner,
-                                                     .v1_copy_path = options.v1_copy_path};
+                                                     .v1_copy_path = options.v1_copy_path,
+                                                     .v2_table_rows = options.v2_table_rows,
+                                                     .deferred_postprocess =
+                                                         options.deferred_postprocess};
   oracle::engine::Replayer oracle(layout, oracle_options);
   gpu::engine::EngineRunner backend(
       layout, backend_runner_options(oracle_options, options.runner_mutant, options.kernel_mutant),

@@ -34,6 +34,8 @@ struct ReplayOptions {
   gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
   std::optional<model::RunnerFlavour> runner; // default: the trace's config.runner
   oracle::engine::V1CopyPath v1_copy_path = oracle::engine::V1CopyPath::precopy;
+  model::V2TableRows v2_table_rows = model::V2TableRows::batch_row;
+  bool deferred_postprocess = false; // V2: model/runner_options.h
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   std::int64_t steps_max = -1; // -1: the whole trace

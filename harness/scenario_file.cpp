@@ -132,10 +132,9 @@ Script read_script(const nlohmann::json& root_json) {
   s.options.runner.flavour = s.config.runner;
   if (root.has("v1_copy_path")) {
     const std::string path = root["v1_copy_path"].string(16);
-    if (path != "precopy" && path != "batch_copy")
-      root["v1_copy_path"].fail("expected precopy or batch_copy, got '{}'", path);
-    s.options.runner.v1_copy_path = path == "precopy" ? oracle::engine::V1CopyPath::precopy
-                                                      : oracle::engine::V1CopyPath::batch_copy;
+    const std::optional<model::V1CopyPath> parsed = model::parse_v1_copy_path(path);
+    if (!parsed) root["v1_copy_path"].fail("expected {}, got '{}'", model::kV1CopyPathNames, path);
+    s.options.runner.v1_copy_path = *parsed;
   }
   s.options.scheduler.token_budget =
       root.has("token_budget") ? root["token_budget"].int32(1, oracle::engine::kTokenBudgetMax)

@@ -11,11 +11,13 @@ namespace mc::harness {
 namespace {
 
 bool is_pre_step(model::LaunchKind kind) {
-  return kind == model::LaunchKind::precopy || kind == model::LaunchKind::batch_copy;
+  using enum model::LaunchKind;
+  return kind == precopy || kind == batch_copy || kind == precopy_v1 || kind == precopy_slot_tables;
 }
 
 bool is_post_step(model::LaunchKind kind) {
-  return kind == model::LaunchKind::postprocess || kind == model::LaunchKind::postprocess_align;
+  using enum model::LaunchKind;
+  return kind == postprocess || kind == postprocess_align || kind == postprocess_align_slot_tables;
 }
 
 // The copy of batch row `row` in a launch: its columns and bias, and how many states it moved.

@@ -467,6 +467,10 @@ void parse_table_geometry(const Field& n, CaseHeader& h) {
   if (h.num_rows < h.num_reqs)
     n["num_rows"].fail("{} rows, fewer than the {} batch rows of the launch", h.num_rows,
                        h.num_reqs);
+  if (tables_by_slot(h.kind) && h.num_rows < h.num_slots)
+    n["num_rows"].fail("{} rows, fewer than the {} slots of the launch ({} finds a row's table "
+                       "at its slot)",
+                       h.num_rows, h.num_slots, to_string(h.kind));
 }
 
 void parse_launch(const Field& n, CaseHeader& h) {

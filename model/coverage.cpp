@@ -23,6 +23,12 @@ constexpr std::array kCatalogue = {
     CoverageFeature{"launch-precopy", "launches", K, E, "precopy launches (V2 and fused V1)"},
     CoverageFeature{"launch-preprocess_align", "launches", K, E, "V2 preprocess launches"},
     CoverageFeature{"launch-batch_copy", "launches", K, E, "V1 flat copy-plan launches"},
+    CoverageFeature{"launch-precopy_v1", "launches", K, E,
+                    "V1 fused precopy launches without idx_mapping (vLLM's V1 path today)"},
+    CoverageFeature{"launch-postprocess_align_slot_tables", "launches", K, E,
+                    "V2 postprocess launches whose tables are found by slot (#55506)"},
+    CoverageFeature{"launch-precopy_slot_tables", "launches", K, E,
+                    "V2 precopy launches whose tables are found by slot (#55506)"},
     CoverageFeature{"copy", "rows", K, E, "rows with at least one state copy"},
     CoverageFeature{"no-copy", "rows", K, E, "rows with no copy"},
     CoverageFeature{"same-block-shift", "rows", K, E,
@@ -39,6 +45,8 @@ constexpr std::array kCatalogue = {
                     "rows whose copy touches a block past 2^32 bytes of its arena"},
     CoverageFeature{"shared-page", "rows", K, E,
                     "rows copying a state that shares its page with other states"},
+    CoverageFeature{"slot-table-row", "rows", K, E,
+                    "copying rows whose per-slot table row (their slot) is not their batch row"},
     CoverageFeature{"preemption", "scheduler", no, E, "requests preempted (preempted_req_ids)"},
     CoverageFeature{"resume-after-accepted-drafts", "scheduler", no, E,
                     "resumed requests whose last step before preemption accepted drafts"},
@@ -77,6 +85,8 @@ constexpr std::array kCatalogue = {
                     "next step to read at (postprocess_mamba_all)"},
     CoverageFeature{"v2-slot-reuse", "runner", no, E,
                     "V2 request slots taken by another request than their last"},
+    CoverageFeature{"deferred-postprocess-reordered", "runner", no, E,
+                    "deferred V2 postprocesses run after another batch order was gathered"},
 };
 
 std::string valid_names() {

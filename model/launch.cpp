@@ -30,6 +30,10 @@ bool uses_idx_mapping(LaunchKind kind) {
   return launch_kind_info(kind).by_slot;
 }
 
+bool tables_by_slot(LaunchKind kind) {
+  return launch_kind_info(kind).tables_by_slot;
+}
+
 namespace {
 std::vector<Arena> clone_arenas(const std::vector<Arena>& arenas) {
   std::vector<Arena> out;

@@ -1,10 +1,12 @@
 // One kernel launch: its case (inputs) and its result (DESIGN.md, "Kernel level").
 //
 // Per-request arrays are int32 and indexed as the seeds index them:
-// - V1 kinds (postprocess, batch_copy): arrays and block-table rows by request row,
-//   idx_mapping empty.
+// - V1 kinds (postprocess, batch_copy, precopy_v1): arrays and block-table rows by request
+//   row, idx_mapping empty.
 // - V2 kinds (postprocess_align, precopy, preprocess_align): arrays by request
 //   slot, block-table rows by batch row, idx_mapping[batch row] = slot (-1: skip).
+// - V2 kinds with per-slot tables (postprocess_align_slot_tables, precopy_slot_tables):
+//   arrays AND block-table rows by slot, idx_mapping[batch row] = slot (-1: skip).
 // Arrays a kind does not read stay empty. Equality of two results is exact:
 // status, every array, every decision, every arena byte.
 #pragma once
@@ -26,15 +28,23 @@ enum class LaunchKind : std::uint8_t {
   precopy,           // V2 (and fused V1) pre-step copy: src_col -> state_idx with token_bias
   preprocess_align,  // V2 bookkeeping: src_col, token_bias (src_off), new state_idx, reset of a
   batch_copy,        // V1 flat copy plan: per request src_col -> state_idx with token_bias
+  precopy_v1,        // V1 fused pre-step copy as vLLM launches it: no idx_mapping, rows direct
+  postprocess_align_slot_tables, // postprocess_align, each row's table found at its slot
+  precopy_slot_tables,           // precopy, each row's table found at its slot
 };
 inline constexpr LaunchKind kAllLaunchKinds[] = {LaunchKind::postprocess,
                                                  LaunchKind::postprocess_align,
-                                                 LaunchKind::precopy, LaunchKind::preprocess_align,
-                                                 LaunchKind::batch_copy};
+                                                 LaunchKind::precopy,
+                                                 LaunchKind::preprocess_align,
+                                                 LaunchKind::batch_copy,
+                                                 LaunchKind::precopy_v1,
+                                                 LaunchKind::postprocess_align_slot_tables,
+                                                 LaunchKind::precopy_slot_tables};
 
 std::string_view to_string(LaunchKind kind);
 LaunchKind parse_launch_kind(std::string_view text); // throws InputError
 bool uses_idx_mapping(LaunchKind kind);              // the V2 kinds
+bool tables_by_slot(LaunchKind kind); // a row's block-table row is its slot (#55506), not b
 
 struct RequestArrays {
   std::vector<std::int32_t> idx_mapping;       // [num_reqs] batch row -> slot, -1 skips (V2)

@@ -9,9 +9,9 @@ namespace mc::model {
 namespace {
 
 constexpr std::string_view kRowFeatureNames[kRowFeatureCount] = {
-    "copy",        "no-copy",     "same-block-shift", "aliased-columns", "resets-accepted",
-    "skipped-row", "null-source", "pad-slots",        "ds-bias",         "offset-past-4GiB",
-    "shared-page"};
+    "copy",        "no-copy",       "same-block-shift", "aliased-columns", "resets-accepted",
+    "skipped-row", "null-source",   "pad-slots",        "ds-bias",         "offset-past-4GiB",
+    "shared-page", "slot-table-row"};
 
 RowFeatureMask bit(RowFeature f) {
   return RowFeatureMask{1} << static_cast<unsigned>(f);
@@ -109,6 +109,9 @@ std::vector<RowFeatureMask> row_features(const LaunchFacts& launch) {
       m |= bit(RowFeature::skipped_row);
       continue;
     }
+    // Only a copying row reads its table: there the two conventions read different rows.
+    if (tables_by_slot(launch.kind) && slot != b && has(m, RowFeature::copy))
+      m |= bit(RowFeature::slot_table_row);
     if (launch.before && resets_accepted(launch.kind, *launch.before, *launch.after, slot))
       m |= bit(RowFeature::resets_accepted);
     if (launch.tables && row_has_pad(*launch.tables, b)) m |= bit(RowFeature::pad_slots);

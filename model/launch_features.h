@@ -1,7 +1,8 @@
 // What one launch's decisions show about each of its batch rows, in the terms of the cases the
 // reference design must get right (REFERENCE.md 2 and 5): a same-block shift, two columns
 // aliasing one block, a reset of num_accepted, a skipped V2 row, a null source, pad slots in the
-// row, a DS conv copy with a bias, an offset past 4 GiB, a state sharing its page. A failing
+// row, a DS conv copy with a bias, an offset past 4 GiB, a state sharing its page, a per-slot
+// table read at a row other than the batch row. A failing
 // row's signature names its features (fuzz/campaign/kernel_signature.h) and coverage counts
 // them over a campaign (model/coverage.h), from the same classification: the oracle's
 // decisions and arrays, never what a generator meant to draw.
@@ -30,8 +31,9 @@ enum class RowFeature : std::uint8_t {
   ds_bias,          // a DS-layout conv state copied with a token bias (per-dim-row tails)
   offset_past_4GiB, // a block of the copy ends past 2^32 bytes of its arena
   shared_page,      // the state copied shares its page with other states (page padding)
+  slot_table_row,   // a copy read its per-slot table at slot != batch row (#55506)
 };
-inline constexpr std::size_t kRowFeatureCount = 11;
+inline constexpr std::size_t kRowFeatureCount = 12;
 
 std::string_view to_string(RowFeature feature);
 

@@ -42,6 +42,12 @@ void validate_block_tables(const LaunchCase& c) {
     if (table.num_rows < c.num_reqs)
       fail_input("launch {}: block table of group {} has {} rows for {} request rows",
                  to_string(c.kind), g, table.num_rows, c.num_reqs);
+    // Per-slot tables have a row for every slot, as the runner's persistent tables have one
+    // for every request it can hold.
+    if (launch_kind_info(c.kind).tables_by_slot && table.num_rows < c.num_slots)
+      fail_input("launch {}: block table of group {} has {} rows for {} slots (its rows are "
+                 "found by slot)",
+                 to_string(c.kind), g, table.num_rows, c.num_slots);
     // The kernels get one row stride for every group (the seed asserts it).
     if (table.row_stride != groups[0].row_stride || table.row_width != groups[0].row_width)
       fail_input("launch {}: block table of group {} has width {} stride {}, group 0 has width "

@@ -47,6 +47,10 @@ struct LaunchKindInfo {
   // V2 kinds: arrays by slot, idx_mapping[batch row] = slot (-1 skips the row); V1 kinds:
   // slot = batch row, idx_mapping empty and num_slots == num_reqs.
   bool by_slot;
+  // The block-table row of batch row b: its slot (newer vLLM hands the kernels the
+  // per-request-slot tables, #55506; the tables then have a row for every slot) or b itself
+  // (the seed: tables gathered in batch order). The same for V1 kinds, whose slot is b.
+  bool tables_by_slot;
   bool moves_state;
   LaunchWork work;
   std::array<ArrayUse, kRequestArrays.size()> arrays; // in kRequestArrays order
@@ -56,37 +60,38 @@ namespace launch_kind_detail {
 using enum ArrayUse;
 // Columns: idx_mapping, num_accepted, state_idx, num_scheduled, num_computed, num_draft,
 // new_num_computed, query_start_loc, src_col, token_bias, num_accepted_out.
-inline constexpr std::array<LaunchKindInfo, 5> kLaunchKinds{{
+inline constexpr std::array<ArrayUse, kRequestArrays.size()> kSaveV2Arrays{
+    read, updated, read, unused, unused, unused, read, unused, unused, unused, unused};
+inline constexpr std::array<ArrayUse, kRequestArrays.size()> kPrecopyV2Arrays{
+    read, unused, read, unused, unused, unused, unused, unused, read, read, unused};
+inline constexpr std::array<ArrayUse, kRequestArrays.size()> kPrecopyV1Arrays{
+    unused, unused, read, unused, unused, unused, unused, unused, read, read, unused};
+inline constexpr std::array<LaunchKindInfo, 8> kLaunchKinds{{
     {LaunchKind::postprocess,
      "postprocess",
+     false,
      false,
      true,
      LaunchWork::batch_rows,
      {unused, read, read, read, read, read, unused, unused, unused, unused, written_or_empty}},
-    {LaunchKind::postprocess_align,
-     "postprocess_align",
-     true,
-     true,
-     LaunchWork::batch_rows,
-     {read, updated, read, unused, unused, unused, read, unused, unused, unused, unused}},
-    {LaunchKind::precopy,
-     "precopy",
-     true,
-     true,
-     LaunchWork::batch_rows,
-     {read, unused, read, unused, unused, unused, unused, unused, read, read, unused}},
+    {LaunchKind::postprocess_align, "postprocess_align", true, false, true, LaunchWork::batch_rows,
+     kSaveV2Arrays},
+    {LaunchKind::precopy, "precopy", true, false, true, LaunchWork::batch_rows, kPrecopyV2Arrays},
     {LaunchKind::preprocess_align,
      "preprocess_align",
      true,
      false,
+     false,
      LaunchWork::batch_rows,
      {read, updated, updated, unused, read, unused, unused, read, written, written, unused}},
-    {LaunchKind::batch_copy,
-     "batch_copy",
-     false,
-     true,
-     LaunchWork::copy_plan,
-     {unused, unused, read, unused, unused, unused, unused, unused, read, read, unused}},
+    {LaunchKind::batch_copy, "batch_copy", false, false, true, LaunchWork::copy_plan,
+     kPrecopyV1Arrays},
+    {LaunchKind::precopy_v1, "precopy_v1", false, false, true, LaunchWork::batch_rows,
+     kPrecopyV1Arrays},
+    {LaunchKind::postprocess_align_slot_tables, "postprocess_align_slot_tables", true, true, true,
+     LaunchWork::batch_rows, kSaveV2Arrays},
+    {LaunchKind::precopy_slot_tables, "precopy_slot_tables", true, true, true,
+     LaunchWork::batch_rows, kPrecopyV2Arrays},
 }};
 } // namespace launch_kind_detail
 using launch_kind_detail::kLaunchKinds;
@@ -95,8 +100,8 @@ const LaunchKindInfo& launch_kind_info(LaunchKind kind);
 
 // Throws InputError ("launch KIND: ...") when the case is not well formed: negative counts,
 // arenas that do not match the layout, block tables of the wrong count or shape or with fewer
-// rows than batch rows, V1 slots other than rows, an idx_mapping slot out of range or shared
-// by two rows, a used array of the wrong length.
+// rows than batch rows (or, for per-slot tables, than slots), V1 slots other than rows, an
+// idx_mapping slot out of range or shared by two rows, a used array of the wrong length.
 void validate_launch_shape(const LaunchCase& launch);
 // The same checks but the arenas': for a caller whose arenas live elsewhere (device arenas
 // made from the layout).

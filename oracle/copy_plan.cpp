@@ -27,7 +27,7 @@ std::int32_t read_block_id(const model::LaunchCase& launch_case, const RowCopy& 
                       model::to_string(launch_case.kind),
                       describe_row(row_copy.batch_row, row_copy.slot),
                       describe_tensor(launch_case.layout, tensor), role, col, table.row_width);
-  const std::int32_t block_id = table.at(row_copy.batch_row, static_cast<std::int32_t>(col));
+  const std::int32_t block_id = table.at(row_copy.table_row, static_cast<std::int32_t>(col));
   const std::int64_t num_blocks = launch_case.layout.spec.num_blocks;
   if (block_id < 0 || block_id >= num_blocks)
     model::fail_input("launch {}: {}, {}: {} column {} holds block id {}, outside [0, {})",

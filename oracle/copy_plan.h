@@ -25,6 +25,7 @@ namespace mc::oracle {
 struct RowCopy {
   std::int32_t batch_row = 0;
   std::int32_t slot = 0;
+  std::int32_t table_row = 0; // where the row's block ids are read: batch_row, or the slot
   std::int64_t src_col = 0;
   std::int64_t dst_col = 0;
   std::int64_t token_bias = 0;

@@ -18,10 +18,30 @@ std::int32_t& at(std::vector<std::int32_t>& array, std::int32_t slot) {
   return array[static_cast<std::size_t>(slot)];
 }
 
-// The slot of batch row `b`: idx_mapping[b] for the V2 kinds (-1 skips), `b` for V1.
+// The slot of batch row `b`: idx_mapping[b] for the V2 kinds (-1 skips), `b` for V1 (the V1
+// runner launches with idx_mapping None: its arrays are already in batch order).
 std::int32_t slot_of(const model::LaunchCase& launch_case, std::int32_t batch_row) {
   if (!model::uses_idx_mapping(launch_case.kind)) return batch_row;
   return at(launch_case.requests.idx_mapping, batch_row);
+}
+
+// Where the row's block ids are read: `bt_row_idx = req_idx` with per-slot tables (#55506:
+// a postprocess deferred under pipeline parallelism runs after later steps re-gathered the
+// batch-ordered tables, so only the slot still names its request's row), else the batch row
+// (the seed: the tables were gathered in this launch's batch order).
+std::int32_t table_row_of(const model::LaunchCase& launch_case, std::int32_t batch_row,
+                          std::int32_t slot) {
+  return model::tables_by_slot(launch_case.kind) ? slot : batch_row;
+}
+
+RowCopy row_copy(const model::LaunchCase& launch_case, std::int32_t batch_row, std::int32_t slot,
+                 std::int64_t src_col, std::int64_t dst_col, std::int64_t token_bias) {
+  return {.batch_row = batch_row,
+          .slot = slot,
+          .table_row = table_row_of(launch_case, batch_row, slot),
+          .src_col = src_col,
+          .dst_col = dst_col,
+          .token_bias = token_bias};
 }
 
 // The post-step save of one request (REFERENCE.md 2, "Post-step save").
@@ -65,7 +85,8 @@ std::vector<RowCopy> decide_postprocess(const model::LaunchCase& launch_case,
     const SaveDecision save =
         decide_save(running, running + a - 1, at(in.state_idx, s), block_size);
     if (save.resets_accepted) at(requests.num_accepted_out, s) = 1;
-    if (save.copies) copies.push_back({b, s, save.src_col, save.dst_col, save.token_bias});
+    if (save.copies)
+      copies.push_back(row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias));
   }
   return copies;
 }
@@ -83,7 +104,8 @@ std::vector<RowCopy> decide_postprocess_align(const model::LaunchCase& launch_ca
     const SaveDecision save =
         decide_save(new_num_computed - a + 1, new_num_computed, at(in.state_idx, s), block_size);
     if (save.resets_accepted) at(requests.num_accepted, s) = 1; // an output only
-    if (save.copies) copies.push_back({b, s, save.src_col, save.dst_col, save.token_bias});
+    if (save.copies)
+      copies.push_back(row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias));
   }
   return copies;
 }
@@ -98,7 +120,7 @@ std::vector<RowCopy> decide_precopy(const model::LaunchCase& launch_case) {
     const std::int32_t dst_col = at(in.state_idx, s);
     // A fresh state, or still the same block: the forward finds it in place through a.
     if (src_col < 0 || src_col == dst_col) continue;
-    copies.push_back({b, s, src_col, dst_col, at(in.token_bias, s)});
+    copies.push_back(row_copy(launch_case, b, s, src_col, dst_col, at(in.token_bias, s)));
   }
   return copies;
 }

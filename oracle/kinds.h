@@ -19,11 +19,15 @@ namespace mc::oracle {
 std::vector<RowCopy> decide_postprocess(const model::LaunchCase& launch_case,
                                         model::RequestArrays& requests);
 
-// V2 postprocess: running = new_num_computed - a + 1; reset written to num_accepted.
+// V2 postprocess: running = new_num_computed - a + 1; reset written to num_accepted. Both
+// table conventions: postprocess_align (tables by batch row) and
+// postprocess_align_slot_tables (by slot).
 std::vector<RowCopy> decide_postprocess_align(const model::LaunchCase& launch_case,
                                               model::RequestArrays& requests);
 
-// V2 (and fused V1) pre-step copy: src_col -> state_idx unless src_col < 0 or equal.
+// Pre-step copy: src_col -> state_idx unless src_col < 0 or equal. precopy and
+// precopy_slot_tables (V2, slot from idx_mapping, tables by batch row or by slot) and
+// precopy_v1 (the V1 runner's launch without idx_mapping: rows are slots).
 std::vector<RowCopy> decide_precopy(const model::LaunchCase& launch_case);
 
 // V2 bookkeeping: src_col, token_bias (src_off), the new state_idx and the reset of a.

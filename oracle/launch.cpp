@@ -26,8 +26,11 @@ std::vector<RowCopy> decide(const model::LaunchCase& launch_case, model::Request
   case model::LaunchKind::postprocess:
     return decide_postprocess(launch_case, requests);
   case model::LaunchKind::postprocess_align:
+  case model::LaunchKind::postprocess_align_slot_tables:
     return decide_postprocess_align(launch_case, requests);
   case model::LaunchKind::precopy:
+  case model::LaunchKind::precopy_v1:
+  case model::LaunchKind::precopy_slot_tables:
     return decide_precopy(launch_case);
   case model::LaunchKind::preprocess_align:
     decide_preprocess_align(launch_case, requests);

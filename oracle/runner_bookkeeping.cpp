@@ -50,6 +50,19 @@ PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const Batc
   return plan;
 }
 
+model::RequestArrays fused_precopy_inputs(const PreprocessPlan& plan) {
+  MC_ASSERT(plan.src_col.size() == plan.state_idx.size());
+  MC_ASSERT(plan.token_bias.size() == plan.state_idx.size());
+  model::RequestArrays arrays{.state_idx = plan.state_idx};
+  for (std::size_t i = 0; i < plan.state_idx.size(); ++i) {
+    const std::int32_t prev = plan.src_col[i];
+    const bool copies = prev != -1 && prev != plan.state_idx[i]; // preprocess_mamba's condition
+    arrays.src_col.push_back(copies ? prev : -1);
+    arrays.token_bias.push_back(copies ? plan.token_bias[i] : 0);
+  }
+  return arrays;
+}
+
 void postprocess_mamba_all(std::span<const BatchRequest> batch, std::int32_t block_size,
                            std::int32_t num_spec_tokens, MambaStateIdx& mamba_state_idx) {
   MC_ASSERT(block_size > 0);

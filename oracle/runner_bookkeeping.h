@@ -11,6 +11,8 @@
 //   builder derives for prefix caching.
 #pragma once
 
+#include "model/launch.h"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -60,6 +62,11 @@ struct PreprocessPlan {
 PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const BatchRequest> batch,
                                 std::int32_t block_size, std::int32_t num_speculative_blocks,
                                 MambaStateIdx& mamba_state_idx);
+
+// The arrays vLLM's V1 runner stages for its fused pre-copy (precopy_v1, no idx_mapping):
+// state_idx = curr for every row; src_col = prev and token_bias = a - 1 where the row copies,
+// src_col = -1 and token_bias = 0 on every other row.
+model::RequestArrays fused_precopy_inputs(const PreprocessPlan& plan);
 
 // "all" mode with spec decode: per request, record the block of the last scheduled token,
 // max(0, (c + s - 1) // B), after a full decode, else drop the entry. No-op without drafts.

@@ -127,16 +127,17 @@ LaunchSpec without_row(const LaunchSpec& spec, std::int32_t b) {
   MC_ASSERT(b >= 0 && b < spec.num_reqs);
   LaunchSpec out = spec;
   const auto at = static_cast<std::size_t>(b);
-  for (model::BlockTable& t : out.block_tables.groups) {
-    const auto stride = static_cast<std::ptrdiff_t>(t.row_stride);
-    t.block_ids.erase(t.block_ids.begin() + static_cast<std::ptrdiff_t>(b) * stride,
-                      t.block_ids.begin() + static_cast<std::ptrdiff_t>(b + 1) * stride);
-    --t.num_rows;
+  // Per-slot tables keep every slot's row: the other rows find theirs by slot.
+  if (!model::tables_by_slot(spec.kind)) {
+    for (model::BlockTable& t : out.block_tables.groups) {
+      const auto stride = static_cast<std::ptrdiff_t>(t.row_stride);
+      t.block_ids.erase(t.block_ids.begin() + static_cast<std::ptrdiff_t>(b) * stride,
+                        t.block_ids.begin() + static_cast<std::ptrdiff_t>(b + 1) * stride);
+      --t.num_rows;
+    }
   }
   model::RequestArrays& r = out.requests;
-  const bool v1 =
-      spec.kind == model::LaunchKind::postprocess || spec.kind == model::LaunchKind::batch_copy;
-  if (v1) {
+  if (!model::uses_idx_mapping(spec.kind)) {
     for (std::vector<std::int32_t>* v :
          {&r.num_accepted, &r.state_idx, &r.num_scheduled, &r.num_computed, &r.num_draft,
           &r.new_num_computed, &r.src_col, &r.token_bias, &r.num_accepted_out})

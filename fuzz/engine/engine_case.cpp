@@ -41,6 +41,7 @@ constexpr std::int32_t kProductionPromptMax = 16384;
 constexpr int kProductionSizeMin = 40;
 constexpr std::int32_t kProductionPerMillion = 166'667;
 constexpr std::uint64_t kProductionStream = 0x70726f6475637469; // "producti"
+constexpr std::uint64_t kConventionStream = 0x636f6e76656e7469; // "conventi"
 
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
   return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
@@ -166,6 +167,21 @@ void draw_production(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   if (fixed.token_budget) s.token_budget = *fixed.token_budget;
 }
 
+// The conventions of today's vLLM beside the seed's (model/runner_options.h): V1's fused
+// pre-copy as vLLM launches it (precopy_v1) in place of the identity-mapped precopy, and V2
+// tables found by slot (#55506), half of those with the postprocess deferred. A deferred
+// postprocess over batch-row tables is never drawn: it copies through another request's row
+// (#55951), a finding on nearly every run (tests/oracle/engine run it on purpose).
+void draw_conventions(EngineCase& c, Rng& rng) {
+  model::RunnerOptions& r = c.engine.runner;
+  if (r.v1_copy_path == oracle::engine::V1CopyPath::precopy && rng.chance(600'000))
+    r.v1_copy_path = oracle::engine::V1CopyPath::precopy_v1;
+  if (rng.chance(500'000)) {
+    r.v2_table_rows = model::V2TableRows::slot;
+    r.deferred_postprocess = rng.chance(500'000);
+  }
+}
+
 // Makes the case valid: drafts off where a conv window cannot hold them, layers cut (then a
 // tiny preset) until the arenas fit, the pool at least one request's worth.
 void make_valid(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed,
@@ -258,6 +274,10 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
   const bool at_production_sizes =
       size >= kProductionSizeMin && production.chance(kProductionPerMillion);
   if (at_production_sizes) draw_production(c, production, fixed);
+  // Also from a stream of its own: these choose among equivalent paths, never the workload.
+  Rng conventions = Rng::from_seed(model::mix64(case_seed ^ kConventionStream) ^
+                                   static_cast<std::uint64_t>(size));
+  draw_conventions(c, conventions);
   const std::int32_t num_requests = rng.uniform32(1, 3 + size * size / 80);
   c.requests = oracle::engine::generate_workload(c.engine.workload, num_requests,
                                                  model::kSpecTokensMax + 2, rng);
@@ -287,9 +307,9 @@ std::string describe(const EngineCase& c) {
       c.preset, layers, model::to_string(k.mode), model::to_string(c.engine.runner.flavour),
       model::to_string(k.conv_layout),
       c.engine.runner.flavour == model::RunnerFlavour::v1
-          ? (c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy ? " precopy"
-                                                                                 : " batch_copy")
-          : "",
+          ? fmt::format(" {}", model::to_string(c.engine.runner.v1_copy_path))
+          : fmt::format(" tables by {}{}", model::to_string(c.engine.runner.v2_table_rows),
+                        c.engine.runner.deferred_postprocess ? ", deferred postprocess" : ""),
       k.mamba_block_size, k.attn_block_size, k.num_spec_tokens, c.spec.num_blocks, s.token_budget,
       s.max_running, s.reset_prefix_cache_per_million, s.abort_per_million,
       s.full_drafts_per_million, s.async_frees ? ", async frees" : "",
@@ -313,9 +333,9 @@ nlohmann::ordered_json to_json(const EngineCase& c) {
           {"layers", layers},
           {"mode", model::to_string(c.config.mode)},
           {"runner", model::to_string(c.engine.runner.flavour)},
-          {"v1_copy_path", c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy
-                               ? "precopy"
-                               : "batch_copy"},
+          {"v1_copy_path", model::to_string(c.engine.runner.v1_copy_path)},
+          {"v2_table_rows", model::to_string(c.engine.runner.v2_table_rows)},
+          {"deferred_postprocess", c.engine.runner.deferred_postprocess},
           {"conv_layout", model::to_string(c.config.conv_layout)},
           {"mamba_block_size", c.config.mamba_block_size},
           {"attn_block_size", c.config.attn_block_size},

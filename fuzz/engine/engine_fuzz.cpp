@@ -22,9 +22,12 @@ namespace {
 
 std::string runner_key(const EngineCase& c) {
   if (c.config.mode == model::CacheMode::all) return "all";
-  if (c.engine.runner.flavour == model::RunnerFlavour::v2) return "v2";
-  return c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy ? "v1 precopy"
-                                                                             : "v1 batch_copy";
+  const model::RunnerOptions& r = c.engine.runner;
+  if (r.flavour == model::RunnerFlavour::v2) {
+    if (r.v2_table_rows == model::V2TableRows::batch_row) return "v2";
+    return r.deferred_postprocess ? "v2 slot-tables deferred" : "v2 slot-tables";
+  }
+  return fmt::format("v1 {}", model::to_string(r.v1_copy_path));
 }
 
 std::string mutant_args(const EngineFuzzOptions& o) {
@@ -41,9 +44,14 @@ std::string mutant_args(const EngineFuzzOptions& o) {
 // `mambacheck replay`'s options for the run of case `c` (the trace holds config and steps).
 std::string replay_args(const EngineFuzzOptions& o, const EngineCase& c) {
   std::string out = fmt::format(" --backend {}", o.backend_name);
-  if (c.engine.runner.flavour == model::RunnerFlavour::v1 &&
-      c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::batch_copy)
-    out += " --v1-copy batch_copy";
+  const model::RunnerOptions& r = c.engine.runner;
+  if (r.flavour == model::RunnerFlavour::v1 &&
+      r.v1_copy_path != oracle::engine::V1CopyPath::precopy)
+    out += fmt::format(" --v1-copy {}", model::to_string(r.v1_copy_path));
+  if (r.flavour == model::RunnerFlavour::v2 && r.v2_table_rows != model::V2TableRows::batch_row)
+    out += fmt::format(" --v2-tables {}", model::to_string(r.v2_table_rows));
+  if (r.flavour == model::RunnerFlavour::v2 && r.deferred_postprocess)
+    out += " --deferred-postprocess";
   if (o.runner_mutant != gpu::engine::RunnerMutant::none)
     out += fmt::format(" --runner-mutant {}", gpu::engine::to_string(o.runner_mutant));
   if (o.kernel_mutant != gpu::Mutant::none)
@@ -59,17 +67,16 @@ std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
   header.config.runner = c.engine.runner.flavour;
   header.preset = c.preset_layout ? c.preset : "";
   header.layout_spec = c.spec;
-  header.source = {
-      {"tool", "mambacheck fuzz --level engine"},
-      {"case_seed", c.case_seed},
-      {"size", c.size},
-      {"v1_copy_path", c.engine.runner.v1_copy_path == oracle::engine::V1CopyPath::precopy
-                           ? "precopy"
-                           : "batch_copy"},
-      {"row_stride_extra", c.engine.runner.row_stride_extra},
-      {"runner_mutant", std::string(gpu::engine::to_string(o.runner_mutant))},
-      {"kernel_mutant", std::string(gpu::to_string(o.kernel_mutant))},
-      {"scheduler_mutant", std::string(harness::to_string(o.scheduler_mutant))}};
+  header.source = {{"tool", "mambacheck fuzz --level engine"},
+                   {"case_seed", c.case_seed},
+                   {"size", c.size},
+                   {"v1_copy_path", model::to_string(c.engine.runner.v1_copy_path)},
+                   {"v2_table_rows", model::to_string(c.engine.runner.v2_table_rows)},
+                   {"deferred_postprocess", c.engine.runner.deferred_postprocess},
+                   {"row_stride_extra", c.engine.runner.row_stride_extra},
+                   {"runner_mutant", std::string(gpu::engine::to_string(o.runner_mutant))},
+                   {"kernel_mutant", std::string(gpu::to_string(o.kernel_mutant))},
+                   {"scheduler_mutant", std::string(harness::to_string(o.scheduler_mutant))}};
   try {
     scenarios::TraceWriter writer(file, header);
     for (const model::Step& step : steps)
@@ -138,7 +145,9 @@ bool write_steps_view(const std::filesystem::path& trace, const EngineCase& c,
                       const std::filesystem::path& file) {
   std::ofstream out(file, std::ios::trunc);
   if (!out) return false;
-  harness::ReplayOptions options{.v1_copy_path = c.engine.runner.v1_copy_path};
+  harness::ReplayOptions options{.v1_copy_path = c.engine.runner.v1_copy_path,
+                                 .v2_table_rows = c.engine.runner.v2_table_rows,
+                                 .deferred_postprocess = c.engine.runner.deferred_postprocess};
   options.on_view = [&out](const harness::StepView& v) { out << to_json(v).dump() << '\n'; };
   try {
     harness::replay_file(trace, options);

@@ -112,7 +112,8 @@ struct EngineFuzzReport {
   std::int64_t steps = 0;
   std::int64_t bytes_compared = 0;
   std::map<std::string, std::int64_t> cases_by_preset;
-  std::map<std::string, std::int64_t> cases_by_runner; // v1 precopy, v1 batch_copy, v2, all
+  // v1 precopy, v1 precopy_v1, v1 batch_copy, v2, v2 slot-tables (deferred), all
+  std::map<std::string, std::int64_t> cases_by_runner;
   // Every case's first run (not reruns, repeats or shrink candidates): model/coverage.h.
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   double seconds = 0.0;                                // shrinking and files included

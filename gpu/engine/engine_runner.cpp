@@ -127,32 +127,56 @@ void EngineRunner::apply_rows(const model::Step& step) {
   }
 }
 
-model::BlockTables EngineRunner::batch_tables(const Batch& batch) const {
+// Tables whose row r is rows[r] (pads where it is null, empty or short), int32 rows with the
+// row stride of the options.
+model::BlockTables
+EngineRunner::make_tables(const std::vector<const model::GroupBlockIds*>& rows) const {
   std::int32_t width = 1;
-  for (const std::int32_t slot : batch.slot)
-    for (const auto& ids : slots_[static_cast<std::size_t>(slot)].row)
-      width = std::max(width, static_cast<std::int32_t>(ids.size()));
-  const auto num_rows = static_cast<std::int32_t>(batch.slot.size());
+  for (const model::GroupBlockIds* row : rows)
+    if (row != nullptr)
+      for (const auto& ids : *row)
+        width = std::max(width, static_cast<std::int32_t>(ids.size()));
+  const auto num_rows = static_cast<std::int32_t>(rows.size());
   model::BlockTables tables;
   for (std::int32_t g = 0; g < layout_.num_groups(); ++g) {
     model::BlockTable t =
         model::BlockTable::make(num_rows, width, width + options_.row_stride_extra);
-    for (std::int32_t b = 0; b < num_rows; ++b) {
-      const auto& ids = slots_[static_cast<std::size_t>(batch.slot[static_cast<std::size_t>(b)])]
-                            .row[static_cast<std::size_t>(g)];
-      std::copy(ids.begin(), ids.end(), t.block_ids.begin() + std::int64_t{b} * t.row_stride);
+    for (std::int32_t r = 0; r < num_rows; ++r) {
+      const model::GroupBlockIds* row = rows[static_cast<std::size_t>(r)];
+      if (row == nullptr || row->empty()) continue; // a free slot: pads
+      const auto& ids = (*row)[static_cast<std::size_t>(g)];
+      std::copy(ids.begin(), ids.end(), t.block_ids.begin() + std::int64_t{r} * t.row_stride);
     }
     tables.groups.push_back(std::move(t));
   }
   return tables;
 }
 
+model::BlockTables EngineRunner::tables_for(const Batch& batch, Tables tables) const {
+  std::vector<const model::GroupBlockIds*> rows;
+  if (tables == Tables::slots) {
+    for (const Request& r : slots_) // a free slot's row is empty: pads
+      rows.push_back(&r.row);
+    return make_tables(rows);
+  }
+  const auto n = static_cast<std::int32_t>(batch.slot.size());
+  const std::vector<std::int32_t> order = tables == Tables::deferred_batch
+                                              ? model::deferred_gather_order(n)
+                                              : std::vector<std::int32_t>{};
+  for (std::int32_t i = 0; i < n; ++i) {
+    const std::int32_t b = order.empty() ? i : order[static_cast<std::size_t>(i)];
+    rows.push_back(&slots_[static_cast<std::size_t>(batch.slot[static_cast<std::size_t>(b)])].row);
+  }
+  return make_tables(rows);
+}
+
 bool EngineRunner::launch(StepRecord& rec, const Batch& batch, model::LaunchKind kind,
-                          std::int32_t num_slots, model::RequestArrays arrays) {
+                          std::int32_t num_slots, model::RequestArrays arrays, Tables tables,
+                          bool deferred) {
   launch_case_.kind = kind;
   launch_case_.num_reqs = static_cast<std::int32_t>(batch.slot.size());
   launch_case_.num_slots = num_slots;
-  launch_case_.block_tables = batch_tables(batch);
+  launch_case_.block_tables = tables_for(batch, tables);
   launch_case_.requests = std::move(arrays);
   model::LaunchResult result;
   try {
@@ -166,7 +190,8 @@ bool EngineRunner::launch(StepRecord& rec, const Batch& batch, model::LaunchKind
                           .status = result.status,
                           .unsupported_reason = std::move(result.unsupported_reason),
                           .decisions = std::move(result.decisions),
-                          .requests = std::move(result.requests)});
+                          .requests = std::move(result.requests),
+                          .deferred = deferred});
   rec.stopped = result.status == model::LaunchStatus::unsupported;
   return !rec.stopped;
 }

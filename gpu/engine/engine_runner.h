@@ -8,9 +8,13 @@
 //   pre-step columns (prev = kept column or (c - 1) // B, curr = cdiv(c + s, B) - 1), the
 //   copy launch (batch_copy or fused precopy) when some row copies, the forward, then the
 //   postprocess launch when num_spec > 0;
+// - V1 with vLLM's fused path (precopy_v1): the pre-step launch on every step with rows,
+//   src_col -1 and bias 0 on the rows that copy nothing;
 // - V2: slots reused by later requests (freed on finish and preemption, seeded with
 //   (c - 1) // B for new and resumed requests), preprocess_align, precopy when some row
-//   copies, the forward, postprocess_align when num_spec > 0;
+//   copies, the forward, postprocess_align when num_spec > 0; the copy launches get the
+//   batch's tables (or, with per-slot tables, every slot's), a deferred postprocess the
+//   batch's rows in another step's order;
 // - all mode: the forward alone, reading each row's initial state at the column its last
 //   full decode recorded (else at the block of its last computed token), then the records
 //   for the next step (postprocess_mamba_all).
@@ -87,9 +91,13 @@ private:
   std::int32_t prev_column(std::int32_t c, bool resumed) const;
   void apply_rows(const model::Step& step);
   void commit_tokens(const model::Step& step, const Batch& batch);
-  model::BlockTables batch_tables(const Batch& batch) const;
+  // The block tables a launch is handed (model/runner_options.h): the batch's rows in batch
+  // order, in the order a later step gathered them (a deferred postprocess), or every slot's.
+  enum class Tables : std::uint8_t { batch, deferred_batch, slots };
+  model::BlockTables make_tables(const std::vector<const model::GroupBlockIds*>& rows) const;
+  model::BlockTables tables_for(const Batch& batch, Tables tables) const;
   bool launch(StepRecord& rec, const Batch& batch, model::LaunchKind kind, std::int32_t num_slots,
-              model::RequestArrays arrays);
+              model::RequestArrays arrays, Tables tables = Tables::batch, bool deferred = false);
   void run_forward(const Batch& batch, const std::vector<std::int32_t>& state_idx);
   // The row's writes (and, in all mode, its read) into `ops`, `reads` and `tokens`.
   void add_row_ops(const Batch& batch, std::size_t b, std::int32_t state_idx,

@@ -1,6 +1,7 @@
 // The per-step flows of EngineRunner at array level: V1 (cleanup, prev/curr columns with
-// Python floor division, the copy launch, postprocess) and V2 (slot arrays, preprocess_align,
-// precopy, postprocess_align), REFERENCE.md 2 and model/LAUNCH_KINDS.md.
+// Python floor division, the copy launch: batch_copy, precopy or vLLM's fused precopy_v1,
+// postprocess) and V2 (slot arrays, preprocess_align, precopy, postprocess_align, with tables
+// by batch row or by slot), REFERENCE.md 2 and model/LAUNCH_KINDS.md.
 #include "gpu/engine/engine_runner.h"
 #include "gpu/engine/runner_batch.h"
 
@@ -40,7 +41,17 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
     dst[b] = curr;
     bias[b] = acc - 1;
   }
-  if (any_row_copies(src, dst)) {
+  if (options_.v1_copy_path == V1CopyPath::precopy_v1) {
+    // vLLM's fused V1 pre-copy: one launch per step with rows, no idx_mapping; a row that
+    // copies nothing is staged as src_col -1, bias 0.
+    model::RequestArrays arrays{.state_idx = dst, .src_col = src, .token_bias = bias};
+    for (std::size_t b = 0; b < src.size(); ++b) {
+      if (src[b] >= 0 && src[b] != dst[b]) continue;
+      arrays.src_col[b] = -1;
+      arrays.token_bias[b] = 0;
+    }
+    if (n > 0 && !launch(rec, batch, model::LaunchKind::precopy_v1, n, std::move(arrays))) return;
+  } else if (any_row_copies(src, dst)) {
     model::RequestArrays arrays{.state_idx = dst, .src_col = src, .token_bias = bias};
     model::LaunchKind kind = model::LaunchKind::batch_copy;
     if (options_.v1_copy_path == V1CopyPath::precopy) {
@@ -115,13 +126,18 @@ void EngineRunner::execute_v2(StepRecord& rec, const Batch& batch) {
     src.push_back(r.src_col);
     dst.push_back(r.state_idx);
   }
+  const bool slot_tables = options_.v2_table_rows == model::V2TableRows::slot;
   if (any_row_copies(src, dst)) {
     model::RequestArrays copy = slot_arrays();
     copy.idx_mapping = decisions_->precopy_idx_mapping(ArraysIndexedBy::slot, batch.slot);
     decisions_->v2_precopy_sources(copy);
     copy.num_accepted.clear();
     copy.num_computed.clear();
-    if (!launch(rec, batch, model::LaunchKind::precopy, num_slots, std::move(copy))) return;
+    const model::LaunchKind kind =
+        slot_tables ? model::LaunchKind::precopy_slot_tables : model::LaunchKind::precopy;
+    if (!launch(rec, batch, kind, num_slots, std::move(copy),
+                slot_tables ? Tables::slots : Tables::batch))
+      return;
   }
   run_forward(batch, dst);
   for (std::size_t b = 0; b < batch.slot.size(); ++b) {
@@ -139,7 +155,13 @@ void EngineRunner::execute_v2(StepRecord& rec, const Batch& batch) {
   post.num_computed.clear();
   post.src_col.clear();
   post.token_bias.clear();
-  if (!launch(rec, batch, model::LaunchKind::postprocess_align, num_slots, std::move(post))) return;
+  const bool deferred = options_.deferred_postprocess;
+  const model::LaunchKind kind = slot_tables ? model::LaunchKind::postprocess_align_slot_tables
+                                             : model::LaunchKind::postprocess_align;
+  const Tables tables = slot_tables ? Tables::slots
+                        : deferred  ? Tables::deferred_batch
+                                    : Tables::batch;
+  if (!launch(rec, batch, kind, num_slots, std::move(post), tables, deferred)) return;
   model::RequestArrays out = rec.launches.back().requests;
   for (std::size_t i = 0; i < slots_.size(); ++i)
     out.num_accepted[i] =

@@ -101,7 +101,7 @@ void EngineRunner::run_forward(const Batch& batch, const std::vector<std::int32_
     add_row_ops(batch, b, state_idx.empty() ? 0 : state_idx[b], ops, reads, tokens);
   if (ops.empty()) return;
   if (tokens.empty()) tokens.push_back(0); // a valid pointer for the kernel
-  executor_->forward(batch_tables(batch), ops, reads, tokens);
+  executor_->forward(tables_for(batch, Tables::batch), ops, reads, tokens);
 }
 
 } // namespace mc::gpu::engine

@@ -52,7 +52,8 @@ struct Clean {
     return true;
   }
   // A precopy row copies when it has a source column and it is not its destination (columns
-  // compared, never physical blocks).
+  // compared, never physical blocks). A row that copies nothing may carry src_col -1 (the V1
+  // runner marks every such row so).
   static MC_HD_INLINE bool precopy_copies(const FusedParams& /*p*/, std::int32_t /*b*/,
                                           std::int32_t src_col, std::int32_t dst_col) {
     return src_col >= 0 && src_col != dst_col;
@@ -80,9 +81,13 @@ struct Clean {
 
   // --- Block tables (gpu/kernels/fused_launch.cuh)
 
-  // A request's block-table row is its batch row b, in V2 kinds too, whose per-request arrays
-  // are indexed by the slot instead (model/LAUNCH_KINDS.md: the tables have num_reqs rows).
-  static MC_HD_INLINE std::int32_t table_row(std::int32_t b, std::int32_t /*slot*/) { return b; }
+  // A request's block-table row: its slot where the launch hands the kernels per-slot tables
+  // (#55506), else its batch row b, in V2 kinds too, whose per-request arrays are indexed by
+  // the slot instead (model/LAUNCH_KINDS.md, "Indexing").
+  static MC_HD_INLINE std::int32_t table_row(const FusedParams& p, std::int32_t b,
+                                             std::int32_t slot) {
+    return p.tables_by_slot ? slot : b;
+  }
 
   // --- Copy geometry (gpu/kernels/state_copy.cuh)
 

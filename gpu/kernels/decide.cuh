@@ -6,10 +6,13 @@
  *   aligned = floor(new / B) * B; when aligned >= running: bias = aligned - running,
  *   dst = aligned / B - 1, src = state_idx; src == dst (columns, not addresses) resets a to 1
  *   (V1: num_accepted_out, V2: num_accepted in place) and, with bias == 0, copies nothing.
- * - precopy (V2 and fused V1), slot idx_mapping[b]: copy state_idx's predecessor src_col ->
- *   state_idx with token_bias unless src_col < 0 or src_col == state_idx.
+ * - precopy (V2: slot idx_mapping[b]; V1's fused launch precopy_v1: slot b, no idx_mapping):
+ *   copy state_idx's predecessor src_col -> state_idx with token_bias unless src_col < 0 or
+ *   src_col == state_idx.
  * - preprocess_align (V2 bookkeeping): src_col = old state_idx, token_bias = max(a - 1, 0),
  *   state_idx = cdiv(num_computed + qlen, B) - 1, a = 1 when old >= 0 and it changed.
+ * Which slot a row has and where its table row is (b, or the slot with per-slot tables) are
+ * the launch's (FusedParams), not the kernel kind's: one kernel serves each table convention.
  * read_row only reads and decide_row only computes, so the decision uses every value as it was
  * when the launch began (the snapshot the contract requires: the seed re-reads a in every
  * (request, state) program while program 0 resets it); write_row_outputs then writes this
@@ -27,8 +30,10 @@
 
 namespace mc::gpu {
 
-MC_HD_INLINE std::int32_t row_slot(const FusedParams& p, std::int32_t b, bool v2) {
-  return v2 ? p.requests.idx_mapping[b] : b;
+// The slot whose arrays row b reads and writes. Only a launch given an idx_mapping reads it:
+// the V1 kinds have none (a null pointer).
+MC_HD_INLINE std::int32_t row_slot(const FusedParams& p, std::int32_t b) {
+  return p.slot_from_idx_mapping ? p.requests.idx_mapping[b] : b;
 }
 
 // The post-step save of a row with `running` and `new_computed` tokens (REFERENCE.md 2).
@@ -59,7 +64,7 @@ struct RowInputs {
 template <KernelKind K> MC_HD_INLINE RowInputs read_row(const FusedParams& p, std::int32_t b) {
   const RequestPointers& r = p.requests;
   RowInputs in;
-  in.slot = row_slot(p, b, K != KernelKind::postprocess);
+  in.slot = row_slot(p, b);
   if (in.slot < 0) return in;
   const std::int32_t s = in.slot;
   if constexpr (K == KernelKind::postprocess) {

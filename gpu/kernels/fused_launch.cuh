@@ -1,8 +1,8 @@
 /* The fused launch: decide once per request, then spread the copies over every CTA.
  *
- * Implements postprocess, postprocess_align, precopy and preprocess_align of
- * model/LAUNCH_KINDS.md in ONE kernel launch (decisions in gpu/kernels/decide.cuh, copies in
- * gpu/kernels/state_copy.cuh):
+ * Implements postprocess, postprocess_align(_slot_tables), precopy(_v1, _slot_tables) and
+ * preprocess_align of model/LAUNCH_KINDS.md in ONE kernel launch (decisions in
+ * gpu/kernels/decide.cuh, copies in gpu/kernels/state_copy.cuh):
  * 1. Each CTA learns its program index: its blockIdx.x under a cooperative launch (the
  *    default: every CTA is resident at once), else a ticket (an atomic counter, so tickets
  *    follow the order CTAs actually started; the last CTA resets it for the next launch).
@@ -57,7 +57,7 @@ MC_HD_INLINE void store_row_plan(const FusedParams& p, std::int32_t b, const Row
   out[1] = d.src_col;
   out[2] = d.dst_col;
   out[3] = d.bias;
-  const std::int32_t row = Policy::table_row(b, d.slot);
+  const std::int32_t row = Policy::table_row(p, b, d.slot);
   for (std::int32_t g = 0; g < p.num_groups; ++g) {
     GroupBlocks blocks;
     if ((p.groups_with_conv >> g) & 1u) blocks.conv_src = block_at(p, g, row, d.src_col);

@@ -32,7 +32,8 @@ struct precopy_guard_by_address : Clean {
     // The physical blocks of group 0 compared instead of the columns.
     const auto* table =
         reinterpret_cast<const std::int32_t*>(static_cast<std::uintptr_t>(p.block_tables[0]));
-    const std::int64_t row = static_cast<std::int64_t>(b) * p.block_table_row_stride;
+    const std::int64_t row = static_cast<std::int64_t>(Clean::table_row(p, b, row_slot(p, b))) *
+                             p.block_table_row_stride;
     return table[row + src_col] != table[row + dst_col];
   }
 };
@@ -252,10 +253,32 @@ struct batch_copy_drops_last : Clean {
 // --- Out of bounds (MC_KERNEL_MUTANTS_OUT_OF_BOUNDS: not memory-safe)
 
 // The table row of the slot: with a slot >= num_reqs the read is past the end of the table.
-// V1 kinds pass their row as the slot (row_slot), so they read what the clean kernels read.
+// V1 kinds pass their row as the slot (row_slot), and per-slot tables are read at the slot
+// anyway, so those read what the clean kernels read.
 struct table_row_from_slot : Clean {
-  static MC_HD_INLINE std::int32_t table_row(std::int32_t /*b*/, std::int32_t slot) {
+  static MC_HD_INLINE std::int32_t table_row(const FusedParams& /*p*/, std::int32_t /*b*/,
+                                             std::int32_t slot) {
     return slot;
+  }
+};
+
+// The seed's lookup kept where the launch hands the kernels per-slot tables (#55506 changed
+// the tables the runner binds but not this line): row b of a table whose rows are slots is
+// another request's row, or a free slot's, which may hold pads past its last block.
+struct slot_table_row_from_batch_row : Clean {
+  static MC_HD_INLINE std::int32_t table_row(const FusedParams& /*p*/, std::int32_t b,
+                                             std::int32_t /*slot*/) {
+    return b;
+  }
+};
+
+// The `src_col < 0` half of precopy's skip dropped: a row without a source copies from column
+// -1, before its table row. The V1 runner marks every row that copies nothing with src_col -1,
+// so there it is nearly every row of every step; V2 only fresh requests have -1.
+struct precopy_copies_without_source : Clean {
+  static MC_HD_INLINE bool precopy_copies(const FusedParams& /*p*/, std::int32_t /*b*/,
+                                          std::int32_t src_col, std::int32_t dst_col) {
+    return src_col != dst_col;
   }
 };
 

@@ -4,6 +4,7 @@
 #include "model/block_table.h"
 #include "model/conv_history.h"
 #include "model/errors.h"
+#include "model/runner_options.h"
 #include "oracle/engine/state_io.h"
 #include "oracle/launch.h"
 
@@ -66,14 +67,16 @@ void OracleRunner::update_rows(const model::Step& step) {
   }
 }
 
-// The block tables of this step's batch, by batch row, refilled in place: pads past each
-// row's width, stride-gap fill past it (as BlockTable::make lays them out).
-void OracleRunner::fill_batch_tables(std::span<RequestState* const> states) {
+// The block tables with `rows` as their rows, refilled in place: pads past each row's end
+// (a null entry of `rows`: a row of pads), stride-gap fill past the width (as BlockTable::make
+// lays them out).
+void OracleRunner::fill_tables(std::span<const model::GroupBlockIds* const> rows) {
   std::int32_t width = 1;
-  for (const RequestState* st : states)
-    for (const auto& ids : st->row)
-      width = std::max(width, static_cast<std::int32_t>(ids.size()));
-  const auto num_rows = static_cast<std::int32_t>(states.size());
+  for (const model::GroupBlockIds* row : rows)
+    if (row != nullptr)
+      for (const auto& ids : *row)
+        width = std::max(width, static_cast<std::int32_t>(ids.size()));
+  const auto num_rows = static_cast<std::int32_t>(rows.size());
   const std::int32_t stride = width + options_.row_stride_extra;
   for (std::int32_t g = 0; g < layout_.num_groups(); ++g) {
     model::BlockTable& t = launch_case_.block_tables.groups[static_cast<std::size_t>(g)];
@@ -82,23 +85,59 @@ void OracleRunner::fill_batch_tables(std::span<RequestState* const> states) {
     t.row_stride = stride;
     t.block_ids.assign(static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(stride),
                        model::kStrideGapFill);
-    for (std::int32_t b = 0; b < num_rows; ++b) {
-      const auto& ids = states[static_cast<std::size_t>(b)]->row[static_cast<std::size_t>(g)];
-      std::int32_t* out = &t.at(b, 0);
-      std::copy(ids.begin(), ids.end(), out);
-      std::fill(out + ids.size(), out + width, model::kPadSlot);
+    for (std::int32_t r = 0; r < num_rows; ++r) {
+      std::int32_t* out = &t.at(r, 0);
+      const model::GroupBlockIds* row = rows[static_cast<std::size_t>(r)];
+      const std::int32_t* end = out;
+      if (row != nullptr) {
+        const auto& ids = (*row)[static_cast<std::size_t>(g)];
+        end = std::copy(ids.begin(), ids.end(), out);
+      }
+      std::fill(out + (end - out), out + width, model::kPadSlot);
     }
   }
 }
 
+// The step's rows in batch order, or (a deferred postprocess) in the order a later step
+// gathered them.
+void OracleRunner::fill_batch_tables(StepCtx& ctx, Tables gather) {
+  const auto n = static_cast<std::int32_t>(ctx.state.size());
+  std::vector<std::int32_t> order(static_cast<std::size_t>(n));
+  for (std::int32_t b = 0; b < n; ++b)
+    order[static_cast<std::size_t>(b)] = b;
+  if (gather == Tables::deferred_batch) order = model::deferred_gather_order(n);
+  std::vector<const model::GroupBlockIds*> rows;
+  rows.reserve(order.size());
+  for (const std::int32_t b : order)
+    rows.push_back(&ctx.state[static_cast<std::size_t>(b)]->row);
+  fill_tables(rows);
+}
+
+// One row per slot: the row of the request holding it, pads for a free slot (never read).
+void OracleRunner::fill_slot_tables() {
+  std::vector<const model::GroupBlockIds*> rows;
+  rows.reserve(slots_.size());
+  for (const Slot& s : slots_) {
+    const RequestState* st = s.req_id.empty() ? nullptr : requests_.find(s.req_id);
+    rows.push_back(st == nullptr ? nullptr : &st->row);
+  }
+  fill_tables(rows);
+}
+
 // One launch through the oracle; its decisions become logged accesses.
 bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num_slots,
-                          model::RequestArrays arrays) {
+                          model::RequestArrays arrays, Tables tables, bool deferred) {
   launch_case_.kind = kind;
   launch_case_.num_reqs = static_cast<std::int32_t>(ctx.step.scheduled.size());
   launch_case_.num_slots = num_slots;
-  if (!ctx.tables_filled) fill_batch_tables(ctx.state); // the rows do not change within a step
-  ctx.tables_filled = true;
+  MC_ASSERT((tables == Tables::slots) == model::tables_by_slot(kind));
+  if (ctx.tables != tables) { // the rows do not change within a step
+    if (tables == Tables::slots)
+      fill_slot_tables();
+    else
+      fill_batch_tables(ctx, tables);
+    ctx.tables = tables;
+  }
   launch_case_.requests = std::move(arrays);
   model::LaunchResult result;
   try {
@@ -126,7 +165,8 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
                               .status = result.status,
                               .unsupported_reason = result.unsupported_reason,
                               .decisions = std::move(result.decisions),
-                              .requests = launch_case_.requests});
+                              .requests = launch_case_.requests,
+                              .deferred = deferred});
   if (result.status == model::LaunchStatus::unsupported) {
     ctx.rec.finding = make_finding(layout_, FindingKind::unsupported_copy, ctx.step.index, "", -1,
                                    -1, -1, result.unsupported_reason, "");

@@ -7,7 +7,9 @@
 //   synthetic forward, then the fused postprocess launch with this step's accepted counts.
 // - V2: request slots (reused by later requests) seeded with (num_computed - 1) // B, the
 //   preprocess_align launch, the precopy launch, the forward, postprocess_align with
-//   idx_mapping.
+//   idx_mapping. The copy launches read block tables by batch row (the seed) or by slot
+//   (#55506: the _slot_tables kinds); a deferred postprocess finds the batch-row tables
+//   gathered in another step's order (model::deferred_gather_order).
 // - all mode: the forward at the blocks the attention metadata builder derives (its read at
 //   the request's record of its last full decode, when it has one), then postprocess_mamba_all.
 // Copies run through mc::oracle::run_launch_in_place on one LaunchCase kept for the whole
@@ -107,15 +109,21 @@ private:
   model::RequestArrays slot_arrays() const;
   void store_slot_arrays(const model::RequestArrays& arrays);
   struct StepCtx;
+  // The block tables a launch reads: the step's rows in batch order, the same rows in the
+  // order a later step gathered (a deferred postprocess), or one row per V2 slot.
+  enum class Tables : std::uint8_t { batch, deferred_batch, slots };
 
   void update_rows(const model::Step& step);
   void update_slots(const model::Step& step);
   void execute_v1(StepCtx& ctx);
   void execute_v2(StepCtx& ctx);
   void execute_all(StepCtx& ctx);
-  void fill_batch_tables(std::span<RequestState* const> states);
+  void fill_tables(std::span<const model::GroupBlockIds* const> rows);
+  void fill_batch_tables(StepCtx& ctx, Tables gather);
+  void fill_slot_tables();
+  // `deferred`: the launch is a deferred postprocess (recorded as such).
   bool launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num_slots,
-              model::RequestArrays arrays);
+              model::RequestArrays arrays, Tables tables = Tables::batch, bool deferred = false);
   bool check_copy_sources(StepCtx& ctx, const std::vector<std::int32_t>& src_col,
                           const std::vector<std::int32_t>& dst_col,
                           const std::vector<std::int32_t>& token_bias,

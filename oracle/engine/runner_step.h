@@ -4,6 +4,7 @@
 #include "oracle/engine/runner.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,9 @@ struct OracleRunner::StepCtx {
   std::vector<RequestState*> state;       // per batch row: the runner's record of its request
   std::vector<const RequestTruth*> truth; // per batch row: its ground truth
   std::vector<SeedNote> seed_note;        // per batch row: where its source column came from
-  bool tables_filled = false;             // launch_case_'s block tables hold this step's batch
+  // What launch_case_'s block tables hold now: nothing of this step yet, or one of the
+  // gathers of OracleRunner::Tables (they do not change within a step).
+  std::optional<OracleRunner::Tables> tables;
 };
 
 } // namespace mc::oracle::engine

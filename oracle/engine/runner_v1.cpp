@@ -101,7 +101,10 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
     any_copy = any_copy || (plan.src_col[static_cast<std::size_t>(b)] >= 0 &&
                             plan.src_col[static_cast<std::size_t>(b)] !=
                                 plan.state_idx[static_cast<std::size_t>(b)]);
-  if (any_copy) {
+  if (options_.v1_copy_path == V1CopyPath::precopy_v1) {
+    // vLLM's fused V1 path launches on every step with rows, whether or not one copies.
+    if (n > 0 && !launch(ctx, model::LaunchKind::precopy_v1, n, fused_precopy_inputs(plan))) return;
+  } else if (any_copy) {
     model::RequestArrays arrays{
         .state_idx = plan.state_idx, .src_col = plan.src_col, .token_bias = plan.token_bias};
     model::LaunchKind kind = model::LaunchKind::batch_copy;

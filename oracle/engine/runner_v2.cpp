@@ -1,6 +1,6 @@
-// The V2 flow (REFERENCE.md 2): per-request arrays by slot, block-table rows by batch row,
-// idx_mapping between them; slots are reused by later requests. A new or resumed request's
-// state_idx is seeded as (num_computed - 1) // B with the MAMBA block size (the attention
+// The V2 flow (REFERENCE.md 2): per-request arrays by slot, block-table rows by batch row (or
+// by slot, #55506), idx_mapping between them; slots are reused by later requests. A new or resumed
+// request's state_idx is seeded as (num_computed - 1) // B with the MAMBA block size (the attention
 // block size here was #53142, reachable as a mutation).
 #include "model/errors.h"
 #include "oracle/engine/runner.h"
@@ -110,12 +110,16 @@ void OracleRunner::execute_v2(StepCtx& ctx) {
   for (std::int32_t b = 0; b < n; ++b)
     any_copy = any_copy || (src[static_cast<std::size_t>(b)] >= 0 &&
                             src[static_cast<std::size_t>(b)] != dst[static_cast<std::size_t>(b)]);
+  const bool slot_tables = options_.v2_table_rows == model::V2TableRows::slot;
   if (any_copy) {
     model::RequestArrays copy = slot_arrays();
     copy.idx_mapping = idx_mapping;
     copy.num_accepted.clear();
     copy.num_computed.clear();
-    if (!launch(ctx, model::LaunchKind::precopy, num_slots, std::move(copy))) return;
+    if (!launch(ctx,
+                slot_tables ? model::LaunchKind::precopy_slot_tables : model::LaunchKind::precopy,
+                num_slots, std::move(copy), slot_tables ? Tables::slots : Tables::batch))
+      return;
   }
   if (!forward(ctx, dst, a)) return;
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
@@ -130,7 +134,17 @@ void OracleRunner::execute_v2(StepCtx& ctx) {
   post.num_computed.clear();
   post.src_col.clear();
   post.token_bias.clear();
-  if (!launch(ctx, model::LaunchKind::postprocess_align, num_slots, std::move(post))) return;
+  // Deferred, the postprocess still has this step's idx_mapping and slot arrays; only tables
+  // gathered in batch order have changed order since.
+  const bool deferred = options_.deferred_postprocess;
+  const Tables tables = slot_tables ? Tables::slots
+                        : deferred  ? Tables::deferred_batch
+                                    : Tables::batch;
+  if (!launch(ctx,
+              slot_tables ? model::LaunchKind::postprocess_align_slot_tables
+                          : model::LaunchKind::postprocess_align,
+              num_slots, std::move(post), tables, deferred))
+    return;
   store_slot_arrays(ctx.rec.launches.back().requests);
 }
 

@@ -46,12 +46,14 @@ run_input_error(fuzz --level engine --block-size 16 --token-budget 8)
 run_input_error(fuzz --block-size 16) # kernel level: no block size to fix
 run_input_error(fuzz --level engine --block-size abc)
 
-# Keep going: a mutant that breaks same-block shifts fails in three launch kinds; one campaign
-# reports each kind's signature once (deterministic, every rerun failing), with its own
-# counterexample, counts the repeats, and exits 1. Its report is the same for the same seed.
+# Keep going: a mutant that breaks same-block shifts fails in three of the seed's launch kinds;
+# one campaign reports each kind's signature once (deterministic, every rerun failing), with its
+# own counterexample, counts the repeats, and exits 1. Its report is the same for the same seed.
+# The campaigns below draw the seed's five kinds (the draws of every earlier version).
+set(SEED_KINDS --kinds postprocess,postprocess_align,precopy,preprocess_align,batch_copy)
 foreach(i 1 2)
   run(1 fuzz --backend host --mutant same_block_copy_skipped --keep-going --seed 1 --cases 120
-      --max-size 40 --out ${WORK_DIR}/keep${i} --report ${WORK_DIR}/keep${i}.json
+      --max-size 40 ${SEED_KINDS} --out ${WORK_DIR}/keep${i} --report ${WORK_DIR}/keep${i}.json
       --junit ${WORK_DIR}/keep${i}.xml)
 endforeach()
 file(READ ${WORK_DIR}/keep1.json k1)
@@ -95,7 +97,7 @@ endif()
 # The three signatures skipped: counted, not failing, exit 0; with two of them skipped the
 # third still fails.
 run(0 fuzz --backend host --mutant same_block_copy_skipped --keep-going --seed 1 --cases 120
-    --max-size 40 --out ${WORK_DIR}/skip --report ${WORK_DIR}/skip.json
+    --max-size 40 ${SEED_KINDS} --out ${WORK_DIR}/skip --report ${WORK_DIR}/skip.json
     --skip-signature ${sig0} --skip-signature ${sig1} --skip-signature ${sig2})
 file(READ ${WORK_DIR}/skip.json s)
 string(JSON result GET "${s}" result)
@@ -104,17 +106,36 @@ if(NOT result STREQUAL "held" OR NOT skipped OR EXISTS ${WORK_DIR}/skip/kernel-s
   message(FATAL_ERROR "skip-signature: ${s}")
 endif()
 run(1 fuzz --backend host --mutant same_block_copy_skipped --keep-going --seed 1 --cases 120
-    --max-size 40 --out ${WORK_DIR}/skip2 --skip-signature ${sig0} --skip-signature ${sig1})
+    --max-size 40 ${SEED_KINDS} --out ${WORK_DIR}/skip2 --skip-signature ${sig0}
+    --skip-signature ${sig1})
 
 # Without --keep-going the campaign stops at its first finding; --kinds draws only those kinds.
 run(1 fuzz --backend host --mutant same_block_copy_skipped --seed 1 --cases 120 --max-size 40
-    --out ${WORK_DIR}/first --report ${WORK_DIR}/first.json)
+    ${SEED_KINDS} --out ${WORK_DIR}/first --report ${WORK_DIR}/first.json)
 file(READ ${WORK_DIR}/first.json f)
 string(JSON n LENGTH "${f}" findings)
 string(JSON first_seed GET "${k1}" findings 0 first_case_seed)
 string(JSON cases GET "${f}" cases)
 if(NOT n EQUAL 1 OR NOT cases EQUAL first_seed)
   message(FATAL_ERROR "stop at first: ${n} findings after ${cases} cases:\n${f}")
+endif()
+# The same mutant in the kinds of today's vLLM: V1's fused pre-copy and the per-slot tables,
+# one signature each.
+run(1 fuzz --backend host --mutant same_block_copy_skipped --keep-going --seed 1 --cases 60
+    --max-size 40 --kinds precopy_v1,postprocess_align_slot_tables,precopy_slot_tables
+    --out ${WORK_DIR}/today --report ${WORK_DIR}/today.json)
+file(READ ${WORK_DIR}/today.json t)
+string(JSON n LENGTH "${t}" findings)
+set(today_kinds "")
+foreach(i RANGE 2)
+  string(JSON sig GET "${t}" findings ${i} signature)
+  string(REGEX REPLACE "^kernel:([a-z_0-9]+):.*" "\\1" kind "${sig}")
+  list(APPEND today_kinds ${kind})
+endforeach()
+list(SORT today_kinds)
+if(NOT n EQUAL 3
+   OR NOT today_kinds STREQUAL "postprocess_align_slot_tables;precopy_slot_tables;precopy_v1")
+  message(FATAL_ERROR "--kinds of today's vLLM: ${n} findings (${today_kinds}):\n${t}")
 endif()
 run(0 fuzz --backend host --kinds precopy,batch_copy --seed 2 --cases 30 --max-size 30
     --report ${WORK_DIR}/kinds.json --out ${WORK_DIR}/cx)

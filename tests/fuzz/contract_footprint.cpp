@@ -18,9 +18,16 @@ I32 slot_of(const model::LaunchCase& c, I32 b) {
   return c.requests.idx_mapping.empty() ? b : c.requests.idx_mapping[static_cast<std::size_t>(b)];
 }
 
+I32 table_row_of(const model::LaunchCase& c, I32 b, I32 s) {
+  return c.kind == LaunchKind::postprocess_align_slot_tables ||
+                 c.kind == LaunchKind::precopy_slot_tables
+             ? s
+             : b;
+}
+
 // postprocess and postprocess_align share the decision once running/new are known.
-void save_decision(Footprint& f, I32 b, I32 s, std::int64_t running, std::int64_t a, I32 state_idx,
-                   I32 block_size) {
+void save_decision(Footprint& f, I32 b, I32 s, I32 table_row, std::int64_t running, std::int64_t a,
+                   I32 state_idx, I32 block_size) {
   const std::int64_t aligned = model::floor_div(running + a - 1, block_size) * block_size;
   if (aligned < running) {
     ++f.steady_rows;
@@ -31,7 +38,7 @@ void save_decision(Footprint& f, I32 b, I32 s, std::int64_t running, std::int64_
   const auto dst = static_cast<I32>(aligned / block_size - 1);
   if (state_idx == dst) ++f.resets;
   if (state_idx == dst && bias == 0) return;
-  f.copies.push_back({b, s, state_idx, dst, bias});
+  f.copies.push_back({b, s, table_row, state_idx, dst, bias});
 }
 
 bool has_ds_conv(const model::Layout& layout) {
@@ -53,17 +60,23 @@ Footprint contract_footprint(const model::LaunchCase& c) {
     const auto i = static_cast<std::size_t>(s);
     switch (c.kind) {
     case LaunchKind::postprocess:
-      save_decision(f, b, s, std::int64_t{r.num_computed[i]} + r.num_scheduled[i] - r.num_draft[i],
+      save_decision(f, b, s, b,
+                    std::int64_t{r.num_computed[i]} + r.num_scheduled[i] - r.num_draft[i],
                     r.num_accepted[i], r.state_idx[i], B);
       break;
     case LaunchKind::postprocess_align:
-      save_decision(f, b, s, std::int64_t{r.new_num_computed[i]} - r.num_accepted[i] + 1,
-                    r.num_accepted[i], r.state_idx[i], B);
+    case LaunchKind::postprocess_align_slot_tables:
+      save_decision(f, b, s, table_row_of(c, b, s),
+                    std::int64_t{r.new_num_computed[i]} - r.num_accepted[i] + 1, r.num_accepted[i],
+                    r.state_idx[i], B);
       break;
     case LaunchKind::precopy:
+    case LaunchKind::precopy_v1:
+    case LaunchKind::precopy_slot_tables:
     case LaunchKind::batch_copy:
       if (r.src_col[i] >= 0 && r.src_col[i] != r.state_idx[i]) {
-        f.copies.push_back({b, s, r.src_col[i], r.state_idx[i], r.token_bias[i]});
+        f.copies.push_back(
+            {b, s, table_row_of(c, b, s), r.src_col[i], r.state_idx[i], r.token_bias[i]});
         ++f.crossing_rows;
         if (c.kind == LaunchKind::batch_copy && r.token_bias[i] > 0 && has_ds_conv(c.layout))
           f.unsupported = true;

@@ -21,6 +21,7 @@ namespace mc::fuzz::testing {
 struct PlannedCopy {
   std::int32_t batch_row = 0;
   std::int32_t slot = 0;
+  std::int32_t table_row = 0; // the batch row, or the slot for the _slot_tables kinds
   std::int32_t src_col = 0;
   std::int32_t dst_col = 0;
   std::int32_t bias = 0;

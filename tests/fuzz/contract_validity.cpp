@@ -22,10 +22,13 @@ Arrays slot_arrays(const model::LaunchCase& c) {
             {"num_scheduled", &r.num_scheduled}, {"num_computed", &r.num_computed},
             {"num_draft", &r.num_draft},         {"num_accepted_out", &r.num_accepted_out}};
   case LaunchKind::postprocess_align:
+  case LaunchKind::postprocess_align_slot_tables:
     return {{"num_accepted", &r.num_accepted},
             {"state_idx", &r.state_idx},
             {"new_num_computed", &r.new_num_computed}};
   case LaunchKind::precopy:
+  case LaunchKind::precopy_v1:
+  case LaunchKind::precopy_slot_tables:
   case LaunchKind::batch_copy:
     return {{"state_idx", &r.state_idx}, {"src_col", &r.src_col}, {"token_bias", &r.token_bias}};
   case LaunchKind::preprocess_align:
@@ -66,8 +69,12 @@ std::optional<std::string> check_arrays(const model::LaunchCase& c) {
 std::optional<std::string> check_tables(const model::LaunchCase& c) {
   const auto& groups = c.block_tables.groups;
   if (static_cast<I32>(groups.size()) != c.layout.num_groups()) return "one table per group";
+  // The generator gives per-slot tables one row per slot, the others one per batch row.
+  const bool by_slot = c.kind == LaunchKind::postprocess_align_slot_tables ||
+                       c.kind == LaunchKind::precopy_slot_tables;
+  const I32 rows = by_slot ? c.num_slots : c.num_reqs;
   for (const model::BlockTable& t : groups) {
-    if (t.num_rows != c.num_reqs) return "table rows != num_reqs";
+    if (t.num_rows != rows) return fmt::format("table rows {} != {}", t.num_rows, rows);
     if (t.row_width != groups[0].row_width || t.row_stride != groups[0].row_stride)
       return "groups with different table geometry";
     if (t.block_ids.size() != static_cast<std::size_t>(t.num_rows) * t.row_stride)
@@ -104,14 +111,14 @@ std::optional<std::string> check_copies(const model::LaunchCase& c, const Footpr
         if (col < 0 || col >= t.row_width)
           return fmt::format("row {} group {} reads column {} of {}", p.batch_row, g, col,
                              t.row_width);
-        const I32 id = t.at(p.batch_row, col);
+        const I32 id = t.at(p.table_row, col);
         if (id < 0 || id >= c.layout.spec.num_blocks)
           return fmt::format("row {} group {} reads block {}", p.batch_row, g, id);
         readers[{g, id}].insert(p.batch_row);
       }
       if (p.dst_col < 0 || p.dst_col >= t.row_width)
         return fmt::format("row {} group {} writes column {}", p.batch_row, g, p.dst_col);
-      const I32 id = t.at(p.batch_row, p.dst_col);
+      const I32 id = t.at(p.table_row, p.dst_col);
       if (id < 0 || id >= c.layout.spec.num_blocks)
         return fmt::format("row {} group {} writes block {}", p.batch_row, g, id);
       writers[{g, id}].insert(p.batch_row);

@@ -79,7 +79,7 @@ void copy_features(const model::LaunchCase& c, const Footprint& f, std::set<std:
     out.insert("copy");
     for (std::size_t g = 0; g < c.block_tables.groups.size(); ++g) {
       const model::BlockTable& t = c.block_tables.groups[g];
-      const auto at = [&](I32 col) { return col < t.row_width ? t.at(p.batch_row, col) : -2; };
+      const auto at = [&](I32 col) { return col < t.row_width ? t.at(p.table_row, col) : -2; };
       const I32 src = at(p.src_col);
       const I32 tsrc = at(p.src_col + p.bias);
       const I32 dst = at(p.dst_col);

@@ -36,9 +36,9 @@ TEST(KernelCoverage, SameSeedSameCountsIsolatedOrNot) {
     launches += n;
   }
   EXPECT_EQ(launches, 60);
-  EXPECT_EQ(here.coverage.count("same-block-shift"), 49);
-  EXPECT_EQ(here.coverage.count("skipped-row"), 9);
-  EXPECT_EQ(here.coverage.count("ds-bias"), 9);
+  EXPECT_EQ(here.coverage.count("same-block-shift"), 50);
+  EXPECT_EQ(here.coverage.count("skipped-row"), 22);
+  EXPECT_EQ(here.coverage.count("ds-bias"), 19);
 }
 
 TEST(RunTally, EveryRunTheSameFailureIsDeterministic) {

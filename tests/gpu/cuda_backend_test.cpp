@@ -72,7 +72,13 @@ INSTANTIATE_TEST_SUITE_P(
                       KindCase{LaunchKind::precopy, model::ConvLayout::DS},
                       KindCase{LaunchKind::preprocess_align, model::ConvLayout::SD},
                       KindCase{LaunchKind::batch_copy, model::ConvLayout::SD},
-                      KindCase{LaunchKind::batch_copy, model::ConvLayout::DS}),
+                      KindCase{LaunchKind::batch_copy, model::ConvLayout::DS},
+                      KindCase{LaunchKind::precopy_v1, model::ConvLayout::SD},
+                      KindCase{LaunchKind::precopy_v1, model::ConvLayout::DS},
+                      KindCase{LaunchKind::postprocess_align_slot_tables, model::ConvLayout::SD},
+                      KindCase{LaunchKind::postprocess_align_slot_tables, model::ConvLayout::DS},
+                      KindCase{LaunchKind::precopy_slot_tables, model::ConvLayout::SD},
+                      KindCase{LaunchKind::precopy_slot_tables, model::ConvLayout::DS}),
     [](const ::testing::TestParamInfo<KindCase>& param_info) {
       return std::string(model::to_string(param_info.param.kind)) + "_" +
              std::string(model::to_string(param_info.param.conv_layout));
@@ -81,8 +87,10 @@ INSTANTIATE_TEST_SUITE_P(
 // 64 mamba2 layers (2 states each) x 256 requests, every kind with copies.
 TEST(CudaVsHostGrid, SixtyFourLayersTwoStatesTwoHundredFiftySixRequests) {
   MC_REQUIRE_GPU();
-  for (const LaunchKind kind : {LaunchKind::postprocess, LaunchKind::postprocess_align,
-                                LaunchKind::precopy, LaunchKind::batch_copy}) {
+  for (const LaunchKind kind :
+       {LaunchKind::postprocess, LaunchKind::postprocess_align, LaunchKind::precopy,
+        LaunchKind::batch_copy, LaunchKind::precopy_v1, LaunchKind::postprocess_align_slot_tables,
+        LaunchKind::precopy_slot_tables}) {
     SCOPED_TRACE(std::string(model::to_string(kind)));
     model::Layout layout = test::make_layout({test::group_spec(model::Family::mamba2,
                                                                {.intermediate_size = 64,

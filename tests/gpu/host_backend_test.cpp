@@ -212,6 +212,78 @@ TEST(HostPrecopy, CopiesByBatchRowTablesAndSkipsFreshAndSameColumn) {
   expect_same_arena(r.arenas[1], temporal);
 }
 
+// vLLM's V1 fused pre-copy: no idx_mapping (a null pointer the kernels never read), rows are
+// slots and table rows; row 0 is marked as copying nothing (-1, bias 0).
+TEST(HostPrecopyV1, RowsIndexArraysAndTablesDirectly) {
+  model::LaunchCase c = test::make_case(padded_mamba2_layout(), LaunchKind::precopy_v1, 2, 4, 7);
+  test::set_row(c, 0, {1, 2, 3, 0});
+  test::set_row(c, 1, {4, 5, 6, 0});
+  c.requests.src_col = {-1, 0};
+  c.requests.state_idx = {1, 1};
+  c.requests.token_bias = {0, 2};
+  const model::LaunchResult r = run_launch_host(c);
+  ASSERT_EQ(r.decisions.size(), 2u);
+  EXPECT_EQ(r.decisions[0].batch_row, 1);
+  EXPECT_EQ(r.decisions[0].slot, 1);
+  EXPECT_EQ(r.decisions[0].src_block_id, 4);
+  EXPECT_EQ(r.decisions[0].dst_block_id, 5);
+  EXPECT_EQ(r.decisions[1].src_block_id, 6); // temporal: column 0 + 2
+  EXPECT_EQ(r.requests, c.requests);
+  model::Arena conv = c.arenas[0].clone();
+  expect_move(conv, c.arenas[0], 5 * 64, 4 * 64 + 32, 16); // token 2 of 3 rows of 16 bytes
+  expect_same_arena(r.arenas[0], conv);
+  model::Arena temporal = c.arenas[1].clone();
+  expect_move(temporal, c.arenas[1], 5 * 64, 6 * 64, 32);
+  expect_same_arena(r.arenas[1], temporal);
+}
+
+// Per-slot tables (#55506): batch row 0 has slot 2 and reads table row 2; row 1 (slot 0) is
+// fresh. Table row 1 belongs to a free slot.
+model::LaunchCase slot_tables_case() {
+  model::LaunchCase c =
+      test::make_case(padded_mamba2_layout(), LaunchKind::precopy_slot_tables, 2, 4, 7);
+  c.num_slots = 3;
+  for (model::BlockTable& t : c.block_tables.groups)
+    t = model::BlockTable::make(3, 4, 7);
+  test::set_row(c, 0, {1, 2, 3, 0});
+  test::set_row(c, 1, {4, 5, 6, 0});
+  test::set_row(c, 2, {7, 6, 5, 0});
+  c.requests.idx_mapping = {2, 0};
+  c.requests.src_col = {-1, 3, 0};
+  c.requests.state_idx = {0, 3, 1};
+  c.requests.token_bias = {0, 3, 2};
+  return c;
+}
+
+TEST(HostPrecopySlotTables, FindsEachRowsTableAtItsSlot) {
+  const model::LaunchCase c = slot_tables_case();
+  const model::LaunchResult r = run_launch_host(c);
+  ASSERT_EQ(r.decisions.size(), 2u);
+  EXPECT_EQ(r.decisions[0].batch_row, 0);
+  EXPECT_EQ(r.decisions[0].slot, 2);
+  EXPECT_EQ(r.decisions[0].src_block_id, 7);
+  EXPECT_EQ(r.decisions[0].dst_block_id, 6);
+  EXPECT_EQ(r.decisions[1].src_block_id, 5); // temporal: column 0 + 2
+  EXPECT_EQ(r.decisions[1].dst_block_id, 6);
+  EXPECT_EQ(r.requests, c.requests);
+  model::Arena conv = c.arenas[0].clone();
+  expect_move(conv, c.arenas[0], 6 * 64, 7 * 64 + 32, 16);
+  expect_same_arena(r.arenas[0], conv);
+  model::Arena temporal = c.arenas[1].clone();
+  expect_move(temporal, c.arenas[1], 6 * 64, 5 * 64, 32);
+  expect_same_arena(r.arenas[1], temporal);
+}
+
+TEST(HostPrecopySlotTables, BatchRowMutantReadsAnotherRequestsRow) {
+  const model::LaunchCase c = slot_tables_case();
+  const model::LaunchResult r = run_launch_host(c, Mutant::slot_table_row_from_batch_row);
+  ASSERT_EQ(r.decisions.size(), 2u);
+  EXPECT_EQ(r.decisions[0].slot, 2);
+  EXPECT_EQ(r.decisions[0].src_block_id, 1); // table row 0: slot 0's request
+  EXPECT_EQ(r.decisions[0].dst_block_id, 2);
+  EXPECT_EQ(r.decisions[1].src_block_id, 3);
+}
+
 TEST(HostPreprocessAlign, BookkeepingPerSlotAndUntouchedSlots) {
   model::LaunchCase c =
       test::make_case(padded_mamba2_layout(), LaunchKind::preprocess_align, 4, 4, 4);

@@ -73,6 +73,20 @@ inline model::LaunchCase random_case(model::Layout layout, model::LaunchKind kin
       if (rng() % 8 == 0) s = -1;
     r.idx_mapping = slots;
   }
+  if (model::tables_by_slot(kind)) {
+    // Per-slot tables: row b's blocks move to the row of its slot; a slot no row maps to holds
+    // pads (never read).
+    for (model::BlockTable& t : c.block_tables.groups) {
+      model::BlockTable by_slot = model::BlockTable::make(num_slots, t.row_width, t.row_stride);
+      for (std::int32_t row = 0; row < num_reqs; ++row) {
+        const std::int32_t slot = r.idx_mapping[static_cast<std::size_t>(row)];
+        if (slot < 0) continue;
+        for (std::int32_t col = 0; col < t.row_width; ++col)
+          by_slot.at(slot, col) = t.at(row, col);
+      }
+      t = std::move(by_slot);
+    }
+  }
   r.query_start_loc.assign(1, 0);
   for (std::int32_t row = 0; row < num_reqs; ++row)
     r.query_start_loc.push_back(r.query_start_loc.back() + static_cast<std::int32_t>(rng() % 5));

@@ -93,6 +93,45 @@ TEST(EngineCoverage, V2SlotReuseIsCountedFromTheLaunchedSlots) {
   EXPECT_EQ(r.coverage.count("prefix-hit-none"), 8);
 }
 
+// The same V2 trace with the copy kernels finding tables by slot (#55506) and the postprocess
+// deferred: it holds, the same launches run under the other kinds' names, and every deferred
+// postprocess of two or more rows counts as reordered.
+TEST(EngineCoverage, SlotTablesAndDeferredPostprocessAreCounted) {
+  const ReplayResult plain = replay_scenario("g-v2-slot-reuse");
+  ReplayOptions o;
+  o.v2_table_rows = model::V2TableRows::slot;
+  o.deferred_postprocess = true;
+  const ReplayResult r = replay_file(default_library_dir() / "g-v2-slot-reuse.jsonl", o);
+  ASSERT_TRUE(r.held()) << r.summary();
+  const model::Coverage& c = r.coverage;
+  EXPECT_EQ(c.count("launch-postprocess_align"), 0);
+  EXPECT_EQ(c.count("launch-precopy"), 0);
+  EXPECT_EQ(c.count("launch-postprocess_align_slot_tables"),
+            plain.coverage.count("launch-postprocess_align"));
+  EXPECT_EQ(c.count("launch-precopy_slot_tables"), plain.coverage.count("launch-precopy"));
+  EXPECT_GT(c.count("launch-postprocess_align_slot_tables"), 0);
+  EXPECT_GT(c.count("deferred-postprocess-reordered"), 0);
+  EXPECT_LE(c.count("deferred-postprocess-reordered"),
+            c.count("launch-postprocess_align_slot_tables"));
+  EXPECT_EQ(plain.coverage.count("deferred-postprocess-reordered"), 0);
+  EXPECT_EQ(plain.coverage.count("slot-table-row"), 0);
+  EXPECT_EQ(c.count("copy"), plain.coverage.count("copy")); // the same copies, found by slot
+}
+
+// A V1 trace on vLLM's fused V1 path: one precopy_v1 launch per step with rows, whether or not
+// a row copies, and the same copies as the identity-mapped precopy.
+TEST(EngineCoverage, PrecopyV1LaunchesEveryStepWithRows) {
+  const ReplayResult plain = replay_scenario("a-stale-index-after-reset");
+  ReplayOptions o;
+  o.v1_copy_path = model::V1CopyPath::precopy_v1;
+  const ReplayResult r = replay_file(default_library_dir() / "a-stale-index-after-reset.jsonl", o);
+  ASSERT_TRUE(r.held()) << r.summary();
+  EXPECT_EQ(r.coverage.count("launch-precopy"), 0);
+  EXPECT_GT(r.coverage.count("launch-precopy_v1"), plain.coverage.count("launch-precopy"));
+  EXPECT_EQ(r.coverage.count("copy"), plain.coverage.count("copy"));
+  EXPECT_EQ(r.coverage.count("launch-postprocess"), plain.coverage.count("launch-postprocess"));
+}
+
 TEST(EngineCoverage, AllModeChunksStartingMidBlockAreCounted) {
   const ReplayResult r = replay_scenario("h-all-mode-prefill");
   EXPECT_GT(r.coverage.count("all-mode-chunk-mid-block"), 0);

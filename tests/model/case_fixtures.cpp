@@ -65,12 +65,14 @@ RequestArrays make_arrays(LaunchKind kind, std::int32_t num_slots) {
     a.num_draft = {2, 2, 2};
     break;
   case LaunchKind::postprocess_align:
+  case LaunchKind::postprocess_align_slot_tables:
     a.idx_mapping = {3, -1, 0};
     a.num_accepted = values(n, 1, 1);
     a.state_idx = values(n, 0, 1);
     a.new_num_computed = values(n, 7, 3);
     break;
   case LaunchKind::precopy:
+  case LaunchKind::precopy_slot_tables:
     a.idx_mapping = {3, -1, 0};
     a.state_idx = {3, 0, 0, 2, 4};  // slot 0 copies col 1 -> 3 (bias 1), slot 3 col 0 -> 2
     a.src_col = {1, -1, 2, 0, 4};   //   with bias 2 (temporal reads col 2)
@@ -86,6 +88,7 @@ RequestArrays make_arrays(LaunchKind kind, std::int32_t num_slots) {
     a.token_bias = values(n, 0, 0);
     break;
   case LaunchKind::batch_copy:
+  case LaunchKind::precopy_v1:
     a.src_col = {0, -1, 2};
     a.state_idx = {1, 1, 2};
     a.token_bias = {1, 0, 0};
@@ -155,7 +158,7 @@ LaunchCase make_case(std::string_view preset, ConvLayout conv_layout, LaunchKind
   config.conv_layout = conv_layout;
   LaunchCase c{.layout = build_layout(config, p.spec), .kind = kind, .num_reqs = kNumReqs};
   c.num_slots = uses_idx_mapping(kind) ? 5 : kNumReqs;
-  c.block_tables = make_tables(c.layout, kNumReqs + 1);
+  c.block_tables = make_tables(c.layout, tables_by_slot(kind) ? c.num_slots : kNumReqs + 1);
   c.requests = make_arrays(kind, c.num_slots);
   c.arenas = make_arenas(c.layout, seed);
   return c;

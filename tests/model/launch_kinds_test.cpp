@@ -24,7 +24,8 @@ LaunchCase well_formed(LaunchKind kind) {
   for (const ArenaSpec& a : c.layout.arenas)
     c.arenas.emplace_back(a.size_bytes());
   for (std::int32_t g = 0; g < c.layout.num_groups(); ++g)
-    c.block_tables.groups.push_back(BlockTable::make(kRows, 4, 6));
+    c.block_tables.groups.push_back(
+        BlockTable::make(info.tables_by_slot ? c.num_slots : kRows, 4, 6));
   for (std::size_t i = 0; i < kRequestArrays.size(); ++i) {
     if (info.arrays[i] == ArrayUse::unused) continue;
     const RequestArrayField& f = kRequestArrays[i];
@@ -55,6 +56,19 @@ TEST(LaunchKinds, TheTableFollowsTheEnumAndItsNames) {
   }
   EXPECT_TRUE(uses_idx_mapping(LaunchKind::precopy));
   EXPECT_FALSE(uses_idx_mapping(LaunchKind::batch_copy));
+  EXPECT_FALSE(uses_idx_mapping(LaunchKind::precopy_v1));
+  EXPECT_TRUE(uses_idx_mapping(LaunchKind::precopy_slot_tables));
+  // Per-slot tables are the two V2 copy kinds' second convention, nothing else's.
+  for (const LaunchKindInfo& info : kLaunchKinds)
+    EXPECT_EQ(info.tables_by_slot, info.kind == LaunchKind::precopy_slot_tables ||
+                                       info.kind == LaunchKind::postprocess_align_slot_tables)
+        << info.name;
+  EXPECT_EQ(launch_kind_info(LaunchKind::precopy_slot_tables).arrays,
+            launch_kind_info(LaunchKind::precopy).arrays);
+  EXPECT_EQ(launch_kind_info(LaunchKind::postprocess_align_slot_tables).arrays,
+            launch_kind_info(LaunchKind::postprocess_align).arrays);
+  EXPECT_EQ(launch_kind_info(LaunchKind::precopy_v1).arrays,
+            launch_kind_info(LaunchKind::batch_copy).arrays);
   EXPECT_EQ(launch_kind_info(LaunchKind::batch_copy).work, LaunchWork::copy_plan);
   EXPECT_FALSE(launch_kind_info(LaunchKind::preprocess_align).moves_state);
 }
@@ -103,6 +117,14 @@ TEST(LaunchKinds, SlotsAndTablesAreChecked) {
   short_table.block_tables.groups[0] = BlockTable::make(2, 4, 6);
   EXPECT_EQ(shape_error(short_table),
             "launch batch_copy: block table of group 0 has 2 rows for 3 request rows");
+  LaunchCase slot_rows = well_formed(LaunchKind::precopy_slot_tables);
+  slot_rows.block_tables.groups[0] = BlockTable::make(kSlots - 1, 4, 6);
+  EXPECT_EQ(shape_error(slot_rows), "launch precopy_slot_tables: block table of group 0 has 4 "
+                                    "rows for 5 slots (its rows are found by slot)");
+  LaunchCase v1_mapping = well_formed(LaunchKind::precopy_v1);
+  v1_mapping.requests.idx_mapping = {0, 1, 2};
+  EXPECT_EQ(shape_error(v1_mapping), "launch precopy_v1: array idx_mapping has 3 entries, "
+                                     "expected 0");
   LaunchCase arenas = well_formed(LaunchKind::postprocess_align);
   arenas.arenas.pop_back();
   EXPECT_NE(shape_error(arenas).find("arenas given, the layout has"), std::string::npos);

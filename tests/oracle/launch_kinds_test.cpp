@@ -161,6 +161,136 @@ TEST(LaunchKinds, PrecopyV2) {
       {block_range(tensor_of(c.layout, kConv), 2), block_range(tensor_of(c.layout, kTemporal), 2)});
 }
 
+// vLLM's V1 fused pre-copy: no idx_mapping, row b reads slot b and table row b; the rows that
+// copy nothing come marked src_col -1, bias 0, as the V1 runner stages them.
+TEST(LaunchKinds, PrecopyV1IndexesRowsDirectly) {
+  model::LaunchCase c = make_case(test_util::hand_layout(), LaunchKind::precopy_v1, 3, 3, 4, 4);
+  set_row(c, 0, 0, {1, 2, 3, 4});
+  set_row(c, 0, 1, {5, 6, 7, 8});
+  set_row(c, 0, 2, {9, 10, 11, 12});
+  for (std::int32_t t : {kConv, kTemporal})
+    fill_blocks(c, t, {1, 2, 3, 9, 10});
+  // row 0: prev 0 -> curr 1 with bias a - 1 = 2. rows 1 (fresh) and 2 (same column): -1, 0.
+  c.requests = {.state_idx = {1, 0, 2}, .src_col = {0, -1, -1}, .token_bias = {2, 0, 0}};
+  const model::LaunchResult r = test_util::run_launch_checked(c);
+
+  EXPECT_EQ(r.status, model::LaunchStatus::ok);
+  EXPECT_EQ(r.requests, c.requests);
+  EXPECT_EQ(r.decisions, (std::vector<CopyDecision>{
+                             decision(0, 0, kConv, 0, 1, 2, 1, 2, 8, 4),
+                             decision(0, 0, kTemporal, 0, 1, 2, 3, 2, 0, 16),
+                         }));
+  EXPECT_EQ(conv_after(c, r, 2), (Elems{104, 105, 202, 203, 204, 205}));
+  EXPECT_EQ(temporal_after(c, r, 2), (Elems{300, 301, 302, 303}));
+  test_util::expect_unchanged_except(
+      c, r, 0,
+      {block_range(tensor_of(c.layout, kConv), 2), block_range(tensor_of(c.layout, kTemporal), 2)});
+}
+
+TEST(LaunchKinds, PrecopyV1TakesNoIdxMapping) {
+  model::LaunchCase c = make_case(test_util::hand_layout(), LaunchKind::precopy_v1, 1, 1, 4, 4);
+  set_row(c, 0, 0, {1, 2, 3, 4});
+  c.requests = {.idx_mapping = {0}, .state_idx = {1}, .src_col = {-1}, .token_bias = {0}};
+  try {
+    (void)run_launch(c);
+    FAIL() << "expected InputError";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "launch precopy_v1: array idx_mapping has 1 entries, expected 0");
+  }
+}
+
+// The same arrays and tables under both table conventions. Rows 0 and 1 map to slots 2 and 0;
+// table row r holds slot r's request (row 1: slot 1's last occupant, a free slot now).
+model::LaunchCase two_conventions_case(LaunchKind kind) {
+  model::LaunchCase c = make_case(test_util::hand_layout(), kind, 2, 3, 4, 4);
+  c.block_tables.groups[0] = model::BlockTable::make(3, 4, 4); // a row per slot
+  set_row(c, 0, 0, {5, 6, 7, 8});
+  set_row(c, 0, 1, {13, 14, 15, 16});
+  set_row(c, 0, 2, {1, 2, 3, 4});
+  for (std::int32_t t : {kConv, kTemporal})
+    fill_blocks(c, t, {1, 2, 3, 5, 6, 7, 14, 15});
+  // slot 2: 0 -> 1 with bias 2. slot 0: 1 -> 2 with bias 0. slot 1 is in no row.
+  c.requests = {.idx_mapping = {2, 0},
+                .state_idx = {2, 0, 1},
+                .src_col = {1, -1, 0},
+                .token_bias = {0, 0, 2}};
+  return c;
+}
+
+TEST(LaunchKinds, PrecopySlotTablesFindEachRowsTableAtItsSlot) {
+  const model::LaunchCase c = two_conventions_case(LaunchKind::precopy_slot_tables);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
+
+  EXPECT_EQ(r.requests, c.requests);
+  // Row 0 (slot 2) reads table row 2, row 1 (slot 0) table row 0.
+  EXPECT_EQ(r.decisions, (std::vector<CopyDecision>{
+                             decision(0, 2, kConv, 0, 1, 2, 1, 2, 8, 4),
+                             decision(0, 2, kTemporal, 0, 1, 2, 3, 2, 0, 16),
+                             decision(1, 0, kConv, 1, 2, 0, 6, 7, 0, 12),
+                             decision(1, 0, kTemporal, 1, 2, 0, 6, 7, 0, 16),
+                         }));
+  EXPECT_EQ(conv_after(c, r, 2), (Elems{104, 105, 202, 203, 204, 205}));
+  EXPECT_EQ(temporal_after(c, r, 2), (Elems{300, 301, 302, 303}));
+  EXPECT_EQ(conv_after(c, r, 7), (Elems{600, 601, 602, 603, 604, 605}));
+  EXPECT_EQ(temporal_after(c, r, 7), (Elems{600, 601, 602, 603}));
+  const model::StateTensor& conv = tensor_of(c.layout, kConv);
+  const model::StateTensor& temporal = tensor_of(c.layout, kTemporal);
+  test_util::expect_unchanged_except(c, r, 0,
+                                     {block_range(conv, 2), block_range(temporal, 2),
+                                      block_range(conv, 7), block_range(temporal, 7)});
+}
+
+TEST(LaunchKinds, PrecopyWithTablesByBatchRowReadsRowB) {
+  // The seed's convention on the same tables: row b's table is row b, whichever slot it has.
+  const model::LaunchCase c = two_conventions_case(LaunchKind::precopy);
+  const model::LaunchResult r = test_util::run_launch_checked(c);
+  EXPECT_EQ(r.decisions, (std::vector<CopyDecision>{
+                             decision(0, 2, kConv, 0, 1, 2, 5, 6, 8, 4),
+                             decision(0, 2, kTemporal, 0, 1, 2, 7, 6, 0, 16),
+                             decision(1, 0, kConv, 1, 2, 0, 14, 15, 0, 12),
+                             decision(1, 0, kTemporal, 1, 2, 0, 14, 15, 0, 16),
+                         }));
+}
+
+TEST(LaunchKinds, PostprocessAlignSlotTablesFindEachRowsTableAtItsSlot) {
+  model::LaunchCase c =
+      make_case(test_util::hand_layout(), LaunchKind::postprocess_align_slot_tables, 1, 2, 4, 4);
+  c.block_tables.groups[0] = model::BlockTable::make(2, 4, 4);
+  set_row(c, 0, 0, {20, 21, 22, 23}); // slot 0: another request, not in this batch
+  set_row(c, 0, 1, {5, 6, 7, kPad});
+  for (std::int32_t t : {kConv, kTemporal})
+    fill_blocks(c, t, {5, 6, 7, 20, 21});
+  // row 0 -> slot 1: running 5 - 2 + 1 = 4, aligned 4: bias 0, dst 0, src 1: copy col 1 -> 0.
+  c.requests = {
+      .idx_mapping = {1}, .num_accepted = {1, 2}, .state_idx = {1, 1}, .new_num_computed = {9, 5}};
+  const model::LaunchResult r = test_util::run_launch_checked(c);
+
+  EXPECT_EQ(r.requests, c.requests);
+  EXPECT_EQ(r.decisions, (std::vector<CopyDecision>{
+                             decision(0, 1, kConv, 1, 0, 0, 6, 5, 0, 12),
+                             decision(0, 1, kTemporal, 1, 0, 0, 6, 5, 0, 16),
+                         }));
+  EXPECT_EQ(conv_after(c, r, 5), (Elems{600, 601, 602, 603, 604, 605}));
+  EXPECT_EQ(temporal_after(c, r, 5), (Elems{600, 601, 602, 603}));
+  test_util::expect_unchanged_except(
+      c, r, 0,
+      {block_range(tensor_of(c.layout, kConv), 5), block_range(tensor_of(c.layout, kTemporal), 5)});
+}
+
+TEST(LaunchKinds, SlotTablesNeedARowPerSlot) {
+  model::LaunchCase c =
+      make_case(test_util::hand_layout(), LaunchKind::postprocess_align_slot_tables, 1, 2, 4, 4);
+  c.requests = {
+      .idx_mapping = {1}, .num_accepted = {1, 2}, .state_idx = {1, 1}, .new_num_computed = {9, 5}};
+  try {
+    (void)run_launch(c);
+    FAIL() << "expected InputError";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "launch postprocess_align_slot_tables: block table of group 0 has 1 "
+                           "rows for 2 slots (its rows are found by slot)");
+  }
+}
+
 TEST(LaunchKinds, PreprocessAlignV2IsBookkeepingOnly) {
   model::LaunchCase c =
       make_case(test_util::hand_layout(), LaunchKind::preprocess_align, 4, 5, 4, 4);

@@ -1,9 +1,9 @@
 // Algebraic facts of the oracle, checked with RapidCheck on small random valid cases.
 //
 // The generators here are deliberately simple (fuzz/ has the real ones): a tiny preset, a
-// table row of private blocks per request (aliasing inside a row, never across rows, so
-// copies of different requests never race), poisoned arenas, and per-kind arrays drawn so
-// that every column read stays in its row.
+// table row of private blocks per request (per slot where a kind finds its table by slot;
+// aliasing inside a row, never across rows, so copies of different requests never race),
+// poisoned arenas, and per-kind arrays drawn so that every column read stays in its row.
 #include "in_place_check.h"
 #include "oracle/launch.h"
 #include "oracle_test_util.h"
@@ -15,8 +15,10 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 #include <string>
+#include <vector>
 
 namespace mc::oracle {
 namespace {
@@ -24,7 +26,7 @@ namespace {
 using model::LaunchKind;
 
 constexpr std::int32_t kRowWidth = 8;
-constexpr std::int32_t kBlocksPerRow = 6; // private pool of each row: 4 rows x 6 < 32 blocks
+constexpr std::int32_t kBlocksPerRow = 6; // private pool of each row: 5 rows x 6 < 32 blocks
 
 // Uniform over the whole range at every size (inRange alone scales with the size, which
 // would make the first hundred cases mostly minimal); shrinking still goes towards `lo`.
@@ -74,12 +76,15 @@ void fill_arrays(model::LaunchCase& c) {
     r.num_computed = draws(n, 0, 12); // dst column <= (12 + 6 + 2) / 4 - 1 = 4
     return;
   case LaunchKind::postprocess_align:
+  case LaunchKind::postprocess_align_slot_tables:
     r.num_accepted = draws(n, 1, 3);
     r.state_idx = draws(n, 0, kRowWidth - 1 - bias_max);
     for (std::size_t i = 0; i < n; ++i)
       r.new_num_computed.push_back(r.num_accepted[i] + draw(0, 20));
     return;
   case LaunchKind::precopy:
+  case LaunchKind::precopy_v1:
+  case LaunchKind::precopy_slot_tables:
   case LaunchKind::batch_copy:
     r.state_idx = draws(n, 0, kRowWidth - 1); // the destination of any copy
     r.src_col = draws(n, -1, kRowWidth - 1 - bias_max);
@@ -100,11 +105,18 @@ void fill_arrays(model::LaunchCase& c) {
 
 model::LaunchCase arbitrary_case(LaunchKind kind) {
   const std::int32_t num_reqs = draw(0, 4) == 0 ? 0 : draw(1, 4);
-  const std::int32_t num_slots = model::uses_idx_mapping(kind) ? num_reqs + draw(0, 2) : num_reqs;
+  // Per-slot tables have a row per slot: at most 5 private rows fit the tiny pools.
+  const std::int32_t free_slots_max = model::tables_by_slot(kind) ? 1 : 2;
+  const std::int32_t num_slots =
+      model::uses_idx_mapping(kind) ? num_reqs + draw(0, free_slots_max) : num_reqs;
   model::LaunchCase c = test_util::make_case(arbitrary_layout(), kind, num_reqs, num_slots,
                                              kRowWidth, kRowWidth + draw(0, 3));
+  const std::int32_t table_rows = model::tables_by_slot(kind) ? num_slots : num_reqs;
+  if (model::tables_by_slot(kind))
+    for (model::BlockTable& t : c.block_tables.groups)
+      t = model::BlockTable::make(table_rows, t.row_width, t.row_stride);
   for (std::int32_t g = 0; g < c.layout.num_groups(); ++g)
-    for (std::int32_t row = 0; row < num_reqs; ++row)
+    for (std::int32_t row = 0; row < table_rows; ++row)
       test_util::set_row(
           c, g, row,
           draws(kRowWidth, 1 + row * kBlocksPerRow, kBlocksPerRow + row * kBlocksPerRow));
@@ -115,9 +127,13 @@ model::LaunchCase arbitrary_case(LaunchKind kind) {
 }
 
 LaunchKind arbitrary_kind() {
-  return *rc::gen::element(LaunchKind::postprocess, LaunchKind::postprocess_align,
-                           LaunchKind::precopy, LaunchKind::preprocess_align,
-                           LaunchKind::batch_copy);
+  return *rc::gen::elementOf(std::vector<LaunchKind>(std::begin(model::kAllLaunchKinds),
+                                                     std::end(model::kAllLaunchKinds)));
+}
+
+bool is_postprocess(LaunchKind kind) {
+  return kind == LaunchKind::postprocess || kind == LaunchKind::postprocess_align ||
+         kind == LaunchKind::postprocess_align_slot_tables;
 }
 
 // Byte mask of every destination range of the decisions, per arena (computed here from the
@@ -185,6 +201,7 @@ model::RequestArrays with_outputs_of(const model::RequestArrays& in,
     expected.num_accepted_out = out.num_accepted_out;
     break;
   case LaunchKind::postprocess_align:
+  case LaunchKind::postprocess_align_slot_tables:
     expected.num_accepted = out.num_accepted;
     break;
   case LaunchKind::preprocess_align:
@@ -194,6 +211,8 @@ model::RequestArrays with_outputs_of(const model::RequestArrays& in,
     expected.token_bias = out.token_bias;
     break;
   case LaunchKind::precopy:
+  case LaunchKind::precopy_v1:
+  case LaunchKind::precopy_slot_tables:
   case LaunchKind::batch_copy:
     break;
   }
@@ -202,13 +221,12 @@ model::RequestArrays with_outputs_of(const model::RequestArrays& in,
 
 RC_GTEST_PROP(OracleProps, ALaunchWithoutCopiesChangesNothingButItsOutputs, ()) {
   model::LaunchCase c = arbitrary_case(arbitrary_kind());
-  if (c.kind == LaunchKind::precopy || c.kind == LaunchKind::batch_copy)
+  if (!is_postprocess(c.kind) && c.kind != LaunchKind::preprocess_align)
     for (std::size_t s = 0; s < c.requests.src_col.size(); ++s) // force "no copy" everywhere
       c.requests.src_col[s] = *rc::gen::element(-1, c.requests.state_idx[s]);
   const model::LaunchResult r = test_util::run_launch_checked(c);
   RC_TAG(std::string(model::to_string(c.kind)));
-  if (c.kind != LaunchKind::postprocess && c.kind != LaunchKind::postprocess_align)
-    RC_ASSERT(r.decisions.empty());
+  if (!is_postprocess(c.kind)) RC_ASSERT(r.decisions.empty());
   RC_PRE(r.decisions.empty()); // postprocess kinds: only the cases that happen not to copy
   for (std::size_t a = 0; a < c.arenas.size(); ++a)
     RC_ASSERT(c.arenas[a].first_difference(r.arenas[a]) == -1);

@@ -68,6 +68,38 @@ TEST(RunnerBookkeeping, PreprocessMamba) {
   EXPECT_EQ(r.decisions[2].dst_block_id, 11);
 }
 
+// vLLM's fused V1 path stages the same plan for precopy_v1: every row's curr column, and
+// prev and a - 1 only where a row copies (-1 and 0 elsewhere, "forced" included: its prev
+// equals its curr).
+TEST(RunnerBookkeeping, FusedPrecopyInputsMarkRowsThatCopyNothing) {
+  PreprocessPlan plan{.src_col = {-1, 1, 1, 0},
+                      .state_idx = {1, 2, 1, 1},
+                      .token_bias = {0, 1, 2, 0},
+                      .num_accepted = {1, 1, 3, 1},
+                      .derived = {1, 0, 1, 1}};
+  const model::RequestArrays a = fused_precopy_inputs(plan);
+  EXPECT_TRUE(a.idx_mapping.empty());
+  EXPECT_EQ(a.state_idx, (I32s{1, 2, 1, 1}));
+  EXPECT_EQ(a.src_col, (I32s{-1, 1, -1, 0}));
+  EXPECT_EQ(a.token_bias, (I32s{0, 1, 0, 0}));
+
+  // The launch copies rows 1 and 3 exactly as batch_copy did with the plan above.
+  model::LaunchCase c =
+      test_util::make_case(test_util::hand_layout(), model::LaunchKind::precopy_v1, 4, 4, 5, 5);
+  for (std::int32_t row = 0; row < 4; ++row)
+    test_util::set_row(c, 0, row, {1 + 3 * row, 2 + 3 * row, 3 + 3 * row, 0, 0});
+  c.requests = a;
+  const model::LaunchResult r = run_launch(c);
+  ASSERT_EQ(r.decisions.size(), 4u);
+  EXPECT_EQ(r.decisions[0].batch_row, 1);
+  EXPECT_EQ(r.decisions[0].src_block_id, 5);
+  EXPECT_EQ(r.decisions[0].dst_block_id, 6);
+  EXPECT_EQ(r.decisions[1].src_block_id, 6);
+  EXPECT_EQ(r.decisions[2].batch_row, 3);
+  EXPECT_EQ(r.decisions[2].src_block_id, 10);
+  EXPECT_EQ(r.decisions[2].dst_block_id, 11);
+}
+
 TEST(RunnerBookkeeping, PostprocessMambaAll) {
   MambaStateIdx idx{{"prefill", 5}, {"decode", 0}, {"chunk", 1}, {"no-drafts", 3}};
   const std::vector<BatchRequest> batch{

@@ -21,7 +21,10 @@ FORMAT_VERSION = 1
 CASE_FORMAT = "mambacheck-case"
 RESULT_FORMAT = "mambacheck-result"
 RESULT_DIR = "expected"
-KINDS = ("postprocess", "postprocess_align", "precopy", "preprocess_align", "batch_copy")
+KINDS = ("postprocess", "postprocess_align", "precopy", "preprocess_align", "batch_copy",
+         "precopy_v1", "postprocess_align_slot_tables", "precopy_slot_tables")
+# The kinds whose block-table row is the slot (per-request-slot tables, vLLM #55506).
+SLOT_TABLE_KINDS = ("postprocess_align_slot_tables", "precopy_slot_tables")
 # Every per-request array, in the order the C++ side (model/case_file.cpp) lists them.
 ARRAY_ORDER = ("idx_mapping", "num_accepted", "state_idx", "num_scheduled", "num_computed",
                "num_draft", "new_num_computed", "query_start_loc", "src_col", "token_bias",
@@ -33,6 +36,10 @@ REQUIRED_ARRAYS = {  # model/LAUNCH_KINDS.md: the inputs each kind reads
     "preprocess_align": ("idx_mapping", "state_idx", "num_computed", "num_accepted",
                          "query_start_loc", "src_col", "token_bias"),
     "batch_copy": ("src_col", "state_idx", "token_bias"),
+    "precopy_v1": ("src_col", "state_idx", "token_bias"),
+    "postprocess_align_slot_tables": ("idx_mapping", "num_accepted", "state_idx",
+                                      "new_num_computed"),
+    "precopy_slot_tables": ("idx_mapping", "state_idx", "src_col", "token_bias"),
 }
 DECISION_FIELDS = ("batch_row", "slot", "tensor", "group", "layer", "state", "src_col",
                    "dst_col", "token_bias", "src_block_id", "dst_block_id", "src_byte_offset",

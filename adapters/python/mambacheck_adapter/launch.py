@@ -33,7 +33,12 @@ KERNEL_NAMES = {  # the seed's names: a module with these attributes works uncha
     "precopy": "precopy_mamba_align_fused_kernel",
     "preprocess_align": "preprocess_mamba_align_fused_kernel",
     "batch_copy": "batch_memcpy",
+    "precopy_v1": "precopy_mamba_align_fused_kernel",
+    "postprocess_align_slot_tables": "postprocess_mamba_fused_kernel",
+    "precopy_slot_tables": "precopy_mamba_align_fused_kernel",
 }
+TABLE_ROWS = ("batch_row", "slot")  # the values of a module's BLOCK_TABLE_ROWS
+BATCH_ROW_TABLE_KINDS = ("postprocess_align", "precopy")
 
 
 class LaunchError(Exception):
@@ -45,8 +50,33 @@ class Unsupported(Exception):
     """The launch cannot be expressed (V1's flat copy plan of a DS conv state with a bias)."""
 
 
+def table_rows(kernels):
+    """Where the module's V2 copy kernels find a request's table row: "batch_row" (the seed,
+    the default) or "slot" (vLLM #55506), from its BLOCK_TABLE_ROWS."""
+    rows = getattr(kernels, "BLOCK_TABLE_ROWS", "batch_row")
+    if rows not in TABLE_ROWS:
+        raise LaunchError(f"the kernels module's BLOCK_TABLE_ROWS is {rows!r}, expected one of "
+                          f"{TABLE_ROWS}")
+    return rows
+
+
+def covers(kernels, kind):
+    """Whether the module's kernels implement `kind`: its kernel exists, its table convention
+    is the module's, and V1's fused precopy needs a precopy kernel that takes HAS_IDX_MAPPING
+    (PRECOPY_HAS_IDX_MAPPING; the seed's kernel always reads idx_mapping)."""
+    if getattr(kernels, KERNEL_NAMES[kind], None) is None:
+        return False
+    if kind == "precopy_v1":
+        return bool(getattr(kernels, "PRECOPY_HAS_IDX_MAPPING", False))
+    if kind in casefile.SLOT_TABLE_KINDS:
+        return table_rows(kernels) == "slot"
+    if kind in BATCH_ROW_TABLE_KINDS:
+        return table_rows(kernels) == "batch_row"
+    return True
+
+
 def supported_kinds(kernels):
-    return [k for k in casefile.KINDS if getattr(kernels, KERNEL_NAMES[k], None) is not None]
+    return [k for k in casefile.KINDS if covers(kernels, k)]
 
 
 def round_up(n, m):
@@ -195,6 +225,11 @@ class Launch:
         if kernel is None:
             raise LaunchError(f"the kernels module has no {KERNEL_NAMES[c.kind]} "
                               f"(needed for {c.kind} cases)")
+        if not covers(kernels, c.kind):
+            raise LaunchError(f"the kernels module does not implement {c.kind} (its "
+                              f"BLOCK_TABLE_ROWS is {table_rows(kernels)!r}, "
+                              f"PRECOPY_HAS_IDX_MAPPING "
+                              f"{bool(getattr(kernels, 'PRECOPY_HAS_IDX_MAPPING', False))})")
         copy_block = getattr(kernels, "COPY_BLOCK_SIZE", COPY_BLOCK_SIZE)
         a = self.arg
         if c.kind == "postprocess":
@@ -202,16 +237,23 @@ class Launch:
                          a("num_computed"), a("num_draft"), *self.meta,
                          a("num_accepted_out"), None, c.num_reqs, block_size=c.block_size,
                          COPY_BLOCK_SIZE=copy_block, CONV_STATE_DIM_FIRST=c.conv_dim_first)
-        elif c.kind == "postprocess_align":
+        elif c.kind in ("postprocess_align", "postprocess_align_slot_tables"):
+            # The tables are the case's (gathered by batch row, or one row per slot): the
+            # module's kernel reads them by its own convention.
             kernel[grid](a("num_accepted"), a("state_idx"), None, a("new_num_computed"), None,
                          *self.meta, None, a("idx_mapping"), c.num_reqs,
                          block_size=c.block_size, COPY_BLOCK_SIZE=copy_block,
                          CONV_STATE_DIM_FIRST=c.conv_dim_first, HAS_IDX_MAPPING=True,
                          PRECOMPUTED_NEW_COMPUTED=True)
-        elif c.kind == "precopy":
+        elif c.kind in ("precopy", "precopy_slot_tables"):
             kernel[grid](a("state_idx"), a("src_col"), a("token_bias"), *self.meta,
                          a("idx_mapping"), c.num_reqs, COPY_BLOCK_SIZE=copy_block,
                          CONV_STATE_DIM_FIRST=c.conv_dim_first)
+        elif c.kind == "precopy_v1":
+            # vLLM's V1 runner: run_fused_precopy(..., idx_mapping=None).
+            kernel[grid](a("state_idx"), a("src_col"), a("token_bias"), *self.meta, None,
+                         c.num_reqs, COPY_BLOCK_SIZE=copy_block,
+                         CONV_STATE_DIM_FIRST=c.conv_dim_first, HAS_IDX_MAPPING=False)
         elif c.kind == "preprocess_align":
             block = getattr(kernels, "PREPROCESS_BLOCK_SIZE", PREPROCESS_BLOCK_SIZE)
             kernel[((c.num_reqs + block - 1) // block,)](

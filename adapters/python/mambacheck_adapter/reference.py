@@ -9,7 +9,16 @@ launch-time values of num_accepted.
 
 `select_variant(NAME, ...)` returns the kernels with the named deliberate bugs (VARIANTS
 lists them; several names combine, e.g. a deterministic bug and the racy one); the same names
-exist in the Triton kernels of adapters/python/tests/triton_kernels.py.
+exist in the Triton kernels of adapters/python/tests/triton_kernels.py (all but the ones of
+the per-slot tables).
+
+Two block-table conventions (model/LAUNCH_KINDS.md, "Indexing"): by default the V2 copy kernels
+read row b of tables gathered in batch order (the seed; `BLOCK_TABLE_ROWS = "batch_row"`).
+`select_variant("slot_tables")` returns kernels that read the row of the request's slot,
+idx_mapping[b], in per-request-slot tables (vLLM #55506; `BLOCK_TABLE_ROWS = "slot"`); the
+`table_by_batch_row` variant is those kernels with the seed's lookup left in. The precopy
+kernel takes `HAS_IDX_MAPPING` as vLLM's does today, so it also runs V1's fused launch with
+idx_mapping None (precopy_v1).
 
 `racy_reset` is the one whose failure depends on scheduling. The seed's postprocess_align
 runs one program per (row, state) and the row's program 0 resets num_accepted in place while
@@ -45,7 +54,15 @@ VARIANTS = {
                   "after its decision while the row's other programs decide from it with no "
                   "snapshot, the programs in a random order per launch: fails only in some "
                   "runs",
+    "table_by_batch_row": "per-slot tables read at the batch row b instead of the row "
+                          "idx_mapping[b] finds (the seed's lookup kept, #55506)",
 }
+# Names that choose a convention, not a bug (they combine with a bug's name).
+CONVENTIONS = {
+    "slot_tables": "the V2 copy kernels read a request's row of per-request-slot block tables "
+                   "at its slot (#55506) instead of the batch row of gathered tables",
+}
+SLOT_TABLE_NAMES = ("slot_tables", "table_by_batch_row")  # names whose kernels take slot tables
 VARIANTS_MAX = 2  # names select_variant combines at most
 
 
@@ -111,7 +128,8 @@ def copy_state(bugs, meta, s, row, src_col, dst_col, bias, ds):
 
 
 class HostKernel:
-    """`kernel[grid](*args, **flags)`, as a Triton kernel is launched."""
+    """`kernel[grid](*args, **flags)`, as a Triton kernel is launched. `bugs` holds the bug
+    names and, with per-slot tables, "slot_tables"."""
 
     def __init__(self, body, bugs):
         self.body = body
@@ -119,6 +137,13 @@ class HostKernel:
 
     def __getitem__(self, grid):
         return lambda *args, **flags: self.body(self.bugs, tuple(grid), *args, **flags)
+
+
+def table_row(bugs, row, slot):
+    """The block-table row of batch row `row` with slot `slot` (the kernel's bt_row_idx)."""
+    if "slot_tables" in bugs and "table_by_batch_row" not in bugs:
+        return slot
+    return row
 
 
 def save_decision(a, slot, state_idx, num_scheduled, num_computed, num_draft, block_size,
@@ -169,7 +194,8 @@ def postprocess(bugs, grid, num_accepted, state_idx, num_scheduled, num_computed
             if bias == 0:
                 continue
         for s in range(grid[1]):
-            copy_state(bugs, meta, s, row, src, dst, bias, CONV_STATE_DIM_FIRST)
+            copy_state(bugs, meta, s, table_row(bugs, row, slot), src, dst, bias,
+                       CONV_STATE_DIM_FIRST)
     for slot in resets:
         (num_accepted if HAS_IDX_MAPPING else num_accepted_out)[slot] = 1
 
@@ -188,25 +214,28 @@ def postprocess_racy(bugs, grid, meta, rows, decide, num_accepted, ds):
         if src == dst and s == 0:
             num_accepted[slot] = 1
         if src != dst or bias != 0:
-            copy_state(bugs, meta, s, row, src, dst, bias, ds)
+            copy_state(bugs, meta, s, table_row(bugs, row, slot), src, dst, bias, ds)
 
 
 def precopy(bugs, grid, state_idx, src_col, token_bias, bt_ptrs, bt_stride, bases, strides,
             elems, inners, widths, groups, ds_rows, ds_row_strides, idx_mapping, num_reqs,
-            COPY_BLOCK_SIZE, CONV_STATE_DIM_FIRST):
+            COPY_BLOCK_SIZE, CONV_STATE_DIM_FIRST, HAS_IDX_MAPPING=True):
     meta = Meta(bt_ptrs, bt_stride, bases, strides, elems, inners, widths, groups, ds_rows,
                 ds_row_strides)
     for row in range(min(num_reqs, grid[0])):
-        slot = int(idx_mapping[row])
+        # V1's fused launch passes idx_mapping None: its arrays are in batch order.
+        slot = int(idx_mapping[row]) if HAS_IDX_MAPPING else row
         if slot < 0:
             continue
         src, dst, bias = int(src_col[slot]), int(state_idx[slot]), int(token_bias[slot])
         if src < 0 or src == dst:
             continue
+        bt_row = table_row(bugs, row, slot)
         for s in range(grid[1]):
-            if "guard_by_address" in bugs and meta.block(s, row, src) == meta.block(s, row, dst):
+            if ("guard_by_address" in bugs
+                    and meta.block(s, bt_row, src) == meta.block(s, bt_row, dst)):
                 continue
-            copy_state(bugs, meta, s, row, src, dst, bias, CONV_STATE_DIM_FIRST)
+            copy_state(bugs, meta, s, bt_row, src, dst, bias, CONV_STATE_DIM_FIRST)
 
 
 def preprocess(bugs, grid, idx_mapping, state_idx, num_computed, query_start_loc,
@@ -235,19 +264,24 @@ def batch_memcpy(src_ptrs, dst_ptrs, sizes):
 
 
 def select_variant(*names):
-    """The kernels with the named deliberate bugs ("clean": none), at most VARIANTS_MAX."""
+    """The kernels with the named deliberate bugs ("clean": none) and conventions
+    (CONVENTIONS), at most VARIANTS_MAX names."""
     if not 1 <= len(names) <= VARIANTS_MAX:
         raise ValueError(f"expected 1 to {VARIANTS_MAX} variant names, got {len(names)}")
     for name in names:
-        if name not in VARIANTS:
-            raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
-    bugs = frozenset(names) - {"clean"}
+        if name not in VARIANTS and name not in CONVENTIONS:
+            raise ValueError(f"unknown variant {name!r}; known: "
+                             f"{', '.join(list(VARIANTS) + list(CONVENTIONS))}")
+    slot_tables = any(name in SLOT_TABLE_NAMES for name in names)
+    bugs = frozenset(names) - {"clean"} | ({"slot_tables"} if slot_tables else set())
     return types.SimpleNamespace(
         postprocess_mamba_fused_kernel=HostKernel(postprocess, bugs),
         precopy_mamba_align_fused_kernel=HostKernel(precopy, bugs),
         preprocess_mamba_align_fused_kernel=HostKernel(preprocess, bugs),
         batch_memcpy=batch_memcpy,
         DEVICE="host",
+        BLOCK_TABLE_ROWS="slot" if slot_tables else "batch_row",
+        PRECOPY_HAS_IDX_MAPPING=True,
     )
 
 
@@ -256,3 +290,5 @@ postprocess_mamba_fused_kernel = _clean.postprocess_mamba_fused_kernel
 precopy_mamba_align_fused_kernel = _clean.precopy_mamba_align_fused_kernel
 preprocess_mamba_align_fused_kernel = _clean.preprocess_mamba_align_fused_kernel
 DEVICE = "host"  # the adapter's default device for this module
+BLOCK_TABLE_ROWS = _clean.BLOCK_TABLE_ROWS
+PRECOPY_HAS_IDX_MAPPING = _clean.PRECOPY_HAS_IDX_MAPPING

@@ -135,11 +135,11 @@ def main(argv=None):
     try:
         module = kernels.load_kernels(args.kernels, args.variant)
         device = devices.make_device(args.device or getattr(module, "DEVICE", "cuda"))
+        kinds = launch.supported_kinds(module)
     except Exception as e:  # noqa: BLE001: any start-up failure: one line, exit 1
         print(f"mambacheck_adapter.worker: cannot start: {type(e).__name__}: {e}",
               file=sys.stderr)
         return 1
-    kinds = launch.supported_kinds(module)
     if not kinds:
         print(f"mambacheck_adapter.worker: {args.kernels} provides none of the kernels "
               f"{sorted(set(launch.KERNEL_NAMES.values()))}", file=sys.stderr)

@@ -48,6 +48,14 @@ ROOT = None  # the shared export (setUpModule)
 CASES = []
 
 
+SLOT_TABLES = reference.select_variant("slot_tables")
+
+
+def reference_for(kind):
+    """The clean reference kernels of `kind`'s block-table convention."""
+    return SLOT_TABLES if kind in casefile.SLOT_TABLE_KINDS else reference
+
+
 def setUpModule():
     global ROOT, CASES
     if not MAMBACHECK:
@@ -80,19 +88,42 @@ class Exported(unittest.TestCase):
     def test_reference_kernels_match_the_oracle(self):
         copies = 0
         for i, case_dir in enumerate(self.cases):
-            case, expected, actual = self.run_on(case_dir, reference, self.root / f"ref-{i}")
+            kernels = reference_for(casefile.Case(case_dir).kind)
+            case, expected, actual = self.run_on(case_dir, kernels, self.root / f"ref-{i}")
             self.assertIsNone(compare.first_difference(case, expected, actual), case_dir)
             self.assertFalse(actual.decisions_recorded)
             copies += len(expected.decisions)
         self.assertGreater(copies, 50)  # the cases did copy something
 
+    def test_each_module_covers_one_table_convention(self):
+        self.assertEqual(launch.supported_kinds(reference),
+                         ["postprocess", "postprocess_align", "precopy", "preprocess_align",
+                          "batch_copy", "precopy_v1"])
+        self.assertEqual(launch.supported_kinds(SLOT_TABLES),
+                         ["postprocess", "preprocess_align", "batch_copy", "precopy_v1",
+                          "postprocess_align_slot_tables", "precopy_slot_tables"])
+        # A module with the seed's precopy signature (no HAS_IDX_MAPPING) and no declarations.
+        seed = types.SimpleNamespace(precopy_mamba_align_fused_kernel=object())
+        self.assertEqual(launch.supported_kinds(seed), ["precopy"])
+        slot_case = next(c for c in self.cases
+                         if casefile.Case(c).kind == "precopy_slot_tables")
+        with self.assertRaisesRegex(launch.LaunchError,
+                                    "does not implement precopy_slot_tables .*'batch_row'"):
+            self.run_on(slot_case, reference, self.root / "wrong-convention")
+        bad = types.SimpleNamespace(precopy_mamba_align_fused_kernel=object(),
+                                    BLOCK_TABLE_ROWS="rows")
+        with self.assertRaisesRegex(launch.LaunchError, "BLOCK_TABLE_ROWS is 'rows'"):
+            launch.supported_kinds(bad)
+
     def test_broken_variants_are_caught(self):
         for variant in ("guard_by_address", "temporal_size_from_stride",
                         "conv_shift_not_memmove", "ds_ignores_bias", "temporal_ignores_bias",
-                        "preprocess_floor"):
+                        "preprocess_floor", "table_by_batch_row"):
             kernels = reference.select_variant(variant)
             found = []
             for i, case_dir in enumerate(self.cases):
+                if not launch.covers(kernels, casefile.Case(case_dir).kind):
+                    continue  # the other table convention's cases
                 try:
                     case, expected, actual = self.run_on(case_dir, kernels,
                                                          self.root / f"{variant}-{i}")
@@ -108,7 +139,8 @@ class Exported(unittest.TestCase):
     def test_unsupported_batch_copy_is_reported(self):
         statuses = []
         for i, case_dir in enumerate(self.cases):
-            case, expected, actual = self.run_on(case_dir, reference, self.root / f"st-{i}")
+            kernels = reference_for(casefile.Case(case_dir).kind)
+            case, expected, actual = self.run_on(case_dir, kernels, self.root / f"st-{i}")
             statuses.append((expected.status, actual.status))
         self.assertIn(("unsupported", "unsupported"), statuses)
         self.assertTrue(all(e == a for e, a in statuses))
@@ -316,8 +348,10 @@ class Worker(unittest.TestCase):
         w = self.start("--results", str(self.root / "worker-results"))
         greeting = w.stdout.readline().split()
         self.assertEqual(greeting[:2], ["mambacheck-worker", "1"])
-        self.assertIn("kinds=" + ",".join(casefile.KINDS), greeting)
-        for case_dir in self.cases[:5]:
+        self.assertIn("kinds=" + ",".join(launch.supported_kinds(reference)), greeting)
+        kinds = launch.supported_kinds(reference)
+        covered = [c for c in self.cases if casefile.Case(c).kind in kinds]
+        for case_dir in covered[:5]:
             w.stdin.write(f"{case_dir}\n")
             w.stdin.flush()
             answer = pathlib.Path(w.stdout.readline().strip())
@@ -326,7 +360,7 @@ class Worker(unittest.TestCase):
             self.assertIsNone(compare.first_difference(
                 case, casefile.StoredResult(case, case_dir), casefile.StoredResult(case, answer)))
         explicit = self.root / "explicit-result"
-        w.stdin.write(f"{self.cases[0]}\t{explicit}\n\nno/such/case\n")
+        w.stdin.write(f"{covered[0]}\t{explicit}\n\nno/such/case\n")
         w.stdin.flush()
         self.assertEqual(w.stdout.readline().strip(), str(explicit.resolve()))
         self.assertTrue(casefile.has_result(explicit))
@@ -334,6 +368,14 @@ class Worker(unittest.TestCase):
         out, _ = w.communicate(timeout=30)
         self.assertEqual(w.returncode, 0)
         self.assertEqual(out, "")
+
+    def test_slot_tables_greet_with_their_kinds(self):
+        w = self.start("--variant", "slot_tables")
+        greeting = w.stdout.readline().split()
+        self.assertIn("kinds=postprocess,preprocess_align,batch_copy,precopy_v1,"
+                      "postprocess_align_slot_tables,precopy_slot_tables", greeting)
+        out, err = w.communicate("", timeout=30)
+        self.assertEqual(w.returncode, 0, err)
 
     def test_two_variants_at_once(self):
         w = self.start("--variant", "guard_by_address,racy_reset")

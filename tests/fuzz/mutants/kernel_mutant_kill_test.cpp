@@ -29,7 +29,7 @@ MutantRunOptions options(const std::filesystem::path& dir) {
   o.backend_name = "host";
   o.backend = [](const model::LaunchCase& c, gpu::Mutant m) { return gpu::run_launch_host(c, m); };
   o.out_dir = dir;
-  o.shrink = ShrinkLimits{.candidates_max = 300, .seconds_max = 20.0};
+  o.shrink = ShrinkLimits{.candidates_max = 1000, .seconds_max = 20.0};
   return o;
 }
 

@@ -20,6 +20,8 @@ struct RunCase {
   model::ConvLayout conv_layout;
   std::int32_t num_spec;
   std::int64_t num_blocks;
+  model::V2TableRows v2_tables = model::V2TableRows::batch_row;
+  bool deferred_postprocess = false;
 };
 
 SimulationOptions make_options(const RunCase& rc, std::uint64_t seed,
@@ -36,6 +38,8 @@ SimulationOptions make_options(const RunCase& rc, std::uint64_t seed,
   o.seed = seed;
   o.engine.runner.flavour = rc.flavour;
   o.engine.runner.v1_copy_path = rc.copy_path;
+  o.engine.runner.v2_table_rows = rc.v2_tables;
+  o.engine.runner.deferred_postprocess = rc.deferred_postprocess;
   o.engine.scheduler.reset_prefix_cache_per_million = 10'000;
   o.engine.scheduler.abort_per_million = 5'000;
   o.executor = executor;
@@ -45,6 +49,7 @@ SimulationOptions make_options(const RunCase& rc, std::uint64_t seed,
 using model::CacheMode;
 using model::ConvLayout;
 using model::RunnerFlavour;
+using model::V2TableRows;
 using oracle::engine::V1CopyPath;
 
 class EngineCompare : public ::testing::TestWithParam<RunCase> {};
@@ -69,6 +74,16 @@ INSTANTIATE_TEST_SUITE_P(
                               V1CopyPath::precopy, ConvLayout::SD, 2, 24},
                       RunCase{"tiny-mamba2", CacheMode::align, RunnerFlavour::v1,
                               V1CopyPath::batch_copy, ConvLayout::SD, 2, 24},
+                      RunCase{"tiny-mamba2", CacheMode::align, RunnerFlavour::v1,
+                              V1CopyPath::precopy_v1, ConvLayout::SD, 2, 24},
+                      RunCase{"tiny-gdn", CacheMode::align, RunnerFlavour::v1,
+                              V1CopyPath::precopy_v1, ConvLayout::DS, 2, 20},
+                      RunCase{"tiny-mamba2", CacheMode::align, RunnerFlavour::v2,
+                              V1CopyPath::precopy, ConvLayout::DS, 2, 24, V2TableRows::slot},
+                      RunCase{"tiny-gdn", CacheMode::align, RunnerFlavour::v2, V1CopyPath::precopy,
+                              ConvLayout::SD, 1, 16, V2TableRows::slot, true},
+                      RunCase{"tiny-linear", CacheMode::align, RunnerFlavour::v2,
+                              V1CopyPath::precopy, ConvLayout::SD, 2, 12, V2TableRows::slot, true},
                       RunCase{"tiny-gdn", CacheMode::align, RunnerFlavour::v1, V1CopyPath::precopy,
                               ConvLayout::DS, 2, 20},
                       RunCase{"tiny-mamba2", CacheMode::align, RunnerFlavour::v2,
@@ -89,6 +104,30 @@ INSTANTIATE_TEST_SUITE_P(
                               ConvLayout::SD, 2, 40},
                       RunCase{"tiny-gdn", CacheMode::all, RunnerFlavour::v2, V1CopyPath::precopy,
                               ConvLayout::DS, 3, 40}));
+
+// A postprocess deferred under pipeline parallelism, its tables gathered by batch row in another
+// step's order, copies through another request's row (#55951): on both seeds the first such
+// step reads a pad past that row's end (seed 1: step 3, column 10), the illegal access vLLM saw
+// where the read lands unmapped. With per-slot tables nothing is found (the matrix above).
+TEST(EngineDeferredPostprocess, BatchRowTablesCopyThroughAnotherRequestsRow) {
+  for (std::uint64_t seed : {1u, 2u}) {
+    const RunCase rc{"tiny-mamba2",
+                     CacheMode::align,
+                     RunnerFlavour::v2,
+                     V1CopyPath::precopy,
+                     ConvLayout::SD,
+                     2,
+                     24,
+                     V2TableRows::batch_row,
+                     true};
+    const SimulationResult r = simulate(make_options(rc, seed, gpu::engine::ExecutorKind::host));
+    ASSERT_TRUE(r.finding.has_value()) << "seed " << seed;
+    EXPECT_FALSE(r.mismatch.has_value()) << r.mismatch->text; // both sides did the same
+    EXPECT_EQ(r.finding->kind, oracle::engine::FindingKind::launch_rejected) << r.finding->message;
+    EXPECT_NE(r.finding->message.find("postprocess_align launch"), std::string::npos)
+        << r.finding->message;
+  }
+}
 
 // The same matrix on the cuda executor (device arenas for the run, the cuda kernels and the
 // forward kernel), one seed: skipped without a device.
