@@ -26,6 +26,7 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
     computed[n.req_id] = n.num_computed_tokens;
   for (const model::CachedRequestData& c : step.cached_requests)
     computed[c.req_id] = c.num_computed_tokens;
+  count_async(step, record);
   for (const model::ScheduledRequest& s : step.scheduled) {
     Request& r = requests_[s.req_id];
     const auto it = computed.find(s.req_id);
@@ -121,6 +122,18 @@ void EngineCoverageCounter::count_row(const model::ScheduledRequest& s,
     coverage_.add("decode-crosses-all-accepted");
   else
     coverage_.add("decode-crosses-some-accepted");
+}
+
+// Async scheduling: a step planned during the one before it, the rows it planned from counts
+// that step's rejected drafts rolled back, and the frees it held back for that step (the
+// oracle side's count: the scheduler's, or in a replay the shadow block manager's).
+void EngineCoverageCounter::count_async(const model::Step& step,
+                                        const oracle::engine::StepRecord& record) {
+  if (step.planned_during < 0) return;
+  coverage_.add("async-deferral");
+  for (const model::CachedRequestData& c : step.cached_requests)
+    if (c.num_computed_tokens_optimistic) coverage_.add("async-rollback");
+  coverage_.add("async-held-free", record.frees_held_back);
 }
 
 void EngineCoverageCounter::count_slots(const model::Step& step,

@@ -41,6 +41,7 @@ private:
   void count_requests(const model::Step& step, std::optional<std::int64_t> aborts);
   void count_row(const model::ScheduledRequest& s, std::int32_t computed_before, const Request& r);
   void count_slots(const model::Step& step, const model::LaunchRecord& launch);
+  void count_async(const model::Step& step, const oracle::engine::StepRecord& record);
 
   const model::Layout& layout_;
   model::Coverage coverage_ = model::Coverage::empty(model::CoverageLevel::engine);

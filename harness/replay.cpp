@@ -39,7 +39,8 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   }
   const oracle::engine::RunnerOptions oracle_options{.flavour = result.config.runner,
                                                      .v1_copy_path = options.v1_copy_path};
-  oracle::engine::Replayer oracle(layout, oracle_options);
+  oracle::engine::Replayer oracle(layout, oracle_options, 64, oracle::engine::Structures::fast,
+                                  header.async_scheduling);
   gpu::engine::EngineRunner backend(
       layout, backend_runner_options(oracle_options, options.runner_mutant, options.kernel_mutant),
       options.executor);

@@ -59,6 +59,10 @@ std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
   header.config.runner = c.engine.runner.flavour;
   header.preset = c.preset_layout ? c.preset : "";
   header.layout_spec = c.spec;
+  if (c.engine.scheduler.async_scheduling) {
+    header.version = scenarios::kTraceFormatVersionAsync;
+    header.async_scheduling = true;
+  }
   header.source = {
       {"tool", "mambacheck fuzz --level engine"},
       {"case_seed", c.case_seed},
@@ -152,6 +156,7 @@ std::string fixed_args(const EngineCaseFixed& fixed) {
   std::string args;
   if (fixed.block_size) args += fmt::format(" --block-size {}", *fixed.block_size);
   if (fixed.token_budget) args += fmt::format(" --token-budget {}", *fixed.token_budget);
+  if (fixed.async_scheduling) args += " --async";
   return args;
 }
 
@@ -512,6 +517,7 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
   if (o.repeat > 1) j["repeat"] = o.repeat;
   if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
   if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;
+  if (o.fixed.async_scheduling) j["async"] = true;
   nlohmann::ordered_json findings = nlohmann::ordered_json::array();
   nlohmann::ordered_json rates = nlohmann::ordered_json::array();
   for (const EngineFinding& f : r.findings) {

@@ -8,12 +8,12 @@ namespace mc::oracle::engine {
 using model::kNullBlockId;
 
 BlockManager::BlockManager(const model::CacheConfig& config, std::int32_t num_groups,
-                           std::int32_t num_blocks, bool defer_frees, Structures structures)
+                           std::int32_t num_blocks, Structures structures)
     : config_(config), settle_(structures == Structures::fast), requests_(structures) {
   MC_ASSERT(num_groups >= 1 && num_groups <= model::kGroupsMax);
   MC_ASSERT(config.mode != model::CacheMode::none);
   for (std::int32_t g = 0; g < num_groups; ++g)
-    pools_.emplace_back(num_blocks, defer_frees, structures);
+    pools_.emplace_back(num_blocks, structures);
 }
 
 std::int32_t BlockManager::num_required(std::int32_t num_tokens) const {
@@ -82,6 +82,15 @@ bool BlockManager::can_allocate(const RequestBlocks& held, std::int32_t num_toke
   const std::int32_t needed = num_new_blocks(&held, num_tokens);
   for (const BlockPool& pool : pools_)
     if (pool.num_free() < needed) return false;
+  return true;
+}
+
+bool BlockManager::can_allocate_after_release(const RequestBlocks& held,
+                                              std::int32_t num_tokens) const {
+  const std::int32_t needed = num_new_blocks(&held, num_tokens);
+  for (const BlockPool& pool : pools_)
+    if (pool.num_free() + static_cast<std::int32_t>(pool.held_back_blocks().size()) < needed)
+      return false;
   return true;
 }
 
@@ -216,9 +225,23 @@ const RequestBlocks* BlockManager::find(const std::string& req_id, std::int32_t 
   return requests_.find(req_id, key);
 }
 
-void BlockManager::release_deferred() {
+void BlockManager::mark_in_flight(const RequestBlocks& held) {
+  MC_ASSERT(held.groups.size() == pools_.size());
+  for (std::size_t g = 0; g < pools_.size(); ++g)
+    for (const std::int32_t block : held.groups[g].block_ids)
+      if (block != kNullBlockId) pools_[g].mark_in_flight(block);
+}
+
+void BlockManager::release_in_flight() {
   for (BlockPool& pool : pools_)
-    pool.release_deferred();
+    pool.release_in_flight();
+}
+
+std::int64_t BlockManager::frees_held_back() const {
+  std::int64_t n = 0;
+  for (const BlockPool& pool : pools_)
+    n += pool.frees_held_back();
+  return n;
 }
 
 void BlockManager::reset_cache() {

@@ -46,7 +46,7 @@ struct RequestBlocks {
 class BlockManager {
 public:
   BlockManager(const model::CacheConfig& config, std::int32_t num_groups, std::int32_t num_blocks,
-               bool defer_frees, Structures structures);
+               Structures structures);
 
   // The rightmost position p < positions_max whose boundary hash is cached in every group.
   std::int32_t find_cache_hit(std::span<const model::TokenHash> boundary_hashes,
@@ -67,6 +67,8 @@ public:
   // `key`: the request's dense key, a hint (request_records.h).
   RequestBlocks* find_held(const std::string& req_id, std::int32_t key = -1);
   bool can_allocate(const RequestBlocks& held, std::int32_t num_tokens) const;
+  // Async: whether it could once the step in flight completes (its held-back frees counted).
+  bool can_allocate_after_release(const RequestBlocks& held, std::int32_t num_tokens) const;
   void allocate(RequestBlocks& held, std::int32_t num_tokens, model::GroupBlockIds& tails);
   void remove_skipped(RequestBlocks& held, std::int32_t num_computed);
   void free_request(const std::string& req_id);
@@ -93,7 +95,11 @@ public:
   }
   std::span<const BlockPool> pools() const { return pools_; }
   std::int32_t num_groups() const { return static_cast<std::int32_t>(pools_.size()); }
-  void release_deferred();
+  // Async scheduling (block_pool.h): every block of `held`'s tables can be touched by the step
+  // in flight; release_in_flight() when it completes.
+  void mark_in_flight(const RequestBlocks& held);
+  void release_in_flight();
+  std::int64_t frees_held_back() const; // over every group
   void reset_cache(); // all requests must have been freed
 
 private:

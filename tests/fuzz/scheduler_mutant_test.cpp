@@ -20,9 +20,10 @@ using harness::SchedulerMutant;
 
 TEST(SchedulerMutantCatalogue, ListedAndRoundTrip) {
   const auto all = gpu::scheduler_mutants();
-  ASSERT_EQ(all.size(), 2u);
+  ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].name, "prefix_hit_one_block_short");
   EXPECT_EQ(all[1].name, "spec_blocks_left_behind");
+  EXPECT_EQ(all[2].name, "async_frees_visible_at_once");
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto m = static_cast<SchedulerMutant>(i + 1);
     EXPECT_EQ(harness::to_string(m), all[i].name);
@@ -89,12 +90,17 @@ TEST_P(SchedulerMutantKilled, ShrunkAndItsTraceReplaysToTheSameFinding) {
 // Found with `mambacheck fuzz --level engine --backend host --mutant NAME` at seed 1:
 // prefix_hit_one_block_short is killed by case 15 (a request sharing a cached boundary with
 // one before it); spec_blocks_left_behind needs a prefill chunk that moves the running block
-// two blocks past the old one with drafts on, first met by case 54 (run here as its own seed).
+// two blocks past the old one with drafts on, first met by case 54 (run here as its own seed);
+// async_frees_visible_at_once needs an async case whose planning frees a block the step in
+// flight holds and takes one, first met by case 33 (case seed 33: the stale block of a lone
+// request handed back to it).
 INSTANTIATE_TEST_SUITE_P(
-    Both, SchedulerMutantKilled,
+    All, SchedulerMutantKilled,
     ::testing::Values(
         SchedulerKill{SchedulerMutant::prefix_hit_one_block_short, "wrong_prefix_hit", 1, 20},
-        SchedulerKill{SchedulerMutant::spec_blocks_left_behind, "spec_blocks_not_moved", 54, 1}),
+        SchedulerKill{SchedulerMutant::spec_blocks_left_behind, "spec_blocks_not_moved", 54, 1},
+        SchedulerKill{SchedulerMutant::async_frees_visible_at_once, "in_flight_block_reused", 33,
+                      1}),
     [](const ::testing::TestParamInfo<SchedulerKill>& param_info) {
       return std::string(harness::to_string(param_info.param.mutant));
     });

@@ -66,8 +66,8 @@ std::vector<BadTrace> header_catalogue() {
        R"({"format":"mambacheck-trace",)"
        "\n",
        1, "json", "malformed JSON"},
-      {"version from the future", with(R"("version":1)", R"("version":3)"), 1, "version",
-       "format version 3; this mambacheck reads version 2"},
+      {"version from the future", with(R"("version":1)", R"("version":4)"), 1, "version",
+       "format version 4; this mambacheck reads version 3"},
       {"version zero", with(R"("version":1)", R"("version":0)"), 1, "version", "start at 1"},
       {"other format", with("mambacheck-trace", "mambacheck-case"), 1, "format", "expected"},
       {"missing config",
