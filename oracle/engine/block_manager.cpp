@@ -104,9 +104,9 @@ void BlockManager::grow_align(GroupRow& row, bool allocated, std::int32_t requir
   const std::int32_t nsb = config_.num_spec_blocks;
   const auto prev_len = static_cast<std::int32_t>(t.size());
   if (allocated)
-    row.last_state_idx = prev_len - 1 - nsb;
+    remember_state(row, prev_len - 1 - nsb);
   else if (prev_len > 0)
-    row.last_state_idx = prev_len - 1; // the prefix-hit block
+    remember_state(row, prev_len - 1); // the prefix-hit block
   const std::int32_t skipped = required - nsb - 1;
   if (prev_len < skipped) t.resize(static_cast<std::size_t>(skipped), kNullBlockId);
   if (allocated) {
@@ -163,16 +163,31 @@ void BlockManager::remove_skipped(const std::string& req_id, std::int32_t num_co
   if (RequestBlocks* held = find_held(req_id)) remove_skipped(*held, num_computed);
 }
 
+void BlockManager::remember_state(GroupRow& row, std::int32_t idx) {
+  const std::int32_t last = row.last_state_idx;
+  if (last >= 0 && last != idx && row.block_ids[static_cast<std::size_t>(last)] != kNullBlockId)
+    row.older_state_idx.push_back(last);
+  row.last_state_idx = idx;
+}
+
 void BlockManager::remove_skipped(RequestBlocks& held, std::int32_t num_computed) {
   if (config_.mode != model::CacheMode::align) return;
   const auto stale_below =
       static_cast<std::int32_t>(model::cdiv(num_computed, config_.mamba_block_size)) - 1;
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     GroupRow& row = held.groups[g];
+    const auto drop = [&](std::int32_t idx) {
+      std::int32_t& block = row.block_ids[static_cast<std::size_t>(idx)];
+      if (block != kNullBlockId) pools_[g].free(block); // a cached block stays findable
+      block = kNullBlockId;
+    };
+    std::erase_if(row.older_state_idx, [&](std::int32_t idx) {
+      if (idx >= stale_below) return false;
+      drop(idx);
+      return true;
+    });
     if (row.last_state_idx < 0 || row.last_state_idx >= stale_below) continue;
-    std::int32_t& block = row.block_ids[static_cast<std::size_t>(row.last_state_idx)];
-    if (block != kNullBlockId) pools_[g].free(block); // a cached block stays findable
-    block = kNullBlockId;
+    drop(row.last_state_idx);
   }
 }
 

@@ -32,6 +32,10 @@ namespace mc::oracle::engine {
 struct GroupRow {
   std::vector<std::int32_t> block_ids; // the scheduler's table (nulled where freed or moved)
   std::int32_t last_state_idx = -1;    // the previous running block, freed once stale
+  // Async scheduling: earlier previous running blocks that a growth passed before they were
+  // stale (stale goes by the tokens committed, which lag the planned ones by the step in
+  // flight); freed like last_state_idx once stale. Empty with synchronous scheduling.
+  std::vector<std::int32_t> older_state_idx;
   // Every position before this one is null or holds a cached block, and stays so while the
   // request holds its table (positions are only ever nulled or appended; a held block is
   // never evicted): cache_blocks starts its walk here (the plain structures walk from 0).
@@ -108,6 +112,8 @@ private:
   // allocate() of a request that had no tables (`first`) or of one that has, into `tails`
   // (whose vectors keep their capacity: the scheduler reuses them step after step).
   void grow(RequestBlocks& req, bool first, std::int32_t num_tokens, model::GroupBlockIds& tails);
+  // The row's previous running block is now `idx`; one not freed yet is kept to be freed.
+  static void remember_state(GroupRow& row, std::int32_t idx);
   // Appends the new tail of the row to `tail`.
   void grow_align(GroupRow& row, bool allocated, std::int32_t required, BlockPool& pool,
                   std::vector<std::int32_t>& tail);

@@ -301,12 +301,12 @@ TEST(EngineFuzz, SameSeedSameCoverageIsolatedOrNot) {
   for (const auto& [a, n] : here.coverage.decode_crossings_by_accepted)
     by_accepted += n;
   EXPECT_EQ(decodes, by_accepted);
-  EXPECT_EQ(here.coverage.count("preemption"), 12);
+  EXPECT_EQ(here.coverage.count("preemption"), 11);
   EXPECT_EQ(here.coverage.count("prefix-hit-several-blocks"), 3);
   // The async cases among them: every step after the first planned during the one before.
-  EXPECT_EQ(here.coverage.count("async-deferral"), 46);
-  EXPECT_EQ(here.coverage.count("async-held-free"), 6);
-  EXPECT_EQ(to_json(o, here)["coverage"]["counts"]["preemption"], 12);
+  EXPECT_EQ(here.coverage.count("async-deferral"), 45);
+  EXPECT_EQ(here.coverage.count("async-held-free"), 7);
+  EXPECT_EQ(to_json(o, here)["coverage"]["counts"]["preemption"], 11);
 }
 
 } // namespace
