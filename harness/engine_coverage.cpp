@@ -32,6 +32,7 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
     const auto it = computed.find(s.req_id);
     count_row(s, it == computed.end() ? 0 : it->second, r);
     r.last_accepted = s.num_draft_tokens > 0 ? s.num_accepted_tokens : 1;
+    r.last_step = step.index;
     running_.insert(s.req_id);
   }
   for (const model::LaunchRecord& l : record.launches) {
@@ -51,8 +52,10 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
                                            std::optional<std::int64_t> aborts) {
   for (const std::string& id : step.finished_req_ids) {
     const auto it = requests_.find(id);
-    // A waiting request cannot finish by itself: it was aborted.
-    if (!aborts && it != requests_.end() && it->second.waiting) coverage_.add("abort");
+    // A waiting request cannot finish by itself, unless a row of it was in flight when it was
+    // preempted (async): otherwise it was aborted.
+    if (!aborts && it != requests_.end() && it->second.waiting && !it->second.preempted_in_flight)
+      coverage_.add("abort");
     if (it != requests_.end()) requests_.erase(it);
     running_.erase(id);
   }
@@ -63,6 +66,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
       Request& r = requests_[id];
       r.waiting = true;
       r.forced = true;
+      r.preempted_in_flight = step.planned_during >= 0 && r.last_step == step.planned_during;
     }
     running_.clear();
   }
@@ -71,6 +75,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     Request& r = requests_[id];
     r.waiting = true;
     r.forced = false;
+    r.preempted_in_flight = step.planned_during >= 0 && r.last_step == step.planned_during;
     running_.erase(id);
   }
   const std::int32_t block_size = layout_.config.mamba_block_size;

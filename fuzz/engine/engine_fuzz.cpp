@@ -441,6 +441,7 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     report.bytes_compared += outcome.bytes_compared;
     ++report.cases_by_preset[c.preset];
     ++report.cases_by_runner[runner_key(c)];
+    ++report.cases_by_scheduling[c.engine.scheduler.async_scheduling ? "async" : "sync"];
     report.coverage.merge(outcome.coverage);
     if (o.on_case) o.on_case(report.cases, report.steps, c);
     if (!outcome.failed()) return true;
@@ -501,6 +502,7 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"bytes_compared", r.bytes_compared},
                            {"cases_by_preset", r.cases_by_preset},
                            {"cases_by_runner", r.cases_by_runner},
+                           {"cases_by_scheduling", r.cases_by_scheduling},
                            {"reruns", o.reruns},
                            {"failing_cases", r.failing_cases()},
                            {"coverage", model::to_json(r.coverage)},

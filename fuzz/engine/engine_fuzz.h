@@ -113,6 +113,7 @@ struct EngineFuzzReport {
   std::int64_t bytes_compared = 0;
   std::map<std::string, std::int64_t> cases_by_preset;
   std::map<std::string, std::int64_t> cases_by_runner; // v1 precopy, v1 batch_copy, v2, all
+  std::map<std::string, std::int64_t> cases_by_scheduling; // sync, async
   // Every case's first run (not reruns, repeats or shrink candidates): model/coverage.h.
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   double seconds = 0.0;                                // shrinking and files included

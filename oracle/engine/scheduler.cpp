@@ -224,6 +224,7 @@ void Scheduler::maybe_abort(model::Step& step) {
   blocks_.free_request(r.spec.req_id);
   r.status = RequestStatus::finished;
   r.in_flight.stale = r.in_flight.step >= 0;
+  r.planned.stale = r.planned.step >= 0;
   ++num_finished_;
   ++stats_.aborts;
   if (r.started) step.finished_req_ids.push_back(r.spec.req_id);
@@ -236,6 +237,7 @@ void Scheduler::force_preempt_all(model::Step& step) {
     r.num_computed = 0;
     r.status = RequestStatus::waiting;
     r.in_flight.stale = r.in_flight.step >= 0;
+    r.planned.stale = r.planned.step >= 0;
     waiting_.push_front(*it);
     ++stats_.forced_preemptions;
   }
@@ -252,6 +254,7 @@ void Scheduler::preempt(std::size_t running_index, model::Step& step) {
   r.num_computed = 0;
   r.status = RequestStatus::waiting;
   r.in_flight.stale = r.in_flight.step >= 0;
+  r.planned.stale = r.planned.step >= 0;
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
   waiting_.push_front(idx);
   step.preempted_req_ids.push_back(r.spec.req_id);
