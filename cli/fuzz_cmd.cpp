@@ -45,6 +45,7 @@ struct FuzzOptions {
   int max_size = 100;
   std::int32_t block_size = 0;   // engine level: 0 draws it per case
   std::int32_t token_budget = 0; // engine level: 0 draws it per case
+  bool async = false;            // engine level: every case async, not a quarter of them
   std::string out = "mc-out";
   std::string report;
   std::string junit;
@@ -360,9 +361,12 @@ int run_fuzz(FuzzOptions o) {
     model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
   if (o.level == "kernel" && (o.block_size != 0 || o.token_budget != 0))
     model::fail_input("--block-size and --token-budget: engine level only (--level engine)");
+  if (o.level == "kernel" && o.async)
+    model::fail_input("--async: engine level only (--level engine): it schedules steps");
   fuzz::EngineCaseFixed fixed;
   if (o.block_size != 0) fixed.block_size = o.block_size;
   if (o.token_budget != 0) fixed.token_budget = o.token_budget;
+  fixed.async_scheduling = o.async;
   fuzz::validate_fixed(fixed);
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
@@ -470,6 +474,9 @@ void add_fuzz_command(CLI::App& app, Action& action) {
   cmd->add_option("--token-budget", o->token_budget,
                   "Engine level: every case with this token budget (default: drawn; caps the "
                   "drawn block size)");
+  cmd->add_flag("--async", o->async,
+                "Engine level: every case with async scheduling, one step in flight (default: "
+                "a quarter of the cases)");
   cmd->add_option("--out", o->out, "Directory for counterexamples (default mc-out)");
   cmd->add_option("--report", o->report, "Write a JSON report (deterministic for a seed)");
   cmd->add_option("--junit", o->junit, "Write JUnit XML");

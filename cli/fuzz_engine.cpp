@@ -46,12 +46,15 @@ void print_summary(const fuzz::EngineFuzzOptions& o, const fuzz::EngineFuzzRepor
                            o.jobs > 1 ? fmt::format(", {} jobs", o.jobs) : "", r.cases, r.steps, r.seconds,
                            static_cast<double>(r.cases) / s, static_cast<double>(r.steps) / s,
                            static_cast<double>(r.bytes_compared) / (1 << 20));
-  std::string presets, runners;
+  std::string presets, runners, scheduling;
   for (const auto& [name, n] : r.cases_by_preset)
     presets += fmt::format(" {}={}", name, n);
   for (const auto& [name, n] : r.cases_by_runner)
     runners += fmt::format(" {}={}", name, n);
-  std::cout << "  presets:" << presets << "\n  runners:" << runners << "\n";
+  for (const auto& [name, n] : r.cases_by_scheduling)
+    scheduling += fmt::format(" {}={}", name, n);
+  std::cout << "  presets:" << presets << "\n  runners:" << runners
+            << "\n  scheduling:" << scheduling << "\n";
 }
 
 void print_finding(const fuzz::EngineFinding& f) {

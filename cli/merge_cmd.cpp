@@ -61,13 +61,13 @@ void print_level(const Json& r) {
                              counts_line(r.at("cases_by_kind")),
                              counts_line(r.at("cases_by_size_class")));
   } else {
-    std::cout << fmt::format("engine level, backend {}, seed {}: {} cases, {} steps, {:.1f} MiB "
-                             "of arenas compared\n  presets:{}\n  runners:{}\n",
-                             r.at("backend").get<std::string>(), r.at("seed").get<std::uint64_t>(),
-                             r.at("cases").get<std::int64_t>(), r.at("steps").get<std::int64_t>(),
-                             r.at("bytes_compared").get<double>() / mib,
-                             counts_line(r.at("cases_by_preset")),
-                             counts_line(r.at("cases_by_runner")));
+    std::cout << fmt::format(
+        "engine level, backend {}, seed {}: {} cases, {} steps, {:.1f} MiB "
+        "of arenas compared\n  presets:{}\n  runners:{}\n  scheduling:{}\n",
+        r.at("backend").get<std::string>(), r.at("seed").get<std::uint64_t>(),
+        r.at("cases").get<std::int64_t>(), r.at("steps").get<std::int64_t>(),
+        r.at("bytes_compared").get<double>() / mib, counts_line(r.at("cases_by_preset")),
+        counts_line(r.at("cases_by_runner")), counts_line(r.at("cases_by_scheduling")));
   }
   std::cout << model::coverage_table(model::coverage_from_json(r.at("coverage")));
   if (r.contains("coverage_missing") && !r.at("coverage_missing").empty())

@@ -44,7 +44,8 @@ struct RunOptions {
   std::int32_t token_budget = 0; // 0: token_budget_default of the config
   std::int32_t resets_per_million = 0;
   std::int32_t aborts_per_million = 0;
-  bool async_frees = false;
+  bool async = false;
+  bool async_frees = false; // the flag's old name: refused, naming --async
   std::string v1_copy;   // empty: not given (precopy)
   std::string v2_tables; // empty: not given (batch_row)
   bool deferred_postprocess = false;
@@ -113,7 +114,11 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
   c.engine.scheduler.reset_prefix_cache_per_million =
       per_million(o.resets_per_million, "--resets-per-million");
   c.engine.scheduler.abort_per_million = per_million(o.aborts_per_million, "--aborts-per-million");
-  c.engine.scheduler.async_frees = o.async_frees;
+  if (o.async_frees)
+    model::fail_input("--async-frees is gone: --async runs async scheduling (one step in flight, "
+                      "planned from optimistic counts; a freed block is held back only while the "
+                      "step in flight can touch it)");
+  c.engine.scheduler.async_scheduling = o.async;
   if (o.pool_blocks != 0) {
     if (o.pool_blocks < 4 || o.pool_blocks > model::kBlocksMax)
       model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
@@ -243,8 +248,11 @@ void add_run_command(CLI::App& app, Action& action) {
                   "request (default 0)");
   cmd->add_option("--aborts-per-million", o->aborts_per_million,
                   "Chance per step that one running or waiting request is aborted (default 0)");
-  cmd->add_flag("--async-frees", o->async_frees,
-                "Async scheduling: freed blocks become allocatable one step later");
+  cmd->add_flag("--async", o->async,
+                "Async scheduling as vLLM's: each step planned while the one before it runs, "
+                "from counts that take its drafts as accepted; a block freed meanwhile that the "
+                "step in flight can touch is held back until it completes");
+  cmd->add_flag("--async-frees", o->async_frees, "Replaced by --async")->group("");
   cmd->add_option("--record", o->record, "Write the run's steps as a trace (replay it later)");
   cmd->add_option("--steps-out", o->steps_out,
                   "Write what the oracle believes happened, one JSON line per step");

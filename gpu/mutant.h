@@ -181,7 +181,12 @@ namespace mc::gpu {
     "boundary before the longest one (none when there is none) and recomputes the rest")           \
   X(spec_blocks_left_behind, 'X',                                                                  \
     "when the running block advances past the old speculative blocks, the block manager leaves "   \
-    "them where they are (not moved to the end of the table) and takes fresh blocks instead")
+    "them where they are (not moved to the end of the table) and takes fresh blocks instead")      \
+  X(async_frees_visible_at_once, 'X',                                                              \
+    "with async scheduling the block pool makes a free visible at once, at the head of its free "  \
+    "queue: a block freed while a step is planned (a stale block, a preempted, aborted or reset "  \
+    "request's) is handed out again by that same planning, though the step in flight can still "   \
+    "read or write it")
 
 enum class Mutant : std::uint8_t {
   none, // the implementation under test, as specified in model/LAUNCH_KINDS.md

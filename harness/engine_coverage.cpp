@@ -26,11 +26,13 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
     computed[n.req_id] = n.num_computed_tokens;
   for (const model::CachedRequestData& c : step.cached_requests)
     computed[c.req_id] = c.num_computed_tokens;
+  count_async(step, record);
   for (const model::ScheduledRequest& s : step.scheduled) {
     Request& r = requests_[s.req_id];
     const auto it = computed.find(s.req_id);
     count_row(s, it == computed.end() ? 0 : it->second, r);
     r.last_accepted = s.num_draft_tokens > 0 ? s.num_accepted_tokens : 1;
+    r.last_step = step.index;
     running_.insert(s.req_id);
   }
   for (const model::LaunchRecord& l : record.launches) {
@@ -52,8 +54,10 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
                                            std::optional<std::int64_t> aborts) {
   for (const std::string& id : step.finished_req_ids) {
     const auto it = requests_.find(id);
-    // A waiting request cannot finish by itself: it was aborted.
-    if (!aborts && it != requests_.end() && it->second.waiting) coverage_.add("abort");
+    // A waiting request cannot finish by itself, unless a row of it was in flight when it was
+    // preempted (async): otherwise it was aborted.
+    if (!aborts && it != requests_.end() && it->second.waiting && !it->second.preempted_in_flight)
+      coverage_.add("abort");
     if (it != requests_.end()) requests_.erase(it);
     running_.erase(id);
   }
@@ -64,6 +68,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
       Request& r = requests_[id];
       r.waiting = true;
       r.forced = true;
+      r.preempted_in_flight = step.planned_during >= 0 && r.last_step == step.planned_during;
     }
     running_.clear();
   }
@@ -72,6 +77,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     Request& r = requests_[id];
     r.waiting = true;
     r.forced = false;
+    r.preempted_in_flight = step.planned_during >= 0 && r.last_step == step.planned_during;
     running_.erase(id);
   }
   const std::int32_t block_size = layout_.config.mamba_block_size;
@@ -123,6 +129,18 @@ void EngineCoverageCounter::count_row(const model::ScheduledRequest& s,
     coverage_.add("decode-crosses-all-accepted");
   else
     coverage_.add("decode-crosses-some-accepted");
+}
+
+// Async scheduling: a step planned during the one before it, the rows it planned from counts
+// that step's rejected drafts rolled back, and the frees it held back for that step (the
+// oracle side's count: the scheduler's, or in a replay the shadow block manager's).
+void EngineCoverageCounter::count_async(const model::Step& step,
+                                        const oracle::engine::StepRecord& record) {
+  if (step.planned_during < 0) return;
+  coverage_.add("async-deferral");
+  for (const model::CachedRequestData& c : step.cached_requests)
+    if (c.num_computed_tokens_optimistic) coverage_.add("async-rollback");
+  coverage_.add("async-held-free", record.frees_held_back);
 }
 
 void EngineCoverageCounter::count_slots(const model::Step& step,

@@ -3,7 +3,8 @@
 // decisions and arrays). Nothing is taken from the generator or the scheduler's intentions, so
 // a recorded trace counts the same on replay as the run that recorded it did, except aborts,
 // which a step lists among the finished requests: a run knows them from its scheduler, a
-// replay only where the aborted request was waiting (preempted, not yet resumed).
+// replay only where the aborted request was waiting (preempted, not yet resumed) and no row of
+// it was in flight when it was preempted (async: that row may have finished it).
 #pragma once
 
 #include "model/coverage.h"
@@ -37,10 +38,14 @@ private:
     std::int32_t last_accepted = 1; // of its last decode with drafts; 1 otherwise
     bool waiting = false;           // preempted (or force-preempted) and not resumed yet
     bool forced = false;            // force-preempted by reset_prefix_cache
+    std::int64_t last_step = -1;    // the last step with a row of it
+    // Async: preempted while its row was in flight; that row may finish it while it waits.
+    bool preempted_in_flight = false;
   };
   void count_requests(const model::Step& step, std::optional<std::int64_t> aborts);
   void count_row(const model::ScheduledRequest& s, std::int32_t computed_before, const Request& r);
   void count_slots(const model::Step& step, const model::LaunchRecord& launch);
+  void count_async(const model::Step& step, const oracle::engine::StepRecord& record);
 
   const model::Layout& layout_;
   model::Coverage coverage_ = model::Coverage::empty(model::CoverageLevel::engine);

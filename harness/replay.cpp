@@ -42,7 +42,8 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
                                                      .v2_table_rows = options.v2_table_rows,
                                                      .deferred_postprocess =
                                                          options.deferred_postprocess};
-  oracle::engine::Replayer oracle(layout, oracle_options);
+  oracle::engine::Replayer oracle(layout, oracle_options, 64, oracle::engine::Structures::fast,
+                                  header.async_scheduling);
   gpu::engine::EngineRunner backend(
       layout, backend_runner_options(oracle_options, options.runner_mutant, options.kernel_mutant),
       options.executor);

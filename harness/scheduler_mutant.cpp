@@ -99,6 +99,87 @@ void spec_blocks_left_behind(Engine& engine, model::Step& step) {
   }
 }
 
+// The ids of `step` that its planning took from each group's pool, in the order it took them:
+// the batch rows' order (running requests, then admissions), each table's new blocks in table
+// order. A running request's old speculative blocks moving to the end are not taken, nor is the
+// block of a new or resumed request's prefix hit.
+std::vector<std::vector<std::int32_t*>> taken_ids(Engine& engine, model::Step& step) {
+  const model::CacheConfig& config = engine.runner().layout().config;
+  const auto num_groups = static_cast<std::size_t>(engine.runner().layout().num_groups());
+  std::vector<std::vector<std::int32_t*>> taken(num_groups);
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    const auto cached = std::find_if(step.cached_requests.begin(), step.cached_requests.end(),
+                                     [&](const auto& c) { return c.req_id == s.req_id; });
+    const auto fresh = std::find_if(step.new_requests.begin(), step.new_requests.end(),
+                                    [&](const auto& n) { return n.req_id == s.req_id; });
+    if (cached != step.cached_requests.end() && !cached->resumed) {
+      const model::GroupBlockIds* row = engine.runner().row(s.req_id);
+      if (row == nullptr) continue;
+      for (std::size_t g = 0; g < num_groups; ++g) {
+        const std::vector<std::int32_t>& old_ids = (*row)[g];
+        const std::size_t nsb = config.mode == model::CacheMode::align
+                                    ? std::min<std::size_t>(config.num_spec_blocks, old_ids.size())
+                                    : 0;
+        for (std::int32_t& id : cached->new_block_ids[g])
+          if (id != model::kNullBlockId &&
+              std::find(old_ids.end() - static_cast<std::ptrdiff_t>(nsb), old_ids.end(), id) ==
+                  old_ids.end())
+            taken[g].push_back(&id);
+      }
+      continue;
+    }
+    model::GroupBlockIds* table = nullptr;
+    std::int32_t computed = 0;
+    if (cached != step.cached_requests.end()) {
+      table = &cached->new_block_ids;
+      computed = cached->num_computed_tokens;
+    } else if (fresh != step.new_requests.end()) {
+      table = &fresh->block_ids;
+      computed = fresh->num_computed_tokens;
+    }
+    if (table == nullptr) continue;
+    const std::int64_t hit = computed / config.mamba_block_size - 1;
+    for (std::size_t g = 0; g < num_groups; ++g)
+      for (std::size_t j = 0; j < (*table)[g].size(); ++j)
+        if ((*table)[g][j] != model::kNullBlockId && static_cast<std::int64_t>(j) != hit)
+          taken[g].push_back(&(*table)[g][j]);
+  }
+  return taken;
+}
+
+// The step a pool that pushes every free at the head of its queue would have given, held-back
+// or not: at each take, the block freed last before it that no take has had yet, else the next
+// block the real pool gave (those move down the line). The oracle's pool says which blocks it
+// held back and how many blocks had been taken when each was freed.
+void async_frees_visible_at_once(Engine& engine, model::Step& step) {
+  if (step.planned_during < 0) return;
+  const std::span<const BlockPool> pools = engine.scheduler().blocks().pools();
+  std::vector<std::vector<std::int32_t*>> taken = taken_ids(engine, step);
+  for (std::size_t g = 0; g < pools.size(); ++g) {
+    const std::span<const std::int32_t> held = pools[g].held_back_blocks();
+    const std::span<const std::int64_t> freed_after = pools[g].held_back_after_takes();
+    if (held.empty()) continue;
+    const std::int64_t first_take =
+        pools[g].blocks_taken() - static_cast<std::int64_t>(taken[g].size());
+    std::vector<std::int32_t> real;
+    for (const std::int32_t* id : taken[g])
+      real.push_back(*id);
+    std::vector<bool> used(held.size(), false);
+    std::size_t next_real = 0;
+    for (std::size_t k = 0; k < taken[g].size(); ++k) {
+      std::optional<std::size_t> last_freed;
+      for (std::size_t i = 0; i < held.size(); ++i)
+        if (!used[i] && freed_after[i] <= first_take + static_cast<std::int64_t>(k)) last_freed = i;
+      if (last_freed) {
+        used[*last_freed] = true;
+        *taken[g][k] = held[*last_freed];
+      } else {
+        *taken[g][k] = real[next_real++];
+      }
+    }
+  }
+}
+
 } // namespace
 
 std::string_view to_string(SchedulerMutant mutant) {
@@ -124,6 +205,8 @@ std::function<void(model::Step&)> scheduler_mutant_edit(SchedulerMutant mutant, 
     return [&engine](model::Step& step) { prefix_hit_one_block_short(engine, step); };
   case SchedulerMutant::spec_blocks_left_behind:
     return [&engine](model::Step& step) { spec_blocks_left_behind(engine, step); };
+  case SchedulerMutant::async_frees_visible_at_once:
+    return [&engine](model::Step& step) { async_frees_visible_at_once(engine, step); };
   }
   MC_ASSERT(false);
   return {};

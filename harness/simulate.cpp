@@ -20,6 +20,10 @@ static_assert(scenarios::kWorkloadSequenceLenMax == oracle::engine::kSequenceLen
 scenarios::TraceHeader record_header(const SimulationOptions& o, const model::CacheConfig& config,
                                      std::int64_t num_requests) {
   scenarios::TraceHeader header{.config = config, .preset = o.preset, .layout_spec = o.spec};
+  if (o.engine.scheduler.async_scheduling) {
+    header.version = scenarios::kTraceFormatVersionAsync;
+    header.async_scheduling = true;
+  }
   header.source = {{"recorder", "mambacheck run"},
                    {"version", MC_VERSION},
                    {"seed", o.seed},

@@ -53,6 +53,7 @@ void fill_counts(const model::Step& step, RowView& row) {
     if (c.req_id == row.req_id) {
       row.resumed = c.resumed;
       row.computed_before = c.num_computed_tokens;
+      row.computed_optimistic = c.num_computed_tokens_optimistic;
       if (c.resumed) row.prefix_hit_tokens = c.num_computed_tokens;
       return;
     }
@@ -144,9 +145,11 @@ void StepViewer::before(const OracleSide& oracle) {
 StepView StepViewer::after(OracleSide& oracle, const OracleStep& o) {
   const model::Step& step = o.step;
   StepView view{.step = step.index,
+                .frees_held_back = o.record.frees_held_back,
                 .preempted = step.preempted_req_ids,
                 .finished = step.finished_req_ids,
                 .reset_prefix_cache = step.reset_prefix_cache};
+  if (step.planned_during >= 0) view.planned_during = step.planned_during;
   if (o.finding) view.finding = o.finding->message;
   for (const oracle::engine::LaunchRecord& l : o.record.launches)
     view.launches.emplace_back(model::to_string(l.kind));
@@ -264,6 +267,7 @@ nlohmann::ordered_json to_json(const StepView& v) {
                     {"new", r.is_new},
                     {"resumed", r.resumed},
                     {"computed_before", r.computed_before},
+                    {"computed_optimistic", optional_json(r.computed_optimistic)},
                     {"scheduled", r.scheduled},
                     {"drafts", r.drafts},
                     {"accepted", r.accepted},
@@ -276,19 +280,28 @@ nlohmann::ordered_json to_json(const StepView& v) {
                     {"post_copy", copy_json(r.post_copy)},
                     {"table", std::move(table)}});
   }
-  nlohmann::ordered_json j{{"step", v.step},         {"rows", std::move(rows)},
-                           {"launches", v.launches}, {"preempted", v.preempted},
-                           {"finished", v.finished}, {"reset_prefix_cache", v.reset_prefix_cache},
-                           {"freed", v.freed},       {"cached", v.cached}};
+  nlohmann::ordered_json j{{"step", v.step},
+                           {"planned_during", optional_json(v.planned_during)},
+                           {"frees_held_back", v.frees_held_back},
+                           {"rows", std::move(rows)},
+                           {"launches", v.launches},
+                           {"preempted", v.preempted},
+                           {"finished", v.finished},
+                           {"reset_prefix_cache", v.reset_prefix_cache},
+                           {"freed", v.freed},
+                           {"cached", v.cached}};
   if (v.finding) j["finding"] = *v.finding;
   return j;
 }
 
 std::string explain(const StepView& v) {
   std::string out =
-      fmt::format("step {}: {} rows; launches: {}{}\n", v.step, v.rows.size(),
+      fmt::format("step {}: {} rows; launches: {}{}{}\n", v.step, v.rows.size(),
                   v.launches.empty() ? "none" : fmt::format("{}", fmt::join(v.launches, ", ")),
-                  v.reset_prefix_cache ? "; reset_prefix_cache" : "");
+                  v.reset_prefix_cache ? "; reset_prefix_cache" : "",
+                  v.planned_during ? fmt::format("; planned during step {} ({} frees held back)",
+                                                 *v.planned_during, v.frees_held_back)
+                                   : "");
   out +=
       fmt::format("{:>3} {:<12} {:<7} {:>8} {:>6} {:>6} {:>3} {:>6} {:>9} {:>5} {:<18} {:<18} {}\n",
                   "row", "request", "kind", "computed", "sched", "drafts", "acc", "hit", "col", "a",

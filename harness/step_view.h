@@ -36,6 +36,9 @@ struct RowView {
   bool is_new = false;
   bool resumed = false;
   std::int32_t computed_before = 0;
+  // Async: the count the scheduler planned from, where the step in flight's rejected drafts
+  // made it larger than computed_before.
+  std::optional<std::int32_t> computed_optimistic;
   std::int32_t scheduled = 0;
   std::int32_t drafts = 0;
   std::int32_t accepted = 1;
@@ -51,6 +54,8 @@ struct RowView {
 
 struct StepView {
   std::int64_t step = 0;
+  std::optional<std::int64_t> planned_during; // async: the step in flight while it was planned
+  std::int64_t frees_held_back = 0;           // async: frees held back for that step
   std::vector<RowView> rows;
   std::vector<std::string> preempted;
   std::vector<std::string> finished;

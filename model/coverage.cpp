@@ -87,6 +87,15 @@ constexpr std::array kCatalogue = {
                     "V2 request slots taken by another request than their last"},
     CoverageFeature{"deferred-postprocess-reordered", "runner", no, E,
                     "deferred V2 postprocesses run after another batch order was gathered"},
+    CoverageFeature{"async-deferral", "async", no, E,
+                    "steps planned while the step before them ran (async scheduling), whose "
+                    "acceptance then arrived after the planning"},
+    CoverageFeature{"async-rollback", "async", no, E,
+                    "running requests planned from an optimistic count (the step in flight's "
+                    "drafts taken as accepted) that its rejected drafts rolled back"},
+    CoverageFeature{"async-held-free", "async", no, E,
+                    "blocks freed while the step in flight could touch them, held back until it "
+                    "completed"},
 };
 
 std::string valid_names() {

@@ -12,6 +12,13 @@
 //   matched, plus the bonus token), for a prefill row 1 (neutral);
 // - a request force-preempted by reset_prefix_cache never appears in preempted_req_ids, only
 //   later among the resumed (REFERENCE.md 2, cleanup).
+// - async scheduling (one step in flight, REFERENCE.md 3): planned_during names the step that
+//   was running while this one was planned. The scheduler then counted that step's drafts as
+//   accepted: a cached request's num_computed_tokens_optimistic is the count it planned from
+//   (vLLM's CachedRequestData.num_computed_tokens under async scheduling), num_computed_tokens
+//   the true count the runner starts from, once the step in flight reported its acceptance.
+//   Tables were grown and stale blocks freed from the optimistic count; token ids are the real
+//   ones (the runner fills vLLM's placeholders from the step in flight's samples).
 // - key: a dense number of the request, the same in every step of one run (the oracle
 //   scheduler's index of it), or -1; not part of a trace. A consumer may use it to find its
 //   record of the request faster, never instead of req_id (oracle/engine/request_records.h).
@@ -42,7 +49,15 @@ struct CachedRequestData {
   bool resumed = false;                 // new_block_ids then replace the row
   GroupBlockIds new_block_ids;          // appended to the row (the whole row when resumed)
   std::int32_t num_computed_tokens = 0; // before this step
+  // Async: the count the scheduler planned from when it differs (the step in flight's rejected
+  // drafts included); absent when it equals num_computed_tokens.
+  std::optional<std::int32_t> num_computed_tokens_optimistic;
   std::int32_t key = -1;
+
+  // The count the scheduler planned the step from (its tables and frees follow it).
+  std::int32_t num_computed_planned() const {
+    return num_computed_tokens_optimistic.value_or(num_computed_tokens);
+  }
 };
 
 struct ScheduledRequest {
@@ -76,6 +91,9 @@ struct RowExpectation {
 
 struct Step {
   std::int64_t index = 0;
+  // Async scheduling: the index of the step in flight while this one was planned; -1 when
+  // every earlier step had completed (synchronous scheduling).
+  std::int64_t planned_during = -1;
   std::vector<NewRequestData> new_requests;
   std::vector<CachedRequestData> cached_requests;
   std::vector<ScheduledRequest> scheduled; // batch order; every new and cached request once

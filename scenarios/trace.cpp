@@ -90,7 +90,8 @@ void TraceReader::read_header() {
     const nlohmann::json root = parse_line(line_);
     header_ = header_from_json(Field(root));
     layout_ = build_checked_layout(header_);
-    checker_ = std::make_unique<StepChecker>(header_.config, header_.block_pool_sizes);
+    checker_ = std::make_unique<StepChecker>(header_.config, header_.block_pool_sizes,
+                                             header_.async_scheduling);
   } catch (const FieldError&) {
     failed_ = true;
     rethrow_at_line();
@@ -134,7 +135,8 @@ void TraceWriter::start(const TraceHeader& header) {
     const TraceHeader checked = header_from_json(Field(root));
     version_ = checked.version;
     build_checked_layout(checked);
-    checker_ = std::make_unique<StepChecker>(checked.config, checked.block_pool_sizes);
+    checker_ = std::make_unique<StepChecker>(checked.config, checked.block_pool_sizes,
+                                             checked.async_scheduling);
   } catch (const FieldError& e) {
     model::fail_input("{}: header: {}: {}", name_, e.field, e.reason);
   }

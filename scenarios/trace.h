@@ -29,10 +29,13 @@
 namespace mc::scenarios {
 
 inline constexpr std::string_view kTraceFormatName = "mambacheck-trace";
-inline constexpr std::int32_t kTraceFormatVersion = 2;
-// Version 2 adds the per-step `expect` object; a writer states the lowest version its content
-// needs, so a trace without expectations stays version 1 and older readers take it.
+inline constexpr std::int32_t kTraceFormatVersion = 3;
+// Version 2 adds the per-step `expect` object, version 3 async scheduling (the header's
+// `async_scheduling`, a step's `planned_during`, a cached request's
+// `num_computed_tokens_optimistic`); a writer states the lowest version its content needs, so a
+// trace without them stays version 1 and older readers take it.
 inline constexpr std::int32_t kTraceFormatVersionExpect = 2;
+inline constexpr std::int32_t kTraceFormatVersionAsync = 3;
 
 // Limits on what a trace may hold (STYLE.md: a limit on everything read from a user).
 inline constexpr std::size_t kTraceLineBytesMax = std::size_t{64} << 20;
@@ -49,7 +52,12 @@ inline constexpr std::int64_t kFamilyParamMax = std::int64_t{1} << 20;
 inline constexpr std::size_t kSourceBytesMax = std::size_t{1} << 20;
 
 struct TraceHeader {
-  std::int32_t version = 1; // read: the file's; written: kTraceFormatVersionExpect with `expect`
+  // Read: the file's. Written: the lowest that holds the content (kTraceFormatVersionExpect with
+  // `expect`, kTraceFormatVersionAsync with async_scheduling).
+  std::int32_t version = 1;
+  // Recorded with async scheduling: a step may be planned while the one before it runs
+  // (model::Step::planned_during).
+  bool async_scheduling = false;
   model::CacheConfig config;
   // Non-empty: the layout is this preset's (model/presets.h), with layout_spec.num_blocks
   // possibly overridden; layout_spec.groups must then equal the preset's groups.

@@ -202,16 +202,22 @@ nlohmann::ordered_json header_to_json(const TraceHeader& header) {
                {"layout", layout_to_json(header)},
                {"block_pool_sizes", resolved_pool_sizes(header)},
                {"derived_vocab_size", header.derived_vocab_size}};
+  if (header.async_scheduling) out["async_scheduling"] = true;
   if (!header.source.is_null()) out["source"] = ojson::parse(header.source.dump());
   return out;
 }
 
 TraceHeader header_from_json(const Field& root) {
   check_format_and_version(root);
-  root.expect_object({"format", "version", "config", "layout", "block_pool_sizes",
-                      "derived_vocab_size", "source"});
   TraceHeader h;
   h.version = static_cast<std::int32_t>(root["version"].integer(1, kTraceFormatVersion));
+  if (h.version >= kTraceFormatVersionAsync)
+    root.expect_object({"format", "version", "config", "layout", "block_pool_sizes",
+                        "derived_vocab_size", "async_scheduling", "source"});
+  else
+    root.expect_object({"format", "version", "config", "layout", "block_pool_sizes",
+                        "derived_vocab_size", "source"});
+  h.async_scheduling = root.has("async_scheduling") && root["async_scheduling"].boolean();
   h.config = config_from_json(root["config"]);
   layout_from_json(root["layout"], h);
   pools_from_json(root, h);

@@ -54,8 +54,9 @@ void check_known_ids(const std::vector<model::RequestId>& ids, std::string_view 
 
 } // namespace
 
-StepChecker::StepChecker(const model::CacheConfig& config, std::vector<std::int32_t> pool_sizes)
-    : config_(config), pool_sizes_(std::move(pool_sizes)) {
+StepChecker::StepChecker(const model::CacheConfig& config, std::vector<std::int32_t> pool_sizes,
+                         bool async_scheduling)
+    : config_(config), pool_sizes_(std::move(pool_sizes)), async_(async_scheduling) {
   MC_ASSERT(!pool_sizes_.empty());
   for (const std::int32_t size : pool_sizes_)
     MC_ASSERT(size >= 1);
@@ -71,12 +72,46 @@ void StepChecker::check(const model::Step& step) {
                kRequestsPerStepMax);
   if (live_.size() + step.new_requests.size() > kLiveRequestsMax)
     fail_field("new_requests", "more than {} live requests", kLiveRequestsMax);
+  check_planned(step);
   StepRequests in_step;
   check_new(step, in_step);
   check_cached(step, in_step);
   check_scheduled(step, in_step);
   check_departures(step, in_step);
   commit(step);
+}
+
+// Async scheduling (FORMAT.md): one step in flight, the one right before; an optimistic count
+// only where a step was in flight, on a running request, above the true count by at most the
+// drafts of one row.
+void StepChecker::check_planned(const model::Step& step) const {
+  if (step.planned_during >= 0) {
+    if (!async_)
+      fail_field("planned_during",
+                 "a step planned during another needs a header with async_scheduling: true");
+    if (!last_index_ || step.planned_during != *last_index_)
+      fail_field("planned_during",
+                 "{}: one step is in flight while the next is planned, the step before it{}",
+                 step.planned_during,
+                 last_index_ ? fmt::format(" ({})", *last_index_) : std::string(" (none)"));
+  }
+  for (std::size_t i = 0; i < step.cached_requests.size(); ++i) {
+    const model::CachedRequestData& r = step.cached_requests[i];
+    if (!r.num_computed_tokens_optimistic) continue;
+    const std::string path = at("cached_requests", i, "num_computed_tokens_optimistic");
+    if (step.planned_during < 0)
+      fail_field(path, "an optimistic count needs planned_during (a step in flight)");
+    if (r.resumed)
+      fail_field(path, "a resumed request starts from its prefix hit, never from a count "
+                       "in flight");
+    const std::int64_t over =
+        std::int64_t{*r.num_computed_tokens_optimistic} - r.num_computed_tokens;
+    if (over < 1 || over > config_.num_spec_tokens)
+      fail_field(path,
+                 "{} is not num_computed_tokens {} plus 1..num_spec_tokens {} rejected drafts "
+                 "(an equal count is written by leaving the field out)",
+                 *r.num_computed_tokens_optimistic, r.num_computed_tokens, config_.num_spec_tokens);
+  }
 }
 
 void StepChecker::check_blocks(const model::GroupBlockIds& ids,

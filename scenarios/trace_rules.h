@@ -22,8 +22,10 @@ namespace mc::scenarios {
 
 class StepChecker {
 public:
-  // `pool_sizes`: blocks per group (ids 0..size-1 are valid, 0 the null block).
-  StepChecker(const model::CacheConfig& config, std::vector<std::int32_t> pool_sizes);
+  // `pool_sizes`: blocks per group (ids 0..size-1 are valid, 0 the null block);
+  // `async_scheduling`: the trace's header allows steps planned during another.
+  StepChecker(const model::CacheConfig& config, std::vector<std::int32_t> pool_sizes,
+              bool async_scheduling = false);
 
   void check(const model::Step& step);
   std::size_t num_live() const { return live_.size(); }
@@ -53,8 +55,11 @@ private:
                     const std::function<std::string()>& path) const;
   void commit(const model::Step& step);
 
+  void check_planned(const model::Step& step) const;
+
   model::CacheConfig config_;
   std::vector<std::int32_t> pool_sizes_;
+  bool async_ = false;
   std::unordered_map<std::string, Live> live_;
   std::optional<std::int64_t> last_index_;
 };

@@ -34,6 +34,8 @@ ojson cached_to_json(const model::CachedRequestData& r) {
   if (r.resumed) out["resumed"] = true;
   if (r.resumed || !all_empty(r.new_block_ids)) out["new_block_ids"] = r.new_block_ids;
   out["num_computed_tokens"] = r.num_computed_tokens;
+  if (r.num_computed_tokens_optimistic)
+    out["num_computed_tokens_optimistic"] = *r.num_computed_tokens_optimistic;
   return out;
 }
 
@@ -92,8 +94,13 @@ model::NewRequestData new_from_json(const Field& f, std::size_t num_groups,
   return r;
 }
 
-model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups) {
-  f.expect_object({"req_id", "resumed", "new_block_ids", "num_computed_tokens"});
+model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups,
+                                          std::int32_t version) {
+  if (version >= kTraceFormatVersionAsync)
+    f.expect_object({"req_id", "resumed", "new_block_ids", "num_computed_tokens",
+                     "num_computed_tokens_optimistic"});
+  else
+    f.expect_object({"req_id", "resumed", "new_block_ids", "num_computed_tokens"});
   model::CachedRequestData r{.req_id = f["req_id"].string(kReqIdBytesMax)};
   r.resumed = f.has("resumed") && f["resumed"].boolean();
   if (f.has("new_block_ids"))
@@ -104,6 +111,9 @@ model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups
   else
     r.new_block_ids.assign(num_groups, {});
   r.num_computed_tokens = f["num_computed_tokens"].int32(kInt32Min, kInt32Max);
+  if (f.has("num_computed_tokens_optimistic"))
+    r.num_computed_tokens_optimistic =
+        f["num_computed_tokens_optimistic"].int32(kInt32Min, kInt32Max);
   return r;
 }
 
@@ -198,6 +208,7 @@ std::vector<T> list_from_json(const Field& root, const char* key, FromJson from_
 
 std::string step_to_line(const model::Step& step) {
   ojson out = {{"index", step.index}};
+  if (step.planned_during >= 0) out["planned_during"] = step.planned_during;
   put_list(out, "new_requests", step.new_requests, new_to_json);
   put_list(out, "cached_requests", step.cached_requests, cached_to_json);
   put_list(out, "scheduled", step.scheduled, scheduled_to_json);
@@ -212,19 +223,26 @@ std::string step_to_line(const model::Step& step) {
 
 model::Step step_from_json(const Field& root, std::size_t num_groups,
                            std::int32_t derived_vocab_size, std::int32_t version) {
-  if (version >= kTraceFormatVersionExpect)
+  if (version >= kTraceFormatVersionAsync)
+    root.expect_object({"index", "planned_during", "new_requests", "cached_requests", "scheduled",
+                        "preempted_req_ids", "finished_req_ids", "reset_prefix_cache", "expect"});
+  else if (version >= kTraceFormatVersionExpect)
     root.expect_object({"index", "new_requests", "cached_requests", "scheduled",
                         "preempted_req_ids", "finished_req_ids", "reset_prefix_cache", "expect"});
   else
     root.expect_object({"index", "new_requests", "cached_requests", "scheduled",
                         "preempted_req_ids", "finished_req_ids", "reset_prefix_cache"});
   model::Step step{.index = root["index"].integer(0, kStepIndexMax)};
+  if (root.has("planned_during"))
+    step.planned_during = root["planned_during"].integer(0, kStepIndexMax);
   step.new_requests =
       list_from_json<model::NewRequestData>(root, "new_requests", [&](const Field& f) {
         return new_from_json(f, num_groups, derived_vocab_size);
       });
-  step.cached_requests = list_from_json<model::CachedRequestData>(
-      root, "cached_requests", [&](const Field& f) { return cached_from_json(f, num_groups); });
+  step.cached_requests =
+      list_from_json<model::CachedRequestData>(root, "cached_requests", [&](const Field& f) {
+        return cached_from_json(f, num_groups, version);
+      });
   step.scheduled = list_from_json<model::ScheduledRequest>(root, "scheduled", scheduled_from_json);
   const auto id = [](const Field& f) { return f.string(kReqIdBytesMax); };
   step.preempted_req_ids = list_from_json<model::RequestId>(root, "preempted_req_ids", id);

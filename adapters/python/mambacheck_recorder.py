@@ -1,4 +1,5 @@
-"""Record a vLLM run's scheduler steps as a mambacheck trace (scenarios/FORMAT.md, version 1).
+"""Record a vLLM run's scheduler steps as a mambacheck trace (scenarios/FORMAT.md, version 1;
+version 3 with async scheduling).
 
 A vLLM user loads this module in the process that runs the model (the worker, with
 tensor parallelism the rank-0 worker), makes one TraceRecorder, and calls record() once per
@@ -10,8 +11,18 @@ What the recorder has to reconstruct, and how:
   and afterwards only counts. The recorder keeps each live request's tokens (prompt plus the
   tokens sampled so far) and takes the row's tokens from positions num_computed ..
   num_computed + scheduled - drafts - 1, then the drafts from scheduled_spec_decode_tokens.
-  This needs the sampled tokens of step N before step N+1 is recorded: synchronous
-  scheduling. With async scheduling a row can start past the known tokens: RecorderError.
+  Steps are recorded in order, each once its own samples are known (the engine core's
+  update_from_output has both), so step N's samples are in before step N+1 is written.
+- Async scheduling (async_scheduling=True): vLLM's AsyncScheduler plans step N+1 while step N
+  runs. Its scheduled_cached_reqs.num_computed_tokens then counts step N's row as if every
+  draft were accepted (the scheduler advanced it by num_scheduled_tokens and rolls rejected
+  drafts back only in update_from_output), and scheduled_spec_decode_tokens holds -1
+  placeholders (the worker fills in the drafts). The recorder writes planned_during (the step
+  before), the true count the runner starts from (the optimistic one less the rejected drafts
+  of the request's row in step N) and, where they differ, the optimistic count as
+  num_computed_tokens_optimistic. Placeholder drafts are taken from draft_token_ids when given;
+  otherwise an accepted draft is the token sampled in its place, and a rejected one (its value
+  never reaches the scheduler) a stand-in that differs from the token sampled there.
 - The accepted count of a row with drafts is the number of tokens sampled for it (accepted
   drafts plus the bonus token); a row without drafts has 1.
 - Only the mamba KV-cache groups belong in the trace: block ids of attention groups are
@@ -20,7 +31,10 @@ What the recorder has to reconstruct, and how:
 - Finished ids of requests the recorder never saw scheduled (aborted while waiting) are
   dropped: the format only lists live requests.
 - reset_prefix_cache does not travel in a SchedulerOutput: call note_reset_prefix_cache()
-  when the engine's prefix cache is reset; the next recorded step carries the flag.
+  when the engine's prefix cache is reset; the next recorded step carries the flag. With async
+  scheduling a reset lands while a step is in flight, whose outputs vLLM then discards for the
+  force-preempted requests (async_tokens_to_discard, later num_stale_output_tokens): the format
+  cannot say that yet, so an async recorder refuses the reset (RecorderError).
 """
 
 from __future__ import annotations
@@ -31,6 +45,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 FORMAT_NAME = "mambacheck-trace"
 FORMAT_VERSION = 1
+FORMAT_VERSION_ASYNC = 3
 RECORDER_NAME = "mambacheck_recorder"
 DERIVED_VOCAB_SIZE_DEFAULT = 32768
 
@@ -84,12 +99,17 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
 
 
 class _Request:
-    """What the recorder keeps of a live request: its tokens so far."""
+    """What the recorder keeps of a live request: its tokens so far, and its last row (the step,
+    the true count it started from, its scheduled tokens and the tokens it committed)."""
 
-    __slots__ = ("tokens",)
+    __slots__ = ("tokens", "last_step", "last_start", "last_scheduled", "last_committed")
 
     def __init__(self, prompt: Sequence[int]):
         self.tokens = [int(t) for t in prompt]
+        self.last_step = -1
+        self.last_start = 0
+        self.last_scheduled = 0
+        self.last_committed = 0
 
 
 class TraceRecorder:
@@ -100,10 +120,11 @@ class TraceRecorder:
                  mamba_group_indices: Optional[Sequence[int]] = None,
                  block_pool_sizes: Optional[Sequence[int]] = None,
                  source: Optional[Mapping[str, Any]] = None,
-                 num_spec_tokens: Optional[int] = None):
+                 num_spec_tokens: Optional[int] = None, async_scheduling: bool = False):
         """`layout`: {"preset": NAME[, "num_blocks": N]} or an inline spec (FORMAT.md).
         `mamba_group_indices`: which KV-cache groups of a block_ids tuple are mamba groups,
         in trace group order (default: 0..num_mamba_groups-1, every group is a mamba group).
+        `async_scheduling`: vLLM's scheduler_config.async_scheduling (one step in flight).
         """
         self._groups = list(range(num_mamba_groups) if mamba_group_indices is None
                             else mamba_group_indices)
@@ -114,11 +135,15 @@ class TraceRecorder:
         self._requests: dict[str, _Request] = {}
         self._index = 0
         self._reset_pending = False
-        header: dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION,
+        self._async = bool(async_scheduling)
+        version = FORMAT_VERSION_ASYNC if self._async else FORMAT_VERSION
+        header: dict[str, Any] = {"format": FORMAT_NAME, "version": version,
                                   "config": dict(config), "layout": dict(layout)}
         if block_pool_sizes is not None:
             header["block_pool_sizes"] = [int(n) for n in block_pool_sizes]
-        header["source"] = {"recorder": f"{RECORDER_NAME} {FORMAT_VERSION}", **(source or {})}
+        if self._async:
+            header["async_scheduling"] = True
+        header["source"] = {"recorder": f"{RECORDER_NAME} {version}", **(source or {})}
         self._file = open(path, "w", encoding="utf-8", newline="\n")
         self._put(header)
 
@@ -126,26 +151,43 @@ class TraceRecorder:
 
     def note_reset_prefix_cache(self) -> None:
         """The prefix cache was reset: the next recorded step carries reset_prefix_cache."""
+        if self._async:
+            raise RecorderError(
+                "reset_prefix_cache with async scheduling: the step in flight's outputs of the "
+                "force-preempted requests are discarded by vLLM, which a trace cannot say yet")
         self._reset_pending = True
 
     def record(self, scheduler_output: Any, sampled_token_ids: Mapping[str, Sequence[int]],
-               batch_order: Optional[Sequence[str]] = None) -> dict:
+               batch_order: Optional[Sequence[str]] = None,
+               draft_token_ids: Optional[Mapping[str, Sequence[int]]] = None,
+               planned_during_previous: Optional[bool] = None) -> dict:
         """Writes one step and returns it (as the dict written).
 
         `sampled_token_ids`: req_id -> the tokens sampled for it this step (accepted drafts
         plus the bonus token; empty for a partial prefill chunk). `batch_order`: the runner's
         row order (e.g. input_batch.req_ids); default: the order of num_scheduled_tokens.
+        `draft_token_ids`: req_id -> the drafts the worker verified, where the scheduler
+        output holds -1 placeholders (async scheduling); default: reconstructed (module doc).
+        `planned_during_previous`: whether the scheduler planned this step while the step
+        recorded before it ran; default: with async scheduling every step after the first.
         """
         finished = sorted(r for r in (_field(scheduler_output, "finished_req_ids") or ())
                           if r in self._requests)
         for req_id in finished:
             del self._requests[req_id]
+        if planned_during_previous is None:
+            planned_during_previous = self._async and self._index > 0
+        if planned_during_previous and not self._async:
+            raise RecorderError("a step planned during another needs async_scheduling=True")
+        planned_during = self._index - 1 if planned_during_previous and self._index > 0 else None
         computed: dict[str, int] = {}
         step: dict[str, Any] = {"index": self._index}
+        if planned_during is not None:
+            step["planned_during"] = planned_during
         new_requests = self._new_requests(scheduler_output, computed)
-        cached_requests = self._cached_requests(scheduler_output, computed)
+        cached_requests = self._cached_requests(scheduler_output, computed, planned_during)
         scheduled = self._scheduled_rows(scheduler_output, computed, sampled_token_ids,
-                                         batch_order)
+                                         batch_order, draft_token_ids or {})
         preempted = sorted(_field(scheduler_output, "preempted_req_ids") or ())
         for key, value in (("new_requests", new_requests), ("cached_requests", cached_requests),
                            ("scheduled", scheduled), ("preempted_req_ids", preempted),
@@ -199,7 +241,25 @@ class TraceRecorder:
             entries.append(entry)
         return entries
 
-    def _cached_requests(self, out: Any, computed: dict[str, int]) -> list[dict]:
+    def _true_count(self, req_id: str, scheduled_count: int,
+                    planned_during: Optional[int]) -> tuple[int, Optional[int]]:
+        """The count the runner starts from and the optimistic one (None: equal) of a running
+        request whose scheduler output says `scheduled_count`."""
+        request = self._requests[req_id]
+        if planned_during is None or request.last_step != planned_during:
+            return scheduled_count, None
+        optimistic = request.last_start + request.last_scheduled
+        true = request.last_start + request.last_committed
+        if scheduled_count != optimistic:
+            raise RecorderError(
+                f"cached request {req_id!r}: num_computed_tokens {scheduled_count}, but a step "
+                f"planned during step {planned_during} counts its row there as computed: "
+                f"{optimistic} (pass planned_during_previous=False for a step planned after "
+                f"the one before it completed)")
+        return true, (optimistic if optimistic != true else None)
+
+    def _cached_requests(self, out: Any, computed: dict[str, int],
+                         planned_during: Optional[int]) -> list[dict]:
         cached = _field(out, "scheduled_cached_reqs")
         req_ids = list(_field(cached, "req_ids") or ())
         resumed_ids = set(_field(cached, "resumed_req_ids") or ())
@@ -213,7 +273,12 @@ class TraceRecorder:
             if req_id not in self._requests:
                 raise RecorderError(f"cached request {req_id!r} was never recorded as new")
             resumed = req_id in resumed_ids or (i < len(resumed_flags) and bool(resumed_flags[i]))
-            computed[req_id] = int(num_computed[i])
+            optimistic = None
+            if resumed:
+                computed[req_id] = int(num_computed[i])
+            else:
+                computed[req_id], optimistic = self._true_count(req_id, int(num_computed[i]),
+                                                                planned_during)
             entry: dict[str, Any] = {"req_id": req_id}
             if resumed:
                 entry["resumed"] = True
@@ -221,12 +286,15 @@ class TraceRecorder:
             if resumed or any(rows):
                 entry["new_block_ids"] = rows
             entry["num_computed_tokens"] = computed[req_id]
+            if optimistic is not None:
+                entry["num_computed_tokens_optimistic"] = optimistic
             entries.append(entry)
         return entries
 
     def _scheduled_rows(self, out: Any, computed: Mapping[str, int],
                         sampled: Mapping[str, Sequence[int]],
-                        batch_order: Optional[Sequence[str]]) -> list[dict]:
+                        batch_order: Optional[Sequence[str]],
+                        draft_ids: Mapping[str, Sequence[int]]) -> list[dict]:
         counts: Mapping[str, int] = _field(out, "num_scheduled_tokens") or {}
         drafts_by_id: Mapping[str, Sequence[int]] = _field(out, "scheduled_spec_decode_tokens") or {}
         order = list(batch_order) if batch_order is not None else list(counts)
@@ -238,20 +306,43 @@ class TraceRecorder:
                 raise RecorderError(f"request {req_id!r} is scheduled but neither new nor cached")
             rows.append(self._row(str(req_id), int(counts[req_id]), computed[req_id],
                                   [int(t) for t in drafts_by_id.get(req_id, ())],
-                                  list(sampled.get(req_id, ()))))
+                                  [int(t) for t in sampled.get(req_id, ())],
+                                  draft_ids.get(req_id)))
         return rows
 
+    def _drafts(self, req_id: str, drafts: list[int], sampled: list[int],
+                given: Optional[Sequence[int]]) -> list[int]:
+        """The draft ids of a row, placeholders (-1, async scheduling) filled in."""
+        if not any(t < 0 for t in drafts):
+            return drafts
+        if not self._async:
+            raise RecorderError(f"request {req_id!r}: placeholder draft ids, but the recorder "
+                                "was made without async_scheduling")
+        if given is not None:
+            given = [int(t) for t in given]
+            if len(given) != len(drafts) or any(t < 0 for t in given):
+                raise RecorderError(f"request {req_id!r}: draft_token_ids {given} for "
+                                    f"{len(drafts)} scheduled drafts")
+            return given
+        if not sampled:
+            raise RecorderError(f"request {req_id!r}: placeholder drafts and nothing sampled")
+        accepted = len(sampled) - 1
+        # An accepted draft is the token sampled in its place; a rejected one was not, and its
+        # own value never reaches the scheduler: any other token stands for it.
+        stand_in = (sampled[min(accepted, len(sampled) - 1)] + 1) % (1 << 31)
+        return [sampled[j] if j < accepted else stand_in for j in range(len(drafts))]
+
     def _row(self, req_id: str, num_scheduled: int, num_computed: int, drafts: list[int],
-             sampled: list[int]) -> dict:
+             sampled: list[int], given_drafts: Optional[Sequence[int]]) -> dict:
         request = self._requests[req_id]
         num_known = num_scheduled - len(drafts)
         end = num_computed + num_known
         if end > len(request.tokens):
             raise RecorderError(
                 f"request {req_id!r}: tokens up to position {end} are scheduled but only "
-                f"{len(request.tokens)} are known (async scheduling is not supported)")
-        if any(t < 0 for t in drafts):
-            raise RecorderError(f"request {req_id!r}: placeholder draft ids (async scheduling)")
+                f"{len(request.tokens)} are known (a step recorded before the step it was "
+                f"planned after?)")
+        drafts = self._drafts(req_id, drafts, sampled, given_drafts)
         row: dict[str, Any] = {"req_id": req_id, "num_scheduled_tokens": num_scheduled}
         if drafts:
             row["num_draft_tokens"] = len(drafts)
@@ -264,6 +355,10 @@ class TraceRecorder:
             row["num_accepted_tokens"] = accepted
         if end == len(request.tokens):  # the row reached the end: what it sampled is kept
             request.tokens.extend(int(t) for t in sampled)
+        request.last_step = self._index
+        request.last_start = num_computed
+        request.last_scheduled = num_scheduled
+        request.last_committed = accepted if drafts else num_scheduled
         return row
 
     def _put(self, obj: Mapping[str, Any]) -> None:

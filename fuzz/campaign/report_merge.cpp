@@ -20,17 +20,34 @@ using Json = nlohmann::json;
 
 // The fields of a level's report that its cases decide. Every other field is an option of the
 // campaign, the same in all its parts (a field added later is one too, until it is listed here).
-constexpr std::string_view kResultFields[] = {
-    "cases",       "cases_by_kind",   "cases_by_size_class", "cases_by_preset", "cases_by_runner",
-    "steps",       "copies_compared", "arena_bytes_compared", "bytes_compared", "failing_cases",
-    "coverage",    "coverage_missing", "result",             "held",            "findings",
-    "measured",    "stopped",         "backend_replaced",    "first_case",      "interrupted",
-    "shard"};
+constexpr std::string_view kResultFields[] = {"cases",
+                                              "cases_by_kind",
+                                              "cases_by_size_class",
+                                              "cases_by_preset",
+                                              "cases_by_runner",
+                                              "cases_by_scheduling",
+                                              "steps",
+                                              "copies_compared",
+                                              "arena_bytes_compared",
+                                              "bytes_compared",
+                                              "failing_cases",
+                                              "coverage",
+                                              "coverage_missing",
+                                              "result",
+                                              "held",
+                                              "findings",
+                                              "measured",
+                                              "stopped",
+                                              "backend_replaced",
+                                              "first_case",
+                                              "interrupted",
+                                              "shard"};
 constexpr std::string_view kSummedCounts[] = {"cases",          "steps",        "copies_compared",
                                               "arena_bytes_compared", "bytes_compared",
                                               "failing_cases"};
 constexpr std::string_view kSummedMaps[] = {"cases_by_kind", "cases_by_size_class",
-                                            "cases_by_preset", "cases_by_runner"};
+                                            "cases_by_preset", "cases_by_runner",
+                                            "cases_by_scheduling"};
 constexpr std::string_view kLevels[] = {"kernel", "engine"};
 
 bool is_result_field(std::string_view key) {

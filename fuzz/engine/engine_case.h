@@ -49,6 +49,7 @@ inline constexpr std::int64_t kProductionCaseArenaBytesMax = std::int64_t{16} <<
 struct EngineCaseFixed {
   std::optional<std::int32_t> block_size;
   std::optional<std::int32_t> token_budget;
+  bool async_scheduling = false; // every case async (`fuzz --async`), not a quarter of them
 };
 
 // Throws InputError for sizes no valid case has (a budget below a fixed block size).

@@ -67,6 +67,10 @@ std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
   header.config.runner = c.engine.runner.flavour;
   header.preset = c.preset_layout ? c.preset : "";
   header.layout_spec = c.spec;
+  if (c.engine.scheduler.async_scheduling) {
+    header.version = scenarios::kTraceFormatVersionAsync;
+    header.async_scheduling = true;
+  }
   header.source = {{"tool", "mambacheck fuzz --level engine"},
                    {"case_seed", c.case_seed},
                    {"size", c.size},
@@ -161,6 +165,7 @@ std::string fixed_args(const EngineCaseFixed& fixed) {
   std::string args;
   if (fixed.block_size) args += fmt::format(" --block-size {}", *fixed.block_size);
   if (fixed.token_budget) args += fmt::format(" --token-budget {}", *fixed.token_budget);
+  if (fixed.async_scheduling) args += " --async";
   return args;
 }
 
@@ -445,6 +450,7 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     report.bytes_compared += outcome.bytes_compared;
     ++report.cases_by_preset[c.preset];
     ++report.cases_by_runner[runner_key(c)];
+    ++report.cases_by_scheduling[c.engine.scheduler.async_scheduling ? "async" : "sync"];
     report.coverage.merge(outcome.coverage);
     if (o.on_case) o.on_case(report.cases, report.steps, c);
     if (!outcome.failed()) return true;
@@ -505,6 +511,7 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                            {"bytes_compared", r.bytes_compared},
                            {"cases_by_preset", r.cases_by_preset},
                            {"cases_by_runner", r.cases_by_runner},
+                           {"cases_by_scheduling", r.cases_by_scheduling},
                            {"reruns", o.reruns},
                            {"failing_cases", r.failing_cases()},
                            {"coverage", model::to_json(r.coverage)},
@@ -521,6 +528,7 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
   if (o.repeat > 1) j["repeat"] = o.repeat;
   if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
   if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;
+  if (o.fixed.async_scheduling) j["async"] = true;
   nlohmann::ordered_json findings = nlohmann::ordered_json::array();
   nlohmann::ordered_json rates = nlohmann::ordered_json::array();
   for (const EngineFinding& f : r.findings) {

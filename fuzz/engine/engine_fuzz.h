@@ -114,6 +114,7 @@ struct EngineFuzzReport {
   std::map<std::string, std::int64_t> cases_by_preset;
   // v1 precopy, v1 precopy_v1, v1 batch_copy, v2, v2 slot-tables (deferred), all
   std::map<std::string, std::int64_t> cases_by_runner;
+  std::map<std::string, std::int64_t> cases_by_scheduling; // sync, async
   // Every case's first run (not reruns, repeats or shrink candidates): model/coverage.h.
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   double seconds = 0.0;                                // shrinking and files included

@@ -152,7 +152,8 @@ void option_candidates(const EngineCase& c, Candidates& out) {
     variant([](EngineCase& a) { a.engine.scheduler.reset_prefix_cache_per_million = 0; });
   if (s.abort_per_million > 0)
     variant([](EngineCase& a) { a.engine.scheduler.abort_per_million = 0; });
-  if (s.async_frees) variant([](EngineCase& a) { a.engine.scheduler.async_frees = false; });
+  if (s.async_scheduling)
+    variant([](EngineCase& a) { a.engine.scheduler.async_scheduling = false; });
   if (s.drafter_prunes_last_block)
     variant([](EngineCase& a) { a.engine.scheduler.drafter_prunes_last_block = false; });
   if (s.full_drafts_per_million < 1'000'000)

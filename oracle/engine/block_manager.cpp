@@ -8,12 +8,12 @@ namespace mc::oracle::engine {
 using model::kNullBlockId;
 
 BlockManager::BlockManager(const model::CacheConfig& config, std::int32_t num_groups,
-                           std::int32_t num_blocks, bool defer_frees, Structures structures)
+                           std::int32_t num_blocks, Structures structures)
     : config_(config), settle_(structures == Structures::fast), requests_(structures) {
   MC_ASSERT(num_groups >= 1 && num_groups <= model::kGroupsMax);
   MC_ASSERT(config.mode != model::CacheMode::none);
   for (std::int32_t g = 0; g < num_groups; ++g)
-    pools_.emplace_back(num_blocks, defer_frees, structures);
+    pools_.emplace_back(num_blocks, structures);
 }
 
 std::int32_t BlockManager::num_required(std::int32_t num_tokens) const {
@@ -85,6 +85,15 @@ bool BlockManager::can_allocate(const RequestBlocks& held, std::int32_t num_toke
   return true;
 }
 
+bool BlockManager::can_allocate_after_release(const RequestBlocks& held,
+                                              std::int32_t num_tokens) const {
+  const std::int32_t needed = num_new_blocks(&held, num_tokens);
+  for (const BlockPool& pool : pools_)
+    if (pool.num_free() + static_cast<std::int32_t>(pool.held_back_blocks().size()) < needed)
+      return false;
+  return true;
+}
+
 RequestBlocks* BlockManager::find_held(const std::string& req_id, std::int32_t key) {
   return requests_.find(req_id, key);
 }
@@ -95,9 +104,9 @@ void BlockManager::grow_align(GroupRow& row, bool allocated, std::int32_t requir
   const std::int32_t nsb = config_.num_spec_blocks;
   const auto prev_len = static_cast<std::int32_t>(t.size());
   if (allocated)
-    row.last_state_idx = prev_len - 1 - nsb;
+    remember_state(row, prev_len - 1 - nsb);
   else if (prev_len > 0)
-    row.last_state_idx = prev_len - 1; // the prefix-hit block
+    remember_state(row, prev_len - 1); // the prefix-hit block
   const std::int32_t skipped = required - nsb - 1;
   if (prev_len < skipped) t.resize(static_cast<std::size_t>(skipped), kNullBlockId);
   if (allocated) {
@@ -154,16 +163,31 @@ void BlockManager::remove_skipped(const std::string& req_id, std::int32_t num_co
   if (RequestBlocks* held = find_held(req_id)) remove_skipped(*held, num_computed);
 }
 
+void BlockManager::remember_state(GroupRow& row, std::int32_t idx) {
+  const std::int32_t last = row.last_state_idx;
+  if (last >= 0 && last != idx && row.block_ids[static_cast<std::size_t>(last)] != kNullBlockId)
+    row.older_state_idx.push_back(last);
+  row.last_state_idx = idx;
+}
+
 void BlockManager::remove_skipped(RequestBlocks& held, std::int32_t num_computed) {
   if (config_.mode != model::CacheMode::align) return;
   const auto stale_below =
       static_cast<std::int32_t>(model::cdiv(num_computed, config_.mamba_block_size)) - 1;
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     GroupRow& row = held.groups[g];
+    const auto drop = [&](std::int32_t idx) {
+      std::int32_t& block = row.block_ids[static_cast<std::size_t>(idx)];
+      if (block != kNullBlockId) pools_[g].free(block); // a cached block stays findable
+      block = kNullBlockId;
+    };
+    std::erase_if(row.older_state_idx, [&](std::int32_t idx) {
+      if (idx >= stale_below) return false;
+      drop(idx);
+      return true;
+    });
     if (row.last_state_idx < 0 || row.last_state_idx >= stale_below) continue;
-    std::int32_t& block = row.block_ids[static_cast<std::size_t>(row.last_state_idx)];
-    if (block != kNullBlockId) pools_[g].free(block); // a cached block stays findable
-    block = kNullBlockId;
+    drop(row.last_state_idx);
   }
 }
 
@@ -216,9 +240,23 @@ const RequestBlocks* BlockManager::find(const std::string& req_id, std::int32_t 
   return requests_.find(req_id, key);
 }
 
-void BlockManager::release_deferred() {
+void BlockManager::mark_in_flight(const RequestBlocks& held) {
+  MC_ASSERT(held.groups.size() == pools_.size());
+  for (std::size_t g = 0; g < pools_.size(); ++g)
+    for (const std::int32_t block : held.groups[g].block_ids)
+      if (block != kNullBlockId) pools_[g].mark_in_flight(block);
+}
+
+void BlockManager::release_in_flight() {
   for (BlockPool& pool : pools_)
-    pool.release_deferred();
+    pool.release_in_flight();
+}
+
+std::int64_t BlockManager::frees_held_back() const {
+  std::int64_t n = 0;
+  for (const BlockPool& pool : pools_)
+    n += pool.frees_held_back();
+  return n;
 }
 
 void BlockManager::reset_cache() {

@@ -32,6 +32,10 @@ namespace mc::oracle::engine {
 struct GroupRow {
   std::vector<std::int32_t> block_ids; // the scheduler's table (nulled where freed or moved)
   std::int32_t last_state_idx = -1;    // the previous running block, freed once stale
+  // Async scheduling: earlier previous running blocks that a growth passed before they were
+  // stale (stale goes by the tokens committed, which lag the planned ones by the step in
+  // flight); freed like last_state_idx once stale. Empty with synchronous scheduling.
+  std::vector<std::int32_t> older_state_idx;
   // Every position before this one is null or holds a cached block, and stays so while the
   // request holds its table (positions are only ever nulled or appended; a held block is
   // never evicted): cache_blocks starts its walk here (the plain structures walk from 0).
@@ -46,7 +50,7 @@ struct RequestBlocks {
 class BlockManager {
 public:
   BlockManager(const model::CacheConfig& config, std::int32_t num_groups, std::int32_t num_blocks,
-               bool defer_frees, Structures structures);
+               Structures structures);
 
   // The rightmost position p < positions_max whose boundary hash is cached in every group.
   std::int32_t find_cache_hit(std::span<const model::TokenHash> boundary_hashes,
@@ -67,6 +71,8 @@ public:
   // `key`: the request's dense key, a hint (request_records.h).
   RequestBlocks* find_held(const std::string& req_id, std::int32_t key = -1);
   bool can_allocate(const RequestBlocks& held, std::int32_t num_tokens) const;
+  // Async: whether it could once the step in flight completes (its held-back frees counted).
+  bool can_allocate_after_release(const RequestBlocks& held, std::int32_t num_tokens) const;
   void allocate(RequestBlocks& held, std::int32_t num_tokens, model::GroupBlockIds& tails);
   void remove_skipped(RequestBlocks& held, std::int32_t num_computed);
   void free_request(const std::string& req_id);
@@ -93,7 +99,11 @@ public:
   }
   std::span<const BlockPool> pools() const { return pools_; }
   std::int32_t num_groups() const { return static_cast<std::int32_t>(pools_.size()); }
-  void release_deferred();
+  // Async scheduling (block_pool.h): every block of `held`'s tables can be touched by the step
+  // in flight; release_in_flight() when it completes.
+  void mark_in_flight(const RequestBlocks& held);
+  void release_in_flight();
+  std::int64_t frees_held_back() const; // over every group
   void reset_cache(); // all requests must have been freed
 
 private:
@@ -102,6 +112,8 @@ private:
   // allocate() of a request that had no tables (`first`) or of one that has, into `tails`
   // (whose vectors keep their capacity: the scheduler reuses them step after step).
   void grow(RequestBlocks& req, bool first, std::int32_t num_tokens, model::GroupBlockIds& tails);
+  // The row's previous running block is now `idx`; one not freed yet is kept to be freed.
+  static void remember_state(GroupRow& row, std::int32_t idx);
   // Appends the new tail of the row to `tail`.
   void grow_align(GroupRow& row, bool allocated, std::int32_t required, BlockPool& pool,
                   std::vector<std::int32_t>& tail);

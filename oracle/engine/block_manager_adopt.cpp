@@ -77,7 +77,7 @@ std::optional<std::string> BlockManager::adopt_growth(const std::string& req_id,
     if (appended[g].empty()) continue;
     std::vector<std::int32_t>& t = req->groups[g].block_ids;
     const auto prev_len = static_cast<std::int32_t>(t.size());
-    if (align) req->groups[g].last_state_idx = prev_len - 1 - nsb;
+    if (align) remember_state(req->groups[g], prev_len - 1 - nsb);
     for (const std::int32_t block : appended[g]) {
       if (block == kNullBlockId) {
         t.push_back(block);

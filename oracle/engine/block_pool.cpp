@@ -7,9 +7,9 @@
 
 namespace mc::oracle::engine {
 
-BlockPool::BlockPool(std::int32_t num_blocks, bool defer_frees, Structures structures)
+BlockPool::BlockPool(std::int32_t num_blocks, Structures structures)
     : ref_count_(static_cast<std::size_t>(num_blocks), 0), free_(num_blocks, structures),
-      defer_frees_(defer_frees), by_hash_(num_blocks, structures),
+      in_flight_(static_cast<std::size_t>(num_blocks), 0), by_hash_(num_blocks, structures),
       entries_(static_cast<std::size_t>(num_blocks)),
       is_cached_(static_cast<std::size_t>(num_blocks), 0) {
   MC_ASSERT(num_blocks >= 2);
@@ -33,6 +33,7 @@ void BlockPool::take(std::int32_t count, std::vector<std::int32_t>& blocks) {
     evict(block_id);
     ref_count_[b] = 1;
     blocks.push_back(block_id);
+    ++blocks_taken_;
   }
 }
 
@@ -40,9 +41,11 @@ bool BlockPool::take_block(std::int32_t block_id) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   if (ref_count_[b] != 0) return false;
-  if (free_.contains(block_id)) free_.remove(block_id); // else a deferred free
+  MC_ASSERT(!held_back(block_id));
+  free_.remove(block_id);
   evict(block_id);
   ref_count_[b] = 1;
+  ++blocks_taken_;
   return true;
 }
 
@@ -50,7 +53,7 @@ void BlockPool::touch(std::int32_t block_id) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   if (ref_count_[b] == 0) {
-    MC_ASSERT(free_.contains(block_id)); // a deferred free is not in the cache's reach yet
+    MC_ASSERT(free_.contains(block_id)); // a held-back free is not in the cache's reach yet
     free_.remove(block_id);
   }
   ++ref_count_[b];
@@ -61,24 +64,39 @@ void BlockPool::free(std::int32_t block_id) {
   const auto b = static_cast<std::size_t>(block_id);
   MC_ASSERT(ref_count_[b] > 0);
   if (--ref_count_[b] > 0) return;
-  if (defer_frees_) {
-    deferred_.push_back(block_id);
+  if (in_flight_[b] != 0) {
+    held_.push_back(block_id);
+    held_after_takes_.push_back(blocks_taken_);
+    ++frees_held_back_;
     return;
   }
   free_.push_back(block_id);
 }
 
-void BlockPool::release_deferred() {
-  for (const std::int32_t block_id : deferred_)
+void BlockPool::mark_in_flight(std::int32_t block_id) {
+  MC_ASSERT(block_id > 0 && block_id < num_blocks());
+  const auto b = static_cast<std::size_t>(block_id);
+  MC_ASSERT(ref_count_[b] > 0); // a block of a table in flight is held by its request
+  if (in_flight_[b] != 0) return;
+  in_flight_[b] = 1;
+  in_flight_list_.push_back(block_id);
+}
+
+void BlockPool::release_in_flight() {
+  for (const std::int32_t block_id : in_flight_list_)
+    in_flight_[static_cast<std::size_t>(block_id)] = 0;
+  in_flight_list_.clear();
+  for (const std::int32_t block_id : held_) // each freed once: nothing takes a held-back block
     if (ref_count_[static_cast<std::size_t>(block_id)] == 0) free_.push_back(block_id);
-  deferred_.clear();
+  held_.clear();
+  held_after_takes_.clear();
 }
 
 std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash) const {
   const std::optional<std::int32_t> block = by_hash_.find(hash);
   if (!block) return std::nullopt;
   const auto b = static_cast<std::size_t>(*block);
-  // A deferred free is neither referenced nor in the queue: not reachable until released.
+  // A held-back free is neither referenced nor in the queue: not reachable until released.
   if (ref_count_[b] == 0 && !free_.contains(*block)) return std::nullopt;
   return block;
 }

@@ -6,8 +6,10 @@
 //   entry is evicted from the cache then (its state is about to be overwritten);
 // - free() drops one reference; at zero the block goes to the tail of the queue (least
 //   recently used first) but keeps its cache entry, so a later prefix hit can touch() it back;
-// - with deferred frees (async scheduling) a freed block becomes takeable only after
-//   release_deferred(), one step later.
+// - async scheduling (REFERENCE.md 3): while a step is in flight, every block of its rows'
+//   tables is marked (mark_in_flight); one of them freed meanwhile is held back, neither
+//   takeable nor found by a prefix-cache lookup, until release_in_flight() when that step
+//   completes. Nothing a step in flight can read or write is handed to another request.
 // A cached block remembers its position p and the boundary it holds: the hash of the first
 // (p+1)*B tokens and the last few of those tokens (the conv history), so its content can be
 // checked against the ground truth at any time.
@@ -34,7 +36,7 @@ struct CachedBlock {
 
 class BlockPool {
 public:
-  BlockPool(std::int32_t num_blocks, bool defer_frees, Structures structures);
+  BlockPool(std::int32_t num_blocks, Structures structures);
 
   std::int32_t num_blocks() const { return static_cast<std::int32_t>(ref_count_.size()); }
   std::int32_t num_free() const { return free_.size(); }
@@ -45,11 +47,31 @@ public:
 
   std::vector<std::int32_t> take(std::int32_t count);            // asserts count <= num_free()
   void take(std::int32_t count, std::vector<std::int32_t>& out); // appends them to `out`
-  // Takes this very block (replay: a recorded scheduler chose it); false when it is held.
+  // Takes this very block (replay: a recorded scheduler chose it); false when it is held by
+  // a request. Asserts it is not held back (held_back(): the caller reports that itself).
   bool take_block(std::int32_t block_id);
   void touch(std::int32_t block_id); // one more reference (a prefix hit)
   void free(std::int32_t block_id);
-  void release_deferred(); // async: frees of the last step become takeable
+
+  // Async: the step in flight can touch this block (a block of its rows' tables).
+  void mark_in_flight(std::int32_t block_id);
+  bool in_flight(std::int32_t block_id) const {
+    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
+    return in_flight_[static_cast<std::size_t>(block_id)] != 0;
+  }
+  // Freed while in flight: referenced by nobody, not takeable yet.
+  bool held_back(std::int32_t block_id) const {
+    return in_flight(block_id) && ref_count(block_id) == 0;
+  }
+  // The step in flight completed: no block is in flight, the held-back ones become free.
+  void release_in_flight();
+  // Frees held back since the pool was made (each free of an in-flight block counts once).
+  std::int64_t frees_held_back() const { return frees_held_back_; }
+  std::span<const std::int32_t> held_back_blocks() const { return held_; } // in the order freed
+  // Blocks taken since the pool was made, and for each held-back block how many had been
+  // taken when it was freed: the order of frees and takes while one step was planned.
+  std::int64_t blocks_taken() const { return blocks_taken_; }
+  std::span<const std::int64_t> held_back_after_takes() const { return held_after_takes_; }
 
   std::optional<std::int32_t> lookup(model::TokenHash hash) const;
   // Registers the block as holding the boundary `hash` at `position` (CachedBlock); asserts
@@ -77,8 +99,12 @@ private:
 
   std::vector<std::int32_t> ref_count_;
   FreeQueue free_;
-  std::vector<std::int32_t> deferred_;
-  bool defer_frees_ = false;
+  std::vector<std::uint8_t> in_flight_;        // by block id
+  std::vector<std::int32_t> in_flight_list_;   // the marked blocks, to clear them
+  std::vector<std::int32_t> held_;             // freed while in flight
+  std::vector<std::int64_t> held_after_takes_; // blocks_taken_ when each was freed
+  std::int64_t frees_held_back_ = 0;
+  std::int64_t blocks_taken_ = 0;
   BoundaryIndex by_hash_;
   // Cache entries by block id, valid where is_cached_; an evicted entry keeps its memory for
   // the block's next registration.

@@ -20,17 +20,22 @@ Engine::Engine(const model::Layout& layout, std::vector<RequestSpec> requests, s
 bool Engine::step(const std::function<void(model::Step&)>& edit) {
   if (report_.first_finding || scheduler_.done()) return false;
   const std::int64_t index = scheduler_.stats().steps;
+  const bool async = options_.scheduler.async_scheduling;
   model::Step step;
   StepRecord record;
   std::optional<Finding> finding;
   bool scheduled = false;
   try {
     const model::AssertionsReported reported; // a broken assumption of the model: a finding
-    step = scheduler_.schedule(std::move(last_step_)); // its buffers, reused
+    const std::int64_t held_before = scheduler_.blocks().frees_held_back();
+    // Async: the step in flight is still needed (its commit comes after this planning).
+    step = scheduler_.schedule(async ? model::Step{} : std::move(last_step_));
     scheduled = true;
+    const std::int64_t frees_held_back = scheduler_.blocks().frees_held_back() - held_before;
     if (edit) edit(step);
     probe_step(step.index);
-    finding = run_scheduled(step, record);
+    finding = async ? run_planned_in_flight(step, record) : run_scheduled(step, record);
+    record.frees_held_back = frees_held_back;
   } catch (const model::AssertionFailure& e) {
     if (!scheduled) step = model::Step{.index = index}; // the scheduler failed planning it
     finding = internal_assertion(runner_.layout(), step.index, e);
@@ -55,6 +60,36 @@ bool Engine::step(const std::function<void(model::Step&)>& edit) {
 // ledger, the runner, the invariants after the step, the commit, the invariants after it.
 std::optional<Finding> Engine::run_scheduled(const model::Step& step, StepRecord& record) {
   if (auto f = check_tables(step)) return f;
+  if (auto f = execute_checked(step, record)) return f;
+  scheduler_.update(step);
+  const bool sweep = step.index % options_.cache_sweep_every == 0;
+  return checker_.after_commit(step.index, scheduler_.blocks(), runner_, sweep,
+                               report_.bytes_checked);
+}
+
+// Async, as vLLM's engine with one step in flight: N + 1 was planned while N (last_step_) ran.
+// Its hand-outs are judged against what N can touch (the marks are gone once N completes), N
+// completes and commits, N + 1 takes its true counts, and only then is any finding reported, so
+// that the step a trace records is the one the runner would have run.
+std::optional<Finding> Engine::run_planned_in_flight(model::Step& step, StepRecord& record) {
+  const std::optional<Finding> tables = check_tables(step);
+  if (in_flight_) scheduler_.update(last_step_);
+  in_flight_ = false;
+  scheduler_.finalize(step);
+  if (tables) return tables;
+  if (step.planned_during >= 0) {
+    const bool sweep = step.planned_during % options_.cache_sweep_every == 0;
+    if (auto f = checker_.after_commit(step.planned_during, scheduler_.blocks(), runner_, sweep,
+                                       report_.bytes_checked))
+      return f;
+  }
+  if (auto f = execute_checked(step, record)) return f;
+  in_flight_accesses_.remember(step, record);
+  in_flight_ = true;
+  return std::nullopt;
+}
+
+std::optional<Finding> Engine::execute_checked(const model::Step& step, StepRecord& record) {
   if (auto mismatch = ledger_.begin_step(step))
     return make_finding(runner_.layout(), FindingKind::token_mismatch, step.index, "", -1, -1, -1,
                         *mismatch, "tokens that agree with the committed sequence");
@@ -66,33 +101,46 @@ std::optional<Finding> Engine::run_scheduled(const model::Step& step, StepRecord
         static_cast<std::int64_t>(l.decisions.size());
   }
   if (record.finding) return record.finding;
+  if (auto f = in_flight_accesses_.check(runner_.layout(), step, record)) return f;
   ledger_.end_step(step);
-  if (auto f = checker_.after_step(step, record, scheduler_.blocks(), runner_, ledger_,
-                                   report_.bytes_checked))
-    return f;
-  scheduler_.update(step);
-  const bool sweep = step.index % options_.cache_sweep_every == 0;
-  return checker_.after_commit(step.index, scheduler_.blocks(), runner_, sweep,
-                               report_.bytes_checked);
+  return checker_.after_step(step, record, scheduler_.blocks(), runner_, ledger_,
+                             report_.bytes_checked);
 }
 
 // The step may have been edited after the scheduler made it (a test, a scheduler mutant): its
-// tables are held to the block manager's rules as a trace's are in replay.
+// tables are held to the block manager's rules as a trace's are in replay, in replay's order
+// (oracle/engine/replay.h): moved speculative blocks, the growth of running requests, then the
+// first tables of resumed and of new requests, each with its prefix hit. With a step in flight
+// (async), no block it hands out may be one held back for that step.
 std::optional<Finding> Engine::check_tables(const model::Step& step) const {
   const model::Layout& layout = runner_.layout();
   if (auto f = check_spec_blocks_moved(layout, step,
                                        [this](const std::string& id) { return runner_.row(id); }))
     return f;
-  const auto check = [&](const std::string& id, std::int32_t hit) -> std::optional<Finding> {
+  const BlockManager& blocks = scheduler_.blocks();
+  const HeldBack held_back = [&blocks](std::int32_t group, std::int32_t block) {
+    return blocks.pool(group).held_back(block);
+  };
+  for (const model::CachedRequestData& c : step.cached_requests) {
+    if (c.resumed) continue;
+    if (const model::GroupBlockIds* row = runner_.row(c.req_id))
+      if (auto f = check_growth_handout(layout, step, c.req_id, *row, c.new_block_ids, held_back))
+        return f;
+  }
+  const auto first = [&](const std::string& id, const model::GroupBlockIds& table,
+                         std::int32_t hit) -> std::optional<Finding> {
     for (const PrefixLookup& l : scheduler_.prefix_lookups())
-      if (l.req_id == id) return check_prefix_hit(layout, step.index, id, hit, l.longest_tokens);
-    return std::nullopt; // not admitted by the scheduler this step: an edit added it
+      if (l.req_id == id) {
+        if (auto f = check_prefix_hit(layout, step.index, id, hit, l.longest_tokens)) return f;
+        break;
+      } // not admitted by the scheduler this step: an edit added it
+    return check_first_handout(layout, step, id, table, hit, held_back);
   };
   for (const model::CachedRequestData& c : step.cached_requests)
     if (c.resumed)
-      if (auto f = check(c.req_id, c.num_computed_tokens)) return f;
+      if (auto f = first(c.req_id, c.new_block_ids, c.num_computed_tokens)) return f;
   for (const model::NewRequestData& n : step.new_requests)
-    if (auto f = check(n.req_id, n.num_computed_tokens)) return f;
+    if (auto f = first(n.req_id, n.block_ids, n.num_computed_tokens)) return f;
   return std::nullopt;
 }
 

@@ -4,11 +4,18 @@
 // and runs one step at a time, so tests can look at every Step and StepRecord and a later
 // GPU runner can be fed the same Steps. run_engine drives a whole run from a seed and reports
 // what happened and the first finding; it is deterministic for a seed.
+//
+// With async scheduling (SchedulerOptions::async_scheduling) one step is in flight: each call
+// plans step N+1 while step N, executed by the last call, still waits for its commit; then N
+// completes (the scheduler's update: acceptance, rollback of rejected drafts, cached blocks),
+// N+1 gets its true counts (Scheduler::finalize) and runs. The checks of in_flight.h hold
+// N+1 to what N could still touch.
 #pragma once
 
 #include "model/layout.h"
 #include "model/step.h"
 #include "oracle/engine/finding.h"
+#include "oracle/engine/in_flight.h"
 #include "oracle/engine/invariants.h"
 #include "oracle/engine/ledger.h"
 #include "oracle/engine/options.h"
@@ -61,6 +68,10 @@ public:
 
 private:
   std::optional<Finding> run_scheduled(const model::Step& step, StepRecord& record);
+  // Async: N + 1 (`step`, planned while the last step ran) completes the step in flight, then runs.
+  std::optional<Finding> run_planned_in_flight(model::Step& step, StepRecord& record);
+  // The step as the runner takes it, from the ledger to the invariants after it.
+  std::optional<Finding> execute_checked(const model::Step& step, StepRecord& record);
   std::optional<Finding> check_tables(const model::Step& step) const;
 
   EngineOptions options_;
@@ -71,6 +82,8 @@ private:
   model::Step last_step_;
   StepRecord last_record_;
   EngineReport report_;
+  bool in_flight_ = false; // async: last_step_ ran and waits for the scheduler's commit
+  InFlightAccesses in_flight_accesses_;
 };
 
 // Builds the layout (pool size = spec.num_blocks), the workload and runs up to num_steps.

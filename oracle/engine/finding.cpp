@@ -34,6 +34,10 @@ std::string_view to_string(FindingKind kind) {
     return "spec_blocks_not_moved";
   case FindingKind::internal_assertion:
     return "internal_assertion";
+  case FindingKind::in_flight_block_reused:
+    return "in_flight_block_reused";
+  case FindingKind::in_flight_write_conflict:
+    return "in_flight_write_conflict";
   }
   return "?";
 }

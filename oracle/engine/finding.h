@@ -29,6 +29,11 @@ enum class FindingKind : std::uint8_t {
   wrong_prefix_hit,      // a new or resumed request's hit is not the longest cached aligned prefix
   spec_blocks_not_moved, // a growing table leaves an old speculative block before the running one
   internal_assertion,    // an assumption of the engine model broke inside the step (MC_ASSERT)
+  // Async scheduling (in_flight.h): a block handed out while the step in flight can touch it,
+  // and a block written by this step for one request and touched by the step in flight for
+  // another.
+  in_flight_block_reused,
+  in_flight_write_conflict,
 };
 
 std::string_view to_string(FindingKind kind);

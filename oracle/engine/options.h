@@ -33,7 +33,9 @@ struct SchedulerOptions {
   std::int32_t reset_prefix_cache_per_million = 0;
   std::int32_t abort_per_million = 0;
   std::int32_t full_drafts_per_million = 800'000; // else 0..num_spec-1 drafts (all mode: 0)
-  bool async_frees = false;                       // frees become allocatable one step later
+  // Async scheduling (REFERENCE.md 3): each step is planned while the one before it runs, from
+  // optimistic counts; a block that step can still touch is held back when freed.
+  bool async_scheduling = false;
   bool drafter_prunes_last_block = false;         // eagle: last cache position one block earlier
 };
 

@@ -12,11 +12,11 @@
 namespace mc::oracle::engine {
 
 Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
-                   std::int32_t cache_sweep_every, Structures structures)
+                   std::int32_t cache_sweep_every, Structures structures, bool async_scheduling)
     : layout_(layout), cache_sweep_every_(cache_sweep_every),
-      tail_tokens_(model::conv_history_rows_max(layout)),
+      tail_tokens_(model::conv_history_rows_max(layout)), async_(async_scheduling),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
-              /*defer_frees=*/false, structures),
+              structures),
       runner_(layout, options, structures), ledger_(structures), checker_(structures) {
   MC_ASSERT(cache_sweep_every >= 1);
   MC_ASSERT(layout.config.mode != model::CacheMode::none);
@@ -50,8 +50,61 @@ std::optional<Finding> Replayer::check_counts(const model::Step& step) const {
       return inconsistent(step.index, c.req_id,
                           fmt::format("says {} tokens are computed", c.num_computed_tokens),
                           fmt::format("{} (what the steps before it committed)", it->second));
+    if (auto f = check_planned_count(step, c)) return f;
   }
   return std::nullopt;
+}
+
+// The count a running request was planned from: what it committed, plus, when the step in
+// flight ran a row of it, that whole row (its drafts taken as accepted, REFERENCE.md 3).
+std::optional<Finding> Replayer::check_planned_count(const model::Step& step,
+                                                     const model::CachedRequestData& c) const {
+  std::int32_t expected = c.num_computed_tokens;
+  std::string why = "no step was in flight when it was planned";
+  if (step.planned_during >= 0) {
+    if (step.planned_during != last_step_)
+      return inconsistent(step.index, c.req_id,
+                          fmt::format("the step was planned during step {}", step.planned_during),
+                          fmt::format("step {}, the step before it", last_step_));
+    const auto it = last_rows_.find(c.req_id);
+    if (it == last_rows_.end()) {
+      why = fmt::format("it had no row in step {}, in flight", step.planned_during);
+    } else {
+      expected = it->second.start + it->second.scheduled;
+      why = fmt::format("step {}, in flight, scheduled {} tokens from {}, all taken as computed",
+                        step.planned_during, it->second.scheduled, it->second.start);
+    }
+  }
+  const std::int32_t planned = c.num_computed_planned();
+  if (planned == expected) return std::nullopt;
+  return inconsistent(step.index, c.req_id,
+                      fmt::format("was planned from {} computed tokens", planned),
+                      fmt::format("{} ({})", expected, why));
+}
+
+void Replayer::mark_in_flight(const model::Step& step) {
+  blocks_.release_in_flight();
+  if (step.planned_during < 0) return;
+  for (const auto& [id, row] : last_rows_)
+    if (const RequestBlocks* held = blocks_.find(id)) blocks_.mark_in_flight(*held);
+}
+
+std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
+  if (pending_step_ < 0) return std::nullopt;
+  const std::int64_t committed_step = pending_step_;
+  pending_step_ = -1;
+  for (const auto& [id, num_committed] : pending_) {
+    // Resumed in this step: its table is a new one, and the row in flight committed nothing.
+    const bool resumed =
+        std::any_of(step.cached_requests.begin(), step.cached_requests.end(),
+                    [&](const model::CachedRequestData& c) { return c.resumed && c.req_id == id; });
+    const RequestTruth* t = ledger_.find(id);
+    if (resumed || t == nullptr) continue;
+    blocks_.cache_blocks(id, num_committed, t->hashes, t->tokens, tail_tokens_);
+  }
+  pending_.clear();
+  const bool sweep = stats_.steps % cache_sweep_every_ == 0;
+  return checker_.after_commit(committed_step, blocks_, runner_, sweep, stats_.bytes_checked);
 }
 
 // The shadow block manager follows the step: departures free, running requests drop their
@@ -74,12 +127,32 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     blocks_.reset_cache();
     ++stats_.resets;
   }
-  for (const model::CachedRequestData& c : step.cached_requests)
-    if (!c.resumed) blocks_.remove_skipped(c.req_id, c.num_computed_tokens);
-  for (const model::CachedRequestData& c : step.cached_requests)
-    if (!c.resumed)
-      if (auto why = blocks_.adopt_growth(c.req_id, c.new_block_ids))
-        return inconsistent(step.index, c.req_id, *why, "a free block");
+  // The scheduler freed stale blocks from the tokens committed when it planned (those before
+  // the step in flight, if that step ran a row of the request), and grew tables from the count
+  // it planned from.
+  for (const model::CachedRequestData& c : step.cached_requests) {
+    if (c.resumed) continue;
+    const auto in_flight = step.planned_during >= 0 ? last_rows_.find(c.req_id) : last_rows_.end();
+    blocks_.remove_skipped(c.req_id, in_flight != last_rows_.end() ? in_flight->second.start
+                                                                   : c.num_computed_tokens);
+  }
+  const HeldBack held_back = [this](std::int32_t group, std::int32_t block) {
+    return blocks_.pool(group).held_back(block);
+  };
+  model::GroupBlockIds old_row;
+  for (const model::CachedRequestData& c : step.cached_requests) {
+    if (c.resumed) continue;
+    if (const RequestBlocks* held = step.planned_during >= 0 ? blocks_.find(c.req_id) : nullptr) {
+      old_row.resize(held->groups.size());
+      for (std::size_t g = 0; g < held->groups.size(); ++g)
+        old_row[g] = held->groups[g].block_ids;
+      if (auto f =
+              check_growth_handout(layout_, step, c.req_id, old_row, c.new_block_ids, held_back))
+        return f;
+    }
+    if (auto why = blocks_.adopt_growth(c.req_id, c.new_block_ids))
+      return inconsistent(step.index, c.req_id, *why, "a free block");
+  }
   // Each hit is held to the longest the shadow cache offers as the request is admitted, in
   // the scheduler's order: resumed requests (at the head of its queue) before new ones.
   // A request the ledger does not know (resumed without ever running) has no hashes: its
@@ -87,11 +160,12 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   const auto first = [&](const std::string& id, const model::GroupBlockIds& table,
                          std::int32_t computed, std::span<const model::TokenHash> hashes,
                          std::int32_t num_tokens) -> std::optional<Finding> {
-    if (check_prefix_hits_ && !hashes.empty()) {
+    if (!hashes.empty()) {
       const std::int32_t longest =
           longest_prefix_hit(blocks_.pools(), layout_.config.mamba_block_size, hashes, num_tokens);
       if (auto f = check_prefix_hit(layout_, step.index, id, computed, longest)) return f;
     }
+    if (auto f = check_first_handout(layout_, step, id, table, computed, held_back)) return f;
     stats_.prefix_hits += computed > 0 ? 1 : 0;
     if (auto why = blocks_.adopt_first(id, table, computed))
       return inconsistent(step.index, id, *why, "a table the block manager could give");
@@ -139,14 +213,24 @@ std::optional<Finding> check_known_drafts(const model::Layout& layout, const mod
 }
 
 void Replayer::commit(const model::Step& step) {
+  last_rows_.clear();
   for (const model::ScheduledRequest& s : step.scheduled) {
     const RequestTruth& t = ledger_.truth(s.req_id);
     computed_after_[s.req_id] = t.num_committed;
-    blocks_.cache_blocks(s.req_id, t.num_committed, t.hashes, t.tokens, tail_tokens_);
+    if (async_)
+      pending_.emplace_back(s.req_id, t.num_committed);
+    else
+      blocks_.cache_blocks(s.req_id, t.num_committed, t.hashes, t.tokens, tail_tokens_);
+    last_rows_[s.req_id] = {.start = t.listed_computed, .scheduled = s.num_scheduled_tokens};
     ++stats_.request_steps;
     stats_.tokens += s.num_scheduled_tokens;
   }
   ++stats_.steps;
+  last_step_ = step.index;
+  if (async_) {
+    pending_step_ = step.index;
+    in_flight_accesses_.remember(step, last_record_);
+  }
 }
 
 std::optional<Finding> Replayer::step(const model::Step& step) {
@@ -170,12 +254,23 @@ std::optional<Finding> Replayer::run_step(const model::Step& step) {
   if (auto f = check_spec_blocks_moved(layout_, step,
                                        [this](const std::string& id) { return runner_.row(id); }))
     return f;
+  const std::int64_t held_before = blocks_.frees_held_back();
+  if (async_) {
+    mark_in_flight(step);
+    // Planned after every earlier step completed: the last one committed before it.
+    if (step.planned_during < 0)
+      if (auto f = commit_pending(step)) return f;
+  }
   if (auto f = apply_tables(step)) return f;
+  const std::int64_t frees_held_back = blocks_.frees_held_back() - held_before;
+  if (async_)
+    if (auto f = commit_pending(step)) return f;
   if (auto mismatch = ledger_.begin_step(step))
     return make_finding(layout_, FindingKind::token_mismatch, step.index, "", -1, -1, -1, *mismatch,
                         "tokens that agree with the committed sequence");
   if (auto f = check_known_drafts(layout_, step, ledger_)) return f;
   last_record_ = runner_.execute(step, ledger_);
+  last_record_.frees_held_back = frees_held_back;
   stats_.bytes_checked += last_record_.bytes_checked;
   for (const LaunchRecord& l : last_record_.launches) {
     ++stats_.launches;
@@ -183,11 +278,13 @@ std::optional<Finding> Replayer::run_step(const model::Step& step) {
         static_cast<std::int64_t>(l.decisions.size());
   }
   if (last_record_.finding) return last_record_.finding;
+  if (auto f = in_flight_accesses_.check(layout_, step, last_record_)) return f;
   ledger_.end_step(step);
   if (auto f =
           checker_.after_step(step, last_record_, blocks_, runner_, ledger_, stats_.bytes_checked))
     return f;
   commit(step);
+  if (async_) return std::nullopt; // its registrations wait for the next step's tables
   const bool sweep = stats_.steps % cache_sweep_every_ == 0;
   return checker_.after_commit(step.index, blocks_, runner_, sweep, stats_.bytes_checked);
 }

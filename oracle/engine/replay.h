@@ -11,12 +11,20 @@
 // A step that contradicts the past (a count that does not follow, a held block handed out
 // again) is a finding of kind inconsistent_step: a trace may be well formed yet describe a
 // scheduler that broke a rule. Memory grows with the requests in flight, not with the steps.
+//
+// An async trace (recorded with one step in flight, FORMAT.md) replays in the engine's async
+// order (driver.h): a step planned during the one before it is checked against that step's
+// rows (optimistic counts, in_flight.h), the shadow marks every block of those rows' tables
+// in flight before it applies the step's frees, and the boundary blocks the step before it
+// committed are registered only after the step's tables (the scheduler cached them when that
+// step's output arrived, after this one was planned).
 #pragma once
 
 #include "model/layout.h"
 #include "model/step.h"
 #include "oracle/engine/block_manager.h"
 #include "oracle/engine/finding.h"
+#include "oracle/engine/in_flight.h"
 #include "oracle/engine/invariants.h"
 #include "oracle/engine/ledger.h"
 #include "oracle/engine/options.h"
@@ -28,6 +36,8 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace mc::oracle::engine {
 
@@ -49,8 +59,10 @@ struct ReplayStats {
 class Replayer {
 public:
   // `layout.config` is the trace's (its runner flavour is ignored: options.flavour counts).
+  // `async_scheduling`: the trace's header says so (steps may be planned during another).
   Replayer(const model::Layout& layout, const RunnerOptions& options,
-           std::int32_t cache_sweep_every = 64, Structures structures = Structures::fast);
+           std::int32_t cache_sweep_every = 64, Structures structures = Structures::fast,
+           bool async_scheduling = false);
 
   // Runs one step; the first finding stops the replay (step() must not be called again).
   std::optional<Finding> step(const model::Step& step);
@@ -61,15 +73,17 @@ public:
   const Ledger& ledger() const { return ledger_; }
   const ReplayStats& stats() const { return stats_; }
 
-  // Whether each prefix hit is held to the longest the shadow cache offers (default). The
-  // shadow frees blocks when the trace says so; a scheduler with deferred (async) frees can see
-  // a different cache at admission, so a replay of its steps turns the check off.
-  void set_check_prefix_hits(bool check) { check_prefix_hits_ = check; }
-
 private:
   std::optional<Finding> run_step(const model::Step& step);
   std::optional<Finding> apply_tables(const model::Step& step);
   std::optional<Finding> check_counts(const model::Step& step) const;
+  std::optional<Finding> check_planned_count(const model::Step& step,
+                                             const model::CachedRequestData& c) const;
+  // Async: the blocks of the rows of the step in flight, as its tables are now.
+  void mark_in_flight(const model::Step& step);
+  // The registrations of the last step, held for an async trace (above); `step` the one now
+  // replayed, whose departures have no tables left to register.
+  std::optional<Finding> commit_pending(const model::Step& step);
   void commit(const model::Step& step);
   Finding inconsistent(std::int64_t step, std::string req_id, std::string detail,
                        std::string expected) const;
@@ -77,7 +91,7 @@ private:
   model::Layout layout_;
   std::int32_t cache_sweep_every_ = 64;
   std::int32_t tail_tokens_ = 1;
-  bool check_prefix_hits_ = true;
+  bool async_ = false;
   BlockManager blocks_;
   OracleRunner runner_;
   Ledger ledger_;
@@ -85,6 +99,17 @@ private:
   // Tokens computed after the last step a request ran in; absent for a request that has not
   // run yet or was preempted since (it then starts again from a prefix hit or 0).
   std::unordered_map<std::string, std::int32_t> computed_after_;
+  // The rows of the step replayed last: where each started and how many tokens it scheduled.
+  struct LastRow {
+    std::int32_t start = 0;
+    std::int32_t scheduled = 0;
+  };
+  std::int64_t last_step_ = -1;
+  std::unordered_map<std::string, LastRow> last_rows_;
+  // Async: its registrations not made yet (request, tokens committed); -1: none pending.
+  std::int64_t pending_step_ = -1;
+  std::vector<std::pair<std::string, std::int32_t>> pending_;
+  InFlightAccesses in_flight_accesses_;
   StepRecord last_record_;
   ReplayStats stats_;
   bool stopped_ = false;

@@ -52,6 +52,9 @@ struct StepRecord {
   AccessLog access;
   std::optional<Finding> finding; // the first, which stops the step
   std::int64_t bytes_checked = 0;
+  // Async: blocks freed while this step was planned that the step in flight could touch, held
+  // back until it completed (the scheduler's, or in a replay the shadow block manager's).
+  std::int64_t frees_held_back = 0;
 };
 
 // Where the next step reads a request's initial state: the column and the accepted count.

@@ -22,7 +22,7 @@ Scheduler::Scheduler(const model::Layout& layout, const SchedulerOptions& option
                      std::vector<RequestSpec> requests, std::uint64_t seed, Structures structures)
     : config_(layout.config), options_(options), keep_rows_(structures == Structures::fast),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
-              options.async_frees, structures),
+              structures),
       rng_(model::SplitMix64::from_seed(seed)), tail_tokens_(model::conv_history_rows_max(layout)) {
   for (RequestSpec& spec : requests) {
     SchedRequest r{.spec = std::move(spec)};
@@ -46,19 +46,33 @@ const SchedRequest& Scheduler::request(const std::string& req_id) const {
   return requests_[it->second];
 }
 
+std::int32_t Scheduler::planned_computed(const SchedRequest& r) const {
+  const bool in_flight = r.in_flight.step >= 0 && !r.in_flight.stale;
+  return r.num_computed + (in_flight ? r.in_flight.tokens : 0);
+}
+
+// A row in flight that reaches the end of the known tokens samples one more (a placeholder
+// until its output arrives: vLLM's num_output_placeholders).
+std::int32_t Scheduler::planned_tokens(const SchedRequest& r) const {
+  const std::int32_t computed = planned_computed(r);
+  return computed >= r.num_tokens ? computed + 1 : r.num_tokens;
+}
+
 bool Scheduler::in_prefill(const SchedRequest& r) const {
-  return r.num_computed < std::max(r.spec.num_prompt_tokens, r.num_tokens - 1);
+  return planned_computed(r) < std::max(r.spec.num_prompt_tokens, planned_tokens(r) - 1);
 }
 
 // REFERENCE.md 3: keep cached states on block boundaries while prefilling (align mode).
 std::int32_t Scheduler::split_chunk(const SchedRequest& r, std::int32_t num_new) const {
   if (config_.mode != model::CacheMode::align || !in_prefill(r)) return num_new;
   const std::int32_t B = config_.mamba_block_size;
-  std::int32_t last = r.num_tokens - r.num_tokens % B;
+  const std::int32_t computed = planned_computed(r);
+  const std::int32_t num_tokens = planned_tokens(r);
+  std::int32_t last = num_tokens - num_tokens % B;
   if (options_.drafter_prunes_last_block) last = std::max(last - B, 0);
-  const std::int32_t after = r.num_computed + num_new;
+  const std::int32_t after = computed + num_new;
   if (after < last) return num_new / B * B;
-  if (r.num_computed < last && last < after) return last - r.num_computed;
+  if (computed < last && last < after) return last - computed;
   return num_new;
 }
 
@@ -66,7 +80,7 @@ std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) 
   const std::int32_t ns = config_.num_spec_tokens;
   if (ns == 0) return 0;
   std::int32_t d = rng_.chance(options_.full_drafts_per_million) ? ns : rng_.uniform32(0, ns - 1);
-  d = std::min({d, budget - 1, r.spec.max_len - r.num_tokens});
+  d = std::min({d, budget - 1, r.spec.max_len - planned_tokens(r)});
   // All mode: a decode carries every draft or none. Its record of the last scheduled block
   // survives only a full decode (REFERENCE.md 3), and the draft prefixes' states of a shorter
   // one would be read nowhere (model/FORWARD.md).
@@ -74,33 +88,79 @@ std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) 
   return std::max(d, 0);
 }
 
-void Scheduler::make_scheduled(const SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
+void Scheduler::make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
                                RequestBlocks& held, model::Step& step) {
-  const std::vector<std::int32_t>& truth = r.spec.tokens;
-  const auto c = static_cast<std::size_t>(r.num_computed);
-  scheduled_.push_back(static_cast<std::size_t>(&r - requests_.data()));
-  scheduled_held_.push_back(&held);
+  const std::int32_t computed = planned_computed(r);
+  planned_.requests.push_back(static_cast<std::size_t>(&r - requests_.data()));
+  planned_.held.push_back(&held);
   if (spare_scheduled_.empty()) spare_scheduled_.emplace_back();
   step.scheduled.push_back(std::move(spare_scheduled_.back()));
   spare_scheduled_.pop_back();
   model::ScheduledRequest& s = step.scheduled.back();
   s.req_id = r.spec.req_id;
-  s.key = static_cast<std::int32_t>(scheduled_.back());
+  s.key = static_cast<std::int32_t>(planned_.requests.back());
   s.num_scheduled_tokens = num_new;
   s.num_draft_tokens = num_draft;
   s.num_accepted_tokens = 1;
-  s.token_ids.assign(truth.begin() + static_cast<std::ptrdiff_t>(c),
-                     truth.begin() + static_cast<std::ptrdiff_t>(c) + (num_new - num_draft));
   if (num_draft > 0) {
     MC_ASSERT(num_new == 1 + num_draft);
     s.num_accepted_tokens = rng_.uniform32(1, 1 + num_draft);
-    for (std::int32_t j = 0; j < num_draft; ++j) {
-      const std::int32_t t = truth[c + 1 + static_cast<std::size_t>(j)];
-      s.token_ids.push_back(j < s.num_accepted_tokens - 1 ? t : t + 1); // t + 1 != t: rejected
-    }
   }
+  fill_tokens(r, computed, s);
+  // finalize() corrects the start once the step in flight reported.
+  r.planned = {.step = step.index, .start = computed, .tokens = num_new};
   stats_.request_steps += 1;
   stats_.tokens += num_new;
+}
+
+void Scheduler::fill_tokens(const SchedRequest& r, std::int32_t computed,
+                            model::ScheduledRequest& s) const {
+  const std::vector<std::int32_t>& truth = r.spec.tokens;
+  const auto c = static_cast<std::size_t>(computed);
+  const std::int32_t num_known = s.num_scheduled_tokens - s.num_draft_tokens;
+  MC_ASSERT(c + static_cast<std::size_t>(s.num_scheduled_tokens) < truth.size());
+  s.token_ids.assign(truth.begin() + static_cast<std::ptrdiff_t>(c),
+                     truth.begin() + static_cast<std::ptrdiff_t>(c) + num_known);
+  for (std::int32_t j = 0; j < s.num_draft_tokens; ++j) {
+    const std::int32_t t = truth[c + 1 + static_cast<std::size_t>(j)];
+    s.token_ids.push_back(j < s.num_accepted_tokens - 1 ? t : t + 1); // t + 1 != t: rejected
+  }
+}
+
+void Scheduler::finalize(model::Step& step) {
+  for (model::CachedRequestData& c : step.cached_requests) {
+    if (c.resumed) continue;
+    const SchedRequest& r = request(c.req_id);
+    if (r.num_computed == c.num_computed_tokens) continue;
+    // The step in flight rejected drafts this planning counted as accepted.
+    MC_ASSERT(r.num_computed < c.num_computed_tokens);
+    MC_ASSERT(r.planned.step == step.index);
+    c.num_computed_tokens_optimistic = c.num_computed_tokens;
+    c.num_computed_tokens = r.num_computed;
+  }
+  for (model::ScheduledRequest& s : step.scheduled) {
+    SchedRequest& r = requests_[index_.at(s.req_id)];
+    MC_ASSERT(r.planned.step == step.index && !r.planned.stale);
+    if (r.planned.start == r.num_computed) continue;
+    r.planned.start = r.num_computed;
+    fill_tokens(r, r.num_computed, s);
+  }
+}
+
+// Every block the step in flight can read or write: the tables of its rows as it ran (nothing
+// has changed them since it was planned).
+void Scheduler::mark_in_flight() {
+  for (std::size_t b = 0; b < in_flight_.requests.size(); ++b) {
+    SchedRequest& r = requests_[in_flight_.requests[b]];
+    if (r.planned.step != in_flight_.step) continue; // its row was committed (a test's update)
+    r.in_flight = r.planned;
+    r.planned = {};
+    if (r.status != RequestStatus::running) continue; // finished by the update before it
+    const RequestBlocks* held =
+        blocks_.find(r.spec.req_id, static_cast<std::int32_t>(in_flight_.requests[b]));
+    MC_ASSERT(held != nullptr);
+    blocks_.mark_in_flight(*held);
+  }
 }
 
 model::Step Scheduler::schedule(model::Step spent) {
@@ -115,15 +175,20 @@ model::Step Scheduler::schedule(model::Step spent) {
   step.cached_requests.clear();
   step.finished_req_ids = std::move(finished_pending_);
   finished_pending_.clear();
-  if (options_.async_frees) blocks_.release_deferred();
+  if (options_.async_scheduling) {
+    std::swap(in_flight_, planned_);
+    if (in_flight_.step >= 0) step.planned_during = in_flight_.step;
+    mark_in_flight();
+  }
+  planned_.step = step.index;
+  planned_.requests.clear();
+  planned_.held.clear();
   admit_arrivals();
   maybe_abort(step);
   const bool reset = rng_.chance(options_.reset_prefix_cache_per_million) || reset_requested_;
   reset_requested_ = false;
   if (reset && !running_.empty()) force_preempt_all(step);
   std::int32_t budget = options_.token_budget;
-  scheduled_.clear();
-  scheduled_held_.clear();
   prefix_lookups_.clear();
   schedule_running(step, budget);
   schedule_waiting(step, budget);
@@ -158,6 +223,8 @@ void Scheduler::maybe_abort(model::Step& step) {
   SchedRequest& r = requests_[idx];
   blocks_.free_request(r.spec.req_id);
   r.status = RequestStatus::finished;
+  r.in_flight.stale = r.in_flight.step >= 0;
+  r.planned.stale = r.planned.step >= 0;
   ++num_finished_;
   ++stats_.aborts;
   if (r.started) step.finished_req_ids.push_back(r.spec.req_id);
@@ -169,6 +236,8 @@ void Scheduler::force_preempt_all(model::Step& step) {
     blocks_.free_request(r.spec.req_id);
     r.num_computed = 0;
     r.status = RequestStatus::waiting;
+    r.in_flight.stale = r.in_flight.step >= 0;
+    r.planned.stale = r.planned.step >= 0;
     waiting_.push_front(*it);
     ++stats_.forced_preemptions;
   }
@@ -184,6 +253,8 @@ void Scheduler::preempt(std::size_t running_index, model::Step& step) {
   blocks_.free_request(r.spec.req_id);
   r.num_computed = 0;
   r.status = RequestStatus::waiting;
+  r.in_flight.stale = r.in_flight.step >= 0;
+  r.planned.stale = r.planned.step >= 0;
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
   waiting_.push_front(idx);
   step.preempted_req_ids.push_back(r.spec.req_id);

@@ -11,6 +11,20 @@
 // (it only comes back among the resumed) and empties the cache. update() commits the step:
 // computed counts, sampled tokens, cached boundary blocks (only now: never in the step that
 // produced them), finished requests.
+//
+// Async scheduling (options.async_scheduling, REFERENCE.md 3), as vLLM's async scheduler: the
+// next step is planned before update() of the step in flight. The planning counts a request
+// with a row in flight as if every draft of it were accepted (its computed count plus the
+// row's scheduled tokens, and one more sampled token when the row reaches the end of what is
+// known), grows its tables and frees its stale block from that optimistic count, and does not
+// schedule a request the step in flight may finish. Every block of the in-flight rows' tables
+// is marked in flight, so a block freed while planning (a stale block, a preemption, an abort,
+// a reset) is held back until update() of the step in flight. Since such frees help nobody in
+// this planning, a running request that finds too few free blocks but would have enough once
+// they are released waits a step instead of preempting more. A request preempted while its
+// row is in flight keeps that row's sampled tokens (the step did compute them) and resumes at
+// the earliest in the next planning. finalize() then gives the planned step the true counts and
+// token ids, once update() of the step in flight has rolled back its rejected drafts.
 #pragma once
 
 #include "model/layout.h"
@@ -39,6 +53,18 @@ struct SchedRequest {
   std::int32_t num_computed = 0;
   RequestStatus status = RequestStatus::future;
   bool started = false; // sent once as a new request
+  // A row update() has not committed yet: the row of the step just planned (`planned`), and
+  // with async scheduling the row of the step in flight while the next is planned
+  // (`in_flight`). `start`: the true computed count it starts from; `stale`: preempted,
+  // aborted or reset since, so the row commits its sampled tokens only.
+  struct PendingRow {
+    std::int64_t step = -1; // -1: none
+    std::int32_t start = 0;
+    std::int32_t tokens = 0;
+    bool stale = false;
+  };
+  PendingRow planned;
+  PendingRow in_flight;
 };
 
 struct SchedulerStats {
@@ -70,6 +96,9 @@ public:
   // reused for this one's, so that a step costs no allocation per row.
   model::Step schedule(model::Step spent = {});
   void update(const model::Step& step);
+  // Async: after update() of the step in flight, the true computed counts (the optimistic ones
+  // kept as num_computed_tokens_optimistic) and token ids of `step`, planned last.
+  void finalize(model::Step& step);
   // The next schedule() runs reset_prefix_cache (tests and traces choose the step).
   void request_reset_prefix_cache() { reset_requested_ = true; }
   bool done() const { return num_finished_ == static_cast<std::int64_t>(requests_.size()); }
@@ -82,12 +111,20 @@ public:
   std::int32_t tail_tokens() const { return tail_tokens_; }
 
 private:
+  // The counts the planning sees: the committed ones plus a row in flight taken as accepted.
+  std::int32_t planned_computed(const SchedRequest& r) const;
+  std::int32_t planned_tokens(const SchedRequest& r) const;
   bool in_prefill(const SchedRequest& r) const;
   std::int32_t split_chunk(const SchedRequest& r, std::int32_t num_new) const;
   std::int32_t draw_drafts(const SchedRequest& r, std::int32_t budget);
   // Appends r's row to step.scheduled; `held`: r's tables (just allocated).
-  void make_scheduled(const SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
+  void make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
                       RequestBlocks& held, model::Step& step);
+  // The row's token ids from the request's true sequence at `computed`, drafts last (the
+  // first a - 1 of them true, the others not).
+  void fill_tokens(const SchedRequest& r, std::int32_t computed, model::ScheduledRequest& s) const;
+  void mark_in_flight();
+  void finish_waiting(SchedRequest& r);
   void admit_arrivals();
   void maybe_abort(model::Step& step);
   void force_preempt_all(model::Step& step);
@@ -108,12 +145,18 @@ private:
   std::deque<std::size_t> waiting_;
   std::vector<std::size_t> running_;
   std::vector<model::RequestId> finished_pending_;
-  std::vector<std::size_t> scheduled_;       // the last schedule()'s batch rows, as request indices
+  // The batch rows of a planned step, as request indices, and their tables in the block
+  // manager (valid while the request runs: update() skips a row preempted since, and a
+  // finished request is freed only after its own row). With the plain structures update()
+  // finds both by id instead.
+  struct Rows {
+    std::int64_t step = -1;
+    std::vector<std::size_t> requests;
+    std::vector<RequestBlocks*> held;
+  };
+  Rows planned_;                             // the last schedule()'s
+  Rows in_flight_;                           // async: the one before it, not committed yet
   std::vector<PrefixLookup> prefix_lookups_; // the last schedule()'s admissions
-  // Their tables in the block manager (valid while the request runs: update() skips a row
-  // preempted since, and a finished request is freed only after its own row). With the plain
-  // structures update() finds both by id instead.
-  std::vector<RequestBlocks*> scheduled_held_;
   // Rows of spent steps, kept for their vectors' capacity.
   std::vector<model::ScheduledRequest> spare_scheduled_;
   std::vector<model::CachedRequestData> spare_cached_;

@@ -11,12 +11,18 @@ namespace mc::oracle::engine {
 void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
   for (std::size_t i = 0; i < running_.size() && budget > 0;) {
     SchedRequest& r = requests_[running_[i]];
+    // Async: the row in flight may finish it (its drafts taken as accepted reach the end).
+    if (r.in_flight.step >= 0 && planned_tokens(r) >= r.spec.max_len) {
+      ++i;
+      continue;
+    }
+    const std::int32_t computed = planned_computed(r);
     std::int32_t num_draft = 0;
     std::int32_t num_new = 0;
     if (in_prefill(r)) {
-      num_new = split_chunk(r, std::min(r.num_tokens - r.num_computed, budget));
+      num_new = split_chunk(r, std::min(planned_tokens(r) - computed, budget));
     } else {
-      MC_ASSERT(r.num_computed == r.num_tokens - 1);
+      MC_ASSERT(computed == planned_tokens(r) - 1);
       num_draft = draw_drafts(r, budget);
       num_new = 1 + num_draft;
     }
@@ -31,14 +37,36 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
     // A running request holds its tables; preempting others below leaves them in place.
     RequestBlocks* held = blocks_.find_held(id, key);
     MC_ASSERT(held != nullptr);
-    blocks_.remove_skipped(*held, r.num_computed);
     bool self_preempted = false;
-    while (!blocks_.can_allocate(*held, r.num_computed + num_new)) {
-      self_preempted = running_.size() - 1 == i;
-      preempt(running_.size() - 1, step);
+    if (options_.async_scheduling) {
+      // Blocks held back come back when the step in flight completes: preempt only while even
+      // they would not be enough, then wait a step for them rather than preempt more. The
+      // request's own stale block is dropped only once it is scheduled (a trace shows the
+      // frees of scheduled rows alone).
+      while (!blocks_.can_allocate(*held, computed + num_new) &&
+             !blocks_.can_allocate_after_release(*held, computed + num_new)) {
+        self_preempted = running_.size() - 1 == i;
+        preempt(running_.size() - 1, step);
+        if (self_preempted) break;
+      }
+      if (self_preempted) break;
+      if (!blocks_.can_allocate(*held, computed + num_new)) {
+        ++i;
+        continue;
+      }
+      // Stale blocks go by the tokens committed, never by the optimistic count: the step in
+      // flight and this one may still save a boundary state that count has passed (vLLM
+      // frees from processed_computed_tokens, the count less the tokens in flight).
+      blocks_.remove_skipped(*held, r.num_computed);
+    } else {
+      blocks_.remove_skipped(*held, computed);
+      while (!blocks_.can_allocate(*held, computed + num_new)) {
+        self_preempted = running_.size() - 1 == i;
+        preempt(running_.size() - 1, step);
+        if (self_preempted) break;
+      }
       if (self_preempted) break;
     }
-    if (self_preempted) break;
     if (spare_cached_.empty()) spare_cached_.emplace_back();
     step.cached_requests.push_back(std::move(spare_cached_.back()));
     spare_cached_.pop_back();
@@ -46,8 +74,9 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
     cached.req_id = id;
     cached.key = key;
     cached.resumed = false;
-    cached.num_computed_tokens = r.num_computed;
-    blocks_.allocate(*held, r.num_computed + num_new, cached.new_block_ids);
+    cached.num_computed_tokens = computed;
+    cached.num_computed_tokens_optimistic.reset();
+    blocks_.allocate(*held, computed + num_new, cached.new_block_ids);
     make_scheduled(r, num_new, num_draft, *held, step);
     budget -= num_new;
     ++i;
@@ -68,6 +97,8 @@ void Scheduler::schedule_waiting(model::Step& step, std::int32_t& budget) {
 // covers at most num_tokens - 1 tokens: one token is always computed).
 bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budget) {
   MC_ASSERT(r.num_computed == 0);
+  // Async: preempted while its row is in flight; it resumes once that row reported.
+  if (r.in_flight.step >= 0) return false;
   const std::int32_t B = config_.mamba_block_size;
   std::vector<model::TokenHash> boundaries;
   for (std::int32_t p = 0; (p + 1) * B <= r.num_tokens - 1; ++p)
@@ -117,26 +148,52 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
 }
 
 void Scheduler::update(const model::Step& step) {
-  MC_ASSERT(step.index == step_ - 1);
+  // Async: the step in flight is the one planned before the last; its blocks are free to
+  // take again once it completed.
+  const bool async_rows = in_flight_.step == step.index;
+  MC_ASSERT(async_rows || (planned_.step == step.index && step.index == step_ - 1));
+  const Rows& rows = async_rows ? in_flight_ : planned_;
+  if (async_rows) blocks_.release_in_flight();
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
     // The row schedule() made, unless a test edited the step (then by id).
-    const bool same_row =
-        keep_rows_ && b < scheduled_.size() && requests_[scheduled_[b]].spec.req_id == s.req_id;
-    SchedRequest& r = requests_[same_row ? scheduled_[b] : index_.at(s.req_id)];
-    if (r.status != RequestStatus::running) continue; // preempted later in the same step
+    const bool same_row = keep_rows_ && b < rows.requests.size() &&
+                          requests_[rows.requests[b]].spec.req_id == s.req_id;
+    SchedRequest& r = requests_[same_row ? rows.requests[b] : index_.at(s.req_id)];
+    SchedRequest::PendingRow& row = async_rows ? r.in_flight : r.planned;
+    if (row.step != step.index) continue; // not this row's request any more
     const std::int32_t committed =
         s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens;
-    r.num_computed += committed;
-    if (r.num_computed >= r.num_tokens) r.num_tokens = r.num_computed + 1; // sampled
+    const std::int32_t end = row.start + committed;
+    const bool stale = row.stale;
+    row = {};
+    if (end >= r.num_tokens) r.num_tokens = end + 1; // sampled (kept by a request preempted since)
     MC_ASSERT(r.num_tokens <= static_cast<std::int32_t>(r.spec.tokens.size()));
+    if (r.status == RequestStatus::finished) continue; // aborted while its row ran
+    if (stale) {
+      if (r.num_tokens >= r.spec.max_len) finish_waiting(r);
+      continue;
+    }
+    MC_ASSERT(r.status == RequestStatus::running && r.num_computed == end - committed);
+    r.num_computed = end;
     if (same_row)
-      blocks_.cache_blocks(*scheduled_held_[b], r.num_computed, r.prefix_hashes, r.spec.tokens,
+      blocks_.cache_blocks(*rows.held[b], r.num_computed, r.prefix_hashes, r.spec.tokens,
                            tail_tokens_);
     else
       blocks_.cache_blocks(s.req_id, r.num_computed, r.prefix_hashes, r.spec.tokens, tail_tokens_);
     if (r.num_tokens >= r.spec.max_len) finish(r);
   }
+}
+
+// A request preempted while its row was in flight, whose row sampled its last token.
+void Scheduler::finish_waiting(SchedRequest& r) {
+  MC_ASSERT(r.status == RequestStatus::waiting);
+  const std::size_t idx = index_.at(r.spec.req_id);
+  waiting_.erase(std::find(waiting_.begin(), waiting_.end(), idx));
+  r.status = RequestStatus::finished;
+  finished_pending_.push_back(r.spec.req_id);
+  ++num_finished_;
+  ++stats_.finished;
 }
 
 void Scheduler::finish(SchedRequest& r) {

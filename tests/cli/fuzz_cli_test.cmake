@@ -46,6 +46,17 @@ run_input_error(fuzz --level engine --block-size 16 --token-budget 8)
 run_input_error(fuzz --block-size 16) # kernel level: no block size to fix
 run_input_error(fuzz --level engine --block-size abc)
 
+# --async: every engine case with async scheduling; the report says so, the coverage shows it.
+run(0 fuzz --level engine --backend host --seed 3 --cases 12 --max-size 20 --async
+    --report ${WORK_DIR}/engine_async.json --out ${WORK_DIR}/cx_async)
+file(READ ${WORK_DIR}/engine_async.json r)
+string(JSON async GET "${r}" async)
+string(JSON deferral GET "${r}" coverage counts async-deferral)
+if(NOT async OR deferral LESS 1)
+  message(FATAL_ERROR "engine report with --async: ${r}")
+endif()
+run_input_error(fuzz --async) # kernel level: no steps to plan
+
 # Keep going: a mutant that breaks same-block shifts fails in three of the seed's launch kinds;
 # one campaign reports each kind's signature once (deterministic, every rerun failing), with its
 # own counterexample, counts the repeats, and exits 1. Its report is the same for the same seed.

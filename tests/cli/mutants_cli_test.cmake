@@ -31,7 +31,8 @@ if(NOT OUT MATCHES "precopy_guard_by_address +kernel +D +precopy skips a row"
    OR NOT OUT MATCHES "all_record_after_any_step +engine +A +all mode's postprocess records"
    OR NOT OUT MATCHES "table_row_from_slot +kernel +X +\\[out of bounds\\] V2 kinds"
    OR NOT OUT MATCHES "prefix_hit_one_block_short +engine +C +a new or resumed request"
-   OR NOT OUT MATCHES "spec_blocks_left_behind +engine +X +when the running block advances")
+   OR NOT OUT MATCHES "spec_blocks_left_behind +engine +X +when the running block advances"
+   OR NOT OUT MATCHES "async_frees_visible_at_once +engine +X +with async scheduling the block pool")
   message(FATAL_ERROR "mutants --list:\n${OUT}")
 endif()
 
@@ -41,12 +42,25 @@ run(1 fuzz --level engine --backend host --mutant prefix_hit_one_block_short --s
     --max-size 60 --out ${WORK_DIR}/scheduler)
 if(NOT OUT MATCHES "finding:wrong_prefix_hit"
    OR NOT OUT MATCHES "shrunk to 2 steps, 2 requests"
-   OR NOT OUT MATCHES "reproduce: mambacheck fuzz --level engine --backend host --seed 10 --cases 1 --max-size 60 --mutant prefix_hit_one_block_short")
+   OR NOT OUT MATCHES "reproduce: mambacheck fuzz --level engine --backend host --seed 8 --cases 1 --max-size 60 --mutant prefix_hit_one_block_short")
   message(FATAL_ERROR "fuzz --mutant prefix_hit_one_block_short:\n${OUT}")
 endif()
-run(1 replay ${WORK_DIR}/scheduler/engine-seed10/trace.jsonl --backend host)
-if(NOT OUT MATCHES "FINDING at step 1 \\(line 3\\): wrong_prefix_hit: step 1, request r2: takes a prefix hit of 0 tokens")
+run(1 replay ${WORK_DIR}/scheduler/engine-seed8/trace.jsonl --backend host)
+if(NOT OUT MATCHES "FINDING at step 1 \\(line 3\\): wrong_prefix_hit: step 1, request r1: takes a prefix hit of 0 tokens")
   message(FATAL_ERROR "replay of the scheduler mutant's trace:\n${OUT}")
+endif()
+# With async scheduling: a pool whose frees are visible at once hands out a block the step in
+# flight can still touch; the trace (version 3) replays to the same finding.
+run(1 fuzz --level engine --backend host --mutant async_frees_visible_at_once --seed 1
+    --cases 20 --max-size 60 --out ${WORK_DIR}/async)
+if(NOT OUT MATCHES "finding:in_flight_block_reused"
+   OR NOT OUT MATCHES "shrunk to 4 steps, 1 requests"
+   OR NOT OUT MATCHES "reproduce: mambacheck fuzz --level engine --backend host --seed 8 --cases 1 --max-size 60 --mutant async_frees_visible_at_once")
+  message(FATAL_ERROR "fuzz --mutant async_frees_visible_at_once:\n${OUT}")
+endif()
+run(1 replay ${WORK_DIR}/async/engine-seed8/trace.jsonl --backend host)
+if(NOT OUT MATCHES "FINDING at step 3 \\(line 5\\): in_flight_block_reused: step 3, request r0, column 2, block 1: block 1 of group 0 is handed out")
+  message(FATAL_ERROR "replay of the async mutant's trace:\n${OUT}")
 endif()
 run_input_error(fuzz --level kernel --backend host --mutant spec_blocks_left_behind --cases 1)
 

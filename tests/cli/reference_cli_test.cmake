@@ -54,10 +54,10 @@ foreach(runner v1 v2)
   endif()
 endforeach()
 
-# run --record: V1 with resets, V2 with aborts and async frees, all mode; byte-equal traces.
+# run --record: V1 with resets, V2 with aborts and async scheduling, all mode; byte-equal traces.
 set(runs
     "resets|--preset tiny-mamba2 --pool-blocks 24 --resets-per-million 20000"
-    "aborts|--preset tiny-gdn --pool-blocks 16 --runner v2 --aborts-per-million 20000 --async-frees"
+    "aborts|--preset tiny-gdn --pool-blocks 16 --runner v2 --aborts-per-million 20000 --async"
     "all|--preset tiny-gdn --pool-blocks 24 --mode all")
 foreach(entry ${runs})
   string(REPLACE "|" ";" parts "${entry}")

@@ -149,8 +149,9 @@ TEST_P(RunnerMutantKilled, ShrunkToAtMost8StepsAnd3Requests) {
 
 // Seeds and bounds found with `mambacheck fuzz --level engine --mutant NAME`: seed 1 kills ten
 // of them within 25 cases at sizes up to 30; accepted_kept_across_preempt needs a preemption
-// of a request with accepted drafts and a resume with a prefix hit, first met by case 167 of
-// seed 1 at sizes up to 60 (run here as its own seed). The class H mutants need an all-mode
+// of a request with accepted drafts and a resume with a prefix hit, first met by case 343 of
+// seed 1 at sizes up to 60 (run here as its own seed; case 167 met it until async cases
+// stopped preempting for frees held back). The class H mutants need an all-mode
 // case with a chunk that starts mid-block (and, for all_boundary_count_from_length, whose tail
 // passes one more boundary than n // B counts): both are killed by case 30 of seed 1.
 // all_record_after_any_step needs an all-mode case with drafts whose request decodes after a
@@ -160,7 +161,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(KillCase{RunnerMutant::skip_cleanup_of_resumed, 1, 30, 40},
                       KillCase{RunnerMutant::v2_seed_with_attn_block_size, 1, 30, 40},
                       KillCase{RunnerMutant::v2_source_column_shifted, 1, 30, 40},
-                      KillCase{RunnerMutant::accepted_kept_across_preempt, 167, 60, 1},
+                      KillCase{RunnerMutant::accepted_kept_across_preempt, 343, 60, 1},
                       KillCase{RunnerMutant::slot_reused_without_reset, 1, 30, 40},
                       KillCase{RunnerMutant::prev_c_division, 1, 30, 40},
                       KillCase{RunnerMutant::curr_floor_division, 1, 30, 40},
@@ -301,9 +302,12 @@ TEST(EngineFuzz, SameSeedSameCoverageIsolatedOrNot) {
   for (const auto& [a, n] : here.coverage.decode_crossings_by_accepted)
     by_accepted += n;
   EXPECT_EQ(decodes, by_accepted);
-  EXPECT_EQ(here.coverage.count("preemption"), 8);
+  EXPECT_EQ(here.coverage.count("preemption"), 11);
   EXPECT_EQ(here.coverage.count("prefix-hit-several-blocks"), 3);
-  EXPECT_EQ(to_json(o, here)["coverage"]["counts"]["preemption"], 8);
+  // The async cases among them: every step after the first planned during the one before.
+  EXPECT_EQ(here.coverage.count("async-deferral"), 45);
+  EXPECT_EQ(here.coverage.count("async-held-free"), 7);
+  EXPECT_EQ(to_json(o, here)["coverage"]["counts"]["preemption"], 11);
 }
 
 } // namespace

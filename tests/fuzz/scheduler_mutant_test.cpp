@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 namespace mc::fuzz {
 namespace {
 
@@ -20,9 +22,10 @@ using harness::SchedulerMutant;
 
 TEST(SchedulerMutantCatalogue, ListedAndRoundTrip) {
   const auto all = gpu::scheduler_mutants();
-  ASSERT_EQ(all.size(), 2u);
+  ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].name, "prefix_hit_one_block_short");
   EXPECT_EQ(all[1].name, "spec_blocks_left_behind");
+  EXPECT_EQ(all[2].name, "async_frees_visible_at_once");
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto m = static_cast<SchedulerMutant>(i + 1);
     EXPECT_EQ(harness::to_string(m), all[i].name);
@@ -89,15 +92,60 @@ TEST_P(SchedulerMutantKilled, ShrunkAndItsTraceReplaysToTheSameFinding) {
 // Found with `mambacheck fuzz --level engine --backend host --mutant NAME` at seed 1:
 // prefix_hit_one_block_short is killed by case 15 (a request sharing a cached boundary with
 // one before it); spec_blocks_left_behind needs a prefill chunk that moves the running block
-// two blocks past the old one with drafts on, first met by case 54 (run here as its own seed).
+// two blocks past the old one with drafts on, first met by case 54 (run here as its own seed);
+// async_frees_visible_at_once needs an async case whose planning frees a block the step in
+// flight holds and takes one, first met by case 8 (case seed 8: the stale block of a lone
+// request handed back to it).
 INSTANTIATE_TEST_SUITE_P(
-    Both, SchedulerMutantKilled,
+    All, SchedulerMutantKilled,
     ::testing::Values(
         SchedulerKill{SchedulerMutant::prefix_hit_one_block_short, "wrong_prefix_hit", 1, 20},
-        SchedulerKill{SchedulerMutant::spec_blocks_left_behind, "spec_blocks_not_moved", 54, 1}),
+        SchedulerKill{SchedulerMutant::spec_blocks_left_behind, "spec_blocks_not_moved", 54, 1},
+        SchedulerKill{SchedulerMutant::async_frees_visible_at_once, "in_flight_block_reused", 8,
+                      1}),
     [](const ::testing::TestParamInfo<SchedulerKill>& param_info) {
       return std::string(harness::to_string(param_info.param.mutant));
     });
+
+// async_frees_visible_at_once by hand (tests/oracle/engine/async_test.cpp walks the clean run):
+// r0 on tiny-mamba2 with async scheduling, step 2 accepting both drafts. Planning step 4 frees
+// column 2 (block 2, in step 3's table: held back) and takes one block (6); the mutant's pool
+// hands out block 2 instead, which the oracle reports at step 4.
+TEST(AsyncFreesVisibleAtOnce, HandsOutTheBlockTheStepInFlightHolds) {
+  const model::Preset& p = model::find_preset("tiny-mamba2");
+  const model::Layout layout = model::build_layout(p.config, p.spec);
+  oracle::engine::RequestSpec r{.req_id = "r0", .num_prompt_tokens = 10, .max_len = 30};
+  r.tokens.resize(50);
+  std::iota(r.tokens.begin(), r.tokens.end(), 100);
+  oracle::engine::EngineOptions o;
+  o.scheduler.token_budget = 8;
+  o.scheduler.full_drafts_per_million = 1'000'000;
+  o.scheduler.async_scheduling = true;
+  oracle::engine::Engine e(layout, {r}, 1, o);
+  const auto mutant =
+      harness::scheduler_mutant_edit(SchedulerMutant::async_frees_visible_at_once, e);
+  const auto edit = [&](model::Step& s) {
+    mutant(s);
+    if (s.index == 2) oracle::engine::force_acceptance(s.scheduled[0], 10, r.tokens, 3);
+  };
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(e.step(edit)) << i;
+  EXPECT_FALSE(e.step(edit));
+  const std::optional<oracle::engine::Finding>& f = e.report().first_finding;
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, oracle::engine::FindingKind::in_flight_block_reused);
+  EXPECT_EQ(f->step, 4);
+  EXPECT_EQ(f->req_id, "r0");
+  EXPECT_EQ(f->col, 6);
+  EXPECT_EQ(f->block_id, 2);
+  EXPECT_EQ(e.last_step().cached_requests[0].new_block_ids[0], std::vector<std::int32_t>{2});
+  EXPECT_EQ(f->message,
+            "in_flight_block_reused: step 4, request r0, column 6, block 2: block 2 of group 0 "
+            "is handed out (appended to r0's table at position 6) while step 3, still in flight "
+            "when this step was planned, can read or write it: it was freed while this step was "
+            "planned; expected a block no step in flight can touch (block 2 is held back until "
+            "step 3 completes)");
+}
 
 // Makes MC_ASSERT fail inside the oracle's step of the given index while it lives.
 struct ProbeAt {

@@ -77,7 +77,7 @@ TEST(MutantCatalogue, KernelThenRunnerThenSchedulerMutantsInOneTable) {
   }
   EXPECT_EQ(kernel.data(), all.data());
   EXPECT_EQ(runner.back().name, "all_record_after_any_step");
-  EXPECT_EQ(all.back().name, "spec_blocks_left_behind");
+  EXPECT_EQ(all.back().name, "async_frees_visible_at_once");
   EXPECT_EQ(find_mutant("none"), nullptr);
   EXPECT_EQ(find_mutant("no_such_mutant"), nullptr);
   EXPECT_EQ(to_string(MutantLevel::kernel), "kernel");

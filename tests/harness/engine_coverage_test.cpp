@@ -184,5 +184,36 @@ TEST(EngineCoverage, RunAndReplayOfItsTraceCountTheSame) {
   std::filesystem::remove(trace);
 }
 
+// The same with async scheduling: the replay's shadow block manager holds back exactly the
+// frees the scheduler held back, every optimistic count and planned step shows alike, and a
+// request that finishes while it waits, its row in flight when it was preempted, is no abort.
+TEST(EngineCoverage, RunAndReplayOfAnAsyncTraceCountTheSame) {
+  const std::filesystem::path trace =
+      std::filesystem::temp_directory_path() / "mc_engine_coverage_async.jsonl";
+  const model::Preset& preset = model::find_preset("tiny-mamba2");
+  SimulationOptions o{.config = preset.config, .spec = preset.spec, .preset = "tiny-mamba2"};
+  o.spec.num_blocks = 16;
+  o.num_steps = 300;
+  o.num_requests = 24;
+  o.seed = 3;
+  o.engine.scheduler.reset_prefix_cache_per_million = 20'000;
+  o.engine.scheduler.async_scheduling = true;
+  o.record = trace;
+  const SimulationResult run = simulate(o);
+  ASSERT_TRUE(run.held());
+  const ReplayResult replayed = replay_file(trace, ReplayOptions{});
+  ASSERT_TRUE(replayed.held()) << replayed.summary();
+  EXPECT_EQ(reached(run.coverage), reached(replayed.coverage));
+  EXPECT_EQ(run.coverage.count("async-deferral"), run.report.steps - 1);
+  EXPECT_EQ(run.coverage.count("async-rollback"), 151);
+  EXPECT_EQ(run.coverage.count("async-held-free"), 216);
+  EXPECT_EQ(replayed.coverage.count("async-held-free"), 216); // the shadow held back the same
+  // Two requests preempted while their rows ran finished by those rows: no abort.
+  EXPECT_EQ(run.coverage.count("abort"), 0);
+  EXPECT_EQ(run.coverage.count("preemption"), run.report.preemptions);
+  EXPECT_EQ(run.coverage.count("reset"), run.report.resets);
+  std::filesystem::remove(trace);
+}
+
 } // namespace
 } // namespace mc::harness

@@ -1,7 +1,9 @@
 // The per-step view (harness/step_view.h) of a production-size library trace, value by value:
 // B = 560, a 5600-token prompt in chunks of 2800, then a second request with a prefix hit.
 #include "harness/replay.h"
+#include "harness/simulate.h"
 #include "model/errors.h"
+#include "model/presets.h"
 #include "scenarios/trace.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 #include <unistd.h>
 #include <vector>
@@ -24,6 +27,51 @@ std::vector<StepView> views_of(const std::filesystem::path& trace) {
   EXPECT_TRUE(r.held()) << r.summary();
   EXPECT_EQ(static_cast<std::int64_t>(views.size()), r.stats.steps);
   return views;
+}
+
+// An async run (tests/oracle/engine/async_test.cpp walks the same request by hand): each step
+// after the first names the step in flight while it was planned, a running row the count it
+// was planned from where the step in flight rejected drafts, and the frees held back for it.
+TEST(StepView, AsyncPlannedDuringOptimisticCountsAndHeldBackFrees) {
+  const model::Preset& p = model::find_preset("tiny-mamba2");
+  SimulationOptions s{.config = p.config, .spec = p.spec, .num_steps = 6};
+  oracle::engine::RequestSpec r{.req_id = "r0", .num_prompt_tokens = 10, .max_len = 30};
+  r.tokens.resize(50);
+  std::iota(r.tokens.begin(), r.tokens.end(), 100);
+  s.requests = {r};
+  s.engine.scheduler.token_budget = 8;
+  s.engine.scheduler.full_drafts_per_million = 1'000'000;
+  s.engine.scheduler.async_scheduling = true;
+  std::vector<StepView> views;
+  s.on_view = [&views](const StepView& v) { views.push_back(v); };
+  ASSERT_TRUE(simulate(s).held());
+  ASSERT_EQ(views.size(), 6u);
+  EXPECT_FALSE(views[0].planned_during.has_value());
+  for (std::size_t i = 1; i < views.size(); ++i)
+    EXPECT_EQ(views[i].planned_during, static_cast<std::int64_t>(i) - 1);
+  std::vector<std::int64_t> held;
+  std::vector<std::optional<std::int32_t>> optimistic;
+  std::vector<std::int32_t> accepted;
+  for (const StepView& v : views) {
+    held.push_back(v.frees_held_back);
+    optimistic.push_back(v.rows.at(0).computed_optimistic);
+    accepted.push_back(v.rows.at(0).accepted);
+    EXPECT_EQ(to_json(v)["frees_held_back"], v.frees_held_back);
+  }
+  // Step 2 accepts both drafts: step 3 starts from 13 as planned; step 3 accepts none, so
+  // step 4, planned from 13 + 3 = 16, starts from 14. Planning step 3 frees block 1 (the state
+  // after 8 tokens) and planning step 4 block 2, each held for the step in flight.
+  EXPECT_EQ(accepted, (std::vector<std::int32_t>{1, 1, 3, 1, 3, 3}));
+  EXPECT_EQ(optimistic,
+            (std::vector<std::optional<std::int32_t>>{std::nullopt, std::nullopt, std::nullopt,
+                                                      std::nullopt, 16, std::nullopt}));
+  EXPECT_EQ(views[4].rows[0].computed_before, 14);
+  EXPECT_EQ(held, (std::vector<std::int64_t>{0, 0, 0, 1, 1, 0}));
+  EXPECT_EQ(to_json(views[4])["rows"][0]["computed_optimistic"], 16);
+  EXPECT_EQ(to_json(views[4])["planned_during"], 3);
+  EXPECT_TRUE(to_json(views[0])["planned_during"].is_null());
+  EXPECT_NE(explain(views[3]).find("; planned during step 2 ("), std::string::npos)
+      << explain(views[3]);
 }
 
 const std::filesystem::path kTrace = std::filesystem::path(MC_SOURCE_DIR) / "scenarios" /

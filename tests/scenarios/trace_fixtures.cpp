@@ -95,6 +95,7 @@ std::vector<model::Step> hand_built_steps() {
 void expect_same_step(const model::Step& want, const model::Step& got) {
   SCOPED_TRACE("step " + std::to_string(want.index));
   EXPECT_EQ(want.index, got.index);
+  EXPECT_EQ(want.planned_during, got.planned_during);
   ASSERT_EQ(want.new_requests.size(), got.new_requests.size());
   for (std::size_t i = 0; i < want.new_requests.size(); ++i) {
     const auto& w = want.new_requests[i];
@@ -112,6 +113,7 @@ void expect_same_step(const model::Step& want, const model::Step& got) {
     EXPECT_EQ(w.resumed, g.resumed);
     EXPECT_EQ(w.new_block_ids, g.new_block_ids);
     EXPECT_EQ(w.num_computed_tokens, g.num_computed_tokens);
+    EXPECT_EQ(w.num_computed_tokens_optimistic, g.num_computed_tokens_optimistic);
   }
   ASSERT_EQ(want.scheduled.size(), got.scheduled.size());
   for (std::size_t i = 0; i < want.scheduled.size(); ++i) {
@@ -130,6 +132,7 @@ void expect_same_step(const model::Step& want, const model::Step& got) {
 
 void expect_same_header(const TraceHeader& want, const TraceHeader& got) {
   EXPECT_EQ(want.version, got.version);
+  EXPECT_EQ(want.async_scheduling, got.async_scheduling);
   EXPECT_EQ(want.config.mamba_block_size, got.config.mamba_block_size);
   EXPECT_EQ(want.config.attn_block_size, got.config.attn_block_size);
   EXPECT_EQ(want.config.num_spec_tokens, got.config.num_spec_tokens);

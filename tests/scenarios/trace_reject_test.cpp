@@ -54,6 +54,25 @@ std::string lines(std::initializer_list<std::string> items) {
   return out;
 }
 
+// The same geometry as an async trace (version 3), "a" arrived and decoded once with two drafts
+// of which one was accepted, and step 2 planned during step 1 with the cached entry `entry`.
+std::string async_header() {
+  std::string h = kHeader;
+  const std::string v1 = R"("version":1,)";
+  h.replace(h.find(v1), v1.size(), R"("version":3,"async_scheduling":true,)");
+  return h;
+}
+std::string async_trace(const std::string& step2_fields, const std::string& entry) {
+  return lines({async_header(), kArriveA,
+                step(1, R"("planned_during":0,"cached_requests":[{"req_id":"a",)"
+                        R"("num_computed_tokens":5}],"scheduled":[{"req_id":"a",)"
+                        R"("num_scheduled_tokens":3,"num_draft_tokens":2,)"
+                        R"("token_ids":[6,7,9],"num_accepted_tokens":2}])"),
+                step(2, step2_fields + R"("cached_requests":[)" + entry +
+                            R"(],"scheduled":[{"req_id":"a","num_scheduled_tokens":1,)"
+                            R"("token_ids":[8]}])")});
+}
+
 std::vector<BadTrace> header_catalogue() {
   const auto with = [](const std::string& replace, const std::string& by) {
     std::string h = kHeader;
@@ -66,9 +85,12 @@ std::vector<BadTrace> header_catalogue() {
        R"({"format":"mambacheck-trace",)"
        "\n",
        1, "json", "malformed JSON"},
-      {"version from the future", with(R"("version":1)", R"("version":3)"), 1, "version",
-       "format version 3; this mambacheck reads version 2"},
+      {"version from the future", with(R"("version":1)", R"("version":4)"), 1, "version",
+       "format version 4; this mambacheck reads version 3"},
       {"version zero", with(R"("version":1)", R"("version":0)"), 1, "version", "start at 1"},
+      {"async flag before version 3",
+       with(R"("version":1,)", R"("version":2,"async_scheduling":true,)"), 1, "async_scheduling",
+       "unknown field"},
       {"other format", with("mambacheck-trace", "mambacheck-case"), 1, "format", "expected"},
       {"missing config",
        R"({"format":"mambacheck-trace","version":1,"layout":{"preset":"tiny-mamba2"}})"
@@ -99,7 +121,29 @@ std::vector<BadTrace> header_catalogue() {
 
 std::vector<BadTrace> step_catalogue() {
   const std::string h = kHeader;
+  const std::string running = R"({"req_id":"a","num_computed_tokens":7)";
   return {
+      {"planned_during in a trace that is not async",
+       lines({h, kArriveA,
+              step(1, R"("planned_during":0,"cached_requests":[{"req_id":"a",)"
+                      R"("num_computed_tokens":5}],"scheduled":[{"req_id":"a",)"
+                      R"("num_scheduled_tokens":1,"token_ids":[6]}])")}),
+       3, "planned_during", "unknown field"},
+      {"planned during a step that is not the one before",
+       async_trace(R"("planned_during":0,)", running + R"(,"num_computed_tokens_optimistic":8})"),
+       4, "planned_during",
+       "0: one step is in flight while the next is planned, the step "
+       "before it (1)"},
+      {"an optimistic count with nothing in flight",
+       async_trace("", running + R"(,"num_computed_tokens_optimistic":8})"), 4,
+       "cached_requests[0].num_computed_tokens_optimistic", "needs planned_during"},
+      {"an optimistic count equal to the true one",
+       async_trace(R"("planned_during":1,)", running + R"(,"num_computed_tokens_optimistic":7})"),
+       4, "cached_requests[0].num_computed_tokens_optimistic",
+       "7 is not num_computed_tokens 7 plus 1..num_spec_tokens 2 rejected drafts"},
+      {"an optimistic count past the drafts of one row",
+       async_trace(R"("planned_during":1,)", running + R"(,"num_computed_tokens_optimistic":10})"),
+       4, "cached_requests[0].num_computed_tokens_optimistic", "10 is not"},
       {"malformed step", lines({h, R"({"index":0,"scheduled":[)"}), 2, "json", "malformed JSON"},
       {"empty line", lines({h, kArriveA, ""}) + kArriveA, 3, "line", "empty line"},
       {"nested too deep",
@@ -321,6 +365,21 @@ TEST(TraceReject, LineOverTheLimit) {
 
 TEST(TraceReject, MissingFile) {
   EXPECT_THROW(TraceReader("/nonexistent/mc/trace.jsonl"), model::InputError);
+}
+
+TEST(TraceReject, TheAsyncTraceReadsWithoutItsFault) {
+  std::istringstream in(async_trace(R"("planned_during":1,)",
+                                    R"({"req_id":"a","num_computed_tokens":7,)"
+                                    R"("num_computed_tokens_optimistic":8})"));
+  TraceReader reader(in, "async.jsonl");
+  EXPECT_TRUE(reader.header().async_scheduling);
+  std::vector<model::Step> steps;
+  while (std::optional<model::Step> s = reader.next())
+    steps.push_back(std::move(*s));
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[2].planned_during, 1);
+  EXPECT_EQ(steps[2].cached_requests[0].num_computed_tokens_optimistic, 8);
+  EXPECT_EQ(steps[2].cached_requests[0].num_computed_planned(), 8);
 }
 
 TEST(TraceReject, EveryCatalogueTraceIsValidWithoutItsFault) {

@@ -51,6 +51,48 @@ TEST(TraceRoundTrip, HandBuiltStepsComeBackExactly) {
   EXPECT_FALSE(reader.next().has_value());   // stays at the end
 }
 
+// An async trace (version 3): the header's flag, planned_during and the optimistic count come
+// back; the line carries them only where they say something.
+TEST(TraceRoundTrip, AsyncFieldsComeBack) {
+  TraceHeader header = mamba2_header();
+  header.version = kTraceFormatVersionAsync;
+  header.async_scheduling = true;
+  model::Step arrive{.index = 0};
+  arrive.new_requests.push_back(
+      {.req_id = "a", .prompt_token_ids = {1, 2, 3, 4, 5}, .block_ids = {{1, 2, 3}}});
+  arrive.scheduled.push_back(
+      {.req_id = "a", .num_scheduled_tokens = 5, .token_ids = {1, 2, 3, 4, 5}});
+  model::Step decode{.index = 1, .planned_during = 0};
+  decode.cached_requests.push_back(
+      {.req_id = "a", .new_block_ids = {{}}, .num_computed_tokens = 5});
+  decode.scheduled.push_back({.req_id = "a",
+                              .num_scheduled_tokens = 3,
+                              .num_draft_tokens = 2,
+                              .token_ids = {6, 7, 9},
+                              .num_accepted_tokens = 2});
+  model::Step next{.index = 2, .planned_during = 1};
+  next.cached_requests.push_back({.req_id = "a",
+                                  .new_block_ids = {{4}},
+                                  .num_computed_tokens = 7,
+                                  .num_computed_tokens_optimistic = 8});
+  next.scheduled.push_back({.req_id = "a", .num_scheduled_tokens = 1, .token_ids = {8}});
+  const std::vector<model::Step> steps = {arrive, decode, next};
+  const std::string text = write_to_string(header, steps);
+  EXPECT_NE(text.find(R"("version":3)"), std::string::npos);
+  EXPECT_NE(text.find(R"("async_scheduling":true)"), std::string::npos);
+  EXPECT_NE(text.find(R"({"index":1,"planned_during":0,)"), std::string::npos);
+  EXPECT_NE(text.find(R"("num_computed_tokens":7,"num_computed_tokens_optimistic":8})"),
+            std::string::npos);
+  EXPECT_EQ(text.find(R"({"index":0,"planned_during")"), std::string::npos);
+  std::istringstream in(text);
+  TraceReader reader(in, "async.jsonl");
+  expect_same_header(header, reader.header());
+  const std::vector<model::Step> got = read_all(reader);
+  ASSERT_EQ(got.size(), steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    expect_same_step(steps[i], got[i]);
+}
+
 TEST(TraceRoundTrip, InlineLayoutAndDefaultPools) {
   TraceHeader header = mamba2_header();
   header.preset.clear();

@@ -8,6 +8,14 @@ With --trace-out PATH the main scenario's trace is left at PATH for the C++ read
 (scenarios_recorder_readback), which checks it with TraceReader. Without it they run with the
 package's other tests (run_tests.py, pytest).
 
+Async scheduling: a small run by hand (exact fields), and a round trip. With --async-source
+SRC (a trace `mambacheck run --async --record` wrote) every step of SRC is turned into what
+vLLM's async scheduler and runner would have handed over for it (optimistic
+num_computed_tokens, -1 placeholder drafts, the sampled tokens), recorded, and the recorded
+trace must equal SRC but for the values of rejected drafts past the first (which never reach
+vLLM's scheduler). --async-trace-out PATH leaves it for scenarios_recorder_async_replay, which
+replays it and tampered copies of it.
+
 Exit status: 0 all passed, 1 a failure (unittest's own).
 """
 
@@ -25,6 +33,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 import mambacheck_recorder as rec  # noqa: E402
 
 TRACE_OUT = None  # set from --trace-out
+ASYNC_SOURCE = None  # set from --async-source
+ASYNC_TRACE_OUT = None  # set from --async-trace-out
 
 ATTN = [90, 91]  # the attention group's row: the recorder must drop it
 
@@ -46,12 +56,12 @@ def output(new=(), cached_reqs=None, counts=None, spec=None, preempted=None, fin
               preempted_req_ids=preempted, finished_req_ids=set(finished))
 
 
-def make_recorder(path):
+def make_recorder(path, async_scheduling=False):
     return rec.TraceRecorder(
         path,
         config=rec.cache_config(mamba_block_size=4, attn_block_size=2, num_spec_tokens=2),
         layout={"preset": "tiny-mamba2"}, num_mamba_groups=1, mamba_group_indices=[1],
-        source={"test": "recorder_test.py"})
+        source={"test": "recorder_test.py"}, async_scheduling=async_scheduling)
 
 
 def record_main_scenario(path):
@@ -151,9 +161,9 @@ class Errors(unittest.TestCase):
         self.rec.close()
         self.dir.cleanup()
 
-    def test_async_scheduling_is_refused(self):
-        # Scheduled past the known tokens: step 0's sample was never handed over.
-        with self.assertRaisesRegex(rec.RecorderError, "async scheduling"):
+    def test_a_row_past_the_known_tokens(self):
+        # Scheduled past the known tokens: a step recorded before the one it followed.
+        with self.assertRaisesRegex(rec.RecorderError, "up to position 5 .* only 4 are known"):
             self.rec.record(output(cached_reqs=cached(["a"], [4]), counts={"a": 1}), {})
 
     def test_acceptance_out_of_range(self):
@@ -164,6 +174,197 @@ class Errors(unittest.TestCase):
     def test_unknown_cached_request(self):
         with self.assertRaisesRegex(rec.RecorderError, "never recorded"):
             self.rec.record(output(cached_reqs=cached(["z"], [0]), counts={"z": 1}), {})
+
+
+class AsyncByHand(unittest.TestCase):
+    """vLLM's AsyncScheduler: step 2 is planned while step 1 runs, so its num_computed_tokens
+    counts step 1's two drafts as accepted (12), and its drafts are -1 placeholders; step 1
+    accepted one of two drafts, so the runner starts from 11."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "async.jsonl")
+        with make_recorder(self.path, async_scheduling=True) as r:
+            self.steps = [
+                r.record(output(new=[new_req("a", list(range(1, 9)), [1, 2, 3])],
+                                counts={"a": 8}), {"a": [9]}),
+                r.record(output(cached_reqs=cached(["a"], [8], [(ATTN, [4])]), counts={"a": 3},
+                                spec={"a": [-1, -1]}), {"a": [10, 11]}),
+                r.record(output(cached_reqs=cached(["a"], [11]), counts={"a": 3},
+                                spec={"a": [-1, -1]}), {"a": [12]}),
+                r.record(output(cached_reqs=cached(["a"], [13], [(ATTN, [5])]),
+                                counts={"a": 3}, spec={"a": [-1, -1]}), {"a": [13, 14, 15]}),
+            ]
+        with open(self.path, encoding="utf-8") as f:
+            self.lines = [json.loads(line) for line in f]
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_header(self):
+        self.assertEqual(self.lines[0]["version"], 3)
+        self.assertTrue(self.lines[0]["async_scheduling"])
+        self.assertEqual(self.lines[0]["source"]["recorder"], "mambacheck_recorder 3")
+        self.assertEqual(self.lines[1:], self.steps)
+
+    def test_planned_during_the_step_before(self):
+        self.assertNotIn("planned_during", self.steps[0])
+        self.assertEqual([s.get("planned_during") for s in self.steps[1:]], [0, 1, 2])
+
+    def test_true_and_optimistic_counts(self):
+        # Step 0 was a prefill: nothing rolled back. Step 1 scheduled 3 from 8 and accepted
+        # 1 draft of 2 (2 tokens sampled): vLLM planned step 2 from 11, the runner starts at 10.
+        self.assertEqual(self.steps[1]["cached_requests"][0],
+                         {"req_id": "a", "new_block_ids": [[4]], "num_computed_tokens": 8})
+        self.assertEqual(self.steps[2]["cached_requests"][0],
+                         {"req_id": "a", "num_computed_tokens": 10,
+                          "num_computed_tokens_optimistic": 11})
+        # Step 2 accepted no draft: planned from 10 + 3 = 13, true 11.
+        self.assertEqual(self.steps[3]["cached_requests"][0],
+                         {"req_id": "a", "new_block_ids": [[5]], "num_computed_tokens": 11,
+                          "num_computed_tokens_optimistic": 13})
+
+    def test_placeholders_filled_from_the_samples(self):
+        # Accepted drafts are the tokens sampled in their place; a rejected one a stand-in that
+        # differs from the token sampled there (bonus + 1).
+        self.assertEqual(self.steps[1]["scheduled"][0],
+                         {"req_id": "a", "num_scheduled_tokens": 3, "num_draft_tokens": 2,
+                          "token_ids": [9, 10, 12], "num_accepted_tokens": 2})
+        self.assertEqual(self.steps[2]["scheduled"][0]["token_ids"], [11, 13, 13])
+        self.assertEqual(self.steps[3]["scheduled"][0]["token_ids"], [12, 13, 14])
+        self.assertEqual(self.steps[3]["scheduled"][0]["num_accepted_tokens"], 3)
+
+
+class AsyncErrors(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.rec = make_recorder(os.path.join(self.dir.name, "t.jsonl"), async_scheduling=True)
+        self.rec.record(output(new=[new_req("a", [1, 2, 3], [1, 2, 3])], counts={"a": 3}),
+                        {"a": [4]})
+        self.rec.record(output(cached_reqs=cached(["a"], [3]), counts={"a": 3},
+                               spec={"a": [-1, -1]}), {"a": [5]})
+
+    def tearDown(self):
+        self.rec.close()
+        self.dir.cleanup()
+
+    def test_a_count_that_ignores_the_step_in_flight(self):
+        # Step 1 scheduled 3 from 3: a step planned during it counts from 6, not 4.
+        with self.assertRaisesRegex(rec.RecorderError, "counts its row there as computed: 6"):
+            self.rec.record(output(cached_reqs=cached(["a"], [4]), counts={"a": 1}), {})
+
+    def test_planned_after_the_step_before_completed(self):
+        step = self.rec.record(output(cached_reqs=cached(["a"], [4]), counts={"a": 1}),
+                               {"a": [7]}, planned_during_previous=False)
+        self.assertNotIn("planned_during", step)
+        self.assertEqual(step["cached_requests"][0]["num_computed_tokens"], 4)
+
+    def test_given_drafts_must_fit(self):
+        with self.assertRaisesRegex(rec.RecorderError, "draft_token_ids"):
+            self.rec.record(output(cached_reqs=cached(["a"], [6]), counts={"a": 3},
+                                   spec={"a": [-1, -1]}), {"a": [6]},
+                            draft_token_ids={"a": [1]})
+
+    def test_reset_refused(self):
+        with self.assertRaisesRegex(rec.RecorderError, "async scheduling"):
+            self.rec.note_reset_prefix_cache()
+
+    def test_placeholders_without_async(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = make_recorder(os.path.join(d, "t.jsonl"))
+            r.record(output(new=[new_req("a", [1, 2, 3], [1, 2, 3])], counts={"a": 3}),
+                     {"a": [4]})
+            with self.assertRaisesRegex(rec.RecorderError, "without async_scheduling"):
+                r.record(output(cached_reqs=cached(["a"], [3]), counts={"a": 3},
+                                spec={"a": [-1, -1]}), {"a": [5]})
+            r.close()
+
+
+def vllm_async_outputs(steps):
+    """What vLLM's async scheduler and runner hand over for each step of a trace a mambacheck
+    async run wrote: SchedulerOutput stand-ins (optimistic counts, -1 placeholder drafts, the
+    attention group's row ahead of the mamba group's) and each row's sampled tokens."""
+    truth = {}  # (req_id, position) -> token, from every row's tokens the step committed
+    for step in steps:
+        computed = {e["req_id"]: e.get("num_computed_tokens", 0)
+                    for e in step.get("new_requests", []) + step.get("cached_requests", [])}
+        for row in step.get("scheduled", []):
+            c = computed[row["req_id"]]
+            known = row["num_scheduled_tokens"] - row.get("num_draft_tokens", 0)
+            accepted = row.get("num_accepted_tokens", 1) if row.get("num_draft_tokens") else 0
+            for i, token in enumerate(row["token_ids"][:known + max(accepted - 1, 0)]):
+                truth[(row["req_id"], c + i)] = token
+    out = []
+    for step in steps:
+        cached_entries = step.get("cached_requests", [])
+        cached_out = cached(
+            [e["req_id"] for e in cached_entries],
+            [e.get("num_computed_tokens_optimistic", e["num_computed_tokens"])
+             for e in cached_entries],
+            [(ATTN, e["new_block_ids"][0]) if "new_block_ids" in e else None
+             for e in cached_entries],
+            resumed=[e["req_id"] for e in cached_entries if e.get("resumed")])
+        new = [new_req(e["req_id"], e["prompt_token_ids"], e["block_ids"][0],
+                       e.get("num_computed_tokens", 0)) for e in step.get("new_requests", [])]
+        computed = {e["req_id"]: e.get("num_computed_tokens", 0)
+                    for e in step.get("new_requests", []) + cached_entries}
+        prompt_len = {e["req_id"]: len(e["prompt_token_ids"]) for e in step.get("new_requests", [])}
+        sampled = {}
+        for row in step.get("scheduled", []):
+            req_id, c = row["req_id"], computed[row["req_id"]]
+            end = c + row["num_scheduled_tokens"]
+            if row.get("num_draft_tokens"):
+                a = row.get("num_accepted_tokens", 1)
+                sampled[req_id] = [truth.get((req_id, c + 1 + i), 0) for i in range(a)]
+                if a <= row["num_draft_tokens"] and (req_id, c + a) not in truth:
+                    # A bonus token no later row shows: the engine writes the rejected draft in
+                    # its place as the true token plus one.
+                    sampled[req_id][a - 1] = row["token_ids"][a] - 1
+            elif (req_id, end) in truth or end >= prompt_len.get(req_id, 0):
+                # A chunk that reaches the end of the known tokens samples the next one.
+                sampled[req_id] = [truth.get((req_id, end), 0)]
+        out.append((output(new=new, cached_reqs=cached_out,
+                           counts={r["req_id"]: r["num_scheduled_tokens"]
+                                   for r in step.get("scheduled", [])},
+                           spec={r["req_id"]: [-1] * r["num_draft_tokens"]
+                                 for r in step.get("scheduled", []) if r.get("num_draft_tokens")},
+                           preempted=set(step.get("preempted_req_ids", [])),
+                           finished=set(step.get("finished_req_ids", []))),
+                    sampled, [r["req_id"] for r in step.get("scheduled", [])]))
+    return out
+
+
+class AsyncRoundTrip(unittest.TestCase):
+    def test_recorded_trace_is_the_source(self):
+        if not ASYNC_SOURCE:
+            self.skipTest("no --async-source")
+        source_path = ASYNC_SOURCE
+        with open(source_path, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        header, steps = lines[0], lines[1:]
+        self.assertTrue(header["async_scheduling"])
+        self.assertGreater(sum(1 for s in steps for c in s.get("cached_requests", [])
+                               if "num_computed_tokens_optimistic" in c), 0)
+        with tempfile.TemporaryDirectory() as d:
+            path = ASYNC_TRACE_OUT or os.path.join(d, "async.jsonl")
+            config = header["config"]
+            with rec.TraceRecorder(
+                    path, config=config, layout=header["layout"], num_mamba_groups=1,
+                    mamba_group_indices=[1], async_scheduling=True,
+                    source={"test": "recorder_test.py", "from": "mambacheck run --async"}) as r:
+                recorded = [r.record(o, sampled, batch_order=order)
+                            for o, sampled, order in vllm_async_outputs(steps)]
+        self.assertEqual(len(recorded), len(steps))
+        rejected_past_first = 0
+        for want, got in zip(steps, recorded):
+            for w, g in zip(want.get("scheduled", []), got.get("scheduled", [])):
+                d = w.get("num_draft_tokens", 0)
+                a = w.get("num_accepted_tokens", 1)
+                first_unseen = len(w["token_ids"]) - d + a  # past the first rejected draft
+                rejected_past_first += max(len(w["token_ids"]) - first_unseen, 0)
+                g["token_ids"][first_unseen:] = w["token_ids"][first_unseen:]
+            self.assertEqual(got, want)
+        self.assertGreater(rejected_past_first, 0)
 
 
 class OlderVllm(unittest.TestCase):
@@ -193,6 +394,10 @@ class DerivedPrompts(unittest.TestCase):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--trace-out", help="leave the main scenario's trace here")
+    parser.add_argument("--async-source", help="an async trace of `mambacheck run --async`")
+    parser.add_argument("--async-trace-out", help="leave the async round trip's trace here")
     args, rest = parser.parse_known_args()
     TRACE_OUT = args.trace_out
+    ASYNC_SOURCE = args.async_source
+    ASYNC_TRACE_OUT = args.async_trace_out
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -12,11 +12,22 @@ run(2 run --preset tiny-mamba2 --steps -1 --requests 4 --backend host)
 run(2 run --preset tiny-mamba2 --steps 10 --requests 4 --backend tpu)
 run(2 run --preset tiny-mamba2 --steps 10 --requests 4 --runner v3)
 run(2 run --preset tiny-mamba2 --steps 10 --requests 4 --pool-blocks 1)
-# Drafts, resets, aborts and async frees from the command line.
+# Drafts, resets, aborts and async scheduling from the command line.
 run(0 run --preset tiny-mixed --num-spec 0 --steps 300 --requests 30 --backend host --runner v2
-    --pool-blocks 16 --resets-per-million 20000 --aborts-per-million 20000 --async-frees)
+    --pool-blocks 16 --resets-per-million 20000 --aborts-per-million 20000 --async)
 if(NOT OUT MATCHES "resets [1-9]" OR NOT OUT MATCHES "aborted [1-9]")
   message(FATAL_ERROR "run made no reset or no abort:\n${OUT}")
+endif()
+# Async with drafts: optimistic counts rolled back, frees held back for the step in flight.
+run(0 run --preset tiny-mamba2 --async --steps 300 --requests 30 --pool-blocks 16
+    --require-coverage async-deferral,async-rollback,async-held-free)
+if(NOT OUT MATCHES "async-rollback +[1-9]" OR NOT OUT MATCHES "async-held-free +[1-9]")
+  message(FATAL_ERROR "run --async:\n${OUT}")
+endif()
+# The old flag, whose deferral of every free by a step is gone, is refused naming the new one.
+run(2 run --preset tiny-mamba2 --steps 10 --requests 4 --async-frees)
+if(NOT ERR MATCHES "--async-frees is gone: --async runs async scheduling")
+  message(FATAL_ERROR "run --async-frees:\n${ERR}")
 endif()
 # A preset whose conv group keeps no drafts runs without them unless drafts are asked for.
 run(0 run --preset tiny-mixed --steps 10 --requests 4)

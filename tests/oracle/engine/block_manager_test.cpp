@@ -25,7 +25,7 @@ class BlockManagerByHand : public ::testing::TestWithParam<Structures> {};
 class BlockPoolByHand : public ::testing::TestWithParam<Structures> {};
 
 TEST_P(BlockManagerByHand, AlignGrowthMovesSpecBlocksAndFreesTheStaleRunningBlock) {
-  BlockManager m(align_config(), 1, 16, false, GetParam());
+  BlockManager m(align_config(), 1, 16, GetParam());
   EXPECT_EQ(m.allocate("a", 4)[0], (Table{1, 2, 3})); // 1 + nsb new, running at 0
   m.remove_skipped("a", 4);
   EXPECT_EQ(m.allocate("a", 5)[0], (Table{4})); // one new block, running at 1
@@ -45,7 +45,7 @@ TEST_P(BlockManagerByHand, AlignGrowthMovesSpecBlocksAndFreesTheStaleRunningBloc
 }
 
 TEST_P(BlockManagerByHand, LargeChunkPadsNullsAndMovesEverySpecBlock) {
-  BlockManager m(align_config(), 1, 16, false, GetParam());
+  BlockManager m(align_config(), 1, 16, GetParam());
   m.allocate("a", 4); // [1 2 3]
   // Tail from the old length 3: one null (to the running position 4), spec blocks 2 and 3
   // moved to the end (their old positions nulled), one new block.
@@ -55,7 +55,7 @@ TEST_P(BlockManagerByHand, LargeChunkPadsNullsAndMovesEverySpecBlock) {
 }
 
 TEST_P(BlockManagerByHand, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
-  BlockManager m(align_config(), 1, 16, false, GetParam());
+  BlockManager m(align_config(), 1, 16, GetParam());
   std::vector<std::int32_t> tokens(40);
   std::iota(tokens.begin(), tokens.end(), 7);
   std::vector<model::TokenHash> h{model::kEmptySequenceHash};
@@ -85,7 +85,7 @@ TEST_P(BlockManagerByHand, AllModeKeepsOneBlockPerBlockSizeTokens) {
   c.mode = model::CacheMode::all;
   c.num_spec_tokens = 0;
   c.num_spec_blocks = 0;
-  BlockManager m(c, 2, 8, false, GetParam());
+  BlockManager m(c, 2, 8, GetParam());
   EXPECT_EQ(m.allocate("a", 9)[1], (Table{1, 2, 3}));
   m.remove_skipped("a", 9); // nothing is freed in all mode
   EXPECT_EQ(m.allocate("a", 13)[0], (Table{4}));
@@ -93,14 +93,39 @@ TEST_P(BlockManagerByHand, AllModeKeepsOneBlockPerBlockSizeTokens) {
   EXPECT_FALSE(m.can_allocate("a", 40)); // 10 blocks > 7 usable
 }
 
-TEST_P(BlockPoolByHand, NullBlockIsNeverHandedOutAndFreesCanBeDeferred) {
-  BlockPool p(4, true, GetParam());
+TEST_P(BlockPoolByHand, NullBlockIsNeverHandedOutAndFreesInFlightAreHeldBack) {
+  BlockPool p(5, GetParam());
   EXPECT_EQ(p.take(3), (Table{1, 2, 3}));
-  p.free(2);
-  EXPECT_EQ(p.num_free(), 0); // deferred (async scheduling)
-  p.release_deferred();
+  p.mark_in_flight(2); // async: a table of the step in flight holds blocks 2 and 3
+  p.mark_in_flight(3);
+  p.free(1); // not in flight: free at once
+  p.free(2); // in flight: held back
+  EXPECT_EQ(p.num_free(), 2);
+  EXPECT_TRUE(p.held_back(2));
+  EXPECT_FALSE(p.held_back(3)); // in flight, but still held by its request
+  EXPECT_FALSE(p.held_back(1));
+  EXPECT_EQ(p.held_back_blocks().size(), 1u);
+  EXPECT_EQ(p.frees_held_back(), 1);
+  EXPECT_EQ(p.take(2), (Table{4, 1})); // never the held-back block
+  p.release_in_flight();               // the step in flight completed
+  EXPECT_FALSE(p.in_flight(2));
+  EXPECT_FALSE(p.held_back(2));
   EXPECT_EQ(p.num_free(), 1);
   EXPECT_EQ(p.take(1), (Table{2}));
+  p.free(3); // nothing in flight any more
+  EXPECT_EQ(p.num_free(), 1);
+  EXPECT_EQ(p.frees_held_back(), 1);
+}
+
+TEST_P(BlockPoolByHand, AHeldBackCachedBlockIsOutOfTheCachesReachUntilReleased) {
+  BlockPool p(4, GetParam());
+  EXPECT_EQ(p.take(1), (Table{1}));
+  p.register_block(1, 77, 0, {});
+  p.mark_in_flight(1);
+  p.free(1);
+  EXPECT_FALSE(p.lookup(77).has_value());
+  p.release_in_flight();
+  EXPECT_EQ(p.lookup(77), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Both, BlockManagerByHand,

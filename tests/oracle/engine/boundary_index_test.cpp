@@ -47,7 +47,7 @@ TEST(BoundaryIndex, FastAndPlainAgreeUnderRandomInsertsAndErases) {
 }
 
 TEST(BlockPool, RegistrationsAreNumberedAndTheLogIsBounded) {
-  BlockPool pool(8, false, Structures::fast);
+  BlockPool pool(8, Structures::fast);
   EXPECT_EQ(pool.num_registrations(), 0u);
   const std::vector<std::int32_t> blocks = pool.take(7); // every block but the null one
   ASSERT_EQ(blocks, (std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 7}));

@@ -35,7 +35,7 @@ EngineReport run_case(const RunCase& rc, std::uint64_t seed, std::int64_t steps,
   options.runner.v1_copy_path = rc.copy_path;
   options.scheduler.reset_prefix_cache_per_million = 10'000;
   options.scheduler.abort_per_million = 5'000;
-  options.scheduler.async_frees = rc.async;
+  options.scheduler.async_scheduling = rc.async;
   return run_engine(config, spec, steps, requests, seed, options);
 }
 

@@ -164,8 +164,8 @@ TEST(CachedSelection, FastAndPlainSelectTheSameBlocks) {
   constexpr std::int32_t kBlocks = 8;
   std::mt19937_64 rng(19);
   std::vector<BlockPool> pools;
-  pools.emplace_back(kBlocks, false, Structures::fast);
-  pools.emplace_back(kBlocks, false, Structures::fast);
+  pools.emplace_back(kBlocks, Structures::fast);
+  pools.emplace_back(kBlocks, Structures::fast);
   std::vector<std::vector<std::int32_t>> held(pools.size());
   CachedSelection fast(Structures::fast);
   CachedSelection plain(Structures::reference);
@@ -215,8 +215,8 @@ TEST(CachedSelection, FastAndPlainSelectTheSameBlocks) {
 class BlockManagers {
 public:
   explicit BlockManagers(const model::CacheConfig& config)
-      : config_(config), fast_(config, 2, 24, false, Structures::fast),
-        plain_(config, 2, 24, false, Structures::reference) {}
+      : config_(config), fast_(config, 2, 24, Structures::fast),
+        plain_(config, 2, 24, Structures::reference) {}
 
   void expect_same(int op) const {
     for (const Request& r : requests_) {

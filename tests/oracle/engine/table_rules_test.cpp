@@ -162,7 +162,7 @@ TEST(PrefixHitRule, ReplayHoldsATraceToTheLongestHit) {
 }
 
 TEST(LongestPrefixHit, BoundedByTheLastTokenAndTheHashesKnown) {
-  BlockPool pool(8, false, Structures::fast);
+  BlockPool pool(8, Structures::fast);
   std::vector<model::TokenHash> h(13);
   std::iota(h.begin(), h.end(), model::TokenHash{1000});
   const std::vector<std::int32_t> no_tail;
