@@ -109,15 +109,16 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   o.skip_signatures = q.skip_signatures;
   o.first_case = q.first_case;
   o.shard = q.shard;
-  o.jobs = o.isolate ? q.jobs : 1;
+  o.workers = q.workers;
+  o.jobs = q.workers ? q.jobs : 1;
   const std::int64_t first = fuzz::first_case_of(q.shard, q.first_case);
   Progress progress("fuzz engine",
                     q.cases > 0 && first < o.cases_max
                         ? (o.cases_max - first + q.shard.count - 1) / q.shard.count
                         : 0,
                     q.seconds_max);
-  o.on_case = [&progress](std::int64_t, std::int64_t steps, const fuzz::EngineCase& c) {
-    progress.tick(fmt::format("{} steps, {}", steps, c.preset));
+  o.on_case = [&progress](std::int64_t, std::int64_t steps, const std::string& preset) {
+    progress.tick(fmt::format("{} steps, {}", steps, preset));
   };
   o.on_finding = [&progress, findings = std::int64_t{0}](const fuzz::EngineFinding& f) mutable {
     progress.set_findings(++findings);

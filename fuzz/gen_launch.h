@@ -21,6 +21,7 @@
 #include "model/launch.h"
 #include "model/layout.h"
 
+#include <nlohmann/json_fwd.hpp>
 #include <rapidcheck.h>
 
 #include <cstdint>
@@ -122,6 +123,10 @@ struct GenOptions {
   // aliased and shared blocks, postprocess_align drawn most often.
   static GenOptions races();
 };
+
+// Every field as JSON and back: how a campaign tells its case workers to draw its cases.
+nlohmann::json to_json(const GenOptions& options);
+GenOptions gen_options_from_json(const nlohmann::json& j);
 
 // The preset named `focus` ("default", "gpu-grid", "big-offsets", "races"), for command
 // lines; nullopt for any other name.

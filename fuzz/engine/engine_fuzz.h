@@ -15,6 +15,7 @@
 // the same options give the same JSON.
 #pragma once
 
+#include "fuzz/case_workers.h"
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
 #include "fuzz/shard.h"
@@ -44,9 +45,13 @@ struct EngineFuzzOptions {
   std::int64_t cases_max = 200; // stop after this many cases...
   std::int64_t first_case = 0;  // the index of the first case run (a resumed campaign)
   Shard shard;                  // runs the cases of this shard only (fuzz/shard.h)
-  // Cases run at once, each in a forked child (isolated only). Outcomes are taken in case order,
-  // so the report is the same for any number of jobs.
+  // Cases run at once, each in a case worker (`workers`). Outcomes are taken in case order, so
+  // the report is the same for any number of jobs.
   int jobs = 1;
+  // Where the cases run: in `jobs` case workers started so (fuzz/case_workers.h: the command
+  // fills in the program and each worker's environment; the campaign adds its options), or,
+  // when absent, one at a time in this process (forked children where `isolate` says so).
+  std::optional<CaseWorkerStart> workers;
   double seconds_max = 0.0;     // ...or after this long (0: no time limit)
   int max_size = kEngineSizeMax;
   EngineCaseFixed fixed;
@@ -57,14 +62,17 @@ struct EngineFuzzOptions {
   std::string backend_name = "host";        // for the reproduce command
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here; empty: write nothing
   EngineShrinkLimits shrink;
-  // Each case in a forked child (host executor only): a kernel that faults is a finding.
+  // Every run in this process (a finding's reruns and shrink candidates, and the cases
+  // themselves without workers) in a forked child (host executor only): a kernel that faults
+  // is a finding.
   bool isolate = false;
-  double case_timeout_seconds = 0.0; // isolated: a case running longer is a finding (0: none)
+  // A case in a worker, or an isolated run, running longer is a finding (0: no limit).
+  double case_timeout_seconds = 0.0;
   bool keep_going = false;     // go on after a finding (repeats of a signature only count)
   int reruns = kRerunsDefault; // reruns of a failing case before it is reported
   int repeat = 1;              // runs of every case
   std::vector<std::string> skip_signatures; // known findings: counted, not shrunk, not failing
-  std::function<void(std::int64_t cases, std::int64_t steps, const EngineCase&)> on_case;
+  std::function<void(std::int64_t cases, std::int64_t steps, const std::string& preset)> on_case;
   std::function<void(const EngineFinding&)> on_finding; // a new signature, shrunk
 };
 
@@ -127,6 +135,12 @@ struct EngineFuzzReport {
 };
 
 EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& options);
+
+// A case worker's side of an engine campaign: case `index` generated from the setup the
+// campaign sent (seed, sizes, fixed sizes, executor and mutants, repeats) as the campaign does,
+// run up to `repeat` times (stopping at the first that fails), each step it starts reported as
+// its progress, its outcome as the payload.
+CaseWorkerJob engine_case_job(const nlohmann::json& setup);
 
 struct ShrinkResult {
   EngineCase best;
