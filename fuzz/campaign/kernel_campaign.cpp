@@ -180,7 +180,10 @@ private:
 
 CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend) {
   const model::LaunchCase launch = materialize(spec);
-  const CaseOutcome outcome = run_case(launch, backend);
+  return verdict_of(launch, run_case(launch, backend));
+}
+
+CaseVerdict verdict_of(const model::LaunchCase& launch, const CaseOutcome& outcome) {
   CaseVerdict verdict;
   if (outcome.status == CaseStatus::oracle_rejected) {
     // The generator promises valid cases: a rejected one is a finding about mambacheck.

@@ -100,6 +100,8 @@ struct CaseVerdict {
 
 // Runs `spec` once: materialize, oracle, backend, compare.
 CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend);
+// What the campaign keeps of a run of `launch` (the second half of judge_case).
+CaseVerdict verdict_of(const model::LaunchCase& launch, const CaseOutcome& outcome);
 
 // The same in a forked child: a crash or a timeout of the backend is a verdict too (a
 // backend error whose signature's difference is "crash" or "timeout", its shape the buffer
