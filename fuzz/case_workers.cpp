@@ -39,6 +39,10 @@ constexpr int kLowestPipeFd = 10; // pipes kept above the descriptors a worker i
 // Finished cases kept waiting behind a slow older one, per job: enough that a big case does
 // not idle the other workers for long, few enough to bound the payloads held.
 constexpr std::size_t kWaitingPerJobMax = 8;
+// Cases given to one worker at once: the one it runs and the next, already in its input, so
+// that it starts that one as soon as it has answered instead of waiting for this process to
+// read the answer and send another (a round trip of two wake-ups a case).
+constexpr std::size_t kQueuedPerWorkerMax = 2;
 constexpr int kPollMillisMax = 50;
 constexpr std::size_t kReadChunkBytes = 64 << 10;
 constexpr int kExitWaitMillis = 5000; // for a worker to end after its input is closed
@@ -154,10 +158,10 @@ int reap(pid_t pid, int millis) {
 
 struct CaseWorkerPool::Flight {
   std::int64_t index = 0;
-  Worker* worker = nullptr; // running it; null once done
+  Worker* worker = nullptr; // running it or about to; null once done
   bool done = false;
   frames::CaseFrames frames;
-  std::optional<Clock::time_point> deadline; // set once its worker is ready
+  std::optional<Clock::time_point> deadline; // set once its worker is ready and starts it
   IsolatedOutcome outcome;
 };
 
@@ -169,9 +173,10 @@ struct CaseWorkerPool::Worker {
   int errors = -1;   // its stdout and stderr
   bool ready = false;
   std::optional<Clock::time_point> ready_deadline;
-  std::string bytes;        // frames read, not yet taken
-  std::string stderr_text;  // what it wrote during the case it runs
-  Flight* flight = nullptr; // the case it runs
+  std::string bytes;           // frames read, not yet taken
+  std::string stderr_text;     // what it wrote during the case it runs
+  std::deque<Flight*> queue;   // the cases given to it, in order: it runs the first
+  std::int64_t generation = 0; // processes started in this slot
   bool alive() const { return pid > 0; }
 };
 
@@ -195,7 +200,7 @@ CaseWorkerPool::~CaseWorkerPool() {
   // Idle workers end when their input closes; one still running a case (the campaign is
   // unwinding) is killed.
   for (const std::unique_ptr<Worker>& w : workers_)
-    if (w->alive() && w->flight != nullptr) end_worker(*w, true);
+    if (w->alive() && !w->queue.empty()) end_worker(*w, true);
   for (const std::unique_ptr<Worker>& w : workers_)
     if (w->commands >= 0) {
       close(w->commands);
@@ -206,7 +211,7 @@ CaseWorkerPool::~CaseWorkerPool() {
 }
 
 void CaseWorkerPool::spawn(Worker& w) {
-  MC_ASSERT(!w.alive() && w.flight == nullptr);
+  MC_ASSERT(!w.alive() && w.queue.empty());
   const Pipe commands = make_pipe();
   const Pipe results = make_pipe();
   const Pipe errors = make_pipe();
@@ -255,6 +260,7 @@ void CaseWorkerPool::spawn(Worker& w) {
         fmt::format("cannot start a case worker ({}): {}", args[0], std::strerror(spawned)));
   }
   ++workers_started_;
+  ++w.generation;
   w.pid = pid;
   w.commands = commands.write_fd;
   w.results = results.read_fd;
@@ -262,9 +268,8 @@ void CaseWorkerPool::spawn(Worker& w) {
   w.ready = false;
   w.bytes.clear();
   w.stderr_text.clear();
-  if (start_.options.timeout_seconds > 0)
-    w.ready_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(ready_seconds()));
+  w.ready_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(ready_seconds()));
   // A worker that dies before it reads this shows as the end of its results.
   write_all(w.commands, setup_text_);
 }
@@ -279,8 +284,11 @@ void CaseWorkerPool::end_worker(Worker& w, bool kill_it) {
     if (*fd >= 0) close(*fd);
   w.pid = -1;
   w.commands = w.results = w.errors = -1;
-  w.flight = nullptr;
+  for (Flight* f : w.queue)
+    f->worker = nullptr;
+  w.queue.clear();
   w.ready = false;
+  w.ready_deadline.reset();
   w.bytes.clear();
   w.stderr_text.clear();
 }
@@ -295,21 +303,20 @@ bool CaseWorkerPool::oldest_done() const {
 
 bool CaseWorkerPool::has_room() const {
   if (flights_.size() >= kWaitingPerJobMax * workers_.size()) return false;
-  return std::ranges::any_of(workers_,
-                             [](const std::unique_ptr<Worker>& w) { return w->flight == nullptr; });
+  return std::ranges::any_of(workers_, [](const std::unique_ptr<Worker>& w) {
+    return w->queue.size() < kQueuedPerWorkerMax;
+  });
 }
 
 void CaseWorkerPool::start(std::int64_t index) {
   MC_ASSERT(has_room());
+  // The worker with the fewest cases given (the first of them): idle workers first.
   Worker* w = nullptr;
   for (const std::unique_ptr<Worker>& candidate : workers_)
-    if (candidate->flight == nullptr) {
-      w = candidate.get();
-      break;
-    }
+    if (w == nullptr || candidate->queue.size() < w->queue.size()) w = candidate.get();
   // An idle worker that died meanwhile (killed from outside) is noticed before the case is
   // given to it, so the case is not blamed for it.
-  if (w->alive()) {
+  if (w->alive() && w->queue.empty()) {
     pollfd p{.fd = w->results, .events = POLLIN, .revents = 0};
     while (w->alive() && poll(&p, 1, 0) > 0)
       read_results(*w);
@@ -322,19 +329,45 @@ void CaseWorkerPool::start(std::int64_t index) {
 }
 
 void CaseWorkerPool::send_case(Worker& w, Flight& flight) {
-  MC_ASSERT(w.alive() && w.flight == nullptr);
+  MC_ASSERT(w.alive() && w.queue.size() < kQueuedPerWorkerMax);
   flight.worker = &w;
   flight.deadline.reset();
-  if (w.ready && start_.options.timeout_seconds > 0)
-    flight.deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(start_.options.timeout_seconds));
-  w.flight = &flight;
-  w.stderr_text.clear();
+  w.queue.push_back(&flight);
+  arm(w);
   std::string data(sizeof flight.index, '\0');
   std::memcpy(data.data(), &flight.index, sizeof flight.index);
   // A worker that died on the way shows as the end of its results: the case's outcome.
   write_all(w.commands, frame_bytes(kCase, data));
+}
+
+void CaseWorkerPool::arm(Worker& w) {
+  if (!w.ready || w.queue.empty() || w.queue.front()->deadline) return;
+  if (start_.options.timeout_seconds > 0)
+    w.queue.front()->deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(start_.options.timeout_seconds));
+}
+
+void CaseWorkerPool::finish_front(Worker& w, IsolatedOutcome outcome) {
+  MC_ASSERT(!w.queue.empty());
+  Flight* flight = w.queue.front();
+  w.queue.pop_front();
+  flight->outcome = std::move(outcome);
+  flight->done = true;
+  flight->worker = nullptr;
+  w.stderr_text.clear();
+  arm(w); // the next case given to it starts now
+}
+
+void CaseWorkerPool::replace(Worker& w, bool kill_it) {
+  // The cases given to it after the one it ended on never ran there: its successor runs them.
+  const std::vector<Flight*> waiting(w.queue.begin(), w.queue.end());
+  w.queue.clear();
+  end_worker(w, kill_it);
+  if (waiting.empty()) return; // a fresh one starts when a case needs it
+  spawn(w);
+  for (Flight* f : waiting)
+    send_case(w, *f);
 }
 
 void CaseWorkerPool::read_results(Worker& w) {
@@ -359,10 +392,10 @@ void CaseWorkerPool::read_errors(Worker& w) {
     return;
   }
   const auto bytes = static_cast<std::size_t>(got);
-  if (w.flight != nullptr && w.stderr_text.size() < kIsolatedStderrBytesMax)
-    w.stderr_text.append(chunk, std::min(bytes, kIsolatedStderrBytesMax - w.stderr_text.size()));
-  else if (w.flight == nullptr)
+  if (w.queue.empty())
     w.stderr_text.assign(chunk, bytes); // kept for a worker that ends before it is ready
+  else if (w.stderr_text.size() < kIsolatedStderrBytesMax)
+    w.stderr_text.append(chunk, std::min(bytes, kIsolatedStderrBytesMax - w.stderr_text.size()));
 }
 
 void CaseWorkerPool::take_frames(Worker& w) {
@@ -371,15 +404,13 @@ void CaseWorkerPool::take_frames(Worker& w) {
   while (w.alive()) {
     std::optional<frames::Frame> frame = frames::take_frame(w.bytes);
     if (!frame) {
-      if (w.flight != nullptr && w.bytes.size() > frames_max) {
-        frames::CaseEnd end{.frames = std::move(w.flight->frames),
+      if (!w.queue.empty() && w.bytes.size() > frames_max) {
+        frames::CaseEnd end{.frames = std::move(w.queue.front()->frames),
                             .stderr_text = std::move(w.stderr_text),
                             .too_big = true};
-        Flight* flight = w.flight;
-        end_worker(w, true);
-        flight->outcome = frames::classify(std::move(end), start_.options);
-        flight->done = true;
-        flight->worker = nullptr;
+        kill(w.pid, SIGKILL);
+        finish_front(w, frames::classify(std::move(end), start_.options));
+        replace(w, true);
       }
       return;
     }
@@ -387,48 +418,29 @@ void CaseWorkerPool::take_frames(Worker& w) {
     case frames::kReady:
       w.ready = true;
       w.ready_deadline.reset();
-      if (w.flight != nullptr && start_.options.timeout_seconds > 0)
-        w.flight->deadline =
-            Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(start_.options.timeout_seconds));
+      arm(w);
       break;
     case frames::kPayload:
     case frames::kThrew: {
-      if (w.flight == nullptr) break;
-      w.flight->frames.add(std::move(*frame));
+      if (w.queue.empty()) break;
+      w.queue.front()->frames.add(std::move(*frame));
       drain(w.errors, [&] { read_errors(w); });
-      frames::CaseEnd end{.frames = std::move(w.flight->frames),
+      frames::CaseEnd end{.frames = std::move(w.queue.front()->frames),
                           .stderr_text = std::move(w.stderr_text)};
-      case_done(w, frames::classify(std::move(end), start_.options));
+      finish_front(w, frames::classify(std::move(end), start_.options));
       break;
     }
-    case frames::kRetire: {
-      // A case given to it meanwhile never ran there: its successor runs it.
-      Flight* given = w.flight;
-      end_worker(w, false); // else a fresh one starts when a case needs it
-      if (given != nullptr) {
-        spawn(w);
-        send_case(w, *given);
-      }
+    case frames::kRetire:
+      replace(w, false);
       return;
-    }
     case frames::kFatal:
       end_worker(w, true);
       throw model::EnvironmentError(frame->data);
     default:
-      if (w.flight != nullptr) w.flight->frames.add(std::move(*frame));
+      if (!w.queue.empty()) w.queue.front()->frames.add(std::move(*frame));
       break;
     }
   }
-}
-
-void CaseWorkerPool::case_done(Worker& w, IsolatedOutcome outcome) {
-  MC_ASSERT(w.flight != nullptr);
-  w.flight->outcome = std::move(outcome);
-  w.flight->done = true;
-  w.flight->worker = nullptr;
-  w.flight = nullptr;
-  w.stderr_text.clear();
 }
 
 void CaseWorkerPool::worker_gone(Worker& w) {
@@ -442,14 +454,14 @@ void CaseWorkerPool::worker_gone(Worker& w) {
                                               start_.command.front(), exit_description(status),
                                               said.empty() ? "" : fmt::format(": \"{}\"", said)));
   }
-  if (w.flight != nullptr) {
-    frames::CaseEnd end{.frames = std::move(w.flight->frames),
+  if (!w.queue.empty()) {
+    frames::CaseEnd end{.frames = std::move(w.queue.front()->frames),
                         .stderr_text = std::move(w.stderr_text),
                         .status = status,
                         .exited = true};
-    case_done(w, frames::classify(std::move(end), start_.options));
+    finish_front(w, frames::classify(std::move(end), start_.options));
   }
-  end_worker(w, false);
+  replace(w, false);
 }
 
 void CaseWorkerPool::check_deadlines() {
@@ -461,15 +473,14 @@ void CaseWorkerPool::check_deadlines() {
       throw model::EnvironmentError(fmt::format("a case worker ({}) did not get ready within {} s",
                                                 start_.command.front(), ready_seconds()));
     }
-    if (w->flight == nullptr || !w->flight->deadline || now < *w->flight->deadline) continue;
-    Flight* flight = w->flight;
-    frames::CaseEnd end{.frames = std::move(flight->frames),
+    if (w->queue.empty() || !w->queue.front()->deadline || now < *w->queue.front()->deadline)
+      continue;
+    frames::CaseEnd end{.frames = std::move(w->queue.front()->frames),
                         .stderr_text = std::move(w->stderr_text),
                         .timed_out = true};
-    end_worker(*w, true);
-    flight->outcome = frames::classify(std::move(end), start_.options);
-    flight->done = true;
-    flight->worker = nullptr;
+    kill(w->pid, SIGKILL);
+    finish_front(*w, frames::classify(std::move(end), start_.options));
+    replace(*w, true);
   }
 }
 
@@ -478,7 +489,7 @@ int CaseWorkerPool::poll_millis() const {
   const Clock::time_point now = Clock::now();
   for (const std::unique_ptr<Worker>& w : workers_) {
     std::optional<Clock::time_point> deadline = w->ready_deadline;
-    if (w->flight != nullptr && w->flight->deadline) deadline = w->flight->deadline;
+    if (!w->queue.empty() && w->queue.front()->deadline) deadline = w->queue.front()->deadline;
     if (!deadline) continue;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now);
     millis = static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 0, millis));
@@ -488,15 +499,20 @@ int CaseWorkerPool::poll_millis() const {
 
 void CaseWorkerPool::wait() {
   check_deadlines();
+  struct Owner {
+    Worker* worker;
+    std::int64_t generation;
+    bool results; // else its stdout and stderr
+  };
   std::vector<pollfd> fds;
-  std::vector<std::pair<Worker*, bool>> owners; // the worker, and whether it is its results
+  std::vector<Owner> owners;
   for (const std::unique_ptr<Worker>& w : workers_) {
     if (!w->alive()) continue;
     fds.push_back(pollfd{.fd = w->results, .events = POLLIN, .revents = 0});
-    owners.emplace_back(w.get(), true);
+    owners.push_back({w.get(), w->generation, true});
     if (w->errors >= 0) {
       fds.push_back(pollfd{.fd = w->errors, .events = POLLIN, .revents = 0});
-      owners.emplace_back(w.get(), false);
+      owners.push_back({w.get(), w->generation, false});
     }
   }
   if (fds.empty()) return;
@@ -505,11 +521,13 @@ void CaseWorkerPool::wait() {
     throw std::system_error(errno, std::generic_category(), "case workers: poll");
   for (std::size_t i = 0; ready > 0 && i < fds.size(); ++i) {
     if (fds[i].revents == 0) continue;
-    Worker& w = *owners[i].first;
-    if (!w.alive()) continue; // it ended while an earlier descriptor was read
-    if (owners[i].second)
+    Worker& w = *owners[i].worker;
+    // It ended, or ended and was replaced, while an earlier descriptor was read: what its
+    // successor's descriptors hold is read next time.
+    if (!w.alive() || w.generation != owners[i].generation) continue;
+    if (owners[i].results)
       read_results(w);
-    else if (w.errors == fds[i].fd)
+    else if (w.errors >= 0)
       read_errors(w);
   }
   check_deadlines();

@@ -62,12 +62,15 @@ public:
   CaseWorkerPool& operator=(const CaseWorkerPool&) = delete;
 
   int jobs() const { return static_cast<int>(workers_.size()); }
-  // Another case may start: a worker is idle, and not too many outcomes wait behind an older
-  // case still running.
+  // Another case may start: a worker has fewer than two cases given (the one it runs and the
+  // next, waiting in its input), and not too many outcomes wait behind an older case still
+  // running.
   bool has_room() const;
   // No case left whose outcome has not been taken.
   bool empty() const { return flights_.empty(); }
-  // Gives case `index` to an idle worker (starting one where a worker ended).
+  // Gives case `index` to the worker with the fewest cases given, idle ones first (starting one
+  // where a worker ended). A case given to a worker that then ends before starting it (it died
+  // on the case before, ran past its timeout, retired) goes to the worker that replaces it.
   void start(std::int64_t index);
   // The oldest case not yet taken is done.
   bool oldest_done() const;
@@ -88,11 +91,13 @@ private:
 
   void spawn(Worker& w);
   void send_case(Worker& w, Flight& flight);
+  void arm(Worker& w);
+  void finish_front(Worker& w, IsolatedOutcome outcome);
+  void replace(Worker& w, bool kill_it);
   void end_worker(Worker& w, bool kill_it);
   void read_results(Worker& w);
   void read_errors(Worker& w);
   void take_frames(Worker& w);
-  void case_done(Worker& w, IsolatedOutcome outcome);
   void worker_gone(Worker& w);
   void check_deadlines();
   int poll_millis() const;

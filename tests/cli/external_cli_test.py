@@ -21,7 +21,9 @@ in the metadata as GPU kernels do. Part PART of:
   workers   `--workers N`: N adapter workers run the cases side by side, and the report is the
             one of a single worker, byte for byte, for a clean campaign and a broken variant;
             with --devices each adapter gets its GPU as CUDA_VISIBLE_DEVICES, worker k the k-th
-            of the list round robin.
+            of the list round robin. A case worker that dies (here its adapter kills it) is a
+            finding for its case and a fresh worker runs the next: every case the same finding,
+            the same report for 1 and 2 workers.
 
 Usage: external_cli_test.py MAMBACHECK PYTHON WORK_DIR PART. Exit 77 (skipped) without numpy
 for the parts that run the Python adapter.
@@ -227,6 +229,24 @@ def part_workers(mambacheck, python, work):
          "--cases", "30", "--max-size", "20", "--out", str(out)], 0, env=env)
     lines = sorted(seen.read_text().splitlines())
     expect(lines == ["- -", "0 1", "1 0", "2 1"], f"workers-devices: {lines}")
+    # In a case worker (MC_CASE_WORKER set) this adapter kills the worker on its first case; the
+    # campaign's own adapter, which reruns and shrinks the finding, answers every case with an
+    # error.
+    greet = "echo 'mambacheck-worker 1 kinds=precopy'"
+    killer = (f"{greet}; read l; if [ -n \"$MC_CASE_WORKER\" ]; then kill -ABRT $PPID; "
+              "sleep 30; fi; while true; do echo 'error: boom'; read l; done")
+    reports = {}
+    for workers in (1, 2):
+        p, report = fuzz(mambacheck, killer, work, f"workers-killed-{workers}", 5, 1,
+                         "--workers", str(workers), "--reruns", "0", "--keep-going")
+        expect(report["cases"] == 5, f"workers-killed: {report['cases']} cases", p.stdout)
+        first = report["findings"][0]
+        expect(first["failure"] == "the backend crashed: killed by SIGABRT (aborted)" and
+               first["difference"] == "crash" and first["cases"] == 5,
+               f"workers-killed --workers {workers}: {json.dumps(report['findings'])}", p.stdout)
+        reports[workers] = json.dumps(report).replace(f"workers-killed-{workers}", "killed")
+    expect(reports[1] == reports[2], "workers-killed: the reports of 1 and 2 workers differ",
+           reports[1] + "\n" + reports[2])
 
 
 def part_two_bugs(mambacheck, python, work):

@@ -84,8 +84,9 @@ for name in ("kernel", "engine"):
           f"{name}: the report of --no-isolate differs from the workers'")
 
 # A kernel that reads out of bounds kills its worker: a finding, and a fresh worker runs the
-# cases after it. Where a crash lands depends on what is mapped beside the buffers (the address
-# is in the message), so the findings are compared by signature; the counts must be the same.
+# cases after it. Whether a read past a table faults depends on what is mapped beside it, which
+# depends on what the worker ran before: which cases crash (and so the findings and the coverage
+# of the crashed cases) may differ between runs; the cases run may not.
 crash_args = ["fuzz", "--backend", "host", "--cases", "40", "--max-size", "20", "--mutant",
               "table_row_from_slot", "--keep-going", "--reruns", "1"]
 crash = {}
@@ -97,15 +98,15 @@ for jobs in (1, 2):
 for jobs in (1, 2):
     report = crash[jobs]
     check(report["cases"] == 40, f"crash --jobs {jobs}: {report['cases']} cases, not 40")
-    crashes = [f for f in report["findings"] if f["difference"] == "crash"]
-    check(len(crashes) >= 1, f"crash --jobs {jobs}: no crash finding: {report['findings']}")
-    for f in crashes:
+    check(report["findings"], f"crash --jobs {jobs}: no finding")
+    for f in report["findings"]:
+        if f["difference"] != "crash":
+            continue
         check(re.fullmatch(r"the backend crashed: killed by SIG(SEGV|BUS) \([a-z :]+\) at address "
-                           r"0x[0-9a-f]+ \([^)]+\)+", f["failure"]) is not None,
+                           r"0x[0-9a-f]+ \(.+\)", f["failure"]) is not None,
               f"crash --jobs {jobs}: failure {f['failure']!r}")
-        check(f["signature"].startswith("kernel:") and ":backend-error:crash:" in f["signature"],
-              f"crash --jobs {jobs}: signature {f['signature']}")
-for key in ("cases_by_kind", "cases_by_size_class", "coverage", "failing_cases"):
+        check(":backend-error:crash:" in f["signature"], f"crash: signature {f['signature']}")
+for key in ("cases_by_kind", "cases_by_size_class"):
     check(crash[1][key] == crash[2][key], f"crash: '{key}' differs between --jobs 1 and 2")
 
 # A case past --case-timeout: its worker is killed and replaced, the campaign goes on. Sizes 90 to

@@ -87,9 +87,14 @@ TEST(CaseWorkers, RunsJobsCasesAtOnceOnWorkersThatStay) {
   CaseWorkerPool pool(stub({"ok:400"}), 2);
   const Clock::time_point start = Clock::now();
   pool.start(0);
-  EXPECT_TRUE(pool.has_room());
-  pool.start(1);
+  pool.start(1); // the idle worker gets it
+  // Each worker takes one more, waiting in its input, and no more.
+  pool.start(2);
+  pool.start(3);
   EXPECT_FALSE(pool.has_room());
+  pool.clear();
+  pool.start(0);
+  pool.start(1);
   const IsolatedOutcome a = pool.take_oldest();
   const IsolatedOutcome b = pool.take_oldest();
   // Side by side: about 400 ms for both, not 800 (and not two starts of a process more).
@@ -99,8 +104,32 @@ TEST(CaseWorkers, RunsJobsCasesAtOnceOnWorkersThatStay) {
   pool.start(2);
   const IsolatedOutcome c = pool.take_oldest();
   ASSERT_TRUE(c.returned()) << c.message;
+  // The two cleared workers were killed; the two that ran cases 0 and 1 still run case 2.
   EXPECT_TRUE(pid_of(c.payload) == pid_of(a.payload) || pid_of(c.payload) == pid_of(b.payload));
-  EXPECT_EQ(pool.workers_started(), 2);
+  EXPECT_EQ(pool.workers_started(), 4);
+}
+
+TEST(CaseWorkers, ACaseWaitingBehindACrashRunsOnTheWorkerThatReplacesIt) {
+  CaseWorkerPool pool(stub({"segv", "ok:1", "ok:5000", "ok:1", "retire", "ok:1"}, 1.0), 1);
+  // Case 1 waits in the input of the worker that dies on case 0; case 3 in that of the one
+  // that runs past its timeout on case 2; case 5 in that of the one that retires after case 4.
+  std::vector<std::string> pids;
+  for (std::int64_t i = 0; i < 6; i += 2) {
+    pool.start(i);
+    pool.start(i + 1);
+    EXPECT_FALSE(pool.has_room());
+    const IsolatedOutcome first = pool.take_oldest();
+    const IsolatedOutcome second = pool.take_oldest();
+    ASSERT_TRUE(second.returned()) << i << ": " << second.message;
+    EXPECT_EQ(second.payload.substr(0, 6), "case " + std::to_string(i + 1));
+    if (i == 0) EXPECT_EQ(first.signal, SIGSEGV);
+    if (i == 2) EXPECT_EQ(first.message, "exceeded 1 s; killed");
+    if (i == 4) {
+      ASSERT_TRUE(first.returned()) << first.message;
+      EXPECT_NE(pid_of(first.payload), pid_of(second.payload));
+    }
+  }
+  EXPECT_EQ(pool.workers_started(), 4);
 }
 
 TEST(CaseWorkers, ACrashIsItsCaseOutcomeAndAFreshWorkerTakesOver) {
@@ -209,8 +238,9 @@ TEST(CaseWorkers, AProgramThatIsNoWorkerIsAnEnvironmentError) {
 TEST(CaseWorkers, ClearKillsTheWorkersOfCasesStillRunning) {
   CaseWorkerPool pool(stub({"ok:60000", "ok:1"}), 2);
   pool.start(0);
-  pool.start(1);
-  while (!pool.has_room())
+  pool.start(1); // on the other worker
+  const Clock::time_point until = Clock::now() + std::chrono::milliseconds(500);
+  while (Clock::now() < until)
     pool.wait(); // case 1 is done, case 0 runs
   const std::vector<pid_t> before = children();
   ASSERT_EQ(before.size(), 2u);
