@@ -13,6 +13,13 @@ fuzz::MutantLaunchRunner mutant_launch_runner(Backend backend) {
   return [](const model::LaunchCase& c, gpu::Mutant m) { return gpu::run_launch_host(c, m); };
 }
 
+fuzz::LaunchRunner kernel_runner(Backend backend, gpu::Mutant mutant) {
+  if (mutant == gpu::Mutant::none) return launch_runner(backend);
+  return [run = mutant_launch_runner(backend), mutant](const model::LaunchCase& launch) {
+    return run(launch, mutant);
+  };
+}
+
 gpu::Mutant parse_kernel_mutant(const std::string& name) {
   if (const auto m = gpu::find_kernel_mutant(name)) return *m;
   std::string names;

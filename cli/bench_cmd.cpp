@@ -6,6 +6,12 @@
 // [--token-budget N] [--pool-blocks N] [--num-spec N] [--layers N] [--runner v1|v2]
 // [--reference] [--json FILE]`: the oracle engine alone, one core, every invariant on
 // (bench/engine_bench.h); works in every build.
+//
+// `mambacheck bench --cases N [--seed S] [--max-size M] [--backend host|cuda] [--json FILE]`:
+// where the time of a kernel campaign's case goes, phase by phase, in this process
+// (bench/case_bench.h); works in every build (cuda where a device is).
+#include "backends/backend.h"
+#include "bench/case_bench.h"
 #include "bench/engine_bench.h"
 #include "bench/kernel_bench.h"
 #include "cli/commands.h"
@@ -124,12 +130,42 @@ int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
   return rc;
 }
 
+struct CaseArgs {
+  std::int64_t cases = 0;
+  int max_size = 30;
+  std::string backend = "host";
+};
+
+int run_case_bench_command(const gpu::BenchOptions& k, const CaseArgs& a, std::uint64_t seed) {
+  check_output_file("--json", k.json_path);
+  if (a.cases < 1 || a.cases > 10'000'000)
+    model::fail_input("bench --cases: expected 1..10000000, got {}", a.cases);
+  if (a.max_size < 0 || a.max_size > 100)
+    model::fail_input("bench --max-size: expected 0..100, got {}", a.max_size);
+  const backends::Backend backend = backends::parse_backend(a.backend);
+  if (backend == backends::Backend::oracle)
+    model::fail_input("bench --backend: host or cuda (the oracle is timed on its own)");
+  backends::require_backend(backend);
+  bench::CaseBenchOptions o{.seed = seed,
+                            .cases = a.cases,
+                            .max_size = a.max_size,
+                            .backend = backends::launch_runner(backend),
+                            .backend_name = a.backend};
+  if (backend == backends::Backend::cuda) o.gen.weights.grid *= 2; // as `fuzz` draws for cuda
+  const bench::CaseBenchResult r = bench::run_case_bench(o);
+  std::cout << bench::describe(o, r) << std::flush;
+  if (!k.json_path.empty())
+    write_file_atomically("--json", k.json_path, bench::to_json(o, r).dump(2) + "\n");
+  return r.failed > 0 ? kExitMismatch : kExitOk;
+}
+
 } // namespace
 
 void add_bench_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<gpu::BenchOptions>();
   auto engine = std::make_shared<EngineArgs>();
   auto engine_mode = std::make_shared<bool>(false);
+  auto cases = std::make_shared<CaseArgs>();
   CLI::App* cmd = app.add_subcommand(
       "bench", "Time the CUDA kernels against cudaMemcpyAsync, or (--engine) the oracle engine");
   cmd->add_option("--preset", options->presets,
@@ -172,14 +208,30 @@ void add_bench_command(CLI::App& app, Action& action) {
                   "presets, 2 for production ones)")
       ->needs(flag);
   cmd->add_option("--runner", engine->runner, "--engine: v1 or v2 (default v1)")->needs(flag);
-  cmd->add_option("--seed", engine->seed, "--engine: seed of workload and scheduler (default 1)")
-      ->needs(flag);
+  CLI::Option* cases_option = cmd->add_option(
+      "--cases", cases->cases,
+      "Time N kernel campaign cases phase by phase (drawing, arenas, oracle, backend, compare, "
+      "verdict, IPC) in this process; needs no GPU");
+  cases_option->excludes(flag)->excludes(iters)->excludes(sets)->excludes(ticket);
+  cmd->add_option("--max-size", cases->max_size, "--cases: largest generator size (default 30)")
+      ->needs(cases_option);
+  cmd->add_option("--backend", cases->backend, "--cases: host or cuda (default host)")
+      ->needs(cases_option);
+  CLI::Option* seed = cmd->add_option(
+      "--seed", engine->seed,
+      "--engine: seed of workload and scheduler; --cases: campaign seed (default 1)");
   cmd->add_flag("--reference", engine->reference,
                 "--engine: run the oracle on its plain structures instead of its fast ones (the "
                 "same counters, slower; oracle/engine/structures.h)")
       ->needs(flag);
-  cmd->callback([options, engine, engine_mode, &action] {
-    if (*engine_mode)
+  cmd->callback([options, engine, engine_mode, cases, cases_option, seed, &action] {
+    if (seed->count() > 0 && !*engine_mode && cases_option->count() == 0)
+      throw CLI::ValidationError("--seed", "needs --engine or --cases");
+    if (cases_option->count() > 0)
+      action = [options, engine, cases] {
+        return run_case_bench_command(*options, *cases, engine->seed);
+      };
+    else if (*engine_mode)
       action = [options, engine] { return run_engine_bench_command(*options, *engine); };
     else
       action = [options] { return run_bench_command(*options); };

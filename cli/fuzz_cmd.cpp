@@ -11,30 +11,28 @@
 #include "cli/fuzz_engine.h"
 #include "cli/junit.h"
 #include "cli/output_paths.h"
+#include "cli/parallel_option.h"
 #include "cli/progress.h"
 #include "cli/shard_option.h"
 #include "fuzz/campaign/kernel_campaign.h"
+#include "gpu/cuda_backend.h"
 #include "gpu/mutant.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
 
 #include <fmt/format.h>
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <iostream>
-#include <thread>
+#include <memory>
 
 namespace mc::cli {
 namespace {
 
 inline constexpr std::int64_t kCasesMax = std::int64_t{1} << 40;
-inline constexpr std::int64_t kJobsMax = 1024;
 
 struct FuzzOptions {
   std::string level = "kernel";
@@ -55,16 +53,18 @@ struct FuzzOptions {
   bool keep_going = false;    // go on after a finding
   bool stop_at_first = false; // stop at the first finding even under --time-budget
   int reruns = fuzz::kRerunsDefault;
+  double shrink_seconds = 60.0; // 0: candidates are the only bound
   int repeat = 1;
   std::vector<std::string> kinds; // launch kinds drawn (kernel level); empty: all
   std::string focus;              // a generator preset (kernel level); empty: the backend's mix
-  bool no_isolate = false;        // host: run cases in this process (faster; a crash ends all)
-  double case_timeout = 300.0;    // host, isolated: a case running longer is a finding
+  bool no_isolate = false;        // run cases in this process (a crash ends all)
+  double case_timeout = 300.0;    // a case in a worker running longer is a finding
   std::vector<std::string> skip_signatures;
   std::int64_t resume_from = 0; // the index of the first case (an interrupted campaign's)
   std::vector<std::string> require_coverage; // features every level run must reach, or all
   ShardOptions shard_options;                // --shard K/N, --shards N
-  std::int64_t jobs = -1;                    // --jobs N; -1: every core (isolated cases only)
+  ParallelOptions parallel_options;          // --jobs, --devices, --workers
+  Parallel parallel;                         // what they come to
   fuzz::Shard shard;                         // chosen from those or the scheduler's environment
 
   // Under a time budget a campaign goes on after a finding unless told otherwise.
@@ -82,18 +82,25 @@ std::string backend_arguments(const FuzzOptions& o, const fuzz::KernelCampaignOp
   return args;
 }
 
+// How a case worker makes the campaign's backend (cli/case_worker_cmd.cpp).
+nlohmann::json worker_backend(const FuzzOptions& o, backends::Backend backend) {
+  if (o.external.empty())
+    return {{"name", to_string(backend)}, {"mutant", o.mutant.empty() ? "none" : o.mutant}};
+  return {{"name", "external"},
+          {"command", o.external},
+          {"timeout", o.external_timeout},
+          {"dir", std::filesystem::absolute(std::filesystem::path(o.out) / "external").string()}};
+}
+
 fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Backend backend) {
   fuzz::KernelCampaignOptions c;
   c.seed = o.seed;
   c.max_size = o.max_size;
   c.backend_name = std::string(to_string(backend));
-  c.backend = backends::launch_runner(backend);
-  if (!o.mutant.empty()) { // --mutant: the backend's kernels are that variant (gpu/mutant.h)
-    const gpu::Mutant mutant = backends::parse_kernel_mutant(o.mutant);
-    c.backend = [run = backends::mutant_launch_runner(backend),
-                 mutant](const model::LaunchCase& launch) { return run(launch, mutant); };
-    c.mutant_name = o.mutant;
-  }
+  // --mutant: the backend's kernels are that variant (gpu/mutant.h)
+  c.backend = backends::kernel_runner(
+      backend, o.mutant.empty() ? gpu::Mutant::none : backends::parse_kernel_mutant(o.mutant));
+  c.mutant_name = o.mutant;
   c.out_dir = o.out;
   c.seconds_max =
       o.time_budget.empty() ? 0.0 : parse_duration_option("--time-budget", o.time_budget);
@@ -107,17 +114,22 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Bac
   }
   for (const std::string& kind : o.kinds)
     c.gen.kinds.push_back(model::parse_launch_kind(kind));
-  // A kernel that writes out of bounds must cost one finding, not the campaign: on the host
-  // backend every case runs in a forked child (fuzz/isolate.h).
+  // A kernel that writes out of bounds must cost one finding, not the campaign: every case runs
+  // in a case worker, and on the host backend the reruns and shrink candidates of a finding
+  // each run in a forked child (fuzz/isolate.h).
   c.isolate = backend == backends::Backend::host && o.external.empty() && !o.no_isolate;
-  c.case_timeout_seconds = o.case_timeout;
+  if (o.parallel.workers) c.workers = case_worker_start(o.parallel, worker_backend(o, backend));
+  // A worker's case with --external includes the adapter's answer, which has a timeout of its
+  // own: that one speaks first, as the adapter's crash.
+  c.case_timeout_seconds = o.case_timeout + (o.external.empty() ? 0.0 : o.external_timeout);
   c.keep_going = o.keeps_going();
   c.reruns = o.reruns;
+  c.shrink.seconds_max = o.shrink_seconds;
   c.repeat = o.repeat;
   c.skip_signatures = o.skip_signatures;
   c.first_case = o.resume_from;
   c.shard = o.shard;
-  c.jobs = static_cast<int>(o.jobs);
+  c.jobs = o.parallel.jobs;
   return c;
 }
 
@@ -163,6 +175,10 @@ void print_finding(const fuzz::KernelCampaignOptions& c, const fuzz::KernelFindi
     std::cout << fmt::format("  not shrunk: no smaller case failed on at least half of its reruns "
                              "({} candidates tried); the original is saved\n",
                              cx.shrink_tried);
+  if (cx.shrink_timed_out)
+    std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-seconds): on "
+                             "another machine or load it may stop elsewhere\n",
+                             c.shrink.seconds_max);
   std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n", cx.shrunk_dir.string(),
                            cx.original_dir.string());
   if (!cx.picture.empty()) std::cout << fmt::format("  picture: {}\n", cx.picture.string());
@@ -199,32 +215,6 @@ std::int64_t cases_in_shard(const FuzzOptions& o, std::int64_t cases_max) {
   if (o.cases == 0) return 0;
   const std::int64_t first = fuzz::first_case_of(o.shard, o.resume_from);
   return first >= cases_max ? 0 : (cases_max - first + o.shard.count - 1) / o.shard.count;
-}
-
-// Every core this process may run on (a Slurm allocation or taskset narrows it).
-std::int64_t usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(CPU_COUNT(&set), 1);
-  return std::max<std::int64_t>(std::thread::hardware_concurrency(), 1);
-}
-
-// --jobs: how many cases run at once. Only isolated cases (each in a forked child: the host
-// backend) run in parallel.
-std::int64_t resolve_jobs(const FuzzOptions& o, backends::Backend backend) {
-  const bool isolated = backend == backends::Backend::host && o.external.empty() && !o.no_isolate;
-  if (o.jobs < 0) return isolated ? std::min(usable_cores(), kJobsMax) : 1;
-  if (o.jobs < 1 || o.jobs > kJobsMax)
-    model::fail_input("--jobs: expected 1..{}, got {}", kJobsMax, o.jobs);
-  if (o.jobs > 1 && !isolated)
-    model::fail_input("--jobs {}: cases run in parallel in forked children, on the host backend "
-                      "only; {} runs one case at a time (run several processes with --shard "
-                      "instead)",
-                      o.jobs,
-                      !o.external.empty() ? "--external"
-                      : o.no_isolate      ? "--no-isolate"
-                                          : fmt::format("the {} backend", to_string(backend)));
-  return o.jobs;
 }
 
 // The kernel level: summary, report and JUnit case (written by run_fuzz).
@@ -283,9 +273,8 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
     };
   }
   Progress progress("fuzz kernel", cases_in_shard(o, c.cases_max), seconds_max);
-  c.on_case = [&progress](std::int64_t, const fuzz::LaunchSpec& spec) {
-    progress.tick(
-        fmt::format("{} {}", model::to_string(spec.kind), fuzz::to_string(spec.size_class)));
+  c.on_case = [&progress](std::int64_t, model::LaunchKind kind, fuzz::SizeClass size_class) {
+    progress.tick(fmt::format("{} {}", model::to_string(kind), fuzz::to_string(size_class)));
   };
   const std::string backend_args = backend_arguments(o, c);
   c.on_finding = [&, findings = std::int64_t{0}](const fuzz::KernelFinding& f) mutable {
@@ -374,6 +363,8 @@ int run_fuzz(FuzzOptions o) {
     model::fail_input("--external: runs with --level kernel only");
   if (o.reruns < 0 || o.reruns > 1000)
     model::fail_input("--reruns: expected 0..1000, got {}", o.reruns);
+  if (!(o.shrink_seconds >= 0 && o.shrink_seconds <= 86400))
+    model::fail_input("--shrink-seconds: expected 0..86400, got {}", o.shrink_seconds);
   if (o.repeat < 1 || o.repeat > 1000)
     model::fail_input("--repeat: expected 1..1000, got {}", o.repeat);
   if (o.keep_going && o.stop_at_first)
@@ -396,7 +387,18 @@ int run_fuzz(FuzzOptions o) {
   if (backend == backends::Backend::oracle)
     model::fail_input("--backend: fuzz compares the oracle with host or cuda");
   backends::require_backend(backend);
-  o.jobs = resolve_jobs(o, backend);
+  const CaseBackend case_backend = !o.external.empty()                  ? CaseBackend::external
+                                   : backend == backends::Backend::cuda ? CaseBackend::cuda
+                                                                        : CaseBackend::host;
+  o.parallel = resolve_parallel(o.parallel_options, case_backend, o.no_isolate, usable_cores(),
+                                case_backend == CaseBackend::host ? std::optional<int>(0)
+                                                                  : gpu::cuda_device_count());
+  // The reruns and shrinking of a finding run in this process: on the first device listed.
+  if (backend == backends::Backend::cuda && !o.parallel.devices.empty() &&
+      o.parallel.devices.front() != 0)
+    gpu::use_cuda_device(o.parallel.devices.front());
+  if (const std::string line = devices_line(o.parallel); !line.empty())
+    std::cout << "fuzz: " << line << "\n";
   if (!shard.source.empty()) std::cout << "fuzz: " << shard_line(shard) << "\n";
   std::vector<model::CoverageLevel> levels;
   if (o.level != "engine") levels.push_back(model::CoverageLevel::kernel);
@@ -426,24 +428,29 @@ int run_fuzz(FuzzOptions o) {
       report = std::move(kernel);
   }
   if (o.level != "kernel" && !model::interrupted()) {
-    const EngineLevelResult e = run_engine_level({.backend = backend,
-                                                  .seed = o.seed,
-                                                  .cases = o.cases,
-                                                  .seconds_max = seconds_each,
-                                                  .max_size = o.max_size,
-                                                  .fixed = fixed,
-                                                  .mutant = o.mutant,
-                                                  .out = o.out,
-                                                  .keep_going = o.keeps_going(),
-                                                  .reruns = o.reruns,
-                                                  .repeat = o.repeat,
-                                                  .skip_signatures = o.skip_signatures,
-                                                  .isolate = !o.no_isolate,
-                                                  .case_timeout = o.case_timeout,
-                                                  .first_case = o.resume_from,
-                                                  .shard = o.shard,
-                                                  .jobs = static_cast<int>(o.jobs),
-                                                  .required_coverage = required});
+    const EngineLevelResult e = run_engine_level(
+        {.backend = backend,
+         .seed = o.seed,
+         .cases = o.cases,
+         .seconds_max = seconds_each,
+         .max_size = o.max_size,
+         .fixed = fixed,
+         .mutant = o.mutant,
+         .out = o.out,
+         .keep_going = o.keeps_going(),
+         .reruns = o.reruns,
+         .shrink_seconds = o.shrink_seconds,
+         .repeat = o.repeat,
+         .skip_signatures = o.skip_signatures,
+         .isolate = !o.no_isolate,
+         .case_timeout = o.case_timeout,
+         .first_case = o.resume_from,
+         .shard = o.shard,
+         .jobs = o.parallel.jobs,
+         .workers = o.parallel.workers
+                        ? std::optional(case_worker_start(o.parallel, worker_backend(o, backend)))
+                        : std::nullopt,
+         .required_coverage = required});
     exit_code = std::max(exit_code, e.exit_code);
     junit.insert(junit.end(), e.junit.begin(), e.junit.end());
     if (both)
@@ -495,6 +502,9 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                 "Stop at the first finding, also under --time-budget");
   cmd->add_option("--reruns", o->reruns,
                   "Rerun a failing case this many times to classify it (default 5)");
+  cmd->add_option("--shrink-seconds", o->shrink_seconds,
+                  "Stop shrinking a finding after this long (default 60; 0: only the candidate "
+                  "count bounds it, so the counterexample is the same on any machine)");
   cmd->add_option("--repeat", o->repeat,
                   "Run every case N times (races show on some schedules only; default 1)");
   cmd->add_option("--kinds", o->kinds,
@@ -506,11 +516,10 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                   "Kernel level: a generator preset: default, gpu-grid, big-offsets or races "
                   "(production grids where many programs touch one request)");
   cmd->add_flag("--no-isolate", o->no_isolate,
-                "Host backend: run cases in this process instead of a forked child each "
-                "(faster; a kernel that faults then ends the campaign)");
+                "Run cases one at a time in this process instead of in worker processes (a "
+                "kernel that faults then ends the campaign)");
   cmd->add_option("--case-timeout", o->case_timeout,
-                  "Seconds one isolated case (host) or a device worker's case (cuda) may take "
-                  "before it is a finding (default 300)");
+                  "Seconds one case may take in its worker before it is a finding (default 300)");
   cmd->add_option("--resume-from", o->resume_from,
                   "Start at this case index: what an interrupted campaign printed (same seed, "
                   "cases and options; the cases before it are not run again)");
@@ -519,9 +528,7 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                   "(repeatable)");
   add_require_coverage_option(*cmd, o->require_coverage);
   add_shard_options(*cmd, o->shard_options);
-  cmd->add_option("--jobs", o->jobs,
-                  "Cases run at once, each in a forked child (host backend; default: every core "
-                  "this process may use). The report is the same for any N");
+  add_parallel_options(*cmd, o->parallel_options);
   cmd->callback([o, &action] { action = [o] { return run_fuzz(*o); }; });
 }
 

@@ -57,7 +57,7 @@ void print_summary(const fuzz::EngineFuzzOptions& o, const fuzz::EngineFuzzRepor
             << "\n  scheduling:" << scheduling << "\n";
 }
 
-void print_finding(const fuzz::EngineFinding& f) {
+void print_finding(const fuzz::EngineFinding& f, double shrink_seconds) {
   std::cout << fmt::format("{} (engine case seed {}, size {}): {}\n",
                            f.skipped ? "KNOWN" : "MISMATCH", f.first_case_seed, f.first_size,
                            f.failure);
@@ -80,6 +80,10 @@ void print_finding(const fuzz::EngineFinding& f) {
     std::cout << fmt::format("  not shrunk: no smaller case failed on at least half of its reruns "
                              "({} candidates tried); the original is saved\n",
                              cx.shrink_tried);
+  if (cx.shrink_timed_out)
+    std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-seconds): on "
+                             "another machine or load it may stop elsewhere\n",
+                             shrink_seconds);
   std::cout << fmt::format("  case: {}\n", cx.description);
   if (!cx.dir.empty())
     std::cout << fmt::format("  counterexample: {} (before shrinking: {}), report {}\n",
@@ -108,24 +112,26 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   o.case_timeout_seconds = q.case_timeout;
   o.keep_going = q.keep_going;
   o.reruns = q.reruns;
+  o.shrink.seconds_max = q.shrink_seconds;
   o.repeat = q.repeat;
   o.skip_signatures = q.skip_signatures;
   o.first_case = q.first_case;
   o.shard = q.shard;
-  o.jobs = o.isolate ? q.jobs : 1;
+  o.workers = q.workers;
+  o.jobs = q.workers ? q.jobs : 1;
   const std::int64_t first = fuzz::first_case_of(q.shard, q.first_case);
   Progress progress("fuzz engine",
                     q.cases > 0 && first < o.cases_max
                         ? (o.cases_max - first + q.shard.count - 1) / q.shard.count
                         : 0,
                     q.seconds_max);
-  o.on_case = [&progress](std::int64_t, std::int64_t steps, const fuzz::EngineCase& c) {
-    progress.tick(fmt::format("{} steps, {}", steps, c.preset));
+  o.on_case = [&progress](std::int64_t, std::int64_t steps, const std::string& preset) {
+    progress.tick(fmt::format("{} steps, {}", steps, preset));
   };
-  o.on_finding = [&progress, findings = std::int64_t{0}](const fuzz::EngineFinding& f) mutable {
+  o.on_finding = [&progress, &o, findings = std::int64_t{0}](const fuzz::EngineFinding& f) mutable {
     progress.set_findings(++findings);
     progress.done();
-    print_finding(f);
+    print_finding(f, o.shrink.seconds_max);
   };
   const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(o);
   progress.done();

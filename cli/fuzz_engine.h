@@ -4,6 +4,7 @@
 
 #include "backends/backend.h"
 #include "cli/junit.h"
+#include "fuzz/case_workers.h"
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
 #include "fuzz/mutants/mutants.h"
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,13 +30,15 @@ struct EngineLevelRequest {
   std::string out = "mc-out";
   bool keep_going = false;
   int reruns = fuzz::kRerunsDefault;
+  double shrink_seconds = 60.0; // 0: the candidate count is the only bound
   int repeat = 1;
   std::vector<std::string> skip_signatures;
-  bool isolate = false; // host: each case in a forked child
+  bool isolate = false; // host: the reruns and shrink candidates of a finding in forked children
   double case_timeout = 300.0;
   std::int64_t first_case = 0; // --resume-from
   fuzz::Shard shard;           // --shard, or the scheduler's
-  int jobs = 1;                // cases at once (isolated only)
+  int jobs = 1;                // cases at once, in `workers`
+  std::optional<fuzz::CaseWorkerStart> workers; // where the cases run; absent: in this process
   model::CoverageRequirement required_coverage; // a required feature never reached: exit 1
 };
 

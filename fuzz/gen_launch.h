@@ -4,9 +4,10 @@
 // A LaunchCase owns arenas (move-only, possibly many GiB of lazily mapped bytes), so
 // RapidCheck generates a LaunchSpec instead: the config, the layout spec, the launch
 // kind, the block tables and per-request arrays, and a seed for the arena contents.
-// materialize() builds the layout, poisons the arenas and fills every block that a
-// block table references with seeded pseudo-random bytes (natural bytes only, so page
-// padding stays poison and a copy of the page stride shows).
+// materialize() builds the layout, poisons every block that a block table references and its
+// neighbours, and fills those referenced blocks with seeded pseudo-random bytes (natural bytes
+// only, so page padding stays poison and a copy of the page stride shows); the rest of an arena
+// stays unmapped zero.
 //
 // Every generated spec is valid per model/LAUNCH_KINDS.md ("Validity"): the generator
 // first chooses each row's decision outcome (copy, same-column reset, same-block shift,
@@ -21,6 +22,7 @@
 #include "model/launch.h"
 #include "model/layout.h"
 
+#include <nlohmann/json_fwd.hpp>
 #include <rapidcheck.h>
 
 #include <cstdint>
@@ -104,8 +106,8 @@ struct GenOptions {
   std::int32_t grid_layers_max = 64;
   std::int32_t grid_reqs_min = 32; // grid: batch rows
   std::int32_t grid_reqs_max = 256;
-  // Fully poisoned bytes per case are kept under this (except big_offset cases, whose
-  // arenas are poisoned only around the referenced blocks).
+  // The arenas of a case stay under this (except big_offset cases, sparse arenas past 4 GiB),
+  // so a case's arenas and the rerun of a finding stay cheap.
   std::int64_t arena_bytes_max = std::int64_t{16} << 20;
   // random_launch_spec only: the size parameter (0..100); -1 derives it from the seed.
   int random_size = -1;
@@ -123,6 +125,10 @@ struct GenOptions {
   static GenOptions races();
 };
 
+// Every field as JSON and back: how a campaign tells its case workers to draw its cases.
+nlohmann::json to_json(const GenOptions& options);
+GenOptions gen_options_from_json(const nlohmann::json& j);
+
 // The preset named `focus` ("default", "gpu-grid", "big-offsets", "races"), for command
 // lines; nullopt for any other name.
 std::optional<GenOptions> gen_options_named(std::string_view focus);
@@ -135,8 +141,14 @@ rc::Gen<LaunchSpec> gen_launch_spec(const GenOptions& options);
 // (or seed % 101): deterministic, for campaigns and case exports.
 LaunchSpec random_launch_spec(std::uint64_t seed, const GenOptions& options);
 
-// Builds layout and arenas; same spec, same bytes.
-model::LaunchCase materialize(const LaunchSpec& spec);
+// Where materialize's time goes (for `mambacheck bench --cases`).
+struct MaterializeTimes {
+  double arenas_seconds = 0.0; // mapping the arenas and poisoning them
+  double fill_seconds = 0.0;   // the seeded bytes of the referenced blocks
+};
+
+// Builds layout and arenas; same spec, same bytes. `times`, when given, gets its time added.
+model::LaunchCase materialize(const LaunchSpec& spec, MaterializeTimes* times = nullptr);
 
 // One paragraph for reports: kind, config, layout, sizes, and for small cases the arrays.
 std::string describe(const LaunchSpec& spec);

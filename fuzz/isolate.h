@@ -1,36 +1,35 @@
 // Running one piece of work in a forked child process, so that a kernel that reads or writes
 // out of bounds costs one finding instead of the campaign: the child returns a payload (bytes
 // it produced, e.g. a serialised case outcome), or the parent learns what went wrong: it died
-// of a signal, threw, exited without a payload, or ran past a timeout.
+// of a signal, threw, exited without a payload, or ran past a timeout. A campaign's own cases
+// run in case workers instead (fuzz/case_workers.h), which send the same frames
+// (fuzz/isolate_frames.h) and so end in the same outcomes; a forked child runs what is not a
+// case of the campaign: the reruns and shrink candidates of a finding, `mambacheck case`.
 //
 // - The payload comes back through a pipe that the parent drains while the child writes, so a
 //   payload of many MiB never blocks the child.
-// - In the child a SIGSEGV/SIGBUS handler, on its own stack (a stack overflow is a SIGSEGV
-//   too), sends the faulting address (si_addr) and where it lies against the buffers the
-//   child registered (model/address_ranges.h: the host backend registers its arenas, block
-//   tables and request arrays), using only write(2); then it lets the signal kill the child
-//   as it would have. The line then reads "killed by SIGSEGV (invalid memory reference) at
-//   address 0x7f3a1c001010 (12 bytes past the end of block table of group 0)".
+// - In the child a SIGSEGV/SIGBUS handler reports the faulting address and where it lies
+//   against the buffers the child registered (model/address_ranges.h: the host backend
+//   registers its arenas, block tables and request arrays); then it lets the signal kill the
+//   child as it would have. The line then reads "killed by SIGSEGV (invalid memory reference)
+//   at address 0x7f3a1c001010 (12 bytes past the end of block table of group 0)".
 // - The child's stderr is captured. Under AddressSanitizer a bad access the sanitizer sees
 //   (a heap overflow) makes it print a report and exit 1: the outcome is `exited`, its message
 //   quotes the report's ERROR line. The handler is installed in the child after the
-//   sanitizer's own (ASan's allow_user_segv_handler, on by default, lets it replace ASan's),
-//   so a SIGSEGV the sanitizer does not see first is reported here, with its address.
+//   sanitizer's own, so a SIGSEGV the sanitizer does not see first is reported here, with its
+//   address.
 // - The child ends with _exit: it runs no atexit handler or destructor of the parent's state
 //   (no duplicated stdio buffers, no sanitizer leak check of memory it inherited).
 //
 // The work runs in a copy of the calling process that has only the calling thread: it must
 // not need locks or threads of the parent (a thread pool, a CUDA context: run CUDA work in a
-// process of its own, e.g. `mambacheck worker`). The parent thread blocks until the child
-// ends.
+// process of its own, e.g. a case worker). The parent thread blocks until the child ends.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
-#include <span>
 #include <string>
 
 namespace mc::fuzz {
@@ -61,7 +60,8 @@ struct IsolatedOutcome {
   int signal = 0;                             // signaled: the signal number
   int exit_code = 0;                          // exited: its status
   std::optional<std::uint64_t> fault_address; // what the crash handler reported
-  std::string stderr_text; // the first kIsolatedStderrBytesMax bytes the child wrote to stderr
+  std::string stderr_text;   // the first kIsolatedStderrBytesMax bytes the child wrote to stderr
+  std::int64_t progress = 0; // the last report_progress of the work (0: none)
 
   bool returned() const { return end == IsolatedEnd::returned; }
 };
@@ -73,31 +73,10 @@ using IsolatedWork = std::function<std::string()>;
 // Throws std::system_error when no pipe or child can be made.
 IsolatedOutcome run_isolated(const IsolatedWork& work, const IsolateOptions& options = {});
 
-class IsolatedGatherer;
-
-// run_isolated in two halves, so that one thread can run several children at once
-// (fuzz/isolate_pool.h): the constructor forks and runs `work` in the child; wait_for_any reads
-// what the children write while they run; outcome() waits for this one and says how it ended.
-class IsolatedChild {
-public:
-  IsolatedChild(const IsolatedWork& work, const IsolateOptions& options); // throws system_error
-  ~IsolatedChild(); // a child still running is killed and reaped
-  IsolatedChild(const IsolatedChild&) = delete;
-  IsolatedChild& operator=(const IsolatedChild&) = delete;
-
-  // Nothing more will come from the child (it ended or ran past its timeout). Does not wait.
-  bool done();
-  // Waits until done(); then how the child ended. Once.
-  IsolatedOutcome outcome();
-
-private:
-  friend void wait_for_any(std::span<IsolatedChild* const> children);
-  IsolateOptions options_;
-  std::unique_ptr<IsolatedGatherer> gatherer_;
-};
-
-// Reads what `children` write until one of them is done (or returns at once when one is).
-void wait_for_any(std::span<IsolatedChild* const> children);
+// In a forked child or a case worker: how far the work got (the engine level: the steps it
+// started), so that a crash can name where it happened; the last value comes back as
+// IsolatedOutcome::progress whatever the end. Does nothing in a process that runs its own work.
+void report_progress(std::int64_t progress);
 
 // "SIGSEGV (invalid memory reference)", "SIGABRT (aborted)", "signal 42".
 std::string signal_name(int signal);

@@ -1,22 +1,29 @@
 // materialize(): a LaunchSpec made concrete (see gen_launch.h).
 //
-// Arenas are poisoned whole when the layout is at most kPoisonWholeBytesMax; larger
-// (sparse, > 4 GiB) layouts are poisoned only on the pages of referenced blocks and
-// their neighbours, so that untouched pages stay unmapped. Then the natural bytes of
-// every (tensor, referenced block) get SplitMix64 bytes seeded by (fill_seed, tensor,
-// block): independent of visiting order, so the same spec gives the same bytes.
+// Arenas are poisoned on the pages of referenced blocks and of their neighbours (a guard on each
+// side), and nowhere else: the other pages stay unmapped, zero, and cost nothing to map, copy,
+// compare or release. That keeps both halves of what poison is for:
+// - an unwritten byte shows: every byte a launch may write lies in a block its tables
+//   reference, which holds poison or seeded bytes before the launch, so a byte the backend
+//   failed to write differs from the oracle's;
+// - a stray write shows: off by one block it hits poison, anywhere else it touches a page that
+//   is zero on the oracle's side (comparisons visit every page either side touched,
+//   model/touched_pages.h). What it cannot show is a stray write of zero bytes two blocks or
+//   more away from any referenced block.
+// Then the natural bytes of every (tensor, referenced block) get SplitMix64 bytes seeded by
+// (fill_seed, tensor, block): independent of visiting order, so the same spec gives the same
+// bytes.
 #include "fuzz/gen_launch.h"
 
 #include "model/errors.h"
 #include "model/prng.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 namespace mc::fuzz {
 namespace {
-
-constexpr std::int64_t kPoisonWholeBytesMax = std::int64_t{2} << 30;
 
 // Block ids a group's table references (inside the row widths and the pool).
 std::set<std::int64_t> referenced_blocks(const model::BlockTable& table, std::int64_t num_blocks) {
@@ -50,7 +57,9 @@ void fill_block(model::Arena& arena, std::int64_t offset, std::int64_t bytes, st
 
 } // namespace
 
-model::LaunchCase materialize(const LaunchSpec& spec) {
+model::LaunchCase materialize(const LaunchSpec& spec, MaterializeTimes* times) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
   model::LaunchCase c;
   c.layout = model::build_layout(spec.config, spec.layout_spec);
   c.kind = spec.kind;
@@ -63,25 +72,29 @@ model::LaunchCase materialize(const LaunchSpec& spec) {
   std::vector<std::set<std::int64_t>> referenced;
   for (const model::BlockTable& t : spec.block_tables.groups)
     referenced.push_back(referenced_blocks(t, spec.layout_spec.num_blocks));
-  const bool whole = c.layout.total_bytes() <= kPoisonWholeBytesMax;
   for (const model::ArenaSpec& a : c.layout.arenas)
     c.arenas.emplace_back(a.size_bytes());
-  if (whole)
-    for (model::Arena& a : c.arenas)
-      a.poison();
-
-  std::vector<bool> poisoned(c.arenas.size(), whole);
+  // Every tensor of one arena belongs to one group: the arena's referenced blocks are its
+  // group's.
+  std::vector<bool> poisoned(c.arenas.size(), false);
+  for (const model::StateTensor& t : c.layout.tensors) {
+    const auto arena = static_cast<std::size_t>(t.arena);
+    if (poisoned[arena]) continue;
+    poison_around(c.arenas[arena], c.layout.arenas[arena],
+                  referenced[static_cast<std::size_t>(t.group)]);
+    poisoned[arena] = true;
+  }
+  const Clock::time_point poisoned_at = Clock::now();
   for (std::size_t ti = 0; ti < c.layout.tensors.size(); ++ti) {
     const model::StateTensor& t = c.layout.tensors[ti];
-    const auto arena = static_cast<std::size_t>(t.arena);
-    const std::set<std::int64_t>& ids = referenced[static_cast<std::size_t>(t.group)];
-    if (!poisoned[arena]) {
-      poison_around(c.arenas[arena], c.layout.arenas[arena], ids);
-      poisoned[arena] = true; // every tensor of one arena belongs to one group
-    }
-    for (const std::int64_t id : ids)
-      fill_block(c.arenas[arena], t.block_offset_bytes(id), t.natural_bytes,
+    for (const std::int64_t id : referenced[static_cast<std::size_t>(t.group)])
+      fill_block(c.arenas[static_cast<std::size_t>(t.arena)], t.block_offset_bytes(id),
+                 t.natural_bytes,
                  model::mix_seed(spec.fill_seed, ti, static_cast<std::uint64_t>(id)));
+  }
+  if (times != nullptr) {
+    times->arenas_seconds += std::chrono::duration<double>(poisoned_at - start).count();
+    times->fill_seconds += std::chrono::duration<double>(Clock::now() - poisoned_at).count();
   }
   return c;
 }

@@ -148,6 +148,15 @@ bool cuda_available() {
   return device_present();
 }
 
+std::optional<int> cuda_device_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+void use_cuda_device(int ordinal) {
+  MC_CUDA_CHECK(cudaSetDevice(ordinal));
+}
+
 bool cuda_context_usable() {
   // A sticky error is returned by every later call, synchronisation included; an error that
   // was not sticky (an allocation that failed) is not.

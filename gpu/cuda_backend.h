@@ -9,12 +9,21 @@
 #include "model/launch.h"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace mc::gpu {
 
 // True when this build has CUDA and a device is visible.
 bool cuda_available();
+
+// The CUDA devices this process can see (0 where none is); nullopt in a build without CUDA,
+// which cannot count them.
+std::optional<int> cuda_device_count();
+
+// Makes device `ordinal` (0..cuda_device_count() - 1) this thread's device: where every later
+// launch of this thread runs. Throws model::EnvironmentError when it cannot.
+void use_cuda_device(int ordinal);
 
 // Whether this process can still run kernels after a failed call: false once an error has
 // left its CUDA context unusable for good (an illegal address, a kernel fault: "sticky"

@@ -8,6 +8,14 @@ bool cuda_available() {
   return false;
 }
 
+std::optional<int> cuda_device_count() {
+  return std::nullopt;
+}
+
+void use_cuda_device(int) {
+  throw model::EnvironmentError("built without CUDA");
+}
+
 bool cuda_context_usable() {
   return false;
 }

@@ -18,8 +18,7 @@ constexpr std::uint64_t kPresent = std::uint64_t{1} << 63;
 constexpr std::uint64_t kSwapped = std::uint64_t{1} << 62;
 constexpr std::int64_t kEntriesPerRead = 8192; // 64 KiB of pagemap, 32 MiB of memory
 
-// An open /proc/self/pagemap. Opened for each question, never kept: a descriptor opened before a
-// fork would answer for the parent's pages in the child.
+// An open /proc/self/pagemap.
 struct PageMap {
   int fd = -1;
   std::int64_t page = 4096;
@@ -31,6 +30,21 @@ struct PageMap {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// This process's pagemap, opened once per process and thread: a case worker asks several questions
+// a case, and opening the file for each cost as much as reading it. Kept with the pid that opened
+// it, since a descriptor inherited through fork answers for the parent's pages: a forked child
+// opens its own.
+const PageMap& own_page_map(std::int64_t page_bytes) {
+  thread_local std::optional<PageMap> map;
+  thread_local pid_t owner = -1;
+  if (owner != ::getpid() || !map || map->page != page_bytes) {
+    map.reset(); // (a child closes only its copy of the parent's descriptor)
+    map.emplace(page_bytes);
+    owner = ::getpid();
+  }
+  return *map;
+}
 
 // Entries of pages [first, first + count) into out; false when pagemap does not answer.
 bool read_entries(const PageMap& map, std::uint64_t first, std::int64_t count,
@@ -83,13 +97,14 @@ std::vector<ByteSpan> touched_spans(const void* data, std::int64_t size) {
   if (size == 0) return {};
   const std::optional<std::int64_t> page_bytes = trusted_page_bytes();
   if (!page_bytes) return {{0, size}};
-  const PageMap map(*page_bytes);
+  const PageMap& map = own_page_map(*page_bytes);
   if (map.fd < 0) return {{0, size}};
   const auto page = static_cast<std::uint64_t>(*page_bytes);
   const auto begin = reinterpret_cast<std::uint64_t>(data);
   const std::uint64_t first_page = begin / page;
   const std::uint64_t end_page = (begin + static_cast<std::uint64_t>(size) + page - 1) / page;
-  std::vector<std::uint64_t> entries(static_cast<std::size_t>(kEntriesPerRead));
+  std::vector<std::uint64_t> entries(
+      static_cast<std::size_t>(std::min<std::uint64_t>(kEntriesPerRead, end_page - first_page)));
   std::vector<ByteSpan> spans;
   const auto clip = [&](std::uint64_t p) {
     return static_cast<std::int64_t>(std::clamp(p * page, begin, begin + size) - begin);

@@ -3,7 +3,6 @@
 #include "fuzz/campaign/kernel_shrink.h"
 #include "fuzz/campaign/kernel_signature.h"
 #include "fuzz/isolate.h"
-#include "fuzz/isolate_pool.h"
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "model/errors.h"
@@ -143,6 +142,7 @@ public:
     cx.shrink_tried = shrunk.tried;
     cx.saved_runs = shrunk.saved_runs;
     cx.shrink_kept = shrunk.kept;
+    cx.shrink_timed_out = shrunk.timed_out;
     cx.shrunk_dir = options_.out_dir / stem;
     save_spec(shrunk.spec, cx.shrunk_dir);
     write_reports(shrunk.spec, f, cx.saved_runs, cx.difference, cx.failure, options_,
@@ -181,7 +181,10 @@ private:
 
 CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend) {
   const model::LaunchCase launch = materialize(spec);
-  const CaseOutcome outcome = run_case(launch, backend);
+  return verdict_of(launch, run_case(launch, backend));
+}
+
+CaseVerdict verdict_of(const model::LaunchCase& launch, const CaseOutcome& outcome) {
   CaseVerdict verdict;
   if (outcome.status == CaseStatus::oracle_rejected) {
     // The generator promises valid cases: a rejected one is a finding about mambacheck.
@@ -231,20 +234,11 @@ std::string crash_shape(const std::string& message) {
 
 CaseVerdict judge_case_isolated(const LaunchSpec& spec, const LaunchRunner& backend,
                                 double timeout_seconds) {
-  return isolated_verdict(spec.kind,
-                          run_isolated(judge_case_work(spec, backend),
-                                       IsolateOptions{.timeout_seconds = timeout_seconds}));
-}
-
-IsolatedWork judge_case_work(const LaunchSpec& spec, const LaunchRunner& backend, int repeat) {
-  MC_ASSERT(repeat >= 1);
   // Runs in the child as soon as it is forked: the references are still good there.
-  return [&spec, &backend, repeat] {
-    CaseVerdict verdict = judge_case(spec, backend);
-    for (int run = 1; run < repeat && !verdict.failure; ++run)
-      verdict = judge_case(spec, backend);
-    return to_json(verdict).dump();
-  };
+  return isolated_verdict(
+      spec.kind,
+      run_isolated([&spec, &backend] { return to_json(judge_case(spec, backend)).dump(); },
+                   IsolateOptions{.timeout_seconds = timeout_seconds}));
 }
 
 CaseVerdict isolated_verdict(model::LaunchKind kind, const IsolatedOutcome& r) {
@@ -290,6 +284,45 @@ CaseVerdict verdict_from_json(const nlohmann::json& j) {
   return v;
 }
 
+namespace {
+
+// Case `index` of a campaign: drawn from seed + index at a size cycling over 0..max_size.
+std::uint64_t case_seed_of(std::uint64_t seed, std::int64_t index) {
+  return seed + static_cast<std::uint64_t>(index);
+}
+int size_of(std::int64_t index, int max_size) {
+  return static_cast<int>(index % (max_size + 1));
+}
+
+std::optional<SizeClass> parse_size_class(std::string_view name) {
+  for (const SizeClass c : kAllSizeClasses)
+    if (to_string(c) == name) return c;
+  return std::nullopt;
+}
+
+} // namespace
+
+CaseWorkerJob kernel_case_job(const nlohmann::json& setup, LaunchRunner backend) {
+  MC_ASSERT(backend != nullptr);
+  const auto seed = setup.at("seed").get<std::uint64_t>();
+  const int max_size = setup.at("max_size").get<int>();
+  const int repeat = setup.at("repeat").get<int>();
+  MC_ASSERT(max_size >= 0 && max_size <= 100 && repeat >= 1);
+  const rc::Gen<LaunchSpec> gen = gen_launch_spec(gen_options_from_json(setup.at("gen")));
+  return CaseWorkerJob{.run = [=](std::int64_t index) {
+    const LaunchSpec spec =
+        gen(rc::Random(case_seed_of(seed, index)), size_of(index, max_size)).value();
+    CaseVerdict verdict = judge_case(spec, backend);
+    for (int run = 1; run < repeat && !verdict.failure; ++run)
+      verdict = judge_case(spec, backend);
+    // What the case was, so the campaign need not draw it again to count it.
+    nlohmann::json payload = to_json(verdict);
+    payload["kind"] = model::to_string(spec.kind);
+    payload["size_class"] = to_string(spec.size_class);
+    return payload.dump();
+  }};
+}
+
 const KernelFinding* KernelCampaignReport::first_failing() const {
   return first_not_skipped(findings);
 }
@@ -298,67 +331,103 @@ std::int64_t KernelCampaignReport::failing_cases() const { return cases_of(findi
 
 namespace {
 
-// A case of the campaign, drawn and started.
+// A case of the campaign, started.
 struct StartedCase {
   std::int64_t index = 0;
   std::uint64_t case_seed = 0;
   int size = 0;
-  rc::Shrinkable<LaunchSpec> drawn;
-  LaunchSpec spec;
-  std::optional<CaseVerdict> verdict; // run in this process: known once started
 };
 
-// The cases in flight, in case order: isolated, each in a forked child, `jobs` at a time;
-// otherwise one at a time in this process.
+// What the campaign counts of a case.
+struct CaseResult {
+  CaseVerdict verdict;
+  model::LaunchKind kind = model::LaunchKind::postprocess;
+  SizeClass size_class = SizeClass::tiny;
+};
+
+// The cases in flight, in case order: in case workers, `jobs` at a time; otherwise one at a
+// time in this process.
 class CasesInFlight {
 public:
-  CasesInFlight(const KernelCampaignOptions& options, const LaunchRunner& backend,
+  CasesInFlight(const KernelCampaignOptions& options, const rc::Gen<LaunchSpec>& gen,
                 const CaseJudge& judge)
-      : options_(options), backend_(backend), judge_(judge), pool_(options.jobs) {}
+      : options_(options), gen_(gen), judge_(judge) {
+    if (!options.workers) return;
+    CaseWorkerStart start = *options.workers;
+    start.setup["level"] = "kernel";
+    start.setup["seed"] = options.seed;
+    start.setup["max_size"] = options.max_size;
+    start.setup["repeat"] = options.repeat;
+    start.setup["gen"] = to_json(options.gen);
+    // A case runs all its repeats in its worker.
+    start.options.timeout_seconds = options.case_timeout_seconds * options.repeat;
+    pool_.emplace(std::move(start), options.jobs);
+  }
 
-  bool has_room() { return options_.isolate ? pool_.has_room() : started_.empty(); }
+  bool has_room() { return pool_ ? pool_->has_room() : started_.empty(); }
   bool empty() const { return started_.empty(); }
-  bool oldest_ready() { return !options_.isolate || pool_.oldest_done(); }
-  void wait() { pool_.wait(); }
-  // Before the campaign forks children of its own to rerun and shrink a finding: the children
-  // running now finish first, so none waits unread (and past its timeout) meanwhile.
-  void settle() { pool_.settle(); }
+  bool oldest_ready() { return !pool_ || pool_->oldest_done(); }
+  void wait() { pool_->wait(); }
+  // Before the campaign reruns and shrinks a finding: the cases running now finish first, so
+  // none waits unread (and past its timeout) meanwhile.
+  void settle() {
+    if (pool_) pool_->settle();
+  }
   void clear() {
-    pool_.clear();
+    if (pool_) pool_->clear();
     started_.clear();
+    results_.clear();
   }
 
-  void start(StartedCase c) {
-    if (options_.isolate) {
-      // A case runs all its repeats in its one child.
-      pool_.start(judge_case_work(c.spec, backend_, options_.repeat),
-                  IsolateOptions{.timeout_seconds =
-                                     options_.case_timeout_seconds * options_.repeat});
+  void start(const StartedCase& c) {
+    if (pool_) {
+      pool_->start(c.index);
     } else {
-      CaseVerdict verdict = judge_(c.spec);
+      const LaunchSpec spec = gen_(rc::Random(c.case_seed), c.size).value();
+      CaseVerdict verdict = judge_(spec);
       for (int run = 1; run < options_.repeat && !verdict.failure; ++run)
-        verdict = judge_(c.spec);
-      c.verdict = std::move(verdict);
+        verdict = judge_(spec);
+      results_.push_back(CaseResult{
+          .verdict = std::move(verdict), .kind = spec.kind, .size_class = spec.size_class});
     }
-    started_.push_back(std::move(c));
+    started_.push_back(c);
   }
 
-  // The oldest case and its verdict (waits for it).
-  std::pair<StartedCase, CaseVerdict> take() {
+  // The oldest case and what it gave (waits for it).
+  std::pair<StartedCase, CaseResult> take() {
     MC_ASSERT(!started_.empty());
-    StartedCase c = std::move(started_.front());
+    const StartedCase c = started_.front();
     started_.pop_front();
-    CaseVerdict verdict = options_.isolate ? isolated_verdict(c.spec.kind, pool_.take_oldest())
-                                           : std::move(*c.verdict);
-    return {std::move(c), std::move(verdict)};
+    if (pool_) return {c, from_worker(c, pool_->take_oldest())};
+    CaseResult result = std::move(results_.front());
+    results_.pop_front();
+    return {c, std::move(result)};
   }
 
 private:
+  CaseResult from_worker(const StartedCase& c, const IsolatedOutcome& outcome) {
+    if (outcome.returned()) {
+      const nlohmann::json j = nlohmann::json::parse(outcome.payload);
+      const std::optional<SizeClass> size_class =
+          parse_size_class(j.at("size_class").get<std::string>());
+      MC_ASSERT(size_class.has_value());
+      return CaseResult{.verdict = verdict_from_json(j),
+                        .kind = model::parse_launch_kind(j.at("kind").get<std::string>()),
+                        .size_class = *size_class};
+    }
+    // The worker died or timed out on it: what the case was, drawn again here.
+    const LaunchSpec spec = gen_(rc::Random(c.case_seed), c.size).value();
+    return CaseResult{.verdict = isolated_verdict(spec.kind, outcome),
+                      .kind = spec.kind,
+                      .size_class = spec.size_class};
+  }
+
   const KernelCampaignOptions& options_;
-  const LaunchRunner& backend_;
+  const rc::Gen<LaunchSpec>& gen_;
   const CaseJudge& judge_;
-  IsolatedPool pool_;
+  std::optional<CaseWorkerPool> pool_;
   std::deque<StartedCase> started_;
+  std::deque<CaseResult> results_; // run in this process
 };
 
 } // namespace
@@ -367,7 +436,7 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
   MC_ASSERT(options.backend != nullptr);
   MC_ASSERT(options.max_size >= 0 && options.max_size <= 100);
   MC_ASSERT(options.reruns >= 0 && options.repeat >= 1);
-  MC_ASSERT(options.jobs >= 1 && (options.jobs == 1 || options.isolate));
+  MC_ASSERT(options.jobs >= 1 && (options.jobs == 1 || options.workers));
   const Clock::time_point start = Clock::now();
   const rc::Gen<LaunchSpec> gen = gen_launch_spec(options.gen);
   KernelCampaignReport report;
@@ -393,7 +462,7 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     return v;
   };
   FindingRecorder recorder(options, judge);
-  CasesInFlight flight(options, backend, judge);
+  CasesInFlight flight(options, gen, judge);
   const std::int64_t stride = options.shard.count;
   std::int64_t next = first_case_of(options.shard, options.first_case); // the next to start
   report.next_case = next;
@@ -408,14 +477,15 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
     return true;
   };
   // One case's verdict, in case order; false: the campaign stops after it.
-  const auto count = [&](const StartedCase& c, const CaseVerdict& verdict) {
+  const auto count = [&](const StartedCase& c, const CaseResult& result) {
+    const CaseVerdict& verdict = result.verdict;
     ++report.cases;
-    ++report.cases_by_kind[std::string(model::to_string(c.spec.kind))];
-    ++report.cases_by_size_class[std::string(to_string(c.spec.size_class))];
+    ++report.cases_by_kind[std::string(model::to_string(result.kind))];
+    ++report.cases_by_size_class[std::string(to_string(result.size_class))];
     report.copies_compared += verdict.copies;
     report.arena_bytes_compared += verdict.arena_bytes;
     report.coverage.merge(verdict.coverage);
-    if (options.on_case) options.on_case(report.cases, c.spec);
+    if (options.on_case) options.on_case(report.cases, result.kind, result.size_class);
     if (!verdict.failure) return true;
     if (report.findings.empty()) report.seconds_to_failure = seconds_since(start);
     const std::string key = verdict.signature.key();
@@ -425,8 +495,8 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
       ++known->cases;
     } else {
       flight.settle();
-      report.findings.push_back(
-          recorder.record(c.case_seed, c.size, c.drawn, verdict, !device_lost));
+      const rc::Shrinkable<LaunchSpec> drawn = gen(rc::Random(c.case_seed), c.size);
+      report.findings.push_back(recorder.record(c.case_seed, c.size, drawn, verdict, !device_lost));
       if (options.on_finding) options.on_finding(report.findings.back());
     }
     if (device_lost) {
@@ -440,15 +510,9 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
   };
   for (;;) {
     while (flight.has_room() && may_start()) {
-      const std::uint64_t case_seed = options.seed + static_cast<std::uint64_t>(next);
-      const int size = static_cast<int>(next % (options.max_size + 1));
-      rc::Shrinkable<LaunchSpec> drawn = gen(rc::Random(case_seed), size);
-      LaunchSpec spec = drawn.value();
       flight.start(StartedCase{.index = next,
-                               .case_seed = case_seed,
-                               .size = size,
-                               .drawn = std::move(drawn),
-                               .spec = std::move(spec)});
+                               .case_seed = case_seed_of(options.seed, next),
+                               .size = size_of(next, options.max_size)});
       next += stride;
     }
     if (flight.empty()) break;
@@ -456,9 +520,9 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
       flight.wait();
       continue;
     }
-    const auto [c, verdict] = flight.take();
+    const auto [c, result] = flight.take();
     report.next_case = c.index + stride;
-    if (!count(c, verdict)) {
+    if (!count(c, result)) {
       stop = true;
       flight.clear(); // cases after the last counted are not part of the campaign
     }
@@ -495,6 +559,8 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                         {"cases_done", report.cases},
                         {"resume_from", report.next_case}};
   if (options.repeat > 1) j["repeat"] = options.repeat;
+  j["shrink"] = {{"candidates_max", options.shrink.candidates_max},
+                 {"seconds_max", options.shrink.seconds_max}};
   if (!options.mutant_name.empty()) j["mutant"] = options.mutant_name;
   nlohmann::json findings = nlohmann::json::array();
   nlohmann::json measured = nlohmann::json::array();
@@ -522,6 +588,7 @@ nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaig
                                  {"shrunk", cx->shrink_kept},
                                  {"shrink_steps", cx->shrink_steps},
                                  {"shrink_candidates_tried", cx->shrink_tried},
+                                 {"shrink_timed_out", cx->shrink_timed_out},
                                  {"original_dir", cx->original_dir.string()},
                                  {"shrunk_dir", cx->shrunk_dir.string()}};
       if (cx->difference) entry["counterexample"]["difference"] = to_json(*cx->difference);

@@ -11,6 +11,7 @@
 // the same failure and the same report.
 #pragma once
 
+#include "fuzz/case_workers.h"
 #include "fuzz/compare.h"
 #include "fuzz/findings.h"
 #include "fuzz/gen_launch.h"
@@ -36,7 +37,7 @@ struct KernelFinding;
 
 struct ShrinkLimits {
   std::int32_t candidates_max = 4000; // shrink candidates tried
-  double seconds_max = 60.0;
+  double seconds_max = 60.0; // 0: no time bound (the shrink is then the same on any machine)
 };
 
 struct KernelCampaignOptions {
@@ -44,9 +45,14 @@ struct KernelCampaignOptions {
   std::int64_t cases_max = 1000; // stop after this many cases...
   std::int64_t first_case = 0;   // the index of the first case run (a resumed campaign)
   Shard shard;                   // runs the cases of this shard only (fuzz/shard.h)
-  // Cases run at once, each in a forked child (isolated only). Verdicts are taken in case order,
-  // so the report is the same for any number of jobs.
+  // Cases run at once, each in a case worker (`workers`). Verdicts are taken in case order, so
+  // the report is the same for any number of jobs.
   int jobs = 1;
+  // Where the cases run: in `jobs` case workers started so (fuzz/case_workers.h; the command
+  // fills in the program, each worker's environment and, under setup["backend"], how a worker
+  // makes its backend; the campaign adds its own options), or, when absent, one at a time in
+  // this process (forked children where `isolate` says so).
+  std::optional<CaseWorkerStart> workers;
   double seconds_max = 0.0;      // ...or after this long (0: no time limit)
   int max_size = 100;            // generator size parameter, 0..100
   GenOptions gen = GenOptions::host_default();
@@ -59,15 +65,17 @@ struct KernelCampaignOptions {
   int reruns = kRerunsDefault; // reruns of a failing case before it is reported
   int repeat = 1;              // runs of every case (a race shows on some schedules only)
   std::vector<std::string> skip_signatures; // known findings: counted, not shrunk, not failing
-  // Run every case in a forked child (fuzz/isolate.h), so a kernel that reads or writes out
-  // of bounds is a finding, not the end of the campaign. Only for backends that run in this
-  // process without threads or a device context: the host backend.
+  // Every run in this process (a finding's reruns and shrink candidates, and the cases
+  // themselves without workers) in a forked child (fuzz/isolate.h), so a kernel that reads or
+  // writes out of bounds is a finding, not the end of the campaign. Only for backends that run
+  // in this process without threads or a device context: the host backend.
   bool isolate = false;
-  double case_timeout_seconds = 0.0; // isolated: a run taking longer is a finding (0: none)
+  // A case in a worker, or an isolated run, taking longer is a finding (0: no limit).
+  double case_timeout_seconds = 0.0;
   // When a run ends in a device fault (the process's CUDA context is lost): a runner for every
   // later run, in a process of its own (`mambacheck worker`). Empty: the campaign stops there.
   std::function<LaunchRunner()> replace_backend;
-  std::function<void(std::int64_t cases, const LaunchSpec&)> on_case; // progress
+  std::function<void(std::int64_t cases, model::LaunchKind, SizeClass)> on_case; // progress
   std::function<void(const KernelFinding&)> on_finding; // a new signature, rerun and shrunk
 };
 
@@ -92,6 +100,8 @@ struct CaseVerdict {
 
 // Runs `spec` once: materialize, oracle, backend, compare.
 CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend);
+// What the campaign keeps of a run of `launch` (the second half of judge_case).
+CaseVerdict verdict_of(const model::LaunchCase& launch, const CaseOutcome& outcome);
 
 // The same in a forked child: a crash or a timeout of the backend is a verdict too (a
 // backend error whose signature's difference is "crash" or "timeout", its shape the buffer
@@ -99,12 +109,14 @@ CaseVerdict judge_case(const LaunchSpec& spec, const LaunchRunner& backend);
 CaseVerdict judge_case_isolated(const LaunchSpec& spec, const LaunchRunner& backend,
                                 double timeout_seconds);
 
-// judge_case_isolated in two halves, for running several cases at once (fuzz/isolate_pool.h):
-// the work of the forked child (up to `repeat` runs of the case, stopping at the first that
-// fails; it runs at fork time, so `spec` and `backend` need only live until the child is
-// started), and the verdict from how the child ended.
-IsolatedWork judge_case_work(const LaunchSpec& spec, const LaunchRunner& backend, int repeat = 1);
+// The verdict of a case from how the process that ran it ended: the payload's verdict, or a
+// crash or timeout.
 CaseVerdict isolated_verdict(model::LaunchKind kind, const IsolatedOutcome& outcome);
+
+// A case worker's side of a kernel campaign: case `index` drawn from the setup the campaign sent
+// (its seed, sizes, generator options and repeats) as the campaign draws it, run on `backend` up
+// to `repeat` times (stopping at the first that fails), its verdict as the payload.
+CaseWorkerJob kernel_case_job(const nlohmann::json& setup, LaunchRunner backend);
 
 // A verdict as it travels from an isolated child process back to the campaign.
 nlohmann::json to_json(const CaseVerdict& verdict);
@@ -122,6 +134,7 @@ struct Counterexample {
   std::int32_t shrink_tried = 0; // candidates tried
   RunTally saved_runs;           // reruns of the saved (shrunk) case
   bool shrink_kept = true;       // false: no smaller case reproduced, the original is saved
+  bool shrink_timed_out = false; // the shrink's time bound stopped it (a rerun may go further)
   std::filesystem::path original_dir;
   std::filesystem::path shrunk_dir;
   std::filesystem::path picture; // shrunk_dir/report.html; empty when it was not written

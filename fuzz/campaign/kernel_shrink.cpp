@@ -21,10 +21,12 @@ public:
       : key_(std::move(key)), judge_(judge), limits_(limits),
         runs_per_candidate_(candidate_runs(original_runs)) {}
 
-  bool out_of_budget() const {
-    return tried_ >= limits_.candidates_max || seconds_since(start_) > limits_.seconds_max ||
-           model::interrupted();
+  bool out_of_budget() {
+    if (tried_ >= limits_.candidates_max || model::interrupted()) return true;
+    if (limits_.seconds_max > 0 && seconds_since(start_) > limits_.seconds_max) timed_out_ = true;
+    return timed_out_;
   }
+  bool timed_out() const { return timed_out_; }
 
   // Whether `candidate` fails with the finding's key within the runs a candidate gets.
   bool fails(const LaunchSpec& candidate) {
@@ -90,6 +92,7 @@ private:
   int runs_per_candidate_;
   Clock::time_point start_ = Clock::now();
   std::int32_t tried_ = 0;
+  bool timed_out_ = false;
 };
 
 } // namespace
@@ -110,7 +113,11 @@ ShrinkOutcome shrink_finding(const rc::Shrinkable<LaunchSpec>& original,
   // failed at least on the run that found it.
   const Clock::time_point verify_start = Clock::now();
   for (std::size_t i = chain.size() - 1; i >= 1; --i) {
-    if (seconds_since(verify_start) > limits.seconds_max || model::interrupted()) break;
+    if (model::interrupted()) break;
+    if (limits.seconds_max > 0 && seconds_since(verify_start) > limits.seconds_max) {
+      out.timed_out = true;
+      break;
+    }
     RunTally tally = shrinker.rerun(chain[i], reruns);
     if (reproducible(tally.failed, tally.runs)) {
       out.spec = chain[i];
@@ -120,6 +127,7 @@ ShrinkOutcome shrink_finding(const rc::Shrinkable<LaunchSpec>& original,
     }
   }
   out.tried = shrinker.tried();
+  out.timed_out = out.timed_out || shrinker.timed_out();
   return out;
 }
 

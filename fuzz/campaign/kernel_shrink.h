@@ -24,6 +24,7 @@ struct ShrinkOutcome {
   bool kept = false;   // spec is a shrunk candidate (false: the original)
   std::int32_t steps = 0; // accepted candidates
   std::int32_t tried = 0; // candidates run
+  bool timed_out = false; // limits.seconds_max stopped the descent or the verification
 };
 
 ShrinkOutcome shrink_finding(const rc::Shrinkable<LaunchSpec>& original,

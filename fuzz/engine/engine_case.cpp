@@ -10,14 +10,10 @@
 
 #include <fmt/format.h>
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstdio>
 #include <memory>
-#include <system_error>
 
 namespace mc::fuzz {
 namespace {
@@ -356,54 +352,37 @@ nlohmann::ordered_json to_json(const EngineCase& c) {
           {"requests", requests}};
 }
 
+EngineOutcome isolated_engine_outcome(const IsolatedOutcome& r) {
+  if (r.returned()) return outcome_from_json(nlohmann::ordered_json::parse(r.payload));
+  // The steps it started came as its progress: the crash happened in the last of them.
+  const std::int64_t steps = r.progress;
+  const std::int64_t step = std::max<std::int64_t>(steps - 1, 0);
+  EngineOutcome lost{.steps_run = steps};
+  lost.failure =
+      harness::Difference{.kind = r.end == IsolatedEnd::timed_out ? "timeout" : "crash",
+                          .step = step,
+                          .text = fmt::format("step {}: the backend crashed: {}", step, r.message)};
+  return lost;
+}
+
+EngineOutcome run_engine_case_reporting_steps(const EngineCase& c, const EngineRunOptions& run) {
+  EngineRunOptions here = run;
+  here.isolate = false;
+  std::int64_t started = 0;
+  return run_engine_case(c, here, nullptr, [&started] { report_progress(++started); });
+}
+
 namespace {
 
 EngineOutcome run_isolated_case(const EngineCase& c, const EngineRunOptions& run) {
-  const IsolatedEngineRun isolated = isolated_engine_run(c, run);
-  return isolated.outcome(run_isolated(isolated.work, isolated.options));
+  MC_ASSERT(run.executor == gpu::engine::ExecutorKind::host);
+  // Runs in the child as soon as it is forked: `c` is still there.
+  return isolated_engine_outcome(
+      run_isolated([&c, &run] { return to_json(run_engine_case_reporting_steps(c, run)).dump(); },
+                   IsolateOptions{.timeout_seconds = run.timeout_seconds}));
 }
 
 } // namespace
-
-IsolatedEngineRun isolated_engine_run(const EngineCase& c, const EngineRunOptions& run,
-                                      int repeat) {
-  MC_ASSERT(run.executor == gpu::engine::ExecutorKind::host);
-  MC_ASSERT(repeat >= 1);
-  // Shared with the child: the steps it has started, so a crash names the step it died in.
-  void* page = mmap(nullptr, sizeof(std::int64_t), PROT_READ | PROT_WRITE,
-                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (page == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
-  std::shared_ptr<volatile std::int64_t> started(
-      static_cast<volatile std::int64_t*>(page),
-      [](volatile std::int64_t* p) { munmap(const_cast<std::int64_t*>(p), sizeof(std::int64_t)); });
-  *started = 0;
-  EngineRunOptions child = run;
-  child.isolate = false;
-  IsolatedEngineRun out;
-  out.options = IsolateOptions{.timeout_seconds = run.timeout_seconds * repeat};
-  // Runs in the child as soon as it is forked: `c` is still there.
-  out.work = [&c, child, repeat, started] {
-    EngineOutcome outcome;
-    for (int again = 0; again < repeat; ++again) {
-      *started = 0;
-      outcome = run_engine_case(c, child, nullptr, [started] { *started = *started + 1; });
-      if (!outcome.valid || outcome.failed()) break;
-    }
-    return to_json(outcome).dump();
-  };
-  out.outcome = [started](const IsolatedOutcome& r) {
-    if (r.returned()) return outcome_from_json(nlohmann::ordered_json::parse(r.payload));
-    const std::int64_t steps = *started;
-    const std::int64_t step = std::max<std::int64_t>(steps - 1, 0);
-    EngineOutcome lost{.steps_run = steps};
-    lost.failure = harness::Difference{
-        .kind = r.end == IsolatedEnd::timed_out ? "timeout" : "crash",
-        .step = step,
-        .text = fmt::format("step {}: the backend crashed: {}", step, r.message)};
-    return lost;
-  };
-  return out;
-}
 
 EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
                               std::vector<model::Step>* steps_out,

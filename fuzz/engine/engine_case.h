@@ -101,18 +101,12 @@ std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_ma
 nlohmann::ordered_json to_json(const EngineOutcome& outcome);
 EngineOutcome outcome_from_json(const nlohmann::ordered_json& j);
 
-// An isolated run of `c` in two halves, for running several cases at once
-// (fuzz/isolate_pool.h): the work of the forked child (up to `repeat` runs of the case, stopping
-// at the first that fails; it runs at fork time, so `c` need only live until the child is
-// started), and the outcome from how the child ended (a crash or a timeout is a failure at the
-// step it reached). Host executor only.
-struct IsolatedEngineRun {
-  IsolatedWork work;
-  IsolateOptions options;
-  std::function<EngineOutcome(const IsolatedOutcome&)> outcome;
-};
-IsolatedEngineRun isolated_engine_run(const EngineCase& c, const EngineRunOptions& run,
-                                      int repeat = 1);
+// One run of `c` in this process that reports each step it starts as its progress
+// (fuzz/isolate.h): what a forked child or a case worker runs, so that a crash names its step.
+EngineOutcome run_engine_case_reporting_steps(const EngineCase& c, const EngineRunOptions& run);
+// The outcome from how the process that ran the case ended: the payload's outcome, or a crash
+// or a timeout at the step it had reached (its progress).
+EngineOutcome isolated_engine_outcome(const IsolatedOutcome& r);
 
 // Runs at most c.num_steps steps. `steps_out`, when given, receives every step executed (and
 // the run is not isolated); `on_step_started` is called before the backend runs each step.

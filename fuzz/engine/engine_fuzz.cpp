@@ -1,7 +1,6 @@
 // run_engine_fuzz, the counterexample files and the JSON report (engine_fuzz.h).
 #include "fuzz/engine/engine_fuzz.h"
 
-#include "fuzz/isolate_pool.h"
 #include "harness/replay.h"
 
 #include "model/errors.h"
@@ -111,6 +110,7 @@ nlohmann::ordered_json counterexample_json(const EngineCounterexample& cx) {
           {"replay", cx.replay},
           {"steps_view", cx.steps_view.generic_string()},
           {"shrunk", cx.shrink_kept},
+          {"shrink_timed_out", cx.shrink_timed_out},
           {"signature", cx.signature},
           {"rate", fmt::format("{} ({})", cx.saved_runs.summary(),
                                to_string(cx.saved_runs.classify()))},
@@ -262,7 +262,8 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
                           .shrunk = s.best,
                           .description = describe(s.best),
                           .saved_runs = std::move(saved_runs),
-                          .shrink_kept = kept};
+                          .shrink_kept = kept,
+                          .shrink_timed_out = s.timed_out};
   cx.reproduce =
       fmt::format("mambacheck fuzz --level engine --backend {} --seed {} --cases 1 "
                   "--max-size {}{}{}",
@@ -344,77 +345,182 @@ EngineFinding record_finding(const EngineFuzzOptions& o, const EngineRunOptions&
 
 namespace {
 
+// Case `index` of a campaign: case seed seed + index at size `case seed % (max_size + 1)`.
+std::uint64_t case_seed_of(std::uint64_t seed, std::int64_t index) {
+  return seed + static_cast<std::uint64_t>(index);
+}
+int size_of(std::uint64_t case_seed, int max_size) {
+  return static_cast<int>(case_seed % static_cast<std::uint64_t>(max_size + 1));
+}
+
+nlohmann::json run_options_json(const EngineRunOptions& run) {
+  return {{"executor", run.executor == gpu::engine::ExecutorKind::cuda ? "cuda" : "host"},
+          {"kernel_mutant", gpu::to_string(run.kernel_mutant)},
+          {"runner_mutant", gpu::engine::to_string(run.runner_mutant)},
+          {"scheduler_mutant", harness::to_string(run.scheduler_mutant)}};
+}
+
+EngineRunOptions run_options_from_json(const nlohmann::json& j) {
+  const auto named = [&j](const char* field, auto find) {
+    const std::string name = j.at(field).get<std::string>();
+    const auto found = find(name);
+    MC_ASSERT(found.has_value());
+    return *found;
+  };
+  EngineRunOptions run;
+  run.executor = j.at("executor") == "cuda" ? gpu::engine::ExecutorKind::cuda
+                                            : gpu::engine::ExecutorKind::host;
+  if (j.at("kernel_mutant") != "none")
+    run.kernel_mutant = named("kernel_mutant", gpu::find_kernel_mutant);
+  if (j.at("runner_mutant") != "none")
+    run.runner_mutant = named("runner_mutant", gpu::engine::find_runner_mutant);
+  if (j.at("scheduler_mutant") != "none")
+    run.scheduler_mutant = named("scheduler_mutant", harness::find_scheduler_mutant);
+  return run;
+}
+
 struct StartedCase {
   std::int64_t index = 0;
-  EngineCase c;
-  std::optional<EngineOutcome> outcome; // run in this process: known once started
+  std::uint64_t case_seed = 0;
+  int size = 0;
 };
 
-// The cases in flight, in case order: isolated, each in a forked child, `jobs` at a time;
-// otherwise one at a time in this process.
+// What the campaign counts of a case: the case itself where this process generated it (run
+// here, or a case that failed), else what the worker said it was.
+struct CaseResult {
+  EngineOutcome outcome;
+  std::optional<EngineCase> c;
+  std::string preset;
+  std::string runner;
+  std::string scheduling; // sync, async
+};
+
+std::string scheduling_key(const EngineCase& c) {
+  return c.engine.scheduler.async_scheduling ? "async" : "sync";
+}
+
+CaseResult result_of(EngineCase c, EngineOutcome outcome) {
+  CaseResult r{.outcome = std::move(outcome),
+               .preset = c.preset,
+               .runner = runner_key(c),
+               .scheduling = scheduling_key(c)};
+  r.c = std::move(c);
+  return r;
+}
+
+// The cases in flight, in case order: in case workers, `jobs` at a time; otherwise one at a
+// time in this process.
 class CasesInFlight {
 public:
-  CasesInFlight(const EngineFuzzOptions& o, const EngineRunOptions& run)
-      : options_(o), run_(run), pool_(o.jobs) {}
+  CasesInFlight(const EngineFuzzOptions& o, const EngineRunOptions& run) : options_(o), run_(run) {
+    if (!o.workers) return;
+    CaseWorkerStart start = *o.workers;
+    start.setup["level"] = "engine";
+    start.setup["seed"] = o.seed;
+    start.setup["max_size"] = o.max_size;
+    start.setup["repeat"] = o.repeat;
+    start.setup["run"] = run_options_json(run);
+    if (o.fixed.block_size) start.setup["block_size"] = *o.fixed.block_size;
+    if (o.fixed.token_budget) start.setup["token_budget"] = *o.fixed.token_budget;
+    if (o.fixed.async_scheduling) start.setup["async"] = true;
+    // A case runs all its repeats in its worker.
+    start.options.timeout_seconds = o.case_timeout_seconds * o.repeat;
+    pool_.emplace(std::move(start), o.jobs);
+  }
 
-  bool has_room() { return run_.isolate ? pool_.has_room() : started_.empty(); }
+  bool has_room() { return pool_ ? pool_->has_room() : started_.empty(); }
   bool empty() const { return started_.empty(); }
-  bool oldest_ready() { return !run_.isolate || pool_.oldest_done(); }
-  void wait() { pool_.wait(); }
-  // Before the campaign forks children of its own to rerun and shrink a finding.
-  void settle() { pool_.settle(); }
+  bool oldest_ready() { return !pool_ || pool_->oldest_done(); }
+  void wait() { pool_->wait(); }
+  // Before the campaign reruns and shrinks a finding.
+  void settle() {
+    if (pool_) pool_->settle();
+  }
   void clear() {
-    pool_.clear();
+    if (pool_) pool_->clear();
     started_.clear();
-    finish_.clear();
+    results_.clear();
   }
 
-  void start(StartedCase s) {
-    if (run_.isolate) {
-      // A case runs all its repeats in its one child.
-      IsolatedEngineRun isolated = isolated_engine_run(s.c, run_, options_.repeat);
-      pool_.start(isolated.work, isolated.options);
-      finish_.push_back(std::move(isolated.outcome));
+  void start(const StartedCase& s) {
+    if (pool_) {
+      pool_->start(s.index);
     } else {
-      EngineOutcome outcome = run_engine_case(s.c, run_);
+      EngineCase c = generate_engine_case(s.case_seed, s.size, options_.fixed);
+      EngineOutcome outcome = run_engine_case(c, run_);
       for (int again = 1; again < options_.repeat && outcome.valid && !outcome.failed(); ++again)
-        outcome = run_engine_case(s.c, run_);
-      s.outcome = std::move(outcome);
+        outcome = run_engine_case(c, run_);
+      results_.push_back(result_of(std::move(c), std::move(outcome)));
     }
-    started_.push_back(std::move(s));
+    started_.push_back(s);
   }
 
-  // The oldest case and its outcome (waits for it).
-  std::pair<StartedCase, EngineOutcome> take() {
+  // The oldest case and what it gave (waits for it).
+  std::pair<StartedCase, CaseResult> take() {
     MC_ASSERT(!started_.empty());
-    StartedCase s = std::move(started_.front());
+    const StartedCase s = started_.front();
     started_.pop_front();
-    EngineOutcome outcome;
-    if (run_.isolate) {
-      outcome = finish_.front()(pool_.take_oldest());
-      finish_.pop_front();
-    } else {
-      outcome = std::move(*s.outcome);
-    }
-    return {std::move(s), std::move(outcome)};
+    if (pool_) return {s, from_worker(s, pool_->take_oldest())};
+    CaseResult r = std::move(results_.front());
+    results_.pop_front();
+    return {s, std::move(r)};
   }
 
 private:
+  CaseResult from_worker(const StartedCase& s, const IsolatedOutcome& outcome) {
+    EngineOutcome o = isolated_engine_outcome(outcome);
+    if (outcome.returned() && o.valid && !o.failed()) {
+      const nlohmann::json j = nlohmann::json::parse(outcome.payload);
+      return CaseResult{.outcome = std::move(o),
+                        .preset = j.at("preset").get<std::string>(),
+                        .runner = j.at("runner").get<std::string>(),
+                        .scheduling = j.at("scheduling").get<std::string>()};
+    }
+    // A failure is recorded with its case: drawn again here.
+    return result_of(generate_engine_case(s.case_seed, s.size, options_.fixed), std::move(o));
+  }
+
   const EngineFuzzOptions& options_;
   const EngineRunOptions& run_;
-  IsolatedPool pool_;
+  std::optional<CaseWorkerPool> pool_;
   std::deque<StartedCase> started_;
-  std::deque<std::function<EngineOutcome(const IsolatedOutcome&)>> finish_; // isolated
+  std::deque<CaseResult> results_; // run in this process
 };
 
 } // namespace
+
+CaseWorkerJob engine_case_job(const nlohmann::json& setup) {
+  const auto seed = setup.at("seed").get<std::uint64_t>();
+  const int max_size = setup.at("max_size").get<int>();
+  const int repeat = setup.at("repeat").get<int>();
+  MC_ASSERT(max_size >= 0 && max_size <= kEngineSizeMax && repeat >= 1);
+  EngineCaseFixed fixed;
+  if (setup.contains("block_size")) fixed.block_size = setup.at("block_size").get<std::int32_t>();
+  if (setup.contains("token_budget"))
+    fixed.token_budget = setup.at("token_budget").get<std::int32_t>();
+  fixed.async_scheduling = setup.value("async", false);
+  const EngineRunOptions run = run_options_from_json(setup.at("run"));
+  return CaseWorkerJob{.run = [=](std::int64_t index) {
+    const std::uint64_t case_seed = case_seed_of(seed, index);
+    const EngineCase c = generate_engine_case(case_seed, size_of(case_seed, max_size), fixed);
+    EngineOutcome outcome = run_engine_case_reporting_steps(c, run);
+    for (int again = 1; again < repeat && outcome.valid && !outcome.failed(); ++again)
+      outcome = run_engine_case_reporting_steps(c, run);
+    // What the case was, so the campaign need not generate it again to count it.
+    nlohmann::ordered_json payload = to_json(outcome);
+    payload["preset"] = c.preset;
+    payload["runner"] = runner_key(c);
+    payload["scheduling"] = scheduling_key(c);
+    return payload.dump();
+  }};
+}
 
 EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   if (o.max_size < 0 || o.max_size > kEngineSizeMax)
     model::fail_input("--max-size: expected 0..{}, got {}", kEngineSizeMax, o.max_size);
   if (o.cases_max < 0) model::fail_input("--cases: got {}", o.cases_max);
   MC_ASSERT(o.reruns >= 0 && o.repeat >= 1);
-  MC_ASSERT(o.jobs >= 1 && (o.jobs == 1 || o.isolate));
+  MC_ASSERT(o.jobs >= 1 && (o.jobs == 1 || o.workers));
   validate_fixed(o.fixed);
   const EngineRunOptions run{.executor = o.executor,
                              .kernel_mutant = o.kernel_mutant,
@@ -442,18 +548,22 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     return true;
   };
   // One case's outcome, in case order; false: the campaign stops after it.
-  const auto count = [&](std::int64_t i, const EngineCase& c, const EngineOutcome& outcome) {
+  const auto count = [&](const StartedCase& s, const CaseResult& r) {
+    const EngineOutcome& outcome = r.outcome;
     if (!outcome.valid) // a kernel mutant this build lacks, or a generator bug
-      model::fail_input("engine case {} (seed {}): {}", i, c.case_seed, outcome.invalid_reason);
+      model::fail_input("engine case {} (seed {}): {}", s.index, s.case_seed,
+                        outcome.invalid_reason);
     ++report.cases;
     report.steps += outcome.steps_run;
     report.bytes_compared += outcome.bytes_compared;
-    ++report.cases_by_preset[c.preset];
-    ++report.cases_by_runner[runner_key(c)];
-    ++report.cases_by_scheduling[c.engine.scheduler.async_scheduling ? "async" : "sync"];
+    ++report.cases_by_preset[r.preset];
+    ++report.cases_by_runner[r.runner];
+    ++report.cases_by_scheduling[r.scheduling];
     report.coverage.merge(outcome.coverage);
-    if (o.on_case) o.on_case(report.cases, report.steps, c);
+    if (o.on_case) o.on_case(report.cases, report.steps, r.preset);
     if (!outcome.failed()) return true;
+    MC_ASSERT(r.c.has_value());
+    const EngineCase& c = *r.c;
     if (report.findings.empty()) report.seconds_to_failure = elapsed();
     const std::string key = engine_signature(c, *outcome.failure).key();
     auto known = std::find_if(report.findings.begin(), report.findings.end(),
@@ -465,20 +575,21 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
       report.findings.push_back(record_finding(o, run, c, outcome));
       if (o.on_finding) o.on_finding(report.findings.back());
     }
-    if (outcome.failure->kind == "device-fault") {
+    // A device fault in a worker cost that worker only; in this process, its CUDA context.
+    if (outcome.failure->kind == "device-fault" && !o.workers) {
       report.stopped = fmt::format(
           "the device faulted on case seed {} and the CUDA context of this process is lost; "
           "the cases after it did not run (continue with --resume-from {})",
-          c.case_seed, i + stride);
+          c.case_seed, s.index + stride);
       return false;
     }
     return o.keep_going || report.first_failing() == nullptr;
   };
   for (;;) {
     while (flight.has_room() && may_start()) {
-      const std::uint64_t case_seed = o.seed + static_cast<std::uint64_t>(next);
-      const int size = static_cast<int>(case_seed % static_cast<std::uint64_t>(o.max_size + 1));
-      flight.start(StartedCase{.index = next, .c = generate_engine_case(case_seed, size, o.fixed)});
+      const std::uint64_t case_seed = case_seed_of(o.seed, next);
+      flight.start(StartedCase{
+          .index = next, .case_seed = case_seed, .size = size_of(case_seed, o.max_size)});
       next += stride;
     }
     if (flight.empty()) break;
@@ -486,9 +597,9 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
       flight.wait();
       continue;
     }
-    const auto [s, outcome] = flight.take();
+    const auto [s, result] = flight.take();
     report.next_case = s.index + stride;
-    if (!count(s.index, s.c, outcome)) {
+    if (!count(s, result)) {
       stop = true;
       flight.clear(); // cases after the last counted are not part of the campaign
     }
@@ -526,6 +637,8 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
                         {"cases_done", r.cases},
                         {"resume_from", r.next_case}};
   if (o.repeat > 1) j["repeat"] = o.repeat;
+  j["shrink"] = {{"candidates_max", o.shrink.candidates_max},
+                 {"seconds_max", o.shrink.seconds_max}};
   if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
   if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;
   if (o.fixed.async_scheduling) j["async"] = true;

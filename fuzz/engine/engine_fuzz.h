@@ -15,6 +15,7 @@
 // the same options give the same JSON.
 #pragma once
 
+#include "fuzz/case_workers.h"
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
 #include "fuzz/shard.h"
@@ -36,7 +37,9 @@ struct EngineFinding;
 
 struct EngineShrinkLimits {
   std::int32_t candidates_max = 2000; // candidate runs tried
-  double seconds_max = 60.0;          // wall time (a safety net: the candidate limit binds first)
+  // Wall time, a safety net for the candidate limit; 0: none (the shrink is then the same on
+  // any machine).
+  double seconds_max = 60.0;
 };
 
 struct EngineFuzzOptions {
@@ -44,9 +47,13 @@ struct EngineFuzzOptions {
   std::int64_t cases_max = 200; // stop after this many cases...
   std::int64_t first_case = 0;  // the index of the first case run (a resumed campaign)
   Shard shard;                  // runs the cases of this shard only (fuzz/shard.h)
-  // Cases run at once, each in a forked child (isolated only). Outcomes are taken in case order,
-  // so the report is the same for any number of jobs.
+  // Cases run at once, each in a case worker (`workers`). Outcomes are taken in case order, so
+  // the report is the same for any number of jobs.
   int jobs = 1;
+  // Where the cases run: in `jobs` case workers started so (fuzz/case_workers.h: the command
+  // fills in the program and each worker's environment; the campaign adds its options), or,
+  // when absent, one at a time in this process (forked children where `isolate` says so).
+  std::optional<CaseWorkerStart> workers;
   double seconds_max = 0.0;     // ...or after this long (0: no time limit)
   int max_size = kEngineSizeMax;
   EngineCaseFixed fixed;
@@ -57,14 +64,17 @@ struct EngineFuzzOptions {
   std::string backend_name = "host";        // for the reproduce command
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here; empty: write nothing
   EngineShrinkLimits shrink;
-  // Each case in a forked child (host executor only): a kernel that faults is a finding.
+  // Every run in this process (a finding's reruns and shrink candidates, and the cases
+  // themselves without workers) in a forked child (host executor only): a kernel that faults
+  // is a finding.
   bool isolate = false;
-  double case_timeout_seconds = 0.0; // isolated: a case running longer is a finding (0: none)
+  // A case in a worker, or an isolated run, running longer is a finding (0: no limit).
+  double case_timeout_seconds = 0.0;
   bool keep_going = false;     // go on after a finding (repeats of a signature only count)
   int reruns = kRerunsDefault; // reruns of a failing case before it is reported
   int repeat = 1;              // runs of every case
   std::vector<std::string> skip_signatures; // known findings: counted, not shrunk, not failing
-  std::function<void(std::int64_t cases, std::int64_t steps, const EngineCase&)> on_case;
+  std::function<void(std::int64_t cases, std::int64_t steps, const std::string& preset)> on_case;
   std::function<void(const EngineFinding&)> on_finding; // a new signature, shrunk
 };
 
@@ -87,6 +97,7 @@ struct EngineCounterexample {
   std::string replay;               // mambacheck replay TRACE ... (the shrunk trace)
   RunTally saved_runs;              // reruns of the saved (shrunk) case
   bool shrink_kept = true; // false: no smaller case reproduced, the original is saved
+  bool shrink_timed_out = false; // the shrink's time bound stopped it (a rerun may go further)
   std::string signature;            // of the shrunk case's failure
   std::filesystem::path picture;    // dir/report.html, or empty when it was not written
 };
@@ -130,11 +141,18 @@ struct EngineFuzzReport {
 
 EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& options);
 
+// A case worker's side of an engine campaign: case `index` generated from the setup the
+// campaign sent (seed, sizes, fixed sizes, executor and mutants, repeats) as the campaign does,
+// run up to `repeat` times (stopping at the first that fails), each step it starts reported as
+// its progress, its outcome as the payload.
+CaseWorkerJob engine_case_job(const nlohmann::json& setup);
+
 struct ShrinkResult {
   EngineCase best;
   EngineOutcome outcome; // of best: fails with the input's signature
   std::int32_t accepted = 0;
   std::int32_t tried = 0;
+  bool timed_out = false; // limits.seconds_max stopped it (a rerun may shrink further)
   std::vector<std::pair<EngineCase, EngineOutcome>> chain; // accepted candidates, in order
 };
 

@@ -196,17 +196,19 @@ ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& 
   MC_ASSERT(runs_per_candidate >= 1);
   MC_ASSERT(limits.candidates_max >= 0);
   const auto start = std::chrono::steady_clock::now();
+  ShrinkResult r{.best = failing, .outcome = outcome};
   auto out_of_time = [&] {
-    return model::interrupted() ||
-           (limits.seconds_max > 0 &&
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-                limits.seconds_max);
+    if (model::interrupted()) return true;
+    if (limits.seconds_max > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+            limits.seconds_max)
+      r.timed_out = true;
+    return r.timed_out;
   };
   const std::string key = engine_signature(failing, *outcome.failure).key();
   const auto fails_so = [&key](const EngineCase& c, const EngineOutcome& o) {
     return o.failed() && engine_signature(c, *o.failure).key() == key;
   };
-  ShrinkResult r{.best = failing, .outcome = outcome};
   bool progress = true;
   while (progress && r.tried < limits.candidates_max && !out_of_time()) {
     progress = false;

@@ -55,3 +55,27 @@ foreach(bad "--sets;0" "--sets;4" "--iters;0" "--requests;0" "--preset;no-such-m
             "--engine;--sets;2")
   run_input_error(bench ${bad})
 endforeach()
+
+# `bench --cases`: kernel campaign cases timed phase by phase (bench/case_bench.h), in every build.
+# The cases and the bytes of their arenas are the campaign's: exact for a seed.
+file(REMOVE ${json})
+run(0 bench --cases 40 --max-size 20 --seed 3 --json ${json})
+expect("40 kernel cases (seed 3, sizes 0..20, backend host): ")
+foreach(phase "draw the spec" "layout, arenas mapped and poisoned" "fill referenced blocks"
+              "oracle" "backend" "compare" "verdict (signature, coverage)"
+              "release the case's memory" "verdict to JSON and back (IPC)")
+  expect("  ${phase} ")
+endforeach()
+file(READ ${json} report)
+string(JSON cases GET "${report}" cases)
+string(JSON failed GET "${report}" failed)
+string(JSON bytes GET "${report}" arena_bytes)
+if(NOT cases EQUAL 40 OR NOT failed EQUAL 0 OR NOT bytes EQUAL 35793980)
+  message(FATAL_ERROR "bench --cases: cases ${cases}, failed ${failed}, arena bytes ${bytes}")
+endif()
+foreach(bad "--cases;0" "--cases;5;--max-size;101" "--cases;5;--backend;oracle"
+            "--cases;5;--engine")
+  run_input_error(bench ${bad})
+endforeach()
+run(2 bench --max-size 3) # a --cases option without --cases
+run(2 bench --seed 3)     # a seed of neither bench

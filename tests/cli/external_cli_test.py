@@ -22,6 +22,12 @@ in the metadata as GPU kernels do. Part PART of:
   worker    `mambacheck worker --backend host` as the worker: a clean campaign holds, and
             with the out-of-bounds kernel mutant table_row_from_slot the campaign reports a
             finding instead of dying.
+  workers   `--workers N`: N adapter workers run the cases side by side, and the report is the
+            one of a single worker, byte for byte, for a clean campaign and a broken variant;
+            with --devices each adapter gets its GPU as CUDA_VISIBLE_DEVICES, worker k the k-th
+            of the list round robin. A case worker that dies (here its adapter kills it) is a
+            finding for its case and a fresh worker runs the next: every case the same finding,
+            the same report for 1 and 2 workers.
 
 Usage: external_cli_test.py MAMBACHECK PYTHON WORK_DIR PART. Exit 77 (skipped) without numpy
 for the parts that run the Python adapter.
@@ -42,8 +48,8 @@ VARIANT_CASES = 300
 MAX_SIZE = 35
 
 
-def run(args, expected_rc, timeout=600):
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+def run(args, expected_rc, timeout=600, env=None):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
     if p.returncode != expected_rc:
         raise AssertionError(f"{shlex.join(args)}: exit {p.returncode}, expected {expected_rc}\n"
                              f"--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
@@ -218,6 +224,55 @@ def part_worker(mambacheck, python, work):
           f"{cx['failure'][:300]}")
 
 
+def part_workers(mambacheck, python, work):
+    for name, external, cases, rc in [
+            ("workers-clean", worker_command(python), CLEAN_CASES, 0),
+            ("workers-variant", worker_command(python, "--variant", "ds_ignores_bias"),
+             VARIANT_CASES, 1)]:
+        reports = {}
+        for workers in (1, 3):
+            p, report = fuzz(mambacheck, external, work, f"{name}-{workers}", cases, rc,
+                             "--workers", str(workers))
+            # The counterexample directories are named after the campaign's --out.
+            reports[workers] = json.dumps(report).replace(f"{name}-{workers}", name)
+            for k in range(workers):
+                log = work / f"{name}-{workers}" / "external" / f"worker-{k}" / "worker.log"
+                expect(log.exists(), f"{name}: no log of adapter worker {k}", p.stdout)
+        expect(reports[3] == reports[1], f"{name}: the report of --workers 3 differs from 1",
+               reports[3] + "\n" + reports[1])
+    # Each adapter worker sees the GPU it was given; the campaign's own adapter (reruns and
+    # shrinking) runs with the campaign's environment.
+    seen = work / "workers-devices.txt"
+    seen.unlink(missing_ok=True)
+    recording = (f"echo \"${{MC_CASE_WORKER:--}} ${{CUDA_VISIBLE_DEVICES:--}}\" >> {seen}; exec "
+                 + worker_command(python))
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    out = work / "workers-devices"
+    shutil.rmtree(out, ignore_errors=True)
+    run([mambacheck, "fuzz", "--external", recording, "--workers", "3", "--devices", "1,0",
+         "--cases", "30", "--max-size", "20", "--out", str(out)], 0, env=env)
+    lines = sorted(seen.read_text().splitlines())
+    expect(lines == ["- -", "0 1", "1 0", "2 1"], f"workers-devices: {lines}")
+    # In a case worker (MC_CASE_WORKER set) this adapter kills the worker on its first case; the
+    # campaign's own adapter, which reruns and shrinks the finding, answers every case with an
+    # error.
+    greet = "echo 'mambacheck-worker 1 kinds=precopy'"
+    killer = (f"{greet}; read l; if [ -n \"$MC_CASE_WORKER\" ]; then kill -ABRT $PPID; "
+              "sleep 30; fi; while true; do echo 'error: boom'; read l; done")
+    reports = {}
+    for workers in (1, 2):
+        p, report = fuzz(mambacheck, killer, work, f"workers-killed-{workers}", 5, 1,
+                         "--workers", str(workers), "--reruns", "0", "--keep-going")
+        expect(report["cases"] == 5, f"workers-killed: {report['cases']} cases", p.stdout)
+        first = report["findings"][0]
+        expect(first["failure"] == "the backend crashed: killed by SIGABRT (aborted)" and
+               first["difference"] == "crash" and first["cases"] == 5,
+               f"workers-killed --workers {workers}: {json.dumps(report['findings'])}", p.stdout)
+        reports[workers] = json.dumps(report).replace(f"workers-killed-{workers}", "killed")
+    expect(reports[1] == reports[2], "workers-killed: the reports of 1 and 2 workers differ",
+           reports[1] + "\n" + reports[2])
+
+
 def part_two_bugs(mambacheck, python, work):
     """One kernels module with a deterministic bug (precopy compares blocks, not columns) and a
     racy one (postprocess_align resets num_accepted in place while the row's other programs,
@@ -270,7 +325,7 @@ def main(argv):
     else:
         parts = {"clean": part_clean, "clean_slot_tables": part_clean_slot_tables,
                  "protocol": part_protocol, "crash": part_crash, "worker": part_worker,
-                 "two_bugs": part_two_bugs}
+                 "workers": part_workers, "two_bugs": part_two_bugs}
         parts[part](mambacheck, python, work)
     print(f"external {part}: passed")
     return 0

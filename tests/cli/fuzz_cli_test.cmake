@@ -64,7 +64,7 @@ run_input_error(fuzz --async) # kernel level: no steps to plan
 set(SEED_KINDS --kinds postprocess,postprocess_align,precopy,preprocess_align,batch_copy)
 foreach(i 1 2)
   run(1 fuzz --backend host --mutant same_block_copy_skipped --keep-going --seed 1 --cases 120
-      --max-size 40 ${SEED_KINDS} --out ${WORK_DIR}/keep${i} --report ${WORK_DIR}/keep${i}.json
+      --max-size 40 ${SEED_KINDS} --shrink-seconds 0 --out ${WORK_DIR}/keep${i} --report ${WORK_DIR}/keep${i}.json
       --junit ${WORK_DIR}/keep${i}.xml)
 endforeach()
 file(READ ${WORK_DIR}/keep1.json k1)

@@ -131,8 +131,9 @@ def interrupted_and_resumed(args, name, sig):
 
 # An interrupted campaign and its --resume-from continuation (same seed, cases and options)
 # merge into the report of the campaign run without interruption: every field equal.
-# Long enough to be running when the signal comes 1.5 s in, even with every core at work.
-for level, cases in (("kernel", "1000"), ("engine", "200")):
+# Long enough to be running when the signal comes 1.5 s in, even with every core at work (kernel
+# cases of sizes up to 60 run at about 1000 a second on the loaded 2-core build machine).
+for level, cases in (("kernel", "20000"), ("engine", "200")):
     args = ["fuzz", "--level", level, "--backend", "host", "--cases", cases, "--max-size", "60",
             "--out", "merge-out"]
     subprocess.run([MC, *args, "--report", f"{level}-whole.json"], cwd=WORK, check=True,

@@ -1,0 +1,91 @@
+// `mambacheck case-worker --parent PID`: one of the case workers a fuzz campaign starts
+// (fuzz/case_workers.h), never run by hand (hidden from --help). It reads the campaign's setup,
+// makes its backend (host or cuda kernels, a kernel mutant's, or an external adapter worker of
+// its own), then runs the cases it is given until its input ends.
+// - cuda: the process sees one GPU, the one the campaign gave it (CUDA_VISIBLE_DEVICES). A
+//   fault that leaves its CUDA context unusable ends it after the case; the campaign starts
+//   another.
+// - --external: its own adapter worker, started from the campaign's command with this process's
+//   environment (the GPU the campaign gave it), its case files and log under
+//   OUT/external/worker-K (K: MC_CASE_WORKER). An adapter that cannot be started or used is
+//   exit 3 of the whole campaign, as it is for the campaign's own adapter.
+#include "backends/backend.h"
+#include "backends/external_backend.h"
+#include "backends/mutant_backend.h"
+#include "cli/commands.h"
+#include "fuzz/campaign/kernel_campaign.h"
+#include "fuzz/case_workers.h"
+#include "fuzz/engine/engine_fuzz.h"
+#include "gpu/cuda_backend.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+namespace mc::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The worker's backend as the campaign described it under setup["backend"].
+fuzz::LaunchRunner make_runner(const nlohmann::json& backend,
+                               std::unique_ptr<backends::ExternalWorker>& external) {
+  const std::string name = backend.at("name").get<std::string>();
+  if (name != "external")
+    return backends::kernel_runner(
+        backends::parse_backend(name),
+        backends::parse_kernel_mutant(backend.value("mutant", std::string("none"))));
+  const char* slot = std::getenv("MC_CASE_WORKER");
+  const fs::path dir = fs::path(backend.at("dir").get<std::string>()) /
+                       fmt::format("worker-{}", slot != nullptr ? slot : "0");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw fuzz::CaseWorkerFatal{fmt::format("cannot create {}: {}", dir.string(), ec.message())};
+  try {
+    external = std::make_unique<backends::ExternalWorker>(
+        backends::ExternalOptions{.command = backend.at("command").get<std::string>(),
+                                  .work_dir = dir,
+                                  .log_file = dir / "worker.log",
+                                  .timeout_seconds = backend.at("timeout").get<double>()});
+  } catch (const backends::ExternalWorkerFailure& failure) {
+    throw fuzz::CaseWorkerFatal{failure.message};
+  }
+  return [w = external.get()](const model::LaunchCase& launch) {
+    try {
+      return w->run(launch);
+    } catch (const backends::ExternalWorkerFailure& failure) {
+      throw fuzz::CaseWorkerFatal{failure.message};
+    }
+  };
+}
+
+int run_case_worker(std::int64_t parent) {
+  std::unique_ptr<backends::ExternalWorker> external; // --external: this worker's adapter
+  return fuzz::serve_case_worker(static_cast<pid_t>(parent), [&](const nlohmann::json& setup) {
+    const nlohmann::json& backend = setup.at("backend");
+    fuzz::CaseWorkerJob job = setup.at("level") == "engine"
+                                  ? fuzz::engine_case_job(setup)
+                                  : fuzz::kernel_case_job(setup, make_runner(backend, external));
+    // A device fault leaves this process's CUDA context unusable: a fresh worker takes over.
+    if (backend.at("name") == "cuda") job.must_retire = [] { return !gpu::cuda_context_usable(); };
+    return job;
+  });
+}
+
+void add_case_worker_command(CLI::App& app, Action& action) {
+  auto parent = std::make_shared<std::int64_t>(0);
+  CLI::App* cmd = app.add_subcommand("case-worker", "Run the cases a fuzz campaign gives it");
+  cmd->group(""); // started by campaigns only: not listed in --help
+  cmd->add_option("--parent", *parent, "The campaign's process id")->required();
+  cmd->callback([parent, &action] { action = [parent] { return run_case_worker(*parent); }; });
+}
+
+} // namespace
+
+MC_REGISTER_COMMAND(add_case_worker_command);
+
+} // namespace mc::cli

@@ -1,0 +1,174 @@
+#include "cli/parallel_option.h"
+
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace mc::cli {
+namespace {
+
+// --devices: every visible device for `all`, else the listed indices in their order.
+std::vector<int> parse_devices(const std::string& text, std::optional<int> visible) {
+  if (text == "all") {
+    if (!visible)
+      model::fail_input("--devices all: this build has no CUDA and cannot count the GPUs; list "
+                        "them (--devices 0,1)");
+    std::vector<int> all(static_cast<std::size_t>(*visible));
+    for (int i = 0; i < *visible; ++i)
+      all[static_cast<std::size_t>(i)] = i;
+    if (all.empty()) model::fail_input("--devices all: this process sees no CUDA device");
+    return all;
+  }
+  std::vector<int> out;
+  std::set<int> seen;
+  std::istringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty() || item.size() > 4 ||
+        item.find_first_not_of("0123456789") != std::string::npos)
+      model::fail_input("--devices: expected all or device indices like 0,1, got '{}'", text);
+    const int index = std::stoi(item);
+    if (!seen.insert(index).second)
+      model::fail_input("--devices: device {} is listed twice in '{}'", index, text);
+    if (visible && index >= *visible)
+      model::fail_input("--devices: no CUDA device {} (this process sees {}{})", index, *visible,
+                        *visible > 0 ? fmt::format(": 0..{}", *visible - 1) : "");
+    out.push_back(index);
+  }
+  if (out.empty() || text.back() == ',')
+    model::fail_input("--devices: expected all or device indices like 0,1, got '{}'", text);
+  return out;
+}
+
+std::int64_t checked_count(const char* option, std::int64_t n) {
+  if (n < 1 || n > kJobsMax) model::fail_input("{}: expected 1..{}, got {}", option, kJobsMax, n);
+  return n;
+}
+
+} // namespace
+
+void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
+  cmd.add_option("--jobs", o.jobs,
+                 "Cases run at once, each in a worker process (default: every core this process "
+                 "may use; cuda: 8 per GPU up to the cores). The report is the same for any N");
+  cmd.add_option("--devices", o.devices,
+                 "cuda and --external: the GPUs the workers use, all or a list like 0,1 (worker "
+                 "k gets the k-th, round robin; default all)");
+  cmd.add_option("--workers", o.workers,
+                 "--external: adapter workers to start, each running cases beside the others "
+                 "(default 1)");
+}
+
+std::int64_t usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(CPU_COUNT(&set), 1);
+  return std::max<std::int64_t>(std::thread::hardware_concurrency(), 1);
+}
+
+Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no_isolate,
+                          std::int64_t cores, std::optional<int> devices_visible) {
+  MC_ASSERT(cores >= 1);
+  if (o.jobs != -1) checked_count("--jobs", o.jobs);
+  if (o.workers != -1) {
+    checked_count("--workers", o.workers);
+    if (backend != CaseBackend::external)
+      model::fail_input("--workers: starts adapter workers for --external; the host and cuda "
+                        "backends take --jobs N");
+    if (o.jobs != -1 && o.jobs != o.workers)
+      model::fail_input("--jobs {} and --workers {}: with --external both count the adapter "
+                        "workers; give one",
+                        o.jobs, o.workers);
+  }
+  if (!o.devices.empty() && backend == CaseBackend::host)
+    model::fail_input("--devices: the host backend runs on the CPU; --devices picks the GPUs of "
+                      "--backend cuda and --external");
+  Parallel p{.devices_visible = devices_visible};
+  if (no_isolate) {
+    if (o.jobs > 1)
+      model::fail_input("--jobs {}: --no-isolate runs one case at a time in this process", o.jobs);
+    if (!o.devices.empty() || o.workers != -1)
+      model::fail_input("--{}: needs case workers; --no-isolate runs every case in this process",
+                        o.devices.empty() ? "workers" : "devices");
+    return p;
+  }
+  p.workers = true;
+  if (!o.devices.empty()) {
+    p.devices = parse_devices(o.devices, devices_visible);
+  } else if (backend == CaseBackend::cuda) {
+    p.devices = parse_devices("all", devices_visible);
+  } else if (backend == CaseBackend::external && devices_visible.value_or(0) > 1) {
+    p.devices = parse_devices("all", devices_visible);
+  }
+  const auto devices = static_cast<std::int64_t>(p.devices.size());
+  std::int64_t jobs = o.workers != -1 ? o.workers : o.jobs;
+  if (jobs == -1) {
+    switch (backend) {
+    case CaseBackend::host:
+      jobs = std::min(cores, kJobsMax);
+      break;
+    case CaseBackend::cuda:
+      jobs = std::clamp(std::min(cores, kCudaJobsPerDevice * devices), std::int64_t{1}, kJobsMax);
+      break;
+    case CaseBackend::external:
+      jobs = 1;
+      break;
+    }
+  }
+  p.jobs = static_cast<int>(jobs);
+  return p;
+}
+
+std::string visible_device(int ordinal, const std::optional<std::string>& own_visible) {
+  MC_ASSERT(ordinal >= 0);
+  if (!own_visible) return std::to_string(ordinal);
+  std::istringstream items(*own_visible);
+  std::string item;
+  for (int i = 0; std::getline(items, item, ','); ++i)
+    if (i == ordinal) return item;
+  return std::to_string(ordinal); // not reached for a device cudaGetDeviceCount counted
+}
+
+fuzz::CaseWorkerStart case_worker_start(const Parallel& p, nlohmann::json backend) {
+  MC_ASSERT(p.workers);
+  fuzz::CaseWorkerStart start;
+  start.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "case-worker"};
+  const char* own = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::optional<std::string> own_visible =
+      own != nullptr ? std::optional<std::string>(own) : std::nullopt;
+  for (int k = 0; k < p.jobs; ++k) {
+    std::vector<std::string> env{fmt::format("MC_CASE_WORKER={}", k)};
+    if (!p.devices.empty()) {
+      const int device = p.devices[static_cast<std::size_t>(k) % p.devices.size()];
+      env.push_back(fmt::format("CUDA_VISIBLE_DEVICES={}", visible_device(device, own_visible)));
+    }
+    start.environment.push_back(std::move(env));
+  }
+  start.setup["backend"] = std::move(backend);
+  return start;
+}
+
+std::string devices_line(const Parallel& p) {
+  if (p.devices.empty()) return {};
+  const std::size_t n = p.devices.size();
+  std::string list;
+  for (std::size_t i = 0; i < n && i < static_cast<std::size_t>(p.jobs); ++i) {
+    // Workers i, i + n, i + 2n, ... use device i of the list.
+    const int workers =
+        (p.jobs - static_cast<int>(i) + static_cast<int>(n) - 1) / static_cast<int>(n);
+    list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", p.devices[i], workers);
+  }
+  return fmt::format("{} case worker{} on CUDA devices {}", p.jobs, p.jobs == 1 ? "" : "s", list);
+}
+
+} // namespace mc::cli

@@ -1,0 +1,115 @@
+// --jobs, --devices and --workers (cli/parallel_option.h) against device counts this machine
+// does not have: defaults per backend, worker k on device list[k % len], every refusal one line.
+#include "cli/parallel_option.h"
+#include "model/errors.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace mc::cli {
+namespace {
+
+Parallel resolve(CaseBackend backend, std::optional<int> visible, std::int64_t cores = 16,
+                 ParallelOptions options = {}, bool no_isolate = false) {
+  return resolve_parallel(options, backend, no_isolate, cores, visible);
+}
+
+std::string refusal(CaseBackend backend, std::optional<int> visible, ParallelOptions options,
+                    bool no_isolate = false) {
+  try {
+    resolve(backend, visible, 16, options, no_isolate);
+  } catch (const model::InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(ParallelOption, CudaDefaultsToEveryDeviceAndEightWorkersEachUpToTheCores) {
+  const Parallel two = resolve(CaseBackend::cuda, 2, 16);
+  EXPECT_TRUE(two.workers);
+  EXPECT_EQ(two.jobs, 16);
+  EXPECT_EQ(two.devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(resolve(CaseBackend::cuda, 1, 16).jobs, 8);
+  EXPECT_EQ(resolve(CaseBackend::cuda, 1, 4).jobs, 4);
+  EXPECT_EQ(resolve(CaseBackend::cuda, 8, 200).jobs, 64);
+  EXPECT_EQ(resolve(CaseBackend::cuda, 2, 16, {.jobs = 3}).jobs, 3);
+  EXPECT_EQ(resolve(CaseBackend::cuda, 4, 16, {.devices = "3,1"}).devices,
+            (std::vector<int>{3, 1}));
+}
+
+TEST(ParallelOption, HostTakesEveryCoreAndExternalOneWorker) {
+  EXPECT_EQ(resolve(CaseBackend::host, 0, 6).jobs, 6);
+  EXPECT_EQ(resolve(CaseBackend::host, 0, 5000).jobs, 1024);
+  EXPECT_TRUE(resolve(CaseBackend::host, 0, 6).devices.empty());
+  const Parallel one = resolve(CaseBackend::external, 1, 16);
+  EXPECT_EQ(one.jobs, 1);
+  EXPECT_TRUE(one.devices.empty()); // one GPU: the adapter's own default is it
+  const Parallel four = resolve(CaseBackend::external, 4, 16, {.workers = 8});
+  EXPECT_EQ(four.jobs, 8);
+  EXPECT_EQ(four.devices, (std::vector<int>{0, 1, 2, 3}));
+  // A build without CUDA cannot count: a list is taken as given.
+  EXPECT_EQ(
+      resolve(CaseBackend::external, std::nullopt, 16, {.workers = 2, .devices = "0,5"}).devices,
+      (std::vector<int>{0, 5}));
+  const Parallel here = resolve(CaseBackend::host, 0, 16, {}, true);
+  EXPECT_FALSE(here.workers);
+  EXPECT_EQ(here.jobs, 1);
+}
+
+TEST(ParallelOption, RefusalsAreOneLine) {
+  EXPECT_EQ(refusal(CaseBackend::cuda, 2, {.devices = "2"}),
+            "--devices: no CUDA device 2 (this process sees 2: 0..1)");
+  EXPECT_EQ(refusal(CaseBackend::cuda, 0, {}), "--devices all: this process sees no CUDA device");
+  EXPECT_EQ(refusal(CaseBackend::cuda, 0, {.devices = "0"}),
+            "--devices: no CUDA device 0 (this process sees 0)");
+  EXPECT_EQ(refusal(CaseBackend::external, std::nullopt, {.devices = "all"}),
+            "--devices all: this build has no CUDA and cannot count the GPUs; list them "
+            "(--devices 0,1)");
+  EXPECT_EQ(refusal(CaseBackend::cuda, 4, {.devices = "1,-1"}),
+            "--devices: expected all or device indices like 0,1, got '1,-1'");
+  EXPECT_EQ(refusal(CaseBackend::cuda, 4, {.devices = "2,2"}),
+            "--devices: device 2 is listed twice in '2,2'");
+  EXPECT_EQ(refusal(CaseBackend::cuda, 4, {.jobs = 0}), "--jobs: expected 1..1024, got 0");
+  EXPECT_EQ(refusal(CaseBackend::cuda, 4, {.workers = 2}),
+            "--workers: starts adapter workers for --external; the host and cuda backends take "
+            "--jobs N");
+  EXPECT_EQ(refusal(CaseBackend::external, 4, {.workers = 2000}),
+            "--workers: expected 1..1024, got 2000");
+  EXPECT_EQ(refusal(CaseBackend::cuda, 4, {.devices = "0"}, true),
+            "--devices: needs case workers; --no-isolate runs every case in this process");
+}
+
+TEST(ParallelOption, WorkerKGetsDeviceKModuloTheListThroughItsEnvironment) {
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  const Parallel p = resolve(CaseBackend::cuda, 4, 16, {.jobs = 5, .devices = "2,0"});
+  const fuzz::CaseWorkerStart start = case_worker_start(p, {{"name", "cuda"}});
+  ASSERT_EQ(start.command.size(), 2u);
+  EXPECT_EQ(start.command[1], "case-worker");
+  EXPECT_EQ(start.setup.at("backend").at("name"), "cuda");
+  ASSERT_EQ(start.environment.size(), 5u);
+  const std::vector<std::string> devices{"2", "0", "2", "0", "2"};
+  for (std::size_t k = 0; k < 5; ++k)
+    EXPECT_EQ(start.environment[k],
+              (std::vector<std::string>{"MC_CASE_WORKER=" + std::to_string(k),
+                                        "CUDA_VISIBLE_DEVICES=" + devices[k]}));
+  EXPECT_EQ(devices_line(p), "5 case workers on CUDA devices 2 (3), 0 (2)");
+  // Under a CUDA_VISIBLE_DEVICES of this process's own, index k is its k-th entry.
+  setenv("CUDA_VISIBLE_DEVICES", "GPU-aa,GPU-bb,GPU-cc", 1);
+  const fuzz::CaseWorkerStart narrowed = case_worker_start(
+      resolve(CaseBackend::cuda, 3, 16, {.jobs = 2, .devices = "2,1"}), {{"name", "cuda"}});
+  EXPECT_EQ(narrowed.environment[0][1], "CUDA_VISIBLE_DEVICES=GPU-cc");
+  EXPECT_EQ(narrowed.environment[1][1], "CUDA_VISIBLE_DEVICES=GPU-bb");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  // Unpinned workers get their slot only.
+  const fuzz::CaseWorkerStart host = case_worker_start(resolve(CaseBackend::host, 0, 2), {});
+  EXPECT_EQ(host.environment,
+            (std::vector<std::vector<std::string>>{{"MC_CASE_WORKER=0"}, {"MC_CASE_WORKER=1"}}));
+  EXPECT_EQ(devices_line(resolve(CaseBackend::host, 0, 2)), "");
+  EXPECT_EQ(devices_line(resolve(CaseBackend::cuda, 2, 16, {.jobs = 1})),
+            "1 case worker on CUDA devices 0 (1)");
+}
+
+} // namespace
+} // namespace mc::cli
