@@ -264,7 +264,7 @@ void ExternalWorker::fail(std::string_view what) {
     message += fmt::format("; its stderr ends: \"{}\"", tail);
   stop();
   crashed_ = true;
-  throw ExternalWorkerCrash(message);
+  throw ExternalWorkerCrash(message, end == ReadEnd::timed_out);
 }
 
 std::string ExternalWorker::read_greeting() {
@@ -329,7 +329,9 @@ void ExternalWorker::parse_greeting(const std::string& line) {
   if (word != kGreetingWord || version != std::to_string(kProtocolVersion))
     fail(fmt::format("greeted with \"{}\"; expected \"{} {} kinds=...\"", excerpt(line),
                      kGreetingWord, kProtocolVersion));
+  serves_engine_ = false;
   while (words >> word) {
+    if (word == "engine=1") serves_engine_ = true;
     if (!starts_with(word, "kinds=")) continue;
     std::istringstream names(word.substr(6));
     std::string name;
@@ -381,6 +383,19 @@ model::LaunchResult ExternalWorker::run(const model::LaunchCase& launch_case) {
     }
   }
   return result;
+}
+
+std::string ExternalWorker::request(const std::string& line) {
+  if (crashed_) restart();
+  if (pid_ < 0) throw ExternalWorkerFailure{"--external worker: no longer running"};
+  log_bytes_at_case_ = log_size(options_.log_file);
+  std::string answer;
+  const ReadEnd end = write_line(line) ? read_line(answer) : ReadEnd::closed;
+  if (end != ReadEnd::line) crashed_on_case(end);
+  if (starts_with(answer, "error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
+  if (starts_with(answer, "fatal:"))
+    fail(fmt::format("gave up on an engine launch: {}", excerpt(trimmed(answer.substr(6)))));
+  return answer;
 }
 
 std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptions& campaign,

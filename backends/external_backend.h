@@ -67,7 +67,9 @@ struct ExternalKernelError : fuzz::KernelError {
 // by SIGSEGV (invalid memory reference)", "the worker exceeded 300 s on this case; killed"),
 // and was reaped. A finding for that case; the next case starts the worker again.
 struct ExternalWorkerCrash : fuzz::KernelError {
-  using fuzz::KernelError::KernelError;
+  ExternalWorkerCrash(const std::string& message, bool past_timeout)
+      : fuzz::KernelError(message), timed_out(past_timeout) {}
+  bool timed_out = false; // it ran past the timeout (else it died)
 };
 
 class ExternalWorker {
@@ -83,7 +85,14 @@ public:
   // dies or times out on this case, and ExternalWorkerFailure when it cannot be used.
   model::LaunchResult run(const model::LaunchCase& launch_case);
 
+  // One line of the engine protocol (backends/external_engine.h) and its answer line, first
+  // starting the worker again if it died before. Throws as run() does: ExternalKernelError
+  // for `error:`, ExternalWorkerCrash, ExternalWorkerFailure for `fatal:` or no answer.
+  std::string request(const std::string& line);
+
   const std::vector<model::LaunchKind>& kinds() const { return kinds_; }
+  bool serves_engine() const { return serves_engine_; } // it greeted with engine=1
+  bool crashed() const { return crashed_; } // died on its last case or request
   const std::string& greeting() const { return greeting_; }
   const ExternalOptions& options() const { return options_; }
   std::int64_t cases_run() const { return cases_run_; }
@@ -109,6 +118,7 @@ private:
   std::string buffer_;   // bytes read past the last line
   std::string greeting_;
   std::vector<model::LaunchKind> kinds_;
+  bool serves_engine_ = false;
   std::int64_t cases_run_ = 0;
   std::int64_t restarts_ = 0;
   bool crashed_ = false;               // it died on the last case: start it again before the next

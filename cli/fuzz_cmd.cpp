@@ -359,8 +359,6 @@ int run_fuzz(FuzzOptions o) {
   fuzz::validate_fixed(fixed);
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
-  if (!o.external.empty() && o.level != "kernel")
-    model::fail_input("--external: runs with --level kernel only");
   if (o.reruns < 0 || o.reruns > 1000)
     model::fail_input("--reruns: expected 0..1000, got {}", o.reruns);
   if (!(o.shrink_seconds >= 0 && o.shrink_seconds <= 86400))
@@ -447,10 +445,12 @@ int run_fuzz(FuzzOptions o) {
          .first_case = o.resume_from,
          .shard = o.shard,
          .jobs = o.parallel.jobs,
-         .workers = o.parallel.workers
+         .workers = o.parallel.workers && o.external.empty()
                         ? std::optional(case_worker_start(o.parallel, worker_backend(o, backend)))
                         : std::nullopt,
-         .required_coverage = required});
+         .required_coverage = required,
+         .external = o.external,
+         .external_timeout = o.external_timeout});
     exit_code = std::max(exit_code, e.exit_code);
     junit.insert(junit.end(), e.junit.begin(), e.junit.end());
     if (both)

@@ -1,6 +1,7 @@
 // `mambacheck fuzz --level engine`: see fuzz_engine.h.
 #include "cli/fuzz_engine.h"
 
+#include "backends/external_engine.h"
 #include "cli/commands.h"
 #include "cli/coverage_option.h"
 #include "cli/progress.h"
@@ -96,9 +97,7 @@ void print_finding(const fuzz::EngineFinding& f, double shrink_seconds) {
   if (!cx.replay.empty()) std::cout << fmt::format("  replay the trace: {}\n", cx.replay);
 }
 
-} // namespace
-
-EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
+EngineLevelResult run_engine_level_here(const EngineLevelRequest& q) {
   if (q.cases < 0 || q.cases > kEngineCasesMax) model::fail_input("--cases: got {}", q.cases);
   fuzz::EngineFuzzOptions o{.seed = q.seed, .max_size = q.max_size, .fixed = q.fixed};
   o.cases_max = q.cases > 0 ? q.cases : (q.seconds_max > 0 ? kEngineCasesMax : kEngineCasesDefault);
@@ -119,6 +118,28 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   o.shard = q.shard;
   o.workers = q.workers;
   o.jobs = q.workers ? q.jobs : 1;
+  std::unique_ptr<backends::ExternalEngineSource> external;
+  if (!q.external.empty()) {
+    if (o.runner_mutant != gpu::engine::RunnerMutant::none ||
+        o.kernel_mutant != gpu::Mutant::none ||
+        o.scheduler_mutant != harness::SchedulerMutant::none)
+      model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
+    if (q.jobs > 1)
+      std::cout << "engine level: --external runs its cases one at a time in this process, "
+                   "through one worker\n";
+    external = backends::start_external_engine(
+        q.external, q.external_timeout,
+        std::filesystem::absolute(std::filesystem::path(q.out) / "external" / "engine-worker.log"));
+    o.external = external.get();
+    o.workers.reset();
+    o.jobs = 1;
+    o.isolate = false;
+    o.backend_name = "external";
+    o.backend_args = fmt::format("--external {}", backends::shell_quote(q.external));
+    if (q.external_timeout != backends::kExternalTimeoutSecondsDefault)
+      o.backend_args += fmt::format(" --external-timeout {}", q.external_timeout);
+    o.fixed.kinds = external->kinds();
+  }
   const std::int64_t first = fuzz::first_case_of(q.shard, q.first_case);
   Progress progress("fuzz engine",
                     q.cases > 0 && first < o.cases_max
@@ -167,6 +188,16 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   }
   if (r.first_failing() != nullptr) result.exit_code = kExitMismatch;
   return result;
+}
+
+} // namespace
+
+EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
+  try {
+    return run_engine_level_here(q);
+  } catch (const backends::ExternalWorkerFailure& failure) { // it cannot be used: exit 3
+    throw model::EnvironmentError(failure.message);
+  }
 }
 
 } // namespace mc::cli

@@ -13,6 +13,7 @@
 #include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "cli/steps_out.h"
+#include "backends/external_engine.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/engine/runner_mutant.h"
 #include "harness/library.h"
@@ -31,6 +32,19 @@
 
 namespace mc::cli {
 namespace {
+
+// --external: the worker, started once for the command (null without it).
+std::unique_ptr<backends::ExternalEngineSource> external_source(const ReplayCliOptions& o) {
+  if (o.external.empty()) return nullptr;
+  if (o.backend != "host") model::fail_input("--external and --backend: give one of them");
+  if (o.kernel_mutant != "none" || o.runner_mutant != "none")
+    model::fail_input("--kernel-mutant and --runner-mutant: not with --external (the worker "
+                      "runs its own kernels)");
+  if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
+    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
+                      o.external_timeout);
+  return backends::start_external_engine(o.external, o.external_timeout, {});
+}
 
 harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
   harness::ReplayOptions r;
@@ -139,6 +153,8 @@ int replay_one(const ReplayCliOptions& o) {
       coverage_requirement(o.require_coverage, kEngineLevel);
   harness::ReplayOptions options = replay_options(o);
   check_output_file("--report", o.report);
+  const std::unique_ptr<backends::ExternalEngineSource> external = external_source(o);
+  options.external = external.get();
   check_output_file("--junit", o.junit);
   check_output_file("--steps-out", o.steps_out);
   StepsOutput steps_output(o.steps_out,
@@ -153,7 +169,8 @@ int replay_one(const ReplayCliOptions& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const oracle::engine::ReplayStats& s = r.stats;
   fmt::print("replay: {} (runner {}, mode {}, backend {})\n", o.trace,
-             model::to_string(r.config.runner), model::to_string(r.config.mode), o.backend);
+             model::to_string(r.config.runner), model::to_string(r.config.mode),
+             o.external.empty() ? o.backend : "external");
   fmt::print("steps {} (compared {}), request-steps {}, arrivals {}, preemptions {}, resumes {}, "
              "resets {}, prefix hits {}, {:.0f} steps/s\n",
              s.steps, r.steps_compared, s.request_steps, s.arrivals, s.preemptions, s.resumes,
@@ -196,7 +213,9 @@ namespace {
 int replay_library(const ReplayCliOptions& o) {
   const model::CoverageRequirement required =
       coverage_requirement(o.require_coverage, kEngineLevel);
-  const harness::ReplayOptions options = replay_options(o);
+  harness::ReplayOptions options = replay_options(o);
+  const std::unique_ptr<backends::ExternalEngineSource> external = external_source(o);
+  options.external = external.get();
   const std::vector<harness::LibraryResult> results = harness::run_library(o.library, options);
   std::vector<JunitCase> cases;
   nlohmann::json report = nlohmann::json::array();
@@ -211,11 +230,17 @@ int replay_library(const ReplayCliOptions& o) {
                              !m.known   ? "unknown"
                              : m.caught ? "caught"
                                         : "MISSED");
-    fmt::print("{} {} [{}]: clean {}{}\n", r.passed() ? "pass" : "FAIL", r.info.name,
-               r.info.bug_class, r.clean.held() ? "held" : r.clean.summary(), mutants);
+    if (!r.skipped.empty())
+      fmt::print("skip {} [{}]: {}\n", r.info.name, r.info.bug_class, r.skipped);
+    else
+      fmt::print("{} {} [{}]: clean {}{}\n", r.passed() ? "pass" : "FAIL", r.info.name,
+                 r.info.bug_class, r.clean.held() ? "held" : r.clean.summary(), mutants);
     cases.push_back({.name = r.info.name,
                      .failed = !r.passed(),
-                     .message = r.passed() ? "" : r.clean.summary() + mutants});
+                     .skipped = !r.skipped.empty(),
+                     .message = !r.skipped.empty() ? r.skipped
+                                : r.passed()       ? ""
+                                                   : r.clean.summary() + mutants});
     report.push_back({{"name", r.info.name},
                       {"bug_class", std::string(1, r.info.bug_class)},
                       {"passed", r.passed()},
@@ -241,6 +266,12 @@ void add_replay_command(CLI::App& app, Action& action) {
   cmd->add_option("--library", o->library,
                   "Replay every scenario of this directory, clean and with its mutants");
   cmd->add_option("--backend", o->backend, "host or cuda (default host)");
+  cmd->add_option("--external", o->external,
+                  "Run the launches on the kernels of this worker command (the adapter's "
+                  "worker, as `fuzz --external` takes it; docs/adapter.md)");
+  cmd->add_option("--external-timeout", o->external_timeout,
+                  "--external: seconds a launch may take before the worker counts as hung "
+                  "(default 300)");
   cmd->add_option("--runner", o->runner, "v1 or v2 (default: the trace's)");
   cmd->add_option("--v1-copy", o->v1_copy,
                   "V1 pre-step copies: precopy, precopy_v1 (vLLM's fused path today) or "
@@ -267,7 +298,11 @@ void add_replay_command(CLI::App& app, Action& action) {
     action = [o] {
       if (o->trace.empty() == o->library.empty())
         model::fail_input("replay: give a trace or --library DIR (one of the two)");
-      return o->library.empty() ? replay_one(*o) : replay_library(*o);
+      try {
+        return o->library.empty() ? replay_one(*o) : replay_library(*o);
+      } catch (const backends::ExternalWorkerFailure& failure) {
+        throw model::EnvironmentError(failure.message);
+      }
     };
   });
 }

@@ -30,6 +30,8 @@ struct ReplayCliOptions {
   std::int64_t explain = kNoStep; // a step to print as a table
   std::optional<std::int64_t> whole_compare_every; // harness/arena_compare.h
   std::vector<std::string> require_coverage;       // cli/coverage_option.h
+  std::string external; // a worker command running the launches (backends/external_engine.h)
+  double external_timeout = 300.0;
 };
 
 // Exit code as `mambacheck replay` gives it.

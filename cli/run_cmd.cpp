@@ -10,6 +10,7 @@
 #include "cli/output_paths.h"
 #include "cli/coverage_option.h"
 #include "cli/steps_out.h"
+#include "backends/external_engine.h"
 #include "gpu/cuda_backend.h"
 #include "harness/simulate.h"
 #include "model/conv_history.h"
@@ -57,6 +58,9 @@ struct RunOptions {
   bool reference = false; // the oracle's plain structures (oracle/engine/structures.h)
   std::optional<std::int64_t> whole_compare_every; // harness/arena_compare.h
   std::vector<std::string> require_coverage;       // cli/coverage_option.h
+  std::string external; // a worker command running the launches (backends/external_engine.h)
+  double external_timeout = 300.0;
+  std::string backend_name() const { return external.empty() ? backend : "external"; }
 };
 
 // Prompts and outputs long enough that requests cross block boundaries, prefill in several
@@ -161,7 +165,7 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
 void print_summary(const RunOptions& o, const harness::SimulationResult& r, double seconds) {
   const oracle::engine::EngineReport& e = r.report;
   fmt::print("run: preset {}, runner {}, mode {}, backend {}, seed {}{}\n", o.preset, o.runner,
-             o.mode, o.backend, o.seed, o.reference ? ", reference structures" : "");
+             o.mode, o.backend_name(), o.seed, o.reference ? ", reference structures" : "");
   fmt::print("steps {} (compared {}), requests {} (finished {}, aborted {}), {:.1f} s, {:.1f} "
              "steps/s\n",
              e.steps, r.steps_compared, e.requests, e.finished, e.aborts, seconds,
@@ -181,6 +185,15 @@ int run_run(const RunOptions& o) {
   const model::CoverageRequirement required = coverage_requirement(o.require_coverage, kLevels);
   harness::SimulationOptions s = simulation_options(o);
   check_output_file("--record", o.record);
+  std::unique_ptr<backends::ExternalEngineSource> external;
+  if (!o.external.empty()) {
+    if (o.backend != "host") model::fail_input("--external and --backend: give one of them");
+    if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
+      model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
+                        o.external_timeout);
+    external = backends::start_external_engine(o.external, o.external_timeout, {});
+    s.external = external.get();
+  }
   check_output_file("--steps-out", o.steps_out);
   StepsOutput steps_output(o.steps_out, std::nullopt);
   if (steps_output.wanted()) s.on_view = steps_output.sink();
@@ -200,7 +213,7 @@ int run_run(const RunOptions& o) {
     return kExitMismatch;
   }
   if (r.mismatch) {
-    fmt::print("MISMATCH oracle vs {}: {}\n", o.backend, r.mismatch->text);
+    fmt::print("MISMATCH oracle vs {}: {}\n", o.backend_name(), r.mismatch->text);
     return kExitMismatch;
   }
   if (r.interrupted) {
@@ -208,7 +221,7 @@ int run_run(const RunOptions& o) {
                model::signal_name(model::interrupt_signal()), r.report.steps);
     return 128 + model::interrupt_signal();
   }
-  fmt::print("held: oracle and {} agree on every step\n", o.backend);
+  fmt::print("held: oracle and {} agree on every step\n", o.backend_name());
   return missing.empty() ? kExitOk : kExitMismatch;
 }
 
@@ -220,6 +233,12 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--requests", o->requests, "Requests in the workload (default 64)");
   cmd->add_option("--seed", o->seed, "Seed of workload and scheduler (default 1)");
   cmd->add_option("--backend", o->backend, "host or cuda (default host)");
+  cmd->add_option("--external", o->external,
+                  "Run the launches on the kernels of this worker command (the adapter's "
+                  "worker, as `fuzz --external` takes it; docs/adapter.md)");
+  cmd->add_option("--external-timeout", o->external_timeout,
+                  "--external: seconds a launch may take before the worker counts as hung "
+                  "(default 300)");
   cmd->add_option("--runner", o->runner, "v1 or v2 (default v1)");
   cmd->add_option("--mode", o->mode, "align or all (default align)");
   cmd->add_option("--pool-blocks", o->pool_blocks, "Blocks per state tensor (default: preset's)");
@@ -269,7 +288,15 @@ void add_run_command(CLI::App& app, Action& action) {
                 "Run the oracle on its plain structures instead of its fast ones: the same steps, "
                 "counters and trace, slower (oracle/engine/structures.h)");
   add_require_coverage_option(*cmd, o->require_coverage);
-  cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
+  cmd->callback([o, &action] {
+    action = [o] {
+      try {
+        return run_run(*o);
+      } catch (const backends::ExternalWorkerFailure& failure) {
+        throw model::EnvironmentError(failure.message);
+      }
+    };
+  });
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 
 #include "gpu/engine/runner_mutant.h"
 #include "harness/data_dir.h"
+#include "harness/simulate.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
 
@@ -58,6 +59,7 @@ LibraryResult::MutantRun run_mutant(const ScenarioInfo& info, ReplayOptions opti
 } // namespace
 
 bool LibraryResult::passed() const {
+  if (!skipped.empty()) return true;
   if (!clean.held()) return false;
   return std::all_of(mutants.begin(), mutants.end(),
                      [](const MutantRun& m) { return !m.known || m.caught; });
@@ -109,6 +111,20 @@ LibraryResult run_scenario(const ScenarioInfo& info, const ReplayOptions& option
   clean.v1_copy_path = info.v1_copy_path.value_or(options.v1_copy_path);
   clean.kernel_mutant = gpu::Mutant::none;
   clean.runner_mutant = gpu::engine::RunnerMutant::none;
+  if (clean.external != nullptr) {
+    const scenarios::TraceReader reader(info.path); // the header only
+    const model::CacheConfig& config = reader.header().config;
+    const model::RunnerOptions runner{.flavour = clean.runner.value_or(config.runner),
+                                      .v1_copy_path = clean.v1_copy_path,
+                                      .v2_table_rows = clean.v2_table_rows,
+                                      .deferred_postprocess = clean.deferred_postprocess};
+    if (const std::optional<model::LaunchKind> kind =
+            uncovered_kind(clean.external, runner, config.mode))
+      return {.info = info,
+              .skipped = fmt::format("the external kernels do not cover {}",
+                                     model::to_string(*kind))};
+    return {.info = info, .clean = replay_file(info.path, clean)};
+  }
   LibraryResult result{.info = info, .clean = replay_file(info.path, clean)};
   for (const std::string& name : info.kernel_mutants)
     result.mutants.push_back(run_mutant(info, clean, "kernel", name));

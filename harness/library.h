@@ -38,7 +38,10 @@ struct LibraryResult {
     std::string summary;
   };
   std::vector<MutantRun> mutants;
-  bool passed() const; // clean held and every known mutant caught
+  // Why the scenario was not run (kernels in another process that lack a launch kind it
+  // needs); empty: it ran.
+  std::string skipped;
+  bool passed() const; // skipped, or clean held and every known mutant caught
 };
 
 // The scenarios of `dir` (every *.jsonl), sorted by file name. Throws model::InputError for a
@@ -47,7 +50,10 @@ std::vector<ScenarioInfo> list_library(const std::filesystem::path& dir);
 ScenarioInfo read_scenario_info(const std::filesystem::path& trace);
 
 // Replays one scenario clean, then with each of its mutants (unknown names are reported,
-// not run). `options` gives the backend; its mutants are ignored.
+// not run). `options` gives the backend; its mutants are ignored. With `options.external`
+// (kernels in another process) only the clean replay runs: the mutants are this project's
+// kernels and runner, what the scenario proves it catches; and a scenario whose runner
+// launches a kind those kernels do not cover is skipped.
 LibraryResult run_scenario(const ScenarioInfo& info, const ReplayOptions& options);
 std::vector<LibraryResult> run_library(const std::filesystem::path& dir,
                                        const ReplayOptions& options);

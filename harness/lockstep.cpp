@@ -76,6 +76,12 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
     gpu::engine::StepRecord record;
     try {
       record = backend.execute(o->step);
+    } catch (const gpu::engine::KernelFailure& e) {
+      result.failure = Difference{.kind = e.kind,
+                                  .step = o->step.index,
+                                  .text = fmt::format("step {}: the kernels under test failed: {}",
+                                                      o->step.index, e.what())};
+      break;
     } catch (const model::DeviceFault& e) {
       if (!hooks.backend_errors_are_findings) throw;
       result.failure = Difference{.kind = "device-fault",

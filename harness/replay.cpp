@@ -44,9 +44,10 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
                                                          options.deferred_postprocess};
   oracle::engine::Replayer oracle(layout, oracle_options, 64, oracle::engine::Structures::fast,
                                   header.async_scheduling);
+  require_covered(options.external, oracle_options, result.config.mode);
   gpu::engine::EngineRunner backend(
       layout, backend_runner_options(oracle_options, options.runner_mutant, options.kernel_mutant),
-      options.executor);
+      options.executor, options.external);
   TracedSteps steps(reader, oracle);
   LockstepHooks hooks{.arena_compare = options.arena_compare, .stop_on_interrupt = true};
   if (options.on_step)

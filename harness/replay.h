@@ -32,6 +32,8 @@ namespace mc::harness {
 
 struct ReplayOptions {
   gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
+  // When set, the launches run on its kernels instead (an external worker's); not owned.
+  gpu::engine::ExecutorSource* external = nullptr;
   std::optional<model::RunnerFlavour> runner; // default: the trace's config.runner
   oracle::engine::V1CopyPath v1_copy_path = oracle::engine::V1CopyPath::precopy;
   model::V2TableRows v2_table_rows = model::V2TableRows::batch_row;

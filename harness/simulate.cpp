@@ -7,6 +7,7 @@
 #include "scenarios/trace.h"
 #include "scenarios/workload_import.h"
 
+#include <algorithm>
 #include <memory>
 
 namespace mc::harness {
@@ -68,9 +69,10 @@ SimulationResult simulate(const SimulationOptions& o) {
     writer =
         std::make_unique<scenarios::TraceWriter>(*o.record, record_header(o, config, num_requests));
   oracle::engine::Engine engine(layout, std::move(requests), o.seed, o.engine);
+  require_covered(o.external, o.engine.runner, config.mode);
   gpu::engine::EngineRunner backend(
       layout, backend_runner_options(o.engine.runner, o.runner_mutant, gpu::Mutant::none),
-      o.executor);
+      o.executor, o.external);
   ScheduledSteps steps(engine);
   LockstepHooks hooks{.arena_compare = o.arena_compare, .stop_on_interrupt = true};
   StepViewer viewer;
@@ -91,6 +93,23 @@ SimulationResult simulate(const SimulationOptions& o) {
   if (r.failure && !r.finding) result.mismatch = r.failure;
   result.report.requests = num_requests;
   return result;
+}
+
+std::optional<model::LaunchKind> uncovered_kind(const gpu::engine::ExecutorSource* external,
+                                                const model::RunnerOptions& runner,
+                                                model::CacheMode mode) {
+  if (external == nullptr) return std::nullopt;
+  for (const model::LaunchKind kind : model::runner_launch_kinds(runner, mode))
+    if (std::ranges::find(external->kinds(), kind) == external->kinds().end()) return kind;
+  return std::nullopt;
+}
+
+void require_covered(const gpu::engine::ExecutorSource* external,
+                     const model::RunnerOptions& runner, model::CacheMode mode) {
+  if (const std::optional<model::LaunchKind> kind = uncovered_kind(external, runner, mode))
+    model::fail_input("--external: the worker's kernels do not cover {}, which this run's {} "
+                      "runner launches (its greeting lists the kinds it covers)",
+                      model::to_string(*kind), model::to_string(runner.flavour));
 }
 
 } // namespace mc::harness

@@ -31,6 +31,8 @@ struct SimulationOptions {
   std::uint64_t seed = 1;
   oracle::engine::EngineOptions engine; // runner.flavour / v1_copy_path drive both sides
   gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
+  // When set, the launches run on its kernels instead (an external worker's); not owned.
+  gpu::engine::ExecutorSource* external = nullptr;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   std::vector<oracle::engine::RequestSpec> requests; // empty: generated from the seed
   std::optional<std::filesystem::path> record;       // write the steps here
@@ -60,5 +62,14 @@ SimulationResult simulate(const SimulationOptions& options);
 gpu::engine::RunnerOptions backend_runner_options(const oracle::engine::RunnerOptions& oracle,
                                                   gpu::engine::RunnerMutant runner_mutant,
                                                   gpu::Mutant kernel_mutant);
+
+// The first launch kind a runner with `runner` launches in `mode` that `external` does not
+// cover, or nullopt (also without `external`).
+std::optional<model::LaunchKind> uncovered_kind(const gpu::engine::ExecutorSource* external,
+                                                const model::RunnerOptions& runner,
+                                                model::CacheMode mode);
+// InputError naming that kind, when there is one.
+void require_covered(const gpu::engine::ExecutorSource* external,
+                     const model::RunnerOptions& runner, model::CacheMode mode);
 
 } // namespace mc::harness

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
 #include <new>
 
@@ -77,9 +78,26 @@ Arena::~Arena() {
   if (data_ != nullptr) munmap(data_, static_cast<std::size_t>(size_bytes_));
 }
 
-Arena::Arena(Arena&& other) noexcept : data_(other.data_), size_bytes_(other.size_bytes_) {
+Arena Arena::map_shared(int fd, std::int64_t offset, std::int64_t size_bytes) {
+  MC_ASSERT(fd >= 0 && offset >= 0 && size_bytes >= 0);
+  Arena arena;
+  arena.size_bytes_ = size_bytes;
+  arena.shared_ = true;
+  if (size_bytes == 0) return arena;
+  void* p = mmap(nullptr, static_cast<std::size_t>(size_bytes), PROT_READ | PROT_WRITE,
+                 MAP_SHARED, fd, static_cast<off_t>(offset));
+  if (p == MAP_FAILED)
+    throw EnvironmentError(
+        fmt::format("cannot map {} bytes of shared memory: {}", size_bytes, std::strerror(errno)));
+  arena.data_ = static_cast<std::byte*>(p);
+  return arena;
+}
+
+Arena::Arena(Arena&& other) noexcept
+    : data_(other.data_), size_bytes_(other.size_bytes_), shared_(other.shared_) {
   other.data_ = nullptr;
   other.size_bytes_ = 0;
+  other.shared_ = false;
 }
 
 Arena& Arena::operator=(Arena&& other) noexcept {
@@ -87,8 +105,10 @@ Arena& Arena::operator=(Arena&& other) noexcept {
     if (data_ != nullptr) munmap(data_, static_cast<std::size_t>(size_bytes_));
     data_ = other.data_;
     size_bytes_ = other.size_bytes_;
+    shared_ = other.shared_;
     other.data_ = nullptr;
     other.size_bytes_ = 0;
+    other.shared_ = false;
   }
   return *this;
 }
@@ -107,7 +127,10 @@ Arena Arena::clone() const {
   return copy;
 }
 
-std::vector<ByteSpan> Arena::touched() const { return touched_spans(data_, size_bytes_); }
+std::vector<ByteSpan> Arena::touched() const {
+  if (shared_) return size_bytes_ > 0 ? std::vector<ByteSpan>{{0, size_bytes_}} : std::vector<ByteSpan>{};
+  return touched_spans(data_, size_bytes_);
+}
 
 void Arena::poison() {
   // Every page is about to be written: ask for huge pages, so a multi-GiB arena costs a few

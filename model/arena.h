@@ -32,6 +32,11 @@ class Arena {
 public:
   Arena() = default;
   explicit Arena(std::int64_t size_bytes); // zero-filled, lazily mapped
+  // Bytes [offset, offset + size) of the shared memory file `fd` (offset a multiple of the
+  // page size), mapped shared: another process that maps the same file sees every write. Such
+  // an arena counts every page as touched (another process's writes never show in this one's
+  // page map). Throws EnvironmentError when the mapping fails.
+  static Arena map_shared(int fd, std::int64_t offset, std::int64_t size_bytes);
   ~Arena();
   Arena(Arena&& other) noexcept;
   Arena& operator=(Arena&& other) noexcept;
@@ -62,6 +67,7 @@ public:
 private:
   std::byte* data_ = nullptr;
   std::int64_t size_bytes_ = 0;
+  bool shared_ = false; // map_shared: touched() is the whole range
 };
 
 } // namespace mc::model

@@ -649,6 +649,13 @@ void save_case(const LaunchCase& launch_case, const std::filesystem::path& dir) 
                                  {"metadata", metadata_json(launch_case.layout)}});
 }
 
+std::string case_layout_json(const Layout& layout) {
+  return json{{"config", config_json(layout.config)},
+              {"layout", layout_json(layout)},
+              {"metadata", metadata_json(layout)}}
+      .dump();
+}
+
 LaunchCase load_case(const std::filesystem::path& dir) {
   CaseHeader h = read_case_header(dir);
   LaunchCase c{.kind = h.kind, .num_reqs = h.num_reqs, .num_slots = h.num_slots};

@@ -41,6 +41,11 @@ inline constexpr std::int32_t kCaseJsonDepthMax = 32;
 // case must be well formed (arenas and tables sized by its layout): asserted.
 void save_case(const LaunchCase& launch_case, const std::filesystem::path& dir);
 
+// The layout part of case.json as one JSON object text: {"config": ..., "layout": ...,
+// "metadata": ...}, the fields a case directory's reader takes its geometry from (an external
+// worker's engine session is opened with it: backends/external_engine.h).
+std::string case_layout_json(const Layout& layout);
+
 // Reads and checks a case directory; throws InputError naming the file and field.
 LaunchCase load_case(const std::filesystem::path& dir);
 

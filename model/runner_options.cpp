@@ -42,4 +42,19 @@ std::vector<std::int32_t> deferred_gather_order(std::int32_t num_rows) {
   return order;
 }
 
+std::vector<LaunchKind> runner_launch_kinds(const RunnerOptions& options, CacheMode mode) {
+  if (mode == CacheMode::all) return {};
+  if (options.flavour == RunnerFlavour::v1) {
+    const LaunchKind copy = options.v1_copy_path == V1CopyPath::batch_copy ? LaunchKind::batch_copy
+                            : options.v1_copy_path == V1CopyPath::precopy_v1
+                                ? LaunchKind::precopy_v1
+                                : LaunchKind::precopy;
+    return {copy, LaunchKind::postprocess};
+  }
+  const bool slot = options.v2_table_rows == V2TableRows::slot;
+  return {LaunchKind::preprocess_align,
+          slot ? LaunchKind::precopy_slot_tables : LaunchKind::precopy,
+          slot ? LaunchKind::postprocess_align_slot_tables : LaunchKind::postprocess_align};
+}
+
 } // namespace mc::model

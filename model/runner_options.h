@@ -52,6 +52,10 @@ struct RunnerOptions {
 // is what moves rows under pipeline parallelism. One row keeps its place (no reordering).
 std::vector<std::int32_t> deferred_gather_order(std::int32_t num_rows);
 
+// The launch kinds a runner with `options` can launch in `mode` (none in all mode: the forward
+// alone): what kernels that run it must cover.
+std::vector<LaunchKind> runner_launch_kinds(const RunnerOptions& options, CacheMode mode);
+
 struct LaunchRecord {
   LaunchKind kind = LaunchKind::precopy;
   LaunchStatus status = LaunchStatus::ok;
@@ -59,6 +63,9 @@ struct LaunchRecord {
   std::vector<CopyDecision> decisions;
   RequestArrays requests; // every per-request array after the launch
   bool deferred = false;  // ran as a deferred postprocess (RunnerOptions::deferred_postprocess)
+  // false: the kernels report effects only (kernels in another process): `decisions` is empty
+  // and only status, arrays and arena bytes are compared.
+  bool decisions_recorded = true;
 };
 
 } // namespace mc::model

@@ -180,6 +180,53 @@ void draw_conventions(EngineCase& c, Rng& rng) {
   }
 }
 
+// The runner options a case with these launch kinds can take instead of `r`, nearest first:
+// the same flavour with the other table convention or another copy path, then the other
+// flavour. batch_copy cannot carry a DS conv copy with drafts (draw_config).
+std::vector<model::RunnerOptions> runner_alternatives(const EngineCase& c) {
+  const model::RunnerOptions& r = c.engine.runner;
+  const bool ds_drafts =
+      c.config.conv_layout == model::ConvLayout::DS && c.config.num_spec_tokens > 0;
+  std::vector<model::RunnerOptions> out;
+  const model::RunnerFlavour other =
+      r.flavour == model::RunnerFlavour::v1 ? model::RunnerFlavour::v2 : model::RunnerFlavour::v1;
+  for (const model::RunnerFlavour flavour : {r.flavour, other}) {
+    model::RunnerOptions a = r;
+    a.flavour = flavour;
+    if (flavour == model::RunnerFlavour::v2) {
+      for (const model::V2TableRows rows : {r.v2_table_rows, model::V2TableRows::batch_row,
+                                            model::V2TableRows::slot}) {
+        a.v2_table_rows = rows;
+        a.deferred_postprocess = rows == model::V2TableRows::slot && r.deferred_postprocess;
+        out.push_back(a);
+      }
+      continue;
+    }
+    for (const model::V1CopyPath path :
+         {r.v1_copy_path, model::V1CopyPath::precopy_v1, model::V1CopyPath::precopy,
+          model::V1CopyPath::batch_copy}) {
+      if (path == model::V1CopyPath::batch_copy && ds_drafts) continue;
+      a.v1_copy_path = path;
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+void fit_to_kinds(EngineCase& c, const std::vector<model::LaunchKind>& kinds) {
+  if (kinds.empty()) return;
+  for (const model::RunnerOptions& r : runner_alternatives(c)) {
+    const std::vector<model::LaunchKind> needed = model::runner_launch_kinds(r, c.config.mode);
+    if (std::ranges::all_of(needed, [&](model::LaunchKind k) {
+          return std::ranges::find(kinds, k) != kinds.end();
+        })) {
+      c.engine.runner = r;
+      return;
+    }
+  }
+  // None fits: the run reports the kind its kernels lack.
+}
+
 // Makes the case valid: drafts off where a conv window cannot hold them, layers cut (then a
 // tiny preset) until the arenas fit, the pool at least one request's worth.
 void make_valid(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed,
@@ -276,6 +323,7 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
   Rng conventions = Rng::from_seed(model::mix64(case_seed ^ kConventionStream) ^
                                    static_cast<std::uint64_t>(size));
   draw_conventions(c, conventions);
+  fit_to_kinds(c, fixed.kinds);
   const std::int32_t num_requests = rng.uniform32(1, 3 + size * size / 80);
   c.requests = oracle::engine::generate_workload(c.engine.workload, num_requests,
                                                  model::kSpecTokensMax + 2, rng);
@@ -387,7 +435,8 @@ EngineOutcome run_isolated_case(const EngineCase& c, const EngineRunOptions& run
 EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
                               std::vector<model::Step>* steps_out,
                               const std::function<void()>& on_step_started) {
-  if (run.isolate && steps_out == nullptr) return run_isolated_case(c, run);
+  if (run.isolate && run.external == nullptr && steps_out == nullptr)
+    return run_isolated_case(c, run);
   EngineOutcome out;
   model::CacheConfig config = c.config;
   config.runner = c.engine.runner.flavour;
@@ -399,13 +448,19 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
     oracle::engine::validate_options(c.engine, *layout);
     engine =
         std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed, c.engine);
+    harness::require_covered(run.external, c.engine.runner, c.config.mode);
     backend = std::make_unique<gpu::engine::EngineRunner>(
         *layout,
         harness::backend_runner_options(c.engine.runner, run.runner_mutant, run.kernel_mutant),
-        run.executor);
+        run.executor, run.external);
   } catch (const model::InputError& e) {
     out.valid = false;
     out.invalid_reason = e.what();
+    return out;
+  } catch (const gpu::engine::KernelFailure& e) { // the worker died opening the run
+    out.failure = harness::Difference{
+        .kind = e.kind, .step = 0,
+        .text = fmt::format("step 0: the kernels under test failed: {}", e.what())};
     return out;
   }
   harness::ScheduledSteps steps(*engine,

@@ -50,6 +50,10 @@ struct EngineCaseFixed {
   std::optional<std::int32_t> block_size;
   std::optional<std::int32_t> token_budget;
   bool async_scheduling = false; // every case async (`fuzz --async`), not a quarter of them
+  // The launch kinds the kernels under test cover (an external worker's); empty: all. A case
+  // whose runner would launch another kind takes the nearest runner that launches only these
+  // (the other V2 table convention, another V1 copy path, the other flavour).
+  std::vector<model::LaunchKind> kinds;
 };
 
 // Throws InputError for sizes no valid case has (a budget below a fixed block size).
@@ -79,6 +83,9 @@ struct EngineRunOptions {
   // reached. Host executor only (a forked child cannot use the parent's CUDA context).
   bool isolate = false;
   double timeout_seconds = 0.0;
+  // When set, the launches run on its kernels (an external worker's; not owned, never
+  // isolated: a crash of the worker is already a finding at its step).
+  gpu::engine::ExecutorSource* external = nullptr;
 };
 
 struct EngineOutcome {

@@ -29,6 +29,10 @@ std::string runner_key(const EngineCase& c) {
   return fmt::format("v1 {}", model::to_string(r.v1_copy_path));
 }
 
+std::string backend_args(const EngineFuzzOptions& o) {
+  return o.backend_args.empty() ? fmt::format("--backend {}", o.backend_name) : o.backend_args;
+}
+
 std::string mutant_args(const EngineFuzzOptions& o) {
   std::string out;
   if (o.runner_mutant != gpu::engine::RunnerMutant::none)
@@ -42,7 +46,7 @@ std::string mutant_args(const EngineFuzzOptions& o) {
 
 // `mambacheck replay`'s options for the run of case `c` (the trace holds config and steps).
 std::string replay_args(const EngineFuzzOptions& o, const EngineCase& c) {
-  std::string out = fmt::format(" --backend {}", o.backend_name);
+  std::string out = " " + backend_args(o);
   const model::RunnerOptions& r = c.engine.runner;
   if (r.flavour == model::RunnerFlavour::v1 &&
       r.v1_copy_path != oracle::engine::V1CopyPath::precopy)
@@ -211,8 +215,9 @@ void keep_reproducible(ShrinkResult& s, const EngineCase& original,
 // (with the campaign's kernel and runner mutants; a scheduler mutant's steps are in the trace).
 std::filesystem::path write_engine_picture(const EngineCounterexample& cx,
                                            const EngineFuzzOptions& o, const EngineCase& c) {
-  show::EnginePictureOptions p{.isolate = o.isolate};
+  show::EnginePictureOptions p{.isolate = o.isolate && o.external == nullptr};
   p.replay.executor = o.executor;
+  p.replay.external = o.external;
   p.replay.v1_copy_path = c.engine.runner.v1_copy_path;
   p.replay.kernel_mutant = o.kernel_mutant;
   p.replay.runner_mutant = o.runner_mutant;
@@ -265,9 +270,9 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
                           .shrink_kept = kept,
                           .shrink_timed_out = s.timed_out};
   cx.reproduce =
-      fmt::format("mambacheck fuzz --level engine --backend {} --seed {} --cases 1 "
+      fmt::format("mambacheck fuzz --level engine {} --seed {} --cases 1 "
                   "--max-size {}{}{}",
-                  o.backend_name, c.case_seed, o.max_size, fixed_args(o.fixed), mutant_args(o));
+                  backend_args(o), c.case_seed, o.max_size, fixed_args(o.fixed), mutant_args(o));
   if (o.out_dir.empty()) return cx;
   cx.dir = o.out_dir / fmt::format("engine-seed{}", c.case_seed);
   std::filesystem::create_directories(cx.dir);
@@ -522,12 +527,14 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   MC_ASSERT(o.reruns >= 0 && o.repeat >= 1);
   MC_ASSERT(o.jobs >= 1 && (o.jobs == 1 || o.workers));
   validate_fixed(o.fixed);
+  MC_ASSERT(o.external == nullptr || !o.workers);
   const EngineRunOptions run{.executor = o.executor,
                              .kernel_mutant = o.kernel_mutant,
                              .runner_mutant = o.runner_mutant,
                              .scheduler_mutant = o.scheduler_mutant,
-                             .isolate = o.isolate,
-                             .timeout_seconds = o.case_timeout_seconds};
+                             .isolate = o.isolate && o.external == nullptr,
+                             .timeout_seconds = o.case_timeout_seconds,
+                             .external = o.external};
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

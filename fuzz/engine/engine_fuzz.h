@@ -62,6 +62,11 @@ struct EngineFuzzOptions {
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   harness::SchedulerMutant scheduler_mutant = harness::SchedulerMutant::none;
   std::string backend_name = "host";        // for the reproduce command
+  // When set, every run's launches go to its kernels (an external worker's; not owned, in
+  // this process: no workers, no isolation), and `backend_args` names the backend in the
+  // reproduce and replay commands (`--external 'COMMAND'`) instead of `--backend NAME`.
+  gpu::engine::ExecutorSource* external = nullptr;
+  std::string backend_args;
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here; empty: write nothing
   EngineShrinkLimits shrink;
   // Every run in this process (a finding's reruns and shrink candidates, and the cases

@@ -11,9 +11,10 @@
 namespace mc::gpu::engine {
 
 EngineRunner::EngineRunner(const model::Layout& layout, const RunnerOptions& options,
-                           ExecutorKind kind)
+                           ExecutorKind kind, ExecutorSource* external)
     : layout_(layout), options_(options), decisions_(make_runner_decisions(options.mutant)),
-      executor_(make_executor(kind, layout, options.kernel_mutant)) {
+      executor_(external != nullptr ? external->make(layout)
+                                    : make_executor(kind, layout, options.kernel_mutant)) {
   launch_case_.layout = layout;
   for (const model::StateTensor& t : layout.tensors)
     if (t.kind() != model::StateKind::temporal)
@@ -191,7 +192,8 @@ bool EngineRunner::launch(StepRecord& rec, const Batch& batch, model::LaunchKind
                           .unsupported_reason = std::move(result.unsupported_reason),
                           .decisions = std::move(result.decisions),
                           .requests = std::move(result.requests),
-                          .deferred = deferred});
+                          .deferred = deferred,
+                          .decisions_recorded = executor_->records_decisions()});
   rec.stopped = result.status == model::LaunchStatus::unsupported;
   return !rec.stopped;
 }

@@ -56,7 +56,9 @@ struct StepRecord {
 
 class EngineRunner {
 public:
-  EngineRunner(const model::Layout& layout, const RunnerOptions& options, ExecutorKind kind);
+  // With `external`, its executor runs the launches (the kind is then ignored).
+  EngineRunner(const model::Layout& layout, const RunnerOptions& options, ExecutorKind kind,
+               ExecutorSource* external = nullptr);
 
   StepRecord execute(const model::Step& step);
 

@@ -10,6 +10,8 @@
 
 #include <memory>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace mc::gpu::engine {
@@ -35,6 +37,29 @@ public:
   // cuda executor downloads only these). Valid until the next read() or arenas().
   virtual std::vector<std::span<const std::byte>> read(
       std::span<const model::ArenaRange> ranges) = 0;
+  // false: launches report effects only (status, arrays, arena bytes), no copy decisions.
+  virtual bool records_decisions() const { return true; }
+};
+
+// A launch the kernels under test could not complete, from an executor whose kernels run in
+// another process: they raised or wrote outside their buffers (kind "kernel-error"), the
+// process died ("crash") or ran past its time ("timeout"). Always a finding at the step it
+// reached, whoever runs the step: never an abort.
+struct KernelFailure : std::runtime_error {
+  KernelFailure(std::string failure_kind, const std::string& message)
+      : std::runtime_error(message), kind(std::move(failure_kind)) {}
+  std::string kind;
+};
+
+// Where the executors of runs whose kernels live outside this program come from (an external
+// worker: backends/external_engine.h). It outlives the runs it makes executors for.
+class ExecutorSource {
+public:
+  virtual ~ExecutorSource() = default;
+  // An executor over poisoned arenas of `layout`, as make_executor's.
+  virtual std::unique_ptr<Executor> make(const model::Layout& layout) = 0;
+  // The launch kinds its kernels cover: a runner that launches another cannot run on it.
+  virtual const std::vector<model::LaunchKind>& kinds() const = 0;
 };
 
 // Poisoned arenas of `layout`, as the oracle runner starts; every launch runs the kernels of
@@ -44,6 +69,11 @@ std::unique_ptr<Executor> make_executor(ExecutorKind kind, const model::Layout& 
                                         Mutant kernel_mutant = Mutant::none);
 
 std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,
+                                             Mutant kernel_mutant = Mutant::none);
+// A host executor over `arenas` (one per layout arena, as the caller prepared them: an external
+// worker's shared ones).
+std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,
+                                             std::vector<model::Arena> arenas,
                                              Mutant kernel_mutant = Mutant::none);
 std::unique_ptr<Executor> make_cuda_executor(const model::Layout& layout,
                                              Mutant kernel_mutant = Mutant::none);

@@ -17,14 +17,24 @@ std::vector<std::uint64_t> arena_addresses(const std::vector<model::Arena>& aren
   return out;
 }
 
+std::vector<model::Arena> poisoned_arenas(const model::Layout& layout) {
+  std::vector<model::Arena> arenas;
+  for (const model::ArenaSpec& a : layout.arenas) {
+    arenas.emplace_back(a.size_bytes());
+    arenas.back().poison();
+  }
+  return arenas;
+}
+
 class HostExecutor final : public Executor {
 public:
   HostExecutor(const model::Layout& layout, Mutant kernel_mutant)
-      : layout_(layout), kernel_mutant_(kernel_mutant) {
-    for (const model::ArenaSpec& a : layout.arenas) {
-      arenas_.emplace_back(a.size_bytes());
-      arenas_.back().poison();
-    }
+      : HostExecutor(layout, poisoned_arenas(layout), kernel_mutant) {}
+
+  HostExecutor(const model::Layout& layout, std::vector<model::Arena> arenas,
+               Mutant kernel_mutant)
+      : layout_(layout), kernel_mutant_(kernel_mutant), arenas_(std::move(arenas)) {
+    MC_ASSERT(arenas_.size() == layout.arenas.size());
     arena_addrs_ = arena_addresses(arenas_);
     tensors_ = make_tensor_descs(layout_, arena_addrs_);
     units_ = make_units(tensors_);
@@ -99,6 +109,12 @@ private:
 
 std::unique_ptr<Executor> make_host_executor(const model::Layout& layout, Mutant kernel_mutant) {
   return std::make_unique<HostExecutor>(layout, kernel_mutant);
+}
+
+std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,
+                                             std::vector<model::Arena> arenas,
+                                             Mutant kernel_mutant) {
+  return std::make_unique<HostExecutor>(layout, std::move(arenas), kernel_mutant);
 }
 
 std::unique_ptr<Executor> make_executor(ExecutorKind kind, const model::Layout& layout,

@@ -70,7 +70,8 @@ def fuzz(mambacheck, external, work, name, cases, expected_rc, *extra):
     out = work / name
     shutil.rmtree(out, ignore_errors=True)
     report = work / f"{name}.json"
-    p = run([mambacheck, "fuzz", "--level", "kernel", "--external", external, "--seed", "3",
+    level = [] if "--level" in extra else ["--level", "kernel"]
+    p = run([mambacheck, "fuzz", *level, "--external", external, "--seed", "3",
              "--cases", str(cases), "--max-size", str(MAX_SIZE), "--out", str(out), "--report",
              str(report), *extra], expected_rc)
     return p, (json.loads(report.read_text()) if report.exists() else None)
@@ -147,7 +148,11 @@ def part_protocol(mambacheck, python, work):
     expect(set(report["cases_by_kind"]) <= {"precopy", "postprocess"},
            "the campaign drew kinds the worker does not cover", json.dumps(report))
     run([mambacheck, "fuzz", "--external", "x", "--backend", "host"], 2)
-    run([mambacheck, "fuzz", "--external", "x", "--level", "engine"], 2)
+    # The engine level needs a worker that serves the engine protocol (engine=1).
+    p, _ = fuzz(mambacheck, f"{greet}; cat", work, "protocol-engine", 1, 3, "--level", "engine")
+    lines = p.stderr.strip().splitlines()
+    expect(len(lines) == 1 and "does not serve the engine protocol" in lines[0],
+           "engine level on a kernel-only worker: expected one line, exit 3", p.stderr)
     run([mambacheck, "fuzz", "--external", "x", "--external-timeout", "0"], 2)
 
 

@@ -172,13 +172,16 @@ def page_runs(pages):
 
 
 class Launch:
-    """The device buffers of one case and the seed's launch of its kind."""
+    """The device buffers of one case and the seed's launch of its kind. `arenas`, when given,
+    are arenas that outlive the launch (an engine session's, engine.py): objects with `index`,
+    `address` and `changes()`; else each arena is built from the case's files."""
 
-    def __init__(self, case, device):
+    def __init__(self, case, device, arenas=None):
         self.case = case
         self.device = device
         self._keep = []  # device buffers the metadata views point into
-        self.arenas = [DeviceArena(device, case, i) for i in range(len(case.arena_specs))]
+        self.arenas = (arenas if arenas is not None else
+                       [DeviceArena(device, case, i) for i in range(len(case.arena_specs))])
         self.tables = [GuardedArray(device, t, f"block_table_{g}")
                        for g, t in enumerate(case.tables)]
         arrays = {name: np.array(values) for name, values in case.arrays.items()}
@@ -318,10 +321,11 @@ class Launch:
                                arena_patches={i: p for i, p in patches.items() if p})
 
 
-def run_case(case, kernels, device):
-    """Runs `case` (a casefile.Case) on `kernels` (an object with the seed's kernel names)
-    on `device`; returns a casefile.Result. LaunchError when the kernel misbehaves."""
-    launch = Launch(case, device)
+def run_case(case, kernels, device, arenas=None):
+    """Runs `case` (a casefile.Case, or an engine launch: engine.py) on `kernels` (an object
+    with the seed's kernel names) on `device`; returns a casefile.Result. LaunchError when the
+    kernel misbehaves."""
+    launch = Launch(case, device, arenas)
     try:
         status, reason = launch.run(kernels)
     except Unsupported as e:

@@ -1,11 +1,12 @@
 """Worker mode: a long-lived process that runs case directories on the kernels under test.
 
     python3 -m mambacheck_adapter.worker --kernels MODULE_OR_FILE [--variant NAME[,NAME2]]
-            [--device cuda|host] [--results DIR]
+            [--device cuda|host] [--results DIR] [--engine-arenas shared|device]
 
 Protocol (one line each way per case, UTF-8, '\\n'-terminated; README.md, "Worker protocol"):
 - Once started and the kernels loaded, the worker writes one greeting line:
-  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME` (the launch kinds its kernels cover).
+  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME engine=1` (the launch kinds its
+  kernels cover; engine=1: it also serves the engine protocol, engine.py).
   A worker that cannot start writes the reason to stderr and exits non-zero without greeting.
 - For each line on stdin naming a case directory (optionally followed by a tab and the result
   directory to write), it runs the case and answers one line:
@@ -14,6 +15,9 @@ Protocol (one line each way per case, UTF-8, '\\n'-terminated; README.md, "Worke
   - `error: MESSAGE`: this case could not be run properly (the kernel raised, wrote outside
     its buffers, or the case could not be read); the worker carries on, or
   - `fatal: MESSAGE`: the device is unusable (e.g. a CUDA fault); the worker exits 1.
+- A line `engine JSON` is a message of the engine protocol (engine.py; README.md, "Engine
+  protocol"): a run's launches over arenas in shared memory, answered `ok`, one JSON line,
+  `error: MESSAGE` or `fatal: MESSAGE` as above.
 - Blank lines are ignored. End of input: the worker exits 0.
 Nothing else is written to stdout (file descriptor 1 is pointed at stderr after start-up,
 so prints of the kernels' libraries cannot garble the protocol).
@@ -25,7 +29,7 @@ import pathlib
 import sys
 import traceback
 
-from . import PROTOCOL_VERSION, casefile, devices, kernels, launch
+from . import PROTOCOL_VERSION, casefile, devices, engine, kernels, launch
 
 
 def parse_args(argv):
@@ -38,6 +42,10 @@ def parse_args(argv):
     p.add_argument("--device", help="cuda or host (default: the module's DEVICE, else cuda)")
     p.add_argument("--results", help="write results under DIR/<case name> (default: next to "
                                      "the case, <case dir>.result)")
+    p.add_argument("--engine-arenas", choices=engine.ARENA_MODES,
+                   help="engine runs: kernels write the shared arenas in place (shared, the "
+                        "default on the host) or device copies synced by pages (device, the "
+                        "default elsewhere)")
     return p.parse_args(argv)
 
 
@@ -62,17 +70,17 @@ def out_of_memory(e):
     return type(e).__name__ == "OutOfMemoryError" or "out of memory" in str(e)
 
 
-def run_case(case, module, device):
+def run_case(case, module, device, arenas=None):
     """launch.run_case, retried once with the device's cache released when memory ran out
     (several workers can share one GPU): memory is the machine's problem, not the kernel's."""
     try:
-        return launch.run_case(case, module, device)
+        return launch.run_case(case, module, device, arenas)
     except Exception as e:  # noqa: BLE001: only out-of-memory is retried
         if not out_of_memory(e):
             raise
     device.release(force=True)
     try:
-        return launch.run_case(case, module, device)
+        return launch.run_case(case, module, device, arenas)
     except Exception as e:  # noqa: BLE001
         if out_of_memory(e):
             raise DeviceUnusable(f"out of device memory: {one_line(str(e))[:300]}") from e
@@ -107,18 +115,44 @@ def answer_case(line, module, device, results):
         return f"error: adapter failure {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
+def answer_engine(text, state):
+    """The answer to one engine message (engine.py), as answer_case answers a case."""
+    try:
+        return state.answer(text)
+    except DeviceUnusable as e:
+        return f"fatal: {e}"
+    except OSError as e:  # the shared arenas cannot be mapped: nothing will run
+        return f"fatal: engine: cannot map the shared arenas: {e}"
+    except (engine.EngineError, launch.LaunchError) as e:
+        broken = device_broken(state.device)
+        if broken:
+            return f"fatal: {e} (the device is unusable: {broken})"
+        return f"error: {e}"
+    except Exception as e:  # noqa: BLE001: an adapter bug, reported, the worker carries on
+        traceback.print_exc(file=sys.stderr)
+        broken = device_broken(state.device)
+        if broken:
+            return f"fatal: {type(e).__name__}: {e} (the device is unusable: {broken})"
+        return f"error: adapter failure {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
 def one_line(text):
     return " ".join(text.split()) or "(empty message)"
 
 
-def serve(stdin, stdout, module, device, results):
+def serve(stdin, stdout, module, device, results, arena_mode=None):
+    state = engine.Engine(module, device, arena_mode or
+                          ("shared" if device.name == "host" else "device"), run_case)
     for raw in stdin:
         line = raw.rstrip("\n").rstrip("\r")
         if not line.strip():
             continue
         if line == "quit":
             return 0
-        reply = one_line(answer_case(line, module, device, results))
+        if line.startswith("engine "):
+            reply = one_line(answer_engine(line[len("engine "):], state))
+        else:
+            reply = one_line(answer_case(line, module, device, results))
         stdout.write(reply + "\n")
         stdout.flush()
         if reply.startswith("fatal:"):
@@ -136,6 +170,9 @@ def main(argv=None):
         module = kernels.load_kernels(args.kernels, args.variant)
         device = devices.make_device(args.device or getattr(module, "DEVICE", "cuda"))
         kinds = launch.supported_kinds(module)
+        if args.engine_arenas == "shared" and device.name != "host":
+            raise ValueError("--engine-arenas shared: the kernels write host memory in place, "
+                             "which needs --device host")
     except Exception as e:  # noqa: BLE001: any start-up failure: one line, exit 1
         print(f"mambacheck_adapter.worker: cannot start: {type(e).__name__}: {e}",
               file=sys.stderr)
@@ -145,9 +182,9 @@ def main(argv=None):
               f"{sorted(set(launch.KERNEL_NAMES.values()))}", file=sys.stderr)
         return 1
     protocol_out.write(f"mambacheck-worker {PROTOCOL_VERSION} kinds={','.join(kinds)} "
-                       f"device={device.name}\n")
+                       f"device={device.name} engine=1\n")
     protocol_out.flush()
-    return serve(sys.stdin, protocol_out, module, device, args.results)
+    return serve(sys.stdin, protocol_out, module, device, args.results, args.engine_arenas)
 
 
 if __name__ == "__main__":
