@@ -398,18 +398,13 @@ std::string ExternalWorker::request(const std::string& line) {
   return answer;
 }
 
-std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptions& campaign,
-                                                       ExternalOptions options) {
-  std::error_code ec;
-  fs::create_directories(options.work_dir, ec);
-  if (ec) model::fail_input("--out: cannot create {}: {}", options.work_dir.string(), ec.message());
-  auto worker = std::make_unique<ExternalWorker>(std::move(options));
+std::string point_campaign_at(fuzz::KernelCampaignOptions& campaign, ExternalWorker& worker) {
   std::vector<model::LaunchKind> kinds;
   std::string names;
   for (const model::LaunchKind kind : model::kAllLaunchKinds) {
     const bool wanted = campaign.gen.kinds.empty() ||
                         std::ranges::find(campaign.gen.kinds, kind) != campaign.gen.kinds.end();
-    if (wanted && std::ranges::find(worker->kinds(), kind) != worker->kinds().end()) {
+    if (wanted && std::ranges::find(worker.kinds(), kind) != worker.kinds().end()) {
       kinds.push_back(kind);
       names += fmt::format("{}{}", names.empty() ? "" : ",", model::to_string(kind));
     }
@@ -417,11 +412,21 @@ std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptio
   if (kinds.empty())
     throw ExternalWorkerFailure{fmt::format("--external worker covers none of the launch kinds "
                                             "asked for (it greeted \"{}\")",
-                                            excerpt(worker->greeting()))};
+                                            excerpt(worker.greeting()))};
   campaign.gen.kinds = kinds;
   campaign.backend_name = "external";
-  ExternalWorker* w = worker.get();
+  ExternalWorker* w = &worker;
   campaign.backend = [w](const model::LaunchCase& launch_case) { return w->run(launch_case); };
+  return names;
+}
+
+std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptions& campaign,
+                                                       ExternalOptions options) {
+  std::error_code ec;
+  fs::create_directories(options.work_dir, ec);
+  if (ec) model::fail_input("--out: cannot create {}: {}", options.work_dir.string(), ec.message());
+  auto worker = std::make_unique<ExternalWorker>(std::move(options));
+  const std::string names = point_campaign_at(campaign, *worker);
   std::cout << fmt::format("external worker: {} (kinds {}; stderr in {})\n",
                            excerpt(worker->greeting()), names, worker->options().log_file.string());
   return worker;

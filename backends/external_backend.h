@@ -125,6 +125,12 @@ private:
   std::int64_t log_bytes_at_case_ = 0; // the log's size when the last case was sent
 };
 
+// Points a kernel campaign at `worker` (the caller keeps it alive): its backend runs cases on
+// it, its backend name is "external", and its generator draws only the kinds the worker covers
+// of those asked for. Returns those kinds' names, comma-separated. ExternalWorkerFailure when
+// the worker covers none of them.
+std::string point_campaign_at(fuzz::KernelCampaignOptions& campaign, ExternalWorker& worker);
+
 // `text` as one word for /bin/sh: 'it'\''s'.
 std::string shell_quote(std::string_view text);
 

@@ -7,8 +7,15 @@
 //   library        the scenario library replayed clean (harness/library.h)
 //   mutant-smoke   a handful of mutants spanning launch kinds and the runner must each be
 //                  killed, so the gate is shown to be live
+// With --external COMMAND the kernels under test are a worker's (backends/external_backend.h,
+// external_engine.h): the three first stages run on them, and in place of the mutant smoke
+//   liveness       the kernel module's deliberately broken variants (COMMAND --variant NAME,
+//                  or --variant-command's) must each be caught by one of those three stages
+//                  (a finding, not a coverage gap), so the gate is shown live on that module
 // Exit 0 when every stage passed, 1 otherwise. Counterexamples go under --out.
 #include "backends/backend.h"
+#include "backends/external_backend.h"
+#include "backends/external_engine.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "cli/duration.h"
@@ -42,6 +49,11 @@ constexpr const char* kSmokeMutants[] = {
     "precopy_guard_by_address", "decide_reads_reset_accepted",  "preprocess_curr_floor",
     "overlap_copied_backwards", "temporal_ignores_bias_column", "batch_copy_drops_last",
     "skip_cleanup_of_resumed",  "v2_seed_with_attn_block_size"};
+// The adapter's broken test kernels (mambacheck_adapter.reference, tests/triton_kernels.py) that
+// --external's liveness stage runs by default: one bug of each kind of copy and table lookup.
+constexpr const char* kLivenessVariants[] = {"guard_by_address", "temporal_size_from_stride",
+                                             "conv_shift_not_memmove", "ds_ignores_bias",
+                                             "table_by_batch_row"};
 
 struct GateOptions {
   std::string backend;
@@ -55,10 +67,28 @@ struct GateOptions {
   // Features the campaign stages must reach (cli/coverage_option.h). Empty: all of them (with
   // --kinds, at the kernel level, the launches of those kinds).
   std::vector<std::string> require_coverage;
+  std::string external; // a worker command: the kernels under test
+  double external_timeout = backends::kExternalTimeoutSecondsDefault;
+  std::vector<std::string> variants{std::begin(kLivenessVariants), std::end(kLivenessVariants)};
+  std::string variant_command; // runs the variants (+ --variant NAME); default: `external`
+  bool variants_given = false;
+};
+
+// Where the stages run: a backend of this program, or the kernels of a worker command.
+struct Target {
+  backends::Backend backend = backends::Backend::host;
+  std::string external; // worker command; empty: `backend`
+  double external_timeout = backends::kExternalTimeoutSecondsDefault;
+  // The engine level's worker for `external` (started once for the stages).
+  backends::ExternalEngineSource* engine = nullptr;
+  std::filesystem::path out;
+  bool verdict_only = false; // no reruns, no shrinking: the liveness stage needs the verdict
+  std::string name() const { return external.empty() ? std::string(to_string(backend)) : "external"; }
 };
 
 struct StageResult {
   bool passed = true;
+  bool found = false; // it failed on a finding (not a coverage gap or a worker that failed)
   std::int64_t cases = 0;
   std::string detail; // one line: what held, or the first failure and how to reproduce it
 };
@@ -81,7 +111,30 @@ void require_coverage(StageResult& s, const model::CoverageRequirement& required
 }
 
 // What the gate requires of a stage at `level`.
-model::CoverageRequirement stage_requirement(const GateOptions& o, model::CoverageLevel level) {
+// The features a stage on kernels that cover only `covered` can reach: all but the launches of
+// the other kinds, and what only the per-slot table kinds make (a slot's table row; a deferred
+// postprocess is drawn only with them).
+std::vector<std::string> reachable_features(model::CoverageLevel level,
+                                            const std::vector<model::LaunchKind>& covered) {
+  const auto has = [&](model::LaunchKind k) { return std::ranges::find(covered, k) != covered.end(); };
+  const bool slot_tables = has(model::LaunchKind::precopy_slot_tables) ||
+                           has(model::LaunchKind::postprocess_align_slot_tables);
+  std::vector<std::string> out;
+  for (const model::CoverageFeature& f : model::coverage_catalogue()) {
+    if (!f.counted_at(level)) continue;
+    if (!slot_tables && (f.name == "slot-table-row" || f.name == "deferred-postprocess-reordered"))
+      continue;
+    bool other_kind = false;
+    for (const model::LaunchKind k : model::kAllLaunchKinds)
+      other_kind = other_kind || (f.name == fmt::format("launch-{}", model::to_string(k)) && !has(k));
+    if (!other_kind) out.emplace_back(f.name);
+  }
+  return out;
+}
+
+model::CoverageRequirement stage_requirement(const GateOptions& o, model::CoverageLevel level,
+                                             const std::vector<model::LaunchKind>* covered =
+                                                 nullptr) {
   if (!o.require_coverage.empty()) {
     model::CoverageRequirement r = model::parse_coverage_requirement(o.require_coverage);
     // A named feature binds the stages whose level counts it.
@@ -90,10 +143,17 @@ model::CoverageRequirement stage_requirement(const GateOptions& o, model::Covera
     });
     return r;
   }
-  if (level == model::CoverageLevel::engine || o.kinds.empty()) return {.all = true};
+  if ((level == model::CoverageLevel::engine || o.kinds.empty()) && covered == nullptr)
+    return {.all = true};
   model::CoverageRequirement r;
+  if (level == model::CoverageLevel::engine || o.kinds.empty()) {
+    r.features = reachable_features(level, *covered);
+    return r;
+  }
   for (const std::string& kind : o.kinds)
-    r.features.push_back("launch-" + kind);
+    if (covered == nullptr ||
+        std::ranges::find(*covered, model::parse_launch_kind(kind)) != covered->end())
+      r.features.push_back("launch-" + kind);
   return r;
 }
 
@@ -115,10 +175,21 @@ std::vector<CampaignRun> fixed_runs(const std::uint64_t (&seeds)[N], std::int64_
   return runs;
 }
 
-StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
+StageResult kernel_fuzz_stage(const GateOptions& o, const Target& t) {
   StageResult s;
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::kernel);
-  const model::CoverageRequirement required = stage_requirement(o, model::CoverageLevel::kernel);
+  std::unique_ptr<backends::ExternalWorker> worker;
+  if (!t.external.empty()) {
+    const std::filesystem::path work = t.out / "kernel-worker";
+    std::filesystem::create_directories(work);
+    worker = std::make_unique<backends::ExternalWorker>(
+        backends::ExternalOptions{.command = t.external,
+                                  .work_dir = work,
+                                  .log_file = work / "worker.log",
+                                  .timeout_seconds = t.external_timeout});
+  }
+  const model::CoverageRequirement required =
+      stage_requirement(o, model::CoverageLevel::kernel, worker ? &worker->kinds() : nullptr);
   std::vector<CampaignRun> runs = fixed_runs(kKernelSeeds, o.kernel_cases);
   const std::int64_t fixed_cases = o.kernel_cases * std::ssize(kKernelSeeds);
   std::uint64_t next_seed = kKernelSeeds[std::size(kKernelSeeds) - 1] + o.kernel_cases;
@@ -129,21 +200,33 @@ StageResult kernel_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     c.cases_max = runs[i].cases;
     for (const std::string& kind : o.kinds)
       c.gen.kinds.push_back(model::parse_launch_kind(kind));
-    c.isolate = backend == backends::Backend::host; // an out-of-bounds kernel is a finding
     c.max_size = 100;
-    c.backend_name = std::string(to_string(backend));
-    c.backend = backends::launch_runner(backend);
-    c.out_dir = std::filesystem::path(o.out) / "kernel";
+    if (worker) {
+      backends::point_campaign_at(c, *worker);
+    } else {
+      c.isolate = t.backend == backends::Backend::host; // an out-of-bounds kernel is a finding
+      c.backend_name = std::string(to_string(t.backend));
+      c.backend = backends::launch_runner(t.backend);
+    }
+    if (t.verdict_only) {
+      c.reruns = 0;
+      c.shrink.candidates_max = 0;
+    }
+    c.out_dir = t.out / "kernel";
     const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
     s.cases += r.cases;
     coverage.merge(r.coverage);
     if (const fuzz::KernelFinding* f = r.first_failing()) {
       s.passed = false;
-      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: mambacheck case {} --backend {} "
+      s.found = true;
+      const std::string backend_args =
+          worker ? fmt::format("--external {}", backends::shell_quote(t.external))
+                 : fmt::format("--backend {}", c.backend_name);
+      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: mambacheck case {} {} "
                              "--check; picture: {})",
                              seed, f->counterexample->failure, f->signature.to_string(),
                              f->runs.summary(), f->counterexample->shrunk_dir.string(),
-                             c.backend_name, f->counterexample->picture.string());
+                             backend_args, f->counterexample->picture.string());
       return s;
     }
     const std::int64_t top_up =
@@ -169,11 +252,12 @@ gpu::engine::ExecutorKind executor_of(backends::Backend backend) {
                                             : gpu::engine::ExecutorKind::host;
 }
 
-StageResult engine_fuzz_stage(const GateOptions& o, backends::Backend backend) {
+StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
   StageResult s;
   std::int64_t steps = 0;
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
-  const model::CoverageRequirement required = stage_requirement(o, model::CoverageLevel::engine);
+  const model::CoverageRequirement required = stage_requirement(
+      o, model::CoverageLevel::engine, t.engine != nullptr ? &t.engine->kinds() : nullptr);
   std::vector<CampaignRun> runs = fixed_runs(kEngineSeeds, o.engine_cases);
   const std::int64_t fixed_cases = o.engine_cases * std::ssize(kEngineSeeds);
   std::uint64_t next_seed = kEngineSeeds[std::size(kEngineSeeds) - 1] + o.engine_cases;
@@ -182,15 +266,25 @@ StageResult engine_fuzz_stage(const GateOptions& o, backends::Backend backend) {
     fuzz::EngineFuzzOptions e;
     e.seed = seed;
     e.cases_max = runs[i].cases;
-    e.executor = executor_of(backend);
-    e.backend_name = std::string(to_string(backend));
-    e.out_dir = std::filesystem::path(o.out) / "engine";
+    e.executor = executor_of(t.backend);
+    e.backend_name = t.name();
+    if (t.engine != nullptr) {
+      e.external = t.engine;
+      e.backend_args = fmt::format("--external {}", backends::shell_quote(t.external));
+      e.fixed.kinds = t.engine->kinds();
+    }
+    if (t.verdict_only) {
+      e.reruns = 0;
+      e.shrink.candidates_max = 0;
+    }
+    e.out_dir = t.out / "engine";
     const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(e);
     s.cases += r.cases;
     steps += r.steps;
     coverage.merge(r.coverage);
     if (const fuzz::EngineFinding* f = r.first_failing()) {
       s.passed = false;
+      s.found = true;
       s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", seed,
                              f->counterexample->failure, f->signature.to_string(),
                              f->runs.summary(), f->counterexample->reproduce,
@@ -214,21 +308,81 @@ StageResult engine_fuzz_stage(const GateOptions& o, backends::Backend backend) {
   return s;
 }
 
-StageResult library_stage(const GateOptions& o, backends::Backend backend) {
+StageResult library_stage(const GateOptions& o, const Target& t) {
   const std::filesystem::path dir =
       o.library.empty() ? harness::default_library_dir() : std::filesystem::path(o.library);
   harness::ReplayOptions replay;
-  replay.executor = executor_of(backend);
+  replay.executor = executor_of(t.backend);
+  replay.external = t.engine;
   StageResult s;
+  std::vector<std::string> skipped;
   for (const harness::LibraryResult& r : harness::run_library(dir, replay)) {
+    if (!r.skipped.empty()) {
+      skipped.push_back(r.info.name);
+      continue;
+    }
     ++s.cases;
     if (!r.clean.held()) { // the gate replays the scenarios clean; ctest also runs their mutants
       s.passed = false;
+      s.found = true;
       s.detail = fmt::format("{}: {}", r.info.name, r.clean.summary());
       return s;
     }
   }
   s.detail = fmt::format("{} scenarios of {} held", s.cases, dir.string());
+  if (!skipped.empty())
+    s.detail += fmt::format(" ({} skipped: they launch kinds the kernels do not cover: {})",
+                            skipped.size(), fmt::join(skipped, ", "));
+  return s;
+}
+
+// Each variant's worker through the stages on external kernels, in order, until one finds it.
+StageResult liveness_stage(const GateOptions& o) {
+  StageResult s;
+  std::vector<std::string> caught, missed;
+  const std::string base = o.variant_command.empty() ? o.external : o.variant_command;
+  for (const std::string& variant : o.variants) {
+    if (model::interrupted()) break;
+    Target t{.external = fmt::format("{} --variant {}", base, backends::shell_quote(variant)),
+             .external_timeout = o.external_timeout,
+             .out = std::filesystem::path(o.out) / "liveness" / variant,
+             .verdict_only = true};
+    std::string by;
+    try {
+      std::filesystem::create_directories(t.out);
+      backends::ExternalEngineSource engine({.command = t.external,
+                                             .work_dir = {},
+                                             .log_file = t.out / "engine-worker.log",
+                                             .timeout_seconds = t.external_timeout});
+      t.engine = &engine;
+      const std::pair<const char*, StageResult (*)(const GateOptions&, const Target&)> stages[] =
+          {{"kernel-fuzz", kernel_fuzz_stage},
+           {"engine-fuzz", engine_fuzz_stage},
+           {"library", library_stage}};
+      for (const auto& [name, run] : stages) {
+        const StageResult r = run(o, t);
+        s.cases += r.cases;
+        if (r.found) {
+          by = name;
+          break;
+        }
+      }
+    } catch (const backends::ExternalWorkerFailure& failure) {
+      missed.push_back(fmt::format("{} (could not run: {})", variant, failure.message));
+      continue;
+    }
+    if (by.empty())
+      missed.push_back(variant);
+    else
+      caught.push_back(fmt::format("{} by {}", variant, by));
+  }
+  s.passed = missed.empty() && caught.size() == o.variants.size();
+  s.detail = s.passed ? fmt::format("{} of {} broken variants caught: {}", caught.size(),
+                                    o.variants.size(), fmt::join(caught, ", "))
+                      : fmt::format("PASSED THE GATE: {} (the gate would miss these bugs); caught: "
+                                    "{}",
+                                    fmt::join(missed, "; "),
+                                    caught.empty() ? "none" : fmt::format("{}", fmt::join(caught, ", ")));
   return s;
 }
 
@@ -259,8 +413,16 @@ StageResult mutant_smoke_stage(const GateOptions& o, backends::Backend backend) 
 }
 
 int run_gate(const GateOptions& o) {
-  const backends::Backend backend =
-      o.backend.empty() ? backends::default_backend() : backends::parse_backend(o.backend);
+  if (!o.external.empty() && !o.backend.empty())
+    model::fail_input("--external and --backend: give one of them");
+  if (!o.external.empty() && !(o.external_timeout > 0 && o.external_timeout <= 86400))
+    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
+                      o.external_timeout);
+  if (o.external.empty() && (!o.variant_command.empty() || o.variants_given))
+    model::fail_input("--variants and --variant-command: with --external only");
+  const backends::Backend backend = !o.external.empty() ? backends::Backend::host
+                                    : o.backend.empty() ? backends::default_backend()
+                                                        : backends::parse_backend(o.backend);
   if (backend == backends::Backend::oracle)
     model::fail_input("--backend: the gate runs on host or cuda");
   for (const std::string& kind : o.kinds)
@@ -273,14 +435,30 @@ int run_gate(const GateOptions& o) {
   model::parse_coverage_requirement(o.require_coverage);     // and an unknown feature
   backends::require_backend(backend);
   if (o.library.empty()) harness::default_library_dir(); // none installed or in the source: exit 3
-  const std::vector<Stage> stages = {
-      {"kernel-fuzz", [&] { return kernel_fuzz_stage(o, backend); }},
-      {"engine-fuzz", [&] { return engine_fuzz_stage(o, backend); }},
-      {"library", [&] { return library_stage(o, backend); }},
-      {"mutant-smoke", [&] { return mutant_smoke_stage(o, backend); }},
-  };
-  std::cout << fmt::format("gate on the {} backend: {} stages\n", to_string(backend),
-                           stages.size());
+  Target target{.backend = backend,
+                .external = o.external,
+                .external_timeout = o.external_timeout,
+                .out = o.out};
+  std::unique_ptr<backends::ExternalEngineSource> engine;
+  std::vector<Stage> stages;
+  if (!o.external.empty()) {
+    try { // a worker that cannot start: exit 3 before any stage
+      engine = backends::start_external_engine(
+          o.external, o.external_timeout,
+          std::filesystem::absolute(std::filesystem::path(o.out) / "engine-worker.log"));
+    } catch (const backends::ExternalWorkerFailure& failure) {
+      throw model::EnvironmentError(failure.message);
+    }
+    target.engine = engine.get();
+  }
+  stages.push_back({"kernel-fuzz", [&] { return kernel_fuzz_stage(o, target); }});
+  stages.push_back({"engine-fuzz", [&] { return engine_fuzz_stage(o, target); }});
+  stages.push_back({"library", [&] { return library_stage(o, target); }});
+  if (o.external.empty())
+    stages.push_back({"mutant-smoke", [&] { return mutant_smoke_stage(o, backend); }});
+  else
+    stages.push_back({"liveness", [&] { return liveness_stage(o); }});
+  std::cout << fmt::format("gate on the {} backend: {} stages\n", target.name(), stages.size());
   std::vector<JunitCase> junit;
   bool passed = true;
   for (const Stage& stage : stages) {
@@ -299,6 +477,9 @@ int run_gate(const GateOptions& o) {
     } catch (const model::EnvironmentError& e) { // e.g. no cuda engine executor in this build
       r.passed = false;
       r.detail = fmt::format("could not run: {}", e.what());
+    } catch (const backends::ExternalWorkerFailure& failure) { // the worker gave up mid-stage
+      r.passed = false;
+      r.detail = fmt::format("could not run: {}", failure.message);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const bool cut_short = r.passed && model::interrupted();
@@ -358,6 +539,23 @@ void add_gate_command(CLI::App& app, Action& action) {
                   "Features the fuzz stages must reach (comma list, all or none; default all: "
                   "every feature of each stage's level)")
       ->delimiter(',');
+  cmd->add_option("--external", o->external,
+                  "The kernels under test are this worker command's (the adapter's worker, as "
+                  "`fuzz --external` takes it): every stage runs on them, and a liveness stage "
+                  "replaces the mutant smoke (docs/adapter.md)");
+  cmd->add_option("--external-timeout", o->external_timeout,
+                  "--external: seconds a case or launch may take before the worker counts as "
+                  "hung (default 300)");
+  cmd->add_option("--variants", o->variants,
+                  "--external's liveness stage: the broken variants that must each fail the "
+                  "gate (comma list; default guard_by_address, temporal_size_from_stride, "
+                  "conv_shift_not_memmove, ds_ignores_bias, table_by_batch_row)")
+      ->delimiter(',')
+      ->each([o](const std::string&) { o->variants_given = true; });
+  cmd->add_option("--variant-command", o->variant_command,
+                  "--external's liveness stage: the worker command that runs the variants, "
+                  "with --variant NAME appended (default: --external's; for a module without "
+                  "select_variant, the adapter's test kernels on the same device)");
   cmd->callback([o, &action] { action = [o] { return run_gate(*o); }; });
 }
 

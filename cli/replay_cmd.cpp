@@ -36,7 +36,6 @@ namespace {
 // --external: the worker, started once for the command (null without it).
 std::unique_ptr<backends::ExternalEngineSource> external_source(const ReplayCliOptions& o) {
   if (o.external.empty()) return nullptr;
-  if (o.backend != "host") model::fail_input("--external and --backend: give one of them");
   if (o.kernel_mutant != "none" || o.runner_mutant != "none")
     model::fail_input("--kernel-mutant and --runner-mutant: not with --external (the worker "
                       "runs its own kernels)");
@@ -47,6 +46,8 @@ std::unique_ptr<backends::ExternalEngineSource> external_source(const ReplayCliO
 }
 
 harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
+  if (!o.external.empty() && o.backend != "host")
+    model::fail_input("--external and --backend: give one of them");
   harness::ReplayOptions r;
   if (o.backend == "cuda") {
     if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");

@@ -183,11 +183,12 @@ void print_summary(const RunOptions& o, const harness::SimulationResult& r, doub
 int run_run(const RunOptions& o) {
   constexpr model::CoverageLevel kLevels[] = {model::CoverageLevel::engine};
   const model::CoverageRequirement required = coverage_requirement(o.require_coverage, kLevels);
+  if (!o.external.empty() && o.backend != "host")
+    model::fail_input("--external and --backend: give one of them");
   harness::SimulationOptions s = simulation_options(o);
   check_output_file("--record", o.record);
   std::unique_ptr<backends::ExternalEngineSource> external;
   if (!o.external.empty()) {
-    if (o.backend != "host") model::fail_input("--external and --backend: give one of them");
     if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
       model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                         o.external_timeout);

@@ -114,15 +114,34 @@ LibraryResult run_scenario(const ScenarioInfo& info, const ReplayOptions& option
   if (clean.external != nullptr) {
     const scenarios::TraceReader reader(info.path); // the header only
     const model::CacheConfig& config = reader.header().config;
-    const model::RunnerOptions runner{.flavour = clean.runner.value_or(config.runner),
-                                      .v1_copy_path = clean.v1_copy_path,
-                                      .v2_table_rows = clean.v2_table_rows,
-                                      .deferred_postprocess = clean.deferred_postprocess};
-    if (const std::optional<model::LaunchKind> kind =
-            uncovered_kind(clean.external, runner, config.mode))
+    model::RunnerOptions runner{.flavour = clean.runner.value_or(config.runner),
+                                .v1_copy_path = clean.v1_copy_path,
+                                .v2_table_rows = clean.v2_table_rows,
+                                .deferred_postprocess = clean.deferred_postprocess};
+    // The kernels' own V2 table convention, and V1's fused pre-copy in either launch shape
+    // where the scenario names no copy path: the same bookkeeping, the launches they have.
+    std::vector<model::RunnerOptions> tries{runner};
+    if (runner.flavour == model::RunnerFlavour::v2) {
+      tries.push_back(runner);
+      tries.back().v2_table_rows = runner.v2_table_rows == model::V2TableRows::slot
+                                       ? model::V2TableRows::batch_row
+                                       : model::V2TableRows::slot;
+    } else if (!info.v1_copy_path) {
+      for (const model::V1CopyPath path : {model::V1CopyPath::precopy_v1, model::V1CopyPath::precopy}) {
+        tries.push_back(runner);
+        tries.back().v1_copy_path = path;
+      }
+    }
+    const auto fits = std::ranges::find_if(tries, [&](const model::RunnerOptions& r) {
+      return !uncovered_kind(clean.external, r, config.mode);
+    });
+    if (fits == tries.end())
       return {.info = info,
               .skipped = fmt::format("the external kernels do not cover {}",
-                                     model::to_string(*kind))};
+                                     model::to_string(*uncovered_kind(clean.external, runner,
+                                                                      config.mode)))};
+    clean.v1_copy_path = fits->v1_copy_path;
+    clean.v2_table_rows = fits->v2_table_rows;
     return {.info = info, .clean = replay_file(info.path, clean)};
   }
   LibraryResult result{.info = info, .clean = replay_file(info.path, clean)};

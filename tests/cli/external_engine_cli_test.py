@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""The engine level on external kernels end to end, without a GPU: `fuzz --level engine
+--external`, `run --external`, `replay --external`, the library and `gate --external`.
+
+The worker is the Python adapter (adapters/python/) running the host reference kernels
+(mambacheck_adapter.reference) on arenas this program keeps in shared memory (the engine
+protocol, backends/external_engine.h). Part PART of:
+  clean     a campaign of engine cases through the worker holds (exit 0); the runners drawn
+            launch only the kinds the worker covers (no per-slot tables);
+  device    the same with the worker's device-resident arenas (--engine-arenas device: copies
+            synced by pages, the GPU's path) on the host;
+  variant   ds_ignores_bias is found at the engine level (exit 1), shrunk to a trace of one
+            request; the trace replays to the same difference through the worker with the
+            variant, and holds through the clean one;
+  crash     a worker killed by SIGKILL on a launch, or hanging past --external-timeout, is a
+            finding at the step it reached (exit 1, never exit 3), in `run` and in a campaign;
+            a worker without the engine protocol is exit 3 with one line;
+  commands  `run --external` and `replay --library --external` hold; a run whose runner
+            launches a kind the worker lacks is exit 2;
+  gate      `gate --external` passes with the clean kernels (liveness: each broken variant
+            caught), and exits 1 when a variant that is not broken (clean) is named as one.
+
+Usage: external_engine_cli_test.py MAMBACHECK PYTHON WORK_DIR PART. Exit 77 (skipped) when
+PYTHON has no numpy.
+"""
+
+import json
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+ADAPTER = REPO / "adapters" / "python"
+LIBRARY = REPO / "scenarios" / "library"
+
+
+def run(args, expected_rc, timeout=900):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != expected_rc:
+        raise AssertionError(f"{shlex.join(args)}: exit {p.returncode}, expected {expected_rc}\n"
+                             f"--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
+    return p
+
+
+def expect(condition, what, output=""):
+    if not condition:
+        raise AssertionError(f"{what}\n{output}")
+
+
+def worker(python, *extra):
+    return shlex.join([python, "-m", "mambacheck_adapter.worker", "--kernels",
+                       "mambacheck_adapter.reference", *extra])
+
+
+def fuzz(mambacheck, external, work, name, cases, expected_rc, *extra):
+    out = work / name
+    shutil.rmtree(out, ignore_errors=True)
+    report = work / f"{name}.json"
+    p = run([mambacheck, "fuzz", "--level", "engine", "--external", external, "--seed", "3",
+             "--cases", str(cases), "--max-size", "30", "--out", str(out), "--report",
+             str(report), *extra], expected_rc)
+    return p, json.loads(report.read_text())
+
+
+def check_clean(mambacheck, python, work, name, *worker_args):
+    p, report = fuzz(mambacheck, worker(python, *worker_args), work, name, 60, 0)
+    expect(report["cases"] == 60 and not report["findings"], f"{name}: not 60 clean cases",
+           p.stdout)
+    expect(report["steps"] > 600, f"{name}: only {report['steps']} steps", p.stdout)
+    runners = report["cases_by_runner"]
+    expect(not any("slot-tables" in r for r in runners),
+           f"{name}: drew a runner with per-slot tables, which the worker lacks", str(runners))
+    expect({"v1 precopy_v1", "v2"} <= set(runners), f"{name}: runners {runners}", p.stdout)
+    print(f"{name}: {report['cases']} cases, {report['steps']} steps held ({runners})")
+
+
+def part_clean(mambacheck, python, work):
+    check_clean(mambacheck, python, work, "clean")
+
+
+def part_device(mambacheck, python, work):
+    check_clean(mambacheck, python, work, "device", "--engine-arenas", "device")
+    p, report = fuzz(mambacheck, worker(python, "--engine-arenas", "device", "--variant",
+                                        "conv_shift_not_memmove"), work, "device-variant", 60, 1)
+    expect(report["findings"][0]["signature"].startswith("engine:"), "device: no engine finding",
+           p.stdout)
+    log = (work / "device" / "external" / "engine-worker.log").read_text()
+    expect("bytes uploaded" in log, "device: the worker did not report its page syncs", log)
+
+
+def part_variant(mambacheck, python, work):
+    external = worker(python, "--variant", "ds_ignores_bias")
+    p, report = fuzz(mambacheck, external, work, "variant", 200, 1)
+    finding = report["findings"][0]
+    cx = finding["counterexample"]
+    expect(finding["signature"].startswith("engine:step:deterministic:arena"),
+           f"variant: signature {finding['signature']}", p.stdout)
+    expect(cx["requests"] == 1, f"variant: shrunk to {cx['requests']} requests", p.stdout)
+    replay_line = [line for line in p.stdout.splitlines() if "replay the trace:" in line][0]
+    expect(f"--external {shlex.quote(external)}" in replay_line,
+           "variant: the replay line does not name the external command", replay_line)
+    args = shlex.split(replay_line.split("replay the trace:", 1)[1])
+    again = run([mambacheck, *args[1:]], 1)
+    # The same difference, step and bytes, through the worker.
+    diff = cx["first_difference"]
+    expect(diff["kind"] == "arena" and f"MISMATCH at step {diff['step']} " in again.stdout and
+           diff["text"].split(": ", 1)[1] in again.stdout,
+           f"variant: the trace did not replay to {diff['text']!r}", again.stdout)
+    trace = args[2]
+    run([mambacheck, "replay", trace, "--external", worker(python)], 0)
+    print(f"variant: found on case {report['cases']}, shrunk to {cx['steps']} steps: "
+          f"{diff['text']}")
+
+
+# A kernels module: the reference kernels, but the process dies (SIGKILL) or hangs when the
+# Nth precopy launch comes (MC_TEST_FAIL=kill:N or hang:N).
+FAILING_KERNELS = """
+import os, signal, time
+from mambacheck_adapter import reference
+
+how, _, n = os.environ["MC_TEST_FAIL"].partition(":")
+calls = [0]
+
+class _Precopy:
+    def __getitem__(self, grid):
+        calls[0] += 1
+        if calls[0] == int(n):
+            if how == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(60)
+        return reference.precopy_mamba_align_fused_kernel[grid]
+
+postprocess_mamba_fused_kernel = reference.postprocess_mamba_fused_kernel
+preprocess_mamba_align_fused_kernel = reference.preprocess_mamba_align_fused_kernel
+batch_memcpy = reference.batch_memcpy
+precopy_mamba_align_fused_kernel = _Precopy()
+PRECOPY_HAS_IDX_MAPPING = True
+DEVICE = "host"
+"""
+
+
+def part_crash(mambacheck, python, work):
+    kernels = work / "failing_kernels.py"
+    kernels.write_text(FAILING_KERNELS)
+    base = shlex.join([python, "-m", "mambacheck_adapter.worker", "--kernels", str(kernels)])
+    for how, text in (("kill", "the worker died on this case: killed by SIGKILL"),
+                      ("hang", "the worker exceeded 2 s on this case; killed")):
+        command = f"MC_TEST_FAIL={how}:3 exec {base}"
+        p = run([mambacheck, "run", "--steps", "200", "--requests", "16", "--external", command,
+                 "--external-timeout", "2"], 1)
+        line = [x for x in p.stdout.splitlines() if x.startswith("MISMATCH")]
+        expect(line and "the kernels under test failed" in line[0] and text in line[0],
+               f"run, {how}: expected a finding naming {text!r}", p.stdout + p.stderr)
+        expect(not p.stderr.strip().startswith("mambacheck: "), f"run, {how}: an abort",
+               p.stderr)
+    # In a campaign: the 3rd precopy of the worker's life kills it; it is started again.
+    p, report = fuzz(mambacheck, f"MC_TEST_FAIL=kill:3 exec {base}", work, "crash", 20, 1)
+    finding = report["findings"][0]
+    expect(finding["signature"].split(":")[3] == "crash", f"crash: {finding['signature']}",
+           p.stdout)
+    diff = finding["counterexample"]["first_difference"]
+    expect(report["cases"] < 20 and diff["kind"] == "crash" and
+           diff["text"].startswith(f"step {diff['step']}: the kernels under test failed: the "
+                                   f"worker died"),
+           "crash: not a finding at a step", json.dumps(report)[:3000])
+    greet = "echo 'mambacheck-worker 1 kinds=precopy,postprocess'; cat"
+    p = run([mambacheck, "run", "--external", greet], 3)
+    lines = p.stderr.strip().splitlines()
+    expect(len(lines) == 1 and "does not serve the engine protocol" in lines[0],
+           "a worker without engine=1: expected one line, exit 3", p.stderr)
+    print("crash: a killed or hung worker is a finding at its step")
+
+
+def part_commands(mambacheck, python, work):
+    w = worker(python)
+    for runner in ("v1", "v2"):
+        p = run([mambacheck, "run", "--steps", "300", "--requests", "24", "--runner", runner,
+                 "--external", w], 0)
+        expect("held: oracle and external agree on every step" in p.stdout, f"run {runner}",
+               p.stdout)
+    p = run([mambacheck, "replay", "--library", str(LIBRARY), "--external", w], 0)
+    expect("skip" not in p.stdout and "FAIL" not in p.stdout, "library: skipped or failed",
+           p.stdout)
+    # The slot-table kernels lack the batch-row kinds: those scenarios are skipped, not failed.
+    p = run([mambacheck, "replay", "--library", str(LIBRARY), "--v2-tables", "slot",
+             "--external", w], 0)
+    # Kernels that find tables by slot: the V2 scenarios run on that convention, the V1 ones
+    # on V1's fused pre-copy without idx_mapping (they lack the identity-mapped precopy).
+    p = run([mambacheck, "replay", "--library", str(LIBRARY), "--external",
+             worker(python, "--variant", "slot_tables")], 0)
+    expect("skip" not in p.stdout and re.search(r"launch-precopy_slot_tables +\d", p.stdout)
+           and re.search(r"launch-precopy_v1 +\d", p.stdout), "library on slot-table kernels",
+           p.stdout)
+    # Kernels without batch_memcpy: the scenarios recorded on batch_copy are skipped.
+    no_batch = work / "no_batch_copy.py"
+    no_batch.write_text("from mambacheck_adapter.reference import *\n"
+                        "del batch_memcpy\n")
+    p = run([mambacheck, "replay", "--library", str(LIBRARY), "--external",
+             shlex.join([python, "-m", "mambacheck_adapter.worker", "--kernels", str(no_batch)])],
+            0)
+    skipped = sorted(x.split()[1] for x in p.stdout.splitlines() if x.startswith("skip "))
+    expect(skipped == ["a-decode-crossing-each-acceptance", "p-b2048-v1-batch-copy",
+                       "p-b560-v1-batch-copy"] and "do not cover batch_copy" in p.stdout,
+           f"library without batch_copy: skipped {skipped}", p.stdout)
+    p = run([mambacheck, "run", "--runner", "v2", "--v2-tables", "slot", "--external", w], 2)
+    expect("do not cover precopy_slot_tables" in p.stderr, "uncovered kind: exit 2", p.stderr)
+    run([mambacheck, "run", "--external", w, "--backend", "cuda"], 2)
+    run([mambacheck, "replay", str(LIBRARY / "d-same-block-conv-shift.jsonl"), "--external", w,
+         "--kernel-mutant", "overlap_copied_backwards"], 2)
+    print("commands: run, replay and the library on external kernels")
+
+
+def part_gate(mambacheck, python, work):
+    w = worker(python)
+    small = ["--kernel-cases", "20", "--engine-cases", "10", "--require-coverage", "none"]
+    out = work / "gate"
+    shutil.rmtree(out, ignore_errors=True)
+    p = run([mambacheck, "gate", "--external", w, "--out", str(out), *small], 0)
+    live = [x for x in p.stdout.splitlines() if x.strip().startswith("liveness")]
+    expect(live and "5 of 5 broken variants caught" in live[0], "gate: liveness", p.stdout)
+    stages = [x.split()[0] for x in p.stdout.splitlines() if x.startswith("  ")]
+    expect(stages == ["kernel-fuzz", "engine-fuzz", "library", "liveness"],
+           f"gate: stages {stages}", p.stdout)
+    # A "variant" that is the clean kernels passes the gate: the gate is not live on it.
+    p = run([mambacheck, "gate", "--external", w, "--out", str(out), *small, "--variants",
+             "ds_ignores_bias,clean"], 1)
+    expect("PASSED THE GATE: clean" in p.stdout, "gate: a clean variant not reported", p.stdout)
+    # The broken kernels themselves fail the gate at its first stage.
+    p = run([mambacheck, "gate", "--external", worker(python, "--variant", "ds_ignores_bias"),
+             "--out", str(out), *small, "--variants", "ds_ignores_bias"], 1)
+    expect("kernel-fuzz" in p.stdout and "FAIL" in p.stdout, "gate: broken kernels passed",
+           p.stdout)
+    run([mambacheck, "gate", "--external", w, "--backend", "host"], 2)
+    run([mambacheck, "gate", "--variants", "clean"], 2)
+    print("gate: passes on the clean kernels, live on each variant")
+
+
+def main(argv):
+    if len(argv) != 5:
+        print(__doc__.strip().splitlines()[-2], file=sys.stderr)
+        return 2
+    mambacheck, python, work, part = argv[1], argv[2], pathlib.Path(argv[3]), argv[4]
+    if subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode != 0:
+        print(f"{python} has no numpy: skipped")
+        return 77
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["PYTHONPATH"] = str(ADAPTER)  # the worker's mambacheck_adapter
+    parts = {"clean": part_clean, "device": part_device, "variant": part_variant,
+             "crash": part_crash, "commands": part_commands, "gate": part_gate}
+    parts[part](mambacheck, python, work)
+    print(f"external engine {part}: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
