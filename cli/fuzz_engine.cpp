@@ -159,6 +159,7 @@ EngineLevelResult run_engine_level_here(const EngineLevelRequest& q) {
   print_summary(o, r);
   if (!r.stopped.empty()) std::cout << "engine level: stopped early: " << r.stopped << "\n";
   EngineLevelResult result{.report = fuzz::to_json(o, r)};
+  if (!q.external.empty()) result.report["external"] = q.external;
   const std::vector<std::string> missing = report_coverage(q.required_coverage, r.coverage);
   if (!q.required_coverage.empty()) result.report["coverage_missing"] = missing;
   if (!missing.empty()) result.exit_code = kExitMismatch;

@@ -70,6 +70,9 @@ def check_clean(mambacheck, python, work, name, *worker_args):
     p, report = fuzz(mambacheck, worker(python, *worker_args), work, name, 60, 0)
     expect(report["cases"] == 60 and not report["findings"], f"{name}: not 60 clean cases",
            p.stdout)
+    expect(report["backend"] == "external" and
+           report["external"] == worker(python, *worker_args), f"{name}: report's backend",
+           json.dumps(report)[:500])
     expect(report["steps"] > 600, f"{name}: only {report['steps']} steps", p.stdout)
     runners = report["cases_by_runner"]
     expect(not any("slot-tables" in r for r in runners),
