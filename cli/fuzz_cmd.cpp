@@ -265,6 +265,7 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
       if (!o.mutant.empty()) command += fmt::format(" --mutant {}", o.mutant);
       const std::filesystem::path work = std::filesystem::path(o.out) / "device-worker";
       try {
+        std::filesystem::create_directories(work);
         device_worker = std::make_shared<backends::ExternalWorker>(
             backends::ExternalOptions{.command = command,
                                       .work_dir = work,
@@ -272,6 +273,8 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
                                       .timeout_seconds = o.case_timeout});
       } catch (const backends::ExternalWorkerFailure& failure) {
         throw model::EnvironmentError(failure.message);
+      } catch (const std::filesystem::filesystem_error& e) {
+        throw model::EnvironmentError(fmt::format("the device worker's directory: {}", e.what()));
       }
       return fuzz::LaunchRunner([worker = device_worker](const model::LaunchCase& launch) {
         return worker->run(launch);
