@@ -189,8 +189,9 @@ namespace mc::gpu {
     "leaves the padding rows as an earlier, larger batch left them instead of the null block "     \
     "(persistent buffers not updated in place, #34874, #40648)")                                   \
   X(unbounded_accepted_read, 'D',                                                                  \
-    "the forward indexes state_indices_tensor_d[row, a - 1] with no bound: when a exceeds the "    \
-    "row's window it reads another row's entry or past the tensor (#50021)")
+    "the forward indexes state_indices_tensor_d[row, a - 1] with no bound: a missing count "       \
+    "(no spec decode, num_accepted 0) indexes entry -1, the previous row's last entry or "         \
+    "before the tensor, and a count past the row's window a later row's entry (#50021)")
 
 // X(name, bug class, what it breaks): bugs of the scheduler or block manager, planted as
 // rewrites of the steps the oracle's scheduler makes.

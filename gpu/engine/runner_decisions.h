@@ -98,10 +98,12 @@ public:
   // Whether a CUDA-graph step writes the null block into the persistent rows past its decodes:
   // always (else a replay indexes what an earlier, larger batch left there).
   virtual bool pads_graph_rows_with_null() const;
-  // Which entry of a decode row's window its temporal initial state is read from: a - 1.
+  // Which entry of a decode row's window its temporal initial state is read from, given the
+  // metadata's num_accepted a: a - 1.
   virtual std::int32_t accepted_read_index(std::int32_t num_accepted) const;
-  // Whether the forward checks that index against the row's window before it indexes the
-  // step's state-indices buffer with it: always.
+  // Whether that index is bounded: taken only where the metadata carries a count (else entry
+  // 0) and checked against the row's window before it indexes the step's state-indices
+  // tensor: always.
   virtual bool bounds_accepted_read() const;
 };
 

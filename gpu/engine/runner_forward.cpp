@@ -6,6 +6,7 @@
 #include "gpu/engine/engine_runner.h"
 #include "gpu/engine/runner_batch.h"
 
+#include "model/arena.h"
 #include "model/conv_history.h"
 #include "model/errors.h"
 #include "model/stamps.h"
@@ -21,7 +22,7 @@ struct EngineRunner::RowForward {
   const Batch* batch = nullptr;
   const model::ForwardMetadata* md = nullptr;
   std::size_t md_row = 0;    // into md->rows
-  std::int32_t num_accepted = 1;
+  std::int32_t num_accepted = 1; // the runner's a (all mode's read column)
   std::int32_t all_record = -1; // all mode: the column the row's last full decode recorded
   std::int64_t step = 0;
 };
@@ -110,39 +111,45 @@ EngineRunner::add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
   const std::int32_t w = m.window_start;
   if (c > 0) {
     // A decode reads its temporal state at entry a - 1 of its window and its conv window at
-    // offset a - 1 of entry 0; a prefill reads entry 0 of its one-entry window at offset 0.
-    const std::int32_t a = m.decode ? std::max(f.num_accepted, 1) : 1;
-    const std::int32_t j = m.decode ? decisions_->accepted_read_index(a) : 0;
+    // offset a - 1 of entry 0, a from the metadata's num_accepted; where the metadata carries
+    // none (no spec decode) the kernel has no count and reads entry 0, as a prefill reads the
+    // one entry of its window, both at offset 0.
+    const std::int32_t a = m.num_accepted;
+    const bool counted = m.decode && a > 0;
+    const bool bounded = decisions_->bounds_accepted_read();
+    const std::int32_t j = counted || !bounded ? decisions_->accepted_read_index(a) : 0;
+    const std::int32_t conv_offset = counted ? a - 1 : 0;
     const auto width = static_cast<std::int32_t>(m.state_indices.front().size());
-    if (j < 0 || j >= width) {
-      if (decisions_->bounds_accepted_read())
-        return ForwardReadFinding{
-            .batch_row = m.batch_row,
-            .col = w + j,
-            .text = fmt::format("step {}: the forward of batch row {} ({}) would read its "
-                                "temporal state at entry {} of a window of {} entries "
-                                "(num_accepted {}): out of the window",
-                                f.step, m.batch_row, s.req_id, j, width, a)};
+    if (j >= 0 && j < width) {
+      read(m.batch_row, w + j, w, conv_offset);
+    } else if (bounded) {
+      return ForwardReadFinding{
+          .batch_row = m.batch_row,
+          .col = w + j,
+          .text = fmt::format("step {}: the forward of batch row {} ({}) would read its "
+                              "temporal state at entry {} of a window of {} entries "
+                              "(num_accepted {}): out of the window",
+                              f.step, m.batch_row, s.req_id, j, width, a)};
+    } else {
       // Unbounded: entry j of the row is entry row * width + j of the step's flat
-      // state_indices_tensor_d, which belongs to a later row, or lies past the tensor.
-      const std::size_t flat = f.md_row * static_cast<std::size_t>(width) +
-                               static_cast<std::size_t>(j);
-      const std::size_t other = flat / static_cast<std::size_t>(width);
-      const auto entry = static_cast<std::int32_t>(flat % static_cast<std::size_t>(width));
-      if (other >= static_cast<std::size_t>(f.md->num_decodes + f.md->num_padded) ||
-          f.md->rows[other].batch_row < 0)
+      // state_indices_tensor_d, another row's entry or one outside the tensor.
+      const std::int64_t flat = static_cast<std::int64_t>(f.md_row) * width + j;
+      const std::int64_t entries =
+          std::int64_t{f.md->num_decodes + f.md->num_padded} * width;
+      const std::int64_t other = flat >= 0 ? flat / width : -1;
+      if (flat < 0 || flat >= entries || f.md->rows[static_cast<std::size_t>(other)].batch_row < 0)
         return ForwardReadFinding{
             .batch_row = m.batch_row,
             .col = w + j,
             .text = fmt::format(
                 "step {}: the forward of batch row {} ({}) reads state_indices_tensor_d[{}, {}] "
-                "(num_accepted {}), entry {} of a tensor of {} rows of {}: past its rows",
+                "(num_accepted {}): flat entry {} of a tensor of {} rows of {} entries, {}",
                 f.step, m.batch_row, s.req_id, f.md_row, j, a, flat,
-                f.md->num_decodes + f.md->num_padded, width)};
-      const model::ForwardMetadataRow& o = f.md->rows[other];
-      read(o.batch_row, o.window_start + entry, w, a - 1);
-    } else {
-      read(m.batch_row, w + j, w, m.decode ? a - 1 : 0);
+                f.md->num_decodes + f.md->num_padded, width,
+                flat < 0 || flat >= entries ? "outside the tensor" : "a padding row's")};
+      const model::ForwardMetadataRow& o = f.md->rows[static_cast<std::size_t>(other)];
+      read(o.batch_row, o.window_start + static_cast<std::int32_t>(flat % width), w,
+           conv_offset);
     }
   }
   if (m.decode) {
@@ -178,6 +185,11 @@ ForwardReadFinding EngineRunner::describe_wrong_read(const StepRecord& rec, cons
                                     .offset_bytes = t.offset_bytes + block * t.block_stride_bytes,
                                     .size_bytes = t.natural_bytes};
       const std::span<const std::byte> bytes = executor_->read(std::span(&range, 1)).front();
+      bool poison = true;
+      for (std::size_t i = 0; i < bytes.size() && poison; ++i)
+        poison = bytes[i] == std::byte{model::poison_byte(range.offset_bytes +
+                                                           static_cast<std::int64_t>(i))};
+      if (poison) held = "the arena's poison (never written)";
       const std::vector<std::int32_t>& truth = truth_.at(s.req_id);
       std::vector<std::byte> expect(static_cast<std::size_t>(t.natural_bytes));
       model::TokenHash h = model::kEmptySequenceHash;
