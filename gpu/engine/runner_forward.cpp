@@ -132,24 +132,28 @@ EngineRunner::add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
                               f.step, m.batch_row, s.req_id, j, width, a)};
     } else {
       // Unbounded: entry j of the row is entry row * width + j of the step's flat
-      // state_indices_tensor_d, another row's entry or one outside the tensor.
+      // state_indices_tensor_d, another row's entry or one outside the tensor. The access is
+      // reported, never made.
       const std::int64_t flat = static_cast<std::int64_t>(f.md_row) * width + j;
       const std::int64_t entries =
           std::int64_t{f.md->num_decodes + f.md->num_padded} * width;
-      const std::int64_t other = flat >= 0 ? flat / width : -1;
-      if (flat < 0 || flat >= entries || f.md->rows[static_cast<std::size_t>(other)].batch_row < 0)
-        return ForwardReadFinding{
-            .batch_row = m.batch_row,
-            .col = w + j,
-            .text = fmt::format(
-                "step {}: the forward of batch row {} ({}) reads state_indices_tensor_d[{}, {}] "
-                "(num_accepted {}): flat entry {} of a tensor of {} rows of {} entries, {}",
-                f.step, m.batch_row, s.req_id, f.md_row, j, a, flat,
-                f.md->num_decodes + f.md->num_padded, width,
-                flat < 0 || flat >= entries ? "outside the tensor" : "a padding row's")};
-      const model::ForwardMetadataRow& o = f.md->rows[static_cast<std::size_t>(other)];
-      read(o.batch_row, o.window_start + static_cast<std::int32_t>(flat % width), w,
-           conv_offset);
+      const bool outside = flat < 0 || flat >= entries;
+      const std::int64_t other = outside ? -1 : flat / width;
+      const model::ForwardMetadataRow* o =
+          outside ? nullptr : &f.md->rows[static_cast<std::size_t>(other)];
+      return ForwardReadFinding{
+          .batch_row = m.batch_row,
+          .col = w + j,
+          .text = fmt::format(
+              "step {}: the forward of batch row {} ({}) reads state_indices_tensor_d[{}, {}] "
+              "(num_accepted {}): flat entry {} of a tensor of {} rows of {} entries, {}",
+              f.step, m.batch_row, s.req_id, f.md_row, j, a, flat,
+              f.md->num_decodes + f.md->num_padded, width,
+              outside           ? std::string("outside the tensor")
+              : o->batch_row < 0 ? fmt::format("entry {} of padding row {}", flat % width, other)
+                                 : fmt::format("entry {} of row {} (batch row {}): another "
+                                               "request's block",
+                                               flat % width, other, o->batch_row))};
     }
   }
   if (m.decode) {
