@@ -53,7 +53,7 @@ struct FuzzOptions {
   bool keep_going = false;    // go on after a finding
   bool stop_at_first = false; // stop at the first finding even under --time-budget
   int reruns = fuzz::kRerunsDefault;
-  double shrink_seconds = 60.0; // 0: candidates are the only bound
+  std::string shrink_time = "60s"; // a duration, or "none": candidates are the only bound
   int repeat = 1;
   std::vector<std::string> kinds; // launch kinds drawn (kernel level); empty: all
   std::string focus;              // a generator preset (kernel level); empty: the backend's mix
@@ -70,6 +70,12 @@ struct FuzzOptions {
   // Under a time budget a campaign goes on after a finding unless told otherwise.
   bool keeps_going() const { return keep_going || (!time_budget.empty() && !stop_at_first); }
 };
+
+// The shrink's time bound in seconds; 0: none.
+double shrink_seconds(const FuzzOptions& o) {
+  if (o.shrink_time == "none") return 0.0;
+  return parse_duration_option("--shrink-time", o.shrink_time);
+}
 
 // How the reproduce lines name the backend: `--backend host` or `--external 'COMMAND'`.
 std::string backend_arguments(const FuzzOptions& o, const fuzz::KernelCampaignOptions& c) {
@@ -124,7 +130,7 @@ fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Bac
   c.case_timeout_seconds = o.case_timeout + (o.external.empty() ? 0.0 : o.external_timeout);
   c.keep_going = o.keeps_going();
   c.reruns = o.reruns;
-  c.shrink.seconds_max = o.shrink_seconds;
+  c.shrink.seconds_max = shrink_seconds(o);
   c.repeat = o.repeat;
   c.skip_signatures = o.skip_signatures;
   c.first_case = o.resume_from;
@@ -176,7 +182,7 @@ void print_finding(const fuzz::KernelCampaignOptions& c, const fuzz::KernelFindi
                              "({} candidates tried); the original is saved\n",
                              cx.shrink_tried);
   if (cx.shrink_timed_out)
-    std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-seconds): on "
+    std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-time): on "
                              "another machine or load it may stop elsewhere\n",
                              c.shrink.seconds_max);
   std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n", cx.shrunk_dir.string(),
@@ -259,6 +265,7 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
       if (!o.mutant.empty()) command += fmt::format(" --mutant {}", o.mutant);
       const std::filesystem::path work = std::filesystem::path(o.out) / "device-worker";
       try {
+        std::filesystem::create_directories(work);
         device_worker = std::make_shared<backends::ExternalWorker>(
             backends::ExternalOptions{.command = command,
                                       .work_dir = work,
@@ -266,6 +273,8 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
                                       .timeout_seconds = o.case_timeout});
       } catch (const backends::ExternalWorkerFailure& failure) {
         throw model::EnvironmentError(failure.message);
+      } catch (const std::filesystem::filesystem_error& e) {
+        throw model::EnvironmentError(fmt::format("the device worker's directory: {}", e.what()));
       }
       return fuzz::LaunchRunner([worker = device_worker](const model::LaunchCase& launch) {
         return worker->run(launch);
@@ -361,8 +370,7 @@ int run_fuzz(FuzzOptions o) {
     model::fail_input("--external and --backend: give one of them");
   if (o.reruns < 0 || o.reruns > 1000)
     model::fail_input("--reruns: expected 0..1000, got {}", o.reruns);
-  if (!(o.shrink_seconds >= 0 && o.shrink_seconds <= 86400))
-    model::fail_input("--shrink-seconds: expected 0..86400, got {}", o.shrink_seconds);
+  shrink_seconds(o); // refuses a malformed one before any case runs
   if (o.repeat < 1 || o.repeat > 1000)
     model::fail_input("--repeat: expected 1..1000, got {}", o.repeat);
   if (o.keep_going && o.stop_at_first)
@@ -437,7 +445,7 @@ int run_fuzz(FuzzOptions o) {
          .out = o.out,
          .keep_going = o.keeps_going(),
          .reruns = o.reruns,
-         .shrink_seconds = o.shrink_seconds,
+         .shrink_seconds = shrink_seconds(o),
          .repeat = o.repeat,
          .skip_signatures = o.skip_signatures,
          .isolate = !o.no_isolate,
@@ -502,9 +510,9 @@ void add_fuzz_command(CLI::App& app, Action& action) {
                 "Stop at the first finding, also under --time-budget");
   cmd->add_option("--reruns", o->reruns,
                   "Rerun a failing case this many times to classify it (default 5)");
-  cmd->add_option("--shrink-seconds", o->shrink_seconds,
-                  "Stop shrinking a finding after this long (default 60; 0: only the candidate "
-                  "count bounds it, so the counterexample is the same on any machine)");
+  cmd->add_option("--shrink-time", o->shrink_time,
+                  "Stop shrinking a finding after this long (default 60s; none: only the "
+                  "candidate count bounds it, so the counterexample is the same on any machine)");
   cmd->add_option("--repeat", o->repeat,
                   "Run every case N times (races show on some schedules only; default 1)");
   cmd->add_option("--kinds", o->kinds,

@@ -82,7 +82,7 @@ void print_finding(const fuzz::EngineFinding& f, double shrink_seconds) {
                              "({} candidates tried); the original is saved\n",
                              cx.shrink_tried);
   if (cx.shrink_timed_out)
-    std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-seconds): on "
+    std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-time): on "
                              "another machine or load it may stop elsewhere\n",
                              shrink_seconds);
   std::cout << fmt::format("  case: {}\n", cx.description);

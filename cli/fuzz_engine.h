@@ -30,7 +30,7 @@ struct EngineLevelRequest {
   std::string out = "mc-out";
   bool keep_going = false;
   int reruns = fuzz::kRerunsDefault;
-  double shrink_seconds = 60.0; // 0: the candidate count is the only bound
+  double shrink_seconds = 60.0; // 0: the candidate count is the only bound (--shrink-time none)
   int repeat = 1;
   std::vector<std::string> skip_signatures;
   bool isolate = false; // host: the reruns and shrink candidates of a finding in forked children

@@ -5,6 +5,7 @@
 // Counterexamples go under --out/NAME/ (default mc-out/mutants/NAME/). `--list` prints the
 // catalogue's entries instead of running them.
 #include "backends/backend.h"
+#include "backends/external_backend.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "cli/duration.h"
@@ -19,7 +20,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -27,6 +31,39 @@
 
 namespace mc::cli {
 namespace {
+
+// cuda: a kernel mutant that reads or writes out of bounds faults the device, and a fault loses
+// the CUDA context of the process that ran it for good; the engine-level mutants after it run
+// in this process. So every kernel-mutant launch runs in a device worker process (`mambacheck
+// worker --backend cuda --mutant NAME`, one per mutant), which the external backend restarts
+// after a fault: the fault is that case's finding, and this process's context stays whole.
+fuzz::MutantLaunchRunner device_worker_runner(const std::string& out) {
+  using Workers = std::map<gpu::Mutant, std::shared_ptr<backends::ExternalWorker>>;
+  return [workers = std::make_shared<Workers>(), out](const model::LaunchCase& launch,
+                                                       gpu::Mutant mutant) {
+    std::shared_ptr<backends::ExternalWorker>& worker = (*workers)[mutant];
+    if (!worker) {
+      const std::string name(gpu::kernel_mutants()[static_cast<std::size_t>(mutant) - 1].name);
+      const std::filesystem::path work = std::filesystem::path(out) / "device-worker" / name;
+      // A worker that cannot start says nothing of the mutant: it must end the run (exit 3),
+      // never count as the case's finding, which any std::exception from here would.
+      try {
+        std::filesystem::create_directories(work);
+        worker = std::make_shared<backends::ExternalWorker>(backends::ExternalOptions{
+            .command = fmt::format(
+                "exec {} worker --backend cuda --mutant {}",
+                backends::shell_quote(std::filesystem::read_symlink("/proc/self/exe").string()),
+                name),
+            .work_dir = work,
+            .log_file = work / "worker.log"});
+      } catch (const std::exception& e) {
+        throw backends::ExternalWorkerFailure{
+            fmt::format("the device worker of mutant {} did not start: {}", name, e.what())};
+      }
+    }
+    return worker->run(launch);
+  };
+}
 
 struct MutantsOptions {
   std::string backend;
@@ -108,7 +145,8 @@ int run_mutants(const MutantsOptions& o) {
   run.seconds_max = seconds;
   run.max_size = o.max_size;
   run.backend_name = std::string(to_string(backend));
-  run.backend = backends::mutant_launch_runner(backend);
+  run.backend = backend == backends::Backend::cuda ? device_worker_runner(o.out)
+                                                   : backends::mutant_launch_runner(backend);
   run.out_dir = o.out;
   std::cout << fmt::format("{} mutants on the {} backend (MUTATED kernels/runner), seed {}, "
                            "{} s each at most\n",
@@ -117,7 +155,11 @@ int run_mutants(const MutantsOptions& o) {
   std::vector<fuzz::MutantOutcome> outcomes;
   for (const fuzz::MutantJob& job : jobs) {
     if (model::interrupted()) break;
-    outcomes.push_back(job.run(run));
+    try {
+      outcomes.push_back(job.run(run));
+    } catch (const backends::ExternalWorkerFailure& failure) { // a device worker that cannot run
+      throw model::EnvironmentError(failure.message);
+    }
     // A campaign cut short by the signal says nothing of a mutant it did not kill.
     if (model::interrupted() && !outcomes.back().killed) {
       outcomes.pop_back();

@@ -60,7 +60,7 @@ std::int64_t checked_count(const char* option, std::int64_t n) {
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   cmd.add_option("--jobs", o.jobs,
                  "Cases run at once, each in a worker process (default: every core this process "
-                 "may use; cuda: 8 per GPU up to the cores). The report is the same for any N");
+                 "may use; cuda: 2 per GPU up to the cores). The report is the same for any N");
   cmd.add_option("--devices", o.devices,
                  "cuda and --external: the GPUs the workers use, all or a list like 0,1 (worker "
                  "k gets the k-th, round robin; default all)");

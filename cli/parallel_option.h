@@ -32,11 +32,12 @@
 namespace mc::cli {
 
 inline constexpr std::int64_t kJobsMax = 1024;
-// Case workers per GPU by default. Each holds a CUDA context of its own and, for a big-offset
-// case, device arenas past 4 GiB; 8 of those fit an 80 GB H100 with room to spare, and 8
-// processes keep one GPU busy where the host side of a case (drawing, the oracle, the
-// comparison) takes most of its time. --jobs sets any other number.
-inline constexpr std::int64_t kCudaJobsPerDevice = 8;
+// Case workers per GPU by default. Each holds a CUDA context of its own, and one GPU runs one
+// context at a time: a case's device work is short (allocations, copies, a launch, a scan),
+// so more contexts mostly add switches. Measured on an H100 with 16 cores, the default
+// 2000-case kernel campaign: 204 cases/s with 1 worker, 282 with 2, 193 with 4, 172 with 8,
+// 148 with 16 (docs/measurements.md). --jobs sets any other number.
+inline constexpr std::int64_t kCudaJobsPerDevice = 2;
 
 struct ParallelOptions {
   std::int64_t jobs = -1;    // --jobs; -1: not given

@@ -1,6 +1,7 @@
 #include "gpu/device_memory.h"
 
 #include "gpu/cuda_check.h"
+#include "gpu/device_scan.h"
 
 #include <algorithm>
 #include <cstring>
@@ -9,7 +10,6 @@ namespace mc::gpu {
 namespace {
 
 constexpr std::int64_t kChunkBytes = std::int64_t{1} << 16;   // sparse granularity
-constexpr std::int64_t kStagingBytes = std::int64_t{1} << 26; // download staging
 
 bool all_zero(const std::byte* p, std::int64_t n) {
   static const std::vector<std::byte> zeros(static_cast<std::size_t>(kChunkBytes));
@@ -85,18 +85,33 @@ DeviceBuffer upload_arena(const model::Arena& arena) {
 
 model::Arena download_arena(const DeviceBuffer& buffer) {
   model::Arena arena(buffer.size_bytes());
-  std::vector<std::byte> staging(static_cast<std::size_t>(
-      std::min(kStagingBytes, std::max<std::int64_t>(buffer.size_bytes(), 1))));
-  for (std::int64_t off = 0; off < buffer.size_bytes(); off += kStagingBytes) {
-    const std::int64_t n = std::min(kStagingBytes, buffer.size_bytes() - off);
-    MC_CUDA_CHECK(cudaMemcpy(staging.data(), static_cast<const std::byte*>(buffer.data()) + off,
-                             static_cast<std::size_t>(n), cudaMemcpyDeviceToHost));
-    for (std::int64_t c = 0; c < n; c += kChunkBytes) {
-      const std::int64_t m = std::min(kChunkBytes, n - c);
-      if (!all_zero(staging.data() + c, m))
-        std::memcpy(arena.data() + off + c, staging.data() + c, static_cast<std::size_t>(m));
+  if (buffer.size_bytes() == 0) return arena;
+  // The device says which chunks hold data; only those come down, a run of them in one copy,
+  // straight into the arena. A chunk the kernels zeroed stays a zero page of the fresh arena,
+  // and a byte written anywhere, inside the blocks a case references or not, is in a flagged
+  // chunk.
+  const std::int64_t chunks = (buffer.size_bytes() + kChunkBytes - 1) / kChunkBytes;
+  const DeviceBuffer flags(chunks);
+  MC_CUDA_CHECK(static_cast<cudaError_t>(nonzero_chunks(buffer.data(), buffer.size_bytes(),
+                                                        kChunkBytes, flags.as<std::uint8_t>())));
+  const std::vector<std::uint8_t> nonzero =
+      download_vector<std::uint8_t>(flags, static_cast<std::size_t>(chunks));
+  const auto download = [&](std::int64_t first, std::int64_t last) { // chunks [first, last)
+    const std::int64_t begin = first * kChunkBytes;
+    const std::int64_t end = std::min(last * kChunkBytes, buffer.size_bytes());
+    MC_CUDA_CHECK(cudaMemcpy(arena.data() + begin,
+                             static_cast<const std::byte*>(buffer.data()) + begin,
+                             static_cast<std::size_t>(end - begin), cudaMemcpyDeviceToHost));
+  };
+  std::int64_t run = -1;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    if (nonzero[static_cast<std::size_t>(c)] != 0 && run < 0) run = c;
+    if (nonzero[static_cast<std::size_t>(c)] == 0 && run >= 0) {
+      download(run, c);
+      run = -1;
     }
   }
+  if (run >= 0) download(run, chunks);
   return arena;
 }
 

@@ -171,7 +171,27 @@ namespace mc::gpu {
     "all mode's postprocess records the block of the last scheduled token whenever anything "      \
     "was scheduled, not only after a full decode (all num_spec drafts): the step after a "         \
     "prefill chunk or a decode without drafts reads its initial state at a speculative "           \
-    "column past that block instead of the block of its last computed token")
+    "column past that block instead of the block of its last computed token")                      \
+  X(forward_reads_column_a, 'X',                                                                   \
+    "the forward reads a decode's initial temporal state at entry a of its window instead of "     \
+    "a - 1: the state after the first rejected draft, or past the window when every draft "        \
+    "was accepted")                                                                                \
+  X(first_scheduled_block_off_by_one, 'H',                                                         \
+    "all mode's metadata takes block_idx_first_scheduled_token as cdiv(c, B) - 1 (the block of "   \
+    "the last computed token) instead of cdiv(c + 1, B) - 1: a chunk starting on a block "        \
+    "boundary puts its intermediate states one column early")                                     \
+  X(spec_slice_wrong_start, 'A',                                                                   \
+    "state_indices_tensor_d is sliced to 1 + num_spec columns from seq_len // B instead of "       \
+    "(seq_len - 1) // B: a decode whose last token closes a block gets the window one column "    \
+    "late")                                                                                        \
+  X(padded_rows_stale_index, 'G',                                                                  \
+    "a CUDA-graph step copies its decode rows into the persistent state_indices buffer but "      \
+    "leaves the padding rows as an earlier, larger batch left them instead of the null block "     \
+    "(persistent buffers not updated in place, #34874, #40648)")                                   \
+  X(unbounded_accepted_read, 'D',                                                                  \
+    "the forward indexes state_indices_tensor_d[row, a - 1] with no bound: a missing count "       \
+    "(no spec decode, num_accepted 0) indexes entry -1, the previous row's last entry or "         \
+    "before the tensor, and a count past the row's window a later row's entry (#50021)")
 
 // X(name, bug class, what it breaks): bugs of the scheduler or block manager, planted as
 // rewrites of the steps the oracle's scheduler makes.

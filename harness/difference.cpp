@@ -97,6 +97,36 @@ std::optional<Difference> compare_launch(const model::Layout& layout, const mode
 
 } // namespace
 
+std::optional<Difference> difference_of_forward(const model::Step& step,
+                                                const oracle::engine::StepRecord& oracle_record,
+                                                const gpu::engine::StepRecord& backend_record) {
+  if (backend_record.stopped) return std::nullopt; // the launches' difference says why
+  if (const std::optional<model::MetadataDifference> m =
+          model::first_metadata_difference(backend_record.metadata, oracle_record.metadata)) {
+    Difference d{.kind = "metadata", .step = step.index, .field = m->field};
+    const std::string where =
+        m->row < 0 ? std::string("the batch")
+                   : fmt::format("row {} ({})", m->row,
+                                 m->batch_row < 0 ? std::string("a CUDA-graph padding row")
+                                                  : fmt::format("batch row {}", m->batch_row));
+    if (m->batch_row >= 0 && static_cast<std::size_t>(m->batch_row) < step.scheduled.size())
+      d.request = step.scheduled[static_cast<std::size_t>(m->batch_row)].req_id;
+    d.text = fmt::format("step {}: forward metadata, {}{}: {} is {} on the backend, {} in the "
+                         "oracle",
+                         step.index, where, d.request.empty() ? "" : " " + d.request, m->field,
+                         m->a, m->b);
+    return d;
+  }
+  if (const std::optional<gpu::engine::ForwardReadFinding>& r = backend_record.forward_read) {
+    Difference d{.kind = "forward-read", .step = step.index, .tensor = r->tensor, .block = r->block,
+                 .text = r->text};
+    if (r->batch_row >= 0 && static_cast<std::size_t>(r->batch_row) < step.scheduled.size())
+      d.request = step.scheduled[static_cast<std::size_t>(r->batch_row)].req_id;
+    return d;
+  }
+  return std::nullopt;
+}
+
 std::optional<Difference> difference_of_step(const model::Layout& layout, const model::Step& step,
                                              const oracle::engine::StepRecord& o,
                                              const gpu::engine::StepRecord& g) {

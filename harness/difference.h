@@ -48,6 +48,13 @@ std::optional<Difference> difference_of_step(const model::Layout& layout, const 
                                              const oracle::engine::StepRecord& oracle_record,
                                              const gpu::engine::StepRecord& backend_record);
 
+// The forward's side of one step, before its launches and arenas: the first field of the
+// metadata the two sides built that differs (kind "metadata", naming the row and the field),
+// else the GPU forward's first wrong read (kind "forward-read"). Text "step N: ...".
+std::optional<Difference> difference_of_forward(const model::Step& step,
+                                                const oracle::engine::StepRecord& oracle_record,
+                                                const gpu::engine::StepRecord& backend_record);
+
 // The first arena byte that differs; adds the bytes looked at to `bytes_compared`.
 std::optional<Difference> difference_of_arenas(const model::Layout& layout,
                                                const std::vector<model::Arena>& oracle_arenas,

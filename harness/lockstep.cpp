@@ -97,7 +97,8 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
                                                       o->step.index, e.what())};
       break;
     }
-    std::optional<Difference> d = difference_of_step(layout, o->step, o->record, record);
+    std::optional<Difference> d = difference_of_forward(o->step, o->record, record);
+    if (!d) d = difference_of_step(layout, o->step, o->record, record);
     if (!d)
       d = arenas.after_step(oracle.runner().arenas(), backend_arenas, o->record.access.writes,
                             o->step.index);

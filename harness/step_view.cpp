@@ -153,6 +153,7 @@ StepView StepViewer::after(OracleSide& oracle, const OracleStep& o) {
   if (o.finding) view.finding = o.finding->message;
   for (const oracle::engine::LaunchRecord& l : o.record.launches)
     view.launches.emplace_back(model::to_string(l.kind));
+  view.metadata = o.record.metadata;
   for (const std::string& id : step.preempted_req_ids)
     last_read_.erase(id);
   for (const std::string& id : step.finished_req_ids)
@@ -290,6 +291,25 @@ nlohmann::ordered_json to_json(const StepView& v) {
                            {"reset_prefix_cache", v.reset_prefix_cache},
                            {"freed", v.freed},
                            {"cached", v.cached}};
+  nlohmann::ordered_json md_rows = nlohmann::ordered_json::array();
+  for (const model::ForwardMetadataRow& r : v.metadata.rows) {
+    nlohmann::ordered_json row{{"batch_row", r.batch_row < 0 ? nlohmann::ordered_json(nullptr)
+                                                             : nlohmann::ordered_json(r.batch_row)},
+                               {"decode", r.decode},
+                               {"window_start", r.window_start},
+                               {"state_indices", r.state_indices},
+                               {"num_accepted", r.num_accepted}};
+    if (r.block_idx_last_scheduled >= 0) {
+      row["block_idx_last_computed"] = r.block_idx_last_computed;
+      row["block_idx_first_scheduled"] = r.block_idx_first_scheduled;
+      row["block_idx_last_scheduled"] = r.block_idx_last_scheduled;
+    }
+    md_rows.push_back(std::move(row));
+  }
+  j["metadata"] = {{"num_decodes", v.metadata.num_decodes},
+                   {"num_prefills", v.metadata.num_prefills},
+                   {"num_padded", v.metadata.num_padded},
+                   {"rows", std::move(md_rows)}};
   if (v.finding) j["finding"] = *v.finding;
   return j;
 }
@@ -321,6 +341,10 @@ std::string explain(const StepView& v) {
   if (!v.finished.empty()) out += fmt::format("finished: {}\n", fmt::join(v.finished, " "));
   out += fmt::format("freed: {}\ncached: {}\n", ids_text(v.freed), ids_text(v.cached));
   out += "copies read src_col+token_bias->dst_col (states moved)\n";
+  out += fmt::format("forward metadata: {} decodes, {} prefills, {} CUDA-graph padding rows\n",
+                     v.metadata.num_decodes, v.metadata.num_prefills, v.metadata.num_padded);
+  for (const model::ForwardMetadataRow& r : v.metadata.rows)
+    out += fmt::format("  {}\n", model::describe_metadata_row(r));
   if (v.finding) out += fmt::format("FINDING: {}\n", *v.finding);
   return out;
 }

@@ -11,6 +11,8 @@
 // nothing; the view is derived, never compared.
 #pragma once
 
+#include "model/forward_metadata.h"
+
 #include "harness/lockstep.h"
 
 #include <nlohmann/json.hpp>
@@ -63,6 +65,7 @@ struct StepView {
   std::vector<std::vector<std::int32_t>> freed;  // per group: blocks whose last reference went
   std::vector<std::vector<std::int32_t>> cached; // per group: registered in the prefix cache
   std::vector<std::string> launches;             // kinds, in order
+  model::ForwardMetadata metadata; // what the forward's kernels were handed (oracle's derivation)
   std::optional<std::string> finding;            // the oracle's, when the step broke one
 };
 

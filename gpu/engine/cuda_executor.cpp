@@ -71,10 +71,12 @@ public:
     return result;
   }
 
-  void forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
-               const std::vector<ForwardRead>& reads,
-               const std::vector<std::int32_t>& tokens) override {
-    if (ops.empty()) return;
+  std::vector<std::uint64_t> forward(const model::BlockTables& tables,
+                                     const std::vector<ForwardOp>& ops,
+                                     const std::vector<ForwardRead>& reads,
+                                     const std::vector<std::int32_t>& tokens) override {
+    std::vector<std::uint64_t> diffs(reads.size() * layout_.tensors.size(), 0);
+    if (ops.empty() && reads.empty()) return diffs;
     on_device([&] {
       ForwardParams p =
           make_forward_params(layout_, tables, static_cast<std::int32_t>(ops.size()));
@@ -96,7 +98,11 @@ public:
       p.num_reads = static_cast<std::int32_t>(reads.size());
       launch_forward(p, nullptr);
       MC_CUDA_CHECK(cudaDeviceSynchronize());
+      if (!diffs.empty())
+        MC_CUDA_CHECK(cudaMemcpy(diffs.data(), reinterpret_cast<const void*>(d_read_diffs.address()),
+                                 diffs.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
     });
+    return diffs;
   }
 
   const std::vector<model::Arena>& arenas() override {

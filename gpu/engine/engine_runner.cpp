@@ -14,7 +14,8 @@ EngineRunner::EngineRunner(const model::Layout& layout, const RunnerOptions& opt
                            ExecutorKind kind, ExecutorSource* external)
     : layout_(layout), options_(options), decisions_(make_runner_decisions(options.mutant)),
       executor_(external != nullptr ? external->make(layout)
-                                    : make_executor(kind, layout, options.kernel_mutant)) {
+                                    : make_executor(kind, layout, options.kernel_mutant)),
+      metadata_builder_(layout.config, layout.num_groups(), *decisions_) {
   launch_case_.layout = layout;
   for (const model::StateTensor& t : layout.tensors)
     if (t.kind() != model::StateKind::temporal)
@@ -208,7 +209,7 @@ StepRecord EngineRunner::execute(const model::Step& step) {
     batch.num_computed.push_back(slots_[static_cast<std::size_t>(slot)].num_computed);
   }
   if (layout_.config.mode == model::CacheMode::all) {
-    execute_all(batch);
+    execute_all(rec, batch);
   } else if (options_.flavour == model::RunnerFlavour::v1) {
     execute_v1(rec, batch);
   } else {
@@ -218,23 +219,15 @@ StepRecord EngineRunner::execute(const model::Step& step) {
   return rec;
 }
 
-void EngineRunner::execute_all(const Batch& batch) {
+void EngineRunner::execute_all(StepRecord& rec, const Batch& batch) {
   const model::Step& step = *batch.step;
-  const std::int32_t B = layout_.config.mamba_block_size;
-  const std::int32_t ns = layout_.config.num_spec_tokens;
-  std::vector<std::int32_t> read_col;
-  read_col.reserve(batch.slot.size());
-  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
-    const Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
-    const std::int32_t c = batch.num_computed[b];
-    // At a record the full decode left the state after all its tokens in the recorded block
-    // and the state after its first a tokens a columns past it (model/FORWARD.md).
-    if (r.all_record >= 0)
-      read_col.push_back(r.num_accepted == 1 + ns ? r.all_record : r.all_record + r.num_accepted);
-    else
-      read_col.push_back(std::max(static_cast<std::int32_t>(model::cdiv(c, B)) - 1, 0));
+  std::vector<std::int32_t> accepted, record;
+  for (const std::int32_t slot : batch.slot) {
+    const Request& r = slots_[static_cast<std::size_t>(slot)];
+    accepted.push_back(r.num_accepted);
+    record.push_back(r.all_record);
   }
-  run_forward(batch, read_col);
+  run_forward(rec, batch, accepted, record);
   for (std::size_t b = 0; b < batch.slot.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
     Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];

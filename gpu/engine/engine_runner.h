@@ -23,6 +23,7 @@
 #pragma once
 
 #include "gpu/engine/executor.h"
+#include "gpu/engine/forward_metadata.h"
 #include "gpu/engine/runner_decisions.h"
 #include "gpu/engine/runner_mutant.h"
 #include "model/launch.h"
@@ -31,6 +32,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,8 +49,21 @@ struct RunnerOptions : model::RunnerOptions {
   Mutant kernel_mutant = Mutant::none;      // the executor's kernels (gpu/mutant.h)
 };
 
+// A read of the forward that went wrong: the state it found where the metadata pointed
+// differed from the state the row starts from, or the index it took lay outside the row's
+// window (model/FORWARD.md, "What the GPU side reads").
+struct ForwardReadFinding {
+  std::int32_t batch_row = -1;
+  std::int32_t tensor = -1; // -1: the index, before any tensor was read
+  std::int32_t col = -1;    // block-table column read
+  std::int32_t block = -1;
+  std::string text; // names the row, the column, what it held and what it should have held
+};
+
 struct StepRecord {
   std::int64_t step = 0;
+  model::ForwardMetadata metadata; // the metadata the forward ran with (forward_metadata.h)
+  std::optional<ForwardReadFinding> forward_read; // the first wrong read of the forward
   std::vector<LaunchRecord> launches;
   bool stopped = false; // a launch was unsupported or rejected: the step ended there
   std::string rejected; // the InputError of a rejected launch
@@ -100,16 +115,22 @@ private:
   model::BlockTables tables_for(const Batch& batch, Tables tables) const;
   bool launch(StepRecord& rec, const Batch& batch, model::LaunchKind kind, std::int32_t num_slots,
               model::RequestArrays arrays, Tables tables = Tables::batch, bool deferred = false);
-  void run_forward(const Batch& batch, const std::vector<std::int32_t>& state_idx);
-  // The row's writes (and, in all mode, its read) into `ops`, `reads` and `tokens`.
-  void add_row_ops(const Batch& batch, std::size_t b, std::int32_t state_idx,
-                   std::vector<ForwardOp>& ops, std::vector<ForwardRead>& reads,
-                   std::vector<std::int32_t>& tokens) const;
-  ForwardOp row_op(const Batch& batch, std::size_t b, std::int64_t token_offset,
-                   std::int64_t token_pos0) const;
+  // The step's metadata from each row's a as the forward starts (all mode: and the column its
+  // record names, -1 for none), then the forward through it.
+  void run_forward(StepRecord& rec, const Batch& batch,
+                   const std::vector<std::int32_t>& num_accepted,
+                   const std::vector<std::int32_t>& all_record = {});
+  struct RowForward; // one metadata row's read and writes (runner_forward.cpp)
+  // The row's read and writes into `ops`, `reads` and `tokens`; a read index outside the
+  // row's window is a finding instead of a read.
+  std::optional<ForwardReadFinding> add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
+                                                std::vector<ForwardRead>& reads,
+                                                std::vector<std::int32_t>& tokens) const;
+  ForwardReadFinding describe_wrong_read(const StepRecord& rec, const Batch& batch,
+                                         const ForwardRead& read, std::int32_t tensor) const;
   void execute_v1(StepRecord& rec, const Batch& batch);
   void execute_v2(StepRecord& rec, const Batch& batch);
-  void execute_all(const Batch& batch);
+  void execute_all(StepRecord& rec, const Batch& batch);
   model::RequestArrays slot_arrays() const;
   void store_slot_arrays(const model::RequestArrays& arrays);
 
@@ -117,6 +138,7 @@ private:
   RunnerOptions options_;
   std::unique_ptr<RunnerDecisions> decisions_; // at the mutation points (options_.mutant)
   std::unique_ptr<Executor> executor_;
+  MetadataBuilder metadata_builder_; // its persistent CUDA-graph buffers live for the run
   model::LaunchCase launch_case_; // reused: the layout is copied once
   std::vector<Request> slots_;
   std::vector<std::int32_t> free_slots_;

@@ -27,8 +27,9 @@ public:
   // model::InputError for an invalid case, as the backends do.
   virtual model::LaunchResult launch(model::LaunchCase& launch_case) = 0;
   // Runs the read programs of `reads`, then the forward programs of `ops`, over the batch
-  // tables `tables` (forward.cuh).
-  virtual void forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
+  // tables `tables` (forward.cuh). Returns, per (read, tensor), the bits in which the block
+  // read differed from the expected state (0: it agreed).
+  virtual std::vector<std::uint64_t> forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
                        const std::vector<ForwardRead>& reads,
                        const std::vector<std::int32_t>& tokens) = 0;
   // The arenas as they are now, in host memory (the cuda executor downloads them).

@@ -6,8 +6,9 @@
 // A program whose op kind differs from the tensor's kind, or whose column or block id is
 // outside the table or the arena, writes nothing (the oracle reports those as findings).
 // Read programs (read, tensor) run first, in a launch of their own: each compares the block a
-// row reads with the state after its c tokens (temporal: the whole state; conv: rows [0, H) at
-// offset 0) and ORs the differing bits into read_diffs. A write whose op names that read mixes
+// row reads with the state after its c tokens (temporal: the whole state at the read's column;
+// conv: rows [o, o + H) at its conv column, o its conv offset) and ORs the differing bits into
+// read_diffs. A write whose op names that read mixes
 // them into every value it stores, so a wrong read shows in the bytes the step writes.
 // `lane`/`lanes` split one program's elements over the threads of a CTA (1 on the host).
 #pragma once
@@ -112,7 +113,8 @@ MC_HD_INLINE std::uint64_t forward_read_diff(const ForwardParams& p, std::int64_
   const ForwardRead& rd = p.reads[program / p.num_tensors];
   const auto tensor = static_cast<std::int32_t>(program % p.num_tensors);
   const ForwardTensor& t = p.tensors[tensor];
-  const unsigned char* block = forward_block(p, rd.batch_row, rd.col, t);
+  const unsigned char* block =
+      forward_block(p, rd.batch_row, t.is_temporal != 0 ? rd.col : rd.conv_col, t);
   if (block == nullptr) return lane == 0 ? 1 : 0;
   std::uint64_t diff = 0;
   if (t.is_temporal != 0) {
@@ -127,9 +129,10 @@ MC_HD_INLINE std::uint64_t forward_read_diff(const ForwardParams& p, std::int64_
   }
   const std::int64_t num_elems = static_cast<std::int64_t>(t.history_rows) * t.conv_dim;
   for (std::int64_t e = lane; e < num_elems; e += lanes) {
-    const std::int64_t r = e / t.conv_dim;
+    const std::int64_t r = e / t.conv_dim + rd.conv_offset;
     const std::int64_t ch = e % t.conv_dim;
-    const std::int64_t q = rd.num_computed - t.history_rows + r;
+    if (r >= t.conv_width) break; // rows past the window: free
+    const std::int64_t q = rd.num_computed - t.history_rows + (r - rd.conv_offset);
     std::uint64_t expected = 0;
     if (q >= 0) {
       const std::int32_t token = p.tokens[rd.token_offset + (q - rd.token_pos0)];

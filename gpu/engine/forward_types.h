@@ -2,9 +2,10 @@
 // by gpu/engine/engine_runner.cpp from model/ metadata. One ForwardOp is one write of one
 // kind of state into one block-table column of one batch row: the kernel runs one program
 // per (op, tensor of the op's kind) and resolves the block id per group itself. One
-// ForwardRead is the initial state a row reads where it writes nothing else (all mode): a read
-// program per (read, tensor) compares it with the state the row should start from, and every
-// write of the row carries what differed, as a real kernel's outputs carry its input.
+// ForwardRead is the initial state a row reads, at the columns the step's metadata names
+// (forward_metadata.h): a read program per (read, tensor) compares it with the state the row
+// should start from; the runner reports a difference as a finding, and every write of the row
+// carries it, as a real kernel's outputs carry its input.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +42,10 @@ struct ForwardOp {
 
 struct ForwardRead {
   std::int32_t batch_row = 0;
-  std::int32_t col = 0;          // block-table column read
-  std::int64_t num_computed = 0; // c: the state after c tokens, at token offset 0, is expected
+  std::int32_t col = 0;          // block-table column the temporal states are read from
+  std::int32_t conv_col = 0;     // block-table column the conv windows are read from
+  std::int32_t conv_offset = 0;  // conv: the window starts at this row (align: a - 1)
+  std::int64_t num_computed = 0; // c: the state after c tokens is expected
   std::int64_t token_pos0 = 0;   // conv: position of tokens[token_offset]
   std::int64_t token_offset = 0; // conv: into ForwardParams::tokens
   std::uint64_t hash = 0;        // temporal: running hash of the first c tokens

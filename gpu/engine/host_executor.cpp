@@ -59,7 +59,7 @@ public:
     return result;
   }
 
-  void forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
+  std::vector<std::uint64_t> forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
                const std::vector<ForwardRead>& reads,
                const std::vector<std::int32_t>& tokens) override {
     ForwardParams p = make_forward_params(layout_, tables, static_cast<std::int32_t>(ops.size()));
@@ -79,6 +79,7 @@ public:
     const std::int64_t programs = std::int64_t{p.num_ops} * p.num_tensors;
     for (std::int64_t program = 0; program < programs; ++program)
       forward_program(p, program, 0, 1);
+    return read_diffs_;
   }
 
   const std::vector<model::Arena>& arenas() override { return arenas_; }
@@ -102,7 +103,7 @@ private:
   std::vector<TensorDesc> tensors_;
   std::vector<UnitRef> units_;
   std::vector<ForwardTensor> forward_tensors_;
-  std::vector<std::uint64_t> read_diffs_; // the last forward's, reused
+  std::vector<std::uint64_t> read_diffs_; // the last forward's
 };
 
 } // namespace

@@ -87,6 +87,24 @@ public:
   virtual std::optional<std::int32_t> all_mode_record(std::int32_t c, std::int32_t n,
                                                       std::int32_t d,
                                                       const model::CacheConfig& config) const;
+
+  // --- The forward's metadata (forward_metadata.h)
+
+  // Align mode: the column a decode row's 1 + num_spec window starts at, for a row whose
+  // last scheduled token is token seq_len - 1: (seq_len - 1) // B.
+  virtual std::int32_t decode_window_start(std::int32_t seq_len, std::int32_t block_size) const;
+  // All mode: the block of the first scheduled token after c computed ones, cdiv(c + 1, B) - 1.
+  virtual std::int32_t first_scheduled_block(std::int32_t c, std::int32_t block_size) const;
+  // Whether a CUDA-graph step writes the null block into the persistent rows past its decodes:
+  // always (else a replay indexes what an earlier, larger batch left there).
+  virtual bool pads_graph_rows_with_null() const;
+  // Which entry of a decode row's window its temporal initial state is read from, given the
+  // metadata's num_accepted a: a - 1.
+  virtual std::int32_t accepted_read_index(std::int32_t num_accepted) const;
+  // Whether that index is bounded: taken only where the metadata carries a count (else entry
+  // 0) and checked against the row's window before it indexes the step's state-indices
+  // tensor: always.
+  virtual bool bounds_accepted_read() const;
 };
 
 } // namespace mc::gpu::engine

@@ -60,7 +60,13 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
     }
     if (!launch(rec, batch, kind, n, std::move(arrays))) return;
   }
-  run_forward(batch, dst);
+  // a as the forward starts: reset to 1 where the row copied (the copy moved the state after
+  // the accepted tokens to the window's first block at offset 0).
+  std::vector<std::int32_t> accepted;
+  for (std::size_t b = 0; b < batch.slot.size(); ++b)
+    accepted.push_back(src[b] >= 0 && src[b] != dst[b] ? 1 : bias[b] + 1);
+  run_forward(rec, batch, accepted);
+  if (rec.forward_read) return;
   for (std::size_t b = 0; b < batch.slot.size(); ++b) {
     Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
     r.num_accepted = step.scheduled[b].num_accepted_tokens;
@@ -139,7 +145,11 @@ void EngineRunner::execute_v2(StepRecord& rec, const Batch& batch) {
                 slot_tables ? Tables::slots : Tables::batch))
       return;
   }
-  run_forward(batch, dst);
+  std::vector<std::int32_t> accepted;
+  for (const std::int32_t slot : batch.slot)
+    accepted.push_back(slots_[static_cast<std::size_t>(slot)].num_accepted);
+  run_forward(rec, batch, accepted);
+  if (rec.forward_read) return;
   for (std::size_t b = 0; b < batch.slot.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
     Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];

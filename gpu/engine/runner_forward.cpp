@@ -1,31 +1,38 @@
-// The synthetic forward of one step as ForwardOps (model/FORWARD.md): per batch row, which
-// columns get which temporal state (by running hash) and which conv window (by its end
-// position), plus the tokens the conv stamps need; the executor runs the programs.
+// The synthetic forward of one step as ForwardOps and ForwardReads (model/FORWARD.md), through
+// the step's metadata (forward_metadata.h): per metadata row, the initial state it reads at the
+// column the metadata names, which columns get which temporal state (by running hash) and which
+// conv window (by its end position), plus the tokens the conv stamps need; the executor runs
+// the programs, and a read that differed from the state the row starts from is a finding.
 #include "gpu/engine/engine_runner.h"
 #include "gpu/engine/runner_batch.h"
 
+#include "model/arena.h"
+#include "model/conv_history.h"
 #include "model/errors.h"
 #include "model/stamps.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
 namespace mc::gpu::engine {
 
-// The op fields shared by every write of row b (conv token window and counts).
-ForwardOp EngineRunner::row_op(const Batch& batch, std::size_t b, std::int64_t token_offset,
-                               std::int64_t token_pos0) const {
-  const model::ScheduledRequest& s = batch.step->scheduled[b];
-  const std::int32_t c = batch.num_computed[b];
-  return ForwardOp{.batch_row = static_cast<std::int32_t>(b),
-                   .num_computed = c,
-                   .end = std::int64_t{c} + s.num_scheduled_tokens,
-                   .token_pos0 = token_pos0,
-                   .token_offset = token_offset};
-}
+struct EngineRunner::RowForward {
+  const Batch* batch = nullptr;
+  const model::ForwardMetadata* md = nullptr;
+  std::size_t md_row = 0;    // into md->rows
+  std::int32_t num_accepted = 1; // the runner's a (all mode's read column)
+  std::int32_t all_record = -1; // all mode: the column the row's last full decode recorded
+  std::int64_t step = 0;
+};
 
-void EngineRunner::add_row_ops(const Batch& batch, std::size_t b, std::int32_t state_idx,
-                               std::vector<ForwardOp>& ops, std::vector<ForwardRead>& reads,
-                               std::vector<std::int32_t>& tokens) const {
+std::optional<ForwardReadFinding>
+EngineRunner::add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
+                          std::vector<ForwardRead>& reads, std::vector<std::int32_t>& tokens) const {
+  const model::ForwardMetadataRow& m = f.md->rows[f.md_row];
+  const auto b = static_cast<std::size_t>(m.batch_row);
+  const Batch& batch = *f.batch;
   const model::ScheduledRequest& s = batch.step->scheduled[b];
   const std::int32_t c = batch.num_computed[b];
   const std::vector<std::int32_t>& truth = truth_.at(s.req_id);
@@ -39,7 +46,11 @@ void EngineRunner::add_row_ops(const Batch& batch, std::size_t b, std::int32_t s
       model::sequence_hash({truth.data(), static_cast<std::size_t>(c)})};
   for (const std::int32_t x : s.token_ids)
     hash.push_back(model::extend_hash(hash.back(), x));
-  ForwardOp base = row_op(batch, b, offset, pos0);
+  ForwardOp base{.batch_row = m.batch_row,
+                 .num_computed = c,
+                 .end = std::int64_t{c} + s.num_scheduled_tokens,
+                 .token_pos0 = pos0,
+                 .token_offset = offset};
   auto temporal = [&](std::int32_t col, std::int64_t k) {
     ForwardOp op = base;
     op.col = col;
@@ -53,27 +64,40 @@ void EngineRunner::add_row_ops(const Batch& batch, std::size_t b, std::int32_t s
     op.running = running;
     ops.push_back(op);
   };
+  auto read = [&](std::int32_t batch_row, std::int32_t col, std::int32_t conv_col,
+                  std::int32_t conv_offset) {
+    base.read = static_cast<std::int32_t>(reads.size());
+    reads.push_back({.batch_row = batch_row,
+                     .col = col,
+                     .conv_col = conv_col,
+                     .conv_offset = conv_offset,
+                     .num_computed = c,
+                     .token_pos0 = pos0,
+                     .token_offset = offset,
+                     .hash = hash[0]});
+  };
   const std::int32_t n = s.num_scheduled_tokens;
   const std::int32_t d = s.num_draft_tokens;
   if (layout_.config.mode == model::CacheMode::all) {
     const std::int32_t B = layout_.config.mamba_block_size;
-    // All mode reads where it writes nothing else: every write of the row carries its read.
-    if (c > 0) {
-      base.read = static_cast<std::int32_t>(reads.size());
-      reads.push_back({.batch_row = static_cast<std::int32_t>(b),
-                       .col = state_idx,
-                       .num_computed = c,
-                       .token_pos0 = pos0,
-                       .token_offset = offset,
-                       .hash = hash[0]});
+    const std::int32_t ns = layout_.config.num_spec_tokens;
+    // At a record the full decode left the state after all its tokens in the recorded block
+    // and the state after its first a tokens a columns past it; without one the state sits in
+    // the block of the last computed token (model/FORWARD.md).
+    const std::int32_t a = f.num_accepted;
+    const std::int32_t r = f.all_record < 0 ? m.block_idx_last_computed
+                           : a == 1 + ns    ? f.all_record
+                                            : f.all_record + a;
+    if (c > 0) read(m.batch_row, r, r, 0);
+    // The chunk's block-aligned intermediate states from the block of its first scheduled
+    // token on, a decode's draft prefixes in the columns after its last block, then its final
+    // state in the block of its last scheduled token.
+    const std::int32_t shift = m.block_idx_first_scheduled - c / B;
+    for (const AllModeBoundary& bd : decisions_->all_mode_boundaries(c, n, B)) {
+      temporal(bd.col + shift, bd.pos - c);
+      conv(bd.col + shift, bd.pos);
     }
-    // The chunk's block-aligned intermediate states, a decode's draft prefixes in the columns
-    // after its last block, then its final state (model/FORWARD.md).
-    for (const AllModeBoundary& m : decisions_->all_mode_boundaries(c, n, B)) {
-      temporal(m.col, m.pos - c);
-      conv(m.col, m.pos);
-    }
-    const auto last = static_cast<std::int32_t>(model::cdiv(c + n, B) - 1);
+    const std::int32_t last = m.block_idx_last_scheduled;
     if (d > 0) {
       for (std::int32_t k = 1; k < n; ++k) {
         temporal(last + k, k);
@@ -82,26 +106,169 @@ void EngineRunner::add_row_ops(const Batch& batch, std::size_t b, std::int32_t s
     }
     temporal(last, n);
     conv(last, c + n);
-    return;
+    return std::nullopt;
   }
-  if (n - d == 1) {
+  const std::int32_t w = m.window_start;
+  if (c > 0) {
+    // A decode reads its temporal state at entry a - 1 of its window and its conv window at
+    // offset a - 1 of entry 0, a from the metadata's num_accepted; where the metadata carries
+    // none (no spec decode) the kernel has no count and reads entry 0, as a prefill reads the
+    // one entry of its window, both at offset 0.
+    const std::int32_t a = m.num_accepted;
+    const bool counted = m.decode && a > 0;
+    const bool bounded = decisions_->bounds_accepted_read();
+    const std::int32_t j = counted || !bounded ? decisions_->accepted_read_index(a) : 0;
+    const std::int32_t conv_offset = counted ? a - 1 : 0;
+    const auto width = static_cast<std::int32_t>(m.state_indices.front().size());
+    if (j >= 0 && j < width) {
+      read(m.batch_row, w + j, w, conv_offset);
+    } else if (bounded) {
+      return ForwardReadFinding{
+          .batch_row = m.batch_row,
+          .col = w + j,
+          .text = fmt::format("step {}: the forward of batch row {} ({}) would read its "
+                              "temporal state at entry {} of a window of {} entries "
+                              "(num_accepted {}): out of the window",
+                              f.step, m.batch_row, s.req_id, j, width, a)};
+    } else {
+      // Unbounded: entry j of the row is entry row * width + j of the step's flat
+      // state_indices_tensor_d, another row's entry or one outside the tensor. The access is
+      // reported, never made.
+      const std::int64_t flat = static_cast<std::int64_t>(f.md_row) * width + j;
+      const std::int64_t entries =
+          std::int64_t{f.md->num_decodes + f.md->num_padded} * width;
+      const bool outside = flat < 0 || flat >= entries;
+      const std::int64_t other = outside ? -1 : flat / width;
+      const model::ForwardMetadataRow* o =
+          outside ? nullptr : &f.md->rows[static_cast<std::size_t>(other)];
+      return ForwardReadFinding{
+          .batch_row = m.batch_row,
+          .col = w + j,
+          .text = fmt::format(
+              "step {}: the forward of batch row {} ({}) reads state_indices_tensor_d[{}, {}] "
+              "(num_accepted {}): flat entry {} of a tensor of {} rows of {} entries, {}",
+              f.step, m.batch_row, s.req_id, f.md_row, j, a, flat,
+              f.md->num_decodes + f.md->num_padded, width,
+              outside           ? std::string("outside the tensor")
+              : o->batch_row < 0 ? fmt::format("entry {} of padding row {}", flat % width, other)
+                                 : fmt::format("entry {} of row {} (batch row {}): another "
+                                               "request's block",
+                                               flat % width, other, o->batch_row))};
+    }
+  }
+  if (m.decode) {
     for (std::int32_t t = 0; t < n; ++t)
-      temporal(state_idx + t, t + 1);
+      temporal(w + t, t + 1);
   } else {
-    temporal(state_idx, n);
+    temporal(w, n);
   }
-  conv(state_idx, std::int64_t{c} + n - d);
+  conv(w, std::int64_t{c} + n - d);
+  return std::nullopt;
 }
 
-void EngineRunner::run_forward(const Batch& batch, const std::vector<std::int32_t>& state_idx) {
+// What the block a wrong read found holds, as far as the row's own states tell: the temporal
+// state after some prefix of its tokens, or none of them.
+ForwardReadFinding EngineRunner::describe_wrong_read(const StepRecord& rec, const Batch& batch,
+                                                     const ForwardRead& read,
+                                                     std::int32_t tensor) const {
+  const model::StateTensor& t = layout_.tensors[static_cast<std::size_t>(tensor)];
+  const bool temporal = t.kind() == model::StateKind::temporal;
+  const auto b = static_cast<std::size_t>(read.batch_row);
+  const model::ScheduledRequest& s = batch.step->scheduled[b];
+  const std::int32_t col = temporal ? read.col : read.conv_col;
+  const auto& ids =
+      slots_[static_cast<std::size_t>(batch.slot[b])].row[static_cast<std::size_t>(t.group)];
+  const std::int32_t block =
+      col >= 0 && col < static_cast<std::int32_t>(ids.size()) ? ids[static_cast<std::size_t>(col)]
+                                                              : -1;
+  std::string held = "no block (outside the row or not a block id)";
+  if (block >= 0 && block < layout_.spec.num_blocks) {
+    held = temporal ? "bytes of no state of this request" : "a conv window that is not that state";
+    if (temporal) {
+      const model::ArenaRange range{.arena = t.arena,
+                                    .offset_bytes = t.offset_bytes + block * t.block_stride_bytes,
+                                    .size_bytes = t.natural_bytes};
+      const std::span<const std::byte> bytes = executor_->read(std::span(&range, 1)).front();
+      bool poison = true;
+      for (std::size_t i = 0; i < bytes.size() && poison; ++i)
+        poison = bytes[i] == std::byte{model::poison_byte(range.offset_bytes +
+                                                           static_cast<std::int64_t>(i))};
+      if (poison) held = "the arena's poison (never written)";
+      const std::vector<std::int32_t>& truth = truth_.at(s.req_id);
+      std::vector<std::byte> expect(static_cast<std::size_t>(t.natural_bytes));
+      model::TokenHash h = model::kEmptySequenceHash;
+      const auto c = static_cast<std::size_t>(read.num_computed);
+      // Prefixes of the committed tokens, then of the committed ones and this step's.
+      for (std::size_t k = 0; k <= c + s.token_ids.size(); ++k) {
+        if (k > 0) h = model::extend_hash(h, k <= c ? truth[k - 1] : s.token_ids[k - 1 - c]);
+        model::fill_temporal(expect, h, tensor);
+        if (std::equal(expect.begin(), expect.end(), bytes.begin())) {
+          held = k <= c ? fmt::format("the state after {} tokens", k)
+                        : fmt::format("the state after {} tokens and {} of this step's",
+                                      c, k - c);
+          break;
+        }
+      }
+    }
+  }
+  return ForwardReadFinding{
+      .batch_row = read.batch_row,
+      .tensor = tensor,
+      .col = col,
+      .block = block,
+      .text = fmt::format("step {}: the forward of batch row {} ({}) reads its initial {} state "
+                          "of tensor {} at column {} (block {}{}): it holds {}, expected the "
+                          "state after {} tokens",
+                          rec.step, read.batch_row, s.req_id, temporal ? "temporal" : "conv",
+                          tensor, col, block,
+                          temporal ? "" : fmt::format(", offset {}", read.conv_offset), held,
+                          read.num_computed)};
+}
+
+void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
+                               const std::vector<std::int32_t>& num_accepted,
+                               const std::vector<std::int32_t>& all_record) {
+  std::vector<MetadataInput> inputs;
+  inputs.reserve(batch.slot.size());
+  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
+    const model::ScheduledRequest& s = batch.step->scheduled[b];
+    inputs.push_back({.num_computed = batch.num_computed[b],
+                      .num_scheduled = s.num_scheduled_tokens,
+                      .num_draft = s.num_draft_tokens,
+                      .num_accepted = num_accepted[b],
+                      .row = &slots_[static_cast<std::size_t>(batch.slot[b])].row});
+  }
+  rec.metadata = metadata_builder_.build(inputs);
   std::vector<ForwardOp> ops;
   std::vector<ForwardRead> reads;
   std::vector<std::int32_t> tokens;
-  for (std::size_t b = 0; b < batch.slot.size(); ++b)
-    add_row_ops(batch, b, state_idx.empty() ? 0 : state_idx[b], ops, reads, tokens);
+  // Padding rows carry the null block, which the kernels skip (seed 004's null_block_id).
+  for (std::size_t i = 0; i < rec.metadata.rows.size(); ++i) {
+    const model::ForwardMetadataRow& m = rec.metadata.rows[i];
+    if (m.batch_row < 0) continue;
+    const auto b = static_cast<std::size_t>(m.batch_row);
+    const RowForward f{.batch = &batch,
+                       .md = &rec.metadata,
+                       .md_row = i,
+                       .num_accepted = num_accepted[b],
+                       .all_record = all_record.empty() ? -1 : all_record[b],
+                       .step = batch.step->index};
+    if (std::optional<ForwardReadFinding> bad = add_row_ops(f, ops, reads, tokens)) {
+      rec.forward_read = std::move(bad);
+      return;
+    }
+  }
   if (ops.empty()) return;
   if (tokens.empty()) tokens.push_back(0); // a valid pointer for the kernel
-  executor_->forward(tables_for(batch, Tables::batch), ops, reads, tokens);
+  const std::vector<std::uint64_t> diffs =
+      executor_->forward(tables_for(batch, Tables::batch), ops, reads, tokens);
+  const std::size_t num_tensors = layout_.tensors.size();
+  for (std::size_t i = 0; i < diffs.size(); ++i)
+    if (diffs[i] != 0) {
+      rec.forward_read = describe_wrong_read(rec, batch, reads[i / num_tensors],
+                                             static_cast<std::int32_t>(i % num_tensors));
+      return;
+    }
 }
 
 } // namespace mc::gpu::engine

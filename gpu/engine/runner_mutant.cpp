@@ -141,6 +141,37 @@ struct all_record_after_any_step final : RunnerDecisions {
   }
 };
 
+// The forward's read index one too far: entry a of a decode's window.
+struct forward_reads_column_a final : RunnerDecisions {
+  std::int32_t accepted_read_index(std::int32_t num_accepted) const override {
+    return num_accepted;
+  }
+};
+
+// block_idx_first_scheduled_token as the block of the last computed token.
+struct first_scheduled_block_off_by_one final : RunnerDecisions {
+  std::int32_t first_scheduled_block(std::int32_t c, std::int32_t block_size) const override {
+    return static_cast<std::int32_t>(model::cdiv(c, block_size) - 1);
+  }
+};
+
+// The decode window sliced from seq_len // B.
+struct spec_slice_wrong_start final : RunnerDecisions {
+  std::int32_t decode_window_start(std::int32_t seq_len, std::int32_t block_size) const override {
+    return seq_len / block_size;
+  }
+};
+
+// The persistent CUDA-graph rows past a step's decodes keep what an earlier step left.
+struct padded_rows_stale_index final : RunnerDecisions {
+  bool pads_graph_rows_with_null() const override { return false; }
+};
+
+// state_indices_tensor_d[row, a - 1] indexed with no bound against the row's window.
+struct unbounded_accepted_read final : RunnerDecisions {
+  bool bounds_accepted_read() const override { return false; }
+};
+
 } // namespace mutants
 
 std::span<const MutantInfo> runner_mutants() {

@@ -20,6 +20,8 @@
 // match.
 #pragma once
 
+#include "model/forward_metadata.h"
+
 #include "model/launch.h"
 #include "model/layout.h"
 #include "model/step.h"
@@ -48,6 +50,7 @@ using model::LaunchRecord;
 
 struct StepRecord {
   std::int64_t step = 0;
+  model::ForwardMetadata metadata; // what the forward's kernels were handed (forward_metadata.h)
   std::vector<LaunchRecord> launches;
   AccessLog access;
   std::optional<Finding> finding; // the first, which stops the step

@@ -1,5 +1,6 @@
 // execute(): the per-step flow, V1 align (REFERENCE.md 2) and all mode (REFERENCE.md 2, 3).
 #include "model/errors.h"
+#include "oracle/engine/forward_metadata.h"
 #include "oracle/engine/runner.h"
 #include "oracle/engine/runner_step.h"
 
@@ -61,6 +62,7 @@ bool OracleRunner::forward(StepCtx& ctx, const std::vector<std::int32_t>& state_
                             .log = &ctx.rec.access,
                             .bytes_checked = &ctx.rec.bytes_checked,
                             .conv_history = conv_history_};
+  ctx.rec.metadata = derive_forward_metadata(layout_.config, rows);
   ctx.rec.finding = run_forward(fctx, rows);
   return !ctx.rec.finding;
 }
@@ -180,6 +182,7 @@ void OracleRunner::execute_all(StepCtx& ctx) {
                             .log = &ctx.rec.access,
                             .bytes_checked = &ctx.rec.bytes_checked,
                             .conv_history = conv_history_};
+  ctx.rec.metadata = derive_forward_metadata(layout_.config, rows);
   ctx.rec.finding = run_forward(fctx, rows);
   if (ctx.rec.finding) return;
   std::vector<BatchRequest> batch;

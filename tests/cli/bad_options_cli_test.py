@@ -27,7 +27,8 @@ COMMANDS = [
         "--time-budget": DURATION, "--max-size": COUNT + ["101"], "--block-size": COUNT,
         "--token-budget": COUNT, "--mutant": NAME, "--external-timeout": SECONDS,
         "--reruns": COUNT, "--repeat": COUNT + ["0"], "--kinds": NAME, "--focus": NAME,
-        "--case-timeout": SECONDS, "--resume-from": COUNT + ["1"]}),
+        "--case-timeout": SECONDS, "--resume-from": COUNT + ["1"],
+        "--shrink-time": DURATION + ["0", "None"]}),
     ("run", ["--steps", "1"], {
         "--preset": NAME, "--steps": COUNT, "--requests": COUNT, "--seed": SEED,
         "--backend": NAME, "--runner": NAME, "--mode": NAME, "--pool-blocks": COUNT,

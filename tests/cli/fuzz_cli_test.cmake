@@ -62,9 +62,20 @@ run_input_error(fuzz --async) # kernel level: no steps to plan
 # own counterexample, counts the repeats, and exits 1. Its report is the same for the same seed.
 # The campaigns below draw the seed's five kinds (the draws of every earlier version).
 set(SEED_KINDS --kinds postprocess,postprocess_align,precopy,preprocess_align,batch_copy)
+
+# A shrink cut by its time bound says so (the report's counterexample, and a line), and the
+# report records the bound; `--shrink-time none` leaves the candidate count as the only bound.
+run(1 fuzz --backend host --mutant same_block_copy_skipped --seed 1 --cases 120 --max-size 40
+    ${SEED_KINDS} --shrink-time 0.000001 --out ${WORK_DIR}/cut --report ${WORK_DIR}/cut.json)
+file(READ ${WORK_DIR}/cut.json r)
+string(JSON cut GET "${r}" findings 0 counterexample shrink_timed_out)
+if(NOT cut OR NOT r MATCHES "\"seconds_max\": 1e-06" OR NOT OUT MATCHES "stopped at its time bound")
+  message(FATAL_ERROR "a shrink cut by its time bound: ${r}\n${OUT}")
+endif()
+
 foreach(i 1 2)
   run(1 fuzz --backend host --mutant same_block_copy_skipped --keep-going --seed 1 --cases 120
-      --max-size 40 ${SEED_KINDS} --shrink-seconds 0 --out ${WORK_DIR}/keep${i} --report ${WORK_DIR}/keep${i}.json
+      --max-size 40 ${SEED_KINDS} --shrink-time none --out ${WORK_DIR}/keep${i} --report ${WORK_DIR}/keep${i}.json
       --junit ${WORK_DIR}/keep${i}.xml)
 endforeach()
 file(READ ${WORK_DIR}/keep1.json k1)

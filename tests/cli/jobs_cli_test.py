@@ -53,12 +53,12 @@ campaigns = {
     "kernel": ["fuzz", "--backend", "host", "--cases", "80", "--max-size", "40"],
     "kernel-mutant": ["fuzz", "--backend", "host", "--cases", "60", "--max-size", "30",
                       "--mutant", "reset_races_other_programs", "--keep-going", "--repeat", "2",
-                      "--shrink-seconds", "0"],
+                      "--shrink-time", "none"],
     "engine": ["fuzz", "--level", "engine", "--backend", "host", "--cases", "60",
                "--max-size", "40"],
     "engine-mutant": ["fuzz", "--level", "engine", "--backend", "host", "--cases", "40",
                       "--max-size", "20", "--mutant", "skip_cleanup_of_resumed", "--keep-going",
-                      "--repeat", "2", "--shrink-seconds", "0"],
+                      "--repeat", "2", "--shrink-time", "none"],
 }
 for name, args in campaigns.items():
     codes = set()

@@ -26,14 +26,15 @@ std::string refusal(CaseBackend backend, std::optional<int> visible, ParallelOpt
   return "(accepted)";
 }
 
-TEST(ParallelOption, CudaDefaultsToEveryDeviceAndEightWorkersEachUpToTheCores) {
+TEST(ParallelOption, CudaDefaultsToEveryDeviceAndTwoWorkersEachUpToTheCores) {
   const Parallel two = resolve(CaseBackend::cuda, 2, 16);
   EXPECT_TRUE(two.workers);
-  EXPECT_EQ(two.jobs, 16);
+  EXPECT_EQ(two.jobs, 4);
   EXPECT_EQ(two.devices, (std::vector<int>{0, 1}));
-  EXPECT_EQ(resolve(CaseBackend::cuda, 1, 16).jobs, 8);
-  EXPECT_EQ(resolve(CaseBackend::cuda, 1, 4).jobs, 4);
-  EXPECT_EQ(resolve(CaseBackend::cuda, 8, 200).jobs, 64);
+  EXPECT_EQ(resolve(CaseBackend::cuda, 1, 16).jobs, 2);
+  EXPECT_EQ(resolve(CaseBackend::cuda, 1, 1).jobs, 1);
+  EXPECT_EQ(resolve(CaseBackend::cuda, 8, 4).jobs, 4);
+  EXPECT_EQ(resolve(CaseBackend::cuda, 8, 200).jobs, 16);
   EXPECT_EQ(resolve(CaseBackend::cuda, 2, 16, {.jobs = 3}).jobs, 3);
   EXPECT_EQ(resolve(CaseBackend::cuda, 4, 16, {.devices = "3,1"}).devices,
             (std::vector<int>{3, 1}));

@@ -138,7 +138,7 @@ check(whole["result"] == "held" and whole["cases"] == 60, f"kernel: {whole['resu
 # cases per signature (among all eight kinds, once per signature in 60 cases).
 mutant = ["fuzz", "--backend", "host", "--cases", "60", "--max-size", "30", "--out", "m-out",
           "--kinds", "postprocess_align,postprocess_align_slot_tables",
-          "--mutant", "reset_races_other_programs", "--keep-going", "--shrink-seconds", "0"]
+          "--mutant", "reset_races_other_programs", "--keep-going", "--shrink-time", "none"]
 whole = check_campaign("kernel-mutant", mutant, [(1, "pmi"), (2, "flag"), (3, "kubernetes")])
 check(len(whole["findings"]) >= 2 and any(f["cases"] >= 2 for f in whole["findings"]),
       f"the mutant campaign has several findings, one of several cases: {whole['findings']}")
@@ -148,7 +148,7 @@ engine = ["fuzz", "--level", "engine", "--backend", "host", "--cases", "40", "--
 whole = check_campaign("engine", engine, [(1, "slurm"), (2, "openmpi"), (3, "flag")])
 check(whole["held"] and whole["cases"] == 40, f"engine: {whole['held']}")
 runner = [*engine[:-2], "--out", "r-out", "--mutant", "skip_cleanup_of_resumed", "--keep-going",
-          "--shrink-seconds", "0"]
+          "--shrink-time", "none"]
 whole = check_campaign("engine-mutant", runner, [(2, "kubernetes-env"), (3, "slurm-from-1")])
 check(len(whole["findings"]) >= 2, f"engine mutant findings: {whole['findings']}")
 

@@ -45,6 +45,7 @@ struct ReadFixture {
   std::uint64_t diffs[2] = {0, 0};
   ForwardRead read{.batch_row = 0,
                    .col = 1,
+                   .conv_col = 1,
                    .num_computed = 4,
                    .token_pos0 = 2,
                    .token_offset = 0,
@@ -108,7 +109,9 @@ TEST(ForwardBytes, ReadDiffIsZeroExactlyWhereTheExpectedStateIs) {
   f.block(0, 1)[17] ^= 0x01; // temporal word 2, byte 1
   EXPECT_EQ(f.diff(0), 0x100u);
   f.read.col = 2; // another block: nothing written there
+  f.read.conv_col = 2;
   EXPECT_NE(f.diff(0), 0u);
+  EXPECT_NE(f.diff(1), 0u);
   f.table[2] = -1; // a pad slot: unreadable, a difference in bit 0
   EXPECT_EQ(f.diff(0), 1u);
   EXPECT_EQ(f.diff(1), 1u);

@@ -1,0 +1,138 @@
+// The forward's metadata: the capture sizes, the GPU side's builder on hand-made batches
+// (align and all mode, the split, the window, padding and its persistent rows), the oracle's
+// derivation agreeing with it, and the comparison naming the row and the field.
+#include "gpu/engine/forward_metadata.h"
+#include "gpu/engine/runner_mutant.h"
+#include "model/forward_metadata.h"
+#include "oracle/engine/forward_metadata.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace mc {
+namespace {
+
+model::CacheConfig align_config(std::int32_t num_spec) {
+  model::CacheConfig c;
+  c.mode = model::CacheMode::align;
+  c.mamba_block_size = 4;
+  c.num_spec_tokens = num_spec;
+  c.num_spec_blocks = num_spec;
+  return c;
+}
+
+TEST(ForwardMetadata, CaptureSizes) {
+  EXPECT_EQ(model::cuda_graph_batch_size(1), 1);
+  EXPECT_EQ(model::cuda_graph_batch_size(3), 4);
+  EXPECT_EQ(model::cuda_graph_batch_size(5), 8);
+  EXPECT_EQ(model::cuda_graph_batch_size(249), 256);
+  EXPECT_EQ(model::cuda_graph_batch_size(257), 272);
+  EXPECT_EQ(model::cuda_graph_batch_size(512), 512);
+  EXPECT_EQ(model::cuda_graph_batch_size(513), std::nullopt);
+  EXPECT_EQ(model::cuda_graph_capture_sizes().size(), 51u);
+}
+
+// Three rows, batch order: a prefill chunk, a decode with 2 drafts, a decode without.
+struct Batch {
+  model::GroupBlockIds r0{{7, 8, 9}}, r1{{1, 2, 3, 4, 5}}, r2{{11, 12, 13, 14}};
+  model::ScheduledRequest s0{.req_id = "a", .num_scheduled_tokens = 3},
+      s1{.req_id = "b", .num_scheduled_tokens = 3, .num_draft_tokens = 2},
+      s2{.req_id = "c", .num_scheduled_tokens = 1};
+  std::vector<gpu::engine::MetadataInput> gpu_inputs() const {
+    return {{.num_computed = 5, .num_scheduled = 3, .row = &r0},
+            {.num_computed = 6, .num_scheduled = 3, .num_draft = 2, .num_accepted = 2, .row = &r1},
+            {.num_computed = 8, .num_scheduled = 1, .num_accepted = 3, .row = &r2}};
+  }
+  std::vector<oracle::engine::ForwardRow> oracle_rows() const {
+    return {{.scheduled = &s0, .num_computed = 5, .row = &r0},
+            {.scheduled = &s1, .num_computed = 6, .num_accepted = 2, .row = &r1},
+            {.scheduled = &s2, .num_computed = 8, .num_accepted = 3, .row = &r2}};
+  }
+};
+
+TEST(ForwardMetadata, AlignSplitsDecodesFirstWithTheirWindows) {
+  const Batch batch;
+  const gpu::engine::RunnerDecisions clean;
+  gpu::engine::MetadataBuilder builder(align_config(2), 1, clean);
+  const std::vector<gpu::engine::MetadataInput> in = batch.gpu_inputs();
+  const model::ForwardMetadata md = builder.build(in);
+  EXPECT_EQ(md.num_decodes, 2);
+  EXPECT_EQ(md.num_prefills, 1);
+  EXPECT_EQ(md.num_padded, 0); // a step with a prefill runs eagerly
+  ASSERT_EQ(md.rows.size(), 3u);
+  // Decode b: seq_len 9, window from (9 - 1) // 4 = 2: columns 2..4.
+  EXPECT_EQ(md.rows[0].batch_row, 1);
+  EXPECT_EQ(md.rows[0].window_start, 2);
+  EXPECT_EQ(md.rows[0].state_indices, (std::vector<std::vector<std::int32_t>>{{3, 4, 5}}));
+  EXPECT_EQ(md.rows[0].num_accepted, 2);
+  // Decode c: seq_len 9, columns 2..4, the last past its row of 4: the table's padding.
+  EXPECT_EQ(md.rows[1].batch_row, 2);
+  EXPECT_EQ(md.rows[1].state_indices, (std::vector<std::vector<std::int32_t>>{{13, 14, -1}}));
+  EXPECT_EQ(md.rows[1].num_accepted, 3);
+  // The prefill: seq_len 8, column 1 alone, no count.
+  EXPECT_EQ(md.rows[2].batch_row, 0);
+  EXPECT_FALSE(md.rows[2].decode);
+  EXPECT_EQ(md.rows[2].state_indices, (std::vector<std::vector<std::int32_t>>{{8}}));
+  EXPECT_EQ(md.rows[2].num_accepted, 0);
+  const std::vector<oracle::engine::ForwardRow> rows = batch.oracle_rows();
+  EXPECT_EQ(oracle::engine::derive_forward_metadata(align_config(2), rows), md);
+}
+
+TEST(ForwardMetadata, AllModeBlockIndices) {
+  const Batch batch;
+  model::CacheConfig config = align_config(2);
+  config.mode = model::CacheMode::all;
+  const gpu::engine::RunnerDecisions clean;
+  gpu::engine::MetadataBuilder builder(config, 1, clean);
+  const std::vector<gpu::engine::MetadataInput> in = batch.gpu_inputs();
+  const model::ForwardMetadata md = builder.build(in);
+  ASSERT_EQ(md.rows.size(), 3u);
+  // Decode c: c = 8, seq_len 9: last computed cdiv(8, 4) - 1 = 1, first scheduled
+  // cdiv(9, 4) - 1 = 2, last scheduled 2; the whole row.
+  EXPECT_EQ(md.rows[1].block_idx_last_computed, 1);
+  EXPECT_EQ(md.rows[1].block_idx_first_scheduled, 2);
+  EXPECT_EQ(md.rows[1].block_idx_last_scheduled, 2);
+  EXPECT_EQ(md.rows[1].state_indices, batch.r2);
+  const std::vector<oracle::engine::ForwardRow> rows = batch.oracle_rows();
+  EXPECT_EQ(oracle::engine::derive_forward_metadata(config, rows), md);
+  // The off-by-one mutant: the block of the last computed token, 1, named by the comparison.
+  const std::unique_ptr<gpu::engine::RunnerDecisions> off =
+      gpu::engine::make_runner_decisions(gpu::engine::RunnerMutant::first_scheduled_block_off_by_one);
+  gpu::engine::MetadataBuilder wrong(config, 1, *off);
+  const std::optional<model::MetadataDifference> d =
+      model::first_metadata_difference(wrong.build(in), md);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->row, 1);
+  EXPECT_EQ(d->batch_row, 2);
+  EXPECT_EQ(d->field, "block_idx_first_scheduled");
+  EXPECT_EQ(d->a, "1");
+  EXPECT_EQ(d->b, "2");
+}
+
+TEST(ForwardMetadata, PaddingRowsCarryTheNullBlockAfterALargerBatch) {
+  model::GroupBlockIds rows[5] = {{{1}}, {{2}}, {{3}}, {{4}}, {{5}}};
+  std::vector<gpu::engine::MetadataInput> five, three;
+  for (int i = 0; i < 5; ++i)
+    five.push_back({.num_computed = 2, .num_scheduled = 1, .row = &rows[i]});
+  three.assign(five.begin(), five.begin() + 3);
+  for (const auto mutant : {gpu::engine::RunnerMutant::none,
+                            gpu::engine::RunnerMutant::padded_rows_stale_index}) {
+    const std::unique_ptr<gpu::engine::RunnerDecisions> decisions =
+        gpu::engine::make_runner_decisions(mutant);
+    gpu::engine::MetadataBuilder builder(align_config(0), 1, *decisions);
+    const model::ForwardMetadata first = builder.build(five); // padded to 8
+    EXPECT_EQ(first.num_padded, 3);
+    EXPECT_EQ(first.rows[5].state_indices, (std::vector<std::vector<std::int32_t>>{{0}}));
+    const model::ForwardMetadata second = builder.build(three); // padded to 4
+    ASSERT_EQ(second.num_padded, 1);
+    EXPECT_EQ(second.rows[3].batch_row, -1);
+    // The clean builder nulls the padding row; the mutant leaves the 4th row of the step before.
+    EXPECT_EQ(second.rows[3].state_indices,
+              (std::vector<std::vector<std::int32_t>>{
+                  {mutant == gpu::engine::RunnerMutant::none ? 0 : 4}}));
+  }
+}
+
+} // namespace
+} // namespace mc
