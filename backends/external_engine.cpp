@@ -164,10 +164,13 @@ public:
     return result;
   }
 
-  void forward(const model::BlockTables& tables, const std::vector<gpu::engine::ForwardOp>& ops,
-               const std::vector<gpu::engine::ForwardRead>& reads,
-               const std::vector<std::int32_t>& tokens) override {
-    host_->forward(tables, ops, reads, tokens);
+  // The forward is this program's own (only the state-management launches are the module's):
+  // it reads and writes the shared arenas on the host.
+  std::vector<std::uint64_t> forward(const model::BlockTables& tables,
+                                     const std::vector<gpu::engine::ForwardOp>& ops,
+                                     const std::vector<gpu::engine::ForwardRead>& reads,
+                                     const std::vector<std::int32_t>& tokens) override {
+    return host_->forward(tables, ops, reads, tokens);
   }
   const std::vector<model::Arena>& arenas() override { return host_->arenas(); }
   std::vector<std::span<const std::byte>> read(std::span<const model::ArenaRange> ranges) override {
