@@ -116,6 +116,7 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   o.repeat = q.repeat;
   o.skip_signatures = q.skip_signatures;
   o.first_case = q.first_case;
+  o.steer_epoch = q.steer_epoch;
   o.shard = q.shard;
   o.workers = q.workers;
   o.jobs = q.workers ? q.jobs : 1;
@@ -137,6 +138,11 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   progress.done();
   print_summary(o, r);
   if (!r.stopped.empty()) std::cout << "engine level: stopped early: " << r.stopped << "\n";
+  if (o.steer_epoch > 0)
+    std::cout << fmt::format("  steer: epochs of {} cases, {} boosted; {} epoch starts waited "
+                             "{:.1f} s for the epoch before to end\n",
+                             o.steer_epoch, r.steer_epochs.size(), r.steer_barriers,
+                             r.steer_stall_seconds);
   EngineLevelResult result{.report = fuzz::to_json(o, r)};
   const std::vector<std::string> missing = report_coverage(q.required_coverage, r.coverage);
   if (!q.required_coverage.empty()) result.report["coverage_missing"] = missing;
