@@ -44,9 +44,9 @@ struct FuzzOptions {
   std::int32_t block_size = 0;   // engine level: 0 draws it per case
   std::int32_t token_budget = 0; // engine level: 0 draws it per case
   bool async = false;            // engine level: every case async, not a quarter of them
-  bool steer = false;             // engine level: steer the generator by the coverage so far
-  std::int64_t steer_epoch = 0;   // its epoch (0: kSteerEpochDefault)
-  std::string steer_boosts;       // engine level: draw every case with these boosts            // engine level: every case async, not a quarter of them
+  bool steer = false;            // engine level: steer the generator by the coverage so far
+  std::int64_t steer_epoch = 0;  // its epoch (0: kSteerEpochDefault)
+  std::string steer_boosts;      // engine level: draw every case with these boosts
   std::string out = "mc-out";
   std::string report;
   std::string junit;
@@ -474,7 +474,8 @@ int run_fuzz(FuzzOptions o) {
          .isolate = !o.no_isolate,
          .case_timeout = o.case_timeout,
          .first_case = o.resume_from,
-         .steer_epoch = o.steer ? (o.steer_epoch > 0 ? o.steer_epoch : fuzz::kSteerEpochDefault) : 0,
+         .steer_epoch =
+             o.steer ? (o.steer_epoch > 0 ? o.steer_epoch : fuzz::kSteerEpochDefault) : 0,
          .shard = o.shard,
          .jobs = o.parallel.jobs,
          .workers = o.parallel.workers

@@ -151,6 +151,9 @@ EngineLevelResult run_engine_level(const EngineLevelRequest& q) {
   if (r.interrupted != 0) {
     result.junit.push_back(interrupted_case("engine", r.interrupted, r.cases, r.next_case));
     std::cout << interrupted_line("engine", r.interrupted, r.cases, r.next_case) << "\n";
+    if (o.steer_epoch > 0)
+      std::cout << "engine level: a steered campaign cannot be resumed (--steer refuses "
+                   "--resume-from): run it again from its first case\n";
   }
   if (r.findings.empty()) {
     result.junit.push_back(JunitCase{.name = campaign, .seconds = r.seconds});

@@ -253,10 +253,12 @@ void draw_conventions(EngineCase& c, Rng& rng, Steering& steer) {
     r.deferred_postprocess = rng.chance(500'000);
   }
   // The DS conv copy with drafts stays on the fused precopy that both V1 launches express.
-  if (steer.forces(SteerKnob::precopy_v1) && r.v1_copy_path == oracle::engine::V1CopyPath::batch_copy &&
+  if (steer.forces(SteerKnob::precopy_v1) &&
+      r.v1_copy_path == oracle::engine::V1CopyPath::batch_copy &&
       !(c.config.conv_layout == model::ConvLayout::DS && c.config.num_spec_tokens > 0))
     r.v1_copy_path = oracle::engine::V1CopyPath::precopy_v1;
-  else if (steer.forces(SteerKnob::precopy_v1) && r.v1_copy_path == oracle::engine::V1CopyPath::precopy)
+  else if (steer.forces(SteerKnob::precopy_v1) &&
+           r.v1_copy_path == oracle::engine::V1CopyPath::precopy)
     r.v1_copy_path = oracle::engine::V1CopyPath::precopy_v1;
   if (steer.forces(SteerKnob::slot_tables)) r.v2_table_rows = model::V2TableRows::slot;
   if (steer.forces(SteerKnob::deferred)) {

@@ -544,7 +544,8 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   MC_ASSERT(o.reruns >= 0 && o.repeat >= 1);
   MC_ASSERT(o.jobs >= 1 && (o.jobs == 1 || o.workers));
   validate_fixed(o.fixed);
-  if (o.steer_epoch < 0) model::fail_input("--steer-epoch: expected at least 1, got {}", o.steer_epoch);
+  if (o.steer_epoch < 0)
+    model::fail_input("--steer-epoch: expected at least 1, got {}", o.steer_epoch);
   const bool steering = o.steer_epoch > 0;
   if (steering && !o.shard.whole())
     model::fail_input("--steer: not with a shard (shard {} of {}): a shard does not see the other "
@@ -712,8 +713,9 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
     for (const model::CoverageFeature& f : model::coverage_catalogue()) {
       if (!f.engine) continue;
       const auto it = r.steer_first_reached.find(std::string(f.name));
-      first[std::string(f.name)] =
-          it == r.steer_first_reached.end() ? nlohmann::ordered_json() : nlohmann::ordered_json(it->second);
+      first[std::string(f.name)] = it == r.steer_first_reached.end()
+                                       ? nlohmann::ordered_json()
+                                       : nlohmann::ordered_json(it->second);
     }
     j["steer"] = {{"epoch", o.steer_epoch},
                   {"boosted_epochs", std::move(epochs)},

@@ -13,10 +13,10 @@ namespace {
 using K = SteerKnob;
 
 constexpr std::array<std::string_view, kSteerKnobCount> kKnobNames = {
-    "all-mode",   "async",      "drafts",     "no-drafts",   "full-drafts",
+    "all-mode",        "async",      "drafts",          "no-drafts",    "full-drafts",
     "rejected-drafts", "tight-pool", "shared-prefixes", "long-prompts", "big-blocks",
-    "ds-layout",  "v1-runner",  "v2-runner",  "batch-copy",  "precopy-v1",
-    "slot-tables", "deferred",  "mixed-preset", "reset",     "abort"};
+    "ds-layout",       "v1-runner",  "v2-runner",       "batch-copy",   "precopy-v1",
+    "slot-tables",     "deferred",   "mixed-preset",    "reset",        "abort"};
 static_assert(static_cast<std::size_t>(SteerKnob::abort) + 1 == kSteerKnobCount);
 
 // Every engine-level feature of model/coverage.cpp's catalogue, with the knobs whose choice
@@ -72,7 +72,9 @@ constexpr std::array<std::string_view, 3> kBoostNames = {"none", "rare", "missin
 
 } // namespace
 
-std::string_view to_string(SteerKnob knob) { return kKnobNames[static_cast<std::size_t>(knob)]; }
+std::string_view to_string(SteerKnob knob) {
+  return kKnobNames[static_cast<std::size_t>(knob)];
+}
 
 std::optional<SteerKnob> find_steer_knob(std::string_view name) {
   for (std::size_t k = 0; k < kSteerKnobCount; ++k)
@@ -81,10 +83,13 @@ std::optional<SteerKnob> find_steer_knob(std::string_view name) {
 }
 
 bool SteerBoosts::any() const {
-  return std::any_of(knobs.begin(), knobs.end(), [](SteerBoost b) { return b != SteerBoost::none; });
+  return std::any_of(knobs.begin(), knobs.end(),
+                     [](SteerBoost b) { return b != SteerBoost::none; });
 }
 
-std::span<const SteerRow> steer_table() { return kTable; }
+std::span<const SteerRow> steer_table() {
+  return kTable;
+}
 
 const SteerRow* find_steer_row(std::string_view feature) {
   for (const SteerRow& row : kTable)

@@ -100,7 +100,8 @@ r = run(["fuzz", "--level", "engine", "--backend", "host", "--out", "mutant-out"
 check(r.returncode == 1, f"steered mutant campaign: exit {r.returncode}: {r.stderr}")
 findings = json.load(open(path("mutant.json")))["findings"]
 boosted = [f for f in findings if "--steer-boosts" in f["counterexample"]["reproduce"]]
-check(len(boosted) >= 2, f"steered findings: {[f['counterexample']['reproduce'] for f in findings]}")
+check(len(boosted) >= 2,
+      f"steered findings: {[f['counterexample']['reproduce'] for f in findings]}")
 for f in boosted[:2]:
     args = shlex.split(f["counterexample"]["reproduce"])[1:]
     again = run([*args, "--out", "again-out", "--report", "again.json"])
