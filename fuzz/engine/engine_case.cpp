@@ -252,14 +252,9 @@ void draw_conventions(EngineCase& c, Rng& rng, Steering& steer) {
     r.v2_table_rows = model::V2TableRows::slot;
     r.deferred_postprocess = rng.chance(500'000);
   }
-  // The DS conv copy with drafts stays on the fused precopy that both V1 launches express.
-  if (steer.forces(SteerKnob::precopy_v1) &&
-      r.v1_copy_path == oracle::engine::V1CopyPath::batch_copy &&
-      !(c.config.conv_layout == model::ConvLayout::DS && c.config.num_spec_tokens > 0))
-    r.v1_copy_path = oracle::engine::V1CopyPath::precopy_v1;
-  else if (steer.forces(SteerKnob::precopy_v1) &&
-           r.v1_copy_path == oracle::engine::V1CopyPath::precopy)
-    r.v1_copy_path = oracle::engine::V1CopyPath::precopy_v1;
+  // The fused pre-copy expresses every copy (a DS conv state with a bias included), so it may
+  // take the place of either V1 path.
+  if (steer.forces(SteerKnob::precopy_v1)) r.v1_copy_path = oracle::engine::V1CopyPath::precopy_v1;
   if (steer.forces(SteerKnob::slot_tables)) r.v2_table_rows = model::V2TableRows::slot;
   if (steer.forces(SteerKnob::deferred)) {
     r.v2_table_rows = model::V2TableRows::slot;
