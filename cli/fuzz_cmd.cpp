@@ -44,6 +44,9 @@ struct FuzzOptions {
   std::int32_t block_size = 0;   // engine level: 0 draws it per case
   std::int32_t token_budget = 0; // engine level: 0 draws it per case
   bool async = false;            // engine level: every case async, not a quarter of them
+  bool steer = false;            // engine level: steer the generator by the coverage so far
+  std::int64_t steer_epoch = 0;  // its epoch (0: kSteerEpochDefault)
+  std::string steer_boosts;      // engine level: draw every case with these boosts
   std::string out = "mc-out";
   std::string report;
   std::string junit;
@@ -365,6 +368,24 @@ int run_fuzz(FuzzOptions o) {
   if (o.block_size != 0) fixed.block_size = o.block_size;
   if (o.token_budget != 0) fixed.token_budget = o.token_budget;
   fixed.async_scheduling = o.async;
+  if (o.level == "kernel" && (o.steer || !o.steer_boosts.empty()))
+    model::fail_input("--steer and --steer-boosts: engine level only (--level engine)");
+  if (o.steer_epoch != 0 && !o.steer)
+    model::fail_input("--steer-epoch: only with --steer");
+  if (o.steer_epoch < 0 || o.steer_epoch > kCasesMax)
+    model::fail_input("--steer-epoch: expected a number of cases of at least 1, got {}",
+                      o.steer_epoch);
+  if (o.steer && !o.shard.whole())
+    model::fail_input("--steer: not with a shard (shard {} of {}{}): a shard does not see the "
+                      "other shards' coverage counts, which decide the draws",
+                      o.shard.index, o.shard.count,
+                      shard.source.empty() ? "" : ", from " + shard.source);
+  if (o.steer && o.resume_from > 0)
+    model::fail_input("--steer: not with --resume-from: the boosts of the resumed epoch come from "
+                      "the coverage of cases this run would not run");
+  if (o.steer && !o.steer_boosts.empty())
+    model::fail_input("--steer and --steer-boosts: give one of them");
+  if (!o.steer_boosts.empty()) fixed.steer = fuzz::parse_steer_boosts(o.steer_boosts);
   fuzz::validate_fixed(fixed);
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
@@ -451,6 +472,8 @@ int run_fuzz(FuzzOptions o) {
          .isolate = !o.no_isolate,
          .case_timeout = o.case_timeout,
          .first_case = o.resume_from,
+         .steer_epoch =
+             o.steer ? (o.steer_epoch > 0 ? o.steer_epoch : fuzz::kSteerEpochDefault) : 0,
          .shard = o.shard,
          .jobs = o.parallel.jobs,
          .workers = o.parallel.workers && o.external.empty()
@@ -492,6 +515,15 @@ void add_fuzz_command(CLI::App& app, Action& action) {
   cmd->add_flag("--async", o->async,
                 "Engine level: every case with async scheduling, one step in flight (default: "
                 "a quarter of the cases)");
+  cmd->add_flag("--steer", o->steer,
+                "Engine level: steer the generator toward coverage features reached by few or no "
+                "cases so far, in epochs of 256 cases (docs/fuzzing.md); not with a shard or "
+                "--resume-from");
+  cmd->add_option("--steer-epoch", o->steer_epoch,
+                  "With --steer: cases per epoch (default 256)");
+  cmd->add_option("--steer-boosts", o->steer_boosts,
+                  "Engine level: draw every case with these knob boosts (KNOB=rare|missing,...): "
+                  "what a steered campaign's reproduce line names");
   cmd->add_option("--out", o->out, "Directory for counterexamples (default mc-out)");
   cmd->add_option("--report", o->report, "Write a JSON report (deterministic for a seed)");
   cmd->add_option("--junit", o->junit, "Write JUnit XML");

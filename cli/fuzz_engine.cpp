@@ -115,6 +115,7 @@ EngineLevelResult run_engine_level_here(const EngineLevelRequest& q) {
   o.repeat = q.repeat;
   o.skip_signatures = q.skip_signatures;
   o.first_case = q.first_case;
+  o.steer_epoch = q.steer_epoch;
   o.shard = q.shard;
   o.workers = q.workers;
   o.jobs = q.workers ? q.jobs : 1;
@@ -158,6 +159,11 @@ EngineLevelResult run_engine_level_here(const EngineLevelRequest& q) {
   progress.done();
   print_summary(o, r);
   if (!r.stopped.empty()) std::cout << "engine level: stopped early: " << r.stopped << "\n";
+  if (o.steer_epoch > 0)
+    std::cout << fmt::format("  steer: epochs of {} cases, {} boosted; {} epoch starts waited "
+                             "{:.1f} s for the epoch before to end\n",
+                             o.steer_epoch, r.steer_epochs.size(), r.steer_barriers,
+                             r.steer_stall_seconds);
   EngineLevelResult result{.report = fuzz::to_json(o, r)};
   if (!q.external.empty()) result.report["external"] = q.external;
   const std::vector<std::string> missing = report_coverage(q.required_coverage, r.coverage);
@@ -167,6 +173,9 @@ EngineLevelResult run_engine_level_here(const EngineLevelRequest& q) {
   if (r.interrupted != 0) {
     result.junit.push_back(interrupted_case("engine", r.interrupted, r.cases, r.next_case));
     std::cout << interrupted_line("engine", r.interrupted, r.cases, r.next_case) << "\n";
+    if (o.steer_epoch > 0)
+      std::cout << "engine level: a steered campaign cannot be resumed (--steer refuses "
+                   "--resume-from): run it again from its first case\n";
   }
   if (r.findings.empty()) {
     result.junit.push_back(JunitCase{.name = campaign, .seconds = r.seconds});

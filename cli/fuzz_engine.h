@@ -36,6 +36,7 @@ struct EngineLevelRequest {
   bool isolate = false; // host: the reruns and shrink candidates of a finding in forked children
   double case_timeout = 300.0;
   std::int64_t first_case = 0; // --resume-from
+  std::int64_t steer_epoch = 0; // --steer (its epoch), 0: off
   fuzz::Shard shard;           // --shard, or the scheduler's
   int jobs = 1;                // cases at once, in `workers`
   std::optional<fuzz::CaseWorkerStart> workers; // where the cases run; absent: in this process

@@ -38,10 +38,47 @@ constexpr int kProductionSizeMin = 40;
 constexpr std::int32_t kProductionPerMillion = 166'667;
 constexpr std::uint64_t kProductionStream = 0x70726f6475637469; // "producti"
 constexpr std::uint64_t kConventionStream = 0x636f6e76656e7469; // "conventi"
+constexpr std::uint64_t kSteerStream = 0x7374656572696e67;      // "steering"
 
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
   return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
 }
+
+// The knobs a steered campaign boosts for one case (fuzz/engine/steer.h): whether each forces
+// its choice, and what it then draws, come from a stream of their own, and only boosted knobs
+// draw from it, so an unboosted case is the unsteered campaign's case draw for draw.
+class Steering {
+public:
+  Steering(const SteerBoosts& boosts, std::uint64_t case_seed, int size)
+      : boosts_(boosts), rng_(Rng::from_seed(model::mix64(case_seed ^ kSteerStream) ^
+                                             static_cast<std::uint64_t>(size))) {}
+
+  bool forces(SteerKnob knob) {
+    switch (boosts_.at(knob)) {
+    case SteerBoost::none:
+      return false;
+    case SteerBoost::rare:
+      return rng_.chance(kSteerShareRare);
+    case SteerBoost::missing:
+      return rng_.chance(kSteerShareMissing);
+    }
+    return false;
+  }
+  Rng& rng() { return rng_; }
+  // Decided with the workload bounds (longer outputs), applied to the pool and requests.
+  bool tight_pool = false;
+
+  // Drafts on (1..3 where none were drawn) or off.
+  std::int32_t drafts(std::int32_t num_spec) {
+    if (forces(SteerKnob::drafts)) return num_spec > 0 ? num_spec : rng_.uniform32(1, 3);
+    if (forces(SteerKnob::no_drafts)) return 0;
+    return num_spec;
+  }
+
+private:
+  SteerBoosts boosts_;
+  Rng rng_;
+};
 
 std::int64_t arena_bytes(const model::Layout& layout) {
   std::int64_t total = 0;
@@ -61,10 +98,11 @@ std::int64_t pool_blocks_min(const EngineCase& c) {
   return per_request + 1;
 }
 
-void draw_config(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
+void draw_config(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed, Steering& steer) {
   const int size = c.size;
   const bool big = size >= 60 && rng.chance(250'000);
   c.preset = big ? pick(rng, kBigPresets) : pick(rng, kTinyPresets);
+  if (steer.forces(SteerKnob::mixed_preset)) c.preset = "tiny-mixed";
   const model::Preset& preset = model::find_preset(c.preset);
   c.config = preset.config;
   c.spec = preset.spec;
@@ -72,15 +110,19 @@ void draw_config(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   constexpr std::array kBigBlockSizes = {4, 8, 16, 16, 32};
   c.config.mamba_block_size =
       size > 40 && rng.chance(300'000) ? pick(rng, kBigBlockSizes) : pick(rng, kBlockSizes);
+  if (steer.forces(SteerKnob::big_blocks))
+    c.config.mamba_block_size = pick(steer.rng(), kBigBlockSizes);
   if (fixed.block_size) c.config.mamba_block_size = *fixed.block_size;
   if (fixed.token_budget)
     c.config.mamba_block_size = std::min(c.config.mamba_block_size, *fixed.token_budget);
   constexpr std::array kAttnBlockSizes = {1, 2, 4, 8, 16};
   c.config.attn_block_size = pick(rng, kAttnBlockSizes);
   c.config.mode = rng.chance(150'000) ? model::CacheMode::all : model::CacheMode::align;
+  if (steer.forces(SteerKnob::all_mode)) c.config.mode = model::CacheMode::all;
   // Both modes draw their drafts alike (all mode keeps one speculative column per draft).
   const std::int64_t roll = rng.uniform(0, 99);
   std::int32_t num_spec = roll < 25 ? 0 : roll < 80 ? rng.uniform32(1, 3) : rng.uniform32(4, 8);
+  num_spec = steer.drafts(num_spec);
   // A decode step crossing more than one block boundary (B < 1 + drafts) leaves boundary
   // states no write produced, which the oracle's scheduler still caches (reported as a
   // finding of its own): the generator keeps B >= 1 + drafts.
@@ -89,10 +131,17 @@ void draw_config(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   c.config.num_spec_tokens = num_spec;
   c.config.num_spec_blocks = num_spec;
   c.config.conv_layout = rng.chance(500'000) ? model::ConvLayout::DS : model::ConvLayout::SD;
+  if (steer.forces(SteerKnob::ds_layout)) c.config.conv_layout = model::ConvLayout::DS;
   c.engine.runner.flavour =
       rng.chance(500'000) ? model::RunnerFlavour::v2 : model::RunnerFlavour::v1;
+  if (steer.forces(SteerKnob::v2_runner))
+    c.engine.runner.flavour = model::RunnerFlavour::v2;
+  else if (steer.forces(SteerKnob::v1_runner))
+    c.engine.runner.flavour = model::RunnerFlavour::v1;
   c.engine.runner.v1_copy_path = rng.chance(500'000) ? oracle::engine::V1CopyPath::batch_copy
                                                      : oracle::engine::V1CopyPath::precopy;
+  if (steer.forces(SteerKnob::batch_copy))
+    c.engine.runner.v1_copy_path = oracle::engine::V1CopyPath::batch_copy;
   // batch_copy cannot express a DS conv copy with a token bias (REFERENCE.md 2): the oracle
   // reports it (unsupported_copy), so drafts with DS go through the fused precopy.
   if (c.config.conv_layout == model::ConvLayout::DS && num_spec > 0)
@@ -100,7 +149,7 @@ void draw_config(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   c.engine.runner.row_stride_extra = rng.uniform32(0, 3);
 }
 
-void draw_options(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
+void draw_options(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed, Steering& steer) {
   const int size = c.size;
   const std::int32_t B = c.config.mamba_block_size;
   oracle::engine::WorkloadOptions& w = c.engine.workload;
@@ -111,18 +160,42 @@ void draw_options(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   w.output_len_max = rng.uniform32(1, B + 4 + size / 3);
   w.num_shared_prefixes = rng.uniform32(0, 3);
   w.shared_prefix_per_million = rng.uniform32(0, 1'000'000);
+  if (steer.forces(SteerKnob::shared_prefixes)) {
+    w.num_shared_prefixes = steer.rng().uniform32(1, 3);
+    w.shared_prefix_per_million = steer.rng().uniform32(500'000, 1'000'000);
+  }
+  const bool long_prompts = steer.forces(SteerKnob::long_prompts);
+  if (long_prompts)
+    w.prompt_len_max = std::max(w.prompt_len_max, steer.rng().uniform32(3 * B, 4 * B + size / 2));
   w.arrivals_per_step_max = rng.uniform32(1, 3);
+  // Outputs of a few blocks: the requests a tight pool preempts have decoded for a while.
+  steer.tight_pool = steer.forces(SteerKnob::tight_pool);
+  if (steer.tight_pool)
+    w.output_len_max = std::max(w.output_len_max, steer.rng().uniform32(2 * B, 4 * B + 8));
   oracle::engine::SchedulerOptions& s = c.engine.scheduler;
   s.token_budget =
       std::max(B, 1 + c.config.num_spec_tokens) + rng.uniform32(0, 2 * B + 2 + size / 2);
+  if (long_prompts)
+    s.token_budget = std::min(oracle::engine::kTokenBudgetMax,
+                              std::max(s.token_budget, 2 * B + 1 + steer.rng().uniform32(0, B)));
   if (fixed.token_budget) s.token_budget = *fixed.token_budget;
   s.max_running = rng.uniform32(1, 4 + size / 8);
   s.reset_prefix_cache_per_million = rng.chance(400'000) ? rng.uniform32(5'000, 150'000) : 0;
+  if (steer.forces(SteerKnob::reset) && s.reset_prefix_cache_per_million == 0)
+    s.reset_prefix_cache_per_million = steer.rng().uniform32(5'000, 150'000);
   s.abort_per_million = rng.chance(300'000) ? rng.uniform32(5'000, 100'000) : 0;
+  if (steer.forces(SteerKnob::abort) && s.abort_per_million == 0)
+    s.abort_per_million = steer.rng().uniform32(5'000, 100'000);
   constexpr std::array kFullDrafts = {1'000'000, 800'000, 500'000, 0};
   s.full_drafts_per_million = pick(rng, kFullDrafts);
+  constexpr std::array kRejectedDrafts = {500'000, 0};
+  if (steer.forces(SteerKnob::full_drafts))
+    s.full_drafts_per_million = 1'000'000;
+  else if (steer.forces(SteerKnob::rejected_drafts))
+    s.full_drafts_per_million = pick(steer.rng(), kRejectedDrafts);
   // Async scheduling (one step in flight) in a quarter of the cases, as vLLM runs by default.
   s.async_scheduling = rng.chance(250'000);
+  if (steer.forces(SteerKnob::async)) s.async_scheduling = true;
   if (fixed.async_scheduling) s.async_scheduling = true;
   // Left off: with it the oracle's scheduler lets a prefill chunk run past a block boundary
   // and still caches that boundary (wrong_cached_state on clean runs; reported, not ours).
@@ -134,7 +207,7 @@ void draw_options(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
 // within kProductionCaseArenaBytesMax (make_valid cuts layers): a state's size does not grow
 // with B, so such a case costs its tokens, not its block size. Keeps the drawn mode, conv layout,
 // runner and scheduler rates; redraws what production changes.
-void draw_production(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
+void draw_production(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed, Steering& steer) {
   c.preset = pick(rng, kProductionPresets);
   const model::Preset& preset = model::find_preset(c.preset);
   const model::CacheMode mode = c.config.mode;
@@ -151,6 +224,7 @@ void draw_production(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
   c.config.mamba_block_size = B;
   const std::int64_t roll = rng.uniform(0, 99);
   std::int32_t num_spec = roll < 25 ? 0 : roll < 75 ? rng.uniform32(1, 3) : rng.uniform32(4, 7);
+  num_spec = steer.drafts(num_spec);
   num_spec = std::min(num_spec, B - 1);
   if (fixed.token_budget) num_spec = std::min(num_spec, *fixed.token_budget - 1);
   c.config.num_spec_tokens = num_spec;
@@ -170,13 +244,21 @@ void draw_production(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed) {
 // tables found by slot (#55506), half of those with the postprocess deferred. A deferred
 // postprocess over batch-row tables is never drawn: it copies through another request's row
 // (#55951), a finding on nearly every run (tests/oracle/engine run it on purpose).
-void draw_conventions(EngineCase& c, Rng& rng) {
+void draw_conventions(EngineCase& c, Rng& rng, Steering& steer) {
   model::RunnerOptions& r = c.engine.runner;
   if (r.v1_copy_path == oracle::engine::V1CopyPath::precopy && rng.chance(600'000))
     r.v1_copy_path = oracle::engine::V1CopyPath::precopy_v1;
   if (rng.chance(500'000)) {
     r.v2_table_rows = model::V2TableRows::slot;
     r.deferred_postprocess = rng.chance(500'000);
+  }
+  // The fused pre-copy expresses every copy (a DS conv state with a bias included), so it may
+  // take the place of either V1 path.
+  if (steer.forces(SteerKnob::precopy_v1)) r.v1_copy_path = oracle::engine::V1CopyPath::precopy_v1;
+  if (steer.forces(SteerKnob::slot_tables)) r.v2_table_rows = model::V2TableRows::slot;
+  if (steer.forces(SteerKnob::deferred)) {
+    r.v2_table_rows = model::V2TableRows::slot;
+    r.deferred_postprocess = true;
   }
 }
 
@@ -310,21 +392,29 @@ void validate_fixed(const EngineCaseFixed& fixed) {
 EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineCaseFixed& fixed) {
   MC_ASSERT(size >= 0 && size <= kEngineSizeMax);
   Rng rng = Rng::from_seed(model::mix64(case_seed) ^ static_cast<std::uint64_t>(size));
-  EngineCase c{.case_seed = case_seed, .size = size};
-  draw_config(c, rng, fixed);
-  draw_options(c, rng, fixed);
+  EngineCase c{.case_seed = case_seed, .size = size, .steer = fixed.steer};
+  Steering steer(fixed.steer, case_seed, size);
+  draw_config(c, rng, fixed, steer);
+  draw_options(c, rng, fixed, steer);
   // From a stream of its own, so that the other cases of a seed stay what they were.
   Rng production = Rng::from_seed(model::mix64(case_seed ^ kProductionStream) ^
                                   static_cast<std::uint64_t>(size));
   const bool at_production_sizes =
       size >= kProductionSizeMin && production.chance(kProductionPerMillion);
-  if (at_production_sizes) draw_production(c, production, fixed);
+  if (at_production_sizes) draw_production(c, production, fixed, steer);
   // Also from a stream of its own: these choose among equivalent paths, never the workload.
   Rng conventions = Rng::from_seed(model::mix64(case_seed ^ kConventionStream) ^
                                    static_cast<std::uint64_t>(size));
-  draw_conventions(c, conventions);
+  draw_conventions(c, conventions, steer);
   fit_to_kinds(c, fixed.kinds);
-  const std::int32_t num_requests = rng.uniform32(1, 3 + size * size / 80);
+  // A tight pool preempts only with several requests running.
+  const bool tight_pool = steer.tight_pool;
+  std::int32_t num_requests = rng.uniform32(1, 3 + size * size / 80);
+  if (tight_pool) {
+    num_requests = std::max(num_requests, steer.rng().uniform32(3, 6));
+    c.engine.scheduler.max_running =
+        std::max(c.engine.scheduler.max_running, steer.rng().uniform32(2, 4));
+  }
   c.requests = oracle::engine::generate_workload(c.engine.workload, num_requests,
                                                  model::kSpecTokensMax + 2, rng);
   fit_workload_bounds(c);
@@ -334,6 +424,7 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
                           ? per_request + rng.uniform(0, per_request)
                           : per_request + rng.uniform(0, per_request * rng.uniform(0, 3)) +
                                 (size > 50 ? rng.uniform(0, 40) : 0);
+  if (tight_pool) c.spec.num_blocks = per_request + steer.rng().uniform(0, per_request / 2);
   c.num_steps = 12 + rng.uniform(0, 6 * std::int64_t{size});
   c.scheduler_seed = rng.next();
   make_valid(c, rng, fixed,

@@ -6,6 +6,7 @@
 // oracle engine and the GPU-side runner step by step and names the first difference.
 #pragma once
 
+#include "fuzz/engine/steer.h"
 #include "fuzz/isolate.h"
 #include "gpu/engine/engine_runner.h"
 #include "gpu/engine/runner_mutant.h"
@@ -36,6 +37,7 @@ struct EngineCase {
   std::vector<oracle::engine::RequestSpec> requests; // sorted by arrival step
   std::uint64_t scheduler_seed = 0;
   std::int64_t num_steps = 0;
+  SteerBoosts steer; // what it was drawn with (none: an unsteered campaign's case)
 };
 
 inline constexpr int kEngineSizeMax = 100;
@@ -54,6 +56,9 @@ struct EngineCaseFixed {
   // whose runner would launch another kind takes the nearest runner that launches only these
   // (the other V2 table convention, another V1 copy path, the other flavour).
   std::vector<model::LaunchKind> kinds;
+  // Knobs a steered campaign boosts for this case's epoch (fuzz/engine/steer.h); none: the
+  // draws of an unsteered campaign.
+  SteerBoosts steer;
 };
 
 // Throws InputError for sizes no valid case has (a budget below a fixed block size).

@@ -165,11 +165,13 @@ bool write_steps_view(const std::filesystem::path& trace, const EngineCase& c,
   return static_cast<bool>(out);
 }
 
-std::string fixed_args(const EngineCaseFixed& fixed) {
+// The fixed sizes, and the boosts a steered campaign drew case `c` with.
+std::string fixed_args(const EngineCaseFixed& fixed, const EngineCase& c) {
   std::string args;
   if (fixed.block_size) args += fmt::format(" --block-size {}", *fixed.block_size);
   if (fixed.token_budget) args += fmt::format(" --token-budget {}", *fixed.token_budget);
   if (fixed.async_scheduling) args += " --async";
+  if (c.steer.any()) args += fmt::format(" --steer-boosts {}", to_string(c.steer));
   return args;
 }
 
@@ -272,7 +274,7 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
   cx.reproduce =
       fmt::format("mambacheck fuzz --level engine {} --seed {} --cases 1 "
                   "--max-size {}{}{}",
-                  backend_args(o), c.case_seed, o.max_size, fixed_args(o.fixed), mutant_args(o));
+                  backend_args(o), c.case_seed, o.max_size, fixed_args(o.fixed, c), mutant_args(o));
   if (o.out_dir.empty()) return cx;
   cx.dir = o.out_dir / fmt::format("engine-seed{}", c.case_seed);
   std::filesystem::create_directories(cx.dir);
@@ -417,17 +419,34 @@ CaseResult result_of(EngineCase c, EngineOutcome outcome) {
 // time in this process.
 class CasesInFlight {
 public:
-  CasesInFlight(const EngineFuzzOptions& o, const EngineRunOptions& run) : options_(o), run_(run) {
+  CasesInFlight(const EngineFuzzOptions& o, const EngineRunOptions& run)
+      : options_(o), run_(run), fixed_(o.fixed) {
+    start_pool();
+  }
+
+  // The boosts of the cases started from now on (none in flight): workers read them with
+  // their setup, so the pool starts afresh.
+  void set_steer(const SteerBoosts& boosts) {
+    MC_ASSERT(started_.empty());
+    if (boosts == fixed_.steer) return;
+    fixed_.steer = boosts;
+    pool_.reset();
+    start_pool();
+  }
+
+  void start_pool() {
+    const EngineFuzzOptions& o = options_;
     if (!o.workers) return;
     CaseWorkerStart start = *o.workers;
     start.setup["level"] = "engine";
     start.setup["seed"] = o.seed;
     start.setup["max_size"] = o.max_size;
     start.setup["repeat"] = o.repeat;
-    start.setup["run"] = run_options_json(run);
+    start.setup["run"] = run_options_json(run_);
     if (o.fixed.block_size) start.setup["block_size"] = *o.fixed.block_size;
     if (o.fixed.token_budget) start.setup["token_budget"] = *o.fixed.token_budget;
     if (o.fixed.async_scheduling) start.setup["async"] = true;
+    if (fixed_.steer.any()) start.setup["steer_boosts"] = to_string(fixed_.steer);
     // A case runs all its repeats in its worker.
     start.options.timeout_seconds = o.case_timeout_seconds * o.repeat;
     pool_.emplace(std::move(start), o.jobs);
@@ -451,7 +470,7 @@ public:
     if (pool_) {
       pool_->start(s.index);
     } else {
-      EngineCase c = generate_engine_case(s.case_seed, s.size, options_.fixed);
+      EngineCase c = generate_engine_case(s.case_seed, s.size, fixed_);
       EngineOutcome outcome = run_engine_case(c, run_);
       for (int again = 1; again < options_.repeat && outcome.valid && !outcome.failed(); ++again)
         outcome = run_engine_case(c, run_);
@@ -482,11 +501,12 @@ private:
                         .scheduling = j.at("scheduling").get<std::string>()};
     }
     // A failure is recorded with its case: drawn again here.
-    return result_of(generate_engine_case(s.case_seed, s.size, options_.fixed), std::move(o));
+    return result_of(generate_engine_case(s.case_seed, s.size, fixed_), std::move(o));
   }
 
   const EngineFuzzOptions& options_;
   const EngineRunOptions& run_;
+  EngineCaseFixed fixed_; // the campaign's, with the boosts of the cases now started
   std::optional<CaseWorkerPool> pool_;
   std::deque<StartedCase> started_;
   std::deque<CaseResult> results_; // run in this process
@@ -504,6 +524,8 @@ CaseWorkerJob engine_case_job(const nlohmann::json& setup) {
   if (setup.contains("token_budget"))
     fixed.token_budget = setup.at("token_budget").get<std::int32_t>();
   fixed.async_scheduling = setup.value("async", false);
+  if (setup.contains("steer_boosts"))
+    fixed.steer = parse_steer_boosts(setup.at("steer_boosts").get<std::string>());
   const EngineRunOptions run = run_options_from_json(setup.at("run"));
   return CaseWorkerJob{.run = [=](std::int64_t index) {
     const std::uint64_t case_seed = case_seed_of(seed, index);
@@ -528,6 +550,18 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   MC_ASSERT(o.jobs >= 1 && (o.jobs == 1 || o.workers));
   validate_fixed(o.fixed);
   MC_ASSERT(o.external == nullptr || !o.workers);
+  if (o.steer_epoch < 0)
+    model::fail_input("--steer-epoch: expected at least 1, got {}", o.steer_epoch);
+  const bool steering = o.steer_epoch > 0;
+  if (steering && !o.shard.whole())
+    model::fail_input("--steer: not with a shard (shard {} of {}): a shard does not see the other "
+                      "shards' coverage counts, which decide the draws",
+                      o.shard.index, o.shard.count);
+  if (steering && o.first_case > 0)
+    model::fail_input("--steer: not with --resume-from: the boosts of the resumed epoch come from "
+                      "the coverage of cases this run would not run");
+  if (steering && o.fixed.steer.any())
+    model::fail_input("--steer and --steer-boosts: give one of them");
   const EngineRunOptions run{.executor = o.executor,
                              .kernel_mutant = o.kernel_mutant,
                              .runner_mutant = o.runner_mutant,
@@ -545,6 +579,29 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   std::int64_t next = first_case_of(o.shard, o.first_case); // the next case to start
   report.next_case = next;
   bool stop = false;
+  SteerTally tally; // what the cases counted so far reached, case by case
+  std::int64_t steer_epoch_started = 0; // the epoch whose boosts the cases now start with
+  std::optional<double> barrier_since;
+  // Steering: the first case of a new epoch starts once every verdict of the epoch before is
+  // in, with the boosts those verdicts give.
+  const auto at_barrier = [&] {
+    if (!steering || next / o.steer_epoch == steer_epoch_started) return false;
+    if (!flight.empty()) {
+      if (!barrier_since) barrier_since = elapsed();
+      return true;
+    }
+    if (barrier_since) {
+      report.steer_stall_seconds += elapsed() - *barrier_since;
+      ++report.steer_barriers;
+      barrier_since.reset();
+    }
+    steer_epoch_started = next / o.steer_epoch;
+    const SteerBoosts boosts = steer_boosts(tally);
+    if (boosts.any())
+      report.steer_epochs.push_back({.first_case = next, .boosts = boosts});
+    flight.set_steer(boosts);
+    return false;
+  };
   const auto may_start = [&] {
     if (stop || next >= o.cases_max) return false;
     if (o.seconds_max > 0 && elapsed() >= o.seconds_max) return false;
@@ -567,6 +624,11 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     ++report.cases_by_runner[r.runner];
     ++report.cases_by_scheduling[r.scheduling];
     report.coverage.merge(outcome.coverage);
+    if (steering) {
+      tally.add(outcome.coverage);
+      for (const auto& [name, n] : outcome.coverage.counts)
+        if (n > 0) report.steer_first_reached.emplace(name, s.index);
+    }
     if (o.on_case) o.on_case(report.cases, report.steps, r.preset);
     if (!outcome.failed()) return true;
     MC_ASSERT(r.c.has_value());
@@ -593,7 +655,7 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
     return o.keep_going || report.first_failing() == nullptr;
   };
   for (;;) {
-    while (flight.has_room() && may_start()) {
+    while (flight.has_room() && may_start() && !at_barrier()) {
       const std::uint64_t case_seed = case_seed_of(o.seed, next);
       flight.start(StartedCase{
           .index = next, .case_seed = case_seed, .size = size_of(case_seed, o.max_size)});
@@ -649,6 +711,23 @@ nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzRepor
   if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
   if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;
   if (o.fixed.async_scheduling) j["async"] = true;
+  if (o.fixed.steer.any()) j["steer_boosts"] = to_string(o.fixed.steer);
+  if (o.steer_epoch > 0) {
+    nlohmann::ordered_json epochs = nlohmann::ordered_json::array();
+    for (const EngineFuzzReport::SteerEpoch& e : r.steer_epochs)
+      epochs.push_back({{"first_case", e.first_case}, {"boosts", to_string(e.boosts)}});
+    nlohmann::ordered_json first = nlohmann::ordered_json::object();
+    for (const model::CoverageFeature& f : model::coverage_catalogue()) {
+      if (!f.engine) continue;
+      const auto it = r.steer_first_reached.find(std::string(f.name));
+      first[std::string(f.name)] = it == r.steer_first_reached.end()
+                                       ? nlohmann::ordered_json()
+                                       : nlohmann::ordered_json(it->second);
+    }
+    j["steer"] = {{"epoch", o.steer_epoch},
+                  {"boosted_epochs", std::move(epochs)},
+                  {"first_reached", std::move(first)}};
+  }
   nlohmann::ordered_json findings = nlohmann::ordered_json::array();
   nlohmann::ordered_json rates = nlohmann::ordered_json::array();
   for (const EngineFinding& f : r.findings) {

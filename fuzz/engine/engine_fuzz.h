@@ -57,6 +57,10 @@ struct EngineFuzzOptions {
   double seconds_max = 0.0;     // ...or after this long (0: no time limit)
   int max_size = kEngineSizeMax;
   EngineCaseFixed fixed;
+  // Steering (fuzz/engine/steer.h): epochs of this many cases, each drawn with the boosts the
+  // cases of the epochs before it give; 0: off. Not with a shard or a resumed campaign (the
+  // counts of cases it does not run would decide its draws).
+  std::int64_t steer_epoch = 0;
   gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
@@ -139,6 +143,16 @@ struct EngineFuzzReport {
   std::string stopped; // why the campaign stopped before its cases or budget ran out, if it did
   int interrupted = 0;   // the signal that stopped it between two cases (model/interrupt.h)
   std::int64_t next_case = 0; // the index of the first case not run: where a resume starts
+  // A steered campaign: the epochs it started whose boosts were not all none, in order.
+  struct SteerEpoch {
+    std::int64_t first_case = 0;
+    SteerBoosts boosts;
+  };
+  std::vector<SteerEpoch> steer_epochs;
+  // A steered campaign: the index of the first case that reached each feature it reached.
+  std::map<std::string, std::int64_t> steer_first_reached;
+  std::int64_t steer_barriers = 0;    // epoch starts that waited for the epoch before to end
+  double steer_stall_seconds = 0.0;   // how long they waited (not in the JSON: a timing)
 
   const EngineFinding* first_failing() const; // the first finding not skipped, or null
   std::int64_t failing_cases() const;          // skipped signatures too

@@ -1,0 +1,118 @@
+// Steering the engine-level generator (fuzz/engine/steer.h): every engine coverage feature has a
+// knob (a feature no campaign can be steered to is a generator bug), the boost rule at its
+// thresholds, unboosted cases are the unsteered generator's, and a boosted knob changes the
+// draws it names.
+#include "fuzz/engine/engine_fuzz.h"
+#include "fuzz/engine/steer.h"
+#include "model/errors.h"
+#include "tests/model/temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace mc::fuzz {
+namespace {
+
+TEST(SteerTable, EveryEngineFeatureHasAKnob) {
+  std::set<std::string_view> engine_features;
+  for (const model::CoverageFeature& f : model::coverage_catalogue()) {
+    if (!f.engine) continue;
+    engine_features.insert(f.name);
+    const SteerRow* row = find_steer_row(f.name);
+    ASSERT_NE(row, nullptr) << f.name << " has no knob: no campaign can be steered to it";
+    EXPECT_TRUE(row->knobs[0].has_value()) << f.name;
+  }
+  std::set<std::string_view> rows;
+  std::set<SteerKnob> used;
+  for (const SteerRow& row : steer_table()) {
+    EXPECT_TRUE(engine_features.contains(row.feature)) << row.feature << ": not an engine feature";
+    EXPECT_TRUE(rows.insert(row.feature).second) << row.feature << ": twice";
+    for (const std::optional<SteerKnob>& k : row.knobs)
+      if (k) used.insert(*k);
+  }
+  EXPECT_EQ(rows.size(), engine_features.size());
+  EXPECT_EQ(engine_features.size(), 38u);
+  // A knob no feature names is never boosted.
+  EXPECT_EQ(used.size(), kSteerKnobCount);
+}
+
+TEST(SteerTable, KnobNamesRoundTrip) {
+  std::set<std::string_view> names;
+  for (std::size_t k = 0; k < kSteerKnobCount; ++k) {
+    const auto knob = static_cast<SteerKnob>(k);
+    EXPECT_EQ(find_steer_knob(to_string(knob)), knob);
+    EXPECT_TRUE(names.insert(to_string(knob)).second);
+  }
+  SteerBoosts b;
+  EXPECT_EQ(to_string(b), "");
+  EXPECT_FALSE(b.any());
+  b.knobs[static_cast<std::size_t>(SteerKnob::all_mode)] = SteerBoost::missing;
+  b.knobs[static_cast<std::size_t>(SteerKnob::tight_pool)] = SteerBoost::rare;
+  EXPECT_EQ(to_string(b), "all-mode=missing,tight-pool=rare");
+  EXPECT_EQ(parse_steer_boosts(to_string(b)), b);
+  EXPECT_THROW(parse_steer_boosts("all-mode"), model::InputError);
+  EXPECT_THROW(parse_steer_boosts("all-mode=often"), model::InputError);
+  EXPECT_THROW(parse_steer_boosts("no-such-knob=rare"), model::InputError);
+}
+
+// Reached by none: missing; by fewer than 1 in 20 of the cases: rare; a knob takes the highest
+// boost of its features.
+TEST(SteerRule, BoostsAtTheThresholds) {
+  EXPECT_FALSE(steer_boosts(SteerTally{}).any()); // epoch 0: no counts, no boost
+  SteerTally t;
+  t.cases = 100;
+  for (const SteerRow& row : steer_table())
+    t.cases_reaching[std::string(row.feature)] = 100;
+  EXPECT_FALSE(steer_boosts(t).any());
+  t.cases_reaching["abort"] = 5; // 5 in 100: not rare
+  EXPECT_FALSE(steer_boosts(t).any());
+  t.cases_reaching["abort"] = 4;
+  EXPECT_EQ(to_string(steer_boosts(t)), "abort=rare");
+  t.cases_reaching["abort"] = 0;
+  EXPECT_EQ(to_string(steer_boosts(t)), "abort=missing");
+  // all-mode-record: all mode, drafts, every draft accepted; drafts is also rare for another
+  // feature, and the highest boost wins.
+  t.cases_reaching["same-block-shift"] = 1;
+  t.cases_reaching["all-mode-record"] = 0;
+  EXPECT_EQ(to_string(steer_boosts(t)),
+            "all-mode=missing,drafts=missing,full-drafts=missing,abort=missing");
+}
+
+TEST(SteerRule, TallyCountsCasesNotEvents) {
+  SteerTally t;
+  model::Coverage c = model::Coverage::empty(model::CoverageLevel::engine);
+  c.add("preemption", 7);
+  t.add(c);
+  t.add(model::Coverage::empty(model::CoverageLevel::engine));
+  EXPECT_EQ(t.cases, 2);
+  EXPECT_EQ(t.cases_reaching["preemption"], 1);
+  EXPECT_FALSE(t.cases_reaching.contains("abort"));
+}
+
+// Unboosted, the generator draws what it always drew; a boosted knob moves the share of its
+// choice and leaves the draws it does not name alone.
+TEST(SteerGenerator, BoostedKnobsMoveTheirChoiceOnly) {
+  EngineCaseFixed all;
+  all.steer.knobs[static_cast<std::size_t>(SteerKnob::all_mode)] = SteerBoost::missing;
+  int all_default = 0, all_steered = 0, same_requests = 0;
+  for (std::uint64_t seed = 1; seed <= 400; ++seed) {
+    const int size = static_cast<int>(seed % 31);
+    const EngineCase a = generate_engine_case(seed, size);
+    EXPECT_EQ(to_json(a).dump(), to_json(generate_engine_case(seed, size, {})).dump());
+    const EngineCase b = generate_engine_case(seed, size, all);
+    all_default += a.config.mode == model::CacheMode::all;
+    all_steered += b.config.mode == model::CacheMode::all;
+    EXPECT_TRUE(a.config.mode != model::CacheMode::all || b.config.mode == model::CacheMode::all);
+    if (a.config.mode == b.config.mode) {
+      EXPECT_EQ(to_json(a).dump(), to_json(b).dump());
+    }
+    same_requests += a.requests.size() == b.requests.size();
+  }
+  EXPECT_EQ(all_default, 67);
+  EXPECT_EQ(all_steered, 238);
+  EXPECT_EQ(same_requests, 400);
+}
+
+} // namespace
+} // namespace mc::fuzz
