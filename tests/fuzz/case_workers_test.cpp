@@ -122,8 +122,12 @@ TEST(CaseWorkers, ACaseWaitingBehindACrashRunsOnTheWorkerThatReplacesIt) {
     const IsolatedOutcome second = pool.take_oldest();
     ASSERT_TRUE(second.returned()) << i << ": " << second.message;
     EXPECT_EQ(second.payload.substr(0, 6), "case " + std::to_string(i + 1));
-    if (i == 0) EXPECT_EQ(first.signal, SIGSEGV);
-    if (i == 2) EXPECT_EQ(first.message, "exceeded 1 s; killed");
+    if (i == 0) {
+      EXPECT_EQ(first.signal, SIGSEGV);
+    }
+    if (i == 2) {
+      EXPECT_EQ(first.message, "exceeded 1 s; killed");
+    }
     if (i == 4) {
       ASSERT_TRUE(first.returned()) << first.message;
       EXPECT_NE(pid_of(first.payload), pid_of(second.payload));
