@@ -330,8 +330,10 @@ void ExternalWorker::parse_greeting(const std::string& line) {
     fail(fmt::format("greeted with \"{}\"; expected \"{} {} kinds=...\"", excerpt(line),
                      kGreetingWord, kProtocolVersion));
   serves_engine_ = false;
+  serves_bench_ = false;
   while (words >> word) {
     if (word == "engine=1") serves_engine_ = true;
+    if (word == "bench=1") serves_bench_ = true;
     if (!starts_with(word, "kinds=")) continue;
     std::istringstream names(word.substr(6));
     std::string name;
@@ -385,7 +387,7 @@ model::LaunchResult ExternalWorker::run(const model::LaunchCase& launch_case) {
   return result;
 }
 
-std::string ExternalWorker::request(const std::string& line) {
+std::string ExternalWorker::request(const std::string& line, std::string_view what) {
   if (crashed_) restart();
   if (pid_ < 0) throw ExternalWorkerFailure{"--external worker: no longer running"};
   log_bytes_at_case_ = log_size(options_.log_file);
@@ -394,7 +396,7 @@ std::string ExternalWorker::request(const std::string& line) {
   if (end != ReadEnd::line) crashed_on_case(end);
   if (starts_with(answer, "error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
   if (starts_with(answer, "fatal:"))
-    fail(fmt::format("gave up on an engine launch: {}", excerpt(trimmed(answer.substr(6)))));
+    fail(fmt::format("gave up on {}: {}", what, excerpt(trimmed(answer.substr(6)))));
   return answer;
 }
 

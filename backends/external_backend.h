@@ -85,14 +85,16 @@ public:
   // dies or times out on this case, and ExternalWorkerFailure when it cannot be used.
   model::LaunchResult run(const model::LaunchCase& launch_case);
 
-  // One line of the engine protocol (backends/external_engine.h) and its answer line, first
-  // starting the worker again if it died before. Throws as run() does: ExternalKernelError
-  // for `error:`, ExternalWorkerCrash, ExternalWorkerFailure for `fatal:` or no answer.
-  std::string request(const std::string& line);
+  // One line of the engine or bench protocol (backends/external_engine.h,
+  // bench/external_bench.h) and its answer line, first starting the worker again if it died
+  // before. Throws as run() does: ExternalKernelError for `error:`, ExternalWorkerCrash,
+  // ExternalWorkerFailure for `fatal:` (naming `what` the request was) or no answer.
+  std::string request(const std::string& line, std::string_view what = "an engine launch");
 
   const std::vector<model::LaunchKind>& kinds() const { return kinds_; }
   bool serves_engine() const { return serves_engine_; } // it greeted with engine=1
-  bool crashed() const { return crashed_; } // died on its last case or request
+  bool serves_bench() const { return serves_bench_; }   // it greeted with bench=1
+  bool crashed() const { return crashed_; }             // died on its last case or request
   const std::string& greeting() const { return greeting_; }
   const ExternalOptions& options() const { return options_; }
   std::int64_t cases_run() const { return cases_run_; }
@@ -119,6 +121,7 @@ private:
   std::string greeting_;
   std::vector<model::LaunchKind> kinds_;
   bool serves_engine_ = false;
+  bool serves_bench_ = false;
   std::int64_t cases_run_ = 0;
   std::int64_t restarts_ = 0;
   bool crashed_ = false;               // it died on the last case: start it again before the next

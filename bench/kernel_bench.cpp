@@ -198,6 +198,31 @@ BenchCase block64k_case(std::int32_t reqs, std::int64_t budget, std::int32_t set
 
 } // namespace
 
+std::optional<BenchGpu> bench_gpu() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return std::nullopt;
+  cudaDeviceProp prop{};
+  MC_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  return BenchGpu{.name = prop.name,
+                  .memory_budget_bytes = memory_budget(),
+                  .cache_bytes = std::int64_t{4} * prop.l2CacheSize};
+}
+
+OwnKernelTimes time_own_kernels(const BenchCase& bench, std::int32_t iters) {
+  OwnKernelTimes times;
+  {
+    BenchDevice dev(bench);
+    const std::size_t sets = bench.sets.size();
+    times.fused_us = median_us(dev.stream(), iters, 1, Timing::queued, [&](int i) {
+      dev.launch_fused(static_cast<std::size_t>(i) % sets);
+    });
+    times.bytes_per_launch = dev.bytes_per_launch();
+    times.memcpy_us = memcpy_us(dev, times.bytes_per_launch, iters);
+  }
+  MC_CUDA_CHECK(cudaDeviceReset());
+  return times;
+}
+
 int run_bench(const BenchOptions& options, std::ostream& out) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)

@@ -6,10 +6,13 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace mc::gpu {
+
+struct BenchCase; // bench/kernel_bench_cases.h
 
 // Input sets (block tables over disjoint blocks) a case rotates through at most.
 inline constexpr std::int32_t kBenchSetsMax = 3;
@@ -26,5 +29,24 @@ struct BenchOptions {
 
 // Runs every measurement and prints the report to `out`; returns the process exit code.
 int run_bench(const BenchOptions& options, std::ostream& out);
+
+// The GPU this process would time on, for benchmarks that build their own cases.
+struct BenchGpu {
+  std::string name;
+  std::int64_t memory_budget_bytes = 0; // what one case's arenas may take
+  std::int64_t cache_bytes = 0;         // what input sets together should touch (4x the L2)
+};
+// nullopt in a build without CUDA or where no device is visible.
+std::optional<BenchGpu> bench_gpu();
+
+// This build's fused kernel and cudaMemcpyAsync of the same bytes on one case, timed as `run_bench`
+// times them (median GPU time of `iters` launches queued behind a latch); the context is reset
+// afterwards, so the device's memory is free for another process. Needs bench_gpu().
+struct OwnKernelTimes {
+  double fused_us = 0;
+  double memcpy_us = 0;
+  std::int64_t bytes_per_launch = 0;
+};
+OwnKernelTimes time_own_kernels(const BenchCase& bench, std::int32_t iters);
 
 } // namespace mc::gpu

@@ -10,15 +10,23 @@
 // `mambacheck bench --cases N [--seed S] [--max-size M] [--backend host|cuda] [--json FILE]`:
 // where the time of a kernel campaign's case goes, phase by phase, in this process
 // (bench/case_bench.h); works in every build (cuda where a device is).
+//
+// `mambacheck bench --external COMMAND [--baseline COMMAND] [--max-slowdown X] [--preset P...]
+// [--requests N...] [--iters N] [--sets N] [--out DIR] [--json FILE]`: kernels in a worker
+// process timed on the same cases, the ratio to a baseline worker's, exit 1 on a regression
+// (bench/external_bench.h); works in every build (this build's kernels beside them with CUDA).
 #include "backends/backend.h"
+#include "backends/external_backend.h"
 #include "bench/case_bench.h"
 #include "bench/engine_bench.h"
+#include "bench/external_bench.h"
 #include "bench/kernel_bench.h"
 #include "cli/commands.h"
 #include "cli/output_paths.h"
 #include "model/errors.h"
 #include "model/presets.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -33,7 +41,8 @@ namespace {
 constexpr std::int32_t kRequestsMax = 16384;
 constexpr std::int32_t kItersMax = 100000;
 
-int run_bench_command(const gpu::BenchOptions& options) {
+// The options the kernel bench and the external bench share; exit 2 on a bad one.
+void check_kernel_bench_options(const gpu::BenchOptions& options) {
   check_output_file("--json", options.json_path);
   for (const std::string& p : options.presets)
     (void)model::find_preset(p); // exit 2 if unknown
@@ -44,6 +53,10 @@ int run_bench_command(const gpu::BenchOptions& options) {
     model::fail_input("bench: --iters must be in 1..{}, got {}", kItersMax, options.iters);
   if (options.sets < 1 || options.sets > gpu::kBenchSetsMax)
     model::fail_input("bench: --sets must be in 1..{}, got {}", gpu::kBenchSetsMax, options.sets);
+}
+
+int run_bench_command(const gpu::BenchOptions& options) {
+  check_kernel_bench_options(options);
   return gpu::run_bench(options, std::cout);
 }
 
@@ -159,6 +172,57 @@ int run_case_bench_command(const gpu::BenchOptions& k, const CaseArgs& a, std::u
   return r.failed > 0 ? kExitMismatch : kExitOk;
 }
 
+struct ExternalArgs {
+  std::string command;
+  std::string baseline;
+  double max_slowdown = 0;
+  double timeout_seconds = backends::kExternalTimeoutSecondsDefault;
+  std::string out = "mc-out/bench-external";
+  const CLI::Option* max_slowdown_option = nullptr;
+};
+
+constexpr double kMaxSlowdownMax = 1000;
+
+int run_external_bench_command(const gpu::BenchOptions& k, const ExternalArgs& a) {
+  check_kernel_bench_options(k);
+  const bool limited = a.max_slowdown_option->count() > 0;
+  if (limited && !(a.max_slowdown >= 1 && a.max_slowdown <= kMaxSlowdownMax))
+    model::fail_input("bench: --max-slowdown: expected a ratio in 1..{}, got {}", kMaxSlowdownMax,
+                      a.max_slowdown);
+  if (!(a.timeout_seconds > 0 && a.timeout_seconds <= 86400))
+    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
+                      a.timeout_seconds);
+  create_output_dir("--out", a.out);
+  bench::ExternalBenchResult result;
+  try {
+    result = bench::run_external_bench(
+        {.command = a.command,
+         .baseline_command = a.baseline,
+         .max_slowdown = limited ? std::optional(a.max_slowdown) : std::nullopt,
+         .presets = k.presets,
+         .requests = k.requests,
+         .iters = k.iters,
+         .sets = k.sets,
+         .timeout_seconds = a.timeout_seconds,
+         .work_dir = a.out},
+        std::cout);
+  } catch (const backends::ExternalWorkerFailure& failure) {
+    throw model::EnvironmentError(failure.message);
+  } catch (const bench::ExternalBenchKernelFailure& failure) {
+    std::cerr << "mambacheck: " << failure.message << "\n";
+    return kExitMismatch;
+  }
+  if (!k.json_path.empty())
+    write_file_atomically("--json", k.json_path, result.report.dump(2) + "\n");
+  if (limited)
+    std::cout << (result.regression
+                      ? fmt::format("REGRESSION: {} of {} cases slower than {}x the baseline\n",
+                                    result.report["regressions"].size(),
+                                    result.report["cases"].size(), a.max_slowdown)
+                      : fmt::format("no case slower than {}x the baseline\n", a.max_slowdown));
+  return result.regression ? kExitMismatch : kExitOk;
+}
+
 } // namespace
 
 void add_bench_command(CLI::App& app, Action& action) {
@@ -224,10 +288,36 @@ void add_bench_command(CLI::App& app, Action& action) {
                 "--engine: run the oracle on its plain structures instead of its fast ones (the "
                 "same counters, slower; oracle/engine/structures.h)")
       ->needs(flag);
-  cmd->callback([options, engine, engine_mode, cases, cases_option, seed, &action] {
+  auto external = std::make_shared<ExternalArgs>();
+  CLI::Option* external_option = cmd->add_option(
+      "--external", external->command,
+      "Time kernels in a worker command on the bench cases, e.g. 'python3 -m "
+      "mambacheck_adapter.worker --kernels MODULE' (the worker times its own launches)");
+  external_option->excludes(flag)->excludes(cases_option)->excludes(ticket);
+  CLI::Option* baseline = cmd->add_option(
+      "--baseline", external->baseline,
+      "--external: a second worker command, the kernels the candidate would replace; the "
+      "ratio candidate / baseline is reported per case");
+  baseline->needs(external_option);
+  external->max_slowdown_option =
+      cmd->add_option("--max-slowdown", external->max_slowdown,
+                      "--baseline: exit 1 when a case's ratio exceeds this (e.g. 1.05)")
+          ->needs(baseline);
+  cmd->add_option("--external-timeout", external->timeout_seconds,
+                  "--external: seconds a worker may take to start and for each case (default "
+                  "300)")
+      ->needs(external_option);
+  cmd->add_option("--out", external->out,
+                  "--external: directory for the case files and the workers' logs (default "
+                  "mc-out/bench-external)")
+      ->needs(external_option);
+  cmd->callback([options, engine, engine_mode, cases, cases_option, seed, external, external_option,
+                 &action] {
     if (seed->count() > 0 && !*engine_mode && cases_option->count() == 0)
       throw CLI::ValidationError("--seed", "needs --engine or --cases");
-    if (cases_option->count() > 0)
+    if (external_option->count() > 0)
+      action = [options, external] { return run_external_bench_command(*options, *external); };
+    else if (cases_option->count() > 0)
       action = [options, engine, cases] {
         return run_case_bench_command(*options, *cases, engine->seed);
       };

@@ -11,11 +11,15 @@ the CPU at the same addresses-in-metadata convention, which is how CI tests the 
 without a GPU. `TorchDevice` imports torch when it is created.
 """
 
+import time
+
 import numpy as np
 
 PAGE_BYTES = 4096
 DIFF_CHUNK_BYTES = 256 << 20  # pages compared per step (bounds the temporary mask)
 RESERVED_BYTES_MAX = 2 << 30  # cached device memory a worker keeps between cases
+LATCH_CYCLES_FIRST = 100_000_000  # about 60 ms at an H100's clock: covers 50 queued launches
+LATCH_TRIES = 4
 
 
 class HostDevice:
@@ -60,6 +64,21 @@ class HostDevice:
             if differ.size:
                 pages.append(differ + start // PAGE_BYTES)
         return np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
+
+    def copy(self, dst, src):
+        dst[:] = src
+
+    def time_launches(self, launch, prepare, iters):
+        """Wall time of each of `iters` calls of launch(i) in microseconds, prepare(i)
+        before each and outside the time: the host kernels run in this process, so the
+        clock around the call is their time."""
+        times = []
+        for i in range(iters):
+            prepare(i)
+            start = time.perf_counter_ns()
+            launch(i)
+            times.append((time.perf_counter_ns() - start) / 1e3)
+        return times, "host wall clock per launch"
 
     def synchronize(self):
         pass
@@ -119,6 +138,39 @@ class TorchDevice:
             if differ.numel():
                 pages.append(differ.cpu().numpy() + start // PAGE_BYTES)
         return np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
+
+    def copy(self, dst, src):
+        dst.copy_(src)
+
+    def time_launches(self, launch, prepare, iters):
+        """GPU time of each of `iters` launches in microseconds, between CUDA events, with
+        prepare(i) queued before each start event. A sleep kernel holds the stream while
+        the host queues every launch and event, so the times are the GPU's and not the
+        host's submission (Python and Triton's launcher take tens of microseconds a launch):
+        the latch discipline of `mambacheck bench`. A latch that ran out before the host
+        had queued everything is tried again twice as long, LATCH_TRIES times at most."""
+        torch = self.torch
+        cycles = LATCH_CYCLES_FIRST
+        for _ in range(LATCH_TRIES):
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+            released = torch.cuda.Event()
+            self.synchronize()
+            torch.cuda._sleep(cycles)
+            released.record()
+            for i in range(iters):
+                prepare(i)
+                starts[i].record()
+                launch(i)
+                ends[i].record()
+            held = not released.query()
+            self.synchronize()
+            if held:
+                return ([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)],
+                        "GPU time per launch, queued behind a latch")
+            cycles *= 2
+        raise RuntimeError(f"the latch never held: queuing {iters} launches took longer than "
+                           f"a {cycles // 2}-cycle sleep kernel")
 
     def synchronize(self):
         self.torch.cuda.synchronize(self.device)

@@ -32,6 +32,7 @@ and holds in others (it holds when program 0 comes last among its row's programs
 import ctypes
 import os
 import random
+import time
 import types
 
 import numpy as np
@@ -56,7 +57,11 @@ VARIANTS = {
                   "runs",
     "table_by_batch_row": "per-slot tables read at the batch row b instead of the row "
                           "idx_mapping[b] finds (the seed's lookup kept, #55506)",
+    "slow_launches": "right results, but every launch waits SLOW_LAUNCH_SECONDS first: the "
+                     "speed regression `mambacheck bench --external --max-slowdown` must "
+                     "catch (no fuzz campaign can)",
 }
+SLOW_LAUNCH_SECONDS = 0.02
 # Names that choose a convention, not a bug (they combine with a bug's name).
 CONVENTIONS = {
     "slot_tables": "the V2 copy kernels read a request's row of per-request-slot block tables "
@@ -136,7 +141,11 @@ class HostKernel:
         self.bugs = bugs
 
     def __getitem__(self, grid):
-        return lambda *args, **flags: self.body(self.bugs, tuple(grid), *args, **flags)
+        def launch(*args, **flags):
+            if "slow_launches" in self.bugs:
+                time.sleep(SLOW_LAUNCH_SECONDS)
+            return self.body(self.bugs, tuple(grid), *args, **flags)
+        return launch
 
 
 def table_row(bugs, row, slot):

@@ -5,8 +5,8 @@
 
 Protocol (one line each way per case, UTF-8, '\\n'-terminated; README.md, "Worker protocol"):
 - Once started and the kernels loaded, the worker writes one greeting line:
-  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME engine=1` (the launch kinds its
-  kernels cover; engine=1: it also serves the engine protocol, engine.py).
+  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME engine=1 bench=1` (the launch kinds
+  its kernels cover; engine=1 and bench=1: it also serves the engine and bench protocols).
   A worker that cannot start writes the reason to stderr and exits non-zero without greeting.
 - For each line on stdin naming a case directory (optionally followed by a tab and the result
   directory to write), it runs the case and answers one line:
@@ -18,6 +18,8 @@ Protocol (one line each way per case, UTF-8, '\\n'-terminated; README.md, "Worke
 - A line `engine JSON` is a message of the engine protocol (engine.py; README.md, "Engine
   protocol"): a run's launches over arenas in shared memory, answered `ok`, one JSON line,
   `error: MESSAGE` or `fatal: MESSAGE` as above.
+- A line `bench JSON` asks how long one launch takes (bench.py; README.md, "Bench protocol"),
+  answered with one JSON line of times, `error: MESSAGE` or `fatal: MESSAGE`.
 - Blank lines are ignored. End of input: the worker exits 0.
 Nothing else is written to stdout (file descriptor 1 is pointed at stderr after start-up,
 so prints of the kernels' libraries cannot garble the protocol).
@@ -29,7 +31,7 @@ import pathlib
 import sys
 import traceback
 
-from . import PROTOCOL_VERSION, casefile, devices, engine, kernels, launch
+from . import PROTOCOL_VERSION, bench, casefile, devices, engine, kernels, launch
 
 
 def parse_args(argv):
@@ -93,16 +95,25 @@ class DeviceUnusable(Exception):
 
 def answer_case(line, module, device, results):
     case_path, _, result_path = line.partition("\t")
-    try:
+
+    def call():
         case = casefile.Case(case_path)
         result = run_case(case, module, device)
         out = pathlib.Path(result_path) if result_path else result_dir_for(case_path, results)
         casefile.write_result(case, result, out)
         device.release()
         return str(out.resolve())
+    return answer_guarded(call, device, (casefile.CaseError, launch.LaunchError))
+
+
+def answer_guarded(call, device, errors):
+    """call()'s answer line; a failure of one of `errors` (the message could not be acted on,
+    or the kernel failed) is `error:`, one that leaves the device unusable `fatal:`."""
+    try:
+        return call()
     except DeviceUnusable as e:
         return f"fatal: {e}"
-    except (casefile.CaseError, launch.LaunchError) as e:
+    except errors as e:
         broken = device_broken(device)
         if broken:
             return f"fatal: {e} (the device is unusable: {broken})"
@@ -117,23 +128,18 @@ def answer_case(line, module, device, results):
 
 def answer_engine(text, state):
     """The answer to one engine message (engine.py), as answer_case answers a case."""
-    try:
-        return state.answer(text)
-    except DeviceUnusable as e:
-        return f"fatal: {e}"
-    except OSError as e:  # the shared arenas cannot be mapped: nothing will run
-        return f"fatal: engine: cannot map the shared arenas: {e}"
-    except (engine.EngineError, launch.LaunchError) as e:
-        broken = device_broken(state.device)
-        if broken:
-            return f"fatal: {e} (the device is unusable: {broken})"
-        return f"error: {e}"
-    except Exception as e:  # noqa: BLE001: an adapter bug, reported, the worker carries on
-        traceback.print_exc(file=sys.stderr)
-        broken = device_broken(state.device)
-        if broken:
-            return f"fatal: {type(e).__name__}: {e} (the device is unusable: {broken})"
-        return f"error: adapter failure {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    def call():
+        try:
+            return state.answer(text)
+        except OSError as e:  # the shared arenas cannot be mapped: nothing will run
+            raise DeviceUnusable(f"engine: cannot map the shared arenas: {e}") from e
+    return answer_guarded(call, state.device, (engine.EngineError, launch.LaunchError))
+
+
+def answer_bench(text, module, device):
+    """The answer to one bench message (bench.py): one JSON line of times."""
+    return answer_guarded(lambda: bench.answer(text, module, device), device,
+                          (bench.BenchError, casefile.CaseError, launch.LaunchError))
 
 
 def one_line(text):
@@ -151,6 +157,8 @@ def serve(stdin, stdout, module, device, results, arena_mode=None):
             return 0
         if line.startswith("engine "):
             reply = one_line(answer_engine(line[len("engine "):], state))
+        elif line.startswith("bench "):
+            reply = one_line(answer_bench(line[len("bench "):], module, device))
         else:
             reply = one_line(answer_case(line, module, device, results))
         stdout.write(reply + "\n")
@@ -182,7 +190,7 @@ def main(argv=None):
               f"{sorted(set(launch.KERNEL_NAMES.values()))}", file=sys.stderr)
         return 1
     protocol_out.write(f"mambacheck-worker {PROTOCOL_VERSION} kinds={','.join(kinds)} "
-                       f"device={device.name} engine=1\n")
+                       f"device={device.name} engine=1 bench=1\n")
     protocol_out.flush()
     return serve(sys.stdin, protocol_out, module, device, args.results, args.engine_arenas)
 
