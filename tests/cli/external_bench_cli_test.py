@@ -21,29 +21,13 @@ import shlex
 import subprocess
 import sys
 
+from cli_checks import expect, reference_worker as worker, run
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ADAPTER = REPO / "adapters" / "python"
 PRESETS = ["tiny-mamba2", "tiny-mixed"]
 REQUESTS = ["4", "16"]
 ITERS = "9"
-
-
-def run(args, expected_rc, timeout=600):
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    if p.returncode != expected_rc:
-        raise AssertionError(f"{shlex.join(args)}: exit {p.returncode}, expected {expected_rc}\n"
-                             f"--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
-    return p
-
-
-def expect(condition, what, output=""):
-    if not condition:
-        raise AssertionError(f"{what}\n{output}")
-
-
-def worker(python, *extra):
-    return shlex.join([python, "-m", "mambacheck_adapter.worker", "--kernels",
-                       "mambacheck_adapter.reference", *extra])
 
 
 def bench(mambacheck, work, name, external, expected_rc, *extra):

@@ -41,29 +41,13 @@ import shutil
 import subprocess
 import sys
 
+from cli_checks import expect, reference_worker as worker_command, run
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ADAPTER = REPO / "adapters" / "python"
 CLEAN_CASES = 200
 VARIANT_CASES = 300
 MAX_SIZE = 35
-
-
-def run(args, expected_rc, timeout=600, env=None):
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
-    if p.returncode != expected_rc:
-        raise AssertionError(f"{shlex.join(args)}: exit {p.returncode}, expected {expected_rc}\n"
-                             f"--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
-    return p
-
-
-def expect(condition, what, output=""):
-    if not condition:
-        raise AssertionError(f"{what}\n{output}")
-
-
-def worker_command(python, *extra):
-    return shlex.join([python, "-m", "mambacheck_adapter.worker", "--kernels",
-                       "mambacheck_adapter.reference", *extra])
 
 
 def fuzz(mambacheck, external, work, name, cases, expected_rc, *extra):

@@ -1,0 +1,24 @@
+"""What the Python CLI tests share: running mambacheck with an expected exit code, a check that
+fails with the output it concerns, and the adapter's worker on the host reference kernels."""
+
+import shlex
+import subprocess
+
+
+def run(args, expected_rc, timeout=900, env=None):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+    if p.returncode != expected_rc:
+        raise AssertionError(f"{shlex.join(args)}: exit {p.returncode}, expected {expected_rc}\n"
+                             f"--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
+    return p
+
+
+def expect(condition, what, output=""):
+    if not condition:
+        raise AssertionError(f"{what}\n{output}")
+
+
+def reference_worker(python, *extra):
+    """The adapter's worker on its host reference kernels (mambacheck_adapter.reference)."""
+    return shlex.join([python, "-m", "mambacheck_adapter.worker", "--kernels",
+                       "mambacheck_adapter.reference", *extra])
