@@ -36,6 +36,15 @@ constexpr char kSetup = 'S'; // campaign -> worker: the setup, JSON
 constexpr char kCase = 'C';  // campaign -> worker: a case index, int64
 constexpr int kResultsFd = 3;
 constexpr int kLowestPipeFd = 10; // pipes kept above the descriptors a worker is given
+
+// SIGINT and SIGTERM: the campaign's to act on, never a worker's.
+sigset_t interrupt_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
 // Finished cases kept waiting behind a slow older one, per job: enough that a big case does
 // not idle the other workers for long, few enough to bound the payloads held.
 constexpr std::size_t kWaitingPerJobMax = 8;
@@ -226,10 +235,12 @@ void CaseWorkerPool::spawn(Worker& w) {
   sigset_t defaults;
   sigemptyset(&defaults);
   sigaddset(&defaults, SIGPIPE); // ignored here (above); the worker gets the default back
-  sigset_t none;
-  sigemptyset(&none);
+  // Blocked until the worker ignores them (serve_case_worker): Ctrl-C reaches the whole process
+  // group, and a worker still starting (a sanitized build takes a second) would die of it before
+  // it is ready, which ends the campaign as an environment failure with no report.
+  const sigset_t interrupts = interrupt_signals();
   posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigmask(&attributes, &interrupts);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   std::vector<std::string> args = start_.command;
   args.push_back("--parent");
@@ -589,7 +600,10 @@ int serve_case_worker(pid_t parent,
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) return kExitParentGone;
   // Ctrl-C reaches the whole process group: the case finishes, and the campaign stops after it.
+  // The pool started this worker with both blocked; ignored now, what came meanwhile is dropped.
   model::ignore_interrupts();
+  const sigset_t interrupts = interrupt_signals();
+  sigprocmask(SIG_UNBLOCK, &interrupts, nullptr);
   frames::set_result_fd(kResultsFd);
   frames::install_crash_handler();
   std::string buffer;

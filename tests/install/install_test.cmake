@@ -1,9 +1,10 @@
 # The install test (ctest install.fresh_clone, label install): what a new user does with a
 # release, checked end to end.
 #   1. git clone the committed tree of SOURCE_DIR into WORK_DIR/src;
-#   2. configure it as the build under test is configured (BUILD_TYPE, SANITIZE, WERROR; no CUDA,
-#      no tests) in the same place relative to its source (src/BUILD_SUBDIR), build only the
-#      mambacheck binary (and so the two exported libraries), cmake --install to WORK_DIR/prefix.
+#   2. configure it as the build under test is configured (BUILD_TYPE and its flags,
+#      SANITIZE, WERROR; no CUDA, no tests) in the same place relative to its source
+#      (src/BUILD_SUBDIR), build only the mambacheck binary (and so the two exported
+#      libraries), cmake --install to WORK_DIR/prefix.
 #      Same flags and the same relative paths: with CCACHE (base_dir the clone, directories not
 #      hashed) every object is a hit from the build under test when that build used ccache too,
 #      so this costs a link, not a second build;
@@ -16,7 +17,7 @@
 #      linked with CONSUMER_FLAGS: a sanitized build's libraries need the sanitizers' runtime);
 #   6. where PYTHON has pip and setuptools: the Python package installs from the prefix, offline,
 #      into a virtual environment, and its console entry point serves fuzz --external.
-# cmake -DSOURCE_DIR=... -DWORK_DIR=... [-DBUILD_TYPE=Release] [-DSANITIZE=OFF] [-DWERROR=OFF]
+# cmake -DSOURCE_DIR=... -DWORK_DIR=... [-DBUILD_TYPE=Release] [-DBUILD_TYPE_FLAGS="-O3"] [-DSANITIZE=OFF] [-DWERROR=OFF]
 #       [-DBUILD_SUBDIR=build] [-DCONSUMER_FLAGS=...] [-DPYTHON=python3] [-DCCACHE=ccache]
 #       [-DJOBS=2] -P this
 # Prints "install test skipped: ..." (ctest: skipped) when SOURCE_DIR is not a git checkout.
@@ -85,7 +86,9 @@ set(data ${prefix}/share/mambacheck)
 
 # 1-2. A clone of the committed tree, built and installed as a user would.
 step("clone ${head}" COMMAND ${GIT} clone --quiet --no-hardlinks ${SOURCE_DIR} ${src})
-set(configure_args -S ${src} -B ${build} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DMC_SANITIZE=${SANITIZE}
+string(TOUPPER "${BUILD_TYPE}" build_type_upper)
+set(configure_args -S ${src} -B ${build} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
+                   "-DCMAKE_CXX_FLAGS_${build_type_upper}=${BUILD_TYPE_FLAGS}" -DMC_SANITIZE=${SANITIZE}
                    -DMC_WERROR=${WERROR} -DMC_ENABLE_CUDA=OFF -DMC_BUILD_TESTS=OFF)
 if(CCACHE)
   set(ENV{CCACHE_BASEDIR} ${src})
