@@ -22,3 +22,9 @@ def reference_worker(python, *extra):
     """The adapter's worker on its host reference kernels (mambacheck_adapter.reference)."""
     return shlex.join([python, "-m", "mambacheck_adapter.worker", "--kernels",
                        "mambacheck_adapter.reference", *extra])
+
+
+def has_numpy(python):
+    """Whether `python` imports numpy (the adapter's one dependency): the tests that run the
+    adapter report skipped (exit 77) without it."""
+    return subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode == 0

@@ -41,7 +41,7 @@ import shutil
 import subprocess
 import sys
 
-from cli_checks import expect, reference_worker as worker_command, run
+from cli_checks import expect, has_numpy, reference_worker as worker_command, run
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ADAPTER = REPO / "adapters" / "python"
@@ -303,8 +303,7 @@ def main(argv):
         return 2
     mambacheck, python, work, part = argv[1], argv[2], pathlib.Path(argv[3]), argv[4]
     needs_adapter = part not in ("protocol", "crash", "worker")
-    if needs_adapter and subprocess.run([python, "-c", "import numpy"],
-                                        capture_output=True).returncode != 0:
+    if needs_adapter and not has_numpy(python):
         print(f"{python} has no numpy: skipped")
         return 77
     work.mkdir(parents=True, exist_ok=True)

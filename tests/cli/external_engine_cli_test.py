@@ -30,10 +30,9 @@ import pathlib
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 
-from cli_checks import expect, reference_worker as worker, run
+from cli_checks import expect, has_numpy, reference_worker as worker, run
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ADAPTER = REPO / "adapters" / "python"
@@ -231,7 +230,7 @@ def main(argv):
         print(__doc__.strip().splitlines()[-2], file=sys.stderr)
         return 2
     mambacheck, python, work, part = argv[1], argv[2], pathlib.Path(argv[3]), argv[4]
-    if subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode != 0:
+    if not has_numpy(python):
         print(f"{python} has no numpy: skipped")
         return 77
     work.mkdir(parents=True, exist_ok=True)
