@@ -83,9 +83,9 @@ public:
     }
     file_bytes_ = cursor;
     if (ftruncate(shm_.fd, static_cast<off_t>(file_bytes_)) != 0)
-      throw model::EnvironmentError(fmt::format(
-          "--external: cannot size shared memory to {} bytes: {}", file_bytes_,
-          std::strerror(errno)));
+      throw model::EnvironmentError(
+          fmt::format("--external: cannot size shared memory to {} bytes: {}", file_bytes_,
+                      std::strerror(errno)));
     std::vector<model::Arena> arenas;
     json regions = json::array();
     for (const Region& r : regions_) {
@@ -93,8 +93,10 @@ public:
       fill_guard(shm_.fd, r.offset + r.size, r.guard_hi);
       arenas.push_back(model::Arena::map_shared(shm_.fd, r.offset, r.size));
       arenas.back().poison();
-      regions.push_back(
-          {{"offset", r.offset}, {"size", r.size}, {"guard_lo", r.guard_lo}, {"guard_hi", r.guard_hi}});
+      regions.push_back({{"offset", r.offset},
+                         {"size", r.size},
+                         {"guard_lo", r.guard_lo},
+                         {"guard_hi", r.guard_hi}});
     }
     host_ = gpu::engine::make_host_executor(layout, std::move(arenas));
     const json open{{"op", "open"},
@@ -142,9 +144,9 @@ public:
     const std::string status = answer["status"].get<std::string>();
     if (status == "unsupported") {
       result.status = model::LaunchStatus::unsupported;
-      result.unsupported_reason =
-          answer.contains("reason") && answer["reason"].is_string() ? answer["reason"].get<std::string>()
-                                                                    : std::string();
+      result.unsupported_reason = answer.contains("reason") && answer["reason"].is_string()
+                                      ? answer["reason"].get<std::string>()
+                                      : std::string();
     } else if (status != "ok") {
       bad_answer("launch", answer.dump());
     }
@@ -171,6 +173,10 @@ public:
                                      const std::vector<gpu::engine::ForwardRead>& reads,
                                      const std::vector<std::int32_t>& tokens) override {
     return host_->forward(tables, ops, reads, tokens);
+  }
+  std::vector<std::uint64_t> replay_graph(const gpu::engine::GraphInputs& in,
+                                          bool fresh_buffers) override {
+    return host_->replay_graph(in, fresh_buffers);
   }
   const std::vector<model::Arena>& arenas() override { return host_->arenas(); }
   std::vector<std::span<const std::byte>> read(std::span<const model::ArenaRange> ranges) override {
@@ -242,8 +248,11 @@ std::unique_ptr<ExternalEngineSource> start_external_engine(const std::string& c
     if (ec)
       model::fail_input("cannot create {}: {}", log_file.parent_path().string(), ec.message());
   }
-  auto source = std::make_unique<ExternalEngineSource>(ExternalOptions{
-      .command = command, .work_dir = {}, .log_file = log_file, .timeout_seconds = timeout_seconds});
+  auto source =
+      std::make_unique<ExternalEngineSource>(ExternalOptions{.command = command,
+                                                             .work_dir = {},
+                                                             .log_file = log_file,
+                                                             .timeout_seconds = timeout_seconds});
   std::string kinds;
   for (const model::LaunchKind kind : source->kinds())
     kinds += fmt::format("{}{}", kinds.empty() ? "" : ",", model::to_string(kind));

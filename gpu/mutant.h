@@ -178,20 +178,24 @@ namespace mc::gpu {
     "was accepted")                                                                                \
   X(first_scheduled_block_off_by_one, 'H',                                                         \
     "all mode's metadata takes block_idx_first_scheduled_token as cdiv(c, B) - 1 (the block of "   \
-    "the last computed token) instead of cdiv(c + 1, B) - 1: a chunk starting on a block "        \
-    "boundary puts its intermediate states one column early")                                     \
+    "the last computed token) instead of cdiv(c + 1, B) - 1: a chunk starting on a block "         \
+    "boundary puts its intermediate states one column early")                                      \
   X(spec_slice_wrong_start, 'A',                                                                   \
     "state_indices_tensor_d is sliced to 1 + num_spec columns from seq_len // B instead of "       \
-    "(seq_len - 1) // B: a decode whose last token closes a block gets the window one column "    \
+    "(seq_len - 1) // B: a decode whose last token closes a block gets the window one column "     \
     "late")                                                                                        \
   X(padded_rows_stale_index, 'G',                                                                  \
-    "a CUDA-graph step copies its decode rows into the persistent state_indices buffer but "      \
+    "a CUDA-graph step copies its decode rows into the persistent state_indices buffer but "       \
     "leaves the padding rows as an earlier, larger batch left them instead of the null block "     \
     "(persistent buffers not updated in place, #34874, #40648)")                                   \
   X(unbounded_accepted_read, 'D',                                                                  \
     "the forward indexes state_indices_tensor_d[row, a - 1] with no bound: a missing count "       \
     "(no spec decode, num_accepted 0) indexes entry -1, the previous row's last entry or "         \
-    "before the tensor, and a count past the row's window a later row's entry (#50021)")
+    "before the tensor, and a count past the row's window a later row's entry (#50021)")           \
+  X(graph_buffers_reallocated, 'G',                                                                \
+    "a CUDA-graph step copies its state indices, accepted counts and inputs into newly "           \
+    "allocated buffers instead of the persistent ones its graph was captured with: the replay "    \
+    "reads the indices and tokens of the step that captured it (#34874, #40648)")
 
 // X(name, bug class, what it breaks): bugs of the scheduler or block manager, planted as
 // rewrites of the steps the oracle's scheduler makes.

@@ -27,6 +27,7 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
   for (const model::CachedRequestData& c : step.cached_requests)
     computed[c.req_id] = c.num_computed_tokens;
   count_async(step, record);
+  count_forward(step, record, computed);
   for (const model::ScheduledRequest& s : step.scheduled) {
     Request& r = requests_[s.req_id];
     const auto it = computed.find(s.req_id);
@@ -141,6 +142,40 @@ void EngineCoverageCounter::count_async(const model::Step& step,
   for (const model::CachedRequestData& c : step.cached_requests)
     if (c.num_computed_tokens_optimistic) coverage_.add("async-rollback");
   coverage_.add("async-held-free", record.frees_held_back);
+}
+
+// The forward's side, from the metadata the oracle derived (model/FORWARD.md): the window
+// entry each align-mode read takes, the all-mode block indices a chunk writes by, and the
+// decode-only steps that run as CUDA graphs, padded or not.
+void EngineCoverageCounter::count_forward(
+    const model::Step& step, const oracle::engine::StepRecord& record,
+    const std::unordered_map<std::string_view, std::int32_t>& computed) {
+  const model::ForwardMetadata& md = record.metadata;
+  const bool all_mode = layout_.config.mode == model::CacheMode::all;
+  for (const model::ForwardMetadataRow& m : md.rows) {
+    if (m.batch_row < 0) continue;
+    const model::ScheduledRequest& s = step.scheduled[static_cast<std::size_t>(m.batch_row)];
+    const auto it = computed.find(s.req_id);
+    const std::int32_t c = it == computed.end() ? 0 : it->second;
+    if (all_mode) {
+      if (c > 0 && m.block_idx_first_scheduled > m.block_idx_last_computed)
+        coverage_.add("all-mode-first-scheduled-next-block");
+      if (m.block_idx_first_scheduled < m.block_idx_last_scheduled)
+        coverage_.add("all-mode-intermediate-states");
+      continue;
+    }
+    if (c == 0) continue;
+    const std::int32_t entry = m.decode && m.num_accepted > 0 ? m.num_accepted - 1 : 0;
+    coverage_.add(entry == 0   ? "read-window-entry-0"
+                  : entry == 1 ? "read-window-entry-1"
+                  : entry == 2 ? "read-window-entry-2"
+                               : "read-window-entry-3-plus");
+  }
+  if (md.num_prefills == 0 && md.num_decodes > 0 &&
+      model::cuda_graph_batch_size(md.num_decodes).has_value()) {
+    coverage_.add("graph-replay");
+    if (md.num_padded > 0) coverage_.add("graph-padded-rows");
+  }
 }
 
 void EngineCoverageCounter::count_slots(const model::Step& step,

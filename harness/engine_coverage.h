@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -46,6 +47,8 @@ private:
   void count_row(const model::ScheduledRequest& s, std::int32_t computed_before, const Request& r);
   void count_slots(const model::Step& step, const model::LaunchRecord& launch);
   void count_async(const model::Step& step, const oracle::engine::StepRecord& record);
+  void count_forward(const model::Step& step, const oracle::engine::StepRecord& record,
+                     const std::unordered_map<std::string_view, std::int32_t>& computed);
 
   const model::Layout& layout_;
   model::Coverage coverage_ = model::Coverage::empty(model::CoverageLevel::engine);

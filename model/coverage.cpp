@@ -96,6 +96,24 @@ constexpr std::array kCatalogue = {
     CoverageFeature{"async-held-free", "async", no, E,
                     "blocks freed while the step in flight could touch them, held back until it "
                     "completed"},
+    CoverageFeature{"read-window-entry-0", "forward", no, E,
+                    "align-mode rows reading their initial state at entry 0 of their window"},
+    CoverageFeature{"read-window-entry-1", "forward", no, E,
+                    "decodes reading their initial state at window entry 1 (num_accepted 2)"},
+    CoverageFeature{"read-window-entry-2", "forward", no, E,
+                    "decodes reading their initial state at window entry 2 (num_accepted 3)"},
+    CoverageFeature{"read-window-entry-3-plus", "forward", no, E,
+                    "decodes reading their initial state at window entry 3 or later"},
+    CoverageFeature{"all-mode-first-scheduled-next-block", "forward", no, E,
+                    "all-mode rows whose first scheduled token opens a block "
+                    "(block_idx_first_scheduled_token past block_idx_last_computed_token)"},
+    CoverageFeature{"all-mode-intermediate-states", "forward", no, E,
+                    "all-mode rows writing block-aligned states before the block of their last "
+                    "scheduled token"},
+    CoverageFeature{"graph-replay", "forward", no, E,
+                    "decode-only steps run as the CUDA graph of their batch size"},
+    CoverageFeature{"graph-padded-rows", "forward", no, E,
+                    "CUDA-graph steps with padding rows past their decodes (null block)"},
 };
 
 std::string valid_names() {

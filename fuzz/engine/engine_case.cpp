@@ -67,6 +67,7 @@ public:
   Rng& rng() { return rng_; }
   // Decided with the workload bounds (longer outputs), applied to the pool and requests.
   bool tight_pool = false;
+  bool wide_batches = false;
 
   // Drafts on (1..3 where none were drawn) or off.
   std::int32_t drafts(std::int32_t num_spec) {
@@ -180,6 +181,12 @@ void draw_options(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed, Steerin
                               std::max(s.token_budget, 2 * B + 1 + steer.rng().uniform32(0, B)));
   if (fixed.token_budget) s.token_budget = *fixed.token_budget;
   s.max_running = rng.uniform32(1, 4 + size / 8);
+  steer.wide_batches = steer.forces(SteerKnob::wide_batches);
+  if (steer.wide_batches) {
+    s.max_running = std::max(s.max_running, steer.rng().uniform32(8, 16));
+    w.prompt_len_max = std::min(w.prompt_len_max, B);
+    w.arrivals_per_step_max = 3;
+  }
   s.reset_prefix_cache_per_million = rng.chance(400'000) ? rng.uniform32(5'000, 150'000) : 0;
   if (steer.forces(SteerKnob::reset) && s.reset_prefix_cache_per_million == 0)
     s.reset_prefix_cache_per_million = steer.rng().uniform32(5'000, 150'000);
@@ -415,6 +422,9 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
     c.engine.scheduler.max_running =
         std::max(c.engine.scheduler.max_running, steer.rng().uniform32(2, 4));
   }
+  // Wide batches: as many requests as may run, and a pool that holds them all.
+  if (steer.wide_batches)
+    num_requests = std::max(num_requests, c.engine.scheduler.max_running);
   c.requests = oracle::engine::generate_workload(c.engine.workload, num_requests,
                                                  model::kSpecTokensMax + 2, rng);
   fit_workload_bounds(c);
@@ -425,6 +435,9 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
                           : per_request + rng.uniform(0, per_request * rng.uniform(0, 3)) +
                                 (size > 50 ? rng.uniform(0, 40) : 0);
   if (tight_pool) c.spec.num_blocks = per_request + steer.rng().uniform(0, per_request / 2);
+  else if (steer.wide_batches)
+    c.spec.num_blocks =
+        std::max(c.spec.num_blocks, per_request * c.engine.scheduler.max_running + 1);
   c.num_steps = 12 + rng.uniform(0, 6 * std::int64_t{size});
   c.scheduler_seed = rng.next();
   make_valid(c, rng, fixed,

@@ -16,8 +16,9 @@ constexpr std::array<std::string_view, kSteerKnobCount> kKnobNames = {
     "all-mode",        "async",      "drafts",          "no-drafts",    "full-drafts",
     "rejected-drafts", "tight-pool", "shared-prefixes", "long-prompts", "big-blocks",
     "ds-layout",       "v1-runner",  "v2-runner",       "batch-copy",   "precopy-v1",
-    "slot-tables",     "deferred",   "mixed-preset",    "reset",        "abort"};
-static_assert(static_cast<std::size_t>(SteerKnob::abort) + 1 == kSteerKnobCount);
+    "slot-tables",     "deferred",   "mixed-preset",    "reset",        "abort",
+    "wide-batches"};
+static_assert(static_cast<std::size_t>(SteerKnob::wide_batches) + 1 == kSteerKnobCount);
 
 // Every engine-level feature of model/coverage.cpp's catalogue, with the knobs whose choice
 // makes it likelier (why, where it is not plain from the names).
@@ -66,6 +67,17 @@ constexpr std::array kTable = {
     SteerRow{"async-rollback", {K::async, K::drafts, K::rejected_drafts}},
     // Blocks freed while a step is in flight: preemptions and finished requests.
     SteerRow{"async-held-free", {K::async, K::tight_pool}},
+    // A decode reads at entry a - 1: entry 0 after a rejection (or without drafts), entries 1
+    // and up after accepted drafts, 3 and up only with three drafts or more.
+    SteerRow{"read-window-entry-0", {K::drafts, K::rejected_drafts}},
+    SteerRow{"read-window-entry-1", {K::drafts, K::rejected_drafts}},
+    SteerRow{"read-window-entry-2", {K::drafts, K::full_drafts}},
+    SteerRow{"read-window-entry-3-plus", {K::drafts, K::full_drafts}},
+    SteerRow{"all-mode-first-scheduled-next-block", {K::all_mode, K::long_prompts}},
+    SteerRow{"all-mode-intermediate-states", {K::all_mode, K::long_prompts}},
+    // Decode-only steps: every running request past its prompt; padding needs 3 or more.
+    SteerRow{"graph-replay", {K::wide_batches}},
+    SteerRow{"graph-padded-rows", {K::wide_batches}},
 };
 
 constexpr std::array<std::string_view, 3> kBoostNames = {"none", "rare", "missing"};

@@ -51,8 +51,9 @@ enum class SteerKnob : std::uint8_t {
   mixed_preset,    // tiny-mixed: several state kinds, states sharing pages
   reset,           // reset_prefix_cache on some steps
   abort,           // requests aborted
+  wide_batches,    // 8..16 running requests with short prompts: decode-only steps of many rows
 };
-inline constexpr std::size_t kSteerKnobCount = 20;
+inline constexpr std::size_t kSteerKnobCount = 21;
 
 std::string_view to_string(SteerKnob knob);
 std::optional<SteerKnob> find_steer_knob(std::string_view name);

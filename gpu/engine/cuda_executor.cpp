@@ -12,6 +12,7 @@
 #include "model/errors.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 namespace mc::gpu::engine {
@@ -19,8 +20,8 @@ namespace {
 
 // Staging for the poison fill: a whole number of poison periods, so every copy of it lands in
 // phase with the pattern (model/arena.h).
-constexpr std::int64_t kPoisonStagingBytes = ((std::int64_t{64} << 20) / model::kPoisonPeriod) *
-                                             model::kPoisonPeriod;
+constexpr std::int64_t kPoisonStagingBytes =
+    ((std::int64_t{64} << 20) / model::kPoisonPeriod) * model::kPoisonPeriod;
 
 DeviceBuffer poisoned_device_arena(std::int64_t size_bytes) {
   DeviceBuffer arena(size_bytes);
@@ -78,8 +79,7 @@ public:
     std::vector<std::uint64_t> diffs(reads.size() * layout_.tensors.size(), 0);
     if (ops.empty() && reads.empty()) return diffs;
     on_device([&] {
-      ForwardParams p =
-          make_forward_params(layout_, tables, static_cast<std::int32_t>(ops.size()));
+      ForwardParams p = make_forward_params(layout_, tables, static_cast<std::int32_t>(ops.size()));
       const DeviceBuffer d_ops = upload_vector<ForwardOp>(ops);
       const DeviceBuffer d_tokens = upload_vector<std::int32_t>(tokens);
       const DeviceBuffer d_reads = upload_vector<ForwardRead>(reads);
@@ -99,11 +99,64 @@ public:
       launch_forward(p, nullptr);
       MC_CUDA_CHECK(cudaDeviceSynchronize());
       if (!diffs.empty())
-        MC_CUDA_CHECK(cudaMemcpy(diffs.data(), reinterpret_cast<const void*>(d_read_diffs.address()),
+        MC_CUDA_CHECK(cudaMemcpy(diffs.data(),
+                                 reinterpret_cast<const void*>(d_read_diffs.address()),
                                  diffs.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
     });
     return diffs;
   }
+
+  // A CUDA graph per batch size, captured on the executor's stream at the first step of its
+  // shape: a memset of its read differences, the read and forward kernels, their parameters
+  // pointing at input buffers kept with it. A replay copies the step's inputs into those
+  // buffers (cudaMemcpyAsync on the same stream) and launches the graph.
+  std::vector<std::uint64_t> replay_graph(const GraphInputs& in, bool fresh_buffers) override {
+    check_graph_inputs(in, static_cast<std::size_t>(layout_.num_groups()));
+    std::vector<std::uint64_t> diffs(in.reads.size() * layout_.tensors.size(), 0);
+    on_device([&] {
+      if (stream_ == nullptr)
+        MC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      // The graph's stream does not wait for the legacy one: the launches of the step and the
+      // zero-fill of new buffers (cudaMemset there) must be done before its uploads.
+      MC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+      auto [it, capture] = graphs_.try_emplace(in.shape.batch_size);
+      DeviceGraph& g = it->second;
+      if (!capture && !(g.shape == in.shape)) {
+        g.release();
+        g = DeviceGraph{}; // a larger shape than captured: captured anew
+        capture = true;
+      }
+      if (capture) {
+        g.shape = in.shape;
+        g.buffers.push_back(GraphBuffers(in, layout_.tensors.size()));
+        MC_CUDA_CHECK(cudaStreamSynchronize(nullptr)); // their zero-fill
+        upload(g.buffers.back(), in);
+        capture_graph(g);
+      } else if (fresh_buffers) {
+        g.buffers.push_back(GraphBuffers(in, layout_.tensors.size()));
+        MC_CUDA_CHECK(cudaStreamSynchronize(nullptr)); // their zero-fill
+        upload(g.buffers.back(), in);
+      } else {
+        upload(g.buffers.front(), in);
+      }
+      MC_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+      MC_CUDA_CHECK(cudaMemcpyAsync(diffs.data(), g.buffers.back().read_diffs.data(),
+                                    diffs.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost,
+                                    stream_));
+      MC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    });
+    return diffs;
+  }
+
+  ~CudaExecutor() override {
+    on_device([&] {
+      for (auto& [size, g] : graphs_)
+        g.release();
+      if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    });
+  }
+  CudaExecutor(const CudaExecutor&) = delete;
+  CudaExecutor& operator=(const CudaExecutor&) = delete;
 
   const std::vector<model::Arena>& arenas() override {
     on_device([&] {
@@ -114,8 +167,7 @@ public:
     return host_arenas_;
   }
 
-  std::vector<std::span<const std::byte>> read(
-      std::span<const model::ArenaRange> ranges) override {
+  std::vector<std::span<const std::byte>> read(std::span<const model::ArenaRange> ranges) override {
     std::int64_t total = 0;
     for (const model::ArenaRange& r : ranges)
       total += r.size_bytes;
@@ -138,6 +190,62 @@ public:
   }
 
 private:
+  struct GraphBuffers {
+    GraphBuffers(const GraphInputs& in, std::size_t num_tensors)
+        : ops(bytes_of(in.ops)), reads(bytes_of(in.reads)), tokens(bytes_of(in.tokens)),
+          read_diffs(
+              static_cast<std::int64_t>(in.reads.size() * num_tensors * sizeof(std::uint64_t))) {
+      for (const std::vector<std::int32_t>& ids : in.state_indices)
+        state_indices.emplace_back(bytes_of(ids));
+    }
+    std::vector<DeviceBuffer> state_indices; // per group
+    DeviceBuffer ops, reads, tokens, read_diffs;
+  };
+  struct DeviceGraph {
+    GraphShape shape;
+    std::vector<GraphBuffers> buffers; // front: the ones captured
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    void release() {
+      if (exec != nullptr) cudaGraphExecDestroy(exec);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      exec = nullptr;
+      graph = nullptr;
+    }
+  };
+
+  template <class T> static std::int64_t bytes_of(const std::vector<T>& v) {
+    return static_cast<std::int64_t>(v.size() * sizeof(T));
+  }
+  template <class T> void copy_up(const DeviceBuffer& dst, const std::vector<T>& v) {
+    MC_CUDA_CHECK(cudaMemcpyAsync(dst.data(), v.data(), v.size() * sizeof(T),
+                                  cudaMemcpyHostToDevice, stream_));
+  }
+  void upload(const GraphBuffers& b, const GraphInputs& in) {
+    for (std::size_t g = 0; g < in.state_indices.size(); ++g)
+      copy_up(b.state_indices[g], in.state_indices[g]);
+    copy_up(b.ops, in.ops);
+    copy_up(b.reads, in.reads);
+    copy_up(b.tokens, in.tokens);
+  }
+  void capture_graph(DeviceGraph& g) {
+    const GraphBuffers& b = g.buffers.front();
+    ForwardParams p = make_graph_params(layout_, g.shape);
+    p.tensors = device_forward_tensors_.as<ForwardTensor>();
+    p.ops = b.ops.as<ForwardOp>();
+    p.tokens = b.tokens.as<std::int32_t>();
+    p.reads = b.reads.as<ForwardRead>();
+    p.read_diffs = b.read_diffs.as<std::uint64_t>();
+    for (std::size_t k = 0; k < b.state_indices.size(); ++k)
+      p.block_tables[k] = b.state_indices[k].address();
+    MC_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    MC_CUDA_CHECK(cudaMemsetAsync(b.read_diffs.data(), 0,
+                                  static_cast<std::size_t>(b.read_diffs.size_bytes()), stream_));
+    launch_forward(p, stream_);
+    MC_CUDA_CHECK(cudaStreamEndCapture(stream_, &g.graph));
+    MC_CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  }
+
   model::Layout layout_;
   Mutant kernel_mutant_ = Mutant::none;
   std::vector<DeviceBuffer> arenas_; // the run's state, on the device
@@ -147,8 +255,10 @@ private:
   DeviceBuffer device_tensors_;
   DeviceBuffer device_units_;
   DeviceBuffer device_forward_tensors_;
-  std::vector<model::Arena> host_arenas_; // the last download
-  std::vector<std::byte> staging_;        // the last read()
+  std::vector<model::Arena> host_arenas_;      // the last download
+  std::vector<std::byte> staging_;             // the last read()
+  cudaStream_t stream_ = nullptr;              // the graphs' (created at the first)
+  std::map<std::int32_t, DeviceGraph> graphs_; // by batch size
 };
 
 } // namespace

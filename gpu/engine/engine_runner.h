@@ -31,6 +31,7 @@
 #include "model/step.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -126,6 +127,13 @@ private:
   std::optional<ForwardReadFinding> add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
                                                 std::vector<ForwardRead>& reads,
                                                 std::vector<std::int32_t>& tokens) const;
+  struct RowOps { // one metadata row's share of the forward, its tokens counted from 0
+    std::vector<ForwardOp> ops;
+    std::vector<ForwardRead> reads;
+    std::vector<std::int32_t> tokens;
+  };
+  // A decode-only step of a CUDA-graph batch size in its graph's layout (runner_forward.cpp).
+  GraphInputs graph_inputs(const model::ForwardMetadata& md, std::vector<RowOps>& rows);
   ForwardReadFinding describe_wrong_read(const StepRecord& rec, const Batch& batch,
                                          const ForwardRead& read, std::int32_t tensor) const;
   void execute_v1(StepRecord& rec, const Batch& batch);
@@ -147,6 +155,9 @@ private:
   // the forward stamps (FORWARD.md), not a decision.
   std::unordered_map<std::string, std::vector<std::int32_t>> truth_;
   std::int32_t conv_width_max_ = 0;
+  // The shapes of the CUDA graphs the executor has captured, by batch size: a step of that
+  // size lays its inputs out as its graph reads them.
+  std::map<std::int32_t, GraphShape> graph_shapes_;
 };
 
 } // namespace mc::gpu::engine

@@ -18,6 +18,26 @@ namespace mc::gpu::engine {
 
 enum class ExecutorKind : std::uint8_t { host, cuda };
 
+// A decode-only step of a CUDA-graph batch size (model/FORWARD.md, "CUDA graphs"), laid out
+// as the graph captured for its shape reads it: a fixed number of entries per metadata row,
+// whatever the step needs of them. The graph's block tables are the step's state_indices
+// (`width` entries per row, the pad -1 past a row's own), so an op's `col` and a read's columns
+// are entries of its row's window and `batch_row` is the metadata row.
+struct GraphShape {
+  std::int32_t batch_size = 0;     // the capture size: decode rows, then padding rows
+  std::int32_t width = 0;          // state_indices entries per row
+  std::int32_t ops_per_row = 0;    // row i's ops at [i * ops_per_row, (i + 1) * ops_per_row)
+  std::int32_t tokens_per_row = 0; // row i's tokens from i * tokens_per_row
+  bool operator==(const GraphShape&) const = default;
+};
+struct GraphInputs {
+  GraphShape shape;
+  std::vector<std::vector<std::int32_t>> state_indices; // per group: batch_size * width
+  std::vector<ForwardOp> ops;       // batch_size * ops_per_row; unused: batch_row -1
+  std::vector<ForwardRead> reads;   // batch_size, row i's at i; unused: batch_row -1
+  std::vector<std::int32_t> tokens; // batch_size * tokens_per_row
+};
+
 class Executor {
 public:
   virtual ~Executor() = default;
@@ -29,15 +49,24 @@ public:
   // Runs the read programs of `reads`, then the forward programs of `ops`, over the batch
   // tables `tables` (forward.cuh). Returns, per (read, tensor), the bits in which the block
   // read differed from the expected state (0: it agreed).
-  virtual std::vector<std::uint64_t> forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
-                       const std::vector<ForwardRead>& reads,
-                       const std::vector<std::int32_t>& tokens) = 0;
+  virtual std::vector<std::uint64_t> forward(const model::BlockTables& tables,
+                                             const std::vector<ForwardOp>& ops,
+                                             const std::vector<ForwardRead>& reads,
+                                             const std::vector<std::int32_t>& tokens) = 0;
+  // Runs `in` as vLLM runs a decode-only batch: the graph of its shape, captured at the first
+  // step of that shape over input buffers the executor keeps for the run, replayed with the
+  // step's inputs copied into those buffers in place, and the null block skipped (the padding
+  // rows). With `fresh_buffers` the inputs go into newly allocated buffers instead, which the
+  // graph never reads: the bug of a builder that reallocates its persistent tensors (a runner
+  // mutant). Returns the per-(read, tensor) differences as forward(), from the buffers the
+  // step's inputs went to.
+  virtual std::vector<std::uint64_t> replay_graph(const GraphInputs& in, bool fresh_buffers) = 0;
   // The arenas as they are now, in host memory (the cuda executor downloads them).
   virtual const std::vector<model::Arena>& arenas() = 0;
   // The bytes of `ranges` as they are now, in host memory, one span per range in order (the
   // cuda executor downloads only these). Valid until the next read() or arenas().
-  virtual std::vector<std::span<const std::byte>> read(
-      std::span<const model::ArenaRange> ranges) = 0;
+  virtual std::vector<std::span<const std::byte>>
+  read(std::span<const model::ArenaRange> ranges) = 0;
   // false: launches report effects only (status, arrays, arena bytes), no copy decisions.
   virtual bool records_decisions() const { return true; }
 };
@@ -85,5 +114,9 @@ std::vector<ForwardTensor> make_forward_tensors(const model::Layout& layout,
 // The layout-level fields of ForwardParams for `tables` (addresses of arrays left null).
 ForwardParams make_forward_params(const model::Layout& layout, const model::BlockTables& tables,
                                   std::int32_t num_ops);
+// The same for a graph of `shape` (tables: the state_indices, null block skipped).
+ForwardParams make_graph_params(const model::Layout& layout, const GraphShape& shape);
+// Checks that `in` has the sizes its shape gives (a program error otherwise).
+void check_graph_inputs(const GraphInputs& in, std::size_t num_groups);
 
 } // namespace mc::gpu::engine

@@ -4,7 +4,8 @@
 // - conv: row r of the window holds position q = running - H + r: the stamp of the token at
 //   q for 0 <= q < c + s, else 0; SD order (r * dim + ch), DS order (ch * L + r).
 // A program whose op kind differs from the tensor's kind, or whose column or block id is
-// outside the table or the arena, writes nothing (the oracle reports those as findings).
+// outside the table or the arena, writes nothing (the oracle reports those as findings); nor
+// does one on the null block of a CUDA-graph step, or an unused entry (batch row -1).
 // Read programs (read, tensor) run first, in a launch of their own: each compares the block a
 // row reads with the state after its c tokens (temporal: the whole state at the read's column;
 // conv: rows [o, o + H) at its conv column, o its conv offset) and ORs the differing bits into
@@ -41,10 +42,10 @@ MC_HD_INLINE std::uint64_t low_bytes_mask(std::int32_t bytes) {
 
 MC_HD_INLINE unsigned char* forward_block(const ForwardParams& p, std::int32_t batch_row,
                                           std::int32_t col, const ForwardTensor& t) {
-  if (col < 0 || col >= p.row_width) return nullptr;
+  if (batch_row < 0 || col < 0 || col >= p.row_width) return nullptr;
   const auto* table = reinterpret_cast<const std::int32_t*>(p.block_tables[t.group]);
   const std::int32_t block_id = table[static_cast<std::int64_t>(batch_row) * p.row_stride + col];
-  if (block_id < 0 || block_id >= p.num_blocks) return nullptr;
+  if (block_id < 0 || block_id >= p.num_blocks || block_id == p.null_block_id) return nullptr;
   return reinterpret_cast<unsigned char*>(t.base_addr +
                                           static_cast<std::uint64_t>(block_id) *
                                               static_cast<std::uint64_t>(t.block_stride_bytes));
@@ -107,10 +108,12 @@ MC_HD_INLINE void forward_program(const ForwardParams& p, std::int64_t program, 
 }
 
 // Read program (read, tensor): the bits in which this lane's elements of the block read
-// differ from the expected state (an unreadable column differs in bit 0).
+// differ from the expected state (an unreadable column, the null block included, differs in
+// bit 0; an unused entry reads nothing).
 MC_HD_INLINE std::uint64_t forward_read_diff(const ForwardParams& p, std::int64_t program,
                                              std::int64_t lane, std::int64_t lanes) {
   const ForwardRead& rd = p.reads[program / p.num_tensors];
+  if (rd.batch_row < 0) return 0; // an unused entry
   const auto tensor = static_cast<std::int32_t>(program % p.num_tensors);
   const ForwardTensor& t = p.tensors[tensor];
   const unsigned char* block =

@@ -1,6 +1,7 @@
 // Host-side preparation of the forward kernel: tensor descriptors from model/ metadata and
 // the layout-level fields of ForwardParams. Shared by the host and cuda executors.
 #include "gpu/engine/executor.h"
+#include "model/block_table.h"
 #include "model/conv_history.h"
 #include "model/errors.h"
 
@@ -41,6 +42,29 @@ ForwardParams make_forward_params(const model::Layout& layout, const model::Bloc
                        .row_width = tables.groups[0].row_width,
                        .row_stride = tables.groups[0].row_stride,
                        .num_blocks = layout.spec.num_blocks};
+}
+
+ForwardParams make_graph_params(const model::Layout& layout, const GraphShape& shape) {
+  MC_ASSERT(layout.num_groups() <= kForwardGroupsMax);
+  return ForwardParams{.num_tensors = static_cast<std::int32_t>(layout.tensors.size()),
+                       .num_ops = shape.batch_size * shape.ops_per_row,
+                       .num_reads = shape.batch_size,
+                       .row_width = shape.width,
+                       .row_stride = shape.width,
+                       .num_blocks = layout.spec.num_blocks,
+                       .null_block_id = model::kNullBlockId};
+}
+
+void check_graph_inputs(const GraphInputs& in, std::size_t num_groups) {
+  const GraphShape& s = in.shape;
+  const auto rows = static_cast<std::size_t>(s.batch_size);
+  MC_ASSERT(s.batch_size > 0 && s.width > 0 && s.ops_per_row > 0 && s.tokens_per_row > 0);
+  MC_ASSERT(in.state_indices.size() == num_groups);
+  for (const std::vector<std::int32_t>& ids : in.state_indices)
+    MC_ASSERT(ids.size() == rows * static_cast<std::size_t>(s.width));
+  MC_ASSERT(in.ops.size() == rows * static_cast<std::size_t>(s.ops_per_row));
+  MC_ASSERT(in.reads.size() == rows);
+  MC_ASSERT(in.tokens.size() == rows * static_cast<std::size_t>(s.tokens_per_row));
 }
 
 } // namespace mc::gpu::engine

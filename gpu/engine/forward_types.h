@@ -28,7 +28,7 @@ struct ForwardTensor {
 };
 
 struct ForwardOp {
-  std::int32_t batch_row = 0;
+  std::int32_t batch_row = 0;    // -1: an unused entry of a CUDA graph's fixed layout
   std::int32_t col = 0;          // block-table column written
   std::int32_t is_temporal = 0;  // 1: temporal state after `hash`; 0: conv window at `running`
   std::int32_t num_computed = 0; // c
@@ -41,7 +41,7 @@ struct ForwardOp {
 };
 
 struct ForwardRead {
-  std::int32_t batch_row = 0;
+  std::int32_t batch_row = 0;    // -1: an unused entry of a CUDA graph's fixed layout
   std::int32_t col = 0;          // block-table column the temporal states are read from
   std::int32_t conv_col = 0;     // block-table column the conv windows are read from
   std::int32_t conv_offset = 0;  // conv: the window starts at this row (align: a - 1)
@@ -65,6 +65,9 @@ struct ForwardParams {
   std::int32_t row_width = 0;  // meaningful columns of the batch tables
   std::int64_t row_stride = 0; // elements between rows
   std::int64_t num_blocks = 0; // per state tensor
+  // The block id the kernels skip, reading and writing nothing (seed 004's null_block_id): 0
+  // in a CUDA-graph step, whose padding rows carry it; -1 (none) in an eager one.
+  std::int32_t null_block_id = -1;
   std::uint64_t block_tables[kForwardGroupsMax] = {};
 };
 

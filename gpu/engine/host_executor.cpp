@@ -7,6 +7,10 @@
 #include "gpu/launch_plan.h"
 #include "model/errors.h"
 
+#include <algorithm>
+#include <map>
+#include <memory>
+
 namespace mc::gpu::engine {
 namespace {
 
@@ -31,8 +35,7 @@ public:
   HostExecutor(const model::Layout& layout, Mutant kernel_mutant)
       : HostExecutor(layout, poisoned_arenas(layout), kernel_mutant) {}
 
-  HostExecutor(const model::Layout& layout, std::vector<model::Arena> arenas,
-               Mutant kernel_mutant)
+  HostExecutor(const model::Layout& layout, std::vector<model::Arena> arenas, Mutant kernel_mutant)
       : layout_(layout), kernel_mutant_(kernel_mutant), arenas_(std::move(arenas)) {
     MC_ASSERT(arenas_.size() == layout.arenas.size());
     arena_addrs_ = arena_addresses(arenas_);
@@ -59,9 +62,10 @@ public:
     return result;
   }
 
-  std::vector<std::uint64_t> forward(const model::BlockTables& tables, const std::vector<ForwardOp>& ops,
-               const std::vector<ForwardRead>& reads,
-               const std::vector<std::int32_t>& tokens) override {
+  std::vector<std::uint64_t> forward(const model::BlockTables& tables,
+                                     const std::vector<ForwardOp>& ops,
+                                     const std::vector<ForwardRead>& reads,
+                                     const std::vector<std::int32_t>& tokens) override {
     ForwardParams p = make_forward_params(layout_, tables, static_cast<std::int32_t>(ops.size()));
     p.tensors = forward_tensors_.data();
     p.ops = ops.data();
@@ -72,30 +76,87 @@ public:
     p.read_diffs = read_diffs_.data();
     for (std::size_t g = 0; g < tables.groups.size(); ++g)
       p.block_tables[g] = reinterpret_cast<std::uint64_t>(tables.groups[g].block_ids.data());
-    // Every read before any write: a row may read a column another of its writes replaces.
-    const std::int64_t reads_programs = std::int64_t{p.num_reads} * p.num_tensors;
-    for (std::int64_t program = 0; program < reads_programs; ++program)
-      read_diffs_[static_cast<std::size_t>(program)] |= forward_read_diff(p, program, 0, 1);
-    const std::int64_t programs = std::int64_t{p.num_ops} * p.num_tensors;
-    for (std::int64_t program = 0; program < programs; ++program)
-      forward_program(p, program, 0, 1);
+    run_programs(p);
     return read_diffs_;
+  }
+
+  // A graph here is what a captured one is to the GPU: the kernels' parameters, input buffer
+  // addresses included, fixed at the first step of a shape; a replay runs them as they are.
+  std::vector<std::uint64_t> replay_graph(const GraphInputs& in, bool fresh_buffers) override {
+    check_graph_inputs(in, static_cast<std::size_t>(layout_.num_groups()));
+    auto [it, capture] = graphs_.try_emplace(in.shape.batch_size);
+    HostGraph& g = it->second;
+    if (!capture && !(g.buffers.front()->inputs.shape == in.shape)) {
+      g = HostGraph{}; // a larger shape than captured: captured anew
+      capture = true;
+    }
+    if (capture) {
+      g.buffers.push_back(std::make_unique<GraphBuffers>(in, layout_.tensors.size()));
+      g.params = params_over(*g.buffers.back(), in.shape);
+    } else if (fresh_buffers) {
+      g.buffers.push_back(std::make_unique<GraphBuffers>(in, layout_.tensors.size()));
+    } else {
+      g.buffers.front()->copy_in_place(in);
+    }
+    std::fill(g.buffers.front()->read_diffs.begin(), g.buffers.front()->read_diffs.end(), 0);
+    run_programs(g.params);
+    return g.buffers.back()->read_diffs;
   }
 
   const std::vector<model::Arena>& arenas() override { return arenas_; }
 
-  std::vector<std::span<const std::byte>> read(
-      std::span<const model::ArenaRange> ranges) override {
+  std::vector<std::span<const std::byte>> read(std::span<const model::ArenaRange> ranges) override {
     std::vector<std::span<const std::byte>> out;
     out.reserve(ranges.size());
     for (const model::ArenaRange& r : ranges)
-      out.push_back(
-          arenas_[static_cast<std::size_t>(r.arena)].bytes().subspan(
-              static_cast<std::size_t>(r.offset_bytes), static_cast<std::size_t>(r.size_bytes)));
+      out.push_back(arenas_[static_cast<std::size_t>(r.arena)].bytes().subspan(
+          static_cast<std::size_t>(r.offset_bytes), static_cast<std::size_t>(r.size_bytes)));
     return out;
   }
 
 private:
+  // A graph's input buffers: allocated once, their addresses in its parameters.
+  struct GraphBuffers {
+    GraphBuffers(const GraphInputs& in, std::size_t num_tensors)
+        : inputs(in), read_diffs(in.reads.size() * num_tensors, 0) {}
+    void copy_in_place(const GraphInputs& in) {
+      for (std::size_t g = 0; g < in.state_indices.size(); ++g)
+        std::copy(in.state_indices[g].begin(), in.state_indices[g].end(),
+                  inputs.state_indices[g].begin());
+      std::copy(in.ops.begin(), in.ops.end(), inputs.ops.begin());
+      std::copy(in.reads.begin(), in.reads.end(), inputs.reads.begin());
+      std::copy(in.tokens.begin(), in.tokens.end(), inputs.tokens.begin());
+    }
+    GraphInputs inputs;
+    std::vector<std::uint64_t> read_diffs;
+  };
+  struct HostGraph {
+    std::vector<std::unique_ptr<GraphBuffers>> buffers; // front: the captured ones
+    ForwardParams params;
+  };
+
+  ForwardParams params_over(GraphBuffers& b, const GraphShape& shape) const {
+    ForwardParams p = make_graph_params(layout_, shape);
+    p.tensors = forward_tensors_.data();
+    p.ops = b.inputs.ops.data();
+    p.tokens = b.inputs.tokens.data();
+    p.reads = b.inputs.reads.data();
+    p.read_diffs = b.read_diffs.data();
+    for (std::size_t g = 0; g < b.inputs.state_indices.size(); ++g)
+      p.block_tables[g] = reinterpret_cast<std::uint64_t>(b.inputs.state_indices[g].data());
+    return p;
+  }
+
+  // Every read before any write: a row may read a column another of its writes replaces.
+  static void run_programs(const ForwardParams& p) {
+    const std::int64_t reads_programs = std::int64_t{p.num_reads} * p.num_tensors;
+    for (std::int64_t program = 0; program < reads_programs; ++program)
+      p.read_diffs[program] |= forward_read_diff(p, program, 0, 1);
+    const std::int64_t programs = std::int64_t{p.num_ops} * p.num_tensors;
+    for (std::int64_t program = 0; program < programs; ++program)
+      forward_program(p, program, 0, 1);
+  }
+
   model::Layout layout_;
   Mutant kernel_mutant_ = Mutant::none;
   std::vector<model::Arena> arenas_; // moved in and out of launches; the bytes never move
@@ -103,7 +164,8 @@ private:
   std::vector<TensorDesc> tensors_;
   std::vector<UnitRef> units_;
   std::vector<ForwardTensor> forward_tensors_;
-  std::vector<std::uint64_t> read_diffs_; // the last forward's
+  std::vector<std::uint64_t> read_diffs_;    // the last forward's
+  std::map<std::int32_t, HostGraph> graphs_; // by batch size
 };
 
 } // namespace

@@ -85,7 +85,7 @@ RunnerDecisions::all_mode_record(std::int32_t c, std::int32_t n, std::int32_t d,
 }
 
 std::int32_t RunnerDecisions::decode_window_start(std::int32_t seq_len,
-                                                 std::int32_t block_size) const {
+                                                  std::int32_t block_size) const {
   return std::max(seq_len - 1, 0) / block_size;
 }
 
@@ -93,12 +93,20 @@ std::int32_t RunnerDecisions::first_scheduled_block(std::int32_t c, std::int32_t
   return static_cast<std::int32_t>(model::cdiv(std::int64_t{c} + 1, block_size) - 1);
 }
 
-bool RunnerDecisions::pads_graph_rows_with_null() const { return true; }
+bool RunnerDecisions::pads_graph_rows_with_null() const {
+  return true;
+}
 
 std::int32_t RunnerDecisions::accepted_read_index(std::int32_t num_accepted) const {
   return num_accepted - 1;
 }
 
-bool RunnerDecisions::bounds_accepted_read() const { return true; }
+bool RunnerDecisions::bounds_accepted_read() const {
+  return true;
+}
+
+bool RunnerDecisions::updates_graph_buffers_in_place() const {
+  return true;
+}
 
 } // namespace mc::gpu::engine

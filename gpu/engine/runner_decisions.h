@@ -105,6 +105,9 @@ public:
   // 0) and checked against the row's window before it indexes the step's state-indices
   // tensor: always.
   virtual bool bounds_accepted_read() const;
+  // Whether a CUDA-graph step copies its inputs into the buffers its graph was captured with:
+  // always (else the replay runs on what the capture step left there).
+  virtual bool updates_graph_buffers_in_place() const;
 };
 
 } // namespace mc::gpu::engine

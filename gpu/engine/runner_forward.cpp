@@ -239,29 +239,56 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
                       .row = &slots_[static_cast<std::size_t>(batch.slot[b])].row});
   }
   rec.metadata = metadata_builder_.build(inputs);
-  std::vector<ForwardOp> ops;
-  std::vector<ForwardRead> reads;
-  std::vector<std::int32_t> tokens;
-  // Padding rows carry the null block, which the kernels skip (seed 004's null_block_id).
-  for (std::size_t i = 0; i < rec.metadata.rows.size(); ++i) {
-    const model::ForwardMetadataRow& m = rec.metadata.rows[i];
+  const model::ForwardMetadata& md = rec.metadata;
+  const bool graph = md.num_prefills == 0 && md.num_decodes > 0 &&
+                     model::cuda_graph_batch_size(md.num_decodes).has_value();
+  // Per metadata row: its read and writes in block-table columns, its tokens from 0. Padding
+  // rows carry the null block, which the kernels skip (seed 004's null_block_id).
+  std::vector<RowOps> rows(md.rows.size());
+  for (std::size_t i = 0; i < md.rows.size(); ++i) {
+    const model::ForwardMetadataRow& m = md.rows[i];
     if (m.batch_row < 0) continue;
     const auto b = static_cast<std::size_t>(m.batch_row);
     const RowForward f{.batch = &batch,
-                       .md = &rec.metadata,
+                       .md = &md,
                        .md_row = i,
                        .num_accepted = num_accepted[b],
                        .all_record = all_record.empty() ? -1 : all_record[b],
                        .step = batch.step->index};
-    if (std::optional<ForwardReadFinding> bad = add_row_ops(f, ops, reads, tokens)) {
+    RowOps& r = rows[i];
+    if (std::optional<ForwardReadFinding> bad = add_row_ops(f, r.ops, r.reads, r.tokens)) {
       rec.forward_read = std::move(bad);
       return;
     }
   }
-  if (ops.empty()) return;
-  if (tokens.empty()) tokens.push_back(0); // a valid pointer for the kernel
-  const std::vector<std::uint64_t> diffs =
-      executor_->forward(tables_for(batch, Tables::batch), ops, reads, tokens);
+  std::vector<ForwardRead> reads; // as add_row_ops made them, per slot of the differences
+  std::vector<std::uint64_t> diffs;
+  if (graph) {
+    GraphInputs in = graph_inputs(md, rows);
+    diffs = executor_->replay_graph(in, !decisions_->updates_graph_buffers_in_place());
+    for (const RowOps& r : rows)
+      reads.push_back(r.reads.empty() ? ForwardRead{.batch_row = -1} : r.reads.front());
+  } else {
+    std::vector<ForwardOp> ops;
+    std::vector<std::int32_t> tokens;
+    for (const RowOps& r : rows) {
+      const auto token_base = static_cast<std::int64_t>(tokens.size());
+      const auto read_base = static_cast<std::int32_t>(reads.size());
+      for (ForwardOp op : r.ops) {
+        op.token_offset += token_base;
+        if (op.read >= 0) op.read += read_base;
+        ops.push_back(op);
+      }
+      for (ForwardRead rd : r.reads) {
+        rd.token_offset += token_base;
+        reads.push_back(rd);
+      }
+      tokens.insert(tokens.end(), r.tokens.begin(), r.tokens.end());
+    }
+    if (ops.empty()) return;
+    if (tokens.empty()) tokens.push_back(0); // a valid pointer for the kernel
+    diffs = executor_->forward(tables_for(batch, Tables::batch), ops, reads, tokens);
+  }
   const std::size_t num_tensors = layout_.tensors.size();
   for (std::size_t i = 0; i < diffs.size(); ++i)
     if (diffs[i] != 0) {
@@ -269,6 +296,69 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
                                              static_cast<std::int32_t>(i % num_tensors));
       return;
     }
+}
+
+// The graph's fixed layout for the step (executor.h, GraphInputs): the shape captured for its
+// batch size, grown where the step needs more (then captured anew, where vLLM sizes its
+// buffers for the worst case up front); each row's ops with the metadata row as their batch
+// row and the entries of its window as their columns; padding rows' writes of the state after
+// no tokens, which land nowhere while they carry the null block.
+GraphInputs EngineRunner::graph_inputs(const model::ForwardMetadata& md,
+                                       std::vector<RowOps>& rows) {
+  const auto batch_size = static_cast<std::int32_t>(md.rows.size());
+  GraphShape& shape = graph_shapes_[batch_size];
+  shape.batch_size = batch_size;
+  for (std::size_t i = 0; i < md.rows.size(); ++i) {
+    const model::ForwardMetadataRow& m = md.rows[i];
+    RowOps& r = rows[i];
+    if (m.batch_row < 0) {
+      r.ops.push_back({.col = 0, .is_temporal = 1, .hash = model::kEmptySequenceHash});
+      r.ops.push_back({.col = 0});
+    }
+    for (const std::vector<std::int32_t>& ids : m.state_indices)
+      shape.width = std::max(shape.width, static_cast<std::int32_t>(ids.size()));
+    shape.ops_per_row = std::max(shape.ops_per_row, static_cast<std::int32_t>(r.ops.size()));
+    shape.tokens_per_row =
+        std::max(shape.tokens_per_row, std::max(1, static_cast<std::int32_t>(r.tokens.size())));
+    MC_ASSERT(r.reads.size() <= 1);
+  }
+  const auto n = static_cast<std::size_t>(batch_size);
+  GraphInputs in{.shape = shape};
+  for (std::int32_t g = 0; g < layout_.num_groups(); ++g) {
+    std::vector<std::int32_t> ids(n * static_cast<std::size_t>(shape.width), model::kPadSlot);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::vector<std::int32_t>& row = md.rows[i].state_indices[static_cast<std::size_t>(g)];
+      std::copy(row.begin(), row.end(), ids.begin() + static_cast<std::ptrdiff_t>(i) * shape.width);
+    }
+    in.state_indices.push_back(std::move(ids));
+  }
+  in.ops.assign(n * static_cast<std::size_t>(shape.ops_per_row), ForwardOp{.batch_row = -1});
+  in.reads.assign(n, ForwardRead{.batch_row = -1});
+  in.tokens.assign(n * static_cast<std::size_t>(shape.tokens_per_row), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t w = std::max(md.rows[i].window_start, 0);
+    const auto row = static_cast<std::int32_t>(i);
+    const std::int64_t token_base = std::int64_t{row} * shape.tokens_per_row;
+    const RowOps& r = rows[i];
+    for (std::size_t k = 0; k < r.ops.size(); ++k) {
+      ForwardOp op = r.ops[k];
+      op.batch_row = row;
+      op.col -= w;
+      op.token_offset += token_base;
+      if (op.read >= 0) op.read = row;
+      in.ops[i * static_cast<std::size_t>(shape.ops_per_row) + k] = op;
+    }
+    if (!r.reads.empty()) {
+      ForwardRead rd = r.reads.front();
+      rd.batch_row = row;
+      rd.col -= w;
+      rd.conv_col -= w;
+      rd.token_offset += token_base;
+      in.reads[i] = rd;
+    }
+    std::copy(r.tokens.begin(), r.tokens.end(), in.tokens.begin() + token_base);
+  }
+  return in;
 }
 
 } // namespace mc::gpu::engine

@@ -172,6 +172,11 @@ struct unbounded_accepted_read final : RunnerDecisions {
   bool bounds_accepted_read() const override { return false; }
 };
 
+// A CUDA graph's inputs copied into new buffers every step: the graph reads its capture's.
+struct graph_buffers_reallocated final : RunnerDecisions {
+  bool updates_graph_buffers_in_place() const override { return false; }
+};
+
 } // namespace mutants
 
 std::span<const MutantInfo> runner_mutants() {

@@ -161,7 +161,8 @@ TEST_P(RunnerMutantKilled, ShrunkToAtMost8StepsAnd3Requests) {
 // first_scheduled_block_off_by_one an all-mode step (case 2), spec_slice_wrong_start a decode
 // whose last token closes a block (case 3), unbounded_accepted_read a decode without spec
 // decode (case 3); padded_rows_stale_index a decode-only step padded for a CUDA graph after a
-// larger one (case 29), which takes 4 requests at least: 4 decodes, then 3 padded to 4.
+// larger one (case 29), which takes 4 requests at least: 4 decodes, then 3 padded to 4;
+// graph_buffers_reallocated a second decode-only step of one batch size (case 2).
 INSTANTIATE_TEST_SUITE_P(
     All, RunnerMutantKilled,
     ::testing::Values(KillCase{RunnerMutant::skip_cleanup_of_resumed, 1, 30, 40},
@@ -182,7 +183,8 @@ INSTANTIATE_TEST_SUITE_P(
                       KillCase{RunnerMutant::first_scheduled_block_off_by_one, 1, 30, 40},
                       KillCase{RunnerMutant::spec_slice_wrong_start, 1, 30, 40},
                       KillCase{RunnerMutant::padded_rows_stale_index, 1, 30, 40, 4},
-                      KillCase{RunnerMutant::unbounded_accepted_read, 1, 30, 40}),
+                      KillCase{RunnerMutant::unbounded_accepted_read, 1, 30, 40},
+                      KillCase{RunnerMutant::graph_buffers_reallocated, 1, 30, 40}),
     [](const ::testing::TestParamInfo<KillCase>& param_info) {
       return std::string(gpu::engine::to_string(param_info.param.mutant));
     });

@@ -32,7 +32,7 @@ TEST(SteerTable, EveryEngineFeatureHasAKnob) {
       if (k) used.insert(*k);
   }
   EXPECT_EQ(rows.size(), engine_features.size());
-  EXPECT_EQ(engine_features.size(), 38u);
+  EXPECT_EQ(engine_features.size(), 46u);
   // A knob no feature names is never boosted.
   EXPECT_EQ(used.size(), kSteerKnobCount);
 }
@@ -112,6 +112,23 @@ TEST(SteerGenerator, BoostedKnobsMoveTheirChoiceOnly) {
   EXPECT_EQ(all_default, 67);
   EXPECT_EQ(all_steered, 238);
   EXPECT_EQ(same_requests, 400);
+}
+
+// Wide batches: 8 to 16 running requests, at least as many requests, a pool that holds them
+// all, prompts of at most a block (decode-only steps of many rows, padded for a CUDA graph).
+TEST(SteerGenerator, WideBatchesRunManyRequestsAtOnce) {
+  EngineCaseFixed wide;
+  wide.steer.knobs[static_cast<std::size_t>(SteerKnob::wide_batches)] = SteerBoost::missing;
+  int widened = 0;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const EngineCase c = generate_engine_case(seed, 30, wide);
+    const oracle::engine::SchedulerOptions& s = c.engine.scheduler;
+    if (s.max_running < 8) continue;
+    ++widened;
+    EXPECT_GE(static_cast<std::int32_t>(c.requests.size()), std::min(s.max_running, 16));
+    EXPECT_LE(c.engine.workload.prompt_len_max, c.config.mamba_block_size);
+  }
+  EXPECT_EQ(widened, 101); // about half: the missing boost
 }
 
 } // namespace

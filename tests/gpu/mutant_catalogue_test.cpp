@@ -76,7 +76,7 @@ TEST(MutantCatalogue, KernelThenRunnerThenSchedulerMutantsInOneTable) {
     EXPECT_EQ(find_mutant(info.name), &info) << info.name;
   }
   EXPECT_EQ(kernel.data(), all.data());
-  EXPECT_EQ(runner.back().name, "unbounded_accepted_read");
+  EXPECT_EQ(runner.back().name, "graph_buffers_reallocated");
   EXPECT_EQ(all.back().name, "async_frees_visible_at_once");
   EXPECT_EQ(find_mutant("none"), nullptr);
   EXPECT_EQ(find_mutant("no_such_mutant"), nullptr);
