@@ -331,9 +331,20 @@ void ExternalWorker::parse_greeting(const std::string& line) {
                      kGreetingWord, kProtocolVersion));
   serves_engine_ = false;
   serves_bench_ = false;
+  forward_kernels_.clear();
   while (words >> word) {
     if (word == "engine=1") serves_engine_ = true;
     if (word == "bench=1") serves_bench_ = true;
+    if (starts_with(word, "forward=")) {
+      std::istringstream names(word.substr(8));
+      std::string name;
+      while (std::getline(names, name, ','))
+        if (name == "ssm" || name == "conv")
+          forward_kernels_.push_back(name);
+        else
+          fail(fmt::format("greeted with an unknown forward kernel '{}' (expected ssm, conv)",
+                           excerpt(name)));
+    }
     if (!starts_with(word, "kinds=")) continue;
     std::istringstream names(word.substr(6));
     std::string name;

@@ -94,6 +94,9 @@ public:
   const std::vector<model::LaunchKind>& kinds() const { return kinds_; }
   bool serves_engine() const { return serves_engine_; } // it greeted with engine=1
   bool serves_bench() const { return serves_bench_; }   // it greeted with bench=1
+  // The forward's state kernels its module provides (forward=ssm,conv): "ssm"
+  // (selective_state_update), "conv" (causal_conv1d_update).
+  const std::vector<std::string>& forward_kernels() const { return forward_kernels_; }
   bool crashed() const { return crashed_; }             // died on its last case or request
   const std::string& greeting() const { return greeting_; }
   const ExternalOptions& options() const { return options_; }
@@ -122,6 +125,7 @@ private:
   std::vector<model::LaunchKind> kinds_;
   bool serves_engine_ = false;
   bool serves_bench_ = false;
+  std::vector<std::string> forward_kernels_;
   std::int64_t cases_run_ = 0;
   std::int64_t restarts_ = 0;
   bool crashed_ = false;               // it died on the last case: start it again before the next

@@ -178,6 +178,47 @@ public:
                                           bool fresh_buffers) override {
     return host_->replay_graph(in, fresh_buffers);
   }
+  std::vector<std::string> forward_kernels() const override { return worker_.forward_kernels(); }
+
+  gpu::engine::ForwardKernelReport
+  run_forward_kernels(const gpu::engine::ForwardKernelStep& step) override {
+    json message{{"op", "forward"},
+                 {"kernels", step.kernels},
+                 {"num_blocks", step.num_blocks},
+                 {"state_len", step.state_len},
+                 {"conv_width", step.conv_width},
+                 {"rows", step.rows},
+                 {"width", step.width},
+                 {"state_indices", step.state_indices}};
+    if (!step.num_accepted.empty()) {
+      message["num_accepted"] = step.num_accepted;
+      message["query_start_loc"] = step.query_start_loc;
+    }
+    const json answer = send(message);
+    gpu::engine::ForwardKernelReport report;
+    try {
+      if (answer.contains("ssm")) {
+        for (const json& w : answer.at("ssm").at("writes"))
+          report.ssm.push_back({.block = w.at(0).get<std::int32_t>(),
+                                .source = w.at(1).get<std::int32_t>(),
+                                .tokens = w.at(2).get<std::int32_t>()});
+        report.ssm_outside = answer.at("ssm").at("outside").get<std::vector<std::string>>();
+      }
+      if (answer.contains("conv")) {
+        for (const json& w : answer.at("conv").at("writes")) {
+          gpu::engine::ConvWrite c{.block = w.at(0).get<std::int32_t>()};
+          for (const json& r : w.at(1))
+            c.rows.push_back({r.at(0).get<std::int32_t>(), r.at(1).get<std::int32_t>()});
+          report.conv.push_back(std::move(c));
+        }
+        report.conv_outside = answer.at("conv").at("outside").get<std::vector<std::string>>();
+      }
+    } catch (const json::exception& e) {
+      bad_answer("forward", fmt::format("{} ({})", answer.dump(), e.what()));
+    }
+    return report;
+  }
+
   const std::vector<model::Arena>& arenas() override { return host_->arenas(); }
   std::vector<std::span<const std::byte>> read(std::span<const model::ArenaRange> ranges) override {
     return host_->read(ranges);
@@ -212,7 +253,9 @@ private:
         "--external worker '{}' answered an engine {} with \"{}{}\"; expected {}",
         worker_.options().command.substr(0, kQuoted), op, answer.substr(0, kQuoted),
         answer.size() > kQuoted ? "..." : "",
-        op == "launch" ? R"({"status": "ok"|"unsupported", "arrays": {...}} or error:)" : "ok")};
+        op == "launch"    ? R"({"status": "ok"|"unsupported", "arrays": {...}} or error:)"
+        : op == "forward" ? R"({"ssm": {"writes": [...], "outside": [...]}, "conv": ...})"
+                          : "ok")};
   }
 
   ExternalEngineSource& source_;

@@ -118,7 +118,7 @@ std::optional<Difference> difference_of_forward(const model::Step& step,
     return d;
   }
   if (const std::optional<gpu::engine::ForwardReadFinding>& r = backend_record.forward_read) {
-    Difference d{.kind = "forward-read", .step = step.index, .tensor = r->tensor, .block = r->block,
+    Difference d{.kind = r->kind, .step = step.index, .tensor = r->tensor, .block = r->block,
                  .text = r->text};
     if (r->batch_row >= 0 && static_cast<std::size_t>(r->batch_row) < step.scheduled.size())
       d.request = step.scheduled[static_cast<std::size_t>(r->batch_row)].req_id;

@@ -50,7 +50,8 @@ std::optional<Difference> difference_of_step(const model::Layout& layout, const 
 
 // The forward's side of one step, before its launches and arenas: the first field of the
 // metadata the two sides built that differs (kind "metadata", naming the row and the field),
-// else the GPU forward's first wrong read (kind "forward-read"). Text "step N: ...".
+// else the GPU forward's first wrong read (kind "forward-read") or the module's forward kernels'
+// first wrong access (kind "forward-kernel"). Text "step N: ...".
 std::optional<Difference> difference_of_forward(const model::Step& step,
                                                 const oracle::engine::StepRecord& oracle_record,
                                                 const gpu::engine::StepRecord& backend_record);

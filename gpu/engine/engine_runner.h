@@ -54,6 +54,9 @@ struct RunnerOptions : model::RunnerOptions {
 // differed from the state the row starts from, or the index it took lay outside the row's
 // window (model/FORWARD.md, "What the GPU side reads").
 struct ForwardReadFinding {
+  // "forward-read": this program's forward read a wrong state; "forward-kernel": the module's
+  // own forward kernels read or wrote a block the metadata does not say (forward_kernels.h).
+  std::string kind = "forward-read";
   std::int32_t batch_row = -1;
   std::int32_t tensor = -1; // -1: the index, before any tensor was read
   std::int32_t col = -1;    // block-table column read
@@ -132,6 +135,7 @@ private:
     std::vector<ForwardRead> reads;
     std::vector<std::int32_t> tokens;
   };
+  void check_forward_kernels_of(StepRecord& rec, const Batch& batch);
   // A decode-only step of a CUDA-graph batch size in its graph's layout (runner_forward.cpp).
   GraphInputs graph_inputs(const model::ForwardMetadata& md, std::vector<RowOps>& rows);
   ForwardReadFinding describe_wrong_read(const StepRecord& rec, const Batch& batch,

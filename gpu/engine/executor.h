@@ -4,6 +4,7 @@
 // for the whole run: nothing is rebuilt per step.
 #pragma once
 
+#include "gpu/engine/forward_kernels.h"
 #include "gpu/engine/forward_types.h"
 #include "gpu/mutant.h"
 #include "model/launch.h"
@@ -61,6 +62,16 @@ public:
   // mutant). Returns the per-(read, tensor) differences as forward(), from the buffers the
   // step's inputs went to.
   virtual std::vector<std::uint64_t> replay_graph(const GraphInputs& in, bool fresh_buffers) = 0;
+  // The forward's state kernels of the module under test, where this executor has them (an
+  // external worker that greeted with forward=): "ssm", "conv". Empty: the forward is this
+  // program's own alone.
+  virtual std::vector<std::string> forward_kernels() const { return {}; }
+  // Runs those kernels on the decode rows of a step (forward_kernels.h) and reports what they
+  // wrote. Throws KernelFailure where they raised or the worker died.
+  virtual ForwardKernelReport run_forward_kernels(const ForwardKernelStep& step) {
+    (void)step;
+    return {};
+  }
   // The arenas as they are now, in host memory (the cuda executor downloads them).
   virtual const std::vector<model::Arena>& arenas() = 0;
   // The bytes of `ranges` as they are now, in host memory, one span per range in order (the

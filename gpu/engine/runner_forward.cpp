@@ -21,15 +21,16 @@ namespace mc::gpu::engine {
 struct EngineRunner::RowForward {
   const Batch* batch = nullptr;
   const model::ForwardMetadata* md = nullptr;
-  std::size_t md_row = 0;    // into md->rows
+  std::size_t md_row = 0;        // into md->rows
   std::int32_t num_accepted = 1; // the runner's a (all mode's read column)
-  std::int32_t all_record = -1; // all mode: the column the row's last full decode recorded
+  std::int32_t all_record = -1;  // all mode: the column the row's last full decode recorded
   std::int64_t step = 0;
 };
 
 std::optional<ForwardReadFinding>
 EngineRunner::add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
-                          std::vector<ForwardRead>& reads, std::vector<std::int32_t>& tokens) const {
+                          std::vector<ForwardRead>& reads,
+                          std::vector<std::int32_t>& tokens) const {
   const model::ForwardMetadataRow& m = f.md->rows[f.md_row];
   const auto b = static_cast<std::size_t>(m.batch_row);
   const Batch& batch = *f.batch;
@@ -135,8 +136,7 @@ EngineRunner::add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
       // state_indices_tensor_d, another row's entry or one outside the tensor. The access is
       // reported, never made.
       const std::int64_t flat = static_cast<std::int64_t>(f.md_row) * width + j;
-      const std::int64_t entries =
-          std::int64_t{f.md->num_decodes + f.md->num_padded} * width;
+      const std::int64_t entries = std::int64_t{f.md->num_decodes + f.md->num_padded} * width;
       const bool outside = flat < 0 || flat >= entries;
       const std::int64_t other = outside ? -1 : flat / width;
       const model::ForwardMetadataRow* o =
@@ -149,7 +149,7 @@ EngineRunner::add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
               "(num_accepted {}): flat entry {} of a tensor of {} rows of {} entries, {}",
               f.step, m.batch_row, s.req_id, f.md_row, j, a, flat,
               f.md->num_decodes + f.md->num_padded, width,
-              outside           ? std::string("outside the tensor")
+              outside            ? std::string("outside the tensor")
               : o->batch_row < 0 ? fmt::format("entry {} of padding row {}", flat % width, other)
                                  : fmt::format("entry {} of row {} (batch row {}): another "
                                                "request's block",
@@ -178,9 +178,9 @@ ForwardReadFinding EngineRunner::describe_wrong_read(const StepRecord& rec, cons
   const std::int32_t col = temporal ? read.col : read.conv_col;
   const auto& ids =
       slots_[static_cast<std::size_t>(batch.slot[b])].row[static_cast<std::size_t>(t.group)];
-  const std::int32_t block =
-      col >= 0 && col < static_cast<std::int32_t>(ids.size()) ? ids[static_cast<std::size_t>(col)]
-                                                              : -1;
+  const std::int32_t block = col >= 0 && col < static_cast<std::int32_t>(ids.size())
+                                 ? ids[static_cast<std::size_t>(col)]
+                                 : -1;
   std::string held = "no block (outside the row or not a block id)";
   if (block >= 0 && block < layout_.spec.num_blocks) {
     held = temporal ? "bytes of no state of this request" : "a conv window that is not that state";
@@ -191,8 +191,8 @@ ForwardReadFinding EngineRunner::describe_wrong_read(const StepRecord& rec, cons
       const std::span<const std::byte> bytes = executor_->read(std::span(&range, 1)).front();
       bool poison = true;
       for (std::size_t i = 0; i < bytes.size() && poison; ++i)
-        poison = bytes[i] == std::byte{model::poison_byte(range.offset_bytes +
-                                                           static_cast<std::int64_t>(i))};
+        poison = bytes[i] ==
+                 std::byte{model::poison_byte(range.offset_bytes + static_cast<std::int64_t>(i))};
       if (poison) held = "the arena's poison (never written)";
       const std::vector<std::int32_t>& truth = truth_.at(s.req_id);
       std::vector<std::byte> expect(static_cast<std::size_t>(t.natural_bytes));
@@ -204,8 +204,7 @@ ForwardReadFinding EngineRunner::describe_wrong_read(const StepRecord& rec, cons
         model::fill_temporal(expect, h, tensor);
         if (std::equal(expect.begin(), expect.end(), bytes.begin())) {
           held = k <= c ? fmt::format("the state after {} tokens", k)
-                        : fmt::format("the state after {} tokens and {} of this step's",
-                                      c, k - c);
+                        : fmt::format("the state after {} tokens and {} of this step's", c, k - c);
           break;
         }
       }
@@ -216,13 +215,12 @@ ForwardReadFinding EngineRunner::describe_wrong_read(const StepRecord& rec, cons
       .tensor = tensor,
       .col = col,
       .block = block,
-      .text = fmt::format("step {}: the forward of batch row {} ({}) reads its initial {} state "
-                          "of tensor {} at column {} (block {}{}): it holds {}, expected the "
-                          "state after {} tokens",
-                          rec.step, read.batch_row, s.req_id, temporal ? "temporal" : "conv",
-                          tensor, col, block,
-                          temporal ? "" : fmt::format(", offset {}", read.conv_offset), held,
-                          read.num_computed)};
+      .text = fmt::format(
+          "step {}: the forward of batch row {} ({}) reads its initial {} state "
+          "of tensor {} at column {} (block {}{}): it holds {}, expected the "
+          "state after {} tokens",
+          rec.step, read.batch_row, s.req_id, temporal ? "temporal" : "conv", tensor, col, block,
+          temporal ? "" : fmt::format(", offset {}", read.conv_offset), held, read.num_computed)};
 }
 
 void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
@@ -296,6 +294,67 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
                                              static_cast<std::int32_t>(i % num_tensors));
       return;
     }
+  check_forward_kernels_of(rec, batch);
+}
+
+// The module's own forward kernels, where the executor has them (an external worker): the
+// step's decode rows as vLLM's mixer hands them over (align mode), what they wrote on the
+// worker's tracer states judged against the metadata (forward_kernels.h).
+void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch) {
+  const model::ForwardMetadata& md = rec.metadata;
+  if (layout_.config.mode != model::CacheMode::align || md.num_decodes == 0) return;
+  const std::vector<std::string> available = executor_->forward_kernels();
+  if (available.empty()) return;
+  ForwardKernelStep step{.num_blocks = layout_.spec.num_blocks,
+                         .width = 1 + layout_.config.num_spec_tokens};
+  for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
+    const model::StateTensor& t = layout_.tensors[i];
+    if (t.group != 0) continue;
+    const bool temporal = t.kind() == model::StateKind::temporal;
+    const std::string kernel = temporal ? "ssm" : "conv";
+    if (std::find(available.begin(), available.end(), kernel) == available.end() ||
+        std::find(step.kernels.begin(), step.kernels.end(), kernel) != step.kernels.end())
+      continue;
+    step.kernels.push_back(kernel);
+    if (!temporal) {
+      step.state_len = static_cast<std::int32_t>(t.shape.conv_state_len);
+      step.conv_width = static_cast<std::int32_t>(
+                            model::conv_history_rows(layout_, static_cast<std::int32_t>(i))) +
+                        1;
+    }
+  }
+  if (step.kernels.empty()) return;
+  // The decode rows come first in the metadata, the padding rows last.
+  std::vector<const model::ForwardMetadataRow*> rows;
+  for (const model::ForwardMetadataRow& m : md.rows)
+    if (m.decode) rows.push_back(&m);
+  step.rows = static_cast<std::int32_t>(rows.size());
+  const bool spec = layout_.config.num_spec_tokens > 0;
+  if (spec) step.query_start_loc.push_back(0);
+  for (const model::ForwardMetadataRow* m : rows) {
+    const std::vector<std::int32_t>& ids = m->state_indices.front();
+    MC_ASSERT(static_cast<std::int32_t>(ids.size()) == step.width);
+    step.state_indices.insert(step.state_indices.end(), ids.begin(), ids.end());
+    if (!spec) continue;
+    step.num_accepted.push_back(m->num_accepted);
+    // A padding row has the shape of a full decode, as the captured graph's batch has.
+    const std::int32_t q =
+        m->batch_row < 0
+            ? step.width
+            : batch.step->scheduled[static_cast<std::size_t>(m->batch_row)].num_scheduled_tokens;
+    step.query_start_loc.push_back(step.query_start_loc.back() + q);
+  }
+  const ForwardKernelReport report = executor_->run_forward_kernels(step);
+  const auto describe_row = [&](std::int32_t r) {
+    const model::ForwardMetadataRow& m = *rows[static_cast<std::size_t>(r)];
+    if (m.batch_row < 0) return fmt::format("row {} (a CUDA-graph padding row)", r);
+    return fmt::format("row {} (batch row {}, {})", r, m.batch_row,
+                       batch.step->scheduled[static_cast<std::size_t>(m.batch_row)].req_id);
+  };
+  if (std::optional<std::string> bad = check_forward_kernels(step, report, describe_row))
+    rec.forward_read = ForwardReadFinding{
+        .kind = "forward-kernel",
+        .text = fmt::format("step {}: the module's forward kernels: {}", rec.step, *bad)};
 }
 
 // The graph's fixed layout for the step (executor.h, GraphInputs): the shape captured for its

@@ -18,7 +18,12 @@ protocol, backends/external_engine.h). Part PART of:
   commands  `run --external` and `replay --library --external` hold; a run whose runner
             launches a kind the worker lacks is exit 2;
   gate      `gate --external` passes with the clean kernels (liveness: each broken variant
-            caught), and exits 1 when a variant that is not broken (clean) is named as one.
+            caught), and exits 1 when a variant that is not broken (clean) is named as one;
+  forward   the worker greets with forward=ssm,conv (the reference module's
+            selective_state_update and causal_conv1d_update); each broken forward variant is
+            found by the engine campaign (a forward-kernel finding, or the kernel's own
+            IndexError where it reads outside its state), shrunk, and its trace replays to the
+            same difference through the variant and holds through the clean kernels.
 
 Usage: external_engine_cli_test.py MAMBACHECK PYTHON WORK_DIR PART. Exit 77 (skipped) when
 PYTHON has no numpy.
@@ -225,6 +230,40 @@ def part_gate(mambacheck, python, work):
     print("gate: passes on the clean kernels, live on each variant")
 
 
+FORWARD_VARIANTS = {  # the variant: the finding's kind and words of its text
+    "reads_column_a": ("kernel-error", "outside"),
+    "null_block_not_skipped": ("forward-kernel", "(the null block)"),
+    "drafts_into_one_column": ("forward-kernel", "after 2 tokens; expected"),
+}
+
+
+def part_forward(mambacheck, python, work):
+    p = run([mambacheck, "run", "--steps", "4", "--external",
+             worker(python)], 0)
+    expect("forward=ssm,conv" in p.stdout, "forward: the greeting has no forward=ssm,conv",
+           p.stdout)
+    for variant, (kind, words) in FORWARD_VARIANTS.items():
+        external = worker(python, "--variant", variant)
+        p, report = fuzz(mambacheck, external, work, f"forward-{variant}", 200, 1)
+        cx = report["findings"][0]["counterexample"]
+        diff = cx["first_difference"]
+        expect(diff["kind"] == kind and words in diff["text"],
+               f"forward {variant}: found as {diff['kind']}: {diff['text']}", p.stdout)
+        expect(cx["requests"] <= 3 and cx["steps"] <= 4,
+               f"forward {variant}: shrunk to {cx['steps']} steps, {cx['requests']} requests",
+               p.stdout)
+        replay_line = [line for line in p.stdout.splitlines() if "replay the trace:" in line][0]
+        args = shlex.split(replay_line.split("replay the trace:", 1)[1])
+        again = run([mambacheck, *args[1:]], 1)
+        expect(f"MISMATCH at step {diff['step']} " in again.stdout and
+               diff["text"].split(": ", 1)[1][:120] in again.stdout,
+               f"forward {variant}: the trace did not replay to {diff['text']!r}", again.stdout)
+        clean_args = [a if a != external else worker(python) for a in args[1:]]
+        run([mambacheck, *clean_args], 0)
+        print(f"forward {variant}: found on case {report['cases']}, shrunk to {cx['steps']} "
+              f"steps and {cx['requests']} requests: {diff['text']}")
+
+
 def main(argv):
     if len(argv) != 5:
         print(__doc__.strip().splitlines()[-2], file=sys.stderr)
@@ -236,7 +275,8 @@ def main(argv):
     work.mkdir(parents=True, exist_ok=True)
     os.environ["PYTHONPATH"] = str(ADAPTER)  # the worker's mambacheck_adapter
     parts = {"clean": part_clean, "device": part_device, "variant": part_variant,
-             "crash": part_crash, "commands": part_commands, "gate": part_gate}
+             "crash": part_crash, "commands": part_commands, "gate": part_gate,
+             "forward": part_forward}
     parts[part](mambacheck, python, work)
     print(f"external engine {part}: passed")
     return 0

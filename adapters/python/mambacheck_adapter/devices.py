@@ -86,6 +86,13 @@ class HostDevice:
     def release(self, force=False):
         pass
 
+    def tensor(self, values):
+        """A kernel argument holding `values` (a numpy array): here a copy of it."""
+        return np.array(values)
+
+    def to_numpy(self, t):
+        return np.array(t)
+
 
 class TorchDevice:
     """Buffers are torch uint8 tensors on a CUDA device; kernel arguments are tensor views."""
@@ -127,6 +134,13 @@ class TorchDevice:
     def typed(self, buf, offset, dtype, count):
         size = np.dtype(dtype).itemsize
         return buf[offset:offset + count * size].view(getattr(self.torch, np.dtype(dtype).name))
+
+    def tensor(self, values):
+        """A kernel argument holding `values` (a numpy array): a tensor on the device."""
+        return self.torch.from_numpy(np.array(values)).to(self.device)
+
+    def to_numpy(self, t):
+        return t.detach().cpu().numpy()
 
     def changed_pages(self, a, b):
         pages = []

@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from . import casefile, launch
+from . import casefile, forward, launch
 from .devices import DIFF_CHUNK_BYTES, PAGE_BYTES
 
 UPLOAD_CHUNK = 64 << 20
@@ -247,6 +247,12 @@ class Engine:
         if op == "close":
             self.close()
             return "ok"
+        if op == "forward":
+            try:
+                return json.dumps(forward.answer(message, self.kernels, self.device),
+                                  separators=(",", ":"))
+            except forward.ForwardError as e:
+                raise EngineError(str(e)) from None
         if op == "launch":
             if self.session is None:
                 raise EngineError("engine launch: no session open")

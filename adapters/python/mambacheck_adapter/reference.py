@@ -37,6 +37,8 @@ import types
 
 import numpy as np
 
+from . import forward_reference
+
 VARIANTS = {
     "clean": "the kernels as specified",
     "guard_by_address": "precopy skips a row whose source and destination BLOCKS are equal "
@@ -60,6 +62,7 @@ VARIANTS = {
     "slow_launches": "right results, but every launch waits SLOW_LAUNCH_SECONDS first: the "
                      "speed regression `mambacheck bench --external --max-slowdown` must "
                      "catch (no fuzz campaign can)",
+    **forward_reference.FORWARD_VARIANTS,
 }
 SLOW_LAUNCH_SECONDS = 0.02
 # Names that choose a convention, not a bug (they combine with a bug's name).
@@ -283,7 +286,10 @@ def select_variant(*names):
                              f"{', '.join(list(VARIANTS) + list(CONVENTIONS))}")
     slot_tables = any(name in SLOT_TABLE_NAMES for name in names)
     bugs = frozenset(names) - {"clean"} | ({"slot_tables"} if slot_tables else set())
+    ssu, conv_update = forward_reference.make(bugs & set(forward_reference.FORWARD_VARIANTS))
     return types.SimpleNamespace(
+        selective_state_update=ssu,
+        causal_conv1d_update=conv_update,
         postprocess_mamba_fused_kernel=HostKernel(postprocess, bugs),
         precopy_mamba_align_fused_kernel=HostKernel(precopy, bugs),
         preprocess_mamba_align_fused_kernel=HostKernel(preprocess, bugs),
@@ -298,6 +304,8 @@ _clean = select_variant("clean")
 postprocess_mamba_fused_kernel = _clean.postprocess_mamba_fused_kernel
 precopy_mamba_align_fused_kernel = _clean.precopy_mamba_align_fused_kernel
 preprocess_mamba_align_fused_kernel = _clean.preprocess_mamba_align_fused_kernel
+selective_state_update = _clean.selective_state_update
+causal_conv1d_update = _clean.causal_conv1d_update
 DEVICE = "host"  # the adapter's default device for this module
 BLOCK_TABLE_ROWS = _clean.BLOCK_TABLE_ROWS
 PRECOPY_HAS_IDX_MAPPING = _clean.PRECOPY_HAS_IDX_MAPPING

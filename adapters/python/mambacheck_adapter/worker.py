@@ -5,8 +5,10 @@
 
 Protocol (one line each way per case, UTF-8, '\\n'-terminated; README.md, "Worker protocol"):
 - Once started and the kernels loaded, the worker writes one greeting line:
-  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME engine=1 bench=1` (the launch kinds
-  its kernels cover; engine=1 and bench=1: it also serves the engine and bench protocols).
+  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME engine=1 bench=1 [forward=ssm,conv]`
+  (the launch kinds its kernels cover; engine=1 and bench=1: it also serves the engine and
+  bench protocols; forward=: the forward's state kernels the module provides, which engine
+  runs hand the decode rows of every step, forward.py).
   A worker that cannot start writes the reason to stderr and exits non-zero without greeting.
 - For each line on stdin naming a case directory (optionally followed by a tab and the result
   directory to write), it runs the case and answers one line:
@@ -31,7 +33,7 @@ import pathlib
 import sys
 import traceback
 
-from . import PROTOCOL_VERSION, bench, casefile, devices, engine, kernels, launch
+from . import PROTOCOL_VERSION, bench, casefile, devices, engine, forward, kernels, launch
 
 
 def parse_args(argv):
@@ -189,8 +191,11 @@ def main(argv=None):
         print(f"mambacheck_adapter.worker: {args.kernels} provides none of the kernels "
               f"{sorted(set(launch.KERNEL_NAMES.values()))}", file=sys.stderr)
         return 1
+    forward_kernels = forward.supported(module)
     protocol_out.write(f"mambacheck-worker {PROTOCOL_VERSION} kinds={','.join(kinds)} "
-                       f"device={device.name} engine=1 bench=1\n")
+                       f"device={device.name} engine=1 bench=1"
+                       + (f" forward={','.join(forward_kernels)}" if forward_kernels else "")
+                       + "\n")
     protocol_out.flush()
     return serve(sys.stdin, protocol_out, module, device, args.results, args.engine_arenas)
 

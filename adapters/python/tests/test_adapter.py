@@ -26,7 +26,7 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from mambacheck_adapter import casefile, compare, devices, launch, reference  # noqa: E402
+from mambacheck_adapter import casefile, compare, devices, forward, launch, reference  # noqa: E402
 
 MAMBACHECK = os.environ.get("MAMBACHECK") or shutil.which("mambacheck") or ""
 EXPORT_CASES = 40
@@ -273,6 +273,44 @@ class Variants(unittest.TestCase):
             self.assertEqual(kernels.load_kernels(str(module), "x"), "x")
             with self.assertRaisesRegex(kernels.KernelsError, "takes one name"):
                 kernels.load_kernels(str(module), "x,y")
+
+
+class ForwardKernels(unittest.TestCase):
+    """forward.py on the reference kernels: what each wrote, decoded from the tracer states."""
+
+    MESSAGE = {"op": "forward", "num_blocks": 12, "state_len": 5, "conv_width": 4, "rows": 3,
+               "width": 3, "state_indices": [3, 4, 5, 6, 7, 8, 0, 0, 0],
+               "num_accepted": [2, 3, 1], "query_start_loc": [0, 3, 5, 8],
+               "kernels": ["ssm", "conv"]}
+
+    def answer(self, variant):
+        return forward.answer(dict(self.MESSAGE), reference.select_variant(variant),
+                              devices.make_device("host"))
+
+    def test_clean_reads_entry_a_minus_1_and_writes_each_token_and_skips_padding(self):
+        got = self.answer("clean")
+        # Row 0 reads entry 1 (block 4), row 1 entry 2 (block 8); token t goes to entry t.
+        self.assertEqual(got["ssm"], {"writes": [[3, 4, 1], [4, 4, 2], [5, 4, 3], [6, 8, 1],
+                                                 [7, 8, 2]], "outside": []})
+        # Conv: entry 0 in place, the window from offset a - 1 shifted by one, then the tokens;
+        # row 1's last row (past its 2 tokens) keeps what it held.
+        self.assertEqual(got["conv"], {"writes": [
+            [3, [[3, 2], [3, 3], [-1, 0], [-1, 1], [-1, 2]]],
+            [6, [[6, 3], [6, 4], [-1, 0], [-1, 1], [6, 4]]]], "outside": []})
+
+    def test_variants_change_what_is_written(self):
+        self.assertEqual(self.answer("drafts_into_one_column")["ssm"]["writes"],
+                         [[3, 4, 3], [6, 8, 2]])
+        self.assertEqual(self.answer("null_block_not_skipped")["ssm"]["writes"][0], [0, 0, 3])
+        with self.assertRaisesRegex(IndexError, "outside"):
+            self.answer("reads_column_a")
+
+    def test_bad_messages_are_refused(self):
+        for change in ({"state_indices": [1, 2]}, {"query_start_loc": None},
+                       {"kernels": ["attention"]}, {"conv_width": 9}):
+            message = dict(self.MESSAGE, **change)
+            with self.assertRaises(forward.ForwardError, msg=str(change)):
+                forward.answer(message, reference, devices.make_device("host"))
 
 
 class ResultFiles(unittest.TestCase):

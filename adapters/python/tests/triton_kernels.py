@@ -21,6 +21,10 @@ they start. Whether one starts after that write depends on how the GPU schedules
 (programs of one state are launched together, so on a grid of many rows x states the later
 states usually come late), so a case fails in some runs only. Needs torch and triton with a
 CUDA device.
+
+The forward's state kernels (selective_state_update, causal_conv1d_update) are the adapter's
+reference ones (mambacheck_adapter.forward_reference) run on the GPU through torch, a sequence
+at a time; their deliberate bugs are the FORWARD_VARIANTS names, one at a time and alone.
 """
 
 import functools
@@ -28,6 +32,8 @@ import types
 
 import triton
 import triton.language as tl
+
+from mambacheck_adapter import forward_reference
 
 DEVICE = "cuda"
 COPY_BLOCK_SIZE = 1024
@@ -363,16 +369,23 @@ def select_variant(*names):
     deterministic bug and `racy_reset`."""
     if not 1 <= len(names) <= 2:
         raise ValueError(f"expected 1 or 2 variant names, got {len(names)}")
+    forward_bugs = frozenset(names) & set(forward_reference.FORWARD_VARIANTS)
+    if forward_bugs and len(names) > 1:
+        raise ValueError(f"{', '.join(names)}: a forward variant comes alone")
     for name in names:
-        if name not in VARIANTS:
+        if name not in VARIANTS and name not in forward_bugs:
             raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
-    codes = [VARIANTS[n] for n in names if n not in RACY_VARIANTS and n != "clean"]
+    codes = [VARIANTS[n] for n in names
+             if n not in RACY_VARIANTS and n != "clean" and n not in forward_bugs]
     if len(codes) > 1:
         raise ValueError(f"{', '.join(names)}: these kernels carry one deterministic bug at a "
                          f"time (combine one with {', '.join(sorted(RACY_VARIANTS))})")
     bug = codes[0] if codes else 0
     racy = any(n in RACY_VARIANTS for n in names)
+    ssu, conv_update = forward_reference.make(forward_bugs)
     return types.SimpleNamespace(
+        selective_state_update=ssu,
+        causal_conv1d_update=conv_update,
         postprocess_mamba_fused_kernel=_Kernel(_postprocess, bug, racy),
         precopy_mamba_align_fused_kernel=_Kernel(_precopy, bug),
         preprocess_mamba_align_fused_kernel=_Kernel(_preprocess, bug),
@@ -387,3 +400,5 @@ postprocess_mamba_fused_kernel = _clean.postprocess_mamba_fused_kernel
 precopy_mamba_align_fused_kernel = _clean.precopy_mamba_align_fused_kernel
 preprocess_mamba_align_fused_kernel = _clean.preprocess_mamba_align_fused_kernel
 batch_memcpy = _clean.batch_memcpy
+selective_state_update = _clean.selective_state_update
+causal_conv1d_update = _clean.causal_conv1d_update

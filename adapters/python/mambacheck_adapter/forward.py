@@ -1,0 +1,234 @@
+"""The forward's state kernels of the module under test, driven as vLLM's mamba mixer drives
+them in a decode step (align mode), on tracer states (README.md, "Forward protocol").
+
+mambacheck sends, per engine step with decode rows, the rows the metadata builder made:
+state_indices_tensor_d (each row's window of 1 + num_spec block ids, the null block 0 in the
+CUDA-graph padding rows), num_accepted_tokens and query_start_loc where spec decode is on.
+The worker calls the module's kernels with the seed's wrapper signatures:
+
+    selective_state_update(state, x, dt, A, B, C, D, dt_bias, z=None, dt_softplus=False,
+                           state_batch_indices=idx, dst_state_batch_indices=idx,
+                           null_block_id=0, out=out, num_accepted_tokens=a, cu_seqlens=qsl)
+    causal_conv1d_update(x, conv_state, weight, bias=None, activation=None,
+                         conv_state_indices=idx, num_accepted_tokens=a, query_start_loc=qsl,
+                         max_query_len=width, null_block_id=0)
+
+on states it made itself, whose values say where they came from, so that what the kernels
+wrote tells which block each write read:
+- the SSM state, float32 (blocks, 1 head, 2, 2): block b holds (b + 1) * 64 everywhere, and the
+  inputs are chosen so that one token adds exactly 1 (A = 0, dt = B = x = 1, no softplus): a
+  block written with v = (s + 1) * 64 + k holds the state read from block s after k tokens;
+- the conv state, float32 (blocks, 2 channels, state_len): row r of block b holds
+  (b + 1) * 64 + r + 1, and the step's token i of a row is x = -(i + 1) (weights 0), so each
+  row of a written window names the block and row it came from, or the new token it is.
+Around each state tensor GUARD_BLOCKS blocks on either side hold GUARD_VALUE: a read outside
+the tensor shows as that value in what it wrote, a write outside it as a changed guard.
+
+The answer lists what changed, decoded; mambacheck judges it against the metadata (which
+block each row must read and write) and reports any difference as a finding.
+"""
+
+import numpy as np
+
+# The seed's wrapper names, by the short name the greeting and messages use.
+FORWARD_KERNELS = {"ssm": "selective_state_update", "conv": "causal_conv1d_update"}
+TRACER_BLOCK = 64.0  # a block's tag step: (b + 1) * 64 (+ tokens, or + row + 1)
+GUARD_BLOCKS = 2
+GUARD_VALUE = -4096.0
+SSM_SHAPE = (1, 2, 2)  # nheads, headdim, dstate
+CONV_DIM = 2
+NULL_BLOCK_ID = 0
+
+
+class ForwardError(Exception):
+    """A forward message this worker cannot act on."""
+
+
+def supported(module):
+    """The short names of the forward kernels `module` provides."""
+    return [k for k, name in FORWARD_KERNELS.items() if callable(getattr(module, name, None))]
+
+
+def _field(message, key):
+    if key not in message:
+        raise ForwardError(f"engine forward: {key}: missing")
+    return message[key]
+
+
+def _decode_ssm(value):
+    """(source block, tokens) of a tracer SSM value, or None where it is none."""
+    if value <= GUARD_VALUE + TRACER_BLOCK:  # a guard's value, plus the tokens applied
+        return ("outside", 0)
+    if value < TRACER_BLOCK or value != np.floor(value):
+        return None
+    v = int(value)
+    return (v // int(TRACER_BLOCK) - 1, v % int(TRACER_BLOCK))
+
+
+def _decode_conv(value):
+    """[source block, source row] of a tracer conv value; [-1, i] for the step's token i,
+    [-3, 0] for a guard value (read outside the tensor), [-2, 0] for anything else."""
+    if value == GUARD_VALUE:
+        return [-3, 0]
+    if value != np.floor(value):
+        return [-2, 0]
+    v = int(value)
+    if v < 0 and v > -int(TRACER_BLOCK):
+        return [-1, -v - 1]
+    if v > int(TRACER_BLOCK):
+        return [v // int(TRACER_BLOCK) - 1, v % int(TRACER_BLOCK) - 1]
+    return [-2, 0]
+
+
+class Step:
+    """One forward message, parsed and checked."""
+
+    def __init__(self, message):
+        self.num_blocks = int(_field(message, "num_blocks"))
+        self.state_len = int(_field(message, "state_len"))
+        self.conv_width = int(_field(message, "conv_width"))
+        self.rows = int(_field(message, "rows"))
+        self.width = int(_field(message, "width"))
+        self.kernels = list(_field(message, "kernels"))
+        if self.num_blocks <= 0 or self.rows <= 0 or self.width <= 0:
+            raise ForwardError("engine forward: num_blocks, rows and width must be positive")
+        if self.num_blocks * TRACER_BLOCK >= 1 << 24:
+            raise ForwardError(f"engine forward: {self.num_blocks} blocks: the tracer values "
+                               f"stay exact in float32 up to {(1 << 24) // 64 - 1}")
+        if "conv" in self.kernels and (not 2 <= self.conv_width <= self.state_len + 1
+                                       or self.state_len >= TRACER_BLOCK - 1):
+            raise ForwardError(f"engine forward: conv_width {self.conv_width}, state_len "
+                               f"{self.state_len}: expected 2 <= conv_width <= state_len + 1 "
+                               f"< 64")
+        self.indices = np.asarray(_field(message, "state_indices"), dtype=np.int32)
+        if self.indices.size != self.rows * self.width:
+            raise ForwardError(f"engine forward: state_indices: {self.indices.size} entries, "
+                               f"expected rows x width = {self.rows * self.width}")
+        self.indices = self.indices.reshape(self.rows, self.width)
+        accepted = message.get("num_accepted")
+        self.num_accepted = None if accepted is None else np.asarray(accepted, dtype=np.int32)
+        qsl = message.get("query_start_loc")
+        self.query_start_loc = None if qsl is None else np.asarray(qsl, dtype=np.int32)
+        if (self.num_accepted is None) != (self.query_start_loc is None):
+            raise ForwardError("engine forward: num_accepted and query_start_loc come together "
+                               "(spec decode) or not at all")
+        if self.num_accepted is not None:
+            if self.num_accepted.size != self.rows or self.query_start_loc.size != self.rows + 1:
+                raise ForwardError("engine forward: num_accepted needs rows entries and "
+                                   "query_start_loc rows + 1")
+            if self.query_start_loc[0] != 0 or np.any(np.diff(self.query_start_loc) < 0):
+                raise ForwardError("engine forward: query_start_loc must start at 0 and never "
+                                   "decrease")
+            self.num_tokens = int(self.query_start_loc[-1])
+        else:
+            self.num_tokens = self.rows
+        for k in self.kernels:
+            if k not in FORWARD_KERNELS:
+                raise ForwardError(f"engine forward: kernel {k!r} is not one of "
+                                   f"{sorted(FORWARD_KERNELS)}")
+
+    def token_index(self):
+        """Per token of the batch, its index within its row."""
+        if self.query_start_loc is None:
+            return np.zeros(self.rows, dtype=np.int64)
+        out = np.zeros(self.num_tokens, dtype=np.int64)
+        for r in range(self.rows):
+            lo, hi = int(self.query_start_loc[r]), int(self.query_start_loc[r + 1])
+            out[lo:hi] = np.arange(hi - lo)
+        return out
+
+
+def _with_guards(inner):
+    """`inner` (blocks first) with GUARD_BLOCKS guard blocks of GUARD_VALUE on either side."""
+    shape = (inner.shape[0] + 2 * GUARD_BLOCKS,) + inner.shape[1:]
+    full = np.full(shape, GUARD_VALUE, dtype=np.float32)
+    full[GUARD_BLOCKS:GUARD_BLOCKS + inner.shape[0]] = inner
+    return full
+
+
+def _guards_changed(before, after, n):
+    out = []
+    if not np.array_equal(before[:GUARD_BLOCKS], after[:GUARD_BLOCKS]):
+        out.append("before")
+    if not np.array_equal(before[GUARD_BLOCKS + n:], after[GUARD_BLOCKS + n:]):
+        out.append("after")
+    return out
+
+
+def run_ssm(step, kernel, device):
+    n = step.num_blocks
+    tags = (np.arange(n, dtype=np.float32) + 1) * TRACER_BLOCK
+    before = _with_guards(np.broadcast_to(tags[:, None, None, None], (n,) + SSM_SHAPE).copy())
+    full = device.tensor(before)
+    state = full[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    t = step.num_tokens
+    heads, dim, dstate = SSM_SHAPE
+    ones = np.ones((t, heads, dim), dtype=np.float32)
+    spec = step.num_accepted is not None
+    idx = device.tensor(step.indices)
+    kernel(state, device.tensor(ones), device.tensor(ones),
+           device.tensor(np.zeros((heads, dim, dstate), dtype=np.float32)),
+           device.tensor(np.ones((t, 1, dstate), dtype=np.float32)),
+           device.tensor(np.ones((t, 1, dstate), dtype=np.float32)),
+           device.tensor(np.zeros((heads, dim), dtype=np.float32)),
+           device.tensor(np.zeros((heads, dim), dtype=np.float32)),
+           z=None, dt_softplus=False, state_batch_indices=idx, dst_state_batch_indices=idx,
+           null_block_id=NULL_BLOCK_ID, out=device.tensor(np.zeros((t, heads, dim),
+                                                                   dtype=np.float32)),
+           num_accepted_tokens=device.tensor(step.num_accepted) if spec else None,
+           cu_seqlens=device.tensor(step.query_start_loc) if spec else None)
+    after = device.to_numpy(full)
+    writes = []
+    inner_before, inner_after = before[GUARD_BLOCKS:GUARD_BLOCKS + n], after[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    for b in np.flatnonzero((inner_before != inner_after).reshape(n, -1).any(axis=1)):
+        values = np.unique(inner_after[b])
+        decoded = _decode_ssm(float(values[0])) if values.size == 1 else None
+        if decoded is None:
+            writes.append([int(b), -2, 0])
+        elif decoded[0] == "outside":
+            writes.append([int(b), -3, 0])
+        else:
+            writes.append([int(b), decoded[0], decoded[1]])
+    return {"writes": writes, "outside": _guards_changed(before, after, n)}
+
+
+def run_conv(step, kernel, device):
+    n, length = step.num_blocks, step.state_len
+    rows = np.arange(length, dtype=np.float32) + 1
+    tags = (np.arange(n, dtype=np.float32) + 1) * TRACER_BLOCK
+    inner = np.broadcast_to(tags[:, None, None] + rows[None, None, :], (n, CONV_DIM, length))
+    before = _with_guards(inner.copy())
+    full = device.tensor(before)
+    conv_state = full[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    tokens = -(step.token_index().astype(np.float32) + 1)
+    x = np.broadcast_to(tokens[:, None], (step.num_tokens, CONV_DIM)).copy()
+    spec = step.num_accepted is not None
+    kernel(device.tensor(x), conv_state,
+           device.tensor(np.zeros((CONV_DIM, step.conv_width), dtype=np.float32)), bias=None,
+           activation=None, conv_state_indices=device.tensor(step.indices),
+           num_accepted_tokens=device.tensor(step.num_accepted) if spec else None,
+           query_start_loc=device.tensor(step.query_start_loc) if spec else None,
+           max_query_len=step.width, null_block_id=NULL_BLOCK_ID)
+    after = device.to_numpy(full)
+    writes = []
+    inner_after = after[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    for b in np.flatnonzero((before[GUARD_BLOCKS:GUARD_BLOCKS + n] != inner_after)
+                            .reshape(n, -1).any(axis=1)):
+        block_rows = []
+        for r in range(length):
+            column = np.unique(inner_after[b, :, r])
+            block_rows.append(_decode_conv(float(column[0])) if column.size == 1 else [-2, 0])
+        writes.append([int(b), block_rows])
+    return {"writes": writes, "outside": _guards_changed(before, after, n)}
+
+
+def answer(message, module, device):
+    """The answer to one forward message: per kernel asked for, what it wrote."""
+    step = Step(message)
+    out = {}
+    for k in step.kernels:
+        kernel = getattr(module, FORWARD_KERNELS[k], None)
+        if kernel is None:
+            raise ForwardError(f"engine forward: the module has no {FORWARD_KERNELS[k]}")
+        out[k] = (run_ssm if k == "ssm" else run_conv)(step, kernel, device)
+    return out

@@ -1,0 +1,175 @@
+"""Host versions of the forward's state kernels with the seed's wrapper signatures
+(selective_state_update, causal_conv1d_update), over numpy arrays, for the adapter's tests and
+mambacheck's CI: forward.py drives them on tracer states. They follow vLLM's decode kernels as
+model/FORWARD.md and adapters/python/README.md ("Forward protocol") state them:
+
+- selective_state_update: per sequence s, the initial state is read from
+  state_batch_indices[s, max(num_accepted[s] - 1, 0)] (column 0 without spec decode); a null
+  source starts from zeros and masks every state write. With spec decode (cu_seqlens) the state
+  after token t goes to dst_state_batch_indices[s, t] unless that entry is null; without it the
+  state after the sequence's one token goes to dst_state_batch_indices[s, 0].
+- causal_conv1d_update: per sequence, the window is read from conv_state_indices[s, 0] (or the
+  column initial_state_idx names) at token offset num_accepted - 1, rows
+  [off, off + width - 1); a null source skips the sequence. The new window, the history from its
+  second row on and then the sequence's q tokens (width - 2 + q rows), is written from row 0 of
+  conv_state_indices[s, 0] (or block_idx_last_scheduled_token's column).
+
+Every index is checked: an entry outside its index tensor or a block outside the state tensor
+raises IndexError naming it, where a GPU kernel would read or write memory it does not own.
+`make(bugs)` returns the two kernels with the named deliberate bugs (FORWARD_VARIANTS). They
+take numpy arrays or torch tensors alike (the adapter's test kernels run them on a GPU through
+torch, a sequence at a time).
+"""
+
+import numpy as np
+
+FORWARD_VARIANTS = {
+    "reads_column_a": "the initial SSM state is read from column num_accepted instead of "
+                      "num_accepted - 1, and the conv window from token offset num_accepted: "
+                      "after a fully accepted step, past the window (the next row's entry)",
+    "null_block_not_skipped": "a row whose index is the null block (a CUDA-graph padding "
+                              "row) is processed like any other: its states go to block 0",
+    "drafts_into_one_column": "with spec decode, the state after every token is written to "
+                              "the row's first column instead of column t: the draft "
+                              "prefixes overwrite each other and the other columns stay stale",
+}
+
+
+class _Ops:
+    """The few array operations the kernels need, for numpy arrays or torch tensors."""
+
+    def __init__(self, like):
+        self.torch = None if isinstance(like, np.ndarray) else __import__("torch")
+
+    def f32(self, a):
+        return np.array(a, dtype=np.float32) if self.torch is None else a.to(self.torch.float32).clone()
+
+    def zeros(self, shape, like):
+        if self.torch is None:
+            return np.zeros(shape, dtype=np.float32)
+        return self.torch.zeros(shape, dtype=self.torch.float32, device=like.device)
+
+    def exp(self, a):
+        return np.exp(a) if self.torch is None else self.torch.exp(a)
+
+    def softplus(self, a):
+        if self.torch is None:
+            return np.where(a <= 20.0, np.log1p(np.exp(a)), a)
+        return self.torch.where(a <= 20.0, self.torch.log1p(self.torch.exp(a)), a)
+
+    def cat(self, parts):
+        return np.concatenate(parts, axis=1) if self.torch is None else self.torch.cat(parts, 1)
+
+
+def _entry(table, s, col, what):
+    """table[s, col] read as a GPU kernel reads it: flat entry s * width + col, checked."""
+    width = table.shape[1]
+    flat = s * width + col
+    if not 0 <= flat < table.shape[0] * width:
+        raise IndexError(f"{what}[{s}, {col}]: flat entry {flat} outside the tensor of "
+                         f"{table.shape[0]} x {width} entries")
+    return int(table.reshape(-1)[flat])
+
+
+def _block(states, b, what):
+    if not 0 <= b < states.shape[0]:
+        raise IndexError(f"{what}: block {b} outside the state tensor of {states.shape[0]} "
+                         f"blocks")
+    return b
+
+
+def _as_table(indices):
+    return indices.reshape(-1, 1) if indices.ndim == 1 else indices
+
+
+def _sequences(num_tokens, cu_seqlens):
+    if cu_seqlens is None:
+        return [(t, t + 1) for t in range(num_tokens)]
+    cu = [int(v) for v in cu_seqlens.reshape(-1)]
+    return [(cu[s], cu[s + 1]) for s in range(len(cu) - 1)]
+
+
+def make(bugs=frozenset()):
+    """The two kernels with the deliberate bugs `bugs` (names of FORWARD_VARIANTS)."""
+    reads_a = "reads_column_a" in bugs
+    null_ok = "null_block_not_skipped" in bugs
+    one_column = "drafts_into_one_column" in bugs
+
+    def selective_state_update(state, x, dt, A, B, C, D, dt_bias, z=None, dt_softplus=False,
+                               state_batch_indices=None, dst_state_batch_indices=None,
+                               null_block_id=0, out=None, num_accepted_tokens=None,
+                               cu_seqlens=None, **_):
+        ops = _Ops(state)
+        src_table = _as_table(state_batch_indices)
+        dst_table = src_table if dst_state_batch_indices is None else \
+            _as_table(dst_state_batch_indices)
+        spec = cu_seqlens is not None
+        ngroups = B.shape[1]
+        heads = state.shape[1]
+        for s, (lo, hi) in enumerate(_sequences(x.shape[0], cu_seqlens)):
+            if hi <= lo:
+                continue
+            a = int(num_accepted_tokens[s]) if num_accepted_tokens is not None else 1
+            col = a if reads_a else max(a - 1, 0)
+            src = _entry(src_table, s, col, "state_batch_indices")
+            live = src != null_block_id or null_ok
+            st = (ops.f32(state[_block(state, src, "selective_state_update read")])
+                  if live else ops.zeros(state.shape[1:], state))
+            for t in range(hi - lo):
+                tok = lo + t
+                dtv = dt[tok] + dt_bias
+                if dt_softplus:
+                    dtv = ops.softplus(dtv)
+                for h in range(heads):
+                    g = h * ngroups // heads
+                    dA = ops.exp(dtv[h][:, None] * A[h])
+                    dB = dtv[h][:, None] * B[tok, g][None, :]
+                    st[h] = st[h] * dA + dB * x[tok, h][:, None]
+                    if out is not None:
+                        out[tok, h] = (st[h] * C[tok, g][None, :]).sum(-1) + D[h] * x[tok, h]
+                if spec and live:
+                    dst = _entry(dst_table, s, 0 if one_column else t,
+                                 "dst_state_batch_indices")
+                    if dst != null_block_id or null_ok:
+                        state[_block(state, dst, "selective_state_update write")] = st
+            if not spec and live:
+                dst = _entry(dst_table, s, 0, "dst_state_batch_indices")
+                state[_block(state, dst, "selective_state_update write")] = st
+
+    def causal_conv1d_update(x, conv_state, weight, bias=None, activation=None,
+                             conv_state_indices=None, num_accepted_tokens=None,
+                             query_start_loc=None, max_query_len=-1, null_block_id=0,
+                             block_idx_last_scheduled_token=None, initial_state_idx=None,
+                             validate_data=False):
+        ops = _Ops(conv_state)
+        table = _as_table(conv_state_indices)
+        width = weight.shape[1]
+        length = conv_state.shape[2]
+        for s, (lo, hi) in enumerate(_sequences(x.shape[0], query_start_loc)):
+            rd_col = int(initial_state_idx[s]) if initial_state_idx is not None else 0
+            wr_col = (int(block_idx_last_scheduled_token[s])
+                      if block_idx_last_scheduled_token is not None else 0)
+            rd = _entry(table, s, rd_col, "conv_state_indices")
+            if (rd == null_block_id and not null_ok) or hi <= lo:
+                continue
+            a = int(num_accepted_tokens[s]) if num_accepted_tokens is not None else 1
+            off = a if reads_a else a - 1
+            if off < 0 or off + width - 1 > length:
+                raise IndexError(f"causal_conv1d_update: rows [{off}, {off + width - 1}) outside a "
+                                 f"conv state of {length} rows")
+            hist = ops.f32(conv_state[_block(conv_state, rd, "causal_conv1d_update read"), :,
+                                      off:off + width - 1])
+            full = ops.cat([hist, ops.f32(x[lo:hi]).T])
+            for t in range(hi - lo):
+                y = (full[:, t:t + width] * weight).sum(-1)
+                if bias is not None:
+                    y = y + bias
+                if activation in ("silu", "swish"):
+                    y = y / (1.0 + ops.exp(-y))
+                x[lo + t] = y
+            wr = _entry(table, s, wr_col, "conv_state_indices")
+            window = full[:, 1:]
+            conv_state[_block(conv_state, wr, "causal_conv1d_update write"), :,
+                       :window.shape[1]] = window
+
+    return selective_state_update, causal_conv1d_update

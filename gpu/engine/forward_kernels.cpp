@@ -1,0 +1,183 @@
+// What the forward's state kernels must write, and the check of a worker's report against it
+// (forward_kernels.h).
+#include "gpu/engine/forward_kernels.h"
+
+#include "model/block_table.h"
+#include "model/errors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+namespace mc::gpu::engine {
+namespace {
+
+struct Expected {
+  std::int32_t row = -1;   // the metadata row that writes it
+  std::int32_t entry = -1; // its window entry
+  std::int32_t source = -1, source_entry = -1;
+  std::int32_t tokens = 0;                       // SSM
+  std::vector<std::array<std::int32_t, 2>> rows; // conv
+};
+
+class Checker {
+public:
+  Checker(const ForwardKernelStep& step,
+          const std::function<std::string(std::int32_t)>& describe_row)
+      : step_(step), describe_row_(describe_row) {
+    MC_ASSERT(step.state_indices.size() ==
+              static_cast<std::size_t>(step.rows) * static_cast<std::size_t>(step.width));
+    spec_ = !step.num_accepted.empty();
+  }
+
+  std::int32_t entry(std::int32_t row, std::int32_t j) const {
+    return step_
+        .state_indices[static_cast<std::size_t>(row) * static_cast<std::size_t>(step_.width) +
+                       static_cast<std::size_t>(j)];
+  }
+  std::int32_t tokens(std::int32_t row) const {
+    if (!spec_) return 1;
+    const auto r = static_cast<std::size_t>(row);
+    return step_.query_start_loc[r + 1] - step_.query_start_loc[r];
+  }
+  std::int32_t accepted(std::int32_t row) const {
+    return spec_ ? step_.num_accepted[static_cast<std::size_t>(row)] : 1;
+  }
+
+  // Where a block sits in the step's windows, for a finding's text.
+  std::string where(std::int32_t block) const {
+    if (block == model::kNullBlockId) return "the null block";
+    for (std::int32_t r = 0; r < step_.rows; ++r)
+      for (std::int32_t j = 0; j < step_.width; ++j)
+        if (entry(r, j) == block) return fmt::format("entry {} of {}", j, describe_row_(r));
+    return "a block no row of this step names";
+  }
+  std::string source_text(std::int32_t source) const {
+    if (source == -3) return "a value from outside the state tensor";
+    if (source < 0) return "a value that is no state of any block";
+    return fmt::format("block {} ({})", source, where(source));
+  }
+
+  std::optional<std::string> check_ssm(const ForwardKernelReport& report) const {
+    const std::string kernel = "selective_state_update";
+    if (!report.ssm_outside.empty())
+      return fmt::format("{} wrote outside its state tensor ({} it)", kernel,
+                         report.ssm_outside.front() == "before" ? "before" : "past the end of");
+    std::map<std::int32_t, Expected> expected;
+    for (std::int32_t r = 0; r < step_.rows; ++r) {
+      const std::int32_t q = tokens(r);
+      if (q <= 0) continue;
+      const std::int32_t c = std::max(accepted(r) - 1, 0);
+      const std::int32_t src = entry(r, std::min(c, step_.width - 1));
+      if (src == model::kNullBlockId) continue;
+      for (std::int32_t t = spec_ ? 0 : q - 1; t < q; ++t) {
+        const std::int32_t j = spec_ ? t : 0;
+        const std::int32_t dst = entry(r, j);
+        if (dst == model::kNullBlockId) continue;
+        expected[dst] = {.row = r, .entry = j, .source = src, .source_entry = c, .tokens = t + 1};
+      }
+    }
+    for (const SsmWrite& w : report.ssm) {
+      const auto it = expected.find(w.block);
+      if (it == expected.end())
+        return fmt::format("{} wrote block {} ({}), which no row writes; it holds the state of {} "
+                           "after {} tokens",
+                           kernel, w.block, where(w.block), source_text(w.source), w.tokens);
+      const Expected& e = it->second;
+      if (w.source != e.source || w.tokens != e.tokens)
+        return fmt::format("{} wrote block {} (entry {} of {}) with the state of {} after {} "
+                           "tokens; expected the state of block {} (entry {}, num_accepted {}) "
+                           "after {} tokens",
+                           kernel, w.block, e.entry, describe_row_(e.row), source_text(w.source),
+                           w.tokens, e.source, e.source_entry, accepted(e.row), e.tokens);
+    }
+    for (const auto& [block, e] : expected) {
+      const bool written = std::any_of(report.ssm.begin(), report.ssm.end(),
+                                       [&](const SsmWrite& w) { return w.block == block; });
+      if (!written)
+        return fmt::format("{} never wrote block {} (entry {} of {}): expected the state of "
+                           "block {} (entry {}, num_accepted {}) after {} tokens",
+                           kernel, block, e.entry, describe_row_(e.row), e.source, e.source_entry,
+                           accepted(e.row), e.tokens);
+    }
+    return std::nullopt;
+  }
+
+  std::string row_text(const std::array<std::int32_t, 2>& v) const {
+    if (v[0] == -1) return fmt::format("token {} of the step", v[1]);
+    if (v[0] == -3) return "a value from outside the state tensor";
+    if (v[0] < 0) return "no row of any block";
+    return fmt::format("row {} of block {}", v[1], v[0]);
+  }
+
+  std::optional<std::string> check_conv(const ForwardKernelReport& report) const {
+    const std::string kernel = "causal_conv1d_update";
+    if (!report.conv_outside.empty())
+      return fmt::format("{} wrote outside its state tensor ({} it)", kernel,
+                         report.conv_outside.front() == "before" ? "before" : "past the end of");
+    const std::int32_t w = step_.conv_width;
+    std::map<std::int32_t, Expected> expected;
+    for (std::int32_t r = 0; r < step_.rows; ++r) {
+      const std::int32_t q = tokens(r);
+      const std::int32_t src = entry(r, 0);
+      if (q <= 0 || src == model::kNullBlockId) continue;
+      const std::int32_t off = spec_ ? accepted(r) - 1 : 0;
+      Expected e{.row = r, .entry = 0, .source = src, .source_entry = off};
+      for (std::int32_t j = 0; j < step_.state_len; ++j)
+        e.rows.push_back(j < w - 2       ? std::array{src, off + 1 + j}
+                         : j < w - 2 + q ? std::array{-1, j - (w - 2)}
+                                         : std::array{src, j});
+      expected[src] = std::move(e);
+    }
+    for (const ConvWrite& got : report.conv) {
+      const auto it = expected.find(got.block);
+      if (it == expected.end())
+        return fmt::format("{} wrote block {} ({}), which no row writes", kernel, got.block,
+                           where(got.block));
+      const Expected& e = it->second;
+      for (std::size_t j = 0; j < e.rows.size(); ++j) {
+        const std::array<std::int32_t, 2> g =
+            j < got.rows.size() ? got.rows[j] : std::array<std::int32_t, 2>{-2, 0};
+        if (g != e.rows[j])
+          return fmt::format("{} wrote row {} of block {} (entry 0 of {}, window read at offset "
+                             "{}) with {}; expected {}",
+                             kernel, j, got.block, describe_row_(e.row), e.source_entry,
+                             row_text(g), row_text(e.rows[j]));
+      }
+    }
+    for (const auto& [block, e] : expected) {
+      const bool written = std::any_of(report.conv.begin(), report.conv.end(),
+                                       [&](const ConvWrite& c) { return c.block == block; });
+      if (!written)
+        return fmt::format("{} never wrote block {} (entry 0 of {}): expected its window "
+                           "read at offset {} and the step's {} tokens",
+                           kernel, block, describe_row_(e.row), e.source_entry, tokens(e.row));
+    }
+    return std::nullopt;
+  }
+
+private:
+  const ForwardKernelStep& step_;
+  const std::function<std::string(std::int32_t)>& describe_row_;
+  bool spec_ = false;
+};
+
+} // namespace
+
+std::optional<std::string>
+check_forward_kernels(const ForwardKernelStep& step, const ForwardKernelReport& report,
+                      const std::function<std::string(std::int32_t row)>& describe_row) {
+  const Checker checker(step, describe_row);
+  const auto runs = [&](std::string_view k) {
+    return std::find(step.kernels.begin(), step.kernels.end(), k) != step.kernels.end();
+  };
+  if (runs("ssm"))
+    if (std::optional<std::string> d = checker.check_ssm(report)) return d;
+  if (runs("conv"))
+    if (std::optional<std::string> d = checker.check_conv(report)) return d;
+  return std::nullopt;
+}
+
+} // namespace mc::gpu::engine

@@ -1,0 +1,68 @@
+// The forward's state kernels of a module under test (an external worker's
+// selective_state_update and causal_conv1d_update, adapters/python/mambacheck_adapter/forward.py):
+// the decode rows of an align-mode step as vLLM's mamba mixer hands them to those kernels, what
+// the worker reports they wrote on its tracer states, and the check of that against what the
+// metadata says they must read and write (model/FORWARD.md, "External forward kernels").
+//
+// Per decode row s with window W = state_indices_tensor_d[s] (1 + num_spec entries, the null
+// block 0 in a CUDA-graph padding row), q tokens and, with spec decode, a = num_accepted[s]:
+// - selective_state_update reads W[max(a - 1, 0)] (W[0] without spec decode); a null source
+//   writes nothing. With spec decode the state after token t goes to W[t] (not where W[t] is
+//   null); without it the state after the one token goes to W[0].
+// - causal_conv1d_update reads W[0] at token offset a - 1 (0 without spec decode); a null
+//   source writes nothing. It writes W[0] in place from row 0: the history from the row after
+//   the offset, width - 2 rows, then the q tokens; rows past those keep what they held.
+// Anything else, a write outside the state tensor, or a state that came from outside it, is a
+// finding that names the access.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mc::gpu::engine {
+
+struct ForwardKernelStep {
+  std::vector<std::string> kernels; // "ssm", "conv": those to run
+  std::int64_t num_blocks = 0;
+  std::int32_t state_len = 0;              // conv: rows of a block (kernel width - 1 + num_spec)
+  std::int32_t conv_width = 0;             // conv: the kernel width (history rows + 1)
+  std::int32_t rows = 0;                   // decode rows, then padding rows
+  std::int32_t width = 0;                  // entries per row: 1 + num_spec
+  std::vector<std::int32_t> state_indices; // rows * width
+  // Spec decode only (else empty): per row a, and the rows' token offsets (rows + 1).
+  std::vector<std::int32_t> num_accepted;
+  std::vector<std::int32_t> query_start_loc;
+};
+
+// A block the SSM kernel changed: the block whose state it carries and after how many tokens
+// (source -2: no state of any block; -3: a value from outside the state tensor).
+struct SsmWrite {
+  std::int32_t block = -1;
+  std::int32_t source = -1;
+  std::int32_t tokens = 0;
+};
+// A block the conv kernel changed, row by row: {source block, source row}, {-1, i} for the
+// step's token i, {-2, 0} for no row of any block, {-3, 0} for a value from outside the tensor.
+struct ConvWrite {
+  std::int32_t block = -1;
+  std::vector<std::array<std::int32_t, 2>> rows;
+};
+struct ForwardKernelReport {
+  std::vector<SsmWrite> ssm;
+  std::vector<std::string> ssm_outside; // "before", "after": guard blocks it wrote
+  std::vector<ConvWrite> conv;
+  std::vector<std::string> conv_outside;
+};
+
+// The first difference between what the kernels wrote and what they must have, as one line
+// naming the kernel, the block, the row (`describe_row(s)`: "row 2 (batch row 1, r7)") and
+// both values; nullopt where they agree.
+std::optional<std::string>
+check_forward_kernels(const ForwardKernelStep& step, const ForwardKernelReport& report,
+                      const std::function<std::string(std::int32_t row)>& describe_row);
+
+} // namespace mc::gpu::engine
