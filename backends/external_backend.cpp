@@ -339,10 +339,11 @@ void ExternalWorker::parse_greeting(const std::string& line) {
       std::istringstream names(word.substr(8));
       std::string name;
       while (std::getline(names, name, ','))
-        if (name == "ssm" || name == "conv")
+        if (name == "ssm" || name == "conv" || name == "scan")
           forward_kernels_.push_back(name);
         else
-          fail(fmt::format("greeted with an unknown forward kernel '{}' (expected ssm, conv)",
+          fail(fmt::format("greeted with an unknown forward kernel '{}' (expected ssm, conv, "
+                           "scan)",
                            excerpt(name)));
     }
     if (!starts_with(word, "kinds=")) continue;

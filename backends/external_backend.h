@@ -94,8 +94,8 @@ public:
   const std::vector<model::LaunchKind>& kinds() const { return kinds_; }
   bool serves_engine() const { return serves_engine_; } // it greeted with engine=1
   bool serves_bench() const { return serves_bench_; }   // it greeted with bench=1
-  // The forward's state kernels its module provides (forward=ssm,conv): "ssm"
-  // (selective_state_update), "conv" (causal_conv1d_update).
+  // The forward's state kernels its module provides (forward=ssm,conv,scan): "ssm"
+  // (selective_state_update), "conv" (causal_conv1d_update), "scan" (selective_scan_fn).
   const std::vector<std::string>& forward_kernels() const { return forward_kernels_; }
   bool crashed() const { return crashed_; }             // died on its last case or request
   const std::string& greeting() const { return greeting_; }

@@ -194,16 +194,28 @@ public:
       message["num_accepted"] = step.num_accepted;
       message["query_start_loc"] = step.query_start_loc;
     }
+    if (!step.prefill_indices.empty()) {
+      message["prefill_state_indices"] = step.prefill_indices;
+      message["prefill_query_start_loc"] = step.prefill_query_start_loc;
+      std::vector<bool> initial;
+      for (const std::uint8_t i : step.prefill_initial)
+        initial.push_back(i != 0);
+      message["prefill_has_initial_state"] = initial;
+    }
     const json answer = send(message);
     gpu::engine::ForwardKernelReport report;
     try {
-      if (answer.contains("ssm")) {
-        for (const json& w : answer.at("ssm").at("writes"))
-          report.ssm.push_back({.block = w.at(0).get<std::int32_t>(),
-                                .source = w.at(1).get<std::int32_t>(),
-                                .tokens = w.at(2).get<std::int32_t>()});
-        report.ssm_outside = answer.at("ssm").at("outside").get<std::vector<std::string>>();
-      }
+      const auto state_writes = [&](const char* kernel, std::vector<gpu::engine::SsmWrite>& out,
+                                    std::vector<std::string>& outside) {
+        if (!answer.contains(kernel)) return;
+        for (const json& w : answer.at(kernel).at("writes"))
+          out.push_back({.block = w.at(0).get<std::int32_t>(),
+                         .source = w.at(1).get<std::int32_t>(),
+                         .tokens = w.at(2).get<std::int32_t>()});
+        outside = answer.at(kernel).at("outside").get<std::vector<std::string>>();
+      };
+      state_writes("ssm", report.ssm, report.ssm_outside);
+      state_writes("scan", report.scan, report.scan_outside);
       if (answer.contains("conv")) {
         for (const json& w : answer.at("conv").at("writes")) {
           gpu::engine::ConvWrite c{.block = w.at(0).get<std::int32_t>()};

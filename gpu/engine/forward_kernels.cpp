@@ -52,6 +52,8 @@ public:
     for (std::int32_t r = 0; r < step_.rows; ++r)
       for (std::int32_t j = 0; j < step_.width; ++j)
         if (entry(r, j) == block) return fmt::format("entry {} of {}", j, describe_row_(r));
+    for (std::size_t p = 0; p < step_.prefill_indices.size(); ++p)
+      if (step_.prefill_indices[p] == block) return fmt::format("the block of prefill row {}", p);
     return "a block no row of this step names";
   }
   std::string source_text(std::int32_t source) const {
@@ -102,6 +104,46 @@ public:
                            kernel, block, e.entry, describe_row_(e.row), e.source, e.source_entry,
                            accepted(e.row), e.tokens);
     }
+    return std::nullopt;
+  }
+
+  std::optional<std::string> check_scan(const ForwardKernelReport& report) const {
+    const std::string kernel = "selective_scan_fn";
+    if (!report.scan_outside.empty())
+      return fmt::format("{} wrote outside its state tensor ({} it)", kernel,
+                         report.scan_outside.front() == "before" ? "before" : "past the end of");
+    std::map<std::int32_t, Expected> expected;
+    for (std::size_t p = 0; p < step_.prefill_indices.size(); ++p) {
+      const std::int32_t block = step_.prefill_indices[p];
+      const std::int32_t q =
+          step_.prefill_query_start_loc[p + 1] - step_.prefill_query_start_loc[p];
+      if (block == model::kNullBlockId || q <= 0) continue;
+      expected[block] = {.row = static_cast<std::int32_t>(p),
+                         .entry = 0,
+                         .source = step_.prefill_initial[p] != 0 ? block : -4,
+                         .tokens = q};
+    }
+    const auto state_text = [&](std::int32_t source, std::int32_t tokens) {
+      return source == -4
+                 ? fmt::format("the state of no block (zeros) after {} tokens", tokens)
+                 : fmt::format("the state of {} after {} tokens", source_text(source), tokens);
+    };
+    for (const SsmWrite& w : report.scan) {
+      const auto it = expected.find(w.block);
+      if (it == expected.end())
+        return fmt::format("{} wrote block {} ({}), which no prefill row writes; it holds {}",
+                           kernel, w.block, where(w.block), state_text(w.source, w.tokens));
+      const Expected& e = it->second;
+      if (w.source != e.source || w.tokens != e.tokens)
+        return fmt::format("{} wrote block {} (prefill row {}) with {}; expected {}", kernel,
+                           w.block, e.row, state_text(w.source, w.tokens),
+                           state_text(e.source, e.tokens));
+    }
+    for (const auto& [block, e] : expected)
+      if (std::none_of(report.scan.begin(), report.scan.end(),
+                       [&](const SsmWrite& w) { return w.block == block; }))
+        return fmt::format("{} never wrote block {} (prefill row {}): expected {}", kernel, block,
+                           e.row, state_text(e.source, e.tokens));
     return std::nullopt;
   }
 
@@ -177,7 +219,20 @@ check_forward_kernels(const ForwardKernelStep& step, const ForwardKernelReport& 
     if (std::optional<std::string> d = checker.check_ssm(report)) return d;
   if (runs("conv"))
     if (std::optional<std::string> d = checker.check_conv(report)) return d;
+  if (runs("scan"))
+    if (std::optional<std::string> d = checker.check_scan(report)) return d;
   return std::nullopt;
+}
+
+std::int64_t scan_tag(std::int64_t longest) {
+  std::int64_t tag = 64;
+  while (tag <= longest)
+    tag *= 2;
+  return tag;
+}
+
+bool scan_tracer_fits(std::int64_t num_blocks, std::int64_t longest) {
+  return num_blocks * scan_tag(longest) < (std::int64_t{1} << 24);
 }
 
 } // namespace mc::gpu::engine

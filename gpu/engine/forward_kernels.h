@@ -12,6 +12,9 @@
 // - causal_conv1d_update reads W[0] at token offset a - 1 (0 without spec decode); a null
 //   source writes nothing. It writes W[0] in place from row 0: the history from the row after
 //   the offset, width - 2 rows, then the q tokens; rows past those keep what they held.
+// - selective_scan_fn (prefill rows, align mode: no prefix-caching arguments) reads the row's
+//   one block where it starts from a state (else zeros) and writes the state after its tokens
+//   back to it; a null block skips the row.
 // Anything else, a write outside the state tensor, or a state that came from outside it, is a
 // finding that names the access.
 #pragma once
@@ -36,10 +39,21 @@ struct ForwardKernelStep {
   // Spec decode only (else empty): per row a, and the rows' token offsets (rows + 1).
   std::vector<std::int32_t> num_accepted;
   std::vector<std::int32_t> query_start_loc;
+  // The prefill rows, for selective_scan_fn: per row its one block (state_indices_tensor_p),
+  // whether it starts from a state (has_initial_state: c > 0), and the rows' token offsets.
+  std::vector<std::int32_t> prefill_indices;
+  std::vector<std::uint8_t> prefill_initial;
+  std::vector<std::int32_t> prefill_query_start_loc{0};
 };
 
-// A block the SSM kernel changed: the block whose state it carries and after how many tokens
-// (source -2: no state of any block; -3: a value from outside the state tensor).
+// The scan's tracer tag step for prefill rows of up to `longest` tokens (a power of two above
+// it, at least 64), and whether its values stay exact in float32 over `num_blocks` blocks.
+std::int64_t scan_tag(std::int64_t longest);
+bool scan_tracer_fits(std::int64_t num_blocks, std::int64_t longest);
+
+// A block the SSM or scan kernel changed: the block whose state it carries and after how many
+// tokens (source -2: no state of any block; -3: a value from outside the state tensor; -4:
+// started from zeros, no block).
 struct SsmWrite {
   std::int32_t block = -1;
   std::int32_t source = -1;
@@ -56,6 +70,8 @@ struct ForwardKernelReport {
   std::vector<std::string> ssm_outside; // "before", "after": guard blocks it wrote
   std::vector<ConvWrite> conv;
   std::vector<std::string> conv_outside;
+  std::vector<SsmWrite> scan;
+  std::vector<std::string> scan_outside;
 };
 
 // The first difference between what the kernels wrote and what they must have, as one line

@@ -302,9 +302,12 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
 // worker's tracer states judged against the metadata (forward_kernels.h).
 void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch) {
   const model::ForwardMetadata& md = rec.metadata;
-  if (layout_.config.mode != model::CacheMode::align || md.num_decodes == 0) return;
+  if (layout_.config.mode != model::CacheMode::align) return;
   const std::vector<std::string> available = executor_->forward_kernels();
   if (available.empty()) return;
+  const auto has = [&](std::string_view k) {
+    return std::find(available.begin(), available.end(), k) != available.end();
+  };
   ForwardKernelStep step{.num_blocks = layout_.spec.num_blocks,
                          .width = 1 + layout_.config.num_spec_tokens};
   for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
@@ -312,7 +315,7 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
     if (t.group != 0) continue;
     const bool temporal = t.kind() == model::StateKind::temporal;
     const std::string kernel = temporal ? "ssm" : "conv";
-    if (std::find(available.begin(), available.end(), kernel) == available.end() ||
+    if (md.num_decodes == 0 || !has(kernel) ||
         std::find(step.kernels.begin(), step.kernels.end(), kernel) != step.kernels.end())
       continue;
     step.kernels.push_back(kernel);
@@ -323,11 +326,37 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
                         1;
     }
   }
+  // The prefill rows, for selective_scan_fn over a temporal state: its one block and
+  // whether it starts from a state; left out where the worker's tracer values would not stay
+  // exact (a pool of many blocks with long chunks).
+  std::int64_t longest = 0;
+  const bool temporal =
+      std::any_of(layout_.tensors.begin(), layout_.tensors.end(), [](const model::StateTensor& t) {
+        return t.kind() == model::StateKind::temporal;
+      });
+  if (has("scan") && temporal && md.num_prefills > 0) {
+    for (const model::ForwardMetadataRow& m : md.rows) {
+      if (m.decode) continue;
+      const auto b = static_cast<std::size_t>(m.batch_row);
+      const std::int32_t q = batch.step->scheduled[b].num_scheduled_tokens;
+      step.prefill_indices.push_back(m.state_indices.front().front());
+      step.prefill_initial.push_back(batch.num_computed[b] > 0 ? 1 : 0);
+      step.prefill_query_start_loc.push_back(step.prefill_query_start_loc.back() + q);
+      longest = std::max<std::int64_t>(longest, q);
+    }
+    if (scan_tracer_fits(step.num_blocks, longest)) {
+      step.kernels.push_back("scan");
+    } else {
+      step.prefill_indices.clear();
+      step.prefill_initial.clear();
+      step.prefill_query_start_loc.assign(1, 0);
+    }
+  }
   if (step.kernels.empty()) return;
   // The decode rows come first in the metadata, the padding rows last.
   std::vector<const model::ForwardMetadataRow*> rows;
   for (const model::ForwardMetadataRow& m : md.rows)
-    if (m.decode) rows.push_back(&m);
+    if (m.decode && md.num_decodes > 0 && (has("ssm") || has("conv"))) rows.push_back(&m);
   step.rows = static_cast<std::int32_t>(rows.size());
   const bool spec = layout_.config.num_spec_tokens > 0;
   if (spec) step.query_start_loc.push_back(0);

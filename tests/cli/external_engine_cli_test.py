@@ -19,8 +19,9 @@ protocol, backends/external_engine.h). Part PART of:
             launches a kind the worker lacks is exit 2;
   gate      `gate --external` passes with the clean kernels (liveness: each broken variant
             caught), and exits 1 when a variant that is not broken (clean) is named as one;
-  forward   the worker greets with forward=ssm,conv (the reference module's
-            selective_state_update and causal_conv1d_update); each broken forward variant is
+  forward   the worker greets with forward=ssm,conv,scan (the reference module's
+            selective_state_update, causal_conv1d_update and selective_scan_fn); each broken
+            forward variant is
             found by the engine campaign (a forward-kernel finding, or the kernel's own
             IndexError where it reads outside its state), shrunk, and its trace replays to the
             same difference through the variant and holds through the clean kernels.
@@ -234,13 +235,14 @@ FORWARD_VARIANTS = {  # the variant: the finding's kind and words of its text
     "reads_column_a": ("kernel-error", "outside"),
     "null_block_not_skipped": ("forward-kernel", "(the null block)"),
     "drafts_into_one_column": ("forward-kernel", "after 2 tokens; expected"),
+    "scan_ignores_initial_state": ("forward-kernel", "selective_scan_fn wrote block"),
 }
 
 
 def part_forward(mambacheck, python, work):
     p = run([mambacheck, "run", "--steps", "4", "--external",
              worker(python)], 0)
-    expect("forward=ssm,conv" in p.stdout, "forward: the greeting has no forward=ssm,conv",
+    expect("forward=ssm,conv,scan" in p.stdout, "forward: the greeting has no forward=ssm,conv,scan",
            p.stdout)
     for variant, (kind, words) in FORWARD_VARIANTS.items():
         external = worker(python, "--variant", variant)

@@ -31,7 +31,8 @@ block each row must read and write) and reports any difference as a finding.
 import numpy as np
 
 # The seed's wrapper names, by the short name the greeting and messages use.
-FORWARD_KERNELS = {"ssm": "selective_state_update", "conv": "causal_conv1d_update"}
+FORWARD_KERNELS = {"ssm": "selective_state_update", "conv": "causal_conv1d_update",
+                   "scan": "selective_scan_fn"}
 TRACER_BLOCK = 64.0  # a block's tag step: (b + 1) * 64 (+ tokens, or + row + 1)
 GUARD_BLOCKS = 2
 GUARD_VALUE = -4096.0
@@ -83,6 +84,19 @@ def _decode_conv(value):
 class Step:
     """One forward message, parsed and checked."""
 
+    def parse_prefill(self, message):
+        """The prefill rows (selective_scan_fn's): block, token offsets, initial state."""
+        self.prefill_indices = np.asarray(message.get("prefill_state_indices", []), dtype=np.int32)
+        self.prefill_qsl = np.asarray(message.get("prefill_query_start_loc", [0]), dtype=np.int32)
+        self.prefill_initial = np.asarray(message.get("prefill_has_initial_state", []), dtype=bool)
+        p = self.prefill_indices.size
+        if self.prefill_qsl.size != p + 1 or self.prefill_initial.size != p:
+            raise ForwardError("engine forward: prefill rows need prefill_query_start_loc of "
+                               "rows + 1 and prefill_has_initial_state of rows entries")
+        if self.prefill_qsl[0] != 0 or np.any(np.diff(self.prefill_qsl) < 0):
+            raise ForwardError("engine forward: prefill_query_start_loc must start at 0 and "
+                               "never decrease")
+
     def __init__(self, message):
         self.num_blocks = int(_field(message, "num_blocks"))
         self.state_len = int(_field(message, "state_len"))
@@ -90,8 +104,10 @@ class Step:
         self.rows = int(_field(message, "rows"))
         self.width = int(_field(message, "width"))
         self.kernels = list(_field(message, "kernels"))
-        if self.num_blocks <= 0 or self.rows <= 0 or self.width <= 0:
-            raise ForwardError("engine forward: num_blocks, rows and width must be positive")
+        if self.num_blocks <= 0 or self.rows < 0 or self.width <= 0:
+            raise ForwardError("engine forward: num_blocks and width must be positive, rows not "
+                               "negative")
+        self.parse_prefill(message)
         if self.num_blocks * TRACER_BLOCK >= 1 << 24:
             raise ForwardError(f"engine forward: {self.num_blocks} blocks: the tracer values "
                                f"stay exact in float32 up to {(1 << 24) // 64 - 1}")
@@ -222,6 +238,57 @@ def run_conv(step, kernel, device):
     return {"writes": writes, "outside": _guards_changed(before, after, n)}
 
 
+def scan_tag(step):
+    """The tag step of the scan's tracer: a power of two above every prefill row's tokens."""
+    longest = int(np.max(np.diff(step.prefill_qsl))) if step.prefill_indices.size else 0
+    tag = 64
+    while tag <= longest:
+        tag *= 2
+    return float(tag)
+
+
+def run_scan(step, kernel, device):
+    """selective_scan_fn over the prefill rows (varlen, one block each, no prefix-caching
+    arguments): block b holds (b + 1) * S, every token adds 1 (A = 0, delta = B = u = 1), so a
+    block written with v holds the state of block v // S - 1 after v % S tokens, or, where
+    v < S, the state of no block (started from zeros) after v tokens."""
+    n, tag = step.num_blocks, scan_tag(step)
+    if n * tag >= 1 << 24:
+        raise ForwardError(f"engine forward: {n} blocks with prefill rows of up to "
+                           f"{int(tag) - 1} tokens: the scan's tracer values would not stay "
+                           f"exact in float32")
+    dim, dstate = 2, 2
+    tags = (np.arange(n, dtype=np.float32) + 1) * tag
+    before = _with_guards(np.broadcast_to(tags[:, None, None], (n, dim, dstate)).copy())
+    full = device.tensor(before)
+    states = full[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    total = int(step.prefill_qsl[-1])
+    ones = np.ones((dim, total), dtype=np.float32)
+    kernel(device.tensor(ones), states, device.tensor(ones),
+           device.tensor(np.zeros((dim, dstate), dtype=np.float32)),
+           device.tensor(np.ones((1, dstate, total), dtype=np.float32)),
+           device.tensor(np.ones((1, dstate, total), dtype=np.float32)),
+           D=None, z=None, delta_bias=None, delta_softplus=False,
+           query_start_loc=device.tensor(step.prefill_qsl),
+           cache_indices=device.tensor(step.prefill_indices),
+           has_initial_state=device.tensor(step.prefill_initial), null_block_id=NULL_BLOCK_ID)
+    after = device.to_numpy(full)
+    writes = []
+    inner_before, inner_after = before[GUARD_BLOCKS:GUARD_BLOCKS + n], after[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    for b in np.flatnonzero((inner_before != inner_after).reshape(n, -1).any(axis=1)):
+        values = np.unique(inner_after[b])
+        v = float(values[0])
+        if values.size != 1 or v != np.floor(v):
+            writes.append([int(b), -2, 0])
+        elif v <= GUARD_VALUE + tag:
+            writes.append([int(b), -3, 0])
+        elif v < tag:
+            writes.append([int(b), -4, int(v)])
+        else:
+            writes.append([int(b), int(v) // int(tag) - 1, int(v) % int(tag)])
+    return {"writes": writes, "outside": _guards_changed(before, after, n)}
+
+
 def answer(message, module, device):
     """The answer to one forward message: per kernel asked for, what it wrote."""
     step = Step(message)
@@ -230,5 +297,5 @@ def answer(message, module, device):
         kernel = getattr(module, FORWARD_KERNELS[k], None)
         if kernel is None:
             raise ForwardError(f"engine forward: the module has no {FORWARD_KERNELS[k]}")
-        out[k] = (run_ssm if k == "ssm" else run_conv)(step, kernel, device)
+        out[k] = {"ssm": run_ssm, "conv": run_conv, "scan": run_scan}[k](step, kernel, device)
     return out

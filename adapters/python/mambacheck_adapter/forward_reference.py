@@ -16,7 +16,11 @@ model/FORWARD.md and adapters/python/README.md ("Forward protocol") state them:
 
 Every index is checked: an entry outside its index tensor or a block outside the state tensor
 raises IndexError naming it, where a GPU kernel would read or write memory it does not own.
-`make(bugs)` returns the two kernels with the named deliberate bugs (FORWARD_VARIANTS). They
+- selective_scan_fn (prefill rows, varlen, without its prefix-caching arguments): per sequence
+  the state of cache_indices[s] (zeros where has_initial_state[s] is false) after the
+  sequence's tokens, written back to cache_indices[s]; a null entry skips the sequence.
+
+`make(bugs)` returns the three kernels with the named deliberate bugs (FORWARD_VARIANTS). They
 take numpy arrays or torch tensors alike (the adapter's test kernels run them on a GPU through
 torch, a sequence at a time).
 """
@@ -32,6 +36,9 @@ FORWARD_VARIANTS = {
     "drafts_into_one_column": "with spec decode, the state after every token is written to "
                               "the row's first column instead of column t: the draft "
                               "prefixes overwrite each other and the other columns stay stale",
+    "scan_ignores_initial_state": "selective_scan_fn starts every prefill row from zeros, "
+                                  "has_initial_state ignored: a chunk after the first loses "
+                                  "the state its request had",
 }
 
 
@@ -90,10 +97,11 @@ def _sequences(num_tokens, cu_seqlens):
 
 
 def make(bugs=frozenset()):
-    """The two kernels with the deliberate bugs `bugs` (names of FORWARD_VARIANTS)."""
+    """The three kernels with the deliberate bugs `bugs` (names of FORWARD_VARIANTS)."""
     reads_a = "reads_column_a" in bugs
     null_ok = "null_block_not_skipped" in bugs
     one_column = "drafts_into_one_column" in bugs
+    no_initial = "scan_ignores_initial_state" in bugs
 
     def selective_state_update(state, x, dt, A, B, C, D, dt_bias, z=None, dt_softplus=False,
                                state_batch_indices=None, dst_state_batch_indices=None,
@@ -172,4 +180,31 @@ def make(bugs=frozenset()):
             conv_state[_block(conv_state, wr, "causal_conv1d_update write"), :,
                        :window.shape[1]] = window
 
-    return selective_state_update, causal_conv1d_update
+    def selective_scan_fn(u, ssm_states, delta, A, B, C, D=None, z=None, delta_bias=None,
+                          delta_softplus=False, query_start_loc=None, cache_indices=None,
+                          has_initial_state=None, null_block_id=0, block_size=1024,
+                          block_idx_first_scheduled_token=None,
+                          block_idx_last_scheduled_token=None, initial_state_idx=None, **_):
+        if block_idx_first_scheduled_token is not None or initial_state_idx is not None:
+            raise ValueError("selective_scan_fn: this reference has no prefix-caching path")
+        ops = _Ops(ssm_states)
+        indices = cache_indices.reshape(-1)
+        for b, (lo, hi) in enumerate(_sequences(u.shape[1], query_start_loc)):
+            src = int(indices[b])
+            if src == null_block_id and not null_ok:
+                continue
+            _block(ssm_states, src, "selective_scan_fn")
+            initial = (has_initial_state is not None and bool(has_initial_state[b])
+                       and not no_initial)
+            st = ops.f32(ssm_states[src]) if initial else ops.zeros(ssm_states.shape[1:], ssm_states)
+            if B.shape[0] != 1:
+                raise ValueError("selective_scan_fn: this reference takes one group of B")
+            for t in range(lo, hi):
+                dtv = delta[:, t] + (delta_bias if delta_bias is not None else 0.0)
+                if delta_softplus:
+                    dtv = ops.softplus(dtv)
+                st = (st * ops.exp(dtv[:, None] * A)
+                      + dtv[:, None] * B[0, :, t][None, :] * u[:, t][:, None])
+            ssm_states[src] = st
+
+    return selective_state_update, causal_conv1d_update, selective_scan_fn

@@ -286,10 +286,11 @@ def select_variant(*names):
                              f"{', '.join(list(VARIANTS) + list(CONVENTIONS))}")
     slot_tables = any(name in SLOT_TABLE_NAMES for name in names)
     bugs = frozenset(names) - {"clean"} | ({"slot_tables"} if slot_tables else set())
-    ssu, conv_update = forward_reference.make(bugs & set(forward_reference.FORWARD_VARIANTS))
+    ssu, conv_update, scan = forward_reference.make(bugs & set(forward_reference.FORWARD_VARIANTS))
     return types.SimpleNamespace(
         selective_state_update=ssu,
         causal_conv1d_update=conv_update,
+        selective_scan_fn=scan,
         postprocess_mamba_fused_kernel=HostKernel(postprocess, bugs),
         precopy_mamba_align_fused_kernel=HostKernel(precopy, bugs),
         preprocess_mamba_align_fused_kernel=HostKernel(preprocess, bugs),
@@ -306,6 +307,7 @@ precopy_mamba_align_fused_kernel = _clean.precopy_mamba_align_fused_kernel
 preprocess_mamba_align_fused_kernel = _clean.preprocess_mamba_align_fused_kernel
 selective_state_update = _clean.selective_state_update
 causal_conv1d_update = _clean.causal_conv1d_update
+selective_scan_fn = _clean.selective_scan_fn
 DEVICE = "host"  # the adapter's default device for this module
 BLOCK_TABLE_ROWS = _clean.BLOCK_TABLE_ROWS
 PRECOPY_HAS_IDX_MAPPING = _clean.PRECOPY_HAS_IDX_MAPPING

@@ -305,6 +305,20 @@ class ForwardKernels(unittest.TestCase):
         with self.assertRaisesRegex(IndexError, "outside"):
             self.answer("reads_column_a")
 
+    def test_scan_reads_and_writes_each_prefill_rows_block(self):
+        message = dict(self.MESSAGE, rows=0, state_indices=[], kernels=["scan"],
+                       prefill_state_indices=[3, 5, 0], prefill_query_start_loc=[0, 4, 10, 12],
+                       prefill_has_initial_state=[True, False, True])
+        del message["num_accepted"], message["query_start_loc"]
+        host = devices.make_device("host")
+        # Block 3 from its own state after 4 tokens, block 5 from zeros (-4) after 6; the
+        # null block's row skipped.
+        self.assertEqual(forward.answer(message, reference, host)["scan"]["writes"],
+                         [[3, 3, 4], [5, -4, 6]])
+        broken = reference.select_variant("scan_ignores_initial_state")
+        self.assertEqual(forward.answer(message, broken, host)["scan"]["writes"],
+                         [[3, -4, 4], [5, -4, 6]])
+
     def test_bad_messages_are_refused(self):
         for change in ({"state_indices": [1, 2]}, {"query_start_loc": None},
                        {"kernels": ["attention"]}, {"conv_width": 9}):

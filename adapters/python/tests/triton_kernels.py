@@ -382,10 +382,11 @@ def select_variant(*names):
                          f"time (combine one with {', '.join(sorted(RACY_VARIANTS))})")
     bug = codes[0] if codes else 0
     racy = any(n in RACY_VARIANTS for n in names)
-    ssu, conv_update = forward_reference.make(forward_bugs)
+    ssu, conv_update, scan = forward_reference.make(forward_bugs)
     return types.SimpleNamespace(
         selective_state_update=ssu,
         causal_conv1d_update=conv_update,
+        selective_scan_fn=scan,
         postprocess_mamba_fused_kernel=_Kernel(_postprocess, bug, racy),
         precopy_mamba_align_fused_kernel=_Kernel(_precopy, bug),
         preprocess_mamba_align_fused_kernel=_Kernel(_preprocess, bug),
@@ -402,3 +403,4 @@ preprocess_mamba_align_fused_kernel = _clean.preprocess_mamba_align_fused_kernel
 batch_memcpy = _clean.batch_memcpy
 selective_state_update = _clean.selective_state_update
 causal_conv1d_update = _clean.causal_conv1d_update
+selective_scan_fn = _clean.selective_scan_fn

@@ -1,0 +1,108 @@
+// The check of a module's forward kernels (gpu/engine/forward_kernels.h): what the reference
+// semantics write passes; each kind of wrong access is named with its block and row.
+#include "gpu/engine/forward_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+namespace mc::gpu::engine {
+namespace {
+
+// Two decode rows with spec decode (windows [3,4,5] and [6,7,8], a = 2 and 3, 3 and 2 tokens)
+// and a CUDA-graph padding row on the null block; conv width 4, state_len 5; one prefill row on
+// block 9 with an initial state (4 tokens) and one on block 10 without (6 tokens).
+ForwardKernelStep step() {
+  return ForwardKernelStep{.kernels = {"ssm", "conv", "scan"},
+                           .num_blocks = 12,
+                           .state_len = 5,
+                           .conv_width = 4,
+                           .rows = 3,
+                           .width = 3,
+                           .state_indices = {3, 4, 5, 6, 7, 8, 0, 0, 0},
+                           .num_accepted = {2, 3, 1},
+                           .query_start_loc = {0, 3, 5, 8},
+                           .prefill_indices = {9, 10},
+                           .prefill_initial = {1, 0},
+                           .prefill_query_start_loc = {0, 4, 10}};
+}
+
+ForwardKernelReport right() {
+  return ForwardKernelReport{
+      .ssm = {{3, 4, 1}, {4, 4, 2}, {5, 4, 3}, {6, 8, 1}, {7, 8, 2}},
+      .conv = {{3, {{3, 2}, {3, 3}, {-1, 0}, {-1, 1}, {-1, 2}}},
+               {6, {{6, 3}, {6, 4}, {-1, 0}, {-1, 1}, {6, 4}}}},
+      .scan = {{9, 9, 4}, {10, -4, 6}}};
+}
+
+std::string row(std::int32_t r) {
+  return fmt::format("row {}", r);
+}
+
+std::string check(const ForwardKernelStep& s, const ForwardKernelReport& r) {
+  return check_forward_kernels(s, r, row).value_or("agree");
+}
+
+TEST(ForwardKernelCheck, TheReferenceSemanticsAgree) {
+  EXPECT_EQ(check(step(), right()), "agree");
+}
+
+TEST(ForwardKernelCheck, EachWrongAccessIsNamed) {
+  ForwardKernelReport r = right();
+  r.ssm[1] = {4, 5, 2}; // read entry 2 (a) instead of 1
+  EXPECT_EQ(check(step(), r),
+            "selective_state_update wrote block 4 (entry 1 of row 0) with the state of block 5 "
+            "(entry 2 of row 0) after 2 tokens; expected the state of block 4 (entry 1, "
+            "num_accepted 2) after 2 tokens");
+  r = right();
+  r.ssm.push_back({0, 0, 3}); // a padding row not skipped
+  EXPECT_EQ(check(step(), r),
+            "selective_state_update wrote block 0 (the null block), which no row writes; it "
+            "holds the state of block 0 (the null block) after 3 tokens");
+  r = right();
+  r.ssm.pop_back();
+  EXPECT_EQ(check(step(), r),
+            "selective_state_update never wrote block 7 (entry 1 of row 1): expected the state "
+            "of block 8 (entry 2, num_accepted 3) after 2 tokens");
+  r = right();
+  r.conv_outside = {"after"};
+  EXPECT_EQ(check(step(), r), "causal_conv1d_update wrote outside its state tensor (past the "
+                              "end of it)");
+  r = right();
+  r.conv[1].rows[0] = {6, 2}; // the window read at offset a - 2
+  EXPECT_EQ(check(step(), r),
+            "causal_conv1d_update wrote row 0 of block 6 (entry 0 of row 1, window read at "
+            "offset 2) with row 2 of block 6; expected row 3 of block 6");
+  r = right();
+  r.conv[0].rows[2] = {-3, 0};
+  EXPECT_EQ(check(step(), r),
+            "causal_conv1d_update wrote row 2 of block 3 (entry 0 of row 0, window read at "
+            "offset 1) with a value from outside the state tensor; expected token 0 of the "
+            "step");
+  r = right();
+  r.scan[0] = {9, -4, 4};
+  EXPECT_EQ(check(step(), r),
+            "selective_scan_fn wrote block 9 (prefill row 0) with the state of no block (zeros) "
+            "after 4 tokens; expected the state of block 9 (the block of prefill row 0) after "
+            "4 tokens");
+}
+
+// Without spec decode: one token per row, read and written at entry 0.
+TEST(ForwardKernelCheck, WithoutSpecDecodeEntryZeroOnly) {
+  const ForwardKernelStep s{.kernels = {"ssm"},
+                            .num_blocks = 8,
+                            .rows = 2,
+                            .width = 1,
+                            .state_indices = {2, 0}};
+  EXPECT_EQ(check(s, {.ssm = {{2, 2, 1}}}), "agree");
+  EXPECT_EQ(check(s, {.ssm = {{2, 2, 1}, {0, 0, 1}}}),
+            "selective_state_update wrote block 0 (the null block), which no row writes; it "
+            "holds the state of block 0 (the null block) after 1 tokens");
+  EXPECT_EQ(scan_tag(63), 64);
+  EXPECT_EQ(scan_tag(64), 128);
+  EXPECT_TRUE(scan_tracer_fits(4095, 63));
+  EXPECT_FALSE(scan_tracer_fits(4096, 4095));
+}
+
+} // namespace
+} // namespace mc::gpu::engine
