@@ -35,7 +35,7 @@ FORWARD_KERNELS = {"ssm": "selective_state_update", "conv": "causal_conv1d_updat
                    "scan": "selective_scan_fn"}
 TRACER_BLOCK = 64.0  # a block's tag step: (b + 1) * 64 (+ tokens, or + row + 1)
 GUARD_BLOCKS = 2
-GUARD_VALUE = -4096.0
+GUARD_VALUE = -(1 << 24) / 2  # far below any tracer value, plus any tokens applied
 SSM_SHAPE = (1, 2, 2)  # nheads, headdim, dstate
 CONV_DIM = 2
 NULL_BLOCK_ID = 0
@@ -58,7 +58,7 @@ def _field(message, key):
 
 def _decode_ssm(value):
     """(source block, tokens) of a tracer SSM value, or None where it is none."""
-    if value <= GUARD_VALUE + TRACER_BLOCK:  # a guard's value, plus the tokens applied
+    if value < 0:  # a guard's value, plus the tokens applied: every state's is above 0
         return ("outside", 0)
     if value < TRACER_BLOCK or value != np.floor(value):
         return None
@@ -280,7 +280,7 @@ def run_scan(step, kernel, device):
         v = float(values[0])
         if values.size != 1 or v != np.floor(v):
             writes.append([int(b), -2, 0])
-        elif v <= GUARD_VALUE + tag:
+        elif v < 0:  # a guard's value, plus the tokens applied
             writes.append([int(b), -3, 0])
         elif v < tag:
             writes.append([int(b), -4, int(v)])

@@ -36,6 +36,11 @@ FORWARD_VARIANTS = {
     "drafts_into_one_column": "with spec decode, the state after every token is written to "
                               "the row's first column instead of column t: the draft "
                               "prefixes overwrite each other and the other columns stay stale",
+    "accepted_bound_wrong_stride": "selective_state_update bounds num_accepted - 1 against the "
+                                   "index table's column stride (1) instead of its row width, "
+                                   "as #50021's first version did: every row with "
+                                   "num_accepted > 1 fails the bound and is skipped, its "
+                                   "states never written",
     "scan_ignores_initial_state": "selective_scan_fn starts every prefill row from zeros, "
                                   "has_initial_state ignored: a chunk after the first loses "
                                   "the state its request had",
@@ -102,6 +107,7 @@ def make(bugs=frozenset()):
     null_ok = "null_block_not_skipped" in bugs
     one_column = "drafts_into_one_column" in bugs
     no_initial = "scan_ignores_initial_state" in bugs
+    wrong_stride = "accepted_bound_wrong_stride" in bugs
 
     def selective_state_update(state, x, dt, A, B, C, D, dt_bias, z=None, dt_softplus=False,
                                state_batch_indices=None, dst_state_batch_indices=None,
@@ -119,6 +125,11 @@ def make(bugs=frozenset()):
                 continue
             a = int(num_accepted_tokens[s]) if num_accepted_tokens is not None else 1
             col = a if reads_a else max(a - 1, 0)
+            # The bound on the column: the row's width (its stride between rows), or with
+            # the bug the stride between columns.
+            bound = 1 if wrong_stride else src_table.shape[1]
+            if num_accepted_tokens is not None and col >= bound and not reads_a:
+                continue
             src = _entry(src_table, s, col, "state_batch_indices")
             live = src != null_block_id or null_ok
             st = (ops.f32(state[_block(state, src, "selective_state_update read")])
