@@ -50,10 +50,12 @@ constexpr const char* kSmokeMutants[] = {
     "overlap_copied_backwards", "temporal_ignores_bias_column", "batch_copy_drops_last",
     "skip_cleanup_of_resumed",  "v2_seed_with_attn_block_size"};
 // The adapter's broken test kernels (mambacheck_adapter.reference, tests/triton_kernels.py) that
-// --external's liveness stage runs by default: one bug of each kind of copy and table lookup.
-constexpr const char* kLivenessVariants[] = {"guard_by_address", "temporal_size_from_stride",
-                                             "conv_shift_not_memmove", "ds_ignores_bias",
-                                             "table_by_batch_row"};
+// --external's liveness stage runs by default: one bug of each kind of copy and table lookup,
+// then the forward's state kernels' (found by the engine stage, where the worker has them).
+constexpr const char* kLivenessVariants[] = {
+    "guard_by_address",       "temporal_size_from_stride", "conv_shift_not_memmove",
+    "ds_ignores_bias",        "table_by_batch_row",        "null_block_not_skipped",
+    "drafts_into_one_column", "accepted_bound_wrong_stride"};
 
 struct GateOptions {
   std::string backend;
@@ -567,7 +569,9 @@ void add_gate_command(CLI::App& app, Action& action) {
   cmd->add_option("--variants", o->variants,
                   "--external's liveness stage: the broken variants that must each fail the "
                   "gate (comma list; default guard_by_address, temporal_size_from_stride, "
-                  "conv_shift_not_memmove, ds_ignores_bias, table_by_batch_row)")
+                  "conv_shift_not_memmove, ds_ignores_bias, table_by_batch_row, and the "
+                  "forward's null_block_not_skipped, drafts_into_one_column, "
+                  "accepted_bound_wrong_stride)")
       ->delimiter(',')
       ->each([o](const std::string&) { o->variants_given = true; });
   cmd->add_option("--variant-command", o->variant_command,
