@@ -116,9 +116,6 @@ public:
     on_device([&] {
       if (stream_ == nullptr)
         MC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-      // The graph's stream does not wait for the legacy one: the launches of the step and the
-      // zero-fill of new buffers (cudaMemset there) must be done before its uploads.
-      MC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
       auto [it, capture] = graphs_.try_emplace(in.shape.batch_size);
       DeviceGraph& g = it->second;
       if (!capture && !(g.shape == in.shape)) {
@@ -126,19 +123,14 @@ public:
         g = DeviceGraph{}; // a larger shape than captured: captured anew
         capture = true;
       }
-      if (capture) {
-        g.shape = in.shape;
-        g.buffers.push_back(GraphBuffers(in, layout_.tensors.size()));
-        MC_CUDA_CHECK(cudaStreamSynchronize(nullptr)); // their zero-fill
-        upload(g.buffers.back(), in);
-        capture_graph(g);
-      } else if (fresh_buffers) {
-        g.buffers.push_back(GraphBuffers(in, layout_.tensors.size()));
-        MC_CUDA_CHECK(cudaStreamSynchronize(nullptr)); // their zero-fill
-        upload(g.buffers.back(), in);
-      } else {
-        upload(g.buffers.front(), in);
-      }
+      if (capture) g.shape = in.shape;
+      if (capture || fresh_buffers) g.buffers.push_back(GraphBuffers(in, layout_.tensors.size()));
+      // The graph's stream does not wait for the legacy one: the step's launches and the
+      // zero-fill of new buffers (cudaMemset in DeviceBuffer) must be done before its uploads.
+      MC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+      // The captured buffers are the front ones (the back ones too, at a capture).
+      upload(fresh_buffers ? g.buffers.back() : g.buffers.front(), in);
+      if (capture) capture_graph(g);
       MC_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
       MC_CUDA_CHECK(cudaMemcpyAsync(diffs.data(), g.buffers.back().read_diffs.data(),
                                     diffs.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost,

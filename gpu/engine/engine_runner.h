@@ -125,16 +125,14 @@ private:
                    const std::vector<std::int32_t>& num_accepted,
                    const std::vector<std::int32_t>& all_record = {});
   struct RowForward; // one metadata row's read and writes (runner_forward.cpp)
-  // The row's read and writes into `ops`, `reads` and `tokens`; a read index outside the
-  // row's window is a finding instead of a read.
-  std::optional<ForwardReadFinding> add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
-                                                std::vector<ForwardRead>& reads,
-                                                std::vector<std::int32_t>& tokens) const;
-  struct RowOps { // one metadata row's share of the forward, its tokens counted from 0
+  struct RowOps {    // one metadata row's share of the forward, its tokens counted from 0
     std::vector<ForwardOp> ops;
     std::vector<ForwardRead> reads;
     std::vector<std::int32_t> tokens;
   };
+  // The row's read and writes into `out`; a read index outside the row's window is a finding
+  // instead of a read.
+  std::optional<ForwardReadFinding> add_row_ops(const RowForward& f, RowOps& out) const;
   void check_forward_kernels_of(StepRecord& rec, const Batch& batch);
   // A decode-only step of a CUDA-graph batch size in its graph's layout (runner_forward.cpp).
   GraphInputs graph_inputs(const model::ForwardMetadata& md, std::vector<RowOps>& rows);
@@ -151,7 +149,7 @@ private:
   std::unique_ptr<RunnerDecisions> decisions_; // at the mutation points (options_.mutant)
   std::unique_ptr<Executor> executor_;
   MetadataBuilder metadata_builder_; // its persistent CUDA-graph buffers live for the run
-  model::LaunchCase launch_case_; // reused: the layout is copied once
+  model::LaunchCase launch_case_;    // reused: the layout is copied once
   std::vector<Request> slots_;
   std::vector<std::int32_t> free_slots_;
   std::unordered_map<std::string, std::int32_t> slot_index_;

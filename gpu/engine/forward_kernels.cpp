@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
+#include <utility>
 
 namespace mc::gpu::engine {
 namespace {
@@ -21,6 +23,26 @@ struct Expected {
   std::int32_t tokens = 0;                       // SSM
   std::vector<std::array<std::int32_t, 2>> rows; // conv
 };
+
+// "KERNEL wrote outside its state tensor (...)" where the worker saw a guard block change.
+std::optional<std::string> outside_text(std::string_view kernel,
+                                        const std::vector<std::string>& outside) {
+  if (outside.empty()) return std::nullopt;
+  return fmt::format("{} wrote outside its state tensor ({} it)", kernel,
+                     outside.front() == "before" ? "before" : "past the end of");
+}
+
+// The first block `expected` names that no write of `writes` changed.
+template <class Write>
+const std::pair<const std::int32_t, Expected>*
+first_unwritten(const std::map<std::int32_t, Expected>& expected,
+                const std::vector<Write>& writes) {
+  for (const auto& entry : expected)
+    if (std::none_of(writes.begin(), writes.end(),
+                     [&](const Write& w) { return w.block == entry.first; }))
+      return &entry;
+  return nullptr;
+}
 
 class Checker {
 public:
@@ -64,9 +86,7 @@ public:
 
   std::optional<std::string> check_ssm(const ForwardKernelReport& report) const {
     const std::string kernel = "selective_state_update";
-    if (!report.ssm_outside.empty())
-      return fmt::format("{} wrote outside its state tensor ({} it)", kernel,
-                         report.ssm_outside.front() == "before" ? "before" : "past the end of");
+    if (std::optional<std::string> o = outside_text(kernel, report.ssm_outside)) return o;
     std::map<std::int32_t, Expected> expected;
     for (std::int32_t r = 0; r < step_.rows; ++r) {
       const std::int32_t q = tokens(r);
@@ -95,23 +115,19 @@ public:
                            kernel, w.block, e.entry, describe_row_(e.row), source_text(w.source),
                            w.tokens, e.source, e.source_entry, accepted(e.row), e.tokens);
     }
-    for (const auto& [block, e] : expected) {
-      const bool written = std::any_of(report.ssm.begin(), report.ssm.end(),
-                                       [&](const SsmWrite& w) { return w.block == block; });
-      if (!written)
-        return fmt::format("{} never wrote block {} (entry {} of {}): expected the state of "
-                           "block {} (entry {}, num_accepted {}) after {} tokens",
-                           kernel, block, e.entry, describe_row_(e.row), e.source, e.source_entry,
-                           accepted(e.row), e.tokens);
+    if (const auto* missing = first_unwritten(expected, report.ssm)) {
+      const Expected& e = missing->second;
+      return fmt::format("{} never wrote block {} (entry {} of {}): expected the state of "
+                         "block {} (entry {}, num_accepted {}) after {} tokens",
+                         kernel, missing->first, e.entry, describe_row_(e.row), e.source,
+                         e.source_entry, accepted(e.row), e.tokens);
     }
     return std::nullopt;
   }
 
   std::optional<std::string> check_scan(const ForwardKernelReport& report) const {
     const std::string kernel = "selective_scan_fn";
-    if (!report.scan_outside.empty())
-      return fmt::format("{} wrote outside its state tensor ({} it)", kernel,
-                         report.scan_outside.front() == "before" ? "before" : "past the end of");
+    if (std::optional<std::string> o = outside_text(kernel, report.scan_outside)) return o;
     std::map<std::int32_t, Expected> expected;
     for (std::size_t p = 0; p < step_.prefill_indices.size(); ++p) {
       const std::int32_t block = step_.prefill_indices[p];
@@ -139,11 +155,10 @@ public:
                            w.block, e.row, state_text(w.source, w.tokens),
                            state_text(e.source, e.tokens));
     }
-    for (const auto& [block, e] : expected)
-      if (std::none_of(report.scan.begin(), report.scan.end(),
-                       [&](const SsmWrite& w) { return w.block == block; }))
-        return fmt::format("{} never wrote block {} (prefill row {}): expected {}", kernel, block,
-                           e.row, state_text(e.source, e.tokens));
+    if (const auto* missing = first_unwritten(expected, report.scan))
+      return fmt::format("{} never wrote block {} (prefill row {}): expected {}", kernel,
+                         missing->first, missing->second.row,
+                         state_text(missing->second.source, missing->second.tokens));
     return std::nullopt;
   }
 
@@ -156,9 +171,7 @@ public:
 
   std::optional<std::string> check_conv(const ForwardKernelReport& report) const {
     const std::string kernel = "causal_conv1d_update";
-    if (!report.conv_outside.empty())
-      return fmt::format("{} wrote outside its state tensor ({} it)", kernel,
-                         report.conv_outside.front() == "before" ? "before" : "past the end of");
+    if (std::optional<std::string> o = outside_text(kernel, report.conv_outside)) return o;
     const std::int32_t w = step_.conv_width;
     std::map<std::int32_t, Expected> expected;
     for (std::int32_t r = 0; r < step_.rows; ++r) {
@@ -189,13 +202,12 @@ public:
                              row_text(g), row_text(e.rows[j]));
       }
     }
-    for (const auto& [block, e] : expected) {
-      const bool written = std::any_of(report.conv.begin(), report.conv.end(),
-                                       [&](const ConvWrite& c) { return c.block == block; });
-      if (!written)
-        return fmt::format("{} never wrote block {} (entry 0 of {}): expected its window "
-                           "read at offset {} and the step's {} tokens",
-                           kernel, block, describe_row_(e.row), e.source_entry, tokens(e.row));
+    if (const auto* missing = first_unwritten(expected, report.conv)) {
+      const Expected& e = missing->second;
+      return fmt::format("{} never wrote block {} (entry 0 of {}): expected its window read at "
+                         "offset {} and the step's {} tokens",
+                         kernel, missing->first, describe_row_(e.row), e.source_entry,
+                         tokens(e.row));
     }
     return std::nullopt;
   }

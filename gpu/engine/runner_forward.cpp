@@ -27,10 +27,11 @@ struct EngineRunner::RowForward {
   std::int64_t step = 0;
 };
 
-std::optional<ForwardReadFinding>
-EngineRunner::add_row_ops(const RowForward& f, std::vector<ForwardOp>& ops,
-                          std::vector<ForwardRead>& reads,
-                          std::vector<std::int32_t>& tokens) const {
+std::optional<ForwardReadFinding> EngineRunner::add_row_ops(const RowForward& f,
+                                                            RowOps& out) const {
+  std::vector<ForwardOp>& ops = out.ops;
+  std::vector<ForwardRead>& reads = out.reads;
+  std::vector<std::int32_t>& tokens = out.tokens;
   const model::ForwardMetadataRow& m = f.md->rows[f.md_row];
   const auto b = static_cast<std::size_t>(m.batch_row);
   const Batch& batch = *f.batch;
@@ -253,8 +254,7 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
                        .num_accepted = num_accepted[b],
                        .all_record = all_record.empty() ? -1 : all_record[b],
                        .step = batch.step->index};
-    RowOps& r = rows[i];
-    if (std::optional<ForwardReadFinding> bad = add_row_ops(f, r.ops, r.reads, r.tokens)) {
+    if (std::optional<ForwardReadFinding> bad = add_row_ops(f, rows[i])) {
       rec.forward_read = std::move(bad);
       return;
     }
@@ -310,10 +310,12 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
   };
   ForwardKernelStep step{.num_blocks = layout_.spec.num_blocks,
                          .width = 1 + layout_.config.num_spec_tokens};
+  bool any_temporal = false; // selective_scan_fn's state, in any group
   for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
     const model::StateTensor& t = layout_.tensors[i];
-    if (t.group != 0) continue;
     const bool temporal = t.kind() == model::StateKind::temporal;
+    any_temporal = any_temporal || temporal;
+    if (t.group != 0) continue;
     const std::string kernel = temporal ? "ssm" : "conv";
     if (md.num_decodes == 0 || !has(kernel) ||
         std::find(step.kernels.begin(), step.kernels.end(), kernel) != step.kernels.end())
@@ -330,11 +332,7 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
   // whether it starts from a state; left out where the worker's tracer values would not stay
   // exact (a pool of many blocks with long chunks).
   std::int64_t longest = 0;
-  const bool temporal =
-      std::any_of(layout_.tensors.begin(), layout_.tensors.end(), [](const model::StateTensor& t) {
-        return t.kind() == model::StateKind::temporal;
-      });
-  if (has("scan") && temporal && md.num_prefills > 0) {
+  if (has("scan") && any_temporal && md.num_prefills > 0) {
     for (const model::ForwardMetadataRow& m : md.rows) {
       if (m.decode) continue;
       const auto b = static_cast<std::size_t>(m.batch_row);
@@ -353,10 +351,13 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
     }
   }
   if (step.kernels.empty()) return;
-  // The decode rows come first in the metadata, the padding rows last.
+  // The decode rows come first in the metadata, the padding rows last; they go only to the
+  // decode kernels (which run only on a step with decodes).
+  const bool decode_kernels = std::any_of(step.kernels.begin(), step.kernels.end(),
+                                          [](const std::string& k) { return k != "scan"; });
   std::vector<const model::ForwardMetadataRow*> rows;
   for (const model::ForwardMetadataRow& m : md.rows)
-    if (m.decode && md.num_decodes > 0 && (has("ssm") || has("conv"))) rows.push_back(&m);
+    if (m.decode && decode_kernels) rows.push_back(&m);
   step.rows = static_cast<std::int32_t>(rows.size());
   const bool spec = layout_.config.num_spec_tokens > 0;
   if (spec) step.query_start_loc.push_back(0);

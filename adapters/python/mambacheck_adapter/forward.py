@@ -56,14 +56,33 @@ def _field(message, key):
     return message[key]
 
 
-def _decode_ssm(value):
-    """(source block, tokens) of a tracer SSM value, or None where it is none."""
-    if value < 0:  # a guard's value, plus the tokens applied: every state's is above 0
-        return ("outside", 0)
-    if value < TRACER_BLOCK or value != np.floor(value):
-        return None
-    v = int(value)
-    return (v // int(TRACER_BLOCK) - 1, v % int(TRACER_BLOCK))
+def _changed_blocks(before, after, n):
+    """The blocks (of the n between the guards) whose values changed."""
+    inner_before = before[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    inner_after = after[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    return np.flatnonzero((inner_before != inner_after).reshape(n, -1).any(axis=1))
+
+
+def _state_writes(before, after, n, tag, zeros_source):
+    """[block, source block, tokens] per changed block of a state tracer whose block b held
+    (b + 1) * tag and gained 1 per token: source -3 for a guard's value (read outside the
+    tensor), `zeros_source` for a value below the tag (a state started from zeros), -2 for
+    anything else (not one whole value)."""
+    writes = []
+    for b in _changed_blocks(before, after, n):
+        values = np.unique(after[GUARD_BLOCKS + b])
+        v = float(values[0])
+        if values.size != 1:
+            writes.append([int(b), -2, 0])
+        elif v < 0:  # a guard's value, plus the tokens applied: every state's is above 0
+            writes.append([int(b), -3, 0])
+        elif v != np.floor(v):
+            writes.append([int(b), -2, 0])
+        elif v < tag:
+            writes.append([int(b), zeros_source, int(v) if zeros_source == -4 else 0])
+        else:
+            writes.append([int(b), int(v) // int(tag) - 1, int(v) % int(tag)])
+    return writes
 
 
 def _decode_conv(value):
@@ -194,18 +213,9 @@ def run_ssm(step, kernel, device):
            num_accepted_tokens=device.tensor(step.num_accepted) if spec else None,
            cu_seqlens=device.tensor(step.query_start_loc) if spec else None)
     after = device.to_numpy(full)
-    writes = []
-    inner_before, inner_after = before[GUARD_BLOCKS:GUARD_BLOCKS + n], after[GUARD_BLOCKS:GUARD_BLOCKS + n]
-    for b in np.flatnonzero((inner_before != inner_after).reshape(n, -1).any(axis=1)):
-        values = np.unique(inner_after[b])
-        decoded = _decode_ssm(float(values[0])) if values.size == 1 else None
-        if decoded is None:
-            writes.append([int(b), -2, 0])
-        elif decoded[0] == "outside":
-            writes.append([int(b), -3, 0])
-        else:
-            writes.append([int(b), decoded[0], decoded[1]])
-    return {"writes": writes, "outside": _guards_changed(before, after, n)}
+    # A state from zeros (a null source) is never written: below the tag is no state.
+    return {"writes": _state_writes(before, after, n, TRACER_BLOCK, -2),
+            "outside": _guards_changed(before, after, n)}
 
 
 def run_conv(step, kernel, device):
@@ -228,8 +238,7 @@ def run_conv(step, kernel, device):
     after = device.to_numpy(full)
     writes = []
     inner_after = after[GUARD_BLOCKS:GUARD_BLOCKS + n]
-    for b in np.flatnonzero((before[GUARD_BLOCKS:GUARD_BLOCKS + n] != inner_after)
-                            .reshape(n, -1).any(axis=1)):
+    for b in _changed_blocks(before, after, n):
         block_rows = []
         for r in range(length):
             column = np.unique(inner_after[b, :, r])
@@ -273,20 +282,8 @@ def run_scan(step, kernel, device):
            cache_indices=device.tensor(step.prefill_indices),
            has_initial_state=device.tensor(step.prefill_initial), null_block_id=NULL_BLOCK_ID)
     after = device.to_numpy(full)
-    writes = []
-    inner_before, inner_after = before[GUARD_BLOCKS:GUARD_BLOCKS + n], after[GUARD_BLOCKS:GUARD_BLOCKS + n]
-    for b in np.flatnonzero((inner_before != inner_after).reshape(n, -1).any(axis=1)):
-        values = np.unique(inner_after[b])
-        v = float(values[0])
-        if values.size != 1 or v != np.floor(v):
-            writes.append([int(b), -2, 0])
-        elif v < 0:  # a guard's value, plus the tokens applied
-            writes.append([int(b), -3, 0])
-        elif v < tag:
-            writes.append([int(b), -4, int(v)])
-        else:
-            writes.append([int(b), int(v) // int(tag) - 1, int(v) % int(tag)])
-    return {"writes": writes, "outside": _guards_changed(before, after, n)}
+    return {"writes": _state_writes(before, after, n, tag, -4),
+            "outside": _guards_changed(before, after, n)}
 
 
 def answer(message, module, device):
