@@ -55,7 +55,7 @@ constexpr const char* kSmokeMutants[] = {
 constexpr const char* kLivenessVariants[] = {
     "guard_by_address",       "temporal_size_from_stride", "conv_shift_not_memmove",
     "ds_ignores_bias",        "table_by_batch_row",        "null_block_not_skipped",
-    "drafts_into_one_column", "accepted_bound_wrong_stride"};
+    "drafts_into_one_column", "accepted_bound_wrong_stride", "no_accepted_bound"};
 
 struct GateOptions {
   std::string backend;
@@ -571,7 +571,7 @@ void add_gate_command(CLI::App& app, Action& action) {
                   "gate (comma list; default guard_by_address, temporal_size_from_stride, "
                   "conv_shift_not_memmove, ds_ignores_bias, table_by_batch_row, and the "
                   "forward's null_block_not_skipped, drafts_into_one_column, "
-                  "accepted_bound_wrong_stride)")
+                  "accepted_bound_wrong_stride, no_accepted_bound)")
       ->delimiter(',')
       ->each([o](const std::string&) { o->variants_given = true; });
   cmd->add_option("--variant-command", o->variant_command,

@@ -160,6 +160,9 @@ private:
   // The shapes of the CUDA graphs the executor has captured, by batch size: a step of that
   // size lays its inputs out as its graph reads them.
   std::map<std::int32_t, GraphShape> graph_shapes_;
+  // Whether this run has probed the forward kernels' bound on the accepted count
+  // (check_forward_kernels_of): once a run is enough to tell a bounded kernel.
+  bool count_probed_ = false;
 };
 
 } // namespace mc::gpu::engine

@@ -68,6 +68,33 @@ public:
     return spec_ ? step_.num_accepted[static_cast<std::size_t>(row)] : 1;
   }
 
+  // The entry of `row`'s window that holds `block`, -1 for none (never the null block).
+  std::int32_t window_entry(std::int32_t row, std::int32_t block) const {
+    if (block == model::kNullBlockId) return -1;
+    for (std::int32_t j = 0; j < step_.width; ++j)
+      if (entry(row, j) == block) return j;
+    return -1;
+  }
+
+  // A write no row's expectations name, judged against the probe row: nullopt where it is a
+  // state of the probe row's window written into that window (a bounded kernel's choice),
+  // else what the unbounded read did; `other` where there is no probe or the block is not the
+  // probe row's.
+  std::optional<std::string> probe_write(const std::string& kernel, const SsmWrite& w,
+                                         std::optional<std::string> other) const {
+    const std::int32_t r = step_.probe_row;
+    if (r < 0) return other;
+    const std::int32_t j = window_entry(r, w.block);
+    if (j < 0) return other;
+    if (window_entry(r, w.source) >= 0 && w.tokens >= 1 && w.tokens <= tokens(r))
+      return std::nullopt;
+    return fmt::format("{} wrote block {} (entry {} of {}) with the state of {} after {} tokens: "
+                       "given num_accepted {} for a window of {} entries, it read outside the "
+                       "row's window instead of bounding the count",
+                       kernel, w.block, j, describe_row_(r), source_text(w.source), w.tokens,
+                       accepted(r), step_.width);
+  }
+
   // Where a block sits in the step's windows, for a finding's text.
   std::string where(std::int32_t block) const {
     if (block == model::kNullBlockId) return "the null block";
@@ -90,7 +117,7 @@ public:
     std::map<std::int32_t, Expected> expected;
     for (std::int32_t r = 0; r < step_.rows; ++r) {
       const std::int32_t q = tokens(r);
-      if (q <= 0) continue;
+      if (q <= 0 || r == step_.probe_row) continue;
       const std::int32_t c = std::max(accepted(r) - 1, 0);
       const std::int32_t src = entry(r, std::min(c, step_.width - 1));
       if (src == model::kNullBlockId) continue;
@@ -103,10 +130,15 @@ public:
     }
     for (const SsmWrite& w : report.ssm) {
       const auto it = expected.find(w.block);
-      if (it == expected.end())
-        return fmt::format("{} wrote block {} ({}), which no row writes; it holds the state of {} "
-                           "after {} tokens",
-                           kernel, w.block, where(w.block), source_text(w.source), w.tokens);
+      if (it == expected.end()) {
+        std::optional<std::string> bad = probe_write(
+            kernel, w,
+            fmt::format("{} wrote block {} ({}), which no row writes; it holds the state of {} "
+                        "after {} tokens",
+                        kernel, w.block, where(w.block), source_text(w.source), w.tokens));
+        if (bad) return bad;
+        continue;
+      }
       const Expected& e = it->second;
       if (w.source != e.source || w.tokens != e.tokens)
         return fmt::format("{} wrote block {} (entry {} of {}) with the state of {} after {} "

@@ -15,8 +15,17 @@
 // - selective_scan_fn (prefill rows, align mode: no prefix-caching arguments) reads the row's
 //   one block where it starts from a state (else zeros) and writes the state after its tokens
 //   back to it; a null block skips the row.
+// In all mode (no spec decode for the decode kernels) a row's window is its whole table row T:
+// selective_state_update reads T[block_idx_last_computed] and writes the state after the one
+// token to T[block_idx_last_scheduled]; causal_conv1d_update reads the first at offset 0 and
+// writes the second (the rows past the new window keep what the written block held);
+// selective_scan_fn, with its prefix-caching arguments, starts from T[initial_state_idx] (or
+// zeros), writes the state after each block boundary (j + 1) * B inside the chunk to T[j] for
+// j in [block_idx_first_scheduled_token, block_idx_last_scheduled_token), and the state after
+// all its tokens to T[block_idx_last_scheduled_token].
 // Anything else, a write outside the state tensor, or a state that came from outside it, is a
-// finding that names the access.
+// finding that names the access. A probe row (ForwardKernelStep::probe_row) carries a count
+// out of range: it may write its own window from its own window, or nothing.
 #pragma once
 
 #include <array>
@@ -39,11 +48,31 @@ struct ForwardKernelStep {
   // Spec decode only (else empty): per row a, and the rows' token offsets (rows + 1).
   std::vector<std::int32_t> num_accepted;
   std::vector<std::int32_t> query_start_loc;
+  // A probe of the kernels' bound on the count: this row's num_accepted is out of range for
+  // its window (0, or past the window's last entry, as a stale or racing count reaches a
+  // kernel), so the kernels may read any entry of the row's window or none, and write entries
+  // of that window with a state read from it, or nothing; reading anything else is a finding.
+  // -1: no probe.
+  std::int32_t probe_row = -1;
   // The prefill rows, for selective_scan_fn: per row its one block (state_indices_tensor_p),
   // whether it starts from a state (has_initial_state: c > 0), and the rows' token offsets.
   std::vector<std::int32_t> prefill_indices;
   std::vector<std::uint8_t> prefill_initial;
   std::vector<std::int32_t> prefill_query_start_loc{0};
+
+  // All mode (prefix caching of every block): each row carries its whole block-table row,
+  // padded with -1 to `width` (decode rows) or `prefill_width` (prefill rows, in
+  // prefill_indices), and the block indices the kernels index it with.
+  bool all_mode = false;
+  std::int32_t block_size = 0;
+  // Decode rows (without spec decode): the column read (block_idx_last_computed) and written
+  // (block_idx_last_scheduled).
+  std::vector<std::int32_t> last_computed, last_scheduled;
+  // Prefill rows: the columns of their first and last scheduled tokens, the column read
+  // (initial_state_idx), and their computed tokens, a multiple of block_size (the check's
+  // own: the kernels find the block boundaries from the chunk's start).
+  std::int32_t prefill_width = 1;
+  std::vector<std::int32_t> prefill_first, prefill_last, prefill_last_computed, prefill_computed;
 };
 
 // The scan's tracer tag step for prefill rows of up to `longest` tokens (a power of two above

@@ -374,17 +374,49 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
             : batch.step->scheduled[static_cast<std::size_t>(m->batch_row)].num_scheduled_tokens;
     step.query_start_loc.push_back(step.query_start_loc.back() + q);
   }
-  const ForwardKernelReport report = executor_->run_forward_kernels(step);
   const auto describe_row = [&](std::int32_t r) {
     const model::ForwardMetadataRow& m = *rows[static_cast<std::size_t>(r)];
     if (m.batch_row < 0) return fmt::format("row {} (a CUDA-graph padding row)", r);
     return fmt::format("row {} (batch row {}, {})", r, m.batch_row,
                        batch.step->scheduled[static_cast<std::size_t>(m.batch_row)].req_id);
   };
-  if (std::optional<std::string> bad = check_forward_kernels(step, report, describe_row))
-    rec.forward_read = ForwardReadFinding{
-        .kind = "forward-kernel",
-        .text = fmt::format("step {}: the module's forward kernels: {}", rec.step, *bad)};
+  const auto judge = [&](const ForwardKernelStep& s, const std::string& context) {
+    ForwardKernelReport report;
+    try {
+      report = executor_->run_forward_kernels(s);
+    } catch (const KernelFailure& e) {
+      if (context.empty()) throw;
+      throw KernelFailure(e.kind, fmt::format("{}: {}", context, e.what()));
+    }
+    if (std::optional<std::string> bad = check_forward_kernels(s, report, describe_row))
+      rec.forward_read = ForwardReadFinding{
+          .kind = "forward-kernel",
+          .text = fmt::format("step {}: the module's forward kernels{}: {}", rec.step,
+                              context.empty() ? "" : ", " + context, *bad)};
+    return !rec.forward_read;
+  };
+  if (!judge(step, "") || count_probed_) return;
+  // Once a run, at its first step with a decode row and spec decode: selective_state_update
+  // given that row's count out of range, past the window and 0, as a stale or racing count
+  // reaches a kernel (#50021, #48475). Every valid trace keeps a count within its window, so
+  // only such a probe tells a kernel that bounds the count from one that does not.
+  if (!spec || md.num_decodes == 0 ||
+      std::find(step.kernels.begin(), step.kernels.end(), "ssm") == step.kernels.end())
+    return;
+  count_probed_ = true;
+  ForwardKernelStep probe = step;
+  probe.kernels = {"ssm"};
+  probe.prefill_indices.clear();
+  probe.prefill_initial.clear();
+  probe.prefill_query_start_loc.assign(1, 0);
+  probe.probe_row = 0;
+  for (const std::int32_t a : {step.width + 1, 0}) {
+    probe.num_accepted[0] = a;
+    if (!judge(probe, fmt::format("given row 0's num_accepted as {} (out of range for its "
+                                  "window of {} entries, a probe of the kernel's bound)",
+                                  a, step.width)))
+      return;
+  }
 }
 
 // The graph's fixed layout for the step (executor.h, GraphInputs): the shape captured for its

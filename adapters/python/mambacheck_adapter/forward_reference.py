@@ -4,8 +4,9 @@ mambacheck's CI: forward.py drives them on tracer states. They follow vLLM's dec
 model/FORWARD.md and adapters/python/README.md ("Forward protocol") state them:
 
 - selective_state_update: per sequence s, the initial state is read from
-  state_batch_indices[s, max(num_accepted[s] - 1, 0)] (column 0 without spec decode); a null
-  source starts from zeros and masks every state write. With spec decode (cu_seqlens) the state
+  state_batch_indices[s, max(num_accepted[s] - 1, 0)] (column 0 without spec decode); a count
+  past the row's window skips the sequence (the bound of #50021); a null source starts from
+  zeros and masks every state write. With spec decode (cu_seqlens) the state
   after token t goes to dst_state_batch_indices[s, t] unless that entry is null; without it the
   state after the sequence's one token goes to dst_state_batch_indices[s, 0].
 - causal_conv1d_update: per sequence, the window is read from conv_state_indices[s, 0] (or the
@@ -41,6 +42,10 @@ FORWARD_VARIANTS = {
                                    "as #50021's first version did: every row with "
                                    "num_accepted > 1 fails the bound and is skipped, its "
                                    "states never written",
+    "no_accepted_bound": "selective_state_update reads state_batch_indices[s, num_accepted - 1] "
+                         "with no bound at all (#50021): a count of 0 or past the window, as "
+                         "a stale or racing count reaches the kernel, reads another row's "
+                         "entry or memory before the table",
     "scan_ignores_initial_state": "selective_scan_fn starts every prefill row from zeros, "
                                   "has_initial_state ignored: a chunk after the first loses "
                                   "the state its request had",
@@ -108,6 +113,7 @@ def make(bugs=frozenset()):
     one_column = "drafts_into_one_column" in bugs
     no_initial = "scan_ignores_initial_state" in bugs
     wrong_stride = "accepted_bound_wrong_stride" in bugs
+    unbounded = "no_accepted_bound" in bugs
 
     def selective_state_update(state, x, dt, A, B, C, D, dt_bias, z=None, dt_softplus=False,
                                state_batch_indices=None, dst_state_batch_indices=None,
@@ -124,11 +130,12 @@ def make(bugs=frozenset()):
             if hi <= lo:
                 continue
             a = int(num_accepted_tokens[s]) if num_accepted_tokens is not None else 1
-            col = a if reads_a else max(a - 1, 0)
+            col = a if reads_a else a - 1 if unbounded else max(a - 1, 0)
             # The bound on the column: the row's width (its stride between rows), or with
             # the bug the stride between columns.
             bound = 1 if wrong_stride else src_table.shape[1]
-            if num_accepted_tokens is not None and col >= bound and not reads_a:
+            if (num_accepted_tokens is not None and col >= bound and not reads_a
+                    and not unbounded):
                 continue
             src = _entry(src_table, s, col, "state_batch_indices")
             live = src != null_block_id or null_ok

@@ -305,6 +305,23 @@ class ForwardKernels(unittest.TestCase):
         with self.assertRaisesRegex(IndexError, "outside"):
             self.answer("reads_column_a")
 
+    def test_count_out_of_range_is_bounded_or_read_wild(self):
+        # Row 0 given 4 (past its window of 3) and 0: the clean kernel skips the row, then
+        # reads entry 0; the unbounded one reads flat entry 3 (row 1's entry 0, block 6), then
+        # flat entry -1, before the table.
+        host = devices.make_device("host")
+        past = dict(self.MESSAGE, kernels=["ssm"], num_accepted=[4, 3, 1])
+        self.assertEqual(forward.answer(past, reference, host)["ssm"]["writes"],
+                         [[6, 8, 1], [7, 8, 2]])
+        zero = dict(past, num_accepted=[0, 3, 1])
+        self.assertEqual(forward.answer(zero, reference, host)["ssm"]["writes"],
+                         [[3, 3, 1], [4, 3, 2], [5, 3, 3], [6, 8, 1], [7, 8, 2]])
+        broken = reference.select_variant("no_accepted_bound")
+        self.assertEqual(forward.answer(past, broken, host)["ssm"]["writes"],
+                         [[3, 6, 1], [4, 6, 2], [5, 6, 3], [6, 8, 1], [7, 8, 2]])
+        with self.assertRaisesRegex(IndexError, "flat entry -1"):
+            forward.answer(zero, broken, host)
+
     def test_scan_reads_and_writes_each_prefill_rows_block(self):
         message = dict(self.MESSAGE, rows=0, state_indices=[], kernels=["scan"],
                        prefill_state_indices=[3, 5, 0], prefill_query_start_loc=[0, 4, 10, 12],

@@ -87,6 +87,31 @@ TEST(ForwardKernelCheck, EachWrongAccessIsNamed) {
             "4 tokens");
 }
 
+// Row 0 probed with a count out of range: skipping it, or reading and writing within its window,
+// agrees; a state read from another row's window (an unbounded count) is named.
+TEST(ForwardKernelCheck, AProbeRowMayOnlyUseItsOwnWindow) {
+  ForwardKernelStep s = step();
+  s.kernels = {"ssm"};
+  s.probe_row = 0;
+  s.num_accepted[0] = 4;
+  const ForwardKernelReport others{.ssm = {{6, 8, 1}, {7, 8, 2}}};
+  EXPECT_EQ(check(s, others), "agree");
+  ForwardKernelReport r = others;
+  r.ssm.insert(r.ssm.end(), {{3, 3, 1}, {4, 3, 2}, {5, 3, 3}});
+  EXPECT_EQ(check(s, r), "agree");
+  r = others;
+  r.ssm.insert(r.ssm.end(), {{3, 6, 1}, {4, 6, 2}});
+  EXPECT_EQ(check(s, r),
+            "selective_state_update wrote block 3 (entry 0 of row 0) with the state of block 6 "
+            "(entry 0 of row 1) after 1 tokens: given num_accepted 4 for a window of 3 entries, "
+            "it read outside the row's window instead of bounding the count");
+  r = others;
+  r.ssm.push_back({9, 3, 1}); // outside the probe row's window: as without a probe
+  EXPECT_EQ(check(s, r),
+            "selective_state_update wrote block 9 (the block of prefill row 0), which no row "
+            "writes; it holds the state of block 3 (entry 0 of row 0) after 1 tokens");
+}
+
 // Without spec decode: one token per row, read and written at entry 0.
 TEST(ForwardKernelCheck, WithoutSpecDecodeEntryZeroOnly) {
   const ForwardKernelStep s{.kernels = {"ssm"},
