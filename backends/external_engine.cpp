@@ -202,6 +202,19 @@ public:
         initial.push_back(i != 0);
       message["prefill_has_initial_state"] = initial;
     }
+    // All mode: the rows are whole block-table rows, indexed by the metadata's block indices
+    // (the worker gathers the decode kernels' columns as the mixer does).
+    if (step.all_mode) {
+      message["block_size"] = step.block_size;
+      message["block_idx_last_computed"] = step.last_computed;
+      message["block_idx_last_scheduled"] = step.last_scheduled;
+      if (!step.prefill_indices.empty()) {
+        message["prefill_width"] = step.prefill_width;
+        message["prefill_block_idx_first_scheduled"] = step.prefill_first;
+        message["prefill_block_idx_last_scheduled"] = step.prefill_last;
+        message["prefill_block_idx_last_computed"] = step.prefill_last_computed;
+      }
+    }
     const json answer = send(message);
     gpu::engine::ForwardKernelReport report;
     try {

@@ -101,8 +101,11 @@ public:
     for (std::int32_t r = 0; r < step_.rows; ++r)
       for (std::int32_t j = 0; j < step_.width; ++j)
         if (entry(r, j) == block) return fmt::format("entry {} of {}", j, describe_row_(r));
-    for (std::size_t p = 0; p < step_.prefill_indices.size(); ++p)
-      if (step_.prefill_indices[p] == block) return fmt::format("the block of prefill row {}", p);
+    const auto pw = static_cast<std::size_t>(step_.prefill_width);
+    for (std::size_t i = 0; i < step_.prefill_indices.size(); ++i)
+      if (step_.prefill_indices[i] == block)
+        return step_.all_mode ? fmt::format("entry {} of prefill row {}", i % pw, i / pw)
+                              : fmt::format("the block of prefill row {}", i);
     return "a block no row of this step names";
   }
   std::string source_text(std::int32_t source) const {
@@ -111,11 +114,30 @@ public:
     return fmt::format("block {} ({})", source, where(source));
   }
 
+  // How a row's read column was chosen, for a finding's text.
+  std::string read_text(const Expected& e) const {
+    if (step_.all_mode) return fmt::format("entry {}, block_idx_last_computed", e.source_entry);
+    return fmt::format("entry {}, num_accepted {}", e.source_entry, accepted(e.row));
+  }
+
+  // All mode, a decode row: the block read (block_idx_last_computed's column) and the block
+  // written (block_idx_last_scheduled's).
+  std::pair<std::int32_t, std::int32_t> all_mode_columns(std::int32_t r) const {
+    const auto i = static_cast<std::size_t>(r);
+    return {step_.last_computed[i], step_.last_scheduled[i]};
+  }
+
   std::optional<std::string> check_ssm(const ForwardKernelReport& report) const {
     const std::string kernel = "selective_state_update";
     if (std::optional<std::string> o = outside_text(kernel, report.ssm_outside)) return o;
     std::map<std::int32_t, Expected> expected;
-    for (std::int32_t r = 0; r < step_.rows; ++r) {
+    for (std::int32_t r = 0; step_.all_mode && r < step_.rows; ++r) {
+      const auto [rd, wr] = all_mode_columns(r);
+      const std::int32_t src = entry(r, rd), dst = entry(r, wr);
+      if (src == model::kNullBlockId || dst == model::kNullBlockId) continue;
+      expected[dst] = {.row = r, .entry = wr, .source = src, .source_entry = rd, .tokens = 1};
+    }
+    for (std::int32_t r = 0; !step_.all_mode && r < step_.rows; ++r) {
       const std::int32_t q = tokens(r);
       if (q <= 0 || r == step_.probe_row) continue;
       const std::int32_t c = std::max(accepted(r) - 1, 0);
@@ -142,17 +164,16 @@ public:
       const Expected& e = it->second;
       if (w.source != e.source || w.tokens != e.tokens)
         return fmt::format("{} wrote block {} (entry {} of {}) with the state of {} after {} "
-                           "tokens; expected the state of block {} (entry {}, num_accepted {}) "
-                           "after {} tokens",
+                           "tokens; expected the state of block {} ({}) after {} tokens",
                            kernel, w.block, e.entry, describe_row_(e.row), source_text(w.source),
-                           w.tokens, e.source, e.source_entry, accepted(e.row), e.tokens);
+                           w.tokens, e.source, read_text(e), e.tokens);
     }
     if (const auto* missing = first_unwritten(expected, report.ssm)) {
       const Expected& e = missing->second;
       return fmt::format("{} never wrote block {} (entry {} of {}): expected the state of "
-                         "block {} (entry {}, num_accepted {}) after {} tokens",
+                         "block {} ({}) after {} tokens",
                          kernel, missing->first, e.entry, describe_row_(e.row), e.source,
-                         e.source_entry, accepted(e.row), e.tokens);
+                         read_text(e), e.tokens);
     }
     return std::nullopt;
   }
@@ -161,7 +182,27 @@ public:
     const std::string kernel = "selective_scan_fn";
     if (std::optional<std::string> o = outside_text(kernel, report.scan_outside)) return o;
     std::map<std::int32_t, Expected> expected;
-    for (std::size_t p = 0; p < step_.prefill_indices.size(); ++p) {
+    const std::size_t prefill_rows = step_.prefill_query_start_loc.size() - 1;
+    for (std::size_t p = 0; step_.all_mode && p < prefill_rows; ++p) {
+      const auto at = [&](std::int32_t j) {
+        return step_.prefill_indices[p * static_cast<std::size_t>(step_.prefill_width) +
+                                     static_cast<std::size_t>(j)];
+      };
+      const std::int32_t q =
+          step_.prefill_query_start_loc[p + 1] - step_.prefill_query_start_loc[p];
+      const std::int32_t last = step_.prefill_last[p];
+      if (q <= 0 || at(last) == model::kNullBlockId) continue;
+      const std::int32_t source =
+          step_.prefill_initial[p] != 0 ? at(step_.prefill_last_computed[p]) : -4;
+      const auto row = static_cast<std::int32_t>(p);
+      for (std::int32_t j = step_.prefill_first[p]; j < last; ++j)
+        expected[at(j)] = {.row = row,
+                           .entry = j,
+                           .source = source,
+                           .tokens = (j + 1) * step_.block_size - step_.prefill_computed[p]};
+      expected[at(last)] = {.row = row, .entry = last, .source = source, .tokens = q};
+    }
+    for (std::size_t p = 0; !step_.all_mode && p < step_.prefill_indices.size(); ++p) {
       const std::int32_t block = step_.prefill_indices[p];
       const std::int32_t q =
           step_.prefill_query_start_loc[p + 1] - step_.prefill_query_start_loc[p];
@@ -183,15 +224,19 @@ public:
                            kernel, w.block, where(w.block), state_text(w.source, w.tokens));
       const Expected& e = it->second;
       if (w.source != e.source || w.tokens != e.tokens)
-        return fmt::format("{} wrote block {} (prefill row {}) with {}; expected {}", kernel,
-                           w.block, e.row, state_text(w.source, w.tokens),
+        return fmt::format("{} wrote block {} ({}prefill row {}) with {}; expected {}", kernel,
+                           w.block, entry_text(e), e.row, state_text(w.source, w.tokens),
                            state_text(e.source, e.tokens));
     }
     if (const auto* missing = first_unwritten(expected, report.scan))
-      return fmt::format("{} never wrote block {} (prefill row {}): expected {}", kernel,
-                         missing->first, missing->second.row,
+      return fmt::format("{} never wrote block {} ({}prefill row {}): expected {}", kernel,
+                         missing->first, entry_text(missing->second), missing->second.row,
                          state_text(missing->second.source, missing->second.tokens));
     return std::nullopt;
+  }
+
+  std::string entry_text(const Expected& e) const {
+    return step_.all_mode ? fmt::format("entry {} of ", e.entry) : "";
   }
 
   std::string row_text(const std::array<std::int32_t, 2>& v) const {
@@ -208,15 +253,16 @@ public:
     std::map<std::int32_t, Expected> expected;
     for (std::int32_t r = 0; r < step_.rows; ++r) {
       const std::int32_t q = tokens(r);
-      const std::int32_t src = entry(r, 0);
+      const auto [rd, wr] = step_.all_mode ? all_mode_columns(r) : std::pair{0, 0};
+      const std::int32_t src = entry(r, rd), dst = entry(r, wr);
       if (q <= 0 || src == model::kNullBlockId) continue;
       const std::int32_t off = spec_ ? accepted(r) - 1 : 0;
-      Expected e{.row = r, .entry = 0, .source = src, .source_entry = off};
+      Expected e{.row = r, .entry = wr, .source = src, .source_entry = off};
       for (std::int32_t j = 0; j < step_.state_len; ++j)
         e.rows.push_back(j < w - 2       ? std::array{src, off + 1 + j}
                          : j < w - 2 + q ? std::array{-1, j - (w - 2)}
-                                         : std::array{src, j});
-      expected[src] = std::move(e);
+                                         : std::array{dst, j});
+      expected[dst] = std::move(e);
     }
     for (const ConvWrite& got : report.conv) {
       const auto it = expected.find(got.block);
@@ -228,18 +274,18 @@ public:
         const std::array<std::int32_t, 2> g =
             j < got.rows.size() ? got.rows[j] : std::array<std::int32_t, 2>{-2, 0};
         if (g != e.rows[j])
-          return fmt::format("{} wrote row {} of block {} (entry 0 of {}, window read at offset "
-                             "{}) with {}; expected {}",
-                             kernel, j, got.block, describe_row_(e.row), e.source_entry,
-                             row_text(g), row_text(e.rows[j]));
+          return fmt::format("{} wrote row {} of block {} (entry {} of {}, window read at "
+                             "offset {}) with {}; expected {}",
+                             kernel, j, got.block, e.entry, describe_row_(e.row),
+                             e.source_entry, row_text(g), row_text(e.rows[j]));
       }
     }
     if (const auto* missing = first_unwritten(expected, report.conv)) {
       const Expected& e = missing->second;
-      return fmt::format("{} never wrote block {} (entry 0 of {}): expected its window read at "
-                         "offset {} and the step's {} tokens",
-                         kernel, missing->first, describe_row_(e.row), e.source_entry,
-                         tokens(e.row));
+      return fmt::format("{} never wrote block {} (entry {} of {}): expected the window of "
+                         "block {} read at offset {} and the step's {} tokens",
+                         kernel, missing->first, e.entry, describe_row_(e.row), e.source,
+                         e.source_entry, tokens(e.row));
     }
     return std::nullopt;
   }

@@ -298,18 +298,24 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
 }
 
 // The module's own forward kernels, where the executor has them (an external worker): the
-// step's decode rows as vLLM's mixer hands them over (align mode), what they wrote on the
-// worker's tracer states judged against the metadata (forward_kernels.h).
+// step's rows as vLLM's mixer hands them over, what they wrote on the worker's tracer states
+// judged against the metadata (forward_kernels.h). In all mode the decode kernels run only
+// without drafts (model/FORWARD.md, "External forward kernels").
 void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch) {
   const model::ForwardMetadata& md = rec.metadata;
-  if (layout_.config.mode != model::CacheMode::align) return;
+  const bool all = layout_.config.mode == model::CacheMode::all;
+  const bool spec = layout_.config.num_spec_tokens > 0;
+  if (layout_.config.mode == model::CacheMode::none) return;
   const std::vector<std::string> available = executor_->forward_kernels();
   if (available.empty()) return;
   const auto has = [&](std::string_view k) {
     return std::find(available.begin(), available.end(), k) != available.end();
   };
+  const std::int32_t block_size = layout_.config.mamba_block_size;
   ForwardKernelStep step{.num_blocks = layout_.spec.num_blocks,
-                         .width = 1 + layout_.config.num_spec_tokens};
+                         .width = 1 + layout_.config.num_spec_tokens,
+                         .all_mode = all,
+                         .block_size = block_size};
   bool any_temporal = false; // selective_scan_fn's state, in any group
   for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
     const model::StateTensor& t = layout_.tensors[i];
@@ -317,7 +323,7 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
     any_temporal = any_temporal || temporal;
     if (t.group != 0) continue;
     const std::string kernel = temporal ? "ssm" : "conv";
-    if (md.num_decodes == 0 || !has(kernel) ||
+    if (md.num_decodes == 0 || (all && spec) || !has(kernel) ||
         std::find(step.kernels.begin(), step.kernels.end(), kernel) != step.kernels.end())
       continue;
     step.kernels.push_back(kernel);
@@ -328,26 +334,52 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
                         1;
     }
   }
-  // The prefill rows, for selective_scan_fn over a temporal state: its one block and
-  // whether it starts from a state; left out where the worker's tracer values would not stay
-  // exact (a pool of many blocks with long chunks).
+  // The prefill rows, for selective_scan_fn over a temporal state: its block (all mode: its
+  // table row) and whether it starts from a state; left out where the worker's tracer values
+  // would not stay exact (a pool of many blocks with long chunks). In all mode a row whose
+  // chunk does not start on a block boundary is left out: the kernel finds the boundaries
+  // from the chunk's start, and vLLM's chunking never starts one elsewhere.
   std::int64_t longest = 0;
   if (has("scan") && any_temporal && md.num_prefills > 0) {
+    std::vector<const model::ForwardMetadataRow*> prefills;
     for (const model::ForwardMetadataRow& m : md.rows) {
-      if (m.decode) continue;
       const auto b = static_cast<std::size_t>(m.batch_row);
+      if (m.decode || (all && batch.num_computed[b] % block_size != 0)) continue;
+      prefills.push_back(&m);
+      step.prefill_width = std::max(step.prefill_width,
+                                    static_cast<std::int32_t>(m.state_indices.front().size()));
+    }
+    for (const model::ForwardMetadataRow* m : prefills) {
+      const auto b = static_cast<std::size_t>(m->batch_row);
       const std::int32_t q = batch.step->scheduled[b].num_scheduled_tokens;
-      step.prefill_indices.push_back(m.state_indices.front().front());
+      const std::vector<std::int32_t>& ids = m->state_indices.front();
+      if (all) {
+        step.prefill_indices.insert(step.prefill_indices.end(), ids.begin(), ids.end());
+        step.prefill_indices.resize(step.prefill_indices.size() + step.prefill_width -
+                                        ids.size(),
+                                    -1);
+        step.prefill_first.push_back(m->block_idx_first_scheduled);
+        step.prefill_last.push_back(m->block_idx_last_scheduled);
+        step.prefill_last_computed.push_back(m->block_idx_last_computed);
+        step.prefill_computed.push_back(batch.num_computed[b]);
+      } else {
+        step.prefill_indices.push_back(ids.front());
+      }
       step.prefill_initial.push_back(batch.num_computed[b] > 0 ? 1 : 0);
       step.prefill_query_start_loc.push_back(step.prefill_query_start_loc.back() + q);
       longest = std::max<std::int64_t>(longest, q);
     }
-    if (scan_tracer_fits(step.num_blocks, longest)) {
+    if (!prefills.empty() && scan_tracer_fits(step.num_blocks, longest)) {
       step.kernels.push_back("scan");
     } else {
+      step.prefill_width = 1;
       step.prefill_indices.clear();
       step.prefill_initial.clear();
       step.prefill_query_start_loc.assign(1, 0);
+      step.prefill_first.clear();
+      step.prefill_last.clear();
+      step.prefill_last_computed.clear();
+      step.prefill_computed.clear();
     }
   }
   if (step.kernels.empty()) return;
@@ -357,14 +389,24 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
                                           [](const std::string& k) { return k != "scan"; });
   std::vector<const model::ForwardMetadataRow*> rows;
   for (const model::ForwardMetadataRow& m : md.rows)
-    if (m.decode && decode_kernels) rows.push_back(&m);
+    if (m.decode && decode_kernels) {
+      rows.push_back(&m);
+      if (all)
+        step.width =
+            std::max(step.width, static_cast<std::int32_t>(m.state_indices.front().size()));
+    }
   step.rows = static_cast<std::int32_t>(rows.size());
-  const bool spec = layout_.config.num_spec_tokens > 0;
   if (spec) step.query_start_loc.push_back(0);
   for (const model::ForwardMetadataRow* m : rows) {
     const std::vector<std::int32_t>& ids = m->state_indices.front();
-    MC_ASSERT(static_cast<std::int32_t>(ids.size()) == step.width);
+    MC_ASSERT(all ? static_cast<std::int32_t>(ids.size()) <= step.width
+                  : static_cast<std::int32_t>(ids.size()) == step.width);
     step.state_indices.insert(step.state_indices.end(), ids.begin(), ids.end());
+    step.state_indices.resize(step.state_indices.size() + step.width - ids.size(), -1);
+    if (all) {
+      step.last_computed.push_back(m->block_idx_last_computed);
+      step.last_scheduled.push_back(m->block_idx_last_scheduled);
+    }
     if (!spec) continue;
     step.num_accepted.push_back(m->num_accepted);
     // A padding row has the shape of a full decode, as the captured graph's batch has.

@@ -236,6 +236,7 @@ FORWARD_VARIANTS = {  # the variant: the finding's kind and words of its text
     "null_block_not_skipped": ("forward-kernel", "(the null block)"),
     "drafts_into_one_column": ("forward-kernel", "after 2 tokens; expected"),
     "scan_ignores_initial_state": ("forward-kernel", "selective_scan_fn wrote block"),
+    "final_state_to_initial_block": ("forward-kernel", "selective_scan_fn"),
     "accepted_bound_wrong_stride": ("forward-kernel", "selective_state_update never wrote"),
     # Found by the probe of the count's bound: a wild read of another row's entry, or, with
     # one row, an IndexError (a kernel error) past the table.

@@ -56,6 +56,14 @@ def _field(message, key):
     return message[key]
 
 
+def _columns(message, key, rows, width):
+    """A per-row block index of the message: rows entries, each a column of a row of width."""
+    v = np.asarray(_field(message, key), dtype=np.int32)
+    if v.size != rows or np.any(v < 0) or np.any(v >= width):
+        raise ForwardError(f"engine forward: {key}: expected {rows} columns in [0, {width})")
+    return v
+
+
 def _changed_blocks(before, after, n):
     """The blocks (of the n between the guards) whose values changed."""
     inner_before = before[GUARD_BLOCKS:GUARD_BLOCKS + n]
@@ -104,17 +112,29 @@ class Step:
     """One forward message, parsed and checked."""
 
     def parse_prefill(self, message):
-        """The prefill rows (selective_scan_fn's): block, token offsets, initial state."""
-        self.prefill_indices = np.asarray(message.get("prefill_state_indices", []), dtype=np.int32)
+        """The prefill rows (selective_scan_fn's): block (all mode: table row), token offsets,
+        initial state, and in all mode the block indices."""
         self.prefill_qsl = np.asarray(message.get("prefill_query_start_loc", [0]), dtype=np.int32)
         self.prefill_initial = np.asarray(message.get("prefill_has_initial_state", []), dtype=bool)
-        p = self.prefill_indices.size
-        if self.prefill_qsl.size != p + 1 or self.prefill_initial.size != p:
-            raise ForwardError("engine forward: prefill rows need prefill_query_start_loc of "
-                               "rows + 1 and prefill_has_initial_state of rows entries")
+        self.prefill_width = int(message.get("prefill_width", 1))
+        p = self.prefill_qsl.size - 1
+        indices = np.asarray(message.get("prefill_state_indices", []), dtype=np.int32)
+        if p < 0 or self.prefill_width <= 0 or indices.size != p * self.prefill_width or \
+                self.prefill_initial.size != p:
+            raise ForwardError("engine forward: prefill rows need prefill_state_indices of rows "
+                               "x prefill_width, prefill_query_start_loc of rows + 1 and "
+                               "prefill_has_initial_state of rows entries")
         if self.prefill_qsl[0] != 0 or np.any(np.diff(self.prefill_qsl) < 0):
             raise ForwardError("engine forward: prefill_query_start_loc must start at 0 and "
                                "never decrease")
+        self.prefill_indices = indices.reshape(p, self.prefill_width) if self.all_mode \
+            else indices
+        self.prefill_columns = [np.zeros(0, dtype=np.int32)] * 3
+        if self.all_mode and p > 0:
+            self.prefill_columns = [
+                _columns(message, key, p, self.prefill_width)
+                for key in ("prefill_block_idx_first_scheduled",
+                            "prefill_block_idx_last_scheduled", "prefill_block_idx_last_computed")]
 
     def __init__(self, message):
         self.num_blocks = int(_field(message, "num_blocks"))
@@ -126,6 +146,12 @@ class Step:
         if self.num_blocks <= 0 or self.rows < 0 or self.width <= 0:
             raise ForwardError("engine forward: num_blocks and width must be positive, rows not "
                                "negative")
+        # All mode: every row is a whole block-table row, indexed by the block indices.
+        self.all_mode = "block_idx_last_computed" in message
+        if self.all_mode:
+            self.block_size = int(_field(message, "block_size"))
+            if self.block_size <= 0:
+                raise ForwardError("engine forward: block_size must be positive")
         self.parse_prefill(message)
         if self.num_blocks * TRACER_BLOCK >= 1 << 24:
             raise ForwardError(f"engine forward: {self.num_blocks} blocks: the tracer values "
@@ -140,6 +166,10 @@ class Step:
             raise ForwardError(f"engine forward: state_indices: {self.indices.size} entries, "
                                f"expected rows x width = {self.rows * self.width}")
         self.indices = self.indices.reshape(self.rows, self.width)
+        if self.all_mode:
+            self.last_computed, self.last_scheduled = (
+                _columns(message, key, self.rows, self.width)
+                for key in ("block_idx_last_computed", "block_idx_last_scheduled"))
         accepted = message.get("num_accepted")
         self.num_accepted = None if accepted is None else np.asarray(accepted, dtype=np.int32)
         qsl = message.get("query_start_loc")
@@ -200,14 +230,18 @@ def run_ssm(step, kernel, device):
     heads, dim, dstate = SSM_SHAPE
     ones = np.ones((t, heads, dim), dtype=np.float32)
     spec = step.num_accepted is not None
-    idx = device.tensor(step.indices)
+    src = dst = device.tensor(step.indices)
+    if step.all_mode:  # the mixer's gathers: one column read, one written
+        rows = np.arange(step.rows)
+        src = device.tensor(step.indices[rows, step.last_computed].copy())
+        dst = device.tensor(step.indices[rows, step.last_scheduled].copy())
     kernel(state, device.tensor(ones), device.tensor(ones),
            device.tensor(np.zeros((heads, dim, dstate), dtype=np.float32)),
            device.tensor(np.ones((t, 1, dstate), dtype=np.float32)),
            device.tensor(np.ones((t, 1, dstate), dtype=np.float32)),
            device.tensor(np.zeros((heads, dim), dtype=np.float32)),
            device.tensor(np.zeros((heads, dim), dtype=np.float32)),
-           z=None, dt_softplus=False, state_batch_indices=idx, dst_state_batch_indices=idx,
+           z=None, dt_softplus=False, state_batch_indices=src, dst_state_batch_indices=dst,
            null_block_id=NULL_BLOCK_ID, out=device.tensor(np.zeros((t, heads, dim),
                                                                    dtype=np.float32)),
            num_accepted_tokens=device.tensor(step.num_accepted) if spec else None,
@@ -234,7 +268,9 @@ def run_conv(step, kernel, device):
            activation=None, conv_state_indices=device.tensor(step.indices),
            num_accepted_tokens=device.tensor(step.num_accepted) if spec else None,
            query_start_loc=device.tensor(step.query_start_loc) if spec else None,
-           max_query_len=step.width, null_block_id=NULL_BLOCK_ID)
+           max_query_len=step.width, null_block_id=NULL_BLOCK_ID,
+           **({"block_idx_last_scheduled_token": device.tensor(step.last_scheduled),
+               "initial_state_idx": device.tensor(step.last_computed)} if step.all_mode else {}))
     after = device.to_numpy(full)
     writes = []
     inner_after = after[GUARD_BLOCKS:GUARD_BLOCKS + n]
@@ -249,7 +285,7 @@ def run_conv(step, kernel, device):
 
 def scan_tag(step):
     """The tag step of the scan's tracer: a power of two above every prefill row's tokens."""
-    longest = int(np.max(np.diff(step.prefill_qsl))) if step.prefill_indices.size else 0
+    longest = int(np.max(np.diff(step.prefill_qsl))) if step.prefill_qsl.size > 1 else 0
     tag = 64
     while tag <= longest:
         tag *= 2
@@ -257,8 +293,8 @@ def scan_tag(step):
 
 
 def run_scan(step, kernel, device):
-    """selective_scan_fn over the prefill rows (varlen, one block each, no prefix-caching
-    arguments): block b holds (b + 1) * S, every token adds 1 (A = 0, delta = B = u = 1), so a
+    """selective_scan_fn over the prefill rows (varlen; align mode: one block each; all mode:
+    whole table rows with the prefix-caching arguments): block b holds (b + 1) * S, every token adds 1 (A = 0, delta = B = u = 1), so a
     block written with v holds the state of block v // S - 1 after v % S tokens, or, where
     v < S, the state of no block (started from zeros) after v tokens."""
     n, tag = step.num_blocks, scan_tag(step)
@@ -280,10 +316,18 @@ def run_scan(step, kernel, device):
            D=None, z=None, delta_bias=None, delta_softplus=False,
            query_start_loc=device.tensor(step.prefill_qsl),
            cache_indices=device.tensor(step.prefill_indices),
-           has_initial_state=device.tensor(step.prefill_initial), null_block_id=NULL_BLOCK_ID)
+           has_initial_state=device.tensor(step.prefill_initial), null_block_id=NULL_BLOCK_ID,
+           **(_prefix_caching(step, device) if step.all_mode else {}))
     after = device.to_numpy(full)
     return {"writes": _state_writes(before, after, n, tag, -4),
             "outside": _guards_changed(before, after, n)}
+
+
+def _prefix_caching(step, device):
+    """selective_scan_fn's prefix-caching arguments for an all-mode step's prefill rows."""
+    first, last, computed = (device.tensor(v) for v in step.prefill_columns)
+    return {"block_size": step.block_size, "block_idx_first_scheduled_token": first,
+            "block_idx_last_scheduled_token": last, "initial_state_idx": computed}
 
 
 def answer(message, module, device):

@@ -17,9 +17,13 @@ model/FORWARD.md and adapters/python/README.md ("Forward protocol") state them:
 
 Every index is checked: an entry outside its index tensor or a block outside the state tensor
 raises IndexError naming it, where a GPU kernel would read or write memory it does not own.
-- selective_scan_fn (prefill rows, varlen, without its prefix-caching arguments): per sequence
-  the state of cache_indices[s] (zeros where has_initial_state[s] is false) after the
-  sequence's tokens, written back to cache_indices[s]; a null entry skips the sequence.
+- selective_scan_fn (prefill rows, varlen): per sequence the state of cache_indices[s]
+  (zeros where has_initial_state[s] is false) after the sequence's tokens, written back to
+  cache_indices[s]; a null entry skips the sequence. With its prefix-caching arguments
+  (cache_indices[s] a whole table row): the state is read from the column initial_state_idx
+  names, the state after each block boundary inside the chunk is written to the columns from
+  block_idx_first_scheduled_token on, and the final state to block_idx_last_scheduled_token's
+  column; the chunk starts on a block boundary.
 
 `make(bugs)` returns the three kernels with the named deliberate bugs (FORWARD_VARIANTS). They
 take numpy arrays or torch tensors alike (the adapter's test kernels run them on a GPU through
@@ -46,6 +50,12 @@ FORWARD_VARIANTS = {
                          "with no bound at all (#50021): a count of 0 or past the window, as "
                          "a stale or racing count reaches the kernel, reads another row's "
                          "entry or memory before the table",
+    "final_state_to_initial_block": "selective_scan_fn with prefix caching writes the final "
+                                    "state to the column it read (initial_state_idx), as "
+                                    "without prefix caching, instead of "
+                                    "block_idx_last_scheduled_token's: the cached block of the "
+                                    "last computed token is overwritten and the row's last "
+                                    "block keeps its old state",
     "scan_ignores_initial_state": "selective_scan_fn starts every prefill row from zeros, "
                                   "has_initial_state ignored: a chunk after the first loses "
                                   "the state its request had",
@@ -113,6 +123,7 @@ def make(bugs=frozenset()):
     one_column = "drafts_into_one_column" in bugs
     no_initial = "scan_ignores_initial_state" in bugs
     wrong_stride = "accepted_bound_wrong_stride" in bugs
+    final_to_read = "final_state_to_initial_block" in bugs
     unbounded = "no_accepted_bound" in bugs
 
     def selective_state_update(state, x, dt, A, B, C, D, dt_bias, z=None, dt_softplus=False,
@@ -203,26 +214,40 @@ def make(bugs=frozenset()):
                           has_initial_state=None, null_block_id=0, block_size=1024,
                           block_idx_first_scheduled_token=None,
                           block_idx_last_scheduled_token=None, initial_state_idx=None, **_):
-        if block_idx_first_scheduled_token is not None or initial_state_idx is not None:
-            raise ValueError("selective_scan_fn: this reference has no prefix-caching path")
         ops = _Ops(ssm_states)
-        indices = cache_indices.reshape(-1)
+        caching = block_idx_first_scheduled_token is not None
+        table = _as_table(cache_indices)
+        if B.shape[0] != 1:
+            raise ValueError("selective_scan_fn: this reference takes one group of B")
         for b, (lo, hi) in enumerate(_sequences(u.shape[1], query_start_loc)):
-            src = int(indices[b])
-            if src == null_block_id and not null_ok:
+            # Without prefix caching: read and write the row's one block. With it: read the
+            # column initial_state_idx names, write each block boundary's state from
+            # block_idx_first_scheduled_token on and the final state to
+            # block_idx_last_scheduled_token's column.
+            rd_col = int(initial_state_idx[b]) if caching else 0
+            first = int(block_idx_first_scheduled_token[b]) if caching else 0
+            last = int(block_idx_last_scheduled_token[b]) if caching else 0
+            final = _entry(table, b, rd_col if final_to_read else last, "cache_indices")
+            if final == null_block_id and not null_ok:
                 continue
-            _block(ssm_states, src, "selective_scan_fn")
             initial = (has_initial_state is not None and bool(has_initial_state[b])
                        and not no_initial)
-            st = ops.f32(ssm_states[src]) if initial else ops.zeros(ssm_states.shape[1:], ssm_states)
-            if B.shape[0] != 1:
-                raise ValueError("selective_scan_fn: this reference takes one group of B")
+            src = _entry(table, b, rd_col, "cache_indices")
+            st = (ops.f32(ssm_states[_block(ssm_states, src, "selective_scan_fn read")])
+                  if initial else ops.zeros(ssm_states.shape[1:], ssm_states))
             for t in range(lo, hi):
                 dtv = delta[:, t] + (delta_bias if delta_bias is not None else 0.0)
                 if delta_softplus:
                     dtv = ops.softplus(dtv)
                 st = (st * ops.exp(dtv[:, None] * A)
                       + dtv[:, None] * B[0, :, t][None, :] * u[:, t][:, None])
-            ssm_states[src] = st
+                # The chunk starts on a block boundary (vLLM's chunking keeps it there), so
+                # its k-th boundary comes after k * block_size of its tokens.
+                done = t + 1 - lo
+                col = first + done // block_size - 1
+                if caching and done % block_size == 0 and col < last:
+                    dst = _entry(table, b, col, "cache_indices")
+                    ssm_states[_block(ssm_states, dst, "selective_scan_fn write")] = st
+            ssm_states[_block(ssm_states, final, "selective_scan_fn write")] = st
 
     return selective_state_update, causal_conv1d_update, selective_scan_fn

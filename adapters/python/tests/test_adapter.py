@@ -336,6 +336,40 @@ class ForwardKernels(unittest.TestCase):
         self.assertEqual(forward.answer(message, broken, host)["scan"]["writes"],
                          [[3, -4, 4], [5, -4, 6]])
 
+    def test_all_mode_gathers_and_prefix_caching(self):
+        host = devices.make_device("host")
+        # Decode rows (no spec decode), whole table rows: row 0 reads column 0 (block 3) and
+        # writes column 1 (block 4); row 1 reads and writes column 1 (block 7).
+        decode = {"op": "forward", "num_blocks": 12, "state_len": 3, "conv_width": 4,
+                  "rows": 2, "width": 3, "state_indices": [3, 4, 5, 6, 7, -1],
+                  "kernels": ["ssm", "conv"], "block_size": 4,
+                  "block_idx_last_computed": [0, 1], "block_idx_last_scheduled": [1, 1]}
+        got = forward.answer(decode, reference, host)
+        self.assertEqual(got["ssm"]["writes"], [[4, 3, 1], [7, 7, 1]])
+        self.assertEqual(got["conv"]["writes"], [[4, [[3, 1], [3, 2], [-1, 0]]],
+                                                 [7, [[7, 1], [7, 2], [-1, 0]]]])
+        # Prefill rows, B = 4: row 0 has 4 tokens computed (reads column 0, block 3) and
+        # runs 10: boundaries after 4 and 8 of them into columns 1 and 2, the final state
+        # into column 3. Row 1 starts from zeros: 6 tokens, a boundary into column 0.
+        prefill = {"op": "forward", "num_blocks": 12, "state_len": 3, "conv_width": 4,
+                   "rows": 0, "width": 1, "state_indices": [], "kernels": ["scan"],
+                   "block_size": 4, "block_idx_last_computed": [],
+                   "block_idx_last_scheduled": [], "prefill_width": 4,
+                   "prefill_state_indices": [3, 4, 5, 6, 7, 8, -1, -1],
+                   "prefill_query_start_loc": [0, 10, 16],
+                   "prefill_has_initial_state": [True, False],
+                   "prefill_block_idx_first_scheduled": [1, 0],
+                   "prefill_block_idx_last_scheduled": [3, 1],
+                   "prefill_block_idx_last_computed": [0, 0]}
+        self.assertEqual(forward.answer(prefill, reference, host)["scan"]["writes"],
+                         [[4, 3, 4], [5, 3, 8], [6, 3, 10], [7, -4, 4], [8, -4, 6]])
+        broken = reference.select_variant("final_state_to_initial_block")
+        self.assertEqual(forward.answer(prefill, broken, host)["scan"]["writes"],
+                         [[3, 3, 10], [4, 3, 4], [5, 3, 8], [7, -4, 6]])
+        with self.assertRaises(forward.ForwardError):
+            forward.answer(dict(prefill, prefill_block_idx_last_scheduled=[4, 1]), reference,
+                           host)
+
     def test_bad_messages_are_refused(self):
         for change in ({"state_indices": [1, 2]}, {"query_start_loc": None},
                        {"kernels": ["attention"]}, {"conv_width": 9}):

@@ -112,6 +112,61 @@ TEST(ForwardKernelCheck, AProbeRowMayOnlyUseItsOwnWindow) {
             "writes; it holds the state of block 3 (entry 0 of row 0) after 1 tokens");
 }
 
+// All mode: whole table rows. Decode rows read block_idx_last_computed's column and write
+// block_idx_last_scheduled's; the scan writes each boundary's state from the first scheduled
+// column and the final state to the last (B = 4; the adapter's test has the same rows).
+TEST(ForwardKernelCheck, AllModeColumnsComeFromTheBlockIndices) {
+  const ForwardKernelStep s{.kernels = {"ssm", "conv", "scan"},
+                            .num_blocks = 12,
+                            .state_len = 3,
+                            .conv_width = 4,
+                            .rows = 2,
+                            .width = 3,
+                            .state_indices = {3, 4, 5, 6, 7, -1},
+                            .prefill_indices = {8, 9, 10, 11, 1, 2, -1, -1},
+                            .prefill_initial = {1, 0},
+                            .prefill_query_start_loc = {0, 10, 16},
+                            .all_mode = true,
+                            .block_size = 4,
+                            .last_computed = {0, 1},
+                            .last_scheduled = {1, 1},
+                            .prefill_width = 4,
+                            .prefill_first = {1, 0},
+                            .prefill_last = {3, 1},
+                            .prefill_last_computed = {0, 0},
+                            .prefill_computed = {4, 0}};
+  const ForwardKernelReport right{
+      .ssm = {{4, 3, 1}, {7, 7, 1}},
+      .conv = {{4, {{3, 1}, {3, 2}, {-1, 0}}}, {7, {{7, 1}, {7, 2}, {-1, 0}}}},
+      .scan = {{9, 8, 4}, {10, 8, 8}, {11, 8, 10}, {1, -4, 4}, {2, -4, 6}}};
+  EXPECT_EQ(check(s, right), "agree");
+  ForwardKernelReport r = right;
+  r.ssm[0] = {3, 3, 1}; // written back where it was read, as without prefix caching
+  EXPECT_EQ(check(s, r),
+            "selective_state_update wrote block 3 (entry 0 of row 0), which no row writes; it "
+            "holds the state of block 3 (entry 0 of row 0) after 1 tokens");
+  r = right;
+  r.ssm[0] = {4, 4, 1};
+  EXPECT_EQ(check(s, r),
+            "selective_state_update wrote block 4 (entry 1 of row 0) with the state of block 4 "
+            "(entry 1 of row 0) after 1 tokens; expected the state of block 3 (entry 0, "
+            "block_idx_last_computed) after 1 tokens");
+  r = right;
+  r.conv[0].rows[0] = {4, 1};
+  EXPECT_EQ(check(s, r),
+            "causal_conv1d_update wrote row 0 of block 4 (entry 1 of row 0, window read at "
+            "offset 0) with row 1 of block 4; expected row 1 of block 3");
+  r = right;
+  r.scan = {{8, 8, 10}, {9, 8, 4}, {10, 8, 8}, {1, -4, 4}, {2, -4, 6}};
+  EXPECT_EQ(check(s, r),
+            "selective_scan_fn wrote block 8 (entry 0 of prefill row 0), which no prefill row "
+            "writes; it holds the state of block 8 (entry 0 of prefill row 0) after 10 tokens");
+  r.scan.erase(r.scan.begin());
+  EXPECT_EQ(check(s, r),
+            "selective_scan_fn never wrote block 11 (entry 3 of prefill row 0): expected the "
+            "state of block 8 (entry 0 of prefill row 0) after 10 tokens");
+}
+
 // Without spec decode: one token per row, read and written at entry 0.
 TEST(ForwardKernelCheck, WithoutSpecDecodeEntryZeroOnly) {
   const ForwardKernelStep s{.kernels = {"ssm"},
