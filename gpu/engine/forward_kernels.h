@@ -1,8 +1,9 @@
 // The forward's state kernels of a module under test (an external worker's
-// selective_state_update and causal_conv1d_update, adapters/python/mambacheck_adapter/forward.py):
-// the decode rows of an align-mode step as vLLM's mamba mixer hands them to those kernels, what
-// the worker reports they wrote on its tracer states, and the check of that against what the
-// metadata says they must read and write (model/FORWARD.md, "External forward kernels").
+// selective_state_update, causal_conv1d_update and selective_scan_fn,
+// adapters/python/mambacheck_adapter/forward.py): a step's rows as vLLM's mamba mixer hands them
+// to those kernels, what the worker reports they wrote on its tracer states, and the check of
+// that against what the metadata says they must read and write (model/FORWARD.md, "External
+// forward kernels").
 //
 // Per decode row s with window W = state_indices_tensor_d[s] (1 + num_spec entries, the null
 // block 0 in a CUDA-graph padding row), q tokens and, with spec decode, a = num_accepted[s]:

@@ -1,5 +1,5 @@
 """The forward's state kernels of the module under test, driven as vLLM's mamba mixer drives
-them in a decode step (align mode), on tracer states (README.md, "Forward protocol").
+them (align and all mode), on tracer states (README.md, "Forward protocol").
 
 mambacheck sends, per engine step with decode rows, the rows the metadata builder made:
 state_indices_tensor_d (each row's window of 1 + num_spec block ids, the null block 0 in the
@@ -13,6 +13,9 @@ The worker calls the module's kernels with the seed's wrapper signatures:
                          conv_state_indices=idx, num_accepted_tokens=a, query_start_loc=qsl,
                          max_query_len=width, null_block_id=0)
 
+(in all mode the SSM kernel's source and destination gathered from each row's block-table row
+by block_idx_last_computed and block_idx_last_scheduled, the conv kernel given the table with
+initial_state_idx and block_idx_last_scheduled_token, the scan its prefix-caching arguments)
 on states it made itself, whose values say where they came from, so that what the kernels
 wrote tells which block each write read:
 - the SSM state, float32 (blocks, 1 head, 2, 2): block b holds (b + 1) * 64 everywhere, and the
