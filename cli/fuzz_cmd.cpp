@@ -10,6 +10,7 @@
 #include "cli/duration.h"
 #include "cli/fuzz_engine.h"
 #include "cli/junit.h"
+#include "cli/mps.h"
 #include "cli/output_paths.h"
 #include "cli/parallel_option.h"
 #include "cli/progress.h"
@@ -417,9 +418,24 @@ int run_fuzz(FuzzOptions o) {
   const CaseBackend case_backend = !o.external.empty()                  ? CaseBackend::external
                                    : backend == backends::Backend::cuda ? CaseBackend::cuda
                                                                         : CaseBackend::host;
+  const std::optional<int> devices_visible =
+      case_backend == CaseBackend::host ? std::optional<int>(0) : gpu::cuda_device_count();
   o.parallel = resolve_parallel(o.parallel_options, case_backend, o.no_isolate, usable_cores(),
-                                case_backend == CaseBackend::host ? std::optional<int>(0)
-                                                                  : gpu::cuda_device_count());
+                                devices_visible, case_backend == CaseBackend::cuda && mps_available());
+  // Held for the whole campaign: a daemon started for it is quit when it ends.
+  std::unique_ptr<MpsSession> mps;
+  if (o.parallel.mps) {
+    std::string why_not;
+    mps = MpsSession::start(why_not);
+    if (mps) {
+      std::cout << "fuzz: " << mps->line() << "\n";
+    } else {
+      if (o.parallel_options.mps == "on") model::fail_input("--mps on: {}", why_not);
+      o.parallel = resolve_parallel(o.parallel_options, case_backend, o.no_isolate,
+                                    usable_cores(), devices_visible, false);
+      std::cout << "fuzz: MPS: " << why_not << "; the case workers take turns on each GPU\n";
+    }
+  }
   // The reruns and shrinking of a finding run in this process: on the first device listed.
   if (backend == backends::Backend::cuda && !o.parallel.devices.empty() &&
       o.parallel.devices.front() != 0)

@@ -60,10 +60,15 @@ std::int64_t checked_count(const char* option, std::int64_t n) {
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   cmd.add_option("--jobs", o.jobs,
                  "Cases run at once, each in a worker process (default: every core this process "
-                 "may use; cuda: 2 per GPU up to the cores). The report is the same for any N");
+                 "may use; cuda without MPS: 2 per GPU up to the cores). The report is the same "
+                 "for any N");
   cmd.add_option("--devices", o.devices,
                  "cuda and --external: the GPUs the workers use, all or a list like 0,1 (worker "
                  "k gets the k-th, round robin; default all)");
+  cmd.add_option("--mps", o.mps,
+                 "cuda: share each GPU between the case workers through NVIDIA MPS (auto: where "
+                 "nvidia-cuda-mps-control is on PATH or CUDA_MPS_PIPE_DIRECTORY names a daemon, "
+                 "and a GPU has more than one worker; on; off)");
   cmd.add_option("--workers", o.workers,
                  "--external: adapter workers to start, each running cases beside the others "
                  "(default 1)");
@@ -77,8 +82,21 @@ std::int64_t usable_cores() {
 }
 
 Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no_isolate,
-                          std::int64_t cores, std::optional<int> devices_visible) {
+                          std::int64_t cores, std::optional<int> devices_visible,
+                          bool mps_available) {
   MC_ASSERT(cores >= 1);
+  if (o.mps != "auto" && o.mps != "on" && o.mps != "off")
+    model::fail_input("--mps: expected auto, on or off, got '{}'", o.mps);
+  if (o.mps == "on") {
+    if (backend != CaseBackend::cuda)
+      model::fail_input("--mps on: shares a GPU between the case workers of --backend cuda");
+    if (no_isolate)
+      model::fail_input("--mps on: shares a GPU between case workers; --no-isolate runs every "
+                        "case in this process");
+    if (!mps_available)
+      model::fail_input("--mps on: no MPS here (nvidia-cuda-mps-control is not on PATH and "
+                        "CUDA_MPS_PIPE_DIRECTORY is not set)");
+  }
   if (o.jobs != -1) checked_count("--jobs", o.jobs);
   if (o.workers != -1) {
     checked_count("--workers", o.workers);
@@ -118,7 +136,10 @@ Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no
       jobs = std::min(cores, kJobsMax);
       break;
     case CaseBackend::cuda:
-      jobs = std::clamp(std::min(cores, kCudaJobsPerDevice * devices), std::int64_t{1}, kJobsMax);
+      jobs = o.mps != "off" && mps_available
+                 ? std::min(cores, kJobsMax)
+                 : std::clamp(std::min(cores, kCudaJobsPerDevice * devices), std::int64_t{1},
+                              kJobsMax);
       break;
     case CaseBackend::external:
       jobs = 1;
@@ -126,6 +147,9 @@ Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no
     }
   }
   p.jobs = static_cast<int>(jobs);
+  // With one worker per GPU there is nothing to share.
+  p.mps = backend == CaseBackend::cuda && mps_available &&
+          (o.mps == "on" || (o.mps == "auto" && jobs > std::max<std::int64_t>(devices, 1)));
   return p;
 }
 

@@ -4,7 +4,9 @@
 //
 //   host        --jobs N workers, default every core this process may use (its CPU affinity)
 //   cuda        --jobs N workers over the devices of --devices (default all): worker k gets
-//               device list[k % len]; default jobs min(cores, kCudaJobsPerDevice x devices)
+//               device list[k % len]; default jobs every core where the workers share their
+//               GPUs through MPS (--mps, cli/mps.h), else min(cores, kCudaJobsPerDevice x
+//               devices)
 //   --external  --workers N workers (--jobs N says the same), each with an adapter worker of
 //               its own, pinned like cuda workers where --devices is given or several GPUs
 //               are visible; default 1
@@ -32,9 +34,9 @@
 namespace mc::cli {
 
 inline constexpr std::int64_t kJobsMax = 1024;
-// Case workers per GPU by default. Each holds a CUDA context of its own, and one GPU runs one
-// context at a time: a case's device work is short (allocations, copies, a launch, a scan),
-// so more contexts mostly add switches. Measured on an H100 with 16 cores, the default
+// Case workers per GPU by default without MPS. Each holds a CUDA context of its own, and one GPU
+// runs one context at a time: a case's device work is short (allocations, copies, a launch, a
+// scan), so more contexts mostly add switches. Measured on an H100 with 16 cores, the default
 // 2000-case kernel campaign: 204 cases/s with 1 worker, 282 with 2, 193 with 4, 172 with 8,
 // 148 with 16 (docs/measurements.md). --jobs sets any other number.
 inline constexpr std::int64_t kCudaJobsPerDevice = 2;
@@ -43,6 +45,7 @@ struct ParallelOptions {
   std::int64_t jobs = -1;    // --jobs; -1: not given
   std::int64_t workers = -1; // --workers; -1: not given
   std::string devices;       // --devices; empty: not given
+  std::string mps = "auto";  // --mps: auto, on or off
 };
 
 void add_parallel_options(CLI::App& cmd, ParallelOptions& options);
@@ -56,12 +59,17 @@ struct Parallel {
   std::vector<int> devices; // the devices worker k % size uses (empty: not pinned)
   // The number of CUDA devices visible, nullopt where this build cannot count them.
   std::optional<int> devices_visible;
+  // cuda: the workers share their GPUs through an MPS server (cli/mps.h).
+  bool mps = false;
 };
 
 // Throws InputError (one line) for values that cannot run. `cores`: the cores this process may
-// use; `devices_visible`: gpu::cuda_device_count().
+// use; `devices_visible`: gpu::cuda_device_count(); `mps_available`: cli::mps_available().
+// --mps auto uses MPS for cuda workers where it is available and more than one worker shares a
+// GPU; on requires it; off never uses it.
 Parallel resolve_parallel(const ParallelOptions& options, CaseBackend backend, bool no_isolate,
-                          std::int64_t cores, std::optional<int> devices_visible);
+                          std::int64_t cores, std::optional<int> devices_visible,
+                          bool mps_available = false);
 
 // Every core this process may run on (a Slurm allocation, taskset or a cpuset narrows it).
 std::int64_t usable_cores();

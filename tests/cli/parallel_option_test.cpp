@@ -12,18 +12,48 @@ namespace mc::cli {
 namespace {
 
 Parallel resolve(CaseBackend backend, std::optional<int> visible, std::int64_t cores = 16,
-                 ParallelOptions options = {}, bool no_isolate = false) {
-  return resolve_parallel(options, backend, no_isolate, cores, visible);
+                 ParallelOptions options = {}, bool no_isolate = false, bool mps = false) {
+  return resolve_parallel(options, backend, no_isolate, cores, visible, mps);
 }
 
 std::string refusal(CaseBackend backend, std::optional<int> visible, ParallelOptions options,
-                    bool no_isolate = false) {
+                    bool no_isolate = false, bool mps = false) {
   try {
-    resolve(backend, visible, 16, options, no_isolate);
+    resolve(backend, visible, 16, options, no_isolate, mps);
   } catch (const model::InputError& e) {
     return e.what();
   }
   return "(accepted)";
+}
+
+// Where MPS is available the cuda workers share each GPU at once: every core by default, and
+// MPS only where a GPU has more than one worker.
+TEST(ParallelOption, CudaWithMpsTakesEveryCore) {
+  const Parallel all = resolve(CaseBackend::cuda, 2, 16, {}, false, true);
+  EXPECT_EQ(all.jobs, 16);
+  EXPECT_TRUE(all.mps);
+  EXPECT_EQ(all.devices, (std::vector<int>{0, 1}));
+  const Parallel off = resolve(CaseBackend::cuda, 2, 16, {.mps = "off"}, false, true);
+  EXPECT_EQ(off.jobs, 4);
+  EXPECT_FALSE(off.mps);
+  const Parallel one_each = resolve(CaseBackend::cuda, 2, 16, {.jobs = 2}, false, true);
+  EXPECT_FALSE(one_each.mps);
+  EXPECT_TRUE(resolve(CaseBackend::cuda, 2, 16, {.jobs = 2, .mps = "on"}, false, true).mps);
+  const Parallel unavailable = resolve(CaseBackend::cuda, 1, 16);
+  EXPECT_EQ(unavailable.jobs, 2);
+  EXPECT_FALSE(unavailable.mps);
+  EXPECT_FALSE(resolve(CaseBackend::host, 0, 16, {}, false, true).mps);
+  EXPECT_FALSE(resolve(CaseBackend::external, 1, 16, {.workers = 4}, false, true).mps);
+  EXPECT_EQ(refusal(CaseBackend::cuda, 1, {.mps = "yes"}),
+            "--mps: expected auto, on or off, got 'yes'");
+  EXPECT_EQ(refusal(CaseBackend::host, 0, {.mps = "on"}, false, true),
+            "--mps on: shares a GPU between the case workers of --backend cuda");
+  EXPECT_EQ(refusal(CaseBackend::cuda, 1, {.mps = "on"}),
+            "--mps on: no MPS here (nvidia-cuda-mps-control is not on PATH and "
+            "CUDA_MPS_PIPE_DIRECTORY is not set)");
+  EXPECT_EQ(refusal(CaseBackend::cuda, 1, {.mps = "on"}, true, true),
+            "--mps on: shares a GPU between case workers; --no-isolate runs every case in this "
+            "process");
 }
 
 TEST(ParallelOption, CudaDefaultsToEveryDeviceAndTwoWorkersEachUpToTheCores) {
