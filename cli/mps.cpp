@@ -7,12 +7,18 @@
 
 #include <fmt/format.h>
 
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
+
+extern char** environ;
 
 namespace mc::cli {
 namespace {
@@ -52,7 +58,11 @@ int exit_code(int status) {
 }
 
 // Whether a child process of this program makes a CUDA context (under the MPS variables this
-// process has set).
+// process has set) within kProbeSeconds. An MPS server cannot start on a GPU while another
+// user's serves it, and its clients then wait: the probe is killed and the campaign goes on
+// without MPS.
+constexpr int kProbeSeconds = 30;
+
 bool probe_context(std::string& why_not) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -60,9 +70,45 @@ bool probe_context(std::string& why_not) {
     why_not = "cannot find this program to probe a CUDA context";
     return false;
   }
-  const int rc = exit_code(std::system((shell_quoted(self.string()) + " cuda-probe").c_str()));
-  if (rc != 0) why_not = "a CUDA context through the MPS server failed";
-  return rc == 0;
+  std::string program = self.string();
+  std::string command = "cuda-probe";
+  char* argv[] = {program.data(), command.data(), nullptr};
+  pid_t pid = -1;
+  if (posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, environ) != 0) {
+    why_not = "cannot start a process to probe a CUDA context";
+    return false;
+  }
+  int status = 0;
+  for (int waited_ms = 0;; waited_ms += 50) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0) {
+      why_not = "lost the process probing a CUDA context";
+      return false;
+    }
+    if (waited_ms >= kProbeSeconds * 1000) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      why_not = fmt::format("a CUDA context through the MPS server did not come up in {} s "
+                            "(another user's MPS server on the GPU?)",
+                            kProbeSeconds);
+      return false;
+    }
+    usleep(50 * 1000);
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    why_not = "a CUDA context through the MPS server failed";
+    return false;
+  }
+  return true;
+}
+
+// Whether the daemon whose pipe directory is `pipe` runs: its pid file names a live process.
+bool daemon_running(const fs::path& pipe) {
+  std::ifstream file(pipe / fmt::format("{}.pid", kControl));
+  long pid = 0;
+  if (!(file >> pid) || pid <= 0) return false;
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
 MpsSession* live_session = nullptr;
@@ -82,6 +128,13 @@ std::unique_ptr<MpsSession> MpsSession::start(std::string& why_not) {
   std::unique_ptr<MpsSession> s(new MpsSession);
   if (const char* pipe = std::getenv(kPipeVar); pipe != nullptr && *pipe != '\0') {
     s->pipe_ = pipe;
+    // Without a live daemon there a context comes up without MPS, and the workers would take
+    // turns: the daemon's pid file says whether it runs.
+    if (!daemon_running(s->pipe_)) {
+      why_not = fmt::format("{}={} names no running MPS daemon (no live {}.pid there)", kPipeVar,
+                            s->pipe_, kControl);
+      return nullptr;
+    }
     if (!probe_context(why_not)) return nullptr;
     return s;
   }

@@ -5,13 +5,15 @@
 // kernel campaign's 20,000 cases ran at 279 cases/s with 1 worker, 182 with 16 workers alone
 // and 1,695 with 16 under MPS (docs/measurements.md, "Parallel cases").
 //
-// A campaign uses the daemon the user runs where CUDA_MPS_PIPE_DIRECTORY is set, else starts
+// A campaign uses the daemon the user runs where CUDA_MPS_PIPE_DIRECTORY is set (and names a
+// running one: else it goes without MPS, since a context would come up without it), else starts
 // one of its own (nvidia-cuda-mps-control -d, found on PATH) with its pipe and log directories
 // in a fresh directory under /tmp, so that only this campaign's processes connect to it, and
 // quits it when the campaign ends (an interrupt included; a campaign killed with SIGKILL
 // leaves it running, and `echo quit | CUDA_MPS_PIPE_DIRECTORY=DIR/pipe
 // nvidia-cuda-mps-control` stops it). Before the workers start, a probe process makes a CUDA
-// context through it; where that fails the campaign runs without MPS and says why.
+// context through it; where that fails or takes over 30 s (an MPS server cannot start on a GPU
+// another user's serves) the campaign runs without MPS and says why.
 #pragma once
 
 #include <filesystem>

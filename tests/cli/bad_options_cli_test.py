@@ -28,7 +28,7 @@ COMMANDS = [
         "--token-budget": COUNT, "--mutant": NAME, "--external-timeout": SECONDS,
         "--reruns": COUNT, "--repeat": COUNT + ["0"], "--kinds": NAME, "--focus": NAME,
         "--case-timeout": SECONDS, "--resume-from": COUNT + ["1"],
-        "--shrink-time": DURATION + ["0", "None"]}),
+        "--shrink-time": DURATION + ["0", "None"], "--mps": NAME + ["on"]}),
     ("run", ["--steps", "1"], {
         "--preset": NAME, "--steps": COUNT, "--requests": COUNT, "--seed": SEED,
         "--backend": NAME, "--runner": NAME, "--mode": NAME, "--pool-blocks": COUNT,
