@@ -297,6 +297,53 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
   check_forward_kernels_of(rec, batch);
 }
 
+namespace {
+
+// The step's prefill rows for selective_scan_fn over a temporal state, and "scan" among the
+// kernels where any goes: each row's block (all mode: its table row, padded with -1, and its
+// block indices) and whether it starts from a state. None goes where the worker's tracer values
+// would not stay exact (a pool of many blocks with long chunks). In all mode a row whose chunk
+// does not start on a block boundary is left out: the kernel finds the boundaries from the
+// chunk's start, and vLLM's chunking never starts one elsewhere.
+void add_scan_rows(ForwardKernelStep& step, const model::ForwardMetadata& md,
+                   const model::Step& scheduled, const std::vector<std::int32_t>& num_computed) {
+  std::vector<const model::ForwardMetadataRow*> prefills;
+  std::int32_t width = 1;
+  for (const model::ForwardMetadataRow& m : md.rows) {
+    const auto b = static_cast<std::size_t>(m.batch_row);
+    if (m.decode || (step.all_mode && num_computed[b] % step.block_size != 0)) continue;
+    prefills.push_back(&m);
+    width = std::max(width, static_cast<std::int32_t>(m.state_indices.front().size()));
+  }
+  std::int64_t longest = 0;
+  for (const model::ForwardMetadataRow* m : prefills)
+    longest = std::max<std::int64_t>(
+        longest,
+        scheduled.scheduled[static_cast<std::size_t>(m->batch_row)].num_scheduled_tokens);
+  if (prefills.empty() || !scan_tracer_fits(step.num_blocks, longest)) return;
+  step.kernels.push_back("scan");
+  step.prefill_width = step.all_mode ? width : 1;
+  for (const model::ForwardMetadataRow* m : prefills) {
+    const auto b = static_cast<std::size_t>(m->batch_row);
+    const std::vector<std::int32_t>& ids = m->state_indices.front();
+    if (step.all_mode) {
+      step.prefill_indices.insert(step.prefill_indices.end(), ids.begin(), ids.end());
+      step.prefill_indices.resize(step.prefill_indices.size() + width - ids.size(), -1);
+      step.prefill_first.push_back(m->block_idx_first_scheduled);
+      step.prefill_last.push_back(m->block_idx_last_scheduled);
+      step.prefill_last_computed.push_back(m->block_idx_last_computed);
+      step.prefill_computed.push_back(num_computed[b]);
+    } else {
+      step.prefill_indices.push_back(ids.front());
+    }
+    step.prefill_initial.push_back(num_computed[b] > 0 ? 1 : 0);
+    step.prefill_query_start_loc.push_back(step.prefill_query_start_loc.back() +
+                                           scheduled.scheduled[b].num_scheduled_tokens);
+  }
+}
+
+} // namespace
+
 // The module's own forward kernels, where the executor has them (an external worker): the
 // step's rows as vLLM's mixer hands them over, what they wrote on the worker's tracer states
 // judged against the metadata (forward_kernels.h). In all mode the decode kernels run only
@@ -311,11 +358,10 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
   const auto has = [&](std::string_view k) {
     return std::find(available.begin(), available.end(), k) != available.end();
   };
-  const std::int32_t block_size = layout_.config.mamba_block_size;
   ForwardKernelStep step{.num_blocks = layout_.spec.num_blocks,
                          .width = 1 + layout_.config.num_spec_tokens,
                          .all_mode = all,
-                         .block_size = block_size};
+                         .block_size = layout_.config.mamba_block_size};
   bool any_temporal = false; // selective_scan_fn's state, in any group
   for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
     const model::StateTensor& t = layout_.tensors[i];
@@ -334,54 +380,8 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
                         1;
     }
   }
-  // The prefill rows, for selective_scan_fn over a temporal state: its block (all mode: its
-  // table row) and whether it starts from a state; left out where the worker's tracer values
-  // would not stay exact (a pool of many blocks with long chunks). In all mode a row whose
-  // chunk does not start on a block boundary is left out: the kernel finds the boundaries
-  // from the chunk's start, and vLLM's chunking never starts one elsewhere.
-  std::int64_t longest = 0;
-  if (has("scan") && any_temporal && md.num_prefills > 0) {
-    std::vector<const model::ForwardMetadataRow*> prefills;
-    for (const model::ForwardMetadataRow& m : md.rows) {
-      const auto b = static_cast<std::size_t>(m.batch_row);
-      if (m.decode || (all && batch.num_computed[b] % block_size != 0)) continue;
-      prefills.push_back(&m);
-      step.prefill_width = std::max(step.prefill_width,
-                                    static_cast<std::int32_t>(m.state_indices.front().size()));
-    }
-    for (const model::ForwardMetadataRow* m : prefills) {
-      const auto b = static_cast<std::size_t>(m->batch_row);
-      const std::int32_t q = batch.step->scheduled[b].num_scheduled_tokens;
-      const std::vector<std::int32_t>& ids = m->state_indices.front();
-      if (all) {
-        step.prefill_indices.insert(step.prefill_indices.end(), ids.begin(), ids.end());
-        step.prefill_indices.resize(step.prefill_indices.size() + step.prefill_width -
-                                        ids.size(),
-                                    -1);
-        step.prefill_first.push_back(m->block_idx_first_scheduled);
-        step.prefill_last.push_back(m->block_idx_last_scheduled);
-        step.prefill_last_computed.push_back(m->block_idx_last_computed);
-        step.prefill_computed.push_back(batch.num_computed[b]);
-      } else {
-        step.prefill_indices.push_back(ids.front());
-      }
-      step.prefill_initial.push_back(batch.num_computed[b] > 0 ? 1 : 0);
-      step.prefill_query_start_loc.push_back(step.prefill_query_start_loc.back() + q);
-      longest = std::max<std::int64_t>(longest, q);
-    }
-    if (!prefills.empty() && scan_tracer_fits(step.num_blocks, longest)) {
-      step.kernels.push_back("scan");
-    } else {
-      step.prefill_width = 1;
-      step.prefill_indices.clear();
-      step.prefill_initial.clear();
-      step.prefill_query_start_loc.assign(1, 0);
-      step.prefill_first.clear();
-      step.prefill_last.clear();
-      step.prefill_last_computed.clear();
-      step.prefill_computed.clear();
-    }
-  }
+  if (has("scan") && any_temporal && md.num_prefills > 0)
+    add_scan_rows(step, md, *batch.step, batch.num_computed);
   if (step.kernels.empty()) return;
   // The decode rows come first in the metadata, the padding rows last; they go only to the
   // decode kernels (which run only on a step with decodes).
