@@ -421,7 +421,7 @@ int run_fuzz(FuzzOptions o) {
   const std::optional<int> devices_visible =
       case_backend == CaseBackend::host ? std::optional<int>(0) : gpu::cuda_device_count();
   o.parallel = resolve_parallel(o.parallel_options, case_backend, o.no_isolate, usable_cores(),
-                                devices_visible, case_backend == CaseBackend::cuda && mps_available());
+                                devices_visible, case_backend != CaseBackend::host && mps_available());
   // Held for the whole campaign: a daemon started for it is quit when it ends.
   std::unique_ptr<MpsSession> mps;
   if (o.parallel.mps) {

@@ -66,7 +66,8 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
                  "cuda and --external: the GPUs the workers use, all or a list like 0,1 (worker "
                  "k gets the k-th, round robin; default all)");
   cmd.add_option("--mps", o.mps,
-                 "cuda: share each GPU between the case workers through NVIDIA MPS (auto: where "
+                 "cuda and --external: share each GPU between the case workers through NVIDIA MPS "
+                 "(auto: where "
                  "nvidia-cuda-mps-control is on PATH or CUDA_MPS_PIPE_DIRECTORY names a daemon, "
                  "and a GPU has more than one worker; on; off)");
   cmd.add_option("--workers", o.workers,
@@ -87,9 +88,14 @@ Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no
   MC_ASSERT(cores >= 1);
   if (o.mps != "auto" && o.mps != "on" && o.mps != "off")
     model::fail_input("--mps: expected auto, on or off, got '{}'", o.mps);
+  // Case workers that use a GPU: cuda's, and --external's where a GPU is visible (an adapter
+  // running its kernels there).
+  const bool on_gpus = backend == CaseBackend::cuda ||
+                       (backend == CaseBackend::external && devices_visible.value_or(0) > 0);
   if (o.mps == "on") {
-    if (backend != CaseBackend::cuda)
-      model::fail_input("--mps on: shares a GPU between the case workers of --backend cuda");
+    if (!on_gpus)
+      model::fail_input("--mps on: shares a GPU between the case workers of --backend cuda or "
+                        "--external on a GPU");
     if (no_isolate)
       model::fail_input("--mps on: shares a GPU between case workers; --no-isolate runs every "
                         "case in this process");
@@ -148,7 +154,7 @@ Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no
   }
   p.jobs = static_cast<int>(jobs);
   // With one worker per GPU there is nothing to share.
-  p.mps = backend == CaseBackend::cuda && mps_available &&
+  p.mps = on_gpus && mps_available &&
           (o.mps == "on" || (o.mps == "auto" && jobs > std::max<std::int64_t>(devices, 1)));
   return p;
 }

@@ -43,11 +43,14 @@ TEST(ParallelOption, CudaWithMpsTakesEveryCore) {
   EXPECT_EQ(unavailable.jobs, 2);
   EXPECT_FALSE(unavailable.mps);
   EXPECT_FALSE(resolve(CaseBackend::host, 0, 16, {}, false, true).mps);
-  EXPECT_FALSE(resolve(CaseBackend::external, 1, 16, {.workers = 4}, false, true).mps);
+  EXPECT_TRUE(resolve(CaseBackend::external, 1, 16, {.workers = 4}, false, true).mps);
+  EXPECT_FALSE(resolve(CaseBackend::external, 1, 16, {}, false, true).mps);
+  EXPECT_FALSE(resolve(CaseBackend::external, 0, 16, {.workers = 4}, false, true).mps);
   EXPECT_EQ(refusal(CaseBackend::cuda, 1, {.mps = "yes"}),
             "--mps: expected auto, on or off, got 'yes'");
   EXPECT_EQ(refusal(CaseBackend::host, 0, {.mps = "on"}, false, true),
-            "--mps on: shares a GPU between the case workers of --backend cuda");
+            "--mps on: shares a GPU between the case workers of --backend cuda or --external on a "
+            "GPU");
   EXPECT_EQ(refusal(CaseBackend::cuda, 1, {.mps = "on"}),
             "--mps on: no MPS here (nvidia-cuda-mps-control is not on PATH and "
             "CUDA_MPS_PIPE_DIRECTORY is not set)");
