@@ -99,8 +99,8 @@ public:
   std::string where(std::int32_t block) const {
     if (block == model::kNullBlockId) return "the null block";
     for (std::int32_t r = 0; r < step_.rows; ++r)
-      for (std::int32_t j = 0; j < step_.width; ++j)
-        if (entry(r, j) == block) return fmt::format("entry {} of {}", j, describe_row_(r));
+      if (const std::int32_t j = window_entry(r, block); j >= 0)
+        return fmt::format("entry {} of {}", j, describe_row_(r));
     const auto pw = static_cast<std::size_t>(step_.prefill_width);
     for (std::size_t i = 0; i < step_.prefill_indices.size(); ++i)
       if (step_.prefill_indices[i] == block)

@@ -1,9 +1,10 @@
 """The forward's state kernels of the module under test, driven as vLLM's mamba mixer drives
 them (align and all mode), on tracer states (README.md, "Forward protocol").
 
-mambacheck sends, per engine step with decode rows, the rows the metadata builder made:
-state_indices_tensor_d (each row's window of 1 + num_spec block ids, the null block 0 in the
-CUDA-graph padding rows), num_accepted_tokens and query_start_loc where spec decode is on.
+mambacheck sends, per engine step with decode or prefill rows, the rows the metadata builder
+made: state_indices_tensor_d (each row's window of 1 + num_spec block ids, the null block 0 in
+the CUDA-graph padding rows), num_accepted_tokens and query_start_loc where spec decode is on,
+and the prefill rows for selective_scan_fn.
 The worker calls the module's kernels with the seed's wrapper signatures:
 
     selective_state_update(state, x, dt, A, B, C, D, dt_bias, z=None, dt_softplus=False,
@@ -297,9 +298,10 @@ def scan_tag(step):
 
 def run_scan(step, kernel, device):
     """selective_scan_fn over the prefill rows (varlen; align mode: one block each; all mode:
-    whole table rows with the prefix-caching arguments): block b holds (b + 1) * S, every token adds 1 (A = 0, delta = B = u = 1), so a
-    block written with v holds the state of block v // S - 1 after v % S tokens, or, where
-    v < S, the state of no block (started from zeros) after v tokens."""
+    whole table rows with the prefix-caching arguments): block b holds (b + 1) * S, every
+    token adds 1 (A = 0, delta = B = u = 1), so a block written with v holds the state of
+    block v // S - 1 after v % S tokens, or, where v < S, the state of no block (started from
+    zeros) after v tokens."""
     n, tag = step.num_blocks, scan_tag(step)
     if n * tag >= 1 << 24:
         raise ForwardError(f"engine forward: {n} blocks with prefill rows of up to "

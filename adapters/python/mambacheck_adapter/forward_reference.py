@@ -1,7 +1,7 @@
 """Host versions of the forward's state kernels with the seed's wrapper signatures
-(selective_state_update, causal_conv1d_update), over numpy arrays, for the adapter's tests and
-mambacheck's CI: forward.py drives them on tracer states. They follow vLLM's decode kernels as
-model/FORWARD.md and adapters/python/README.md ("Forward protocol") state them:
+(selective_state_update, causal_conv1d_update, selective_scan_fn), over numpy arrays, for the
+adapter's tests and mambacheck's CI: forward.py drives them on tracer states. They follow
+vLLM's kernels as model/FORWARD.md and adapters/python/README.md ("Forward protocol") state them:
 
 - selective_state_update: per sequence s, the initial state is read from
   state_batch_indices[s, max(num_accepted[s] - 1, 0)] (column 0 without spec decode); a count

@@ -5,10 +5,10 @@
 
 Protocol (one line each way per case, UTF-8, '\\n'-terminated; README.md, "Worker protocol"):
 - Once started and the kernels loaded, the worker writes one greeting line:
-  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME engine=1 bench=1 [forward=ssm,conv]`
+  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME engine=1 bench=1 [forward=ssm,conv,scan]`
   (the launch kinds its kernels cover; engine=1 and bench=1: it also serves the engine and
   bench protocols; forward=: the forward's state kernels the module provides, which engine
-  runs hand the decode rows of every step, forward.py).
+  runs hand the decode and prefill rows of every step, forward.py).
   A worker that cannot start writes the reason to stderr and exits non-zero without greeting.
 - For each line on stdin naming a case directory (optionally followed by a tab and the result
   directory to write), it runs the case and answers one line:
