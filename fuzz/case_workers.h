@@ -108,6 +108,7 @@ private:
   std::vector<std::unique_ptr<Worker>> workers_;
   std::deque<std::unique_ptr<Flight>> flights_; // oldest first
   std::int64_t workers_started_ = 0;
+  std::size_t waiting_bytes_ = 0; // held by done flights not taken yet
 };
 
 // --- The worker's side
