@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 namespace mc::gpu {
 namespace {
@@ -16,17 +19,83 @@ bool all_zero(const std::byte* p, std::int64_t n) {
   return std::memcmp(p, zeros.data(), static_cast<std::size_t>(n)) == 0;
 }
 
+// Allocations freed by this process, kept for the next request of the same size. A case makes
+// and frees a dozen buffers (arenas, tables, requests, scratch), and under MPS every cudaMalloc
+// and cudaFree is a round trip to the one server that all of a GPU's case workers share. Exact
+// sizes only, so a reused buffer ends where a fresh one of that size would; every buffer is
+// zeroed when handed out, fresh or reused, as before. Small buffers only and a bounded total,
+// so the workers sharing a GPU cannot hold its memory; on an allocation failure everything
+// kept is freed and the allocation tried again.
+class FreedBuffers {
+public:
+  static constexpr std::int64_t kBufferBytesMax = std::int64_t{64} << 20;
+  static constexpr std::int64_t kKeptBytesMax = std::int64_t{512} << 20;
+
+  void* take(std::int64_t size_bytes) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = kept_.find(size_bytes);
+    if (it == kept_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    kept_bytes_ -= size_bytes;
+    return p;
+  }
+  // False: not kept (too big, or the bound is reached); the caller frees it.
+  bool keep(void* p, std::int64_t size_bytes) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (size_bytes > kBufferBytesMax || kept_bytes_ + size_bytes > kKeptBytesMax) return false;
+    kept_[size_bytes].push_back(p);
+    kept_bytes_ += size_bytes;
+    return true;
+  }
+  void free_all() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, pointers] : kept_)
+      for (void* p : pointers)
+        (void)cudaFree(p);
+    kept_.clear();
+    kept_bytes_ = 0;
+  }
+
+private:
+  std::mutex mutex_;
+  std::unordered_map<std::int64_t, std::vector<void*>> kept_;
+  std::int64_t kept_bytes_ = 0;
+};
+
+// Never destroyed: at exit the context's teardown frees what is kept, and a static destructor
+// would run after the CUDA runtime's own.
+FreedBuffers& freed_buffers() {
+  static auto* freed = new FreedBuffers;
+  return *freed;
+}
+
+void* allocate(std::int64_t size_bytes) {
+  if (void* p = freed_buffers().take(size_bytes)) return p;
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, static_cast<std::size_t>(size_bytes));
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError(); // not sticky: cleared, then tried again with nothing kept
+    freed_buffers().free_all();
+    err = cudaMalloc(&p, static_cast<std::size_t>(size_bytes));
+  }
+  if (err != cudaSuccess) cuda_failed(err, "cudaMalloc", __FILE__, __LINE__);
+  return p;
+}
+
+void release(void* p, std::int64_t size_bytes) {
+  if (p != nullptr && !freed_buffers().keep(p, size_bytes)) (void)cudaFree(p);
+}
+
 } // namespace
 
 DeviceBuffer::DeviceBuffer(std::int64_t size_bytes) : size_bytes_(size_bytes) {
   if (size_bytes <= 0) return;
-  MC_CUDA_CHECK(cudaMalloc(&data_, static_cast<std::size_t>(size_bytes)));
+  data_ = allocate(size_bytes);
   MC_CUDA_CHECK(cudaMemset(data_, 0, static_cast<std::size_t>(size_bytes)));
 }
 
-DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) cudaFree(data_);
-}
+DeviceBuffer::~DeviceBuffer() { release(data_, size_bytes_); }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : data_(other.data_), size_bytes_(other.size_bytes_) {
@@ -36,7 +105,7 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
-    if (data_ != nullptr) cudaFree(data_);
+    release(data_, size_bytes_);
     data_ = other.data_;
     size_bytes_ = other.size_bytes_;
     other.data_ = nullptr;

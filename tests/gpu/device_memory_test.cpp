@@ -41,6 +41,27 @@ TEST(DeviceScan, FlagsExactlyTheChunksHoldingANonZeroByte) {
   EXPECT_EQ(download_vector<std::uint8_t>(flags, 6), (std::vector<std::uint8_t>{1, 0, 1, 0, 0, 1}));
 }
 
+// A buffer freed by this process is handed out again for the next request of its size: it must
+// come back zeroed, whatever the last owner left in it.
+TEST(DeviceMemory, AReusedBufferStartsZeroed) {
+  MC_REQUIRE_GPU();
+  const std::int64_t size = 3 * kChunk + 5;
+  void* first = nullptr;
+  {
+    const DeviceBuffer dirty(size);
+    first = dirty.data();
+    ASSERT_EQ(cudaMemset(dirty.data(), 0xA5, static_cast<std::size_t>(size)), cudaSuccess);
+  }
+  const DeviceBuffer again(size);
+  EXPECT_EQ(again.data(), first); // the kept one, not a fresh allocation
+  const std::vector<std::uint8_t> bytes =
+      download_vector<std::uint8_t>(again, static_cast<std::size_t>(size));
+  EXPECT_EQ(bytes, std::vector<std::uint8_t>(static_cast<std::size_t>(size), 0));
+  // Another size never gets it.
+  const DeviceBuffer other(size + 1);
+  EXPECT_NE(other.data(), first);
+}
+
 TEST(DeviceMemory, DownloadBringsEveryByteTheDeviceHolds) {
   MC_REQUIRE_GPU();
   // A sparse arena past 4 GiB would take the test's time; 64 chunks show the same paths.
