@@ -1,5 +1,6 @@
 // mambacheck: the command-line entry point. Subcommands live in their own files.
 #include "cli/commands.h"
+#include "gpu/cuda_backend.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
 
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
   }
   mc::model::install_interrupt_handlers();
   try {
+    mc::gpu::check_cuda_environment();
     return action();
   } catch (const mc::model::InputError& e) {
     std::fprintf(stderr, "mambacheck: error: %s\n", e.what());

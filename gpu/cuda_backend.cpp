@@ -72,7 +72,7 @@ FusedStart fused_start_from_env() {
   const char* v = std::getenv("MC_FUSED_START");
   if (v == nullptr || std::string_view(v) == "cooperative") return FusedStart::cooperative;
   if (std::string_view(v) == "ticket") return FusedStart::ticket;
-  throw model::EnvironmentError(
+  throw model::InputError(
       fmt::format("MC_FUSED_START must be 'cooperative' or 'ticket', got '{}'", v));
 }
 
@@ -155,6 +155,11 @@ std::optional<int> cuda_device_count() {
 
 void use_cuda_device(int ordinal) {
   MC_CUDA_CHECK(cudaSetDevice(ordinal));
+}
+
+void check_cuda_environment() {
+  (void)fused_start_from_env();
+  (void)device_buffer_reuse();
 }
 
 bool cuda_context_usable() {

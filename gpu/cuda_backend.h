@@ -25,6 +25,11 @@ std::optional<int> cuda_device_count();
 // launch of this thread runs. Throws model::EnvironmentError when it cannot.
 void use_cuda_device(int ordinal);
 
+// Checks the variables that tune the cuda backend (MC_FUSED_START, MC_DEVICE_BUFFER_REUSE):
+// a bad value throws model::InputError naming it, before any work starts. Nothing to check in a
+// build without CUDA.
+void check_cuda_environment();
+
 // Whether this process can still run kernels after a failed call: false once an error has
 // left its CUDA context unusable for good (an illegal address, a kernel fault: "sticky"
 // errors), or in a build without CUDA. A process in that state must be replaced.

@@ -16,6 +16,8 @@ void use_cuda_device(int) {
   throw model::EnvironmentError("built without CUDA");
 }
 
+void check_cuda_environment() {}
+
 bool cuda_context_usable() {
   return false;
 }

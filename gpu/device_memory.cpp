@@ -4,7 +4,9 @@
 #include "gpu/device_scan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -25,7 +27,9 @@ bool all_zero(const std::byte* p, std::int64_t n) {
 // sizes only, so a reused buffer ends where a fresh one of that size would; every buffer is
 // zeroed when handed out, fresh or reused, as before. Small buffers only and a bounded total,
 // so the workers sharing a GPU cannot hold its memory; on an allocation failure everything
-// kept is freed and the allocation tried again.
+// kept is freed and the allocation tried again. MC_DEVICE_BUFFER_REUSE=off frees every buffer at
+// once instead: under compute-sanitizer, whose memcheck must see a write past a buffer land in
+// freed memory, and whose leak check would count the kept ones.
 class FreedBuffers {
 public:
   static constexpr std::int64_t kBufferBytesMax = std::int64_t{64} << 20;
@@ -42,6 +46,7 @@ public:
   }
   // False: not kept (too big, or the bound is reached); the caller frees it.
   bool keep(void* p, std::int64_t size_bytes) {
+    if (!device_buffer_reuse()) return false;
     const std::lock_guard<std::mutex> lock(mutex_);
     if (size_bytes > kBufferBytesMax || kept_bytes_ + size_bytes > kKeptBytesMax) return false;
     kept_[size_bytes].push_back(p);
@@ -71,6 +76,9 @@ FreedBuffers& freed_buffers() {
 }
 
 void* allocate(std::int64_t size_bytes) {
+  // A bad MC_DEVICE_BUFFER_REUSE throws here, from a constructor, before any buffer could be
+  // released (a destructor must not throw).
+  (void)device_buffer_reuse();
   if (void* p = freed_buffers().take(size_bytes)) return p;
   void* p = nullptr;
   cudaError_t err = cudaMalloc(&p, static_cast<std::size_t>(size_bytes));
@@ -182,6 +190,17 @@ model::Arena download_arena(const DeviceBuffer& buffer) {
   }
   if (run >= 0) download(run, chunks);
   return arena;
+}
+
+bool device_buffer_reuse() {
+  static const bool reuse = [] { // read once per process
+    const char* v = std::getenv("MC_DEVICE_BUFFER_REUSE");
+    if (v == nullptr || std::string_view(v) == "on") return true;
+    if (std::string_view(v) == "off") return false;
+    throw model::InputError(
+        fmt::format("MC_DEVICE_BUFFER_REUSE must be 'on' or 'off', got '{}'", v));
+  }();
+  return reuse;
 }
 
 bool device_present() {

@@ -54,4 +54,8 @@ model::Arena download_arena(const DeviceBuffer& buffer);
 
 bool device_present();
 
+// Whether freed buffers are kept for the next request of their size (MC_DEVICE_BUFFER_REUSE,
+// on unless set to off; any other value throws model::InputError).
+bool device_buffer_reuse();
+
 } // namespace mc::gpu
