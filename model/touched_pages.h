@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace mc::model {
@@ -31,6 +32,13 @@ std::vector<ByteSpan> touched_spans(const void* data, std::int64_t size);
 
 // Whether touched_spans answers from pagemap (false: it returns whole ranges).
 bool page_map_available();
+
+// The two ways touched_spans asks, for tests that hold them to the same answer: the kernel's
+// PAGEMAP_SCAN, runs of pages at once (nullopt where the kernel lacks it or answered wrong
+// when first asked), and one pagemap entry a page (the whole range where pagemap is not
+// available).
+std::optional<std::vector<ByteSpan>> scanned_spans(const void* data, std::int64_t size);
+std::vector<ByteSpan> entry_spans(const void* data, std::int64_t size);
 
 // Spans covering the bytes of either list (both in order): where two arenas can differ.
 std::vector<ByteSpan> span_union(const std::vector<ByteSpan>& a, const std::vector<ByteSpan>& b);

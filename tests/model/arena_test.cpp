@@ -1,6 +1,8 @@
 #include "model/arena.h"
 
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -122,6 +124,45 @@ TEST(TouchedPages, AForkedChildSeesItsOwnPages) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child read another process's page table";
   EXPECT_TRUE(child_only.touched().empty());
   EXPECT_EQ(parent_only.touched().size(), 1u);
+}
+
+// The kernel's PAGEMAP_SCAN and the page-by-page entries give the same runs: scattered single
+// pages, neighbours, a huge-page region, a read-only (zero page) touch and the arena's ragged
+// end, in an arena of 64 MiB that is mostly holes.
+TEST(TouchedPages, ScanAndEntriesAgree) {
+  if (!page_map_available()) GTEST_SKIP() << "/proc/self/pagemap does not answer here";
+  const std::int64_t page = page_bytes();
+  const std::int64_t size = (std::int64_t{64} << 20) + 77;
+  Arena a(size);
+  std::optional<std::vector<ByteSpan>> none = scanned_spans(a.data(), size);
+  if (!none) GTEST_SKIP() << "this kernel has no PAGEMAP_SCAN (Linux 6.7 and later)";
+  EXPECT_TRUE(none->empty());
+  ASSERT_EQ(::madvise(a.data(), std::size_t{32} << 20, MADV_NOHUGEPAGE), 0);
+  (void)::madvise(a.data() + (std::int64_t{32} << 20), std::size_t{32} << 20, MADV_HUGEPAGE);
+  for (const std::int64_t p : {0, 1, 2, 9, 100, 4095, 4096, 7000})
+    a.data()[p * page + 3] = std::byte{1};
+  volatile const std::byte* read_only = a.data() + 5000 * page;
+  (void)*read_only; // a read: the zero page, touched as far as either asker is concerned
+  a.poison_range(std::int64_t{40} << 20, 3 * page);
+  a.data()[size - 1] = std::byte{2};
+  const std::vector<ByteSpan> scanned = *scanned_spans(a.data(), size);
+  const std::vector<ByteSpan> entries = entry_spans(a.data(), size);
+  ASSERT_EQ(scanned.size(), entries.size());
+  for (std::size_t i = 0; i < scanned.size(); ++i) {
+    EXPECT_EQ(scanned[i].offset, entries[i].offset) << "run " << i;
+    EXPECT_EQ(scanned[i].size, entries[i].size) << "run " << i;
+  }
+  // Pages 0-2 are one run; 4095 and 4096 another; the arena's last bytes end the last run.
+  ASSERT_GE(scanned.size(), 6u);
+  EXPECT_EQ(scanned[0].offset, 0);
+  EXPECT_EQ(scanned[0].size, 3 * page);
+  EXPECT_EQ(scanned.back().end(), size);
+  // Offsets inside the arena only, even where a run starts before it.
+  const std::optional<std::vector<ByteSpan>> inner = scanned_spans(a.data() + 3, 2 * page);
+  ASSERT_TRUE(inner.has_value());
+  ASSERT_EQ(inner->size(), 1u);
+  EXPECT_EQ((*inner)[0].offset, 0);
+  EXPECT_EQ((*inner)[0].size, 2 * page);
 }
 
 TEST(TouchedPages, UnionMergesOverlapsAndNeighbours) {
