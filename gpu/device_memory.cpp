@@ -34,6 +34,9 @@ class FreedBuffers {
 public:
   static constexpr std::int64_t kBufferBytesMax = std::int64_t{64} << 20;
   static constexpr std::int64_t kKeptBytesMax = std::int64_t{512} << 20;
+  // And at most this share of the device's memory a process: 16 workers on a 24 GB GPU then
+  // keep under 3 GiB between them (each frees only its own when an allocation fails).
+  static constexpr std::int64_t kKeptShareOfDevice = 128;
 
   void* take(std::int64_t size_bytes) {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -48,7 +51,17 @@ public:
   bool keep(void* p, std::int64_t size_bytes) {
     if (!device_buffer_reuse()) return false;
     const std::lock_guard<std::mutex> lock(mutex_);
-    if (size_bytes > kBufferBytesMax || kept_bytes_ + size_bytes > kKeptBytesMax) return false;
+    if (kept_max_ < 0) {
+      std::size_t free_bytes = 0, total_bytes = 0;
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+        kept_max_ = std::min(kKeptBytesMax,
+                             static_cast<std::int64_t>(total_bytes) / kKeptShareOfDevice);
+      } else {
+        kept_max_ = 0;            // nothing kept where the device cannot say its size
+        (void)cudaGetLastError(); // this failure is not the caller's to see
+      }
+    }
+    if (size_bytes > kBufferBytesMax || kept_bytes_ + size_bytes > kept_max_) return false;
     kept_[size_bytes].push_back(p);
     kept_bytes_ += size_bytes;
     return true;
@@ -66,6 +79,7 @@ private:
   std::mutex mutex_;
   std::unordered_map<std::int64_t, std::vector<void*>> kept_;
   std::int64_t kept_bytes_ = 0;
+  std::int64_t kept_max_ = -1; // known from the device on the first keep
 };
 
 // Never destroyed: at exit the context's teardown frees what is kept, and a static destructor
