@@ -169,12 +169,11 @@ int reap(pid_t pid, int millis) {
   return status;
 }
 
-} // namespace
-
-namespace {
+// What a finished case's outcome holds while it waits to be taken (kWaitingBytesMax).
 std::size_t held_bytes(const IsolatedOutcome& outcome) {
   return outcome.payload.size() + outcome.message.size() + outcome.stderr_text.size();
 }
+
 } // namespace
 
 struct CaseWorkerPool::Flight {

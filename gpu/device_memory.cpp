@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 

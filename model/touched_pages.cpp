@@ -119,6 +119,27 @@ scan_runs(int fd, std::uint64_t begin, std::uint64_t end) {
   return runs;
 }
 
+// `pages` fresh pages of small-page anonymous memory with only page `written` written: what the
+// trust checks below ask pagemap about (a huge page would map the written page's neighbours).
+struct ProbePages {
+  void* base = MAP_FAILED;
+  std::size_t len = 0;
+  ProbePages(const ProbePages&) = delete;
+  ProbePages& operator=(const ProbePages&) = delete;
+  ProbePages(std::int64_t page_bytes, std::int64_t pages, std::int64_t written)
+      : len(static_cast<std::size_t>(pages * page_bytes)) {
+    base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return;
+    (void)::madvise(base, len, MADV_NOHUGEPAGE);
+    static_cast<volatile char*>(base)[written * page_bytes] = 1;
+  }
+  ~ProbePages() {
+    if (base != MAP_FAILED) ::munmap(base, len);
+  }
+  bool mapped() const { return base != MAP_FAILED; }
+  std::uint64_t address() const { return reinterpret_cast<std::uint64_t>(base); }
+};
+
 // The page size where pagemap answers truthfully: it told a written page from a never-touched
 // one the first time it was asked (a property of the kernel, so it holds in forked children).
 std::optional<std::int64_t> trusted_page_bytes() {
@@ -127,16 +148,11 @@ std::optional<std::int64_t> trusted_page_bytes() {
     if (bytes <= 0) return std::nullopt;
     const PageMap m(bytes);
     if (m.fd < 0) return std::nullopt;
-    const auto len = static_cast<std::size_t>(2 * bytes);
-    void* probe = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (probe == MAP_FAILED) return std::nullopt;
-    (void)::madvise(probe, len, MADV_NOHUGEPAGE); // one written page must not map its neighbour
-    static_cast<volatile char*>(probe)[0] = 1;
+    const ProbePages probe(bytes, 2, 0);
+    if (!probe.mapped()) return std::nullopt;
     std::array<std::uint64_t, 2> entries{};
-    const bool answered = read_entries(
-        m, reinterpret_cast<std::uint64_t>(probe) / static_cast<std::uint64_t>(bytes), 2,
-        entries.data());
-    ::munmap(probe, len);
+    const bool answered =
+        read_entries(m, probe.address() / static_cast<std::uint64_t>(bytes), 2, entries.data());
     if (!answered || !touched(entries[0]) || touched(entries[1])) return std::nullopt;
     return bytes;
   }();
@@ -151,15 +167,11 @@ bool scan_trusted() {
     if (!bytes) return false;
     const PageMap m(*bytes);
     if (m.fd < 0) return false;
-    const auto len = static_cast<std::size_t>(3 * *bytes);
-    void* probe = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (probe == MAP_FAILED) return false;
-    (void)::madvise(probe, len, MADV_NOHUGEPAGE);
-    static_cast<volatile char*>(probe)[*bytes] = 1; // the middle page only
-    const auto begin = reinterpret_cast<std::uint64_t>(probe);
-    const auto runs = scan_runs(m.fd, begin, begin + len);
-    ::munmap(probe, len);
+    const ProbePages probe(*bytes, 3, 1); // the middle page only
+    if (!probe.mapped()) return false;
+    const std::uint64_t begin = probe.address();
     const auto page = static_cast<std::uint64_t>(*bytes);
+    const auto runs = scan_runs(m.fd, begin, begin + 3 * page);
     return runs && runs->size() == 1 && (*runs)[0].first == begin + page &&
            (*runs)[0].second == begin + 2 * page;
   }();
@@ -178,10 +190,11 @@ std::vector<ByteSpan> touched_spans(const void* data, std::int64_t size) {
 std::optional<std::vector<ByteSpan>> scanned_spans(const void* data, std::int64_t size) {
   MC_ASSERT(size >= 0);
   if (size == 0) return std::vector<ByteSpan>{};
-  if (!scan_trusted()) return std::nullopt;
-  const PageMap& map = own_page_map(*trusted_page_bytes());
+  if (!scan_trusted()) return std::nullopt; // which implies trusted_page_bytes()
+  const std::int64_t page_bytes = *trusted_page_bytes();
+  const PageMap& map = own_page_map(page_bytes);
   if (map.fd < 0) return std::nullopt;
-  const auto page = static_cast<std::uint64_t>(*trusted_page_bytes());
+  const auto page = static_cast<std::uint64_t>(page_bytes);
   const auto begin = reinterpret_cast<std::uint64_t>(data);
   const std::uint64_t end = begin + static_cast<std::uint64_t>(size);
   const auto runs = scan_runs(map.fd, begin / page * page, (end + page - 1) / page * page);
