@@ -4,6 +4,7 @@
 #include "bench/kernel_bench_cases.h"
 #include "bench/kernel_bench_device.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device_memory.h"
 #include "model/errors.h"
 #include "model/presets.h"
 
@@ -219,7 +220,7 @@ OwnKernelTimes time_own_kernels(const BenchCase& bench, std::int32_t iters) {
     times.bytes_per_launch = dev.bytes_per_launch();
     times.memcpy_us = memcpy_us(dev, times.bytes_per_launch, iters);
   }
-  MC_CUDA_CHECK(cudaDeviceReset());
+  reset_device();
   return times;
 }
 
@@ -265,7 +266,7 @@ int run_bench(const BenchOptions& options, std::ostream& out) {
     // Each case on a fresh context, as an engine allocates its cache at start-up: the arenas
     // of the case before leave the allocator's mappings fragmented, and on an H100 that cost
     // the 64 KiB-per-block copies 17% (memcpy in the same arena unchanged).
-    MC_CUDA_CHECK(cudaDeviceReset());
+    reset_device();
     report["cases"].push_back(measure(make(), options, out));
   }
   if (!options.json_path.empty()) {

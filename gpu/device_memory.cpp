@@ -217,6 +217,11 @@ bool device_buffer_reuse() {
   return reuse;
 }
 
+void reset_device() {
+  freed_buffers().free_all();
+  MC_CUDA_CHECK(cudaDeviceReset());
+}
+
 bool device_present() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;

@@ -54,6 +54,12 @@ model::Arena download_arena(const DeviceBuffer& buffer);
 
 bool device_present();
 
+// cudaDeviceReset, after dropping the buffers kept for reuse: a reset frees every allocation of
+// the context, and a kept pointer handed out after it would name memory the device no longer
+// has (cudaMemset then fails with cudaErrorInvalidValue). Every reset in this program goes
+// through here.
+void reset_device();
+
 // Whether freed buffers are kept for the next request of their size (MC_DEVICE_BUFFER_REUSE,
 // on unless set to off; any other value throws model::InputError).
 bool device_buffer_reuse();

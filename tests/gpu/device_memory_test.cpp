@@ -62,6 +62,20 @@ TEST(DeviceMemory, AReusedBufferStartsZeroed) {
   EXPECT_NE(other.data(), again.data());
 }
 
+// The benchmark resets the device between its cases: a buffer kept for reuse before the reset
+// must not be handed out after it (the reset freed it), and a fresh one must work.
+TEST(DeviceMemory, AResetDropsTheKeptBuffers) {
+  MC_REQUIRE_GPU();
+  const std::int64_t size = 2 * kChunk + 7;
+  { const DeviceBuffer kept(size); } // kept for reuse, where reuse is on
+  reset_device();
+  const DeviceBuffer after(size); // cudaMemset of a stale pointer would throw here
+  ASSERT_EQ(cudaMemset(after.data(), 0x5A, static_cast<std::size_t>(size)), cudaSuccess);
+  const std::vector<std::uint8_t> bytes =
+      download_vector<std::uint8_t>(after, static_cast<std::size_t>(size));
+  EXPECT_EQ(bytes, std::vector<std::uint8_t>(static_cast<std::size_t>(size), 0x5A));
+}
+
 TEST(DeviceMemory, DownloadBringsEveryByteTheDeviceHolds) {
   MC_REQUIRE_GPU();
   // A sparse arena past 4 GiB would take the test's time; 64 chunks show the same paths.
