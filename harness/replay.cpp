@@ -25,11 +25,15 @@ std::string ReplayResult::summary() const {
       expectations_checked > 0 ? fmt::format("; {} expectations held", expectations_checked) : "");
 }
 
-ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& options) {
+namespace {
+
+// The trace's config with the replay's runner, and the layout it gives (checked).
+model::Layout replay_layout(scenarios::TraceReader& reader, const ReplayOptions& options,
+                            model::CacheConfig& config) {
   const scenarios::TraceHeader& header = reader.header();
-  ReplayResult result{.trace = {}, .preset = header.preset, .config = header.config};
-  result.config.runner = options.runner.value_or(header.config.runner);
-  const model::Layout layout = model::build_layout(result.config, header.layout_spec);
+  config = header.config;
+  config.runner = options.runner.value_or(header.config.runner);
+  model::Layout layout = model::build_layout(config, header.layout_spec);
   // The steps are given: only what the engine model can run is checked, never the options
   // of a scheduler (token budget, arrivals) that generated steps would need.
   try {
@@ -37,11 +41,24 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   } catch (const model::InputError& e) {
     model::fail_input("{}:1: config.{}", reader.name(), e.what());
   }
-  const oracle::engine::RunnerOptions oracle_options{.flavour = result.config.runner,
-                                                     .v1_copy_path = options.v1_copy_path,
-                                                     .v2_table_rows = options.v2_table_rows,
-                                                     .deferred_postprocess =
-                                                         options.deferred_postprocess};
+  return layout;
+}
+
+oracle::engine::RunnerOptions oracle_options_of(const model::CacheConfig& config,
+                                                const ReplayOptions& options) {
+  return {.flavour = config.runner,
+          .v1_copy_path = options.v1_copy_path,
+          .v2_table_rows = options.v2_table_rows,
+          .deferred_postprocess = options.deferred_postprocess};
+}
+
+} // namespace
+
+ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& options) {
+  const scenarios::TraceHeader& header = reader.header();
+  ReplayResult result{.trace = {}, .preset = header.preset, .config = header.config};
+  const model::Layout layout = replay_layout(reader, options, result.config);
+  const oracle::engine::RunnerOptions oracle_options = oracle_options_of(result.config, options);
   oracle::engine::Replayer oracle(layout, oracle_options, 64, oracle::engine::Structures::fast,
                                   header.async_scheduling);
   require_covered(options.external, oracle_options, result.config.mode);
@@ -91,6 +108,27 @@ ReplayResult replay_file(const std::filesystem::path& trace, const ReplayOptions
   ReplayResult result = replay_trace(reader, options);
   result.trace = trace.string();
   return result;
+}
+
+std::int64_t view_trace_file(const std::filesystem::path& trace, const ReplayOptions& options) {
+  scenarios::TraceReader reader(trace);
+  model::CacheConfig config;
+  const model::Layout layout = replay_layout(reader, options, config);
+  oracle::engine::Replayer oracle(layout, oracle_options_of(config, options), 64,
+                                  oracle::engine::Structures::fast,
+                                  reader.header().async_scheduling);
+  TracedSteps steps(reader, oracle);
+  StepViewer viewer;
+  std::int64_t viewed = 0;
+  for (;;) {
+    viewer.before(steps);
+    const std::optional<OracleStep> o = steps.next();
+    if (!o) break;
+    ++viewed;
+    if (options.on_view) options.on_view(viewer.after(steps, *o));
+    if (o->finding) break;
+  }
+  return viewed;
 }
 
 } // namespace mc::harness

@@ -79,6 +79,12 @@ struct ReplayResult {
 ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& options);
 ReplayResult replay_file(const std::filesystem::path& trace, const ReplayOptions& options);
 
+// What the oracle believes happened at every step of a trace (options.on_view), on the oracle
+// alone: no backend runs, so none of the code under test. A counterexample's steps view is
+// written so in the campaign's own process, whatever the kernels it found do. Stops after the
+// first broken invariant; returns the steps viewed. Errors as replay_trace.
+std::int64_t view_trace_file(const std::filesystem::path& trace, const ReplayOptions& options);
+
 // Whether a kernel mutant can reach the GPU-side engine runner in this build
 // (gpu::engine::RunnerOptions::kernel_mutant).
 bool kernel_mutants_supported();

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <memory>
 #include <utility>
 
 namespace mc::model {
@@ -39,11 +40,13 @@ struct PageMap {
 // it, since a descriptor inherited through fork answers for the parent's pages: a forked child
 // opens its own.
 const PageMap& own_page_map(std::int64_t page_bytes) {
-  thread_local std::optional<PageMap> map;
+  // A pointer, not std::optional: GCC 12 at -O2 cannot see that an empty optional's destructor
+  // never reads the descriptor, and warns (-Wmaybe-uninitialized).
+  thread_local std::unique_ptr<PageMap> map;
   thread_local pid_t owner = -1;
   if (owner != ::getpid() || !map || map->page != page_bytes) {
     map.reset(); // (a child closes only its copy of the parent's descriptor)
-    map.emplace(page_bytes);
+    map = std::make_unique<PageMap>(page_bytes);
     owner = ::getpid();
   }
   return *map;

@@ -147,8 +147,8 @@ std::string counterexample_text(const EngineCounterexample& cx) {
       cx.shrink_kept ? "" : " (no smaller case failed on half of its reruns: the original)");
 }
 
-// The shrunk trace replayed on the oracle, each step's view as one JSON line
-// (harness/step_view.h): what the oracle believes happened up to the failing step.
+// The shrunk trace on the oracle alone, each step's view as one JSON line (harness/step_view.h):
+// what the oracle believes happened at each of its steps.
 bool write_steps_view(const std::filesystem::path& trace, const EngineCase& c,
                       const std::filesystem::path& file) {
   std::ofstream out(file, std::ios::trunc);
@@ -158,7 +158,7 @@ bool write_steps_view(const std::filesystem::path& trace, const EngineCase& c,
                                  .deferred_postprocess = c.engine.runner.deferred_postprocess};
   options.on_view = [&out](const harness::StepView& v) { out << to_json(v).dump() << '\n'; };
   try {
-    harness::replay_file(trace, options);
+    harness::view_trace_file(trace, options); // the oracle alone: no code under test here
   } catch (const model::InputError&) {
     return false; // the trace was written by this build: only a generator bug gets here
   }
@@ -447,6 +447,13 @@ public:
     if (o.fixed.token_budget) start.setup["token_budget"] = *o.fixed.token_budget;
     if (o.fixed.async_scheduling) start.setup["async"] = true;
     if (fixed_.steer.any()) start.setup["steer_boosts"] = to_string(fixed_.steer);
+    // The kinds an external worker's kernels cover decide the runners drawn.
+    if (!o.fixed.kinds.empty()) {
+      nlohmann::json kinds = nlohmann::json::array();
+      for (const model::LaunchKind k : o.fixed.kinds)
+        kinds.push_back(std::string(model::to_string(k)));
+      start.setup["kinds"] = std::move(kinds);
+    }
     // A case runs all its repeats in its worker.
     start.options.timeout_seconds = o.case_timeout_seconds * o.repeat;
     pool_.emplace(std::move(start), o.jobs);
@@ -514,7 +521,8 @@ private:
 
 } // namespace
 
-CaseWorkerJob engine_case_job(const nlohmann::json& setup) {
+CaseWorkerJob engine_case_job(const nlohmann::json& setup,
+                              gpu::engine::ExecutorSource* external) {
   const auto seed = setup.at("seed").get<std::uint64_t>();
   const int max_size = setup.at("max_size").get<int>();
   const int repeat = setup.at("repeat").get<int>();
@@ -526,7 +534,11 @@ CaseWorkerJob engine_case_job(const nlohmann::json& setup) {
   fixed.async_scheduling = setup.value("async", false);
   if (setup.contains("steer_boosts"))
     fixed.steer = parse_steer_boosts(setup.at("steer_boosts").get<std::string>());
-  const EngineRunOptions run = run_options_from_json(setup.at("run"));
+  if (setup.contains("kinds"))
+    for (const nlohmann::json& kind : setup.at("kinds"))
+      fixed.kinds.push_back(model::parse_launch_kind(kind.get<std::string>()));
+  EngineRunOptions run = run_options_from_json(setup.at("run"));
+  run.external = external;
   return CaseWorkerJob{.run = [=](std::int64_t index) {
     const std::uint64_t case_seed = case_seed_of(seed, index);
     const EngineCase c = generate_engine_case(case_seed, size_of(case_seed, max_size), fixed);
@@ -549,7 +561,6 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   MC_ASSERT(o.reruns >= 0 && o.repeat >= 1);
   MC_ASSERT(o.jobs >= 1 && (o.jobs == 1 || o.workers));
   validate_fixed(o.fixed);
-  MC_ASSERT(o.external == nullptr || !o.workers);
   if (o.steer_epoch < 0)
     model::fail_input("--steer-epoch: expected at least 1, got {}", o.steer_epoch);
   const bool steering = o.steer_epoch > 0;
@@ -581,19 +592,19 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
   bool stop = false;
   SteerTally tally; // what the cases counted so far reached, case by case
   std::int64_t steer_epoch_started = 0; // the epoch whose boosts the cases now start with
-  std::optional<double> barrier_since;
+  double barrier_since = -1.0; // when the epoch start began waiting; negative: not waiting
   // Steering: the first case of a new epoch starts once every verdict of the epoch before is
   // in, with the boosts those verdicts give.
   const auto at_barrier = [&] {
     if (!steering || next / o.steer_epoch == steer_epoch_started) return false;
     if (!flight.empty()) {
-      if (!barrier_since) barrier_since = elapsed();
+      if (barrier_since < 0) barrier_since = elapsed();
       return true;
     }
-    if (barrier_since) {
-      report.steer_stall_seconds += elapsed() - *barrier_since;
+    if (barrier_since >= 0) {
+      report.steer_stall_seconds += elapsed() - barrier_since;
       ++report.steer_barriers;
-      barrier_since.reset();
+      barrier_since = -1.0;
     }
     steer_epoch_started = next / o.steer_epoch;
     const SteerBoosts boosts = steer_boosts(tally);
