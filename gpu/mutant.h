@@ -124,7 +124,11 @@ namespace mc::gpu {
     "under pipeline parallelism copies through a stale batch order, #55951, #55506)")              \
   X(precopy_copies_without_source, 'A', deterministic,                                             \
     "precopy skips only src_col == state_idx, not src_col < 0: a row without a source (-1, "       \
-    "on every V1 row that copies nothing) copies from column -1, before its table row")
+    "on every V1 row that copies nothing) copies from column -1, before its table row")                 \
+  X(precopy_reads_unbound_idx_mapping, 'X', deterministic,                                         \
+    "precopy's decision reads idx_mapping[b] whether or not the launch bound one: V1's fused "    \
+    "precopy has none (HAS_IDX_MAPPING false, a null pointer), so the process running the "       \
+    "kernels faults in a decision body")
 
 #define MC_RUNNER_MUTANTS(X)                                                                       \
   X(skip_cleanup_of_resumed, 'A',                                                                  \

@@ -282,6 +282,18 @@ struct precopy_copies_without_source : Clean {
   }
 };
 
+// The mapping read unconditionally, as a kernel that forgets its HAS_IDX_MAPPING constexpr does:
+// a V1 launch binds none, and the read goes through a null pointer. Volatile so that the
+// compiler keeps a load whose value only guards the copy.
+struct precopy_reads_unbound_idx_mapping : Clean {
+  static MC_HD_INLINE bool precopy_copies(const FusedParams& p, std::int32_t b,
+                                          std::int32_t src_col, std::int32_t dst_col) {
+    const volatile std::int32_t* mapping = p.requests.idx_mapping;
+    if (mapping[b] < -1) return false; // never: a slot is -1 (padding) or a row's
+    return Clean::precopy_copies(p, b, src_col, dst_col);
+  }
+};
+
 } // namespace mc::gpu::mutants
 
 namespace mc::gpu {

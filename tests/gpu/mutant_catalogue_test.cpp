@@ -35,7 +35,7 @@ TEST(KernelMutantCatalogue, NamesUniqueAndLookupsRoundTrip) {
 
 TEST(KernelMutantCatalogue, OrderFollowsTheEnum) {
   EXPECT_EQ(kernel_mutants().front().name, "precopy_guard_by_address");
-  EXPECT_EQ(static_cast<std::size_t>(Mutant::precopy_copies_without_source),
+  EXPECT_EQ(static_cast<std::size_t>(Mutant::precopy_reads_unbound_idx_mapping),
             kernel_mutants().size());
   EXPECT_EQ(to_string(static_cast<Mutant>(kernel_mutants().size() + 1)), "none"); // out of range
 }
@@ -52,8 +52,9 @@ TEST(KernelMutantCatalogue, OutOfBoundsMutantsComeLastAndSaySo) {
     }
   }
   EXPECT_EQ(unsafe, (std::set<std::string>{"table_row_from_slot", "slot_table_row_from_batch_row",
-                                           "precopy_copies_without_source"}));
-  EXPECT_EQ(static_cast<std::size_t>(Mutant::batch_copy_drops_last), kernel_mutants().size() - 3);
+                                           "precopy_copies_without_source",
+                                           "precopy_reads_unbound_idx_mapping"}));
+  EXPECT_EQ(static_cast<std::size_t>(Mutant::batch_copy_drops_last), kernel_mutants().size() - 4);
 }
 
 TEST(MutantCatalogue, KernelThenRunnerThenSchedulerMutantsInOneTable) {
