@@ -7,10 +7,12 @@
 //   another.
 // - --external: its own adapter worker, started from the campaign's command with this process's
 //   environment (the GPU the campaign gave it), its case files and log under
-//   OUT/external/worker-K (K: MC_CASE_WORKER). An adapter that cannot be started or used is
+//   OUT/external/worker-K (K: MC_CASE_WORKER); at the engine level the adapter serves the
+//   engine protocol (backends/external_engine.h), its log engine-worker.log there. An adapter that cannot be started or used is
 //   exit 3 of the whole campaign, as it is for the campaign's own adapter.
 #include "backends/backend.h"
 #include "backends/external_backend.h"
+#include "backends/external_engine.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "fuzz/campaign/kernel_campaign.h"
@@ -30,6 +32,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// This worker's directory for its adapter's case files and log: OUT/external/worker-K.
+fs::path worker_dir(const nlohmann::json& backend) {
+  const char* slot = std::getenv("MC_CASE_WORKER");
+  const fs::path dir = fs::path(backend.at("dir").get<std::string>()) /
+                       fmt::format("worker-{}", slot != nullptr ? slot : "0");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw fuzz::CaseWorkerFatal{fmt::format("cannot create {}: {}", dir.string(), ec.message())};
+  return dir;
+}
+
 // The worker's backend as the campaign described it under setup["backend"].
 fuzz::LaunchRunner make_runner(const nlohmann::json& backend,
                                std::unique_ptr<backends::ExternalWorker>& external) {
@@ -38,13 +52,7 @@ fuzz::LaunchRunner make_runner(const nlohmann::json& backend,
     return backends::kernel_runner(
         backends::parse_backend(name),
         backends::parse_kernel_mutant(backend.value("mutant", std::string("none"))));
-  const char* slot = std::getenv("MC_CASE_WORKER");
-  const fs::path dir = fs::path(backend.at("dir").get<std::string>()) /
-                       fmt::format("worker-{}", slot != nullptr ? slot : "0");
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw fuzz::CaseWorkerFatal{fmt::format("cannot create {}: {}", dir.string(), ec.message())};
+  const fs::path dir = worker_dir(backend);
   try {
     external = std::make_unique<backends::ExternalWorker>(
         backends::ExternalOptions{.command = backend.at("command").get<std::string>(),
@@ -63,13 +71,32 @@ fuzz::LaunchRunner make_runner(const nlohmann::json& backend,
   };
 }
 
+// The engine level's adapter of this worker, where the campaign's backend is external.
+std::unique_ptr<backends::ExternalEngineSource>
+make_engine_source(const nlohmann::json& backend) {
+  if (backend.at("name") != "external") return nullptr;
+  const fs::path dir = worker_dir(backend);
+  try {
+    return backends::start_external_engine(backend.at("command").get<std::string>(),
+                                           backend.at("timeout").get<double>(),
+                                           dir / "engine-worker.log");
+  } catch (const backends::ExternalWorkerFailure& failure) {
+    throw fuzz::CaseWorkerFatal{failure.message};
+  }
+}
+
 int run_case_worker(std::int64_t parent) {
   std::unique_ptr<backends::ExternalWorker> external; // --external: this worker's adapter
+  std::unique_ptr<backends::ExternalEngineSource> engine_source; // the same, engine level
   return fuzz::serve_case_worker(static_cast<pid_t>(parent), [&](const nlohmann::json& setup) {
     const nlohmann::json& backend = setup.at("backend");
-    fuzz::CaseWorkerJob job = setup.at("level") == "engine"
-                                  ? fuzz::engine_case_job(setup)
-                                  : fuzz::kernel_case_job(setup, make_runner(backend, external));
+    fuzz::CaseWorkerJob job;
+    if (setup.at("level") == "engine") {
+      engine_source = make_engine_source(backend);
+      job = fuzz::engine_case_job(setup, engine_source.get());
+    } else {
+      job = fuzz::kernel_case_job(setup, make_runner(backend, external));
+    }
     // A device fault leaves this process's CUDA context unusable: a fresh worker takes over.
     if (backend.at("name") == "cuda") job.must_retire = [] { return !gpu::cuda_context_usable(); };
     return job;

@@ -492,7 +492,7 @@ int run_fuzz(FuzzOptions o) {
              o.steer ? (o.steer_epoch > 0 ? o.steer_epoch : fuzz::kSteerEpochDefault) : 0,
          .shard = o.shard,
          .jobs = o.parallel.jobs,
-         .workers = o.parallel.workers && o.external.empty()
+         .workers = o.parallel.workers
                         ? std::optional(case_worker_start(o.parallel, worker_backend(o, backend)))
                         : std::nullopt,
          .required_coverage = required,

@@ -125,16 +125,17 @@ EngineLevelResult run_engine_level_here(const EngineLevelRequest& q) {
         o.kernel_mutant != gpu::Mutant::none ||
         o.scheduler_mutant != harness::SchedulerMutant::none)
       model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
-    if (q.jobs > 1)
-      std::cout << "engine level: --external runs its cases one at a time in this process, "
-                   "through one worker\n";
+    // The campaign's own adapter runs a finding's reruns and shrink candidates and tells the
+    // launch kinds its kernels cover; the cases run in the workers' adapters where there are
+    // workers.
     external = backends::start_external_engine(
         q.external, q.external_timeout,
         std::filesystem::absolute(std::filesystem::path(q.out) / "external" / "engine-worker.log"));
     o.external = external.get();
-    o.workers.reset();
-    o.jobs = 1;
     o.isolate = false;
+    // A worker's case includes the adapter's answers, which have a timeout of their own: that
+    // one speaks first, as the adapter's failure.
+    o.case_timeout_seconds = q.case_timeout + q.external_timeout;
     o.backend_name = "external";
     o.backend_args = fmt::format("--external {}", backends::shell_quote(q.external));
     if (q.external_timeout != backends::kExternalTimeoutSecondsDefault)

@@ -41,8 +41,9 @@ struct EngineLevelRequest {
   int jobs = 1;                // cases at once, in `workers`
   std::optional<fuzz::CaseWorkerStart> workers; // where the cases run; absent: in this process
   model::CoverageRequirement required_coverage; // a required feature never reached: exit 1
-  // --external: a worker command running every launch (backends/external_engine.h); the
-  // cases then run one at a time in this process, the worker's stderr in OUT/external/.
+  // --external: a worker command running every launch (backends/external_engine.h): one
+  // adapter for this process (a finding's reruns and shrinking) and one per case worker, their
+  // stderr under OUT/external/.
   std::string external;
   double external_timeout = 300.0;
 };

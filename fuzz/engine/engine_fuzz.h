@@ -66,9 +66,12 @@ struct EngineFuzzOptions {
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   harness::SchedulerMutant scheduler_mutant = harness::SchedulerMutant::none;
   std::string backend_name = "host";        // for the reproduce command
-  // When set, every run's launches go to its kernels (an external worker's; not owned, in
-  // this process: no workers, no isolation), and `backend_args` names the backend in the
-  // reproduce and replay commands (`--external 'COMMAND'`) instead of `--backend NAME`.
+  // When set, the launches of every run in this process (a finding's reruns and shrink
+  // candidates, the cases themselves without workers) go to its kernels (an external worker's,
+  // not owned; the adapter is a process of its own, so no forked isolation), and
+  // `backend_args` names the backend in the reproduce and replay commands (`--external
+  // 'COMMAND'`) instead of `--backend NAME`. Case workers then start adapters of their own
+  // from the setup's backend (cli/case_worker_cmd.cpp).
   gpu::engine::ExecutorSource* external = nullptr;
   std::string backend_args;
   std::filesystem::path out_dir = "mc-out"; // counterexamples go here; empty: write nothing
@@ -164,7 +167,10 @@ EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& options);
 // campaign sent (seed, sizes, fixed sizes, executor and mutants, repeats) as the campaign does,
 // run up to `repeat` times (stopping at the first that fails), each step it starts reported as
 // its progress, its outcome as the payload.
-CaseWorkerJob engine_case_job(const nlohmann::json& setup);
+// With `external` (an adapter worker of this case worker's own, not owned), every run's launches
+// go to its kernels.
+CaseWorkerJob engine_case_job(const nlohmann::json& setup,
+                              gpu::engine::ExecutorSource* external = nullptr);
 
 struct ShrinkResult {
   EngineCase best;

@@ -19,6 +19,9 @@ protocol, backends/external_engine.h). Part PART of:
             launches a kind the worker lacks is exit 2;
   gate      `gate --external` passes with the clean kernels (liveness: each broken variant
             caught), and exits 1 when a variant that is not broken (clean) is named as one;
+  workers   the same campaign with --workers 1, 2 and 4 (a case worker each, each with an
+            adapter of its own) gives the same report, byte for byte, clean and with a variant
+            found and shrunk;
   forward   the worker greets with forward=ssm,conv,scan (the reference module's
             selective_state_update, causal_conv1d_update and selective_scan_fn); each broken
             forward variant is
@@ -106,6 +109,29 @@ def part_variant(mambacheck, python, work):
     run([mambacheck, "replay", trace, "--external", worker(python)], 0)
     print(f"variant: found on case {report['cases']}, shrunk to {cx['steps']} steps: "
           f"{diff['text']}")
+
+
+def part_workers(mambacheck, python, work):
+    for name, external, cases, rc in (
+            ("workers-clean", worker(python), 40, 0),
+            ("workers-variant", worker(python, "--variant", "ds_ignores_bias"), 120, 1)):
+        reports = {}
+        for n in (1, 2, 4):
+            p, report = fuzz(mambacheck, external, work, f"{name}-{n}", cases, rc, "--workers",
+                             str(n), "--keep-going")
+            # Counterexample paths name the campaign's own --out: the same file names under it.
+            text = json.dumps(report, sort_keys=True).replace(str(work / f"{name}-{n}"), "OUT")
+            reports[n] = text
+            expect(report["cases"] == cases, f"{name} --workers {n}: {report['cases']} cases",
+                   p.stdout)
+            expect(bool(report["findings"]) == (rc == 1),
+                   f"{name} --workers {n}: findings {len(report['findings'])}", p.stdout)
+            expect((work / f"{name}-{n}" / "external" / "worker-0" / "engine-worker.log").exists(),
+                   f"{name} --workers {n}: no log of case worker 0's adapter", p.stdout)
+        for n in (2, 4):
+            expect(reports[n] == reports[1], f"{name}: --workers {n} gave another report than 1",
+                   reports[n][:2000] + "\n---\n" + reports[1][:2000])
+        print(f"{name}: the same report with 1, 2 and 4 workers")
 
 
 # A kernels module: the reference kernels, but the process dies (SIGKILL) or hangs when the
@@ -284,7 +310,7 @@ def main(argv):
     os.environ["PYTHONPATH"] = str(ADAPTER)  # the worker's mambacheck_adapter
     parts = {"clean": part_clean, "device": part_device, "variant": part_variant,
              "crash": part_crash, "commands": part_commands, "gate": part_gate,
-             "forward": part_forward}
+             "forward": part_forward, "workers": part_workers}
     parts[part](mambacheck, python, work)
     print(f"external engine {part}: passed")
     return 0
