@@ -34,17 +34,21 @@ process, each launch drawing the next order from it. Runs of one case still diff
 each other, but a process given the same launches in the same order draws the same orders,
 so a campaign through one worker gives the same findings every time it is run (what a test
 that must not flake needs).
+
+Every launch also advances the host's virtual clock (devices.HOST_CLOCK) by VIRTUAL_PROGRAM_US
+per program of its grid, and `slow_launches` waits on that clock: with MC_HOST_CLOCK=virtual,
+`mambacheck bench` times these kernels the same on any machine under any load.
 """
 
 import ctypes
+import math
 import os
 import random
-import time
 import types
 
 import numpy as np
 
-from . import forward_reference
+from . import devices, forward_reference
 
 VARIANTS = {
     "clean": "the kernels as specified",
@@ -72,6 +76,8 @@ VARIANTS = {
     **forward_reference.FORWARD_VARIANTS,
 }
 SLOW_LAUNCH_SECONDS = 0.02
+# What one program of a launch costs on the host's virtual clock (devices.py, MC_HOST_CLOCK).
+VIRTUAL_PROGRAM_US = 1.0
 # Names that choose a convention, not a bug (they combine with a bug's name).
 CONVENTIONS = {
     "slot_tables": "the V2 copy kernels read a request's row of per-request-slot block tables "
@@ -153,7 +159,8 @@ class HostKernel:
     def __getitem__(self, grid):
         def launch(*args, **flags):
             if "slow_launches" in self.bugs:
-                time.sleep(SLOW_LAUNCH_SECONDS)
+                devices.HOST_CLOCK.delay(SLOW_LAUNCH_SECONDS)
+            devices.HOST_CLOCK.advance(VIRTUAL_PROGRAM_US * math.prod(grid))
             return self.body(self.bugs, tuple(grid), *args, **flags)
         return launch
 
