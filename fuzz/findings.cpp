@@ -86,16 +86,18 @@ std::string Signature::to_string() const {
 
 bool signature_matches(const Signature& signature, std::string_view skip) {
   if (skip == signature.key()) return true;
-  // The printed form carries the classification as its third field: drop it.
-  std::vector<std::string_view> fields;
-  std::size_t from = 0;
-  for (std::size_t at = skip.find(':'); at != std::string_view::npos; at = skip.find(':', from)) {
-    fields.push_back(skip.substr(from, at - from));
-    from = at + 1;
-  }
-  fields.push_back(skip.substr(from));
-  if (fields.size() != 5) return false;
-  return fmt::format("{}:{}:{}:{}", fields[0], fields[1], fields[3], fields[4]) == signature.key();
+  // The printed form carries the classification as its third field: drop it. The fields after
+  // it are the key's own, a difference that holds a colon included ("finding:wrong_read").
+  const std::size_t first = skip.find(':');
+  const std::size_t second = first == std::string_view::npos ? first : skip.find(':', first + 1);
+  const std::size_t third = second == std::string_view::npos ? second : skip.find(':', second + 1);
+  if (third == std::string_view::npos) return false;
+  const std::string_view classification = skip.substr(second + 1, third - second - 1);
+  if (classification != to_string(Classification::deterministic) &&
+      classification != to_string(Classification::nondeterministic) &&
+      classification != to_string(Classification::backend_error))
+    return false;
+  return fmt::format("{}{}", skip.substr(0, second + 1), skip.substr(third + 1)) == signature.key();
 }
 
 nlohmann::json to_json(const Signature& s) {

@@ -1,6 +1,7 @@
 #include "harness/library.h"
 
 #include "gpu/engine/runner_mutant.h"
+#include "gpu/mutant.h"
 #include "harness/data_dir.h"
 #include "harness/simulate.h"
 #include "model/errors.h"
@@ -27,6 +28,29 @@ std::vector<std::string> names(const nlohmann::json& s, const char* key,
   return out;
 }
 
+// A name the catalogue does not hold is a misspelling: a scenario that names it would claim to
+// guard a mutant that no replay ever runs.
+std::vector<std::string> mutant_names(const nlohmann::json& s, const char* key,
+                                      const std::filesystem::path& trace,
+                                      bool (*known)(std::string_view name)) {
+  std::vector<std::string> out = names(s, key, trace);
+  for (const std::string& name : out)
+    if (!known(name))
+      model::fail_input("{}:1: source.scenario.{}: '{}' is no {} of the catalogue (`mambacheck "
+                        "mutants` lists them)",
+                        trace.string(), key, name,
+                        std::string_view(key) == "kernel_mutants" ? "kernel mutant"
+                                                                  : "runner mutant");
+  return out;
+}
+
+bool is_kernel_mutant(std::string_view name) {
+  return gpu::find_kernel_mutant(name).has_value();
+}
+bool is_runner_mutant(std::string_view name) {
+  return gpu::engine::find_runner_mutant(name).has_value();
+}
+
 std::string text(const nlohmann::json& s, const char* key, const std::filesystem::path& trace) {
   if (!s.contains(key) || !s[key].is_string())
     model::fail_input("{}:1: source.scenario.{}: missing (a string)", trace.string(), key);
@@ -38,7 +62,7 @@ LibraryResult::MutantRun run_mutant(const ScenarioInfo& info, ReplayOptions opti
   LibraryResult::MutantRun run{.mutant = fmt::format("{}:{}", kind, name)};
   if (kind == "kernel") {
     const std::optional<gpu::Mutant> m = gpu::find_kernel_mutant(name);
-    if (!m) return run;
+    MC_ASSERT(m.has_value()); // read_scenario_info rejects other names
     if (!kernel_mutants_supported()) {
       run.summary = "kernel mutants do not reach the engine runner in this build";
       return run;
@@ -46,7 +70,7 @@ LibraryResult::MutantRun run_mutant(const ScenarioInfo& info, ReplayOptions opti
     options.kernel_mutant = *m;
   } else {
     const std::optional<gpu::engine::RunnerMutant> m = gpu::engine::find_runner_mutant(name);
-    if (!m) return run;
+    MC_ASSERT(m.has_value());
     options.runner_mutant = *m;
   }
   run.known = true;
@@ -79,8 +103,8 @@ ScenarioInfo read_scenario_info(const std::filesystem::path& trace) {
                       trace.string(), bug_class);
   info.bug_class = bug_class[0];
   info.guards = text(s, "guards", trace);
-  info.kernel_mutants = names(s, "kernel_mutants", trace);
-  info.runner_mutants = names(s, "runner_mutants", trace);
+  info.kernel_mutants = mutant_names(s, "kernel_mutants", trace, is_kernel_mutant);
+  info.runner_mutants = mutant_names(s, "runner_mutants", trace, is_runner_mutant);
   if (s.contains("v1_copy_path")) {
     const std::string path = text(s, "v1_copy_path", trace);
     const std::optional<model::V1CopyPath> parsed = model::parse_v1_copy_path(path);

@@ -5,7 +5,8 @@
 //   {"name": "...", "bug_class": "A", "guards": "what it guards",
 //    "kernel_mutants": ["..."], "runner_mutants": ["..."], "v1_copy_path": "batch_copy"}
 // The mutants are those the scenario must catch (gpu/mutant.h, gpu/engine/runner_mutant.h):
-// replayed with one of them, the scenario must fail (a mismatch or a finding).
+// replayed with one of them, the scenario must fail (a mismatch or a finding). Each must be a
+// mutant of the catalogue, of the level its list says.
 #pragma once
 
 #include "harness/replay.h"
@@ -33,7 +34,7 @@ struct LibraryResult {
   ReplayResult clean; // replayed without a mutant: must hold
   struct MutantRun {
     std::string mutant;  // "kernel:NAME" or "runner:NAME"
-    bool known = false;  // the name is in this build's catalogue
+    bool known = false;  // this build runs it (kernel mutants need them in the engine runner)
     bool caught = false; // the replay failed (mismatch or finding)
     std::string summary;
   };
@@ -41,16 +42,16 @@ struct LibraryResult {
   // Why the scenario was not run (kernels in another process that lack a launch kind it
   // needs); empty: it ran.
   std::string skipped;
-  bool passed() const; // skipped, or clean held and every known mutant caught
+  bool passed() const; // skipped, or clean held and every mutant this build runs caught
 };
 
 // The scenarios of `dir` (every *.jsonl), sorted by file name. Throws model::InputError for a
-// trace without a valid `source.scenario` entry.
+// trace without a valid `source.scenario` entry (a mutant name the catalogue lacks included).
 std::vector<ScenarioInfo> list_library(const std::filesystem::path& dir);
 ScenarioInfo read_scenario_info(const std::filesystem::path& trace);
 
-// Replays one scenario clean, then with each of its mutants (unknown names are reported,
-// not run). `options` gives the backend; its mutants are ignored. With `options.external`
+// Replays one scenario clean, then with each of its mutants (those this build cannot run are
+// reported, not run). `options` gives the backend; its mutants are ignored. With `options.external`
 // (kernels in another process) only the clean replay runs: the mutants are this project's
 // kernels and runner, what the scenario proves it catches; and a scenario whose runner
 // launches a kind those kernels do not cover is skipped.

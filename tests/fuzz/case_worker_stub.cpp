@@ -1,6 +1,10 @@
 // A case worker for the tests of fuzz/case_workers.h: it serves cases the way `mambacheck
 // case-worker` does, but what case i does is setup["plan"][i % size]:
 //   "ok:MS"     sleep MS milliseconds, return "case I pid P"
+//   "gate"      create DIR/running-I, wait until DIR/open exists, return "case I pid P" (DIR:
+//               setup["gate_dir"]): the test decides when the case ends, and sees it started.
+//               A gate never opened ends the wait after kGateSecondsMax, returning "gate never
+//               opened: case I pid P", so a test waiting on a broken pool fails, not hangs
 //   "env"       return "case I env V" (V: $MC_STUB_VAR)
 //   "segv"      write one byte past the end of a registered buffer ("stub buffer") that ends
 //               where an inaccessible page starts
@@ -22,6 +26,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -30,6 +36,8 @@ namespace {
 
 using mc::fuzz::CaseWorkerFatal;
 using mc::fuzz::CaseWorkerJob;
+
+constexpr double kGateSecondsMax = 60.0;
 
 [[noreturn]] void write_past_a_buffer() {
   const long page = sysconf(_SC_PAGESIZE);
@@ -44,11 +52,29 @@ using mc::fuzz::CaseWorkerJob;
   std::abort(); // not reached
 }
 
-std::string run(const nlohmann::json& plan, std::int64_t index, bool& retire) {
+// "gate": true when the gate opened, false when it stayed shut for kGateSecondsMax.
+bool pass_gate(const std::filesystem::path& dir, std::int64_t index) {
+  std::ofstream(dir / fmt::format("running-{}", index)).close();
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(kGateSecondsMax);
+  while (!std::filesystem::exists(dir / "open")) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+std::string run(const nlohmann::json& setup, std::int64_t index, bool& retire) {
+  const nlohmann::json& plan = setup.at("plan");
   const std::string step = plan.at(static_cast<std::size_t>(index) % plan.size());
   const std::string pid = std::to_string(getpid());
   if (step.starts_with("ok:")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(step.substr(3))));
+    return fmt::format("case {} pid {}", index, pid);
+  }
+  if (step == "gate") {
+    const bool opened = pass_gate(setup.at("gate_dir").get<std::string>(), index);
+    if (!opened) return fmt::format("gate never opened: case {} pid {}", index, pid);
     return fmt::format("case {} pid {}", index, pid);
   }
   if (step == "env") {
@@ -89,9 +115,8 @@ int main(int argc, char** argv) {
   return mc::fuzz::serve_case_worker(
       static_cast<pid_t>(std::atoll(argv[3])), [retire](const nlohmann::json& setup) {
         if (setup.value("fail_setup", false)) throw CaseWorkerFatal{"the stub has no setup"};
-        const nlohmann::json plan = setup.at("plan");
         return CaseWorkerJob{
-            .run = [plan, retire](std::int64_t index) { return run(plan, index, *retire); },
+            .run = [setup, retire](std::int64_t index) { return run(setup, index, *retire); },
             .must_retire = [retire] { return *retire; }};
       });
 }

@@ -4,8 +4,11 @@
 // case's outcome says what happened as a forked child's would; a throw is an outcome and the
 // worker stays; a worker that cannot go on is an environment error; cleared cases' workers are
 // killed; each worker gets its own environment; a worker finishes its case through SIGINT.
+// What a test must see happen while a case runs, it sees through the stub's gate (a case that
+// marks its start and waits until the test opens it), never through how long something took.
 #include "fuzz/case_workers.h"
 #include "model/errors.h"
+#include "tests/model/temp_dir.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -26,12 +29,34 @@
 namespace mc::fuzz {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// The gate of the stub's "gate" cases: the directory they mark their start in and wait on.
+class Gate {
+public:
+  std::string dir() const { return dir_.path().string(); }
+  // Whether gated case `index` has started (waiting at most kStartSecondsMax for it: less than
+  // the stub's own wait, so a case that never started is told from one that gave up).
+  bool started(std::int64_t index) const {
+    const std::filesystem::path mark = dir_.path() / fmt::format("running-{}", index);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kStartSecondsMax);
+    while (!std::filesystem::exists(mark)) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+  }
+  void open() const { std::ofstream(dir_.path() / "open").close(); }
 
-CaseWorkerStart stub(const std::vector<std::string>& plan, double timeout_seconds = 0) {
+private:
+  static constexpr int kStartSecondsMax = 30;
+  model::testing::TempDir dir_;
+};
+
+CaseWorkerStart stub(const std::vector<std::string>& plan, double timeout_seconds = 0,
+                     const Gate* gate = nullptr) {
   CaseWorkerStart start;
   start.command = {MC_CASE_WORKER_STUB, "case-worker"};
   start.setup["plan"] = plan;
+  if (gate != nullptr) start.setup["gate_dir"] = gate->dir();
   start.options.timeout_seconds = timeout_seconds;
   return start;
 }
@@ -85,8 +110,8 @@ TEST(CaseWorkers, OutcomesComeInCaseOrderWhateverOrderWorkersFinishIn) {
 }
 
 TEST(CaseWorkers, RunsJobsCasesAtOnceOnWorkersThatStay) {
-  CaseWorkerPool pool(stub({"ok:400"}), 2);
-  const Clock::time_point start = Clock::now();
+  const Gate gate;
+  CaseWorkerPool pool(stub({"gate", "gate", "gate", "gate", "gate", "gate", "ok:1"}, 0, &gate), 2);
   pool.start(0);
   pool.start(1); // the idle worker gets it
   // Each worker takes one more, waiting in its input, and no more.
@@ -94,38 +119,49 @@ TEST(CaseWorkers, RunsJobsCasesAtOnceOnWorkersThatStay) {
   pool.start(3);
   EXPECT_FALSE(pool.has_room());
   pool.clear();
-  pool.start(0);
-  pool.start(1);
+  pool.start(4);
+  pool.start(5);
+  // Side by side: case 5 starts while case 4 waits at the shut gate, which one worker running
+  // them in turn could not do.
+  ASSERT_TRUE(gate.started(4));
+  ASSERT_TRUE(gate.started(5)) << "case 5 did not start while case 4 ran";
+  gate.open();
   const IsolatedOutcome a = pool.take_oldest();
   const IsolatedOutcome b = pool.take_oldest();
-  // Side by side: about 400 ms for both, not 800 (and not two starts of a process more).
-  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(750));
   ASSERT_TRUE(a.returned() && b.returned()) << a.message << b.message;
+  EXPECT_EQ(a.payload.substr(0, 6), "case 4");
+  EXPECT_EQ(b.payload.substr(0, 6), "case 5");
   EXPECT_NE(pid_of(a.payload), pid_of(b.payload));
-  pool.start(2);
+  pool.start(6);
   const IsolatedOutcome c = pool.take_oldest();
   ASSERT_TRUE(c.returned()) << c.message;
-  // The two cleared workers were killed; the two that ran cases 0 and 1 still run case 2.
+  // The two cleared workers were killed; the two that ran cases 4 and 5 still run case 6.
   EXPECT_TRUE(pid_of(c.payload) == pid_of(a.payload) || pid_of(c.payload) == pid_of(b.payload));
   EXPECT_EQ(pool.workers_started(), 4);
 }
 
-// While a slow case runs, the other worker goes on through many more cases than a handful: the
-// outcomes may wait behind it, in case order, far past two a job. Kernel case times have a
-// heavy tail, and a short window held 16 workers to 8x one.
+// While a slow case runs, the other worker goes on through the other cases, not a handful: the
+// outcomes wait behind it, in case order, far past two a job. Kernel case times have a heavy
+// tail, and a short window held 16 workers to 8x one.
 TEST(CaseWorkers, ASlowCaseDoesNotHoldTheOtherWorkersBack) {
+  const Gate gate;
   std::vector<std::string> plan(300, "ok:1");
-  plan[0] = "ok:3000";
-  CaseWorkerPool pool(stub(plan), 2);
+  plan[0] = "gate"; // the slow case: it ends when the test opens the gate
+  CaseWorkerPool pool(stub(plan, 0, &gate), 2);
   std::int64_t started = 0;
-  while (!pool.oldest_done()) {
+  // A pool that held the cases back would start no more until case 0 ended, which it does here
+  // only when the stub gives up on the gate: the loop ends either way.
+  while (started < std::ssize(plan) && !pool.oldest_done()) {
     while (started < std::ssize(plan) && pool.has_room())
       pool.start(started++);
-    pool.wait();
+    if (started < std::ssize(plan)) pool.wait();
   }
-  // Case 0 and the case queued behind it on its worker ran there; the other worker got through
-  // most of the rest (the old window of 8 a job would have stopped at 16 cases started).
-  EXPECT_GE(started, 150);
+  // Every case started while case 0 waited at the shut gate: its worker holds case 0 and the one
+  // queued behind it, so the other worker ran all the rest but the two it was last given (the
+  // old window of 8 a job would have stopped at 16 cases started).
+  EXPECT_EQ(started, std::ssize(plan));
+  EXPECT_FALSE(pool.oldest_done());
+  gate.open();
   std::int64_t taken = 0;
   while (taken < std::ssize(plan)) {
     while (started < std::ssize(plan) && pool.has_room())
@@ -139,7 +175,8 @@ TEST(CaseWorkers, ASlowCaseDoesNotHoldTheOtherWorkersBack) {
 }
 
 TEST(CaseWorkers, ACaseWaitingBehindACrashRunsOnTheWorkerThatReplacesIt) {
-  CaseWorkerPool pool(stub({"segv", "ok:1", "ok:5000", "ok:1", "retire", "ok:1"}, 1.0), 1);
+  const Gate gate; // never opened: case 2 runs until its timeout
+  CaseWorkerPool pool(stub({"segv", "ok:1", "gate", "ok:1", "retire", "ok:1"}, 1.0, &gate), 1);
   // Case 1 waits in the input of the worker that dies on case 0; case 3 in that of the one
   // that runs past its timeout on case 2; case 5 in that of the one that retires after case 4.
   std::vector<std::string> pids;
@@ -186,11 +223,11 @@ TEST(CaseWorkers, ACrashIsItsCaseOutcomeAndAFreshWorkerTakesOver) {
 }
 
 TEST(CaseWorkers, ACaseRunningPastItsTimeoutIsKilledWithItsWorker) {
-  CaseWorkerPool pool(stub({"ok:5000", "ok:1"}, 0.3), 1);
-  const Clock::time_point start = Clock::now();
+  const Gate gate; // never opened: case 0 can only end by its timeout
+  CaseWorkerPool pool(stub({"gate", "ok:1"}, 0.3, &gate), 1);
   pool.start(0);
   const IsolatedOutcome late = pool.take_oldest();
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
+  EXPECT_TRUE(gate.started(0));
   EXPECT_EQ(late.end, IsolatedEnd::timed_out);
   EXPECT_EQ(late.message, "exceeded 0.3 s; killed");
   pool.start(1);
@@ -269,19 +306,19 @@ TEST(CaseWorkers, AProgramThatIsNoWorkerIsAnEnvironmentError) {
 }
 
 TEST(CaseWorkers, ClearKillsTheWorkersOfCasesStillRunning) {
-  CaseWorkerPool pool(stub({"ok:60000", "ok:1"}), 2);
+  const Gate gate; // never opened: case 1 runs until it is killed
+  CaseWorkerPool pool(stub({"ok:1", "gate", "ok:1", "ok:1"}, 0, &gate), 2);
   pool.start(0);
-  pool.start(1); // on the other worker
-  const Clock::time_point until = Clock::now() + std::chrono::milliseconds(500);
-  while (Clock::now() < until)
-    pool.wait(); // case 1 is done, case 0 runs
+  const IsolatedOutcome first = pool.take_oldest();
+  ASSERT_TRUE(first.returned()) << first.message;
+  pool.start(1); // on the first idle worker, slot 0 again
+  ASSERT_TRUE(gate.started(1));
   const std::vector<pid_t> before = children();
   ASSERT_EQ(before.size(), 2u);
-  const Clock::time_point start = Clock::now();
   pool.clear();
   EXPECT_TRUE(pool.empty());
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  EXPECT_EQ(children().size(), 1u); // the worker of case 0 is gone, the idle one stays
+  // Gone at once, with its gate still shut: killed, not waited for.
+  EXPECT_EQ(children().size(), 1u); // the worker of case 1 is gone, the idle one stays
   // Slot 0 is the first idle one again: a fresh worker runs the next case there.
   pool.start(3);
   const IsolatedOutcome next = pool.take_oldest();
@@ -302,17 +339,26 @@ TEST(CaseWorkers, EachWorkerGetsItsOwnEnvironment) {
 }
 
 TEST(CaseWorkers, AWorkerFinishesItsCaseThroughSigintAndSigterm) {
-  CaseWorkerPool pool(stub({"ok:500"}), 1);
+  const Gate gate;
+  CaseWorkerPool pool(stub({"gate", "ok:1"}, 0, &gate), 1);
   pool.start(0);
-  // A terminal's Ctrl-C reaches the whole process group, a scheduler's SIGTERM may too.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // A terminal's Ctrl-C reaches the whole process group, a scheduler's SIGTERM may too: here
+  // while the worker runs case 0.
+  ASSERT_TRUE(gate.started(0));
   const std::vector<pid_t> workers = children();
   ASSERT_EQ(workers.size(), 1u);
   kill(workers[0], SIGINT);
   kill(workers[0], SIGTERM);
+  gate.open();
   const IsolatedOutcome out = pool.take_oldest();
   ASSERT_TRUE(out.returned()) << out.message;
   EXPECT_EQ(out.payload.substr(0, 6), "case 0");
+  // And it lives on: the next case runs on it.
+  pool.start(1);
+  const IsolatedOutcome next = pool.take_oldest();
+  ASSERT_TRUE(next.returned()) << next.message;
+  EXPECT_EQ(pid_of(next.payload), pid_of(out.payload));
+  EXPECT_EQ(pool.workers_started(), 1);
 }
 
 } // namespace

@@ -2,10 +2,14 @@
 // per-request array and every decision must match. Skipped (never passed) without a GPU.
 #include "gpu/cuda_backend.h"
 #include "gpu/host_backend.h"
+#include "model/errors.h"
 #include "model/presets.h"
 #include "tests/gpu/random_cases.h"
 
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
 
 namespace mc::gpu {
 namespace {
@@ -137,13 +141,36 @@ TEST(CudaVsHostGrid, ArenaPastFourGiB) {
   expect_same_result(c);
 }
 
+// What the backend says about the machine agrees with what it does: with a device it counts one
+// or more, selects device 0 and runs a launch there; without one every entry point says so.
 TEST(CudaBackend, ReportsAvailability) {
+  const std::optional<int> devices = cuda_device_count();
+#ifdef MC_HAVE_CUDA
+  ASSERT_TRUE(devices.has_value()) << "a CUDA build counts its devices";
+  EXPECT_EQ(cuda_available(), *devices > 0);
+#else
+  EXPECT_FALSE(devices.has_value()) << "a build without CUDA cannot count devices";
+  EXPECT_FALSE(cuda_available());
+#endif
   if (!cuda_available()) {
-    model::LaunchCase c;
-    EXPECT_THROW(run_launch_cuda(c), model::EnvironmentError);
-    GTEST_SKIP() << "no CUDA device: checked that run_launch_cuda throws EnvironmentError";
+    EXPECT_THROW(run_launch_cuda(model::LaunchCase{}), model::EnvironmentError);
+    EXPECT_THROW(use_cuda_device(0), model::EnvironmentError);
+    EXPECT_FALSE(cuda_context_usable());
+    GTEST_SKIP() << "no CUDA device: checked that the backend says so (device count "
+                 << (devices ? std::to_string(*devices) : std::string("unknown"))
+                 << ", run_launch_cuda and use_cuda_device throw EnvironmentError)";
   }
-  SUCCEED();
+  ASSERT_GE(*devices, 1);
+  use_cuda_device(0);
+  EXPECT_TRUE(cuda_context_usable());
+  model::Layout layout = preset_layout("tiny-mamba2", model::ConvLayout::SD, 1 + 8 * 6);
+  const model::LaunchCase c =
+      test::random_case(std::move(layout), LaunchKind::postprocess_align, 8, 3);
+  const model::LaunchResult got = run_launch_cuda(c);
+  EXPECT_EQ(got.status, model::LaunchStatus::ok);
+  EXPECT_FALSE(got.decisions.empty()) << "a launch that copies nothing shows no device work";
+  expect_same_result(c);
+  EXPECT_TRUE(cuda_context_usable());
 }
 
 } // namespace

@@ -15,8 +15,10 @@
 #   5. a consumer project (tests/install/consumer) find_package's the prefix, reads and rewrites
 #      a case the installed binary exported and a trace of the installed library (compiled and
 #      linked with CONSUMER_FLAGS: a sanitized build's libraries need the sanitizers' runtime);
-#   6. where PYTHON has pip and setuptools: the Python package installs from the prefix, offline,
-#      into a virtual environment, and its console entry point serves fuzz --external.
+#   6. the Python package installs from the prefix, offline, into a virtual environment, and its
+#      console entry point serves fuzz --external. A PYTHON without numpy, pip, setuptools >= 61
+#      or wheel fails the test (scripts/setup installs them from Debian): never a pass that
+#      checked less.
 # cmake -DSOURCE_DIR=... -DWORK_DIR=... [-DBUILD_TYPE=Release] [-DBUILD_TYPE_FLAGS="-O3"] [-DSANITIZE=OFF] [-DWERROR=OFF]
 #       [-DBUILD_SUBDIR=build] [-DCONSUMER_FLAGS=...] [-DPYTHON=python3] [-DCCACHE=ccache]
 #       [-DJOBS=2] -P this
@@ -200,17 +202,18 @@ step("trace rewritten" COMMAND ${CMAKE_COMMAND} -E compare_files ${trace}
      ${WORK_DIR}/run/consumer/trace.jsonl)
 
 # 6. The Python package from the prefix, offline, in a virtual environment over the system's
-# packages (numpy, setuptools and pip from Debian).
+# packages (numpy, setuptools, wheel and pip from Debian).
+set(python_packages "python3-numpy, python3-pip, python3-setuptools, python3-wheel and python3-venv")
 if(NOT PYTHON)
-  message("install test: python part skipped (no python3 with numpy)")
-  return()
+  message(FATAL_ERROR "install test: no python3 with numpy for the Python part (scripts/setup "
+                      "installs ${python_packages})")
 endif()
 # setuptools before pip: Debian's setuptools refuses to load after pip has imported distutils.
 execute_process(COMMAND ${PYTHON} -c "import setuptools, wheel, pip\nassert int(setuptools.__version__.split('.')[0]) >= 61"
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if(NOT rc EQUAL 0)
-  message("install test: python part skipped (${PYTHON} lacks pip, wheel or setuptools >= 61)")
-  return()
+  message(FATAL_ERROR "install test: ${PYTHON} lacks pip, wheel or setuptools >= 61 for the Python "
+                      "part (scripts/setup installs ${python_packages})")
 endif()
 set(venv ${WORK_DIR}/venv)
 step(venv COMMAND ${PYTHON} -m venv --system-site-packages --without-pip ${venv})
@@ -218,9 +221,8 @@ step(venv COMMAND ${PYTHON} -m venv --system-site-packages --without-pip ${venv}
 execute_process(COMMAND ${venv}/bin/python -c "import numpy, setuptools, wheel, pip"
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if(NOT rc EQUAL 0)
-  message("install test: python part skipped (a virtual environment over ${PYTHON} lacks numpy, "
-          "pip, setuptools or wheel: is ${PYTHON} in a virtual environment itself?)")
-  return()
+  message(FATAL_ERROR "install test: a virtual environment over ${PYTHON} lacks numpy, pip, "
+                      "setuptools or wheel: is ${PYTHON} in a virtual environment itself?")
 endif()
 step("pip install" COMMAND ${venv}/bin/python -m pip install --no-build-isolation --no-index
                            ${data}/python)

@@ -9,8 +9,15 @@ what a launch changed is read back).
 `HostDevice` needs numpy only: kernels written for it (mambacheck_adapter.reference) run on
 the CPU at the same addresses-in-metadata convention, which is how CI tests the adapter
 without a GPU. `TorchDevice` imports torch when it is created.
+
+`HostDevice` times launches with the wall clock. With MC_HOST_CLOCK=virtual in the environment
+it reads HOST_CLOCK instead, a count of microseconds that the host reference kernels advance by
+a fixed cost per program they run (and by their deliberate delays, which then do not sleep): a
+launch then takes the same time on every machine under any load, so a test of `mambacheck
+bench`'s verdicts cannot flake. Only kernels that advance it can be timed so.
 """
 
+import os
 import time
 
 import numpy as np
@@ -20,6 +27,40 @@ DIFF_CHUNK_BYTES = 256 << 20  # pages compared per step (bounds the temporary ma
 RESERVED_BYTES_MAX = 2 << 30  # cached device memory a worker keeps between cases
 LATCH_CYCLES_FIRST = 100_000_000  # about 60 ms at an H100's clock: covers 50 queued launches
 LATCH_TRIES = 4
+
+
+HOST_CLOCK_VARIABLE = "MC_HOST_CLOCK"
+
+
+class HostClock:
+    """The clock HostDevice times launches with: the wall clock, or the virtual one."""
+
+    def __init__(self):
+        self.virtual_us = 0.0
+
+    @staticmethod
+    def is_virtual():
+        value = os.environ.get(HOST_CLOCK_VARIABLE, "wall") or "wall"
+        if value not in ("wall", "virtual"):
+            raise ValueError(f"{HOST_CLOCK_VARIABLE}={value!r}: expected wall or virtual")
+        return value == "virtual"
+
+    def now_us(self):
+        return self.virtual_us if self.is_virtual() else time.perf_counter_ns() / 1e3
+
+    def advance(self, us):
+        """What a host kernel did costs `us` on the virtual clock."""
+        self.virtual_us += us
+
+    def delay(self, seconds):
+        """A deliberate delay: slept on the wall clock, added to the virtual one."""
+        if self.is_virtual():
+            self.virtual_us += seconds * 1e6
+        else:
+            time.sleep(seconds)
+
+
+HOST_CLOCK = HostClock()
 
 
 class HostDevice:
@@ -69,16 +110,21 @@ class HostDevice:
         dst[:] = src
 
     def time_launches(self, launch, prepare, iters):
-        """Wall time of each of `iters` calls of launch(i) in microseconds, prepare(i)
-        before each and outside the time: the host kernels run in this process, so the
-        clock around the call is their time."""
+        """Time of each of `iters` calls of launch(i) in microseconds, prepare(i) before each
+        and outside the time: the host kernels run in this process, so the clock around the
+        call is their time (HOST_CLOCK: the wall clock or the virtual one)."""
+        virtual = HOST_CLOCK.is_virtual()
         times = []
         for i in range(iters):
             prepare(i)
-            start = time.perf_counter_ns()
+            start = HOST_CLOCK.now_us()
             launch(i)
-            times.append((time.perf_counter_ns() - start) / 1e3)
-        return times, "host wall clock per launch"
+            times.append(HOST_CLOCK.now_us() - start)
+            if virtual and times[-1] <= 0:
+                raise RuntimeError(f"{HOST_CLOCK_VARIABLE}=virtual: the kernels did not advance "
+                                   f"the host clock (only host kernels that charge it can be "
+                                   f"timed so, e.g. mambacheck_adapter.reference)")
+        return times, f"host {'virtual' if virtual else 'wall'} clock per launch"
 
     def synchronize(self):
         pass

@@ -23,21 +23,32 @@ idx_mapping None (precopy_v1).
 `racy_reset` is the one whose failure depends on scheduling. The seed's postprocess_align
 runs one program per (row, state) and the row's program 0 resets num_accepted in place while
 the row's other programs may not have read it yet. Here the programs of a launch run one
-after another in an order drawn afresh per launch (random, seeded from os.urandom), standing
-for whatever order a GPU happens to schedule them in: a program that runs after its row's
-program 0 decides from a = 1 and copies nothing. A case with such a row fails in some runs
-and holds in others (it holds when program 0 comes last among its row's programs).
+after another in an order drawn afresh per launch, standing for whatever order a GPU happens
+to schedule them in: a program that runs after its row's program 0 decides from a = 1 and
+copies nothing. A case with such a row fails in some runs and holds in others (it holds when
+program 0 comes last among its row's programs).
+
+The orders come from os.urandom, a fresh seed each launch, unless the environment variable
+MC_REFERENCE_ORDER_SEED holds an integer: then from one random.Random(that integer) per
+process, each launch drawing the next order from it. Runs of one case still differ from
+each other, but a process given the same launches in the same order draws the same orders,
+so a campaign through one worker gives the same findings every time it is run (what a test
+that must not flake needs).
+
+Every launch also advances the host's virtual clock (devices.HOST_CLOCK) by VIRTUAL_PROGRAM_US
+per program of its grid, and `slow_launches` waits on that clock: with MC_HOST_CLOCK=virtual,
+`mambacheck bench` times these kernels the same on any machine under any load.
 """
 
 import ctypes
+import math
 import os
 import random
-import time
 import types
 
 import numpy as np
 
-from . import forward_reference
+from . import devices, forward_reference
 
 VARIANTS = {
     "clean": "the kernels as specified",
@@ -65,6 +76,8 @@ VARIANTS = {
     **forward_reference.FORWARD_VARIANTS,
 }
 SLOW_LAUNCH_SECONDS = 0.02
+# What one program of a launch costs on the host's virtual clock (devices.py, MC_HOST_CLOCK).
+VIRTUAL_PROGRAM_US = 1.0
 # Names that choose a convention, not a bug (they combine with a bug's name).
 CONVENTIONS = {
     "slot_tables": "the V2 copy kernels read a request's row of per-request-slot block tables "
@@ -146,7 +159,8 @@ class HostKernel:
     def __getitem__(self, grid):
         def launch(*args, **flags):
             if "slow_launches" in self.bugs:
-                time.sleep(SLOW_LAUNCH_SECONDS)
+                devices.HOST_CLOCK.delay(SLOW_LAUNCH_SECONDS)
+            devices.HOST_CLOCK.advance(VIRTUAL_PROGRAM_US * math.prod(grid))
             return self.body(self.bugs, tuple(grid), *args, **flags)
         return launch
 
@@ -212,12 +226,31 @@ def postprocess(bugs, grid, num_accepted, state_idx, num_scheduled, num_computed
         (num_accepted if HAS_IDX_MAPPING else num_accepted_out)[slot] = 1
 
 
+ORDER_SEED_VARIABLE = "MC_REFERENCE_ORDER_SEED"
+_seeded_orders = None  # the random.Random of ORDER_SEED_VARIABLE, once a launch asked for it
+
+
+def program_orders():
+    """Where this launch's program order comes from (see the module's docstring)."""
+    global _seeded_orders
+    text = os.environ.get(ORDER_SEED_VARIABLE, "")
+    if not text:
+        return random.Random(int.from_bytes(os.urandom(8), "little"))
+    if _seeded_orders is None:
+        try:
+            seed = int(text)
+        except ValueError:
+            raise ValueError(f"{ORDER_SEED_VARIABLE}={text!r}: expected an integer") from None
+        _seeded_orders = random.Random(seed)
+    return _seeded_orders
+
+
 def postprocess_racy(bugs, grid, meta, rows, decide, num_accepted, ds):
     """V2's save as the seed runs it, one program per (row, state) in an order drawn for this
     launch: each decides from num_accepted as it finds it, and program 0 of a row resets it
     in place right after deciding."""
     programs = [(row, slot, s) for row, slot in rows for s in range(grid[1])]
-    random.Random(int.from_bytes(os.urandom(8), "little")).shuffle(programs)
+    program_orders().shuffle(programs)
     for row, slot, s in programs:
         decision = decide(int(num_accepted[slot]), slot)
         if decision is None:

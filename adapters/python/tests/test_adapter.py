@@ -223,18 +223,36 @@ class RacyVariant(unittest.TestCase):
     def setUp(self):
         self.assertIsNotNone(self.case_dir, "no postprocess_align case with one racy row")
 
-    def failing_runs(self, kernels):
+    def run_verdicts(self, kernels):
+        """Per run: whether it failed."""
         case = casefile.Case(self.case_dir)
         expected = casefile.StoredResult(case, self.case_dir)
-        failed = 0
+        verdicts = []
         for _ in range(self.RUNS):
             with tempfile.TemporaryDirectory(dir=self.root) as tmp:
                 out = pathlib.Path(tmp) / "result"
                 result = launch.run_case(case, kernels, devices.HostDevice())
                 casefile.write_result(case, result, out)
                 actual = casefile.StoredResult(case, out)
-                failed += compare.first_difference(case, expected, actual) is not None
-        return failed
+                verdicts.append(compare.first_difference(case, expected, actual) is not None)
+        return verdicts
+
+    def failing_runs(self, kernels):
+        return sum(self.run_verdicts(kernels))
+
+    def seeded_verdicts(self, seed):
+        """The runs' verdicts in a process that starts with MC_REFERENCE_ORDER_SEED=seed."""
+        before = os.environ.get(reference.ORDER_SEED_VARIABLE)
+        os.environ[reference.ORDER_SEED_VARIABLE] = seed
+        reference._seeded_orders = None  # as a fresh worker process finds it
+        try:
+            return self.run_verdicts(reference.select_variant("racy_reset"))
+        finally:
+            reference._seeded_orders = None
+            if before is None:
+                del os.environ[reference.ORDER_SEED_VARIABLE]
+            else:
+                os.environ[reference.ORDER_SEED_VARIABLE] = before
 
     def test_fails_in_some_runs_but_not_all(self):
         failed = self.failing_runs(reference.select_variant("racy_reset"))
@@ -243,6 +261,18 @@ class RacyVariant(unittest.TestCase):
 
     def test_clean_never_fails(self):
         self.assertEqual(self.failing_runs(reference.select_variant("clean")), 0)
+
+    def test_an_order_seed_repeats_the_same_runs(self):
+        first = self.seeded_verdicts("5")
+        self.assertEqual(self.seeded_verdicts("5"), first)
+        # Still a race: the runs of one process differ.
+        self.assertIn(True, first)
+        self.assertIn(False, first)
+
+    def test_an_order_seed_that_is_no_integer_is_refused(self):
+        with self.assertRaisesRegex(Exception, "MC_REFERENCE_ORDER_SEED='five': expected an "
+                                               "integer"):
+            self.seeded_verdicts("five")
 
     def test_combined_with_a_deterministic_bug(self):
         kernels = reference.select_variant("offset_32bit", "racy_reset")
