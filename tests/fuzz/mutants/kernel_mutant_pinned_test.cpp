@@ -35,7 +35,8 @@ struct PinnedCase {
 // Each the first failing case of `mambacheck fuzz --backend host --mutant NAME --seed 1 --cases
 // 300 --max-size 40 --report r.json` (--focus big-offsets for block_offset_32bit, whose bug
 // shows only past 4 GiB). For the out-of-bounds mutants the first that is a wrong result, not
-// a crash: where a wild read lands depends on the process's memory, a wrong byte does not.
+// a crash: where a wild read lands depends on the process's memory, a wrong byte does not; the
+// one that reads through a null pointer faults wherever it runs, and its pin is a crash.
 constexpr PinnedCase kPinned[] = {
     {"precopy_guard_by_address", 21, 20},
     {"same_block_copy_skipped", 21, 20},
@@ -66,6 +67,7 @@ constexpr PinnedCase kPinned[] = {
     {"table_row_from_slot", 24, 23},
     {"slot_table_row_from_batch_row", 32, 31},
     {"precopy_copies_without_source", 16, 15},
+    {"precopy_reads_unbound_idx_mapping", 16, 15}, // a read through a null pointer: always a fault
 };
 
 // A run of a case in a forked child: an out-of-bounds mutant may fault, and a fault is a
