@@ -2,6 +2,7 @@
 #include "fuzz/engine/engine_case.h"
 
 #include "fuzz/isolate.h"
+#include "gpu/cuda_backend.h"
 #include "harness/lockstep.h"
 #include "harness/simulate.h"
 #include "model/errors.h"
@@ -536,6 +537,11 @@ EngineOutcome run_isolated_case(const EngineCase& c, const EngineRunOptions& run
 
 } // namespace
 
+bool runs_here_possible(const EngineRunOptions& run) {
+  return run.executor != gpu::engine::ExecutorKind::cuda || run.external != nullptr ||
+         gpu::cuda_context_usable();
+}
+
 EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
                               std::vector<model::Step>* steps_out,
                               const std::function<void()>& on_step_started) {
@@ -565,6 +571,14 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
     out.failure = harness::Difference{
         .kind = e.kind, .step = 0,
         .text = fmt::format("step 0: the kernels under test failed: {}", e.what())};
+    return out;
+  } catch (const model::EnvironmentError& e) {
+    // The arenas could not be made because a fault of this run's kernels, or of another
+    // process's on a GPU shared through MPS, left the context unusable: the device's failure.
+    if (runs_here_possible(run)) throw;
+    out.failure = harness::Difference{
+        .kind = "device-fault", .step = 0,
+        .text = fmt::format("step 0: the device faulted: {}", e.what())};
     return out;
   }
   harness::ScheduledSteps steps(*engine,

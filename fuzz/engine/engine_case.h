@@ -113,6 +113,11 @@ std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_ma
 nlohmann::ordered_json to_json(const EngineOutcome& outcome);
 EngineOutcome outcome_from_json(const nlohmann::ordered_json& j);
 
+// Whether runs with `run` can still go on in this process: false once a device fault has left
+// the process's CUDA context unusable for good (cuda only), when every later run here would fail
+// in its first allocation, a failure of no case of its own.
+bool runs_here_possible(const EngineRunOptions& run);
+
 // One run of `c` in this process that reports each step it starts as its progress
 // (fuzz/isolate.h): what a forked child or a case worker runs, so that a crash names its step.
 EngineOutcome run_engine_case_reporting_steps(const EngineCase& c, const EngineRunOptions& run);

@@ -188,7 +188,7 @@ void keep_reproducible(ShrinkResult& s, const EngineCase& original,
                        const EngineRunOptions& run, int reruns, RunTally& saved_runs,
                        bool& kept) {
   const std::string key = engine_signature(original, *original_outcome.failure).key();
-  for (std::size_t i = s.chain.size(); i-- > 0;) {
+  for (std::size_t i = s.chain.size(); i-- > 0 && runs_here_possible(run);) {
     RunTally tally;
     int same = 0; // runs failing with this finding's key
     for (int k = 0; k < reruns; ++k) {
@@ -292,7 +292,7 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
   if (problem.empty() && write_steps_view(cx.shrunk_trace, s.best, cx.dir / "steps.jsonl"))
     cx.steps_view = cx.dir / "steps.jsonl";
   cx.signature = engine_signature(s.best, cx.difference).to_string();
-  if (problem.empty()) cx.picture = write_engine_picture(cx, o, s.best);
+  if (problem.empty() && runs_here_possible(run)) cx.picture = write_engine_picture(cx, o, s.best);
   std::ofstream(cx.dir / "report.json") << counterexample_json(cx).dump(2) << "\n";
   std::ofstream(cx.dir / "report.txt") << counterexample_text(cx);
   return cx;
@@ -335,9 +335,12 @@ EngineFinding record_finding(const EngineFuzzOptions& o, const EngineRunOptions&
   f.skipped = skipped_by(f.signature, o.skip_signatures);
   const std::string key = f.signature.key();
   f.runs.add(outcome.failure->text, is_backend_error(*outcome.failure));
-  const bool device_lost = outcome.failure->kind == "device-fault";
+  // A fault in this process (the case's own rerun, or an earlier finding's) loses its CUDA
+  // context: what ran is reported, nothing more runs here.
+  bool device_lost = outcome.failure->kind == "device-fault" || !runs_here_possible(run);
   for (int i = 0; i < o.reruns && !device_lost; ++i) {
     const EngineOutcome again = run_engine_case(c, run);
+    device_lost = !runs_here_possible(run);
     add_run(f.runs, again.failed() ? std::optional(again.failure->text) : std::nullopt,
             again.failed() ? engine_signature(c, *again.failure).key() : key, key,
             again.failed() && is_backend_error(*again.failure));

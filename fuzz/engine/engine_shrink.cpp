@@ -210,11 +210,14 @@ ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& 
     return o.failed() && engine_signature(c, *o.failure).key() == key;
   };
   bool progress = true;
-  while (progress && r.tried < limits.candidates_max && !out_of_time()) {
+  // A device fault in this process ends the shrink where it is: every later candidate would
+  // fail in its first allocation.
+  while (progress && r.tried < limits.candidates_max && !out_of_time() &&
+         runs_here_possible(run)) {
     progress = false;
     for (Candidate& next : candidates_of(r.best, r.outcome.steps_run)) {
       EngineCase& candidate = next.c;
-      if (r.tried >= limits.candidates_max || out_of_time()) break;
+      if (r.tried >= limits.candidates_max || out_of_time() || !runs_here_possible(run)) break;
       ++r.tried;
       EngineOutcome o = run_engine_case(candidate, run);
       for (int again = 1; again < runs_per_candidate && !fails_so(candidate, o); ++again)
