@@ -332,9 +332,13 @@ void ExternalWorker::parse_greeting(const std::string& line) {
   serves_engine_ = false;
   serves_bench_ = false;
   forward_kernels_.clear();
+  device_.clear();
+  has_variants_.reset();
   while (words >> word) {
     if (word == "engine=1") serves_engine_ = true;
     if (word == "bench=1") serves_bench_ = true;
+    if (starts_with(word, "device=")) device_ = word.substr(7);
+    if (word == "variants=0" || word == "variants=1") has_variants_ = word == "variants=1";
     if (starts_with(word, "forward=")) {
       std::istringstream names(word.substr(8));
       std::string name;

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -97,7 +98,13 @@ public:
   // The forward's state kernels its module provides (forward=ssm,conv,scan): "ssm"
   // (selective_state_update), "conv" (causal_conv1d_update), "scan" (selective_scan_fn).
   const std::vector<std::string>& forward_kernels() const { return forward_kernels_; }
-  bool crashed() const { return crashed_; }             // died on its last case or request
+  // The device its kernels run on (device=NAME, e.g. host or cuda); empty when not greeted.
+  const std::string& device() const { return device_; }
+  // Whether `COMMAND --variant NAME` starts broken variants of its kernels module (variants=1)
+  // or the module has none (variants=0); nullopt when the greeting does not say (a worker
+  // other than the adapter's).
+  std::optional<bool> has_variants() const { return has_variants_; }
+  bool crashed() const { return crashed_; } // died on its last case or request
   const std::string& greeting() const { return greeting_; }
   const ExternalOptions& options() const { return options_; }
   std::int64_t cases_run() const { return cases_run_; }
@@ -126,6 +133,8 @@ private:
   bool serves_engine_ = false;
   bool serves_bench_ = false;
   std::vector<std::string> forward_kernels_;
+  std::string device_;
+  std::optional<bool> has_variants_;
   std::int64_t cases_run_ = 0;
   std::int64_t restarts_ = 0;
   bool crashed_ = false;               // it died on the last case: start it again before the next

@@ -11,7 +11,9 @@
 // external_engine.h): the three first stages run on them, and in place of the mutant smoke
 //   liveness       the kernel module's deliberately broken variants (COMMAND --variant NAME,
 //                  or --variant-command's) must each be caught by one of those three stages
-//                  (a finding, not a coverage gap), so the gate is shown live on that module
+//                  (a finding, not a coverage gap), so the gate is shown live on that module;
+//                  a module without select_variant (vLLM's) has none, and the adapter's own
+//                  test kernels' variants run instead, on the device the module ran on
 // Exit 0 when every stage passed, 1 otherwise. Counterexamples go under --out.
 #include "backends/backend.h"
 #include "backends/external_backend.h"
@@ -24,6 +26,8 @@
 #include "cli/output_paths.h"
 #include "fuzz/campaign/kernel_campaign.h"
 #include "fuzz/engine/engine_fuzz.h"
+#include "fuzz/engine/steer.h"
+#include "fuzz/gen_steer.h"
 #include "fuzz/mutants/mutants.h"
 #include "harness/library.h"
 #include "model/coverage.h"
@@ -33,9 +37,12 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 namespace mc::cli {
 namespace {
@@ -49,13 +56,23 @@ constexpr const char* kSmokeMutants[] = {
     "precopy_guard_by_address", "decide_reads_reset_accepted",  "preprocess_curr_floor",
     "overlap_copied_backwards", "temporal_ignores_bias_column", "batch_copy_drops_last",
     "skip_cleanup_of_resumed",  "v2_seed_with_attn_block_size"};
-// The adapter's broken test kernels (mambacheck_adapter.reference, tests/triton_kernels.py) that
-// --external's liveness stage runs by default: one bug of each kind of copy and table lookup,
-// then the forward's state kernels' (found by the engine stage, where the worker has them).
+// The broken variants --external's liveness stage runs by default, named as the adapter's test
+// kernels name them: one bug of each kind of copy and table lookup, then the forward's state
+// kernels' (found by the engine stage, where the worker has them).
 constexpr const char* kLivenessVariants[] = {
-    "guard_by_address",       "temporal_size_from_stride", "conv_shift_not_memmove",
-    "ds_ignores_bias",        "table_by_batch_row",        "null_block_not_skipped",
+    "guard_by_address",       "temporal_size_from_stride",   "conv_shift_not_memmove",
+    "ds_ignores_bias",        "table_by_batch_row",          "null_block_not_skipped",
     "drafts_into_one_column", "accepted_bound_wrong_stride", "no_accepted_bound"};
+
+// The adapter's test kernels by the device they run on. A module under test without
+// select_variant (vLLM's, a user's) has no broken variants of its own: its gate is shown live
+// on these instead, on the device the module ran on, through the same stages.
+struct TestKernels {
+  std::string_view device;
+  std::string_view module;
+};
+constexpr TestKernels kAdapterTestKernels[] = {{"host", "mambacheck_adapter.reference"},
+                                               {"cuda", "mambacheck_adapter.triton_kernels"}};
 
 struct GateOptions {
   std::string backend;
@@ -63,7 +80,7 @@ struct GateOptions {
   std::string junit;
   std::string library;             // default: the installed library, else the source tree's
   std::int64_t kernel_cases = 250; // per seed
-  std::vector<std::string> kinds;   // kernel fuzz: only these launch kinds (empty: all)
+  std::vector<std::string> kinds;  // kernel fuzz: only these launch kinds (empty: all)
   std::int64_t engine_cases = 30;  // per seed
   std::string mutant_budget = "20s";
   // Features the campaign stages must reach (cli/coverage_option.h). Empty: all of them (with
@@ -85,7 +102,9 @@ struct Target {
   backends::ExternalEngineSource* engine = nullptr;
   std::filesystem::path out;
   bool verdict_only = false; // no reruns, no shrinking: the liveness stage needs the verdict
-  std::string name() const { return external.empty() ? std::string(to_string(backend)) : "external"; }
+  std::string name() const {
+    return external.empty() ? std::string(to_string(backend)) : "external";
+  }
 };
 
 struct StageResult {
@@ -118,7 +137,9 @@ void require_coverage(StageResult& s, const model::CoverageRequirement& required
 // postprocess is drawn only with them).
 std::vector<std::string> reachable_features(model::CoverageLevel level,
                                             const std::vector<model::LaunchKind>& covered) {
-  const auto has = [&](model::LaunchKind k) { return std::ranges::find(covered, k) != covered.end(); };
+  const auto has = [&](model::LaunchKind k) {
+    return std::ranges::find(covered, k) != covered.end();
+  };
   const bool slot_tables = has(model::LaunchKind::precopy_slot_tables) ||
                            has(model::LaunchKind::postprocess_align_slot_tables);
   std::vector<std::string> out;
@@ -128,15 +149,16 @@ std::vector<std::string> reachable_features(model::CoverageLevel level,
       continue;
     bool other_kind = false;
     for (const model::LaunchKind k : model::kAllLaunchKinds)
-      other_kind = other_kind || (f.name == fmt::format("launch-{}", model::to_string(k)) && !has(k));
+      other_kind =
+          other_kind || (f.name == fmt::format("launch-{}", model::to_string(k)) && !has(k));
     if (!other_kind) out.emplace_back(f.name);
   }
   return out;
 }
 
-model::CoverageRequirement stage_requirement(const GateOptions& o, model::CoverageLevel level,
-                                             const std::vector<model::LaunchKind>* covered =
-                                                 nullptr) {
+model::CoverageRequirement
+stage_requirement(const GateOptions& o, model::CoverageLevel level,
+                  const std::vector<model::LaunchKind>* covered = nullptr) {
   if (!o.require_coverage.empty()) {
     model::CoverageRequirement r = model::parse_coverage_requirement(o.require_coverage);
     // A named feature binds the stages whose level counts it.
@@ -160,21 +182,106 @@ model::CoverageRequirement stage_requirement(const GateOptions& o, model::Covera
 }
 
 // Campaigns of a fuzz stage: its fixed seeds, then, while a required feature is still missing,
-// batches of the cases that follow the last seed's, up to kTopUpFactor times the fixed cases.
-// Deterministic like the rest: coverage comes from what ran, so the same gate draws the same
-// batches. A feature the generator rarely reaches (a resume after accepted drafts is one in
-// fifty resumes) then costs a few more cases instead of a flaky gate.
+// top-up batches on the seeds that follow the last fixed seed's cases, up to kTopUpFactor times
+// the fixed cases. Each batch is drawn toward what is missing, not more of the same draw (a
+// short campaign's sizes stay small: the default draw makes a big offset only from size 50 on):
+// a kernel round runs the draw that reaches each missing feature (gen_steer.h, e.g. the
+// big-offsets preset), an engine batch boosts the steer knobs of every missing feature
+// (fuzz/engine/steer.h). Deterministic like the rest: coverage comes from what ran, so the same
+// gate draws the same batches.
 constexpr std::int64_t kTopUpFactor = 10;
+// A kernel top-up round: a short run toward each missing feature, its draw making the feature
+// likely on every case, kKernelTopUpCases cases shared among them (at least kKernelTopUpCasesMin
+// each); what one round misses the next round draws toward again.
+constexpr std::int64_t kKernelTopUpCases = 10;
+constexpr std::int64_t kKernelTopUpCasesMin = 2;
 struct CampaignRun {
   std::uint64_t seed = 0;
   std::int64_t cases = 0;
+  const fuzz::GenSteerRow* toward = nullptr; // a kernel top-up's draw; null: a fixed seed's
+  fuzz::SteerBoosts boosts;                  // an engine top-up's; none: a fixed seed's
 };
 template <std::size_t N>
 std::vector<CampaignRun> fixed_runs(const std::uint64_t (&seeds)[N], std::int64_t cases) {
   std::vector<CampaignRun> runs;
   for (const std::uint64_t seed : seeds)
-    runs.push_back({seed, cases});
+    runs.push_back({.seed = seed, .cases = cases});
   return runs;
+}
+
+// The next kernel top-up round: a run toward each missing feature that has a draw, on the seeds
+// after `next_seed`, within `cases_left`.
+std::vector<CampaignRun> kernel_top_up_round(const std::vector<std::string>& missing,
+                                             std::uint64_t next_seed, std::int64_t cases_left) {
+  std::vector<const fuzz::GenSteerRow*> rows;
+  for (const std::string& feature : missing)
+    if (const fuzz::GenSteerRow* row = fuzz::find_gen_steer_row(feature)) rows.push_back(row);
+  std::vector<CampaignRun> round;
+  if (rows.empty()) return round;
+  const std::int64_t each = std::max(kKernelTopUpCasesMin, kKernelTopUpCases / std::ssize(rows));
+  for (const fuzz::GenSteerRow* row : rows) {
+    const std::int64_t cases = std::min(each, cases_left);
+    if (cases <= 0) break;
+    round.push_back({.seed = next_seed, .cases = cases, .toward = row});
+    next_seed += static_cast<std::uint64_t>(cases);
+    cases_left -= cases;
+  }
+  return round;
+}
+
+// The knobs of every missing engine feature, boosted as missing.
+fuzz::SteerBoosts engine_boosts(const std::vector<std::string>& missing) {
+  fuzz::SteerBoosts boosts;
+  for (const std::string& feature : missing)
+    if (const fuzz::SteerRow* row = fuzz::find_steer_row(feature))
+      for (const std::optional<fuzz::SteerKnob>& knob : row->knobs)
+        if (knob) boosts.knobs[static_cast<std::size_t>(*knob)] = fuzz::SteerBoost::missing;
+  return boosts;
+}
+
+// " (and N cases for coverage, seeds S to T: toward F (draw); ...)" for the top-up runs of a
+// kernel stage; an engine stage's are steered toward whatever was missing before each batch.
+std::string top_up_summary(const std::vector<CampaignRun>& runs, std::size_t fixed) {
+  if (runs.size() == fixed) return "";
+  std::int64_t cases = 0;
+  std::vector<std::string> draws;
+  for (std::size_t i = fixed; i < runs.size(); ++i) {
+    cases += runs[i].cases;
+    std::string draw =
+        runs[i].toward != nullptr
+            ? fmt::format("toward {} ({})", runs[i].toward->feature, runs[i].toward->draw)
+            : "steered toward the features still missing before each batch";
+    if (std::ranges::find(draws, draw) == draws.end()) draws.push_back(std::move(draw));
+  }
+  return fmt::format(" (and {} cases for coverage, seeds {} to {}: {})", cases, runs[fixed].seed,
+                     runs.back().seed + static_cast<std::uint64_t>(runs.back().cases) - 1,
+                     fmt::join(draws, "; "));
+}
+
+fuzz::KernelCampaignOptions kernel_campaign(const GateOptions& o, const Target& t,
+                                            backends::ExternalWorker* worker,
+                                            const CampaignRun& run) {
+  fuzz::KernelCampaignOptions c;
+  c.seed = run.seed;
+  c.cases_max = run.cases;
+  for (const std::string& kind : o.kinds)
+    c.gen.kinds.push_back(model::parse_launch_kind(kind));
+  c.max_size = 100;
+  if (worker) {
+    backends::point_campaign_at(c, *worker);
+  } else {
+    c.isolate = t.backend == backends::Backend::host; // an out-of-bounds kernel is a finding
+    c.backend_name = std::string(to_string(t.backend));
+    c.backend = backends::launch_runner(t.backend);
+  }
+  // After the worker's kinds are known: a draw narrows the kinds to those that make its feature.
+  if (run.toward != nullptr) c.gen = run.toward->toward(c.gen);
+  if (t.verdict_only) {
+    c.reruns = 0;
+    c.shrink.candidates_max = 0;
+  }
+  c.out_dir = t.out / "kernel";
+  return c;
 }
 
 StageResult kernel_fuzz_stage(const GateOptions& o, const Target& t) {
@@ -194,27 +301,8 @@ StageResult kernel_fuzz_stage(const GateOptions& o, const Target& t) {
       stage_requirement(o, model::CoverageLevel::kernel, worker ? &worker->kinds() : nullptr);
   std::vector<CampaignRun> runs = fixed_runs(kKernelSeeds, o.kernel_cases);
   const std::int64_t fixed_cases = o.kernel_cases * std::ssize(kKernelSeeds);
-  std::uint64_t next_seed = kKernelSeeds[std::size(kKernelSeeds) - 1] + o.kernel_cases;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::uint64_t seed = runs[i].seed;
-    fuzz::KernelCampaignOptions c;
-    c.seed = seed;
-    c.cases_max = runs[i].cases;
-    for (const std::string& kind : o.kinds)
-      c.gen.kinds.push_back(model::parse_launch_kind(kind));
-    c.max_size = 100;
-    if (worker) {
-      backends::point_campaign_at(c, *worker);
-    } else {
-      c.isolate = t.backend == backends::Backend::host; // an out-of-bounds kernel is a finding
-      c.backend_name = std::string(to_string(t.backend));
-      c.backend = backends::launch_runner(t.backend);
-    }
-    if (t.verdict_only) {
-      c.reruns = 0;
-      c.shrink.candidates_max = 0;
-    }
-    c.out_dir = t.out / "kernel";
+    const fuzz::KernelCampaignOptions c = kernel_campaign(o, t, worker.get(), runs[i]);
     const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
     s.cases += r.cases;
     coverage.merge(r.coverage);
@@ -226,25 +314,20 @@ StageResult kernel_fuzz_stage(const GateOptions& o, const Target& t) {
                  : fmt::format("--backend {}", c.backend_name);
       s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: mambacheck case {} {} "
                              "--check; picture: {})",
-                             seed, f->counterexample->failure, f->signature.to_string(),
+                             runs[i].seed, f->counterexample->failure, f->signature.to_string(),
                              f->runs.summary(), f->counterexample->shrunk_dir.string(),
                              backend_args, f->counterexample->picture.string());
       return s;
     }
-    const std::int64_t top_up =
-        std::min<std::int64_t>(std::max<std::int64_t>(o.kernel_cases, 10),
-                               kTopUpFactor * fixed_cases - (s.cases - fixed_cases));
-    if (i + 1 == runs.size() && top_up > 0 && !model::interrupted() &&
-        !model::missing_coverage(required, coverage).empty()) {
-      runs.push_back({next_seed, top_up});
-      next_seed += static_cast<std::uint64_t>(top_up);
-    }
+    const std::int64_t left = kTopUpFactor * fixed_cases - (s.cases - fixed_cases);
+    if (i + 1 < runs.size() || left <= 0 || model::interrupted()) continue;
+    for (const CampaignRun& run :
+         kernel_top_up_round(model::missing_coverage(required, coverage),
+                             runs[i].seed + static_cast<std::uint64_t>(runs[i].cases), left))
+      runs.push_back(run);
   }
-  s.detail = fmt::format("seeds {}, {}, {}: every case held", kKernelSeeds[0], kKernelSeeds[1],
-                         kKernelSeeds[2]);
-  if (s.cases > fixed_cases)
-    s.detail += fmt::format(" (and {} cases from seed {} on, for coverage)", s.cases - fixed_cases,
-                            kKernelSeeds[std::size(kKernelSeeds) - 1] + o.kernel_cases);
+  s.detail = fmt::format("seeds {}, {}, {}: every case held{}", kKernelSeeds[0], kKernelSeeds[1],
+                         kKernelSeeds[2], top_up_summary(runs, std::size(kKernelSeeds)));
   require_coverage(s, required, coverage);
   return s;
 }
@@ -262,11 +345,9 @@ StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
       o, model::CoverageLevel::engine, t.engine != nullptr ? &t.engine->kinds() : nullptr);
   std::vector<CampaignRun> runs = fixed_runs(kEngineSeeds, o.engine_cases);
   const std::int64_t fixed_cases = o.engine_cases * std::ssize(kEngineSeeds);
-  std::uint64_t next_seed = kEngineSeeds[std::size(kEngineSeeds) - 1] + o.engine_cases;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::uint64_t seed = runs[i].seed;
     fuzz::EngineFuzzOptions e;
-    e.seed = seed;
+    e.seed = runs[i].seed;
     e.cases_max = runs[i].cases;
     e.executor = executor_of(t.backend);
     e.backend_name = t.name();
@@ -275,6 +356,7 @@ StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
       e.backend_args = fmt::format("--external {}", backends::shell_quote(t.external));
       e.fixed.kinds = t.engine->kinds();
     }
+    e.fixed.steer = runs[i].boosts;
     if (t.verdict_only) {
       e.reruns = 0;
       e.shrink.candidates_max = 0;
@@ -287,25 +369,22 @@ StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
     if (const fuzz::EngineFinding* f = r.first_failing()) {
       s.passed = false;
       s.found = true;
-      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", seed,
-                             f->counterexample->failure, f->signature.to_string(),
-                             f->runs.summary(), f->counterexample->reproduce,
-                             f->counterexample->picture.string());
+      s.detail =
+          fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", runs[i].seed,
+                      f->counterexample->failure, f->signature.to_string(), f->runs.summary(),
+                      f->counterexample->reproduce, f->counterexample->picture.string());
       return s;
     }
-    const std::int64_t top_up =
-        std::min<std::int64_t>(std::max<std::int64_t>(o.engine_cases, 10),
-                               kTopUpFactor * fixed_cases - (s.cases - fixed_cases));
-    if (i + 1 == runs.size() && top_up > 0 && !model::interrupted() &&
-        !model::missing_coverage(required, coverage).empty()) {
-      runs.push_back({next_seed, top_up});
-      next_seed += static_cast<std::uint64_t>(top_up);
-    }
+    const std::int64_t left = kTopUpFactor * fixed_cases - (s.cases - fixed_cases);
+    if (i + 1 < runs.size() || left <= 0 || model::interrupted()) continue;
+    const std::vector<std::string> missing = model::missing_coverage(required, coverage);
+    if (!missing.empty())
+      runs.push_back({.seed = runs[i].seed + static_cast<std::uint64_t>(runs[i].cases),
+                      .cases = std::min(std::max<std::int64_t>(o.engine_cases, 10), left),
+                      .boosts = engine_boosts(missing)});
   }
-  s.detail = fmt::format("seeds {}, {}: {} steps held", kEngineSeeds[0], kEngineSeeds[1], steps);
-  if (s.cases > fixed_cases)
-    s.detail += fmt::format(" (and {} cases from seed {} on, for coverage)", s.cases - fixed_cases,
-                            kEngineSeeds[std::size(kEngineSeeds) - 1] + o.engine_cases);
+  s.detail = fmt::format("seeds {}, {}: {} steps held{}", kEngineSeeds[0], kEngineSeeds[1], steps,
+                         top_up_summary(runs, std::size(kEngineSeeds)));
   require_coverage(s, required, coverage);
   return s;
 }
@@ -338,71 +417,149 @@ StageResult library_stage(const GateOptions& o, const Target& t) {
   return s;
 }
 
-// Each variant's worker through the stages on external kernels, in order, until one finds it.
-StageResult liveness_stage(const GateOptions& o) {
-  StageResult s;
+// The module a worker command loads: the last `--kernels NAME` (or `--kernels=NAME`) word, as
+// the adapter's argparse takes it; empty when there is none. Only to name it in a line.
+std::string kernels_named_in(const std::string& command) {
+  std::istringstream words(command);
+  std::string word, previous, named;
+  while (words >> word) {
+    if (previous == "--kernels") named = word;
+    if (word.starts_with("--kernels=")) named = word.substr(std::strlen("--kernels="));
+    previous = word;
+  }
+  return named;
+}
+
+// Where the broken variants run: the command that starts one (`--variant NAME` appended).
+struct VariantSource {
+  std::string command;
+  std::string test_kernels; // "MODULE, DEVICE" when they run on the adapter's test kernels
+  std::string unavailable;  // why no variant can run (then `command` is empty)
+};
+
+// --variant-command's, else the module under test's own when it has them (or its worker does
+// not say), else the adapter's test kernels on the device it greeted with: the same command
+// with `--kernels` and `--device` appended (the adapter's worker takes the last of each).
+VariantSource variant_source(const GateOptions& o, const backends::ExternalWorker& under_test) {
+  if (!o.variant_command.empty()) return {.command = o.variant_command};
+  if (under_test.has_variants().value_or(true)) return {.command = o.external};
+  const std::string named = kernels_named_in(o.external);
+  const std::string module = named.empty() ? "the kernels module of --external" : named;
+  const auto* test =
+      std::ranges::find(kAdapterTestKernels, under_test.device(), &TestKernels::device);
+  if (test == std::end(kAdapterTestKernels))
+    return {.unavailable = fmt::format("{} has no select_variant and the adapter has no test "
+                                       "kernels for its device '{}': name a worker of broken "
+                                       "variants with --variant-command",
+                                       module, under_test.device())};
+  const std::string where = fmt::format("{}, {}", test->module, test->device);
+  std::cout << fmt::format("liveness: {} has no select_variant; the broken variants run on the "
+                           "adapter's test kernels ({})\n",
+                           module, where)
+            << std::flush;
+  return {.command =
+              fmt::format("{} --kernels {} --device {}", o.external, test->module, test->device),
+          .test_kernels = where};
+}
+
+// The first of kernel-fuzz, engine-fuzz and library (in that order) that finds a variant's
+// bug, or empty when none does. ExternalWorkerFailure when its worker cannot run.
+std::string stage_that_catches(const GateOptions& o, Target t, std::int64_t& cases) {
+  std::filesystem::create_directories(t.out);
+  backends::ExternalEngineSource engine({.command = t.external,
+                                         .work_dir = {},
+                                         .log_file = t.out / "engine-worker.log",
+                                         .timeout_seconds = t.external_timeout});
+  t.engine = &engine;
+  const std::pair<const char*, StageResult (*)(const GateOptions&, const Target&)> stages[] = {
+      {"kernel-fuzz", kernel_fuzz_stage},
+      {"engine-fuzz", engine_fuzz_stage},
+      {"library", library_stage}};
+  for (const auto& [name, run] : stages) {
+    const StageResult r = run(o, t);
+    cases += r.cases;
+    if (r.found) return name;
+  }
+  return {};
+}
+
+// What became of the variants: caught (by a stage), missed (ran through every stage and held:
+// the gate would let the bug through), could not run (no verdict: never counted as either),
+// absent (a default name the module does not have).
+struct LivenessTally {
+  struct NotRun {
+    std::string why; // the worker's failure, one line
+    std::vector<std::string> variants;
+  };
   std::vector<std::string> caught, missed, absent;
-  const std::string base = o.variant_command.empty() ? o.external : o.variant_command;
+  std::vector<NotRun> could_not_run; // grouped by why: a start that fails fails for them all
+  void not_run(const std::string& variant, const std::string& why) {
+    auto same = std::ranges::find(could_not_run, why, &NotRun::why);
+    if (same == could_not_run.end()) same = could_not_run.insert(same, {.why = why});
+    same->variants.push_back(variant);
+  }
+};
+
+std::string liveness_detail(const LivenessTally& v, std::size_t variants, bool passed) {
+  const std::string not_in_module =
+      v.absent.empty() ? "" : fmt::format(" (not in this module: {})", fmt::join(v.absent, ", "));
+  if (passed)
+    return fmt::format("{} of {} broken variants caught: {}{}", v.caught.size(),
+                       variants - v.absent.size(), fmt::join(v.caught, ", "), not_in_module);
+  if (v.missed.empty() && v.could_not_run.empty())
+    return fmt::format("none of the default variants is in this module{}: name its broken "
+                       "variants with --variants",
+                       not_in_module);
+  std::vector<std::string> parts;
+  if (!v.missed.empty())
+    parts.push_back(fmt::format("PASSED THE GATE: {} (the gate would miss these bugs)",
+                                fmt::join(v.missed, ", ")));
+  for (const LivenessTally::NotRun& n : v.could_not_run)
+    parts.push_back(fmt::format("COULD NOT RUN: {} ({}; the gate is not shown live on them)",
+                                fmt::join(n.variants, ", "), n.why));
+  return fmt::format("{}; caught: {}{}", fmt::join(parts, "; "),
+                     v.caught.empty() ? "none" : fmt::format("{}", fmt::join(v.caught, ", ")),
+                     not_in_module);
+}
+
+// Each variant's worker through the stages on external kernels, in order, until one finds it.
+StageResult liveness_stage(const GateOptions& o, const backends::ExternalWorker& under_test) {
+  StageResult s;
+  const VariantSource source = variant_source(o, under_test);
+  if (!source.unavailable.empty()) {
+    s.passed = false;
+    s.detail = fmt::format("COULD NOT RUN: {}", source.unavailable);
+    return s;
+  }
+  LivenessTally v;
   for (const std::string& variant : o.variants) {
     if (model::interrupted()) break;
-    Target t{.external = fmt::format("{} --variant {}", base, backends::shell_quote(variant)),
-             .external_timeout = o.external_timeout,
-             .out = std::filesystem::path(o.out) / "liveness" / variant,
-             .verdict_only = true};
-    std::string by;
+    const Target t{
+        .external = fmt::format("{} --variant {}", source.command, backends::shell_quote(variant)),
+        .external_timeout = o.external_timeout,
+        .out = std::filesystem::path(o.out) / "liveness" / variant,
+        .verdict_only = true};
     try {
-      std::filesystem::create_directories(t.out);
-      backends::ExternalEngineSource engine({.command = t.external,
-                                             .work_dir = {},
-                                             .log_file = t.out / "engine-worker.log",
-                                             .timeout_seconds = t.external_timeout});
-      t.engine = &engine;
-      const std::pair<const char*, StageResult (*)(const GateOptions&, const Target&)> stages[] =
-          {{"kernel-fuzz", kernel_fuzz_stage},
-           {"engine-fuzz", engine_fuzz_stage},
-           {"library", library_stage}};
-      for (const auto& [name, run] : stages) {
-        const StageResult r = run(o, t);
-        s.cases += r.cases;
-        if (r.found) {
-          by = name;
-          break;
-        }
-      }
+      const std::string by = stage_that_catches(o, t, s.cases);
+      if (by.empty())
+        v.missed.push_back(variant);
+      else
+        v.caught.push_back(fmt::format("{} by {}", variant, by));
     } catch (const backends::ExternalWorkerFailure& failure) {
       // The default list names the adapter's test kernels' variants; a module that lacks one
       // (the Triton test kernels have no per-slot-table kernels) says so at its start. Named
       // with --variants, every one must run.
-      if (!o.variants_given &&
-          failure.message.find("unknown variant") != std::string::npos) {
-        absent.push_back(variant);
-        continue;
-      }
-      missed.push_back(fmt::format("{} (could not run: {})", variant, failure.message));
-      continue;
+      if (!o.variants_given && failure.message.find("unknown variant") != std::string::npos)
+        v.absent.push_back(variant);
+      else
+        v.not_run(variant, failure.message);
     }
-    if (by.empty())
-      missed.push_back(variant);
-    else
-      caught.push_back(fmt::format("{} by {}", variant, by));
   }
-  s.passed = missed.empty() && !caught.empty() &&
-             caught.size() + absent.size() == o.variants.size();
-  const std::string not_in_module =
-      absent.empty() ? ""
-                     : fmt::format(" (not in this module: {})", fmt::join(absent, ", "));
-  s.detail = s.passed ? fmt::format("{} of {} broken variants caught: {}{}", caught.size(),
-                                    o.variants.size() - absent.size(), fmt::join(caught, ", "),
-                                    not_in_module)
-                      : missed.empty()
-                          ? fmt::format("none of the default variants is in this module{}: name "
-                                        "its broken variants with --variants",
-                                        not_in_module)
-                          : fmt::format("PASSED THE GATE: {} (the gate would miss these bugs); "
-                                        "caught: {}{}",
-                                        fmt::join(missed, "; "),
-                                        caught.empty() ? "none" : fmt::format("{}", fmt::join(caught, ", ")),
-                                        not_in_module);
+  s.passed = v.missed.empty() && v.could_not_run.empty() && !v.caught.empty() &&
+             v.caught.size() + v.absent.size() == o.variants.size();
+  s.detail = liveness_detail(v, o.variants.size(), s.passed);
+  if (!source.test_kernels.empty())
+    s.detail = fmt::format("on the adapter's test kernels ({}): {}", source.test_kernels, s.detail);
   return s;
 }
 
@@ -477,17 +634,17 @@ int run_gate(const GateOptions& o) {
   if (o.external.empty())
     stages.push_back({"mutant-smoke", [&] { return mutant_smoke_stage(o, backend); }});
   else
-    stages.push_back({"liveness", [&] { return liveness_stage(o); }});
+    stages.push_back({"liveness", [&] { return liveness_stage(o, engine->worker()); }});
   std::cout << fmt::format("gate on the {} backend: {} stages\n", target.name(), stages.size());
   std::vector<JunitCase> junit;
   bool passed = true;
   for (const Stage& stage : stages) {
     if (model::interrupted()) {
-      junit.push_back(JunitCase{.name = stage.name,
-                                .skipped = true,
-                                .message = fmt::format("not run: interrupted by {}",
-                                                       model::signal_name(
-                                                           model::interrupt_signal()))});
+      junit.push_back(
+          JunitCase{.name = stage.name,
+                    .skipped = true,
+                    .message = fmt::format("not run: interrupted by {}",
+                                           model::signal_name(model::interrupt_signal()))});
       continue;
     }
     const Clock::time_point start = Clock::now();
@@ -505,9 +662,9 @@ int run_gate(const GateOptions& o) {
     const bool cut_short = r.passed && model::interrupted();
     std::cout << fmt::format("  {:<13} {:>6} cases {:>7.1f} s  {}  {}\n", stage.name, r.cases,
                              seconds,
-                             cut_short    ? "interrupted"
+                             cut_short  ? "interrupted"
                              : r.passed ? "pass"
-                                          : "FAIL",
+                                        : "FAIL",
                              r.detail)
               << std::flush;
     passed = passed && r.passed;
@@ -515,8 +672,8 @@ int run_gate(const GateOptions& o) {
                               .seconds = seconds,
                               .failed = !r.passed,
                               .skipped = cut_short,
-                              .message = cut_short  ? fmt::format("interrupted after {} cases",
-                                                                  r.cases)
+                              .message = cut_short
+                                             ? fmt::format("interrupted after {} cases", r.cases)
                                          : r.passed ? ""
                                                     : r.detail,
                               .details = r.detail});

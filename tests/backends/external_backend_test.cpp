@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -177,6 +178,23 @@ TEST_F(ExternalWorkerTest, NoGreetingAndFatalAnswersStayFailures) {
   const std::string failed = crash_message(fatal);
   EXPECT_NE(failed.find("ExternalWorkerFailure: "), std::string::npos) << failed;
   EXPECT_NE(failed.find("device lost"), std::string::npos) << failed;
+}
+
+// The greeting's device and whether the module has broken variants: what `gate --external`
+// reads to run its liveness stage on the adapter's test kernels for a module without them.
+TEST_F(ExternalWorkerTest, TheGreetingSaysTheDeviceAndWhetherTheModuleHasVariants) {
+  fs::create_directories(dir_.path() / "work");
+  const ExternalWorker none(
+      options("echo 'mambacheck-worker 1 kinds=precopy device=cuda variants=0 engine=1'; cat"));
+  EXPECT_EQ(none.device(), "cuda");
+  EXPECT_EQ(none.has_variants(), std::optional<bool>(false));
+  const ExternalWorker some(
+      options("echo 'mambacheck-worker 1 kinds=precopy device=host variants=1'; cat"));
+  EXPECT_EQ(some.device(), "host");
+  EXPECT_EQ(some.has_variants(), std::optional<bool>(true));
+  const ExternalWorker unsaid(options("echo 'mambacheck-worker 1 kinds=precopy'; cat"));
+  EXPECT_EQ(unsaid.device(), "");
+  EXPECT_EQ(unsaid.has_variants(), std::nullopt);
 }
 
 } // namespace

@@ -22,6 +22,12 @@ protocol, backends/external_engine.h). Part PART of:
   workers   the same campaign with --workers 1, 2 and 4 (a case worker each, each with an
             adapter of its own) gives the same report, byte for byte, clean and with a variant
             found and shrunk;
+  gate_no_variants
+            `gate --external` on a kernels module without select_variant (as vLLM's): the
+            worker greets with variants=0, the liveness stage says in one line that the broken
+            variants run on the adapter's test kernels (mambacheck_adapter.reference, host),
+            catches each and the gate passes; a variant that cannot start is reported as
+            could not run, never as passing the gate;
   forward   the worker greets with forward=ssm,conv,scan (the reference module's
             selective_state_update, causal_conv1d_update and selective_scan_fn); each broken
             forward variant is
@@ -257,6 +263,55 @@ def part_gate(mambacheck, python, work):
     print("gate: passes on the clean kernels, live on each variant")
 
 
+# The gate's default liveness variants (cli/gate_cmd.cpp, kLivenessVariants).
+LIVENESS_VARIANTS = ["guard_by_address", "temporal_size_from_stride", "conv_shift_not_memmove",
+                     "ds_ignores_bias", "table_by_batch_row", "null_block_not_skipped",
+                     "drafts_into_one_column", "accepted_bound_wrong_stride", "no_accepted_bound"]
+
+# The reference kernels under another name, without select_variant: a module with no broken
+# variants of its own, as vLLM's mamba_utils.
+PLAIN_KERNELS = '''from mambacheck_adapter.reference import (  # noqa: F401
+    BLOCK_TABLE_ROWS, DEVICE, PRECOPY_HAS_IDX_MAPPING, batch_memcpy, causal_conv1d_update,
+    postprocess_mamba_fused_kernel, precopy_mamba_align_fused_kernel,
+    preprocess_mamba_align_fused_kernel, selective_scan_fn, selective_state_update)
+'''
+
+
+def part_gate_no_variants(mambacheck, python, work):
+    module = work / "plain_kernels.py"
+    module.write_text(PLAIN_KERNELS)
+    w = shlex.join([python, "-m", "mambacheck_adapter.worker", "--kernels", str(module)])
+    small = ["--kernel-cases", "20", "--engine-cases", "10", "--require-coverage", "none"]
+    out = work / "gate-no-variants"
+    shutil.rmtree(out, ignore_errors=True)
+    p = run([mambacheck, "gate", "--external", w, "--out", str(out), *small], 0)
+    expect("device=host variants=0" in p.stdout, "gate: the greeting has no variants=0", p.stdout)
+    note = [x for x in p.stdout.splitlines() if x.startswith("liveness:")]
+    expect(note == [f"liveness: {module} has no select_variant; the broken variants run on the "
+                    f"adapter's test kernels (mambacheck_adapter.reference, host)"],
+           f"gate: the line naming the test kernels: {note}", p.stdout)
+    live = [x for x in p.stdout.splitlines() if x.startswith("  liveness")]
+    expect(len(live) == 1 and " pass " in live[0] and
+           f"{len(LIVENESS_VARIANTS)} of {len(LIVENESS_VARIANTS)} broken variants caught" in live[0],
+           "gate: liveness on the test kernels", p.stdout)
+    for variant in LIVENESS_VARIANTS:
+        expect(re.search(rf"\b{variant} by (kernel-fuzz|engine-fuzz|library)\b", live[0]),
+               f"gate: {variant} not caught", live[0])
+    # One variant that cannot start: could not run, the gate fails, and nothing "passed" it.
+    library = work / "one-scenario"
+    shutil.rmtree(library, ignore_errors=True)
+    library.mkdir()
+    shutil.copy(LIBRARY / "a-accepted-after-preemption.jsonl", library)
+    p = run([mambacheck, "gate", "--external", w, "--out", str(out), *small, "--library",
+             str(library), "--variants", "ds_ignores_bias,no_such_variant"], 1)
+    live = [x for x in p.stdout.splitlines() if x.startswith("  liveness")]
+    expect(len(live) == 1 and " FAIL " in live[0] and "COULD NOT RUN: no_such_variant (" in live[0]
+           and "PASSED THE GATE" not in live[0] and "caught: ds_ignores_bias by" in live[0],
+           "gate: a variant that could not run", p.stdout)
+    print("gate_no_variants: liveness on the adapter's test kernels, 9 of 9 caught; a variant "
+          "that cannot start is could not run")
+
+
 FORWARD_VARIANTS = {  # the variant: the finding's kind and words of its text
     "reads_column_a": ("kernel-error", "outside"),
     "null_block_not_skipped": ("forward-kernel", "(the null block)"),
@@ -310,7 +365,8 @@ def main(argv):
     os.environ["PYTHONPATH"] = str(ADAPTER)  # the worker's mambacheck_adapter
     parts = {"clean": part_clean, "device": part_device, "variant": part_variant,
              "crash": part_crash, "commands": part_commands, "gate": part_gate,
-             "forward": part_forward, "workers": part_workers}
+             "gate_no_variants": part_gate_no_variants, "forward": part_forward,
+             "workers": part_workers}
     parts[part](mambacheck, python, work)
     print(f"external engine {part}: passed")
     return 0

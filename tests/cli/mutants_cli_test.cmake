@@ -96,10 +96,15 @@ file(READ ${WORK_DIR}/gate.xml junit)
 if(NOT junit MATCHES "tests=\"4\"" OR NOT junit MATCHES "failures=\"0\"")
   message(FATAL_ERROR "gate junit:\n${junit}")
 endif()
-run(1 gate --backend host --kernel-cases 2 --engine-cases 1 --mutant-budget 60s
+# One engine case a seed: the stage misses a feature even after its top-up and fails naming it.
+# One kernel case a seed: the top-up, drawn toward each missing feature, still reaches them all.
+run(1 gate --backend host --kernel-cases 1 --engine-cases 1 --mutant-budget 60s
     --out ${WORK_DIR}/gate-coverage)
-if(NOT OUT MATCHES "kernel-fuzz[^\n]*FAIL[^\n]*NEVER REACHED: [^\n]*offset-past-4GiB"
-   OR NOT OUT MATCHES "engine-fuzz[^\n]*FAIL[^\n]*NEVER REACHED: [^\n]*resume-after-accepted-drafts")
-  message(FATAL_ERROR "gate, too few cases for its coverage:\n${OUT}")
+if(NOT OUT MATCHES "engine-fuzz[^\n]*FAIL[^\n]*NEVER REACHED: ")
+  message(FATAL_ERROR "gate, too few engine cases for its coverage:\n${OUT}")
+endif()
+if(NOT OUT MATCHES "kernel-fuzz[^\n]* pass [^\n]*coverage ([0-9]+) of ([0-9]+) features"
+   OR NOT CMAKE_MATCH_1 EQUAL CMAKE_MATCH_2)
+  message(FATAL_ERROR "gate, kernel top-up from one case a seed:\n${OUT}")
 endif()
 run_input_error(gate --backend host --require-coverage nonsense)

@@ -53,9 +53,18 @@ def variant_names(variant):
     return names
 
 
+def has_variants(module):
+    """Whether `--variant NAME` can select broken variants of the module (select_variant)."""
+    return callable(getattr(module, "select_variant", None))
+
+
 def load_kernels(spec, variant=None):
     """The object whose attributes are the kernels (a module, or select_variant's result)."""
-    module = load_module(spec)
+    return select_kernels(load_module(spec), spec, variant)
+
+
+def select_kernels(module, spec, variant=None):
+    """The kernels of a loaded module: itself, or select_variant's result for `variant`."""
     if variant is None:
         return module
     names = variant_names(variant)

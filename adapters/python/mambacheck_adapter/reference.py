@@ -9,7 +9,7 @@ launch-time values of num_accepted.
 
 `select_variant(NAME, ...)` returns the kernels with the named deliberate bugs (VARIANTS
 lists them; several names combine, e.g. a deterministic bug and the racy one); the same names
-exist in the Triton kernels of adapters/python/tests/triton_kernels.py (all but the ones of
+exist in the Triton kernels of mambacheck_adapter.triton_kernels (all but the ones of
 the per-slot tables).
 
 Two block-table conventions (model/LAUNCH_KINDS.md, "Indexing"): by default the V2 copy kernels

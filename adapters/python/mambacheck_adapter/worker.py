@@ -5,10 +5,14 @@
 
 Protocol (one line each way per case, UTF-8, '\\n'-terminated; README.md, "Worker protocol"):
 - Once started and the kernels loaded, the worker writes one greeting line:
-  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME engine=1 bench=1 [forward=ssm,conv,scan]`
-  (the launch kinds its kernels cover; engine=1 and bench=1: it also serves the engine and
-  bench protocols; forward=: the forward's state kernels the module provides, which engine
-  runs hand the decode and prefill rows of every step, forward.py).
+  `mambacheck-worker 1 kinds=KIND,KIND,... device=NAME variants=0|1 engine=1 bench=1
+  [forward=ssm,conv,scan]`
+  (the launch kinds its kernels cover; the device they run on; variants=1: the module has
+  select_variant, so --variant NAME starts its broken variants, variants=0: it has none, and
+  `mambacheck gate --external` proves liveness on the adapter's test kernels instead;
+  engine=1 and bench=1: it also serves the engine and bench protocols; forward=: the
+  forward's state kernels the module provides, which engine runs hand the decode and prefill
+  rows of every step, forward.py).
   A worker that cannot start writes the reason to stderr and exits non-zero without greeting.
 - For each line on stdin naming a case directory (optionally followed by a tab and the result
   directory to write), it runs the case and answers one line:
@@ -177,7 +181,8 @@ def main(argv=None):
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        module = kernels.load_kernels(args.kernels, args.variant)
+        loaded = kernels.load_module(args.kernels)
+        module = kernels.select_kernels(loaded, args.kernels, args.variant)
         device = devices.make_device(args.device or getattr(module, "DEVICE", "cuda"))
         kinds = launch.supported_kinds(module)
         if args.engine_arenas == "shared" and device.name != "host":
@@ -193,7 +198,8 @@ def main(argv=None):
         return 1
     forward_kernels = forward.supported(module)
     protocol_out.write(f"mambacheck-worker {PROTOCOL_VERSION} kinds={','.join(kinds)} "
-                       f"device={device.name} engine=1 bench=1"
+                       f"device={device.name} variants={int(kernels.has_variants(loaded))} "
+                       f"engine=1 bench=1"
                        + (f" forward={','.join(forward_kernels)}" if forward_kernels else "")
                        + "\n")
     protocol_out.flush()

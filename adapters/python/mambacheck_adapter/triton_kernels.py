@@ -1,5 +1,9 @@
 """Triton kernels of the Mamba state copies, written fresh for mambacheck's own tests.
 
+In the package (not with the tests) so that an installed adapter can load them by module name:
+`mambacheck gate --external` runs their broken variants on cuda when the module under test has
+no select_variant. Importing the package never imports this module (nor triton).
+
 They follow model/LAUNCH_KINDS.md and expose the seed's names and argument lists
 (postprocess_mamba_fused_kernel, precopy_mamba_align_fused_kernel,
 preprocess_mamba_align_fused_kernel, plus batch_memcpy for V1's flat copy plan), so the
