@@ -5,13 +5,13 @@
 #include "bench/kernel_bench_device.h"
 #include "gpu/cuda_check.h"
 #include "model/errors.h"
+#include "model/output_file.h"
 #include "model/presets.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
-#include <fstream>
 #include <functional>
 #include <ostream>
 
@@ -268,11 +268,8 @@ int run_bench(const BenchOptions& options, std::ostream& out) {
     MC_CUDA_CHECK(cudaDeviceReset());
     report["cases"].push_back(measure(make(), options, out));
   }
-  if (!options.json_path.empty()) {
-    std::ofstream file(options.json_path);
-    if (!file) throw model::InputError("bench: cannot write --json " + options.json_path);
-    file << report.dump(2) << "\n";
-  }
+  if (!options.json_path.empty())
+    model::write_whole_file(options.json_path, report.dump(2) + "\n", "--json");
   return 0;
 }
 

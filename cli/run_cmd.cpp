@@ -208,6 +208,7 @@ int run_run(const RunOptions& o) {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::fflush(stdout);
   const std::vector<std::string> missing = report_coverage(required, r.coverage);
+  steps_output.finish();
   if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);

@@ -6,6 +6,7 @@
 #include "model/json_field.h"
 #include "model/metadata.h"
 #include "model/npy.h"
+#include "model/output_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -157,11 +158,8 @@ json decision_json(const CopyDecision& d) {
 }
 
 void write_json(const fs::path& file, const json& value) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
   // Invalid UTF-8 (in a group name or a reason) is replaced, never a throw while saving.
-  out << value.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
-  out.close();
-  if (!out) fail_input("{}: cannot write", file.string());
+  write_whole_file(file, value.dump(1, ' ', false, json::error_handler_t::replace) + '\n');
 }
 
 void create_dir(const fs::path& dir) {
