@@ -251,11 +251,8 @@ ReadJson read_json(const fs::path& file) {
       fail_input("{}: nested deeper than {} levels", file.string(), kCaseJsonDepthMax);
     return true;
   };
-  try {
-    return ReadJson::parse(text.str(), limit_depth);
-  } catch (const ReadJson::exception& e) {
-    fail_input("{}: not valid JSON: {}", file.string(), e.what());
-  }
+  return read_file(file.string(),
+                   [&] { return parse_json_text(text.str(), JsonText::file, limit_depth); });
 }
 
 // The format name and version at the top of case.json and result.json.

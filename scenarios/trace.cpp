@@ -27,13 +27,7 @@ nlohmann::json parse_line(const std::string& line) {
   if (line.empty()) fail_field("line", "an empty line (every line holds one JSON object)");
   if (json_nesting_depth(line) > kTraceJsonDepthMax)
     fail_field("json", "nested deeper than {} levels", kTraceJsonDepthMax);
-  try {
-    return nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::string what = e.what();
-    if (const std::size_t cut = what.find("] "); cut != std::string::npos) what.erase(0, cut + 2);
-    fail_field("json", "malformed JSON ({})", what);
-  }
+  return model::parse_json_text(line, model::JsonText::line);
 }
 
 // model/ names the section first ("config: ...", "layout: ..."): keep it as the field.
