@@ -45,7 +45,7 @@ fs::path arena_file(const fs::path& dir, std::size_t i) {
   return dir / fmt::format("arena_{}.npy", i);
 }
 fs::path table_file(const fs::path& dir, std::size_t g) {
-  return dir / fmt::format("block_table_{}.npy", g);
+  return dir / fmt::format("{}.npy", block_table_array_name(g));
 }
 fs::path array_file(const fs::path& dir, std::string_view name) {
   return dir / fmt::format("{}.npy", name);
@@ -708,6 +708,14 @@ LaunchResult load_result(const std::filesystem::path& dir) {
 bool has_result(const std::filesystem::path& dir) {
   std::error_code ec;
   return fs::is_regular_file(dir / kResultDirName / "result.json", ec);
+}
+
+void fail_in_case(const std::filesystem::path& dir, const LaunchInputError& error) {
+  std::string files;
+  for (const std::string& array : error.arrays)
+    files += fmt::format("{}{}.npy", files.empty() ? "" : ", ", array);
+  if (files.empty()) fail_input("{}: {}", dir.string(), error.what());
+  fail_input("{}: {}: {}", dir.string(), files, error.what());
 }
 
 } // namespace mc::model
