@@ -58,8 +58,7 @@ void check_numeric_options(CLI::App& app) {
       const std::uint64_t max = type == "INT" ? std::uint64_t{INT64_MAX} : UINT64_MAX;
       option->check(
           CLI::Validator([max](std::string& text) { return check_whole_number(text, max); }, ""));
-    }
-    else if (type == "FLOAT")
+    } else if (type == "FLOAT")
       option->check(CLI::Validator(check_positive_real, ""));
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))

@@ -45,11 +45,9 @@ void StepsOutput::fail_write(int error) {
   // Cut mid-line the file does not read back: it goes (a device written in place stays).
   file_.close();
   model::remove_partial_file(path_);
-  throw model::EnvironmentError(fmt::format("--steps-out: writing '{}' failed: {}{}", path_,
-                                            std::strerror(error),
-                                            model::is_special_file(path_)
-                                                ? ""
-                                                : " (the partial file was removed)"));
+  throw model::EnvironmentError(
+      fmt::format("--steps-out: writing '{}' failed: {}{}", path_, std::strerror(error),
+                  model::is_special_file(path_) ? "" : " (the partial file was removed)"));
 }
 
 void StepsOutput::finish() {

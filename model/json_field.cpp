@@ -19,8 +19,8 @@ std::string position_at(std::string_view text, std::size_t index, JsonText kind)
   const bool first_line = line_start == std::string_view::npos || index == 0;
   const std::size_t column = first_line ? index + 1 : index - line_start;
   if (kind == JsonText::line) return fmt::format("column {}", column);
-  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(index),
-                               '\n');
+  const auto line =
+      std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(index), '\n');
   return fmt::format("line {}, column {}", line + 1, column);
 }
 

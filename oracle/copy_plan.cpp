@@ -35,13 +35,12 @@ std::int32_t read_block_id(const model::LaunchCase& launch_case, const RowCopy& 
   const model::BlockTable& table =
       launch_case.block_tables.groups[static_cast<std::size_t>(t.group)];
   if (col < 0 || col >= table.row_width)
-    model::fail_launch_input(names_of(col_from, col_from_too),
-                             "launch {}: {}, {}: {} column {} is outside the block table row "
-                             "[0, {})",
-                             model::to_string(launch_case.kind),
-                             describe_row(row_copy.batch_row, row_copy.slot),
-                             describe_tensor(launch_case.layout, tensor), role, col,
-                             table.row_width);
+    model::fail_launch_input(
+        names_of(col_from, col_from_too),
+        "launch {}: {}, {}: {} column {} is outside the block table row "
+        "[0, {})",
+        model::to_string(launch_case.kind), describe_row(row_copy.batch_row, row_copy.slot),
+        describe_tensor(launch_case.layout, tensor), role, col, table.row_width);
   const std::int32_t block_id = table.at(row_copy.table_row, static_cast<std::int32_t>(col));
   const std::int64_t num_blocks = launch_case.layout.spec.num_blocks;
   if (block_id < 0 || block_id >= num_blocks)
@@ -65,11 +64,10 @@ model::CopyDecision plan_state_copy(const model::LaunchCase& launch_case, const 
                                     std::int32_t tensor) {
   const model::StateTensor& t = tensor_at(launch_case.layout, tensor);
   if (row_copy.token_bias < 0)
-    model::fail_launch_input(names_of(row_copy.from.token_bias),
-                             "launch {}: {}, {}: token bias {} is negative",
-                             model::to_string(launch_case.kind),
-                             describe_row(row_copy.batch_row, row_copy.slot),
-                             describe_tensor(launch_case.layout, tensor), row_copy.token_bias);
+    model::fail_launch_input(
+        names_of(row_copy.from.token_bias), "launch {}: {}, {}: token bias {} is negative",
+        model::to_string(launch_case.kind), describe_row(row_copy.batch_row, row_copy.slot),
+        describe_tensor(launch_case.layout, tensor), row_copy.token_bias);
   model::CopyDecision d{.batch_row = row_copy.batch_row,
                         .slot = row_copy.slot,
                         .tensor = tensor,
@@ -97,8 +95,8 @@ model::CopyDecision plan_state_copy(const model::LaunchCase& launch_case, const 
     d.src_byte_offset = bias * t.elem_size; // within each dim row
     d.bytes = t.shape.conv_dim * conv_tokens_kept(t, bias) * t.elem_size;
   }
-  d.dst_block_id = read_block_id(launch_case, row_copy, tensor, "dst", row_copy.dst_col,
-                                 row_copy.from.dst_col);
+  d.dst_block_id =
+      read_block_id(launch_case, row_copy, tensor, "dst", row_copy.dst_col, row_copy.from.dst_col);
   return d;
 }
 

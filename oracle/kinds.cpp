@@ -103,8 +103,8 @@ std::vector<RowCopy> decide_postprocess(const model::LaunchCase& launch_case,
         decide_save(running, running + a - 1, at(in.state_idx, s), block_size);
     if (save.resets_accepted) at(requests.num_accepted_out, s) = 1;
     if (save.copies)
-      copies.push_back(row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias,
-                                kSaveV1Sources));
+      copies.push_back(
+          row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias, kSaveV1Sources));
   }
   return copies;
 }
@@ -123,8 +123,8 @@ std::vector<RowCopy> decide_postprocess_align(const model::LaunchCase& launch_ca
         decide_save(new_num_computed - a + 1, new_num_computed, at(in.state_idx, s), block_size);
     if (save.resets_accepted) at(requests.num_accepted, s) = 1; // an output only
     if (save.copies)
-      copies.push_back(row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias,
-                                kSaveV2Sources));
+      copies.push_back(
+          row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias, kSaveV2Sources));
   }
   return copies;
 }

@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-
 namespace mc::show {
 namespace {
 

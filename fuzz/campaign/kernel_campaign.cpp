@@ -41,8 +41,8 @@ void write_reports(const LaunchSpec& spec, const KernelFinding& finding, const R
                            {"case", describe(spec)}};
   if (difference) report["difference"] = to_json(*difference);
   model::write_whole_file(dir / "report.json", report.dump(2) + "\n");
-  std::string text = fmt::format("{}\n\nsignature {}\n{} on the backend under test ({})\n",
-                                 failure, finding.signature.to_string(), runs.summary(),
+  std::string text = fmt::format("{}\n\nsignature {}\n{} on the backend under test ({})\n", failure,
+                                 finding.signature.to_string(), runs.summary(),
                                  to_string(finding.signature.classification));
   if (finding.signature.classification == Classification::nondeterministic) {
     text += "the runs of the first case:\n";
