@@ -6,13 +6,13 @@
 #include "gpu/cuda_check.h"
 #include "gpu/device_memory.h"
 #include "model/errors.h"
+#include "model/output_file.h"
 #include "model/presets.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
-#include <fstream>
 #include <functional>
 #include <ostream>
 
@@ -269,11 +269,8 @@ int run_bench(const BenchOptions& options, std::ostream& out) {
     reset_device();
     report["cases"].push_back(measure(make(), options, out));
   }
-  if (!options.json_path.empty()) {
-    std::ofstream file(options.json_path);
-    if (!file) throw model::InputError("bench: cannot write --json " + options.json_path);
-    file << report.dump(2) << "\n";
-  }
+  if (!options.json_path.empty())
+    model::write_whole_file(options.json_path, report.dump(2) + "\n", "--json");
   return 0;
 }
 

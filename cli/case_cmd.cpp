@@ -15,6 +15,7 @@
 #include "fuzz/isolate.h"
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
+#include "model/launch_kinds.h"
 #include "oracle/launch.h"
 
 #include <fmt/format.h>
@@ -151,8 +152,16 @@ int run_case_command(const CaseOptions& options) {
       : options.mutant.empty() ? options.backend
                                : fmt::format("{} (mutant {})", options.backend, options.mutant);
   const model::LaunchCase launch_case = model::load_case(options.dir);
-  // Before any backend: the oracle judges the case (an invalid one is exit 2) and is shown.
-  model::LaunchResult oracle_result = oracle::run_launch(launch_case);
+  // Before any backend: the oracle judges the case (an invalid one is exit 2, naming the .npy
+  // file that holds the bad value) and is shown.
+  model::LaunchResult oracle_result;
+  try {
+    oracle_result = oracle::run_launch(launch_case);
+  } catch (const model::LaunchInputError& e) {
+    model::fail_in_case(options.dir, e);
+  } catch (const model::InputError& e) {
+    model::fail_input("{}: {}", options.dir, e.what());
+  }
   if (options.json) {
     std::cout << case_decisions_json(launch_case, oracle_result).dump(2) << "\n";
     return kExitOk;

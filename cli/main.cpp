@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -26,14 +27,16 @@ namespace {
 // CLI11 converts "-1" to a huge unsigned value and saturates or wraps integers past their type,
 // so a mistyped seed or count would start a different campaign instead of an error. Every
 // numeric option of every subcommand is checked as text first: counts, sizes, indices and seeds
-// are whole numbers from 0 up that fit 64 bits; every real number (a timeout, a step length) is
-// finite and positive.
-std::string check_whole_number(std::string& text) {
+// are whole numbers from 0 up that fit the option's type (a signed option stops at 2^63 - 1,
+// where CLI11 would saturate instead of refusing); every real number (a timeout, a step length)
+// is finite and positive.
+std::string check_whole_number(const std::string& text, std::uint64_t max) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
     return "expected a whole number from 0 up, got '" + text + "'";
   errno = 0;
-  std::strtoull(text.c_str(), nullptr, 10);
-  if (errno == ERANGE) return "'" + text + "' does not fit in 64 bits";
+  const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || value > max)
+    return fmt::format("'{}' is out of range: at most {}", text, max);
   return {};
 }
 
@@ -51,9 +54,11 @@ std::string check_positive_real(std::string& text) {
 void check_numeric_options(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     const std::string type = option->get_type_name();
-    if (type == "INT" || type == "UINT")
-      option->check(CLI::Validator(check_whole_number, ""));
-    else if (type == "FLOAT")
+    if (type == "INT" || type == "UINT") {
+      const std::uint64_t max = type == "INT" ? std::uint64_t{INT64_MAX} : UINT64_MAX;
+      option->check(
+          CLI::Validator([max](std::string& text) { return check_whole_number(text, max); }, ""));
+    } else if (type == "FLOAT")
       option->check(CLI::Validator(check_positive_real, ""));
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))

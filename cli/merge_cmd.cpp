@@ -8,6 +8,7 @@
 #include "fuzz/campaign/report_merge.h"
 #include "model/coverage.h"
 #include "model/errors.h"
+#include "model/json_field.h"
 
 #include <fmt/format.h>
 
@@ -35,9 +36,9 @@ Json read_report(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   try {
-    return Json::parse(text.str());
-  } catch (const Json::parse_error& e) {
-    model::fail_input("{}: not a JSON report ({})", path, e.what());
+    return model::parse_json_text(text.str(), model::JsonText::file);
+  } catch (const model::FieldError& e) {
+    model::fail_input("{}: not a JSON report: {}: {}", path, e.field, e.reason);
   }
 }
 

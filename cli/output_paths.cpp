@@ -2,11 +2,11 @@
 #include "cli/output_paths.h"
 
 #include "model/errors.h"
+#include "model/output_file.h"
 
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -27,6 +27,13 @@ fs::path directory_of(const std::string& path) {
 
 void check_output_file(std::string_view option, const std::string& path) {
   if (path.empty()) return;
+  // A device or a FIFO (/dev/stdout, /dev/full) is written in place: only it must be writable,
+  // not the directory that holds it.
+  if (model::is_special_file(path)) {
+    if (::access(path.c_str(), W_OK) != 0)
+      model::fail_input("{}: cannot write '{}': {}", option, path, std::strerror(errno));
+    return;
+  }
   std::error_code ec;
   const fs::path dir = directory_of(path);
   if (!fs::is_directory(dir, ec))
@@ -68,25 +75,7 @@ void create_output_dir(std::string_view option, const std::string& path) {
 void write_file_atomically(std::string_view option, const std::string& path,
                            std::string_view content) {
   check_output_file(option, path);
-  const std::string temporary = fmt::format("{}.tmp-{}", path, ::getpid());
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr)
-    model::fail_input("{}: cannot write '{}': {}", option, temporary, std::strerror(errno));
-  const bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size();
-  const int write_errno = errno;
-  const bool closed = std::fclose(file) == 0;
-  const int close_errno = errno;
-  if (!written || !closed) {
-    std::remove(temporary.c_str());
-    throw model::EnvironmentError(fmt::format("{}: writing '{}' failed: {}", option, path,
-                                              std::strerror(written ? close_errno : write_errno)));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int rename_errno = errno;
-    std::remove(temporary.c_str());
-    throw model::EnvironmentError(
-        fmt::format("{}: cannot move '{}' into place: {}", option, path, std::strerror(rename_errno)));
-  }
+  model::write_whole_file(path, content, option);
 }
 
 } // namespace mc::cli

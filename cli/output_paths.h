@@ -21,8 +21,9 @@ void check_output_dir(std::string_view option, const std::string& path);
 // check_output_dir, then creates it with its parents (throws model::InputError when it cannot).
 void create_output_dir(std::string_view option, const std::string& path);
 
-// Writes `content` to PATH.tmp-PID and renames it to `path`. Throws model::EnvironmentError
-// when the bytes cannot be written (a full disk), model::InputError when the place cannot be.
+// check_output_file, then model::write_whole_file: `content` to PATH.tmp-PID renamed to `path`
+// (a device or a FIFO written in place). Throws model::EnvironmentError when the bytes cannot be
+// written (a full disk, /dev/full), model::InputError when the place cannot be.
 void write_file_atomically(std::string_view option, const std::string& path,
                            std::string_view content);
 

@@ -186,8 +186,8 @@ int replay_one(const ReplayCliOptions& o) {
   if (cut_short) fmt::print("replay: {}\n", interrupted);
   std::cout << std::flush;
   const std::vector<std::string> missing = report_coverage(required, r.coverage);
-  if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   steps_output.finish();
+  if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   if (!o.report.empty()) {
     nlohmann::json j = result_json(o, r);
     if (cut_short) {

@@ -186,6 +186,10 @@ int run_run(const RunOptions& o) {
   if (!o.external.empty() && o.backend != "host")
     model::fail_input("--external and --backend: give one of them");
   harness::SimulationOptions s = simulation_options(o);
+  // Before any output file is opened: a bad workload leaves none behind.
+  if (!o.workload.empty())
+    s.requests = scenarios::import_workload_file(
+        o.workload, {.step_ms = o.step_ms, .hash_block_tokens = o.hash_block_tokens});
   check_output_file("--record", o.record);
   std::unique_ptr<backends::ExternalEngineSource> external;
   if (!o.external.empty()) {
@@ -199,15 +203,13 @@ int run_run(const RunOptions& o) {
   StepsOutput steps_output(o.steps_out, std::nullopt);
   if (steps_output.wanted()) s.on_view = steps_output.sink();
   if (!o.record.empty()) s.record = o.record;
-  if (!o.workload.empty())
-    s.requests = scenarios::import_workload_file(
-        o.workload, {.step_ms = o.step_ms, .hash_block_tokens = o.hash_block_tokens});
   const auto start = std::chrono::steady_clock::now();
   const harness::SimulationResult r = harness::simulate(s);
   print_summary(o, r,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::fflush(stdout);
   const std::vector<std::string> missing = report_coverage(required, r.coverage);
+  steps_output.finish();
   if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);

@@ -2,6 +2,7 @@
 #include "cli/steps_out.h"
 
 #include "model/errors.h"
+#include "model/output_file.h"
 
 #include <fmt/format.h>
 
@@ -20,21 +21,18 @@ StepsOutput::StepsOutput(const std::string& path, std::optional<std::int64_t> ex
   if (!file_) model::fail_input("--steps-out: cannot write '{}'", path);
 }
 
+StepsOutput::~StepsOutput() {
+  if (!file_.is_open() || finished_) return;
+  file_.close();
+  model::remove_partial_file(path_);
+}
+
 std::function<void(const harness::StepView&)> StepsOutput::sink() {
   return [this](const harness::StepView& view) {
     ++steps_;
     if (file_.is_open()) {
       file_ << harness::to_json(view).dump() << '\n';
-      if (!file_) {
-        const int error = errno;
-        // Cut mid-line the file does not read back: it goes.
-        file_.close();
-        std::error_code ignored;
-        std::filesystem::remove(path_, ignored);
-        throw model::EnvironmentError(
-            fmt::format("--steps-out: writing '{}' failed: {} (the partial file was removed)",
-                        path_, std::strerror(error)));
-      }
+      if (!file_) fail_write(errno);
     }
     if (explain_step_ && view.step == *explain_step_) {
       explained_ = true;
@@ -43,7 +41,24 @@ std::function<void(const harness::StepView&)> StepsOutput::sink() {
   };
 }
 
-void StepsOutput::finish() const {
+void StepsOutput::fail_write(int error) {
+  // Cut mid-line the file does not read back: it goes (a device written in place stays).
+  file_.close();
+  model::remove_partial_file(path_);
+  throw model::EnvironmentError(
+      fmt::format("--steps-out: writing '{}' failed: {}{}", path_, std::strerror(error),
+                  model::is_special_file(path_) ? "" : " (the partial file was removed)"));
+}
+
+void StepsOutput::finish() {
+  if (file_.is_open()) {
+    // The last lines may still be in the stream's buffer: a write that fails only now counts.
+    file_.flush();
+    if (!file_) fail_write(errno);
+    file_.close();
+    if (!file_) fail_write(errno);
+  }
+  finished_ = true;
   if (explain_step_ && !explained_)
     model::fail_input("--explain: no step {} among the {} steps that ran", *explain_step_, steps_);
 }

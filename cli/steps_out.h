@@ -17,18 +17,27 @@ class StepsOutput {
 public:
   // Throws InputError when `path` (non-empty) cannot be written.
   StepsOutput(const std::string& path, std::optional<std::int64_t> explain_step);
+  // Without finish(), the run ended by an error (a bad trace line, say): the file it cut short
+  // goes.
+  ~StepsOutput();
+  StepsOutput(const StepsOutput&) = delete;
+  StepsOutput& operator=(const StepsOutput&) = delete;
 
   bool wanted() const { return file_.is_open() || explain_step_.has_value(); }
   // The sink for ReplayOptions::on_view / SimulationOptions::on_view.
   std::function<void(const harness::StepView&)> sink();
-  // Throws InputError when --explain named a step that never ran.
-  void finish() const;
+  // Writes out what the file's buffer still holds, then closes it: throws EnvironmentError when
+  // that fails (a full disk), InputError when --explain named a step that never ran.
+  void finish();
 
 private:
+  [[noreturn]] void fail_write(int error);
+
   std::string path_;
   std::ofstream file_;
   std::optional<std::int64_t> explain_step_;
   bool explained_ = false;
+  bool finished_ = false;
   std::int64_t steps_ = 0;
 };
 

@@ -12,7 +12,6 @@
 
 #include <fstream>
 #include <map>
-#include <sstream>
 
 namespace mc::harness {
 namespace {
@@ -229,17 +228,14 @@ ExpandedScenario expand_scenario(const std::filesystem::path& file) {
   const std::string name = file.string();
   std::ifstream in(file, std::ios::binary);
   if (!in) model::fail_input("{}: cannot open the scenario file", name);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > kScenarioBytesMax)
+  // At most one byte past the limit is read: a file with no end (/dev/zero) is refused too.
+  std::string text(kScenarioBytesMax + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kScenarioBytesMax)
     model::fail_input("{}: larger than {} bytes", name, kScenarioBytesMax);
-  nlohmann::json root;
   try {
-    root = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    model::fail_input("{}: json: {}", name, e.what());
-  }
-  try {
+    const nlohmann::json root = model::parse_json_text(text, model::JsonText::file);
     Script script = read_script(root);
     return run_script(script);
   } catch (const model::FieldError& e) {

@@ -6,6 +6,7 @@
 #include "model/json_field.h"
 #include "model/metadata.h"
 #include "model/npy.h"
+#include "model/output_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -44,7 +45,7 @@ fs::path arena_file(const fs::path& dir, std::size_t i) {
   return dir / fmt::format("arena_{}.npy", i);
 }
 fs::path table_file(const fs::path& dir, std::size_t g) {
-  return dir / fmt::format("block_table_{}.npy", g);
+  return dir / fmt::format("{}.npy", block_table_array_name(g));
 }
 fs::path array_file(const fs::path& dir, std::string_view name) {
   return dir / fmt::format("{}.npy", name);
@@ -157,11 +158,8 @@ json decision_json(const CopyDecision& d) {
 }
 
 void write_json(const fs::path& file, const json& value) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
   // Invalid UTF-8 (in a group name or a reason) is replaced, never a throw while saving.
-  out << value.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
-  out.close();
-  if (!out) fail_input("{}: cannot write", file.string());
+  write_whole_file(file, value.dump(1, ' ', false, json::error_handler_t::replace) + '\n');
 }
 
 void create_dir(const fs::path& dir) {
@@ -253,11 +251,8 @@ ReadJson read_json(const fs::path& file) {
       fail_input("{}: nested deeper than {} levels", file.string(), kCaseJsonDepthMax);
     return true;
   };
-  try {
-    return ReadJson::parse(text.str(), limit_depth);
-  } catch (const ReadJson::exception& e) {
-    fail_input("{}: not valid JSON: {}", file.string(), e.what());
-  }
+  return read_file(file.string(),
+                   [&] { return parse_json_text(text.str(), JsonText::file, limit_depth); });
 }
 
 // The format name and version at the top of case.json and result.json.
@@ -713,6 +708,14 @@ LaunchResult load_result(const std::filesystem::path& dir) {
 bool has_result(const std::filesystem::path& dir) {
   std::error_code ec;
   return fs::is_regular_file(dir / kResultDirName / "result.json", ec);
+}
+
+void fail_in_case(const std::filesystem::path& dir, const LaunchInputError& error) {
+  std::string files;
+  for (const std::string& array : error.arrays)
+    files += fmt::format("{}{}.npy", files.empty() ? "" : ", ", array);
+  if (files.empty()) fail_input("{}: {}", dir.string(), error.what());
+  fail_input("{}: {}: {}", dir.string(), files, error.what());
 }
 
 } // namespace mc::model

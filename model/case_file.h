@@ -10,7 +10,8 @@
 //
 // Loading checks structure and sizes (every field, type, dtype, shape and length) and
 // throws InputError naming the file and field; the contents (a block id outside the arena,
-// a column outside the row) are the oracle's to check when it runs the case.
+// a column outside the row) are the oracle's to check when it runs the case, and fail_in_case
+// names the .npy files that hold what it refused.
 #pragma once
 
 #include "model/launch.h"
@@ -20,6 +21,8 @@
 #include <string_view>
 
 namespace mc::model {
+
+struct LaunchInputError;
 
 inline constexpr std::string_view kCaseFormatName = "mambacheck-case";
 inline constexpr std::string_view kResultFormatName = "mambacheck-result";
@@ -60,5 +63,10 @@ LaunchResult load_result(const std::filesystem::path& dir);
 
 // Whether `dir/expected/result.json` exists.
 bool has_result(const std::filesystem::path& dir);
+
+// An invalid value found in the case loaded from `dir` (by the oracle's run of it), as an
+// InputError naming the directory and the .npy files of the arrays it came from:
+// "DIR: src_col.npy: launch batch_copy: request row 3 (slot 3), ...".
+[[noreturn]] void fail_in_case(const std::filesystem::path& dir, const LaunchInputError& error);
 
 } // namespace mc::model

@@ -40,6 +40,19 @@ template <typename... Args>
   throw FieldError(std::move(field), fmt::format(format, std::forward<Args>(args)...));
 }
 
+// What a text that parse_json_text reads is: one line of a JSON Lines file (a position in it is
+// a column) or a whole file (a line and a column).
+enum class JsonText : std::uint8_t { line, file };
+
+// Parses `text` as exactly one JSON value. What the text gets wrong is a FieldError in the
+// project's words, never the parser's own text: a NUL byte, a syntax error or anything after the
+// value (with the line and column, or the column of a line), a number too large for a double.
+// The field is the path of the value being read when it failed ("scheduled[0].num_tokens"), or
+// "json" when the failure is outside any value. `callback` (may be empty) is handed to the
+// parser (a depth limit).
+nlohmann::json parse_json_text(std::string_view text, JsonText kind,
+                               const nlohmann::json::parser_callback_t& callback = nullptr);
+
 class Field {
 public:
   // The root of a line: an empty path.

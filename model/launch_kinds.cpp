@@ -79,14 +79,16 @@ void validate_idx_mapping(const LaunchCase& c) {
   for (std::int32_t b = 0; b < c.num_reqs; ++b) {
     const std::int32_t slot = mapping[static_cast<std::size_t>(b)];
     if (slot < -1 || slot >= c.num_slots)
-      fail_input("launch {}: request row {}: idx_mapping slot {} is outside [-1, {})",
-                 to_string(c.kind), b, slot, c.num_slots);
+      fail_launch_input({"idx_mapping"},
+                        "launch {}: request row {}: idx_mapping slot {} is outside [-1, {})",
+                        to_string(c.kind), b, slot, c.num_slots);
     if (slot < 0) continue;
     if (row_of_slot.empty()) row_of_slot.assign(static_cast<std::size_t>(c.num_slots), -1);
     std::int32_t& first = row_of_slot[static_cast<std::size_t>(slot)];
     if (first >= 0)
-      fail_input("launch {}: request rows {} and {} both map to slot {} in idx_mapping",
-                 to_string(c.kind), first, b, slot);
+      fail_launch_input({"idx_mapping"},
+                        "launch {}: request rows {} and {} both map to slot {} in idx_mapping",
+                        to_string(c.kind), first, b, slot);
     first = b;
   }
 }
@@ -105,6 +107,10 @@ void validate_request_arrays(const LaunchCase& c) {
 }
 
 } // namespace
+
+std::string block_table_array_name(std::size_t group) {
+  return fmt::format("block_table_{}", group);
+}
 
 const LaunchKindInfo& launch_kind_info(LaunchKind kind) {
   for (const LaunchKindInfo& info : kLaunchKinds)

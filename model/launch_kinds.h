@@ -12,11 +12,35 @@
 #include "model/launch.h"
 #include "model/request_arrays.h"
 
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace mc::model {
+
+// An invalid value of a launch's inputs. `arrays` names the arrays it was read or computed from
+// as kRequestArrays and case files name them ("src_col", "block_table_0"), so that the reader of
+// a case directory can name the .npy files that hold it (case_file.h, fail_in_case).
+struct LaunchInputError : InputError {
+  LaunchInputError(std::vector<std::string> from, const std::string& message)
+      : InputError(message), arrays(std::move(from)) {}
+  std::vector<std::string> arrays;
+};
+
+template <typename... Args>
+[[noreturn]] void fail_launch_input(std::vector<std::string> arrays,
+                                    fmt::format_string<Args...> format, Args&&... args) {
+  throw LaunchInputError(std::move(arrays), fmt::format(format, std::forward<Args>(args)...));
+}
+
+// The name of group `group`'s block table among a launch's arrays: "block_table_0".
+std::string block_table_array_name(std::size_t group);
 
 // How a launch uses one per-request array. Every used array has the length its indexing gives
 // (request_arrays.h); an unused one is ignored and stays as the case gave it.
@@ -101,7 +125,8 @@ const LaunchKindInfo& launch_kind_info(LaunchKind kind);
 // Throws InputError ("launch KIND: ...") when the case is not well formed: negative counts,
 // arenas that do not match the layout, block tables of the wrong count or shape or with fewer
 // rows than batch rows (or, for per-slot tables, than slots), V1 slots other than rows, an
-// idx_mapping slot out of range or shared by two rows, a used array of the wrong length.
+// idx_mapping slot out of range or shared by two rows (a LaunchInputError naming idx_mapping), a
+// used array of the wrong length.
 void validate_launch_shape(const LaunchCase& launch);
 // The same checks but the arenas': for a caller whose arenas live elsewhere (device arenas
 // made from the layout).

@@ -15,9 +15,19 @@
 #include "model/launch.h"
 
 #include <cstdint>
+#include <span>
+#include <string_view>
 #include <vector>
 
 namespace mc::oracle {
+
+// The input arrays (their case-file names, model/request_arrays.h) a row copy's columns and bias
+// were read or computed from: a bad column or bias is a model::LaunchInputError naming them.
+struct CopySources {
+  std::span<const std::string_view> src_col;
+  std::span<const std::string_view> dst_col;
+  std::span<const std::string_view> token_bias;
+};
 
 // One request row's copy, as a launch kind decided it (columns, not block ids). Columns and
 // bias are 64-bit here: they are computed from token counts and only checked against the
@@ -29,9 +39,12 @@ struct RowCopy {
   std::int64_t src_col = 0;
   std::int64_t dst_col = 0;
   std::int64_t token_bias = 0;
+  CopySources from;
 };
 
-// The decision for one state tensor of one row copy. Throws InputError on bad indices.
+// The decision for one state tensor of one row copy. Throws model::LaunchInputError on bad
+// indices: a column outside its row or a negative bias names the arrays of `from`, a block id
+// outside the arena the block table it was read from.
 model::CopyDecision plan_state_copy(const model::LaunchCase& launch_case, const RowCopy& row_copy,
                                     std::int32_t tensor);
 

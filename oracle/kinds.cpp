@@ -34,14 +34,31 @@ std::int32_t table_row_of(const model::LaunchCase& launch_case, std::int32_t bat
   return model::tables_by_slot(launch_case.kind) ? slot : batch_row;
 }
 
+// The arrays each kind reads its columns and bias from, or computes them from (a V1 save: the
+// running token count and the accepted drafts; a V2 save: the new computed count).
+constexpr std::string_view kStateIdx[] = {"state_idx"};
+constexpr std::string_view kSrcCol[] = {"src_col"};
+constexpr std::string_view kTokenBias[] = {"token_bias"};
+constexpr std::string_view kSaveV1Counts[] = {"num_computed", "num_scheduled", "num_draft",
+                                              "num_accepted"};
+constexpr std::string_view kSaveV2Counts[] = {"new_num_computed", "num_accepted"};
+constexpr CopySources kSaveV1Sources{
+    .src_col = kStateIdx, .dst_col = kSaveV1Counts, .token_bias = kSaveV1Counts};
+constexpr CopySources kSaveV2Sources{
+    .src_col = kStateIdx, .dst_col = kSaveV2Counts, .token_bias = kSaveV2Counts};
+constexpr CopySources kPrecopySources{
+    .src_col = kSrcCol, .dst_col = kStateIdx, .token_bias = kTokenBias};
+
 RowCopy row_copy(const model::LaunchCase& launch_case, std::int32_t batch_row, std::int32_t slot,
-                 std::int64_t src_col, std::int64_t dst_col, std::int64_t token_bias) {
+                 std::int64_t src_col, std::int64_t dst_col, std::int64_t token_bias,
+                 const CopySources& from) {
   return {.batch_row = batch_row,
           .slot = slot,
           .table_row = table_row_of(launch_case, batch_row, slot),
           .src_col = src_col,
           .dst_col = dst_col,
-          .token_bias = token_bias};
+          .token_bias = token_bias,
+          .from = from};
 }
 
 // The post-step save of one request (REFERENCE.md 2, "Post-step save").
@@ -86,7 +103,8 @@ std::vector<RowCopy> decide_postprocess(const model::LaunchCase& launch_case,
         decide_save(running, running + a - 1, at(in.state_idx, s), block_size);
     if (save.resets_accepted) at(requests.num_accepted_out, s) = 1;
     if (save.copies)
-      copies.push_back(row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias));
+      copies.push_back(
+          row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias, kSaveV1Sources));
   }
   return copies;
 }
@@ -105,7 +123,8 @@ std::vector<RowCopy> decide_postprocess_align(const model::LaunchCase& launch_ca
         decide_save(new_num_computed - a + 1, new_num_computed, at(in.state_idx, s), block_size);
     if (save.resets_accepted) at(requests.num_accepted, s) = 1; // an output only
     if (save.copies)
-      copies.push_back(row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias));
+      copies.push_back(
+          row_copy(launch_case, b, s, save.src_col, save.dst_col, save.token_bias, kSaveV2Sources));
   }
   return copies;
 }
@@ -120,7 +139,8 @@ std::vector<RowCopy> decide_precopy(const model::LaunchCase& launch_case) {
     const std::int32_t dst_col = at(in.state_idx, s);
     // A fresh state, or still the same block: the forward finds it in place through a.
     if (src_col < 0 || src_col == dst_col) continue;
-    copies.push_back(row_copy(launch_case, b, s, src_col, dst_col, at(in.token_bias, s)));
+    copies.push_back(
+        row_copy(launch_case, b, s, src_col, dst_col, at(in.token_bias, s), kPrecopySources));
   }
   return copies;
 }

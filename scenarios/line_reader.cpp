@@ -44,6 +44,12 @@ bool LineReader::next(std::string& line) {
       ++line_number_; // the line being read is the one refused
       fail_field("line", "longer than {} bytes", line_bytes_max_);
     }
+    // A NUL is in no text file: a binary file (or /dev/zero) stops here, at its first chunk.
+    if (const auto* nul = static_cast<const char*>(std::memchr(start, '\0', take))) {
+      ++line_number_;
+      fail_field("line", "a NUL byte at column {} (not a text file)",
+                 line.size() + static_cast<std::size_t>(nul - start) + 1);
+    }
     line.append(start, take);
     begin_ += take;
     if (newline != nullptr) {

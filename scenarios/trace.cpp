@@ -4,6 +4,7 @@
 
 #include "model/errors.h"
 #include "model/json_field.h"
+#include "model/output_file.h"
 #include "scenarios/line_reader.h"
 #include "scenarios/trace_header_json.h"
 #include "scenarios/trace_rules.h"
@@ -26,13 +27,7 @@ nlohmann::json parse_line(const std::string& line) {
   if (line.empty()) fail_field("line", "an empty line (every line holds one JSON object)");
   if (json_nesting_depth(line) > kTraceJsonDepthMax)
     fail_field("json", "nested deeper than {} levels", kTraceJsonDepthMax);
-  try {
-    return nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::string what = e.what();
-    if (const std::size_t cut = what.find("] "); cut != std::string::npos) what.erase(0, cut + 2);
-    fail_field("json", "malformed JSON ({})", what);
-  }
+  return model::parse_json_text(line, model::JsonText::line);
 }
 
 // model/ names the section first ("config: ...", "layout: ..."): keep it as the field.
@@ -165,14 +160,14 @@ void TraceWriter::put_line(const std::string& line) {
   const int error = errno;
   // A trace cut mid-line does not read back: the file of one this writer opened goes (a run
   // stopped by a signal finishes its last line and keeps its trace).
+  const bool removed = file_ && !model::is_special_file(name_);
   if (file_) {
     file_->close();
-    std::error_code ignored;
-    std::filesystem::remove(name_, ignored);
+    model::remove_partial_file(name_); // a device written in place stays
   }
   throw model::EnvironmentError(fmt::format("{}: writing the trace failed: {}{}", name_,
                                             std::strerror(error),
-                                            file_ ? " (the partial file was removed)" : ""));
+                                            removed ? " (the partial file was removed)" : ""));
 }
 
 } // namespace mc::scenarios

@@ -1,7 +1,9 @@
 #include "scenarios/workload_import.h"
 
 #include "model/errors.h"
+#include "model/json_field.h"
 #include "model/prng.h"
+#include "scenarios/line_reader.h"
 
 #include <nlohmann/json.hpp>
 
@@ -41,12 +43,7 @@ std::int32_t length_field(const nlohmann::json& j, const char* key, std::int64_t
 
 Entry parse_entry(const std::string& text, std::int64_t line, const std::string& where,
                   const WorkloadImportOptions& o) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
-    model::fail_input("{}: json: malformed JSON (one object per line expected)", where);
-  }
+  const nlohmann::json j = model::parse_json_text(text, model::JsonText::line);
   if (!j.is_object()) model::fail_input("{}: json: expected an object", where);
   if (!j.contains("timestamp") || !j["timestamp"].is_number())
     model::fail_input("{}: timestamp: missing (milliseconds, a number)", where);
@@ -102,17 +99,22 @@ std::vector<model::RequestSpec> import_workload(std::istream& in, const std::str
   MC_ASSERT(o.vocab_size >= 2 && o.slack_tokens >= 0);
   std::vector<Entry> entries;
   std::string text;
-  std::int64_t line = 0;
-  while (std::getline(in, text)) {
-    ++line;
-    const std::string where = name + ":" + std::to_string(line);
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    if (text.size() > kWorkloadLineBytesMax)
-      model::fail_input("{}: line: longer than {} bytes", where, kWorkloadLineBytesMax);
-    if (text.find_first_not_of(" \t") == std::string::npos) continue; // blank lines
-    if (entries.size() >= static_cast<std::size_t>(kWorkloadRequestsMax))
-      model::fail_input("{}: line: more than {} requests", where, kWorkloadRequestsMax);
-    entries.push_back(parse_entry(text, line, where, o));
+  // Bounded reading: a file that is not text (a NUL byte) or has no line ends (/dev/zero) is
+  // refused at its first chunk, not read whole into one line.
+  LineReader lines(in, kWorkloadLineBytesMax);
+  try {
+    while (lines.next(text)) {
+      const std::int64_t line = lines.line_number();
+      const std::string where = name + ":" + std::to_string(line);
+      if (line > kWorkloadLinesMax)
+        model::fail_input("{}: line: more than {} lines", where, kWorkloadLinesMax);
+      if (text.find_first_not_of(" \t") == std::string::npos) continue; // blank lines
+      if (entries.size() >= static_cast<std::size_t>(kWorkloadRequestsMax))
+        model::fail_input("{}: line: more than {} requests", where, kWorkloadRequestsMax);
+      entries.push_back(parse_entry(text, line, where, o));
+    }
+  } catch (const model::FieldError& e) {
+    model::fail_input("{}:{}: {}: {}", name, lines.line_number(), e.field, e.reason);
   }
   if (entries.empty()) model::fail_input("{}: the workload holds no request", name);
   std::stable_sort(entries.begin(), entries.end(),

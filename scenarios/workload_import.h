@@ -12,7 +12,8 @@
 // - output = output_length tokens of the request's own continuation, then a few more so that
 //   drafts near the end have a truth (as generate_workload does).
 // Requests are ordered by arrival (stable), named "w<line>". A bad line is an InputError
-// "FILE:LINE: field: reason".
+// "FILE:LINE: field: reason"; lines are read through a bounded reader (line_reader.h), so a
+// file that is not text is refused at its first NUL byte and an over-long line at its limit.
 #pragma once
 
 #include "model/request_spec.h"
@@ -37,6 +38,8 @@ struct WorkloadImportOptions {
 inline constexpr std::int32_t kWorkloadRequestsMax = 1 << 20;
 inline constexpr std::int32_t kWorkloadSequenceLenMax = 1 << 20;
 inline constexpr std::size_t kWorkloadLineBytesMax = std::size_t{16} << 20;
+// Blank lines count too: an endless stream of line ends is refused as well.
+inline constexpr std::int64_t kWorkloadLinesMax = std::int64_t{4} << 20;
 inline constexpr std::size_t kWorkloadHashIdsMax = std::size_t{1} << 16;
 
 // Throws model::InputError naming `name`, the line and the field.

@@ -3,13 +3,12 @@
 
 #include "fuzz/isolate.h"
 #include "model/errors.h"
+#include "model/output_file.h"
 #include "oracle/launch.h"
 #include "show/engine_view.h"
 #include "show/kernel_view.h"
 
 #include <fmt/format.h>
-
-#include <fstream>
 
 namespace mc::show {
 namespace {
@@ -134,9 +133,14 @@ std::string engine_picture(const std::filesystem::path& trace, const EnginePictu
 }
 
 bool write_picture(const std::filesystem::path& file, const std::string& html) {
-  std::ofstream out(file, std::ios::trunc | std::ios::binary);
-  out << html;
-  return static_cast<bool>(out);
+  try {
+    model::write_whole_file(file, html);
+    return true;
+  } catch (const model::EnvironmentError&) {
+    return false;
+  } catch (const model::InputError&) {
+    return false;
+  }
 }
 
 } // namespace mc::show

@@ -34,7 +34,8 @@ struct EnginePictureOptions {
 // Throws model::InputError for a malformed trace (as replay does).
 std::string engine_picture(const std::filesystem::path& trace, const EnginePictureOptions& options);
 
-// Writes `html` to `file`; false when it cannot be written.
+// Writes `html` to `file` (model::write_whole_file: all of it or nothing); false when it cannot
+// be written.
 bool write_picture(const std::filesystem::path& file, const std::string& html);
 
 } // namespace mc::show

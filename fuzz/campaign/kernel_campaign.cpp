@@ -7,6 +7,7 @@
 #include "model/case_file.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
+#include "model/output_file.h"
 #include "model/request_arrays.h"
 #include "oracle/launch.h"
 #include "show/pictures.h"
@@ -16,7 +17,6 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <fstream>
 
 namespace mc::fuzz {
 namespace {
@@ -40,18 +40,17 @@ void write_reports(const LaunchSpec& spec, const KernelFinding& finding, const R
                            {"failed_runs", runs.failed},
                            {"case", describe(spec)}};
   if (difference) report["difference"] = to_json(*difference);
-  std::ofstream(dir / "report.json") << report.dump(2) << "\n";
-  std::ofstream text(dir / "report.txt");
-  text << failure << "\n\n"
-       << fmt::format("signature {}\n{} on the backend under test ({})\n",
-                      finding.signature.to_string(), runs.summary(),
-                      to_string(finding.signature.classification));
+  model::write_whole_file(dir / "report.json", report.dump(2) + "\n");
+  std::string text = fmt::format("{}\n\nsignature {}\n{} on the backend under test ({})\n", failure,
+                                 finding.signature.to_string(), runs.summary(),
+                                 to_string(finding.signature.classification));
   if (finding.signature.classification == Classification::nondeterministic) {
-    text << "the runs of the first case:\n";
+    text += "the runs of the first case:\n";
     for (std::size_t i = 0; i < finding.rows_in_runs.size(); ++i)
-      text << fmt::format("  run {}: {}\n", i + 1, finding.rows_in_runs[i]);
+      text += fmt::format("  run {}: {}\n", i + 1, finding.rows_in_runs[i]);
   }
-  text << "\n" << describe(spec) << "\n";
+  text += fmt::format("\n{}\n", describe(spec));
+  model::write_whole_file(dir / "report.txt", text);
 }
 
 // report.html beside report.txt: the backend runs the saved case once more for the actual

@@ -5,6 +5,7 @@
 
 #include "model/errors.h"
 #include "model/interrupt.h"
+#include "model/output_file.h"
 #include "model/presets.h"
 #include "scenarios/trace.h"
 #include "show/pictures.h"
@@ -162,6 +163,7 @@ bool write_steps_view(const std::filesystem::path& trace, const EngineCase& c,
   } catch (const model::InputError&) {
     return false; // the trace was written by this build: only a generator bug gets here
   }
+  out.close(); // a write that fails only when the last of the buffer goes out counts too
   return static_cast<bool>(out);
 }
 
@@ -293,8 +295,8 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
     cx.steps_view = cx.dir / "steps.jsonl";
   cx.signature = engine_signature(s.best, cx.difference).to_string();
   if (problem.empty() && runs_here_possible(run)) cx.picture = write_engine_picture(cx, o, s.best);
-  std::ofstream(cx.dir / "report.json") << counterexample_json(cx).dump(2) << "\n";
-  std::ofstream(cx.dir / "report.txt") << counterexample_text(cx);
+  model::write_whole_file(cx.dir / "report.json", counterexample_json(cx).dump(2) + "\n");
+  model::write_whole_file(cx.dir / "report.txt", counterexample_text(cx));
   return cx;
 }
 

@@ -6,8 +6,10 @@ usage: bad_options_cli_test.py MAMBACHECK WORK_DIR SOURCE_DIR
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 MC, WORK, SOURCE = sys.argv[1], sys.argv[2], sys.argv[3]
 shutil.rmtree(WORK, ignore_errors=True)
@@ -74,6 +76,25 @@ CONFLICTS = [
     ["export", "--cases", "1"],
 ]
 
+# Values past what the option's type holds, with the line they must give: a signed count stops
+# at 2^63 - 1 (CLI11 would saturate it to that and run), an unsigned seed at 2^64 - 1.
+OUT_OF_RANGE = [
+    (["replay", TRACE, "--steps", "9223372036854775808"],
+     "--steps: '9223372036854775808' is out of range: at most 9223372036854775807"),
+    (["run", "--steps", "9223372036854775808"],
+     "--steps: '9223372036854775808' is out of range: at most 9223372036854775807"),
+    (["fuzz", "--backend", "host", "--cases", "1", "--seed", "18446744073709551616"],
+     "--seed: '18446744073709551616' is out of range: at most 18446744073709551615"),
+]
+
+# Huge counts are run as the cases come, nothing is set aside for all of them up front: the
+# campaign starts, and a SIGINT ends it with the report of what ran (exit 130).
+HUGE_COUNTS = [
+    ["gate", "--backend", "host", "--kernel-cases", "4294967296", "--engine-cases", "1",
+     "--out", os.path.join(WORK, "gate-huge")],
+    ["fuzz", "--backend", "host", "--cases", "4294967296", "--out", os.path.join(WORK, "fuzz-huge")],
+]
+
 failures = []
 tried = 0
 for command, base, options in COMMANDS:
@@ -108,6 +129,33 @@ for conflict in CONFLICTS:
     if done.returncode != 2 or len(lines) != 1:
         failures.append(f"{' '.join(conflict)!r}: exit {done.returncode}, {len(lines)} error "
                         f"lines: {done.stderr.strip()[:300]!r}")
+
+for args, needle in OUT_OF_RANGE:
+    tried += 1
+    done = subprocess.run([MC, *args], cwd=WORK, capture_output=True, text=True, timeout=60)
+    lines = done.stderr.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if done.returncode != 2 or len(lines) != 1 or needle not in lines[0]:
+        failures.append(f"{' '.join(args)!r}: exit {done.returncode}, expected 2 and one line "
+                        f"with {needle!r}: {done.stderr.strip()[:300]!r}")
+
+for args in HUGE_COUNTS:
+    tried += 1
+    started = subprocess.Popen([MC, *args], cwd=WORK, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(5)
+    started.send_signal(signal.SIGINT)
+    try:
+        stdout, stderr = started.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        started.kill()
+        stdout, stderr = started.communicate()
+        failures.append(f"{' '.join(args)!r}: still running 120 s after SIGINT")
+        continue
+    if started.returncode != 130 or "interrupted" not in stdout or "bad_alloc" in stderr:
+        failures.append(f"{' '.join(args)!r}: exit {started.returncode} after SIGINT, expected "
+                        f"130 and an interrupted run: {stdout[-300:]!r} {stderr[-300:]!r}")
 
 for failure in failures:
     print("FAIL:", failure)

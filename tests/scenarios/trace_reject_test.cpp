@@ -84,7 +84,7 @@ std::vector<BadTrace> header_catalogue() {
       {"malformed header",
        R"({"format":"mambacheck-trace",)"
        "\n",
-       1, "json", "malformed JSON"},
+       1, "json", "the JSON value is cut short: the line ends at column 29"},
       {"version from the future", with(R"("version":1)", R"("version":4)"), 1, "version",
        "format version 4; this mambacheck reads version 3"},
       {"version zero", with(R"("version":1)", R"("version":0)"), 1, "version", "start at 1"},
@@ -144,7 +144,8 @@ std::vector<BadTrace> step_catalogue() {
       {"an optimistic count past the drafts of one row",
        async_trace(R"("planned_during":1,)", running + R"(,"num_computed_tokens_optimistic":10})"),
        4, "cached_requests[0].num_computed_tokens_optimistic", "10 is not"},
-      {"malformed step", lines({h, R"({"index":0,"scheduled":[)"}), 2, "json", "malformed JSON"},
+      {"malformed step", lines({h, R"({"index":0,"scheduled":[)"}), 2, "scheduled[0]",
+       "the JSON value is cut short: the line ends at column 24"},
       {"empty line", lines({h, kArriveA, ""}) + kArriveA, 3, "line", "empty line"},
       {"nested too deep",
        lines({h, R"({"index":0,"x_deep":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]})"}), 2, "json",
@@ -355,6 +356,41 @@ TEST(TraceReject, BadHeaders) {
 TEST(TraceReject, BadSteps) {
   for (const BadTrace& bad : step_catalogue())
     expect_refused(bad);
+}
+
+// Text the JSON parser refuses or would misread, said in the reader's words with the column
+// within the line (or the field being read), never the parser's own message.
+TEST(TraceReject, JsonTextNamedByColumnOrField) {
+  const std::string h = kHeader;
+  const std::string nul(1, '\0');
+  const std::vector<BadTrace> bad = {
+      {"a number past a double",
+       lines({h, R"({"index":0,"scheduled":[{"req_id":"a","num_scheduled_tokens":1e400}]})"}), 2,
+       "scheduled[0].num_scheduled_tokens", "the number 1e400 is too large"},
+      {"a literal that is not JSON", lines({h, R"({"index":0,"scheduled":[x]})"}), 2,
+       "scheduled[0]", "not valid JSON at column 25: invalid literal"},
+      {"text after the value", lines({h, kArriveA + " x"}), 2, "json",
+       fmt::format("text after the end of the JSON value, at column {}", kArriveA.size() + 2)},
+      {"a second value on the line", lines({h, kArriveA + kArriveA}), 2, "json",
+       fmt::format("text after the end of the JSON value, at column {}", kArriveA.size() + 1)},
+      // The parser would stop at the NUL and take the step before it.
+      {"a NUL byte after the value", lines({h, kArriveA + nul + "garbage"}), 2, "line",
+       fmt::format("a NUL byte at column {} (not a text file)", kArriveA.size() + 1)},
+      {"a NUL byte in the header", lines({h.substr(0, 10) + nul + h.substr(10)}), 1, "line",
+       "a NUL byte at column 11"},
+  };
+  for (const BadTrace& b : bad) {
+    expect_refused(b);
+    std::istringstream in(b.text);
+    try {
+      TraceReader reader(in, "bad.jsonl");
+      while (reader.next()) {
+      }
+    } catch (const model::InputError& e) {
+      EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("syntax error"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(TraceReject, LineOverTheLimit) {

@@ -4,6 +4,7 @@
 #include "model/errors.h"
 #include "scenarios/workload_import.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -58,7 +59,16 @@ TEST(WorkloadImport, ArrivalsPrefixesAndLengths) {
 
 TEST(WorkloadImport, BadLinesNamed) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"{\"timestamp\": 0, \"input_length\": 4", "w.jsonl:2: json: malformed JSON"},
+      {"{\"timestamp\": 0, \"input_length\": 4",
+       "w.jsonl:2: json: the JSON value is cut short: the line ends at column 34"},
+      {R"({"timestamp": 1e400, "input_length": 4, "output_length": 1})",
+       "w.jsonl:2: timestamp: the number 1e400 is too large"},
+      {R"({"timestamp": 3, "input_length": 4, "output_length": 1} x)",
+       "w.jsonl:2: json: text after the end of the JSON value, at column 57"},
+      {R"({"timestamp": 3, "input_length": 4, "hash_ids": [1, x]})",
+       "w.jsonl:2: hash_ids[1]: not valid JSON at column 53: invalid literal"},
+      {std::string(R"({"timestamp": 3, "input_length": 4, "output_length": 1})") + '\0' + "x",
+       "w.jsonl:2: line: a NUL byte at column 56 (not a text file)"},
       {R"({"input_length": 4, "output_length": 1})", "w.jsonl:2: timestamp: missing"},
       {R"({"timestamp": 3, "input_length": 4.5, "output_length": 1})",
        "w.jsonl:2: input_length: expected an integer"},
@@ -83,6 +93,26 @@ TEST(WorkloadImport, BadLinesNamed) {
   }
   std::istringstream empty("\n\n");
   EXPECT_THROW(import_workload(empty, "w.jsonl", {}), model::InputError);
+}
+
+// A file that is not text (all NUL bytes, as /dev/zero) or one endless line is refused at once
+// by the bounded line reader, not read whole.
+TEST(WorkloadImport, NotTextOrEndlessLineRefusedPromptly) {
+  std::istringstream zeros(std::string(std::size_t{1} << 20, '\0'));
+  try {
+    import_workload(zeros, "zero", {});
+    ADD_FAILURE() << "accepted NUL bytes";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "zero:1: line: a NUL byte at column 1 (not a text file)");
+  }
+  std::istringstream endless(std::string(kWorkloadLineBytesMax + 10, '7'));
+  try {
+    import_workload(endless, "long", {});
+    ADD_FAILURE() << "accepted a line past the limit";
+  } catch (const model::InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("long:1: line: longer than {} bytes", kWorkloadLineBytesMax));
+  }
 }
 
 } // namespace
