@@ -357,6 +357,9 @@ StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
       e.fixed.kinds = t.engine->kinds();
     }
     e.fixed.steer = runs[i].boosts;
+    // On the host every run in a forked child, as the kernel stage does: a kernel that faults is
+    // a finding of this stage, not the end of the gate.
+    e.isolate = t.engine == nullptr && t.backend == backends::Backend::host;
     if (t.verdict_only) {
       e.reruns = 0;
       e.shrink.candidates_max = 0;
