@@ -53,7 +53,9 @@ TEST(DeviceMemory, AReusedBufferStartsZeroed) {
     ASSERT_EQ(cudaMemset(dirty.data(), 0xA5, static_cast<std::size_t>(size)), cudaSuccess);
   }
   const DeviceBuffer again(size);
-  if (device_buffer_reuse()) EXPECT_EQ(again.data(), first); // the kept one, not a fresh one
+  if (device_buffer_reuse()) {
+    EXPECT_EQ(again.data(), first); // the kept one, not a fresh one
+  }
   const std::vector<std::uint8_t> bytes =
       download_vector<std::uint8_t>(again, static_cast<std::size_t>(size));
   EXPECT_EQ(bytes, std::vector<std::uint8_t>(static_cast<std::size_t>(size), 0));
