@@ -24,15 +24,7 @@ using model::LaunchKind;
 
 // mamba2 with conv (3 rows x 8 fp16) and temporal (2x2x2 fp32) states, each in its own arena.
 model::Layout mamba2_layout() {
-  return gpu::test::make_layout({gpu::test::group_spec(model::Family::mamba2,
-                                                       {.intermediate_size = 4,
-                                                        .n_groups = 1,
-                                                        .num_heads = 2,
-                                                        .head_dim = 2,
-                                                        .state_size = 2,
-                                                        .conv_kernel = 2},
-                                                       1, 2, 4, model::PagePolicy::separate, 64)},
-                                8);
+  return gpu::test::small_mamba2_layout();
 }
 
 // A precopy of `rows` batch rows over `slots` slots, row b mapped to slot `slot_of(b)` and

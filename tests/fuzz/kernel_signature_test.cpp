@@ -31,15 +31,7 @@ using Features = std::vector<std::string>;
 // mamba2 with a conv state (tensor 0) and a temporal state (tensor 1) per layer, one layer.
 // `policy` separate: each state in pages of its own; shared: both in one page, padded.
 model::Layout mamba2_layout(model::PagePolicy policy) {
-  return gpu::test::make_layout({gpu::test::group_spec(model::Family::mamba2,
-                                                       {.intermediate_size = 4,
-                                                        .n_groups = 1,
-                                                        .num_heads = 2,
-                                                        .head_dim = 2,
-                                                        .state_size = 2,
-                                                        .conv_kernel = 2},
-                                                       1, 2, 4, policy, 64)},
-                                8);
+  return gpu::test::small_mamba2_layout(policy);
 }
 
 model::LaunchCase five_rows(model::PagePolicy policy = model::PagePolicy::separate) {

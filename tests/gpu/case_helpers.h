@@ -39,6 +39,21 @@ inline model::Layout make_layout(std::vector<model::GroupSpec> groups, std::int6
       config, model::LayoutSpec{.groups = std::move(groups), .num_blocks = num_blocks});
 }
 
+// The tests' small mamba2 group: conv 3 rows x 8 fp16 (48 bytes) and temporal 2x2x2 fp32
+// (32 bytes) per layer, pages aligned to 64 bytes, 8 blocks.
+inline model::Layout small_mamba2_layout(model::PagePolicy policy = model::PagePolicy::separate,
+                                         std::int32_t layers = 1) {
+  return make_layout({group_spec(model::Family::mamba2,
+                                 {.intermediate_size = 4,
+                                  .n_groups = 1,
+                                  .num_heads = 2,
+                                  .head_dim = 2,
+                                  .state_size = 2,
+                                  .conv_kernel = 2},
+                                 layers, 2, 4, policy, 64)},
+                     8);
+}
+
 // A case with poisoned arenas and block tables of `num_rows` rows (every entry a pad slot).
 inline model::LaunchCase make_case(model::Layout layout, model::LaunchKind kind,
                                    std::int32_t num_reqs, std::int32_t row_width,

@@ -23,15 +23,7 @@ model::Layout short_conv_layout(model::ConvLayout layout, std::int32_t elem = 2)
 // mamba2, conv (3 rows x 8 fp16 = 48 bytes) and temporal (2x2x2 fp32 = 32 bytes), each in
 // its own arena with a 64-byte block stride: the temporal copy moves 32 bytes, not 64.
 model::Layout padded_mamba2_layout(std::int32_t layers = 1) {
-  return test::make_layout({test::group_spec(model::Family::mamba2,
-                                             {.intermediate_size = 4,
-                                              .n_groups = 1,
-                                              .num_heads = 2,
-                                              .head_dim = 2,
-                                              .state_size = 2,
-                                              .conv_kernel = 2},
-                                             layers, 2, 4, model::PagePolicy::separate, 64)},
-                           8);
+  return test::small_mamba2_layout(model::PagePolicy::separate, layers);
 }
 
 // V1 postprocess inputs of one row, so that running = computed + scheduled - draft.
