@@ -416,7 +416,7 @@ std::string ExternalWorker::request(const std::string& line, std::string_view wh
   return answer;
 }
 
-std::string point_campaign_at(fuzz::KernelCampaignOptions& campaign, ExternalWorker& worker) {
+std::string point_campaign_at(fuzz::KernelLevelOptions& campaign, ExternalWorker& worker) {
   std::vector<model::LaunchKind> kinds;
   std::string names;
   for (const model::LaunchKind kind : model::kAllLaunchKinds) {
@@ -432,13 +432,12 @@ std::string point_campaign_at(fuzz::KernelCampaignOptions& campaign, ExternalWor
                                             "asked for (it greeted \"{}\")",
                                             excerpt(worker.greeting()))};
   campaign.gen.kinds = kinds;
-  campaign.backend_name = "external";
   ExternalWorker* w = &worker;
   campaign.backend = [w](const model::LaunchCase& launch_case) { return w->run(launch_case); };
   return names;
 }
 
-std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptions& campaign,
+std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelLevelOptions& campaign,
                                                        ExternalOptions options) {
   std::error_code ec;
   fs::create_directories(options.work_dir, ec);

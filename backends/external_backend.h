@@ -142,10 +142,10 @@ private:
 };
 
 // Points a kernel campaign at `worker` (the caller keeps it alive): its backend runs cases on
-// it, its backend name is "external", and its generator draws only the kinds the worker covers
+// it (the campaign's backend name is then "external"), and its generator draws only the kinds the worker covers
 // of those asked for. Returns those kinds' names, comma-separated. ExternalWorkerFailure when
 // the worker covers none of them.
-std::string point_campaign_at(fuzz::KernelCampaignOptions& campaign, ExternalWorker& worker);
+std::string point_campaign_at(fuzz::KernelLevelOptions& campaign, ExternalWorker& worker);
 
 // `text` as one word for /bin/sh: 'it'\''s'.
 std::string shell_quote(std::string_view text);
@@ -153,7 +153,7 @@ std::string shell_quote(std::string_view text);
 // Points a kernel campaign at an external worker: the campaign's backend runs cases on it,
 // its backend name is "external", and its generator draws only the kinds the worker covers.
 // Returns the worker (keep it alive for the campaign). Prints one line about the worker.
-std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelCampaignOptions& campaign,
+std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelLevelOptions& campaign,
                                                        ExternalOptions options);
 
 // One case on a worker started for it (`mambacheck case --external`): its stderr inherited,

@@ -16,6 +16,7 @@
 #include "cli/progress.h"
 #include "cli/shard_option.h"
 #include "fuzz/campaign/kernel_campaign.h"
+#include "fuzz/engine/engine_fuzz.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/mutant.h"
 #include "model/errors.h"
@@ -81,11 +82,10 @@ double shrink_seconds(const FuzzOptions& o) {
   return parse_duration_option("--shrink-time", o.shrink_time);
 }
 
-// How the reproduce lines name the backend: `--backend host` or `--external 'COMMAND'`.
-std::string backend_arguments(const FuzzOptions& o, const fuzz::KernelCampaignOptions& c) {
-  if (o.external.empty())
-    return o.mutant.empty() ? fmt::format("--backend {}", c.backend_name)
-                            : fmt::format("--backend {} --mutant {}", c.backend_name, o.mutant);
+// How reproduce lines name the backend: `--backend host` or `--external 'COMMAND'` (the
+// mutant, when there is one, is named apart).
+std::string backend_arguments(const FuzzOptions& o, backends::Backend backend) {
+  if (o.external.empty()) return fmt::format("--backend {}", to_string(backend));
   std::string args = fmt::format("--external {}", backends::shell_quote(o.external));
   if (o.external_timeout != backends::kExternalTimeoutSecondsDefault)
     args += fmt::format(" --external-timeout {}", o.external_timeout);
@@ -102,66 +102,61 @@ nlohmann::json worker_backend(const FuzzOptions& o, backends::Backend backend) {
           {"dir", std::filesystem::absolute(std::filesystem::path(o.out) / "external").string()}};
 }
 
-fuzz::KernelCampaignOptions campaign_options(const FuzzOptions& o, backends::Backend backend) {
-  fuzz::KernelCampaignOptions c;
+// The campaign's options, either level: `seconds_max` its share of the time budget.
+fuzz::CampaignOptions campaign_options(const FuzzOptions& o, backends::Backend backend,
+                                       bool engine, double seconds_max) {
+  fuzz::CampaignOptions c;
   c.seed = o.seed;
   c.max_size = o.max_size;
-  c.backend_name = std::string(to_string(backend));
-  // --mutant: the backend's kernels are that variant (gpu/mutant.h)
-  c.backend = backends::kernel_runner(
-      backend, o.mutant.empty() ? gpu::Mutant::none : backends::parse_kernel_mutant(o.mutant));
-  c.mutant_name = o.mutant;
+  c.seconds_max = seconds_max;
+  const std::int64_t cases_default = engine ? 200 : 2000;
+  c.cases_max = o.cases > 0 ? o.cases : (seconds_max > 0 ? kCasesMax : cases_default);
+  c.first_case = o.resume_from;
+  c.shard = o.shard;
+  c.backend_name = o.external.empty() ? std::string(to_string(backend)) : "external";
+  c.backend_args = backend_arguments(o, backend);
+  c.external = o.external;
+  c.mutant = o.mutant;
   c.out_dir = o.out;
-  c.seconds_max =
-      o.time_budget.empty() ? 0.0 : parse_duration_option("--time-budget", o.time_budget);
-  c.cases_max = o.cases > 0 ? o.cases : (c.seconds_max > 0 ? kCasesMax : 2000);
-  if (!o.focus.empty()) {
-    const std::optional<fuzz::GenOptions> preset = fuzz::gen_options_named(o.focus);
-    if (!preset) model::fail_input("--focus: expected {}, got '{}'", fuzz::kGenFocusNames, o.focus);
-    c.gen = *preset;
-  } else if (backend == backends::Backend::cuda) {
-    c.gen.weights.grid *= 2; // the device makes big grids cheap
-  }
-  for (const std::string& kind : o.kinds)
-    c.gen.kinds.push_back(model::parse_launch_kind(kind));
+  c.shrink = engine ? fuzz::kEngineShrinkLimits : fuzz::ShrinkLimits{};
+  c.shrink.seconds_max = shrink_seconds(o);
+  c.keep_going = o.keeps_going();
+  c.reruns = o.reruns;
+  c.repeat = o.repeat;
+  c.skip_signatures = o.skip_signatures;
   // A kernel that writes out of bounds must cost one finding, not the campaign: every case runs
   // in a case worker, and on the host backend the reruns and shrink candidates of a finding
   // each run in a forked child (fuzz/isolate.h).
   c.isolate = backend == backends::Backend::host && o.external.empty() && !o.no_isolate;
   if (o.parallel.workers) c.workers = case_worker_start(o.parallel, worker_backend(o, backend));
+  c.jobs = o.parallel.jobs;
   // A worker's case with --external includes the adapter's answer, which has a timeout of its
   // own: that one speaks first, as the adapter's crash.
   c.case_timeout_seconds = o.case_timeout + (o.external.empty() ? 0.0 : o.external_timeout);
-  c.keep_going = o.keeps_going();
-  c.reruns = o.reruns;
-  c.shrink.seconds_max = shrink_seconds(o);
-  c.repeat = o.repeat;
-  c.skip_signatures = o.skip_signatures;
-  c.first_case = o.resume_from;
-  c.shard = o.shard;
-  c.jobs = o.parallel.jobs;
   return c;
 }
 
-void print_summary(const fuzz::KernelCampaignOptions& c, const fuzz::KernelCampaignReport& r) {
+void print_kernel_summary(const fuzz::CampaignOptions& c, const fuzz::CampaignReport& r) {
   std::cout << fmt::format("kernel level, backend {}, seed {}{}: {} cases in {:.1f} s ({:.0f} "
                            "cases/s), {} copies and {:.1f} MiB of arenas compared\n",
                            c.backend_name, c.seed,
                            c.jobs > 1 ? fmt::format(", {} jobs", c.jobs) : "", r.cases, r.seconds,
                            r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0,
-                           r.copies_compared,
-                           static_cast<double>(r.arena_bytes_compared) / (1 << 20));
-  std::string kinds;
-  for (const auto& [kind, n] : r.cases_by_kind)
-    kinds += fmt::format(" {}={}", kind, n);
-  std::string classes;
-  for (const auto& [cls, n] : r.cases_by_size_class)
-    classes += fmt::format(" {}={}", cls, n);
-  std::cout << "  kinds:" << kinds << "\n  sizes:" << classes << "\n";
+                           r.total("copies_compared"),
+                           static_cast<double>(r.total("arena_bytes_compared")) / (1 << 20));
+  const auto counts = [&r](const char* by) {
+    std::string line;
+    if (const auto it = r.cases_by.find(by); it != r.cases_by.end())
+      for (const auto& [name, n] : it->second)
+        line += fmt::format(" {}={}", name, n);
+    return line;
+  };
+  std::cout << "  kinds:" << counts("kind") << "\n  sizes:" << counts("size_class") << "\n";
+  if (!r.backend_replaced.empty()) std::cout << "kernel level: " << r.backend_replaced << "\n";
+  if (!r.stopped.empty()) std::cout << "kernel level: stopped early: " << r.stopped << "\n";
 }
 
-void print_finding(const fuzz::KernelCampaignOptions& c, const fuzz::KernelFinding& f,
-                   const std::string& backend_args) {
+void print_kernel_finding(const fuzz::CampaignOptions& c, const fuzz::Finding& f) {
   std::cout << fmt::format("{} (case seed {}, size {}): {}\n",
                            f.skipped ? "KNOWN" : "MISMATCH", f.first_case_seed, f.first_size,
                            f.failure);
@@ -175,25 +170,26 @@ void print_finding(const fuzz::KernelCampaignOptions& c, const fuzz::KernelFindi
                            f.cases == 1 ? "" : "s");
   for (std::size_t i = 0; i < f.rows_in_runs.size(); ++i)
     std::cout << fmt::format("    run {}: {}\n", i + 1, f.rows_in_runs[i]);
-  if (!f.counterexample) return;
-  const fuzz::Counterexample& cx = *f.counterexample;
-  if (cx.shrink_kept)
+  const auto* cx = f.counterexample_as<fuzz::KernelCounterexample>();
+  if (cx == nullptr) return;
+  if (cx->shrink_kept)
     std::cout << fmt::format("  shrunk in {} steps ({} candidates tried; the shrunk case {}): {}\n",
-                             cx.shrink_steps, cx.shrink_tried, cx.saved_runs.summary(),
-                             cx.description);
+                             cx->shrink_steps, cx->shrink_tried, cx->saved_runs.summary(),
+                             cx->description);
   else
     std::cout << fmt::format("  not shrunk: no smaller case failed on at least half of its reruns "
                              "({} candidates tried); the original is saved\n",
-                             cx.shrink_tried);
-  if (cx.shrink_timed_out)
+                             cx->shrink_tried);
+  if (cx->shrink_timed_out)
     std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-time): on "
                              "another machine or load it may stop elsewhere\n",
                              c.shrink.seconds_max);
-  std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n", cx.shrunk_dir.string(),
-                           cx.original_dir.string());
-  if (!cx.picture.empty()) std::cout << fmt::format("  picture: {}\n", cx.picture.string());
-  std::cout << fmt::format("  reproduce: mambacheck case {} {} --check{}\n", cx.shrunk_dir.string(),
-                           backend_args,
+  std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n",
+                           cx->shrunk_dir.string(), cx->original_dir.string());
+  if (!cx->picture.empty()) std::cout << fmt::format("  picture: {}\n", cx->picture.string());
+  const std::string backend_args =
+      c.backend_args + (c.mutant.empty() ? "" : " --mutant " + c.mutant);
+  std::cout << fmt::format("  reproduce: {}{}\n", f.reproduce,
                            f.signature.classification == fuzz::Classification::nondeterministic
                                ? fmt::format(" --reruns {}", std::max(c.reruns, 1))
                                : "");
@@ -202,41 +198,120 @@ void print_finding(const fuzz::KernelCampaignOptions& c, const fuzz::KernelFindi
                            backend_args, c.seed, f.first_case_seed - c.seed + 1, c.max_size);
 }
 
-// One JUnit test case per signature (skipped ones reported as skipped), or one passing case.
-std::vector<JunitCase> junit_cases(const fuzz::KernelCampaignOptions& c,
-                                   const fuzz::KernelCampaignReport& r,
-                                   const std::string& backend_args) {
-  const std::string campaign = fmt::format("kernel-{}-seed{}", c.backend_name, c.seed);
-  if (r.findings.empty()) return {JunitCase{.name = campaign, .seconds = r.seconds}};
-  std::vector<JunitCase> out;
-  for (const fuzz::KernelFinding& f : r.findings)
-    out.push_back(finding_case(
-        campaign, f.signature, f.skipped, f.cases, f.failure, f.runs,
-        f.counterexample ? fmt::format("{}\nreproduce: mambacheck case {} {} --check",
-                                       f.counterexample->description,
-                                       f.counterexample->shrunk_dir.string(), backend_args)
-                         : ""));
-  return out;
-}
-
-// The cases this process runs of a campaign of `cases_max` cases, for the progress line; 0 under
-// a time budget (unknown).
-std::int64_t cases_in_shard(const FuzzOptions& o, std::int64_t cases_max) {
+// The cases this process runs of campaign `c`, for the progress line; 0 under a time budget
+// (unknown).
+std::int64_t cases_in_shard(const FuzzOptions& o, const fuzz::CampaignOptions& c) {
   if (o.cases == 0) return 0;
-  const std::int64_t first = fuzz::first_case_of(o.shard, o.resume_from);
-  return first >= cases_max ? 0 : (cases_max - first + o.shard.count - 1) / o.shard.count;
+  const std::int64_t first = fuzz::first_case_of(c.shard, c.first_case);
+  return first >= c.cases_max ? 0 : (c.cases_max - first + c.shard.count - 1) / c.shard.count;
 }
 
-// The kernel level: summary, report and JUnit case (written by run_fuzz).
-int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
-                     const model::CoverageRequirement& required, nlohmann::json& report,
-                     std::vector<JunitCase>& junit) {
-  fuzz::KernelCampaignOptions c = campaign_options(o, backend);
-  c.seconds_max = seconds_max;
-  if (o.cases == 0 && seconds_max > 0) c.cases_max = kCasesMax;
-  if (!c.mutant_name.empty())
+// What one level of `fuzz` gives: its report, JUnit cases and exit code.
+struct LevelResult {
+  int exit_code = kExitOk;
+  nlohmann::json report;
+  std::vector<JunitCase> junit;
+};
+
+// Runs `level`: progress line, each finding as it comes, the summary, the report (with the
+// coverage required of it), one JUnit case per signature or one passing case.
+LevelResult run_level(const fuzz::CampaignOptions& options, fuzz::CampaignLevel& level,
+                      std::int64_t cases_planned, const model::CoverageRequirement& required) {
+  const bool kernel = level.name() == "kernel";
+  const std::string prefix = kernel ? "" : "engine level: "; // the kernel level's lines say none
+  fuzz::CampaignOptions c = options;
+  Progress progress(kernel ? "fuzz kernel" : "fuzz engine", cases_planned, c.seconds_max);
+  c.on_case = [&progress](std::int64_t, const std::string& what) { progress.tick(what); };
+  c.on_finding = [&, findings = std::int64_t{0}](const fuzz::Finding& f) mutable {
+    progress.set_findings(++findings);
+    progress.done();
+    kernel ? print_kernel_finding(c, f) : print_engine_finding(c, f);
+  };
+  fuzz::CampaignReport r;
+  try {
+    r = fuzz::run_campaign(c, level);
+  } catch (const backends::ExternalWorkerFailure& failure) { // it cannot be used: exit 3
+    progress.done();
+    throw model::EnvironmentError(failure.message);
+  }
+  progress.done();
+  if (kernel)
+    print_kernel_summary(c, r);
+  else
+    print_engine_summary(c, r, dynamic_cast<const fuzz::EngineLevel&>(level));
+  LevelResult result{.report = fuzz::to_json(c, level, r)};
+  const std::vector<std::string> missing = report_coverage(required, r.coverage);
+  if (!required.empty()) result.report["coverage_missing"] = missing;
+  if (!missing.empty()) result.exit_code = kExitMismatch;
+  const std::string campaign = fmt::format("{}-{}-seed{}", level.name(), c.backend_name, c.seed);
+  if (r.findings.empty()) result.junit.push_back(JunitCase{.name = campaign, .seconds = r.seconds});
+  for (const fuzz::Finding& f : r.findings)
+    result.junit.push_back(finding_case(
+        campaign, f.signature, f.skipped, f.cases, f.failure, f.runs,
+        f.saved ? fmt::format("{}\nreproduce: {}", f.description, f.reproduce) : ""));
+  if (r.interrupted != 0) {
+    result.junit.push_back(interrupted_case(level.name(), r.interrupted, r.cases, r.next_case));
+    std::cout << interrupted_line(level.name(), r.interrupted, r.cases, r.next_case) << "\n";
+    if (!kernel && c.shard.whole() && cases_planned >= 0 && result.report.contains("steer"))
+      std::cout << "engine level: a steered campaign cannot be resumed (--steer refuses "
+                   "--resume-from): run it again from its first case\n";
+  }
+  if (r.findings.empty()) {
+    std::cout << prefix << "all cases held\n";
+    return result;
+  }
+  std::cout << fmt::format("{}{} finding{} ({} failing cases):\n", prefix, r.findings.size(),
+                           r.findings.size() == 1 ? "" : "s", r.failing_cases());
+  for (const fuzz::Finding& f : r.findings)
+    std::cout << fmt::format("  {} {}: {} cases, {}{}\n", f.skipped ? "known" : "FAILS",
+                             f.signature.to_string(), f.cases, f.runs.summary(),
+                             f.counterexample_dir.empty() ? "" : ", " + f.counterexample_dir.string());
+  if (r.first_failing() != nullptr) result.exit_code = kExitMismatch;
+  return result;
+}
+
+// A runner for the kernel level's runs after a device fault: this program as a worker process
+// (`mambacheck worker`), started here and kept in `worker`.
+fuzz::LaunchRunner device_worker_runner(const FuzzOptions& o,
+                                        std::shared_ptr<backends::ExternalWorker>& worker) {
+  std::string command = fmt::format(
+      "exec {} worker --backend cuda",
+      backends::shell_quote(std::filesystem::read_symlink("/proc/self/exe").string()));
+  if (!o.mutant.empty()) command += fmt::format(" --mutant {}", o.mutant);
+  const std::filesystem::path work = std::filesystem::path(o.out) / "device-worker";
+  try {
+    std::filesystem::create_directories(work);
+    worker = std::make_shared<backends::ExternalWorker>(
+        backends::ExternalOptions{.command = command,
+                                  .work_dir = work,
+                                  .log_file = work / "worker.log",
+                                  .timeout_seconds = o.case_timeout});
+  } catch (const backends::ExternalWorkerFailure& failure) {
+    throw model::EnvironmentError(failure.message);
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw model::EnvironmentError(fmt::format("the device worker's directory: {}", e.what()));
+  }
+  return fuzz::LaunchRunner(
+      [worker](const model::LaunchCase& launch) { return worker->run(launch); });
+}
+
+// The kernel level of `fuzz`.
+LevelResult run_kernel_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
+                             const model::CoverageRequirement& required) {
+  const fuzz::CampaignOptions c = campaign_options(o, backend, false, seconds_max);
+  fuzz::KernelLevelOptions k{.focus = o.focus};
+  if (!o.focus.empty())
+    k.gen = *fuzz::gen_options_named(o.focus);
+  else if (backend == backends::Backend::cuda)
+    k.gen.weights.grid *= 2; // the device makes big grids cheap
+  for (const std::string& kind : o.kinds)
+    k.gen.kinds.push_back(model::parse_launch_kind(kind));
+  // --mutant: the backend's kernels are that variant (gpu/mutant.h)
+  k.backend = backends::kernel_runner(
+      backend, o.mutant.empty() ? gpu::Mutant::none : backends::parse_kernel_mutant(o.mutant));
+  if (!c.mutant.empty())
     std::cout << fmt::format("kernel level: the {} backend runs MUTATED kernels: {}\n",
-                             c.backend_name, c.mutant_name);
+                             c.backend_name, c.mutant);
   // Under a cooperative launch every CTA of the fused kernel runs at once and the programs of
   // one request read before any of them writes; started by tickets they interleave, which is
   // where a race between them shows (docs/fuzzing.md, "Hunting races").
@@ -250,7 +325,7 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   if (!o.external.empty()) {
     const std::filesystem::path work = std::filesystem::path(o.out) / "external";
     try {
-      worker = backends::attach_external_worker(c, {.command = o.external,
+      worker = backends::attach_external_worker(k, {.command = o.external,
                                                     .work_dir = work,
                                                     .log_file = work / "worker.log",
                                                     .timeout_seconds = o.external_timeout});
@@ -261,82 +336,30 @@ int run_kernel_level(const FuzzOptions& o, backends::Backend backend, double sec
   // cuda: a kernel fault loses this process's CUDA context; later runs go to this program as
   // a worker process (`mambacheck worker`), which the external backend restarts after each.
   std::shared_ptr<backends::ExternalWorker> device_worker;
-  if (backend == backends::Backend::cuda && o.external.empty()) {
-    c.replace_backend = [&o, &device_worker] {
-      std::string command = fmt::format(
-          "exec {} worker --backend cuda",
-          backends::shell_quote(std::filesystem::read_symlink("/proc/self/exe").string()));
-      if (!o.mutant.empty()) command += fmt::format(" --mutant {}", o.mutant);
-      const std::filesystem::path work = std::filesystem::path(o.out) / "device-worker";
-      try {
-        std::filesystem::create_directories(work);
-        device_worker = std::make_shared<backends::ExternalWorker>(
-            backends::ExternalOptions{.command = command,
-                                      .work_dir = work,
-                                      .log_file = work / "worker.log",
-                                      .timeout_seconds = o.case_timeout});
-      } catch (const backends::ExternalWorkerFailure& failure) {
-        throw model::EnvironmentError(failure.message);
-      } catch (const std::filesystem::filesystem_error& e) {
-        throw model::EnvironmentError(fmt::format("the device worker's directory: {}", e.what()));
-      }
-      return fuzz::LaunchRunner([worker = device_worker](const model::LaunchCase& launch) {
-        return worker->run(launch);
-      });
-    };
-  }
-  Progress progress("fuzz kernel", cases_in_shard(o, c.cases_max), seconds_max);
-  c.on_case = [&progress](std::int64_t, model::LaunchKind kind, fuzz::SizeClass size_class) {
-    progress.tick(fmt::format("{} {}", model::to_string(kind), fuzz::to_string(size_class)));
-  };
-  const std::string backend_args = backend_arguments(o, c);
-  c.on_finding = [&, findings = std::int64_t{0}](const fuzz::KernelFinding& f) mutable {
-    progress.set_findings(++findings);
-    progress.done();
-    print_finding(c, f, backend_args);
-  };
-  fuzz::KernelCampaignReport r;
+  if (backend == backends::Backend::cuda && o.external.empty())
+    k.replace_backend = [&o, &device_worker] { return device_worker_runner(o, device_worker); };
+  fuzz::KernelLevel level(c, std::move(k));
+  return run_level(c, level, cases_in_shard(o, c), required);
+}
+
+// The engine level of `fuzz`.
+LevelResult run_engine_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
+                             const fuzz::EngineCaseFixed& fixed,
+                             const model::CoverageRequirement& required) {
+  fuzz::CampaignOptions c = campaign_options(o, backend, true, seconds_max);
+  std::unique_ptr<backends::ExternalEngineSource> adapter;
+  const EngineExternal external{.command = o.external, .timeout_seconds = o.external_timeout};
+  fuzz::EngineLevelOptions e;
   try {
-    r = fuzz::run_kernel_campaign(c);
-  } catch (const backends::ExternalWorkerFailure& failure) {
-    progress.done();
+    e = engine_level_options(
+        c, backend == backends::Backend::cuda, fixed,
+        o.steer ? (o.steer_epoch > 0 ? o.steer_epoch : fuzz::kSteerEpochDefault) : 0,
+        o.external.empty() ? nullptr : &external, adapter);
+  } catch (const backends::ExternalWorkerFailure& failure) { // it cannot be used: exit 3
     throw model::EnvironmentError(failure.message);
   }
-  progress.done();
-  print_summary(c, r);
-  if (!r.backend_replaced.empty()) std::cout << "kernel level: " << r.backend_replaced << "\n";
-  if (!r.stopped.empty()) std::cout << "kernel level: stopped early: " << r.stopped << "\n";
-  report = fuzz::to_json(c, r);
-  if (worker) report["external"] = o.external;
-  // What decides which cases are drawn, so that `mambacheck merge` can refuse shards of
-  // different campaigns; and how to replay each counterexample, for its JUnit case.
-  if (!o.kinds.empty()) report["kinds"] = o.kinds;
-  if (!o.focus.empty()) report["focus"] = o.focus;
-  for (nlohmann::json& finding : report["findings"])
-    if (finding.contains("counterexample"))
-      finding["counterexample"]["reproduce"] =
-          fmt::format("mambacheck case {} {} --check",
-                      finding["counterexample"]["shrunk_dir"].get<std::string>(), backend_args);
-  const std::vector<std::string> missing = report_coverage(required, r.coverage);
-  if (!required.empty()) report["coverage_missing"] = missing;
-  const int coverage_exit = missing.empty() ? kExitOk : kExitMismatch;
-  for (JunitCase& jc : junit_cases(c, r, backend_args))
-    junit.push_back(std::move(jc));
-  if (r.interrupted != 0) {
-    junit.push_back(interrupted_case("kernel", r.interrupted, r.cases, r.next_case));
-    std::cout << interrupted_line("kernel", r.interrupted, r.cases, r.next_case) << "\n";
-  }
-  if (r.findings.empty()) {
-    std::cout << "all cases held\n";
-    return coverage_exit;
-  }
-  std::cout << fmt::format("{} finding{} ({} failing cases):\n", r.findings.size(),
-                           r.findings.size() == 1 ? "" : "s", r.failing_cases());
-  for (const fuzz::KernelFinding& f : r.findings)
-    std::cout << fmt::format("  {} {}: {} cases, {}{}\n", f.skipped ? "known" : "FAILS",
-                             f.signature.to_string(), f.cases, f.runs.summary(),
-                             f.counterexample ? ", " + f.counterexample->shrunk_dir.string() : "");
-  return r.first_failing() != nullptr ? kExitMismatch : coverage_exit;
+  fuzz::EngineLevel level(c, std::move(e));
+  return run_level(c, level, cases_in_shard(o, c), required);
 }
 
 // Under MPS the case workers of a GPU are clients of one server, and a kernel fault in one of
@@ -478,6 +501,14 @@ int run_fuzz(FuzzOptions o) {
   int exit_code = kExitOk;
   nlohmann::json report = nlohmann::json::object();
   std::vector<JunitCase> junit;
+  const auto add = [&](const char* level, LevelResult r) {
+    exit_code = std::max(exit_code, r.exit_code);
+    junit.insert(junit.end(), r.junit.begin(), r.junit.end());
+    if (both)
+      report[level] = std::move(r.report);
+    else
+      report = std::move(r.report);
+  };
   if (o.level != "engine") {
     if (!o.mutant.empty() && !o.external.empty())
       model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
@@ -485,49 +516,10 @@ int run_fuzz(FuzzOptions o) {
     if (named != nullptr && named->level != gpu::MutantLevel::kernel)
       model::fail_input("--mutant: '{}' is a {} mutant: use --level engine", o.mutant,
                         gpu::to_string(named->level));
-    nlohmann::json kernel;
-    exit_code =
-        std::max(exit_code, run_kernel_level(o, backend, seconds_each, required, kernel, junit));
-    if (both)
-      report["kernel"] = std::move(kernel);
-    else
-      report = std::move(kernel);
+    add("kernel", run_kernel_level(o, backend, seconds_each, required));
   }
-  if (o.level != "kernel" && !model::interrupted()) {
-    const EngineLevelResult e = run_engine_level(
-        {.backend = backend,
-         .seed = o.seed,
-         .cases = o.cases,
-         .seconds_max = seconds_each,
-         .max_size = o.max_size,
-         .fixed = fixed,
-         .mutant = o.mutant,
-         .out = o.out,
-         .keep_going = o.keeps_going(),
-         .reruns = o.reruns,
-         .shrink_seconds = shrink_seconds(o),
-         .repeat = o.repeat,
-         .skip_signatures = o.skip_signatures,
-         .isolate = !o.no_isolate,
-         .case_timeout = o.case_timeout,
-         .first_case = o.resume_from,
-         .steer_epoch =
-             o.steer ? (o.steer_epoch > 0 ? o.steer_epoch : fuzz::kSteerEpochDefault) : 0,
-         .shard = o.shard,
-         .jobs = o.parallel.jobs,
-         .workers = o.parallel.workers
-                        ? std::optional(case_worker_start(o.parallel, worker_backend(o, backend)))
-                        : std::nullopt,
-         .required_coverage = required,
-         .external = o.external,
-         .external_timeout = o.external_timeout});
-    exit_code = std::max(exit_code, e.exit_code);
-    junit.insert(junit.end(), e.junit.begin(), e.junit.end());
-    if (both)
-      report["engine"] = nlohmann::json::parse(e.report.dump());
-    else
-      report = nlohmann::json::parse(e.report.dump());
-  }
+  if (o.level != "kernel" && !model::interrupted())
+    add("engine", run_engine_level(o, backend, seconds_each, fixed, required));
   if (o.parallel.mps) print_mps_fault_caveat(report);
   if (!o.report.empty()) write_file_atomically("--report", o.report, report.dump(2) + "\n");
   if (!o.junit.empty()) write_junit(o.junit, "mambacheck.fuzz", junit);

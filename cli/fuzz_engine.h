@@ -1,60 +1,36 @@
-// The engine level of `mambacheck fuzz` (fuzz/engine/engine_fuzz.h), called by fuzz_cmd.cpp
-// for `--level engine` and `--level both`: progress line, summary, counterexample message.
+// The engine level of `mambacheck fuzz` (fuzz/engine/engine_fuzz.h), for fuzz_cmd.cpp's
+// `--level engine` and `--level both`: its options, summary and finding message.
 #pragma once
 
-#include "backends/backend.h"
-#include "cli/junit.h"
-#include "fuzz/case_workers.h"
-#include "fuzz/engine/engine_case.h"
-#include "fuzz/findings.h"
+#include "backends/external_engine.h"
+#include "fuzz/campaign/campaign.h"
+#include "fuzz/engine/engine_fuzz.h"
 #include "fuzz/mutants/mutants.h"
-#include "model/coverage.h"
+#include "gpu/mutant.h"
 
-#include <nlohmann/json.hpp>
-
-#include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
-#include <vector>
 
 namespace mc::cli {
 
-struct EngineLevelRequest {
-  backends::Backend backend = backends::Backend::host;
-  std::uint64_t seed = 1;
-  std::int64_t cases = 0;   // 0: the default (200, or unlimited with a time budget)
-  double seconds_max = 0.0; // 0: no time limit
-  int max_size = 100;
-  fuzz::EngineCaseFixed fixed;
-  std::string mutant; // a runner mutant or kernel mutant name; empty: none
-  std::string out = "mc-out";
-  bool keep_going = false;
-  int reruns = fuzz::kRerunsDefault;
-  double shrink_seconds = 60.0; // 0: the candidate count is the only bound (--shrink-time none)
-  int repeat = 1;
-  std::vector<std::string> skip_signatures;
-  bool isolate = false; // host: the reruns and shrink candidates of a finding in forked children
-  double case_timeout = 300.0;
-  std::int64_t first_case = 0; // --resume-from
-  std::int64_t steer_epoch = 0; // --steer (its epoch), 0: off
-  fuzz::Shard shard;           // --shard, or the scheduler's
-  int jobs = 1;                // cases at once, in `workers`
-  std::optional<fuzz::CaseWorkerStart> workers; // where the cases run; absent: in this process
-  model::CoverageRequirement required_coverage; // a required feature never reached: exit 1
-  // --external: a worker command running every launch (backends/external_engine.h): one
-  // adapter for this process (a finding's reruns and shrinking) and one per case worker, their
-  // stderr under OUT/external/.
-  std::string external;
-  double external_timeout = 300.0;
+// An --external adapter that runs a campaign's engine-level launches in this process (a
+// finding's reruns and shrink candidates; the cases run in the workers' own adapters).
+struct EngineExternal {
+  std::string command;
+  double timeout_seconds = 300.0;
 };
 
-struct EngineLevelResult {
-  int exit_code = 0;
-  nlohmann::ordered_json report;
-  std::vector<JunitCase> junit; // one per signature, or one passing case
-};
+// The engine level's options for campaign `c` on `backend` (the mutant is c.mutant); with
+// `external`, its adapter is started into `adapter` and `c` names it in reproduce lines.
+fuzz::EngineLevelOptions engine_level_options(fuzz::CampaignOptions& c, bool cuda,
+                                              const fuzz::EngineCaseFixed& fixed,
+                                              std::int64_t steer_epoch,
+                                              const EngineExternal* external,
+                                              std::unique_ptr<backends::ExternalEngineSource>& adapter);
 
-EngineLevelResult run_engine_level(const EngineLevelRequest& request);
+void print_engine_summary(const fuzz::CampaignOptions& c, const fuzz::CampaignReport& r,
+                          const fuzz::EngineLevel& level);
+void print_engine_finding(const fuzz::CampaignOptions& c, const fuzz::Finding& f);
 
 // The runner or scheduler mutant `info` (an entry of gpu::mutant_catalogue() above the kernel
 // level) as a `mutants` job: the engine-level fuzz against it.

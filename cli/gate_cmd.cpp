@@ -258,24 +258,28 @@ std::string top_up_summary(const std::vector<CampaignRun>& runs, std::size_t fix
                      fmt::join(draws, "; "));
 }
 
-fuzz::KernelCampaignOptions kernel_campaign(const GateOptions& o, const Target& t,
-                                            backends::ExternalWorker* worker,
-                                            const CampaignRun& run) {
-  fuzz::KernelCampaignOptions c;
+// A kernel campaign of the gate: its options, and its level's in `k`.
+fuzz::CampaignOptions kernel_campaign(const GateOptions& o, const Target& t,
+                                      backends::ExternalWorker* worker, const CampaignRun& run,
+                                      fuzz::KernelLevelOptions& k) {
+  fuzz::CampaignOptions c;
   c.seed = run.seed;
   c.cases_max = run.cases;
   for (const std::string& kind : o.kinds)
-    c.gen.kinds.push_back(model::parse_launch_kind(kind));
+    k.gen.kinds.push_back(model::parse_launch_kind(kind));
   c.max_size = 100;
   if (worker) {
-    backends::point_campaign_at(c, *worker);
+    backends::point_campaign_at(k, *worker);
+    c.backend_name = "external";
+    c.backend_args = fmt::format("--external {}", backends::shell_quote(t.external));
   } else {
     c.isolate = t.backend == backends::Backend::host; // an out-of-bounds kernel is a finding
     c.backend_name = std::string(to_string(t.backend));
-    c.backend = backends::launch_runner(t.backend);
+    c.backend_args = fmt::format("--backend {}", c.backend_name);
+    k.backend = backends::launch_runner(t.backend);
   }
   // After the worker's kinds are known: a draw narrows the kinds to those that make its feature.
-  if (run.toward != nullptr) c.gen = run.toward->toward(c.gen);
+  if (run.toward != nullptr) k.gen = run.toward->toward(k.gen);
   if (t.verdict_only) {
     c.reruns = 0;
     c.shrink.candidates_max = 0;
@@ -302,21 +306,18 @@ StageResult kernel_fuzz_stage(const GateOptions& o, const Target& t) {
   std::vector<CampaignRun> runs = fixed_runs(kKernelSeeds, o.kernel_cases);
   const std::int64_t fixed_cases = o.kernel_cases * std::ssize(kKernelSeeds);
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const fuzz::KernelCampaignOptions c = kernel_campaign(o, t, worker.get(), runs[i]);
-    const fuzz::KernelCampaignReport r = fuzz::run_kernel_campaign(c);
+    fuzz::KernelLevelOptions k;
+    const fuzz::CampaignOptions c = kernel_campaign(o, t, worker.get(), runs[i], k);
+    const fuzz::CampaignReport r = fuzz::run_kernel_campaign(c, k);
     s.cases += r.cases;
     coverage.merge(r.coverage);
-    if (const fuzz::KernelFinding* f = r.first_failing()) {
+    if (const fuzz::Finding* f = r.first_failing()) {
+      const auto* cx = f->counterexample_as<fuzz::KernelCounterexample>();
       s.passed = false;
       s.found = true;
-      const std::string backend_args =
-          worker ? fmt::format("--external {}", backends::shell_quote(t.external))
-                 : fmt::format("--backend {}", c.backend_name);
-      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: mambacheck case {} {} "
-                             "--check; picture: {})",
-                             runs[i].seed, f->counterexample->failure, f->signature.to_string(),
-                             f->runs.summary(), f->counterexample->shrunk_dir.string(),
-                             backend_args, f->counterexample->picture.string());
+      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", runs[i].seed,
+                             cx->failure, f->signature.to_string(), f->runs.summary(),
+                             f->reproduce, cx->picture.string());
       return s;
     }
     const std::int64_t left = kTopUpFactor * fixed_cases - (s.cases - fixed_cases);
@@ -346,36 +347,36 @@ StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
   std::vector<CampaignRun> runs = fixed_runs(kEngineSeeds, o.engine_cases);
   const std::int64_t fixed_cases = o.engine_cases * std::ssize(kEngineSeeds);
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    fuzz::EngineFuzzOptions e;
-    e.seed = runs[i].seed;
-    e.cases_max = runs[i].cases;
-    e.executor = executor_of(t.backend);
-    e.backend_name = t.name();
+    fuzz::CampaignOptions c{.seed = runs[i].seed,
+                            .cases_max = runs[i].cases,
+                            .backend_name = t.name(),
+                            .out_dir = t.out / "engine",
+                            .shrink = fuzz::kEngineShrinkLimits};
+    fuzz::EngineLevelOptions e{.executor = executor_of(t.backend)};
     if (t.engine != nullptr) {
       e.external = t.engine;
-      e.backend_args = fmt::format("--external {}", backends::shell_quote(t.external));
+      c.backend_args = fmt::format("--external {}", backends::shell_quote(t.external));
       e.fixed.kinds = t.engine->kinds();
     }
     e.fixed.steer = runs[i].boosts;
     // On the host every run in a forked child, as the kernel stage does: a kernel that faults is
     // a finding of this stage, not the end of the gate.
-    e.isolate = t.engine == nullptr && t.backend == backends::Backend::host;
+    c.isolate = t.engine == nullptr && t.backend == backends::Backend::host;
     if (t.verdict_only) {
-      e.reruns = 0;
-      e.shrink.candidates_max = 0;
+      c.reruns = 0;
+      c.shrink.candidates_max = 0;
     }
-    e.out_dir = t.out / "engine";
-    const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(e);
+    const fuzz::CampaignReport r = fuzz::run_engine_fuzz(c, e);
     s.cases += r.cases;
-    steps += r.steps;
+    steps += r.total("steps");
     coverage.merge(r.coverage);
-    if (const fuzz::EngineFinding* f = r.first_failing()) {
+    if (const fuzz::Finding* f = r.first_failing()) {
+      const auto* cx = f->counterexample_as<fuzz::EngineCounterexample>();
       s.passed = false;
       s.found = true;
-      s.detail =
-          fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", runs[i].seed,
-                      f->counterexample->failure, f->signature.to_string(), f->runs.summary(),
-                      f->counterexample->reproduce, f->counterexample->picture.string());
+      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", runs[i].seed,
+                             cx->failure, f->signature.to_string(), f->runs.summary(),
+                             f->reproduce, cx->picture.string());
       return s;
     }
     const std::int64_t left = kTopUpFactor * fixed_cases - (s.cases - fixed_cases);

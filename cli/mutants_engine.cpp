@@ -20,28 +20,30 @@ fuzz::MutantOutcome run_engine_mutant(const fuzz::MutantRunOptions& m,
                                       gpu::engine::RunnerMutant runner_mutant,
                                       harness::SchedulerMutant scheduler_mutant,
                                       const gpu::MutantInfo& info) {
-  fuzz::EngineFuzzOptions o{.seed = m.seed,
-                            .cases_max = m.cases_max > 0 ? m.cases_max : std::int64_t{1} << 40,
-                            .seconds_max = m.seconds_max,
-                            .max_size = std::min(m.max_size, kEngineMutantSizeMax),
-                            .runner_mutant = runner_mutant,
-                            .scheduler_mutant = scheduler_mutant,
-                            .backend_name = m.backend_name.empty() ? "host" : m.backend_name,
-                            .out_dir = m.out_dir / std::string(info.name),
-                            .shrink = {.candidates_max = m.shrink.candidates_max,
-                                       .seconds_max = m.shrink.seconds_max}};
-  if (o.backend_name == "cuda") o.executor = gpu::engine::ExecutorKind::cuda;
-  const fuzz::EngineFuzzReport r = fuzz::run_engine_fuzz(o);
+  fuzz::CampaignOptions o{.seed = m.seed,
+                          .cases_max = m.cases_max > 0 ? m.cases_max : std::int64_t{1} << 40,
+                          .seconds_max = m.seconds_max,
+                          .max_size = std::min(m.max_size, kEngineMutantSizeMax),
+                          .backend_name = m.backend_name.empty() ? "host" : m.backend_name,
+                          .mutant = std::string(info.name),
+                          .out_dir = m.out_dir / std::string(info.name),
+                          .shrink = m.shrink};
+  const fuzz::CampaignReport r = fuzz::run_engine_fuzz(
+      o, {.executor = o.backend_name == "cuda" ? gpu::engine::ExecutorKind::cuda
+                                               : gpu::engine::ExecutorKind::host,
+          .runner_mutant = runner_mutant,
+          .scheduler_mutant = scheduler_mutant});
   fuzz::MutantOutcome out{.name = std::string(info.name),
                           .level = "engine",
                           .bug_class = info.bug_class,
                           .description = std::string(info.description),
                           .seconds = r.seconds,
                           .cases = r.cases,
-                          .steps = r.steps};
-  const fuzz::EngineFinding* finding = r.first_failing();
+                          .steps = r.total("steps")};
+  const fuzz::Finding* finding = r.first_failing();
   if (finding == nullptr) return out;
-  const fuzz::EngineCounterexample& cx = *finding->counterexample;
+  const fuzz::EngineCounterexample& cx =
+      *finding->counterexample_as<fuzz::EngineCounterexample>();
   out.killed = true;
   out.seconds_to_kill = r.seconds_to_failure;
   out.cx_steps = cx.steps;

@@ -21,19 +21,13 @@
 namespace mc::fuzz {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // The report files of a saved case: what failed, how reliably, and the case.
-void write_reports(const LaunchSpec& spec, const KernelFinding& finding, const RunTally& runs,
+void write_reports(const LaunchSpec& spec, const Finding& finding, const RunTally& runs,
                    const std::optional<Difference>& difference, const std::string& failure,
-                   const KernelCampaignOptions& options, const std::filesystem::path& dir) {
+                   const CampaignOptions& options, const std::filesystem::path& dir) {
   nlohmann::json report = {{"failure", failure},
                            {"backend", options.backend_name},
-                           {"mutant", options.mutant_name},
+                           {"mutant", options.mutant},
                            {"signature", finding.signature.to_string()},
                            {"classification", to_string(finding.signature.classification)},
                            {"runs", runs.runs},
@@ -56,14 +50,14 @@ void write_reports(const LaunchSpec& spec, const KernelFinding& finding, const R
 // report.html beside report.txt: the backend runs the saved case once more for the actual
 // bytes (in a forked child where the campaign isolates its runs); `can_run` false: the device
 // is lost, only the oracle's side is drawn. Returns the file, or empty when it was not written.
-std::filesystem::path write_picture(const LaunchSpec& spec, const KernelFinding& finding,
+std::filesystem::path write_picture(const LaunchSpec& spec, const Finding& finding,
                                     const RunTally& runs, const std::string& failure,
-                                    const KernelCampaignOptions& options, bool can_run,
+                                    const CampaignOptions& options, const LaunchRunner& backend,
                                     const std::filesystem::path& dir) {
   const model::LaunchCase launch = materialize(spec);
   const std::string backend_args = fmt::format(
       "--backend {}{}", options.backend_name,
-      options.mutant_name.empty() ? "" : " --mutant " + options.mutant_name);
+      options.mutant.empty() ? "" : " --mutant " + options.mutant);
   show::Header header{
       .title = fmt::format("kernel counterexample: {}, {} rows", model::to_string(launch.kind),
                            launch.num_reqs),
@@ -74,10 +68,10 @@ std::filesystem::path write_picture(const LaunchSpec& spec, const KernelFinding&
       .reproduce = fmt::format("mambacheck case {} {} --check", dir.generic_string(), backend_args)};
   const std::string actual_name =
       fmt::format("{}{}", options.backend_name,
-                  options.mutant_name.empty() ? "" : ", mutant " + options.mutant_name);
+                  options.mutant.empty() ? "" : ", mutant " + options.mutant);
   const std::filesystem::path file = dir / "report.html";
-  const std::string html = show::kernel_picture(launch, can_run ? options.backend : LaunchRunner{},
-                                                options.isolate, actual_name, std::move(header));
+  const std::string html =
+      show::kernel_picture(launch, backend, options.isolate, actual_name, std::move(header));
   return show::write_picture(file, html) ? file : std::filesystem::path();
 }
 
@@ -95,14 +89,14 @@ void save_spec(const LaunchSpec& spec, const std::filesystem::path& dir) {
 // The first case of a new signature: rerun, classify, shrink, save.
 class FindingRecorder {
 public:
-  FindingRecorder(const KernelCampaignOptions& options, const CaseJudge& judge)
+  FindingRecorder(const CampaignOptions& options, const CaseJudge& judge)
       : options_(options), judge_(judge) {}
 
-  // `can_rerun` false: the device context is lost and nothing replaced it; the original case
-  // is saved as it is.
-  KernelFinding record(std::uint64_t case_seed, int size, const rc::Shrinkable<LaunchSpec>& drawn,
-                       const CaseVerdict& first, bool can_rerun) {
-    KernelFinding f{.signature = first.signature,
+  // `backend` runs the pictures' actual side. `can_rerun` false: the device context is lost and
+  // nothing replaced it; the original case is saved as it is.
+  Finding record(std::uint64_t case_seed, int size, const rc::Shrinkable<LaunchSpec>& drawn,
+                 const CaseVerdict& first, const LaunchRunner& backend, bool can_rerun) {
+    Finding f{.signature = first.signature,
                     .first_case_seed = case_seed,
                     .first_size = size,
                     .cases = 1,
@@ -116,13 +110,15 @@ public:
     if (f.signature.classification != Classification::nondeterministic) f.rows_in_runs.clear();
     if (f.skipped) return f;
 
-    Counterexample cx{.case_seed = case_seed, .size = size};
+    const LaunchRunner picture_backend = can_rerun ? backend : LaunchRunner{};
+    KernelCounterexample cx{.case_seed = case_seed, .size = size};
     const std::string stem = fmt::format("kernel-seed{}", case_seed);
     cx.original_dir = options_.out_dir / (stem + "-original");
     save_spec(drawn.value(), cx.original_dir);
     write_reports(drawn.value(), f, f.runs, first.difference, f.failure, options_,
                   cx.original_dir);
-    write_picture(drawn.value(), f, f.runs, f.failure, options_, can_rerun, cx.original_dir);
+    write_picture(drawn.value(), f, f.runs, f.failure, options_, picture_backend,
+                  cx.original_dir);
 
     ShrinkOutcome shrunk{.spec = drawn.value(), .saved_runs = f.runs};
     CaseVerdict last = first;
@@ -146,14 +142,39 @@ public:
     save_spec(shrunk.spec, cx.shrunk_dir);
     write_reports(shrunk.spec, f, cx.saved_runs, cx.difference, cx.failure, options_,
                   cx.shrunk_dir);
-    cx.picture =
-        write_picture(shrunk.spec, f, cx.saved_runs, cx.failure, options_, can_rerun, cx.shrunk_dir);
+    cx.picture = write_picture(shrunk.spec, f, cx.saved_runs, cx.failure, options_,
+                               picture_backend, cx.shrunk_dir);
+    f.counterexample_json = counterexample_json(cx, options_);
+    f.saved_runs = cx.saved_runs;
+    f.saved = true;
+    f.description = cx.description;
+    f.reproduce = f.counterexample_json.at("reproduce").get<std::string>();
+    f.counterexample_dir = cx.shrunk_dir;
     f.counterexample = std::move(cx);
     return f;
   }
 
 private:
-  static void tally(KernelFinding& f, const CaseVerdict& v, const std::string& key) {
+  static nlohmann::json counterexample_json(const KernelCounterexample& cx,
+                                            const CampaignOptions& options) {
+    nlohmann::json j{{"failure", cx.failure},
+                             {"case", cx.description},
+                             {"requests", cx.requests},
+                             {"copies", cx.copies},
+                             {"shrunk", cx.shrink_kept},
+                             {"shrink_steps", cx.shrink_steps},
+                             {"shrink_candidates_tried", cx.shrink_tried},
+                             {"shrink_timed_out", cx.shrink_timed_out},
+                             {"original_dir", cx.original_dir.string()},
+                             {"shrunk_dir", cx.shrunk_dir.string()}};
+    if (cx.difference) j["difference"] = to_json(*cx.difference);
+    j["reproduce"] = fmt::format("mambacheck case {} {}{} --check", cx.shrunk_dir.string(),
+                                 options.backend_args,
+                                 options.mutant.empty() ? "" : " --mutant " + options.mutant);
+    return j;
+  }
+
+  static void tally(Finding& f, const CaseVerdict& v, const std::string& key) {
     add_run(f.runs, v.failure, v.signature.key(), key, v.backend_error);
     if (!v.failure) {
       f.rows_in_runs.emplace_back("held");
@@ -172,7 +193,7 @@ private:
     f.rows_in_runs.push_back(std::move(line));
   }
 
-  const KernelCampaignOptions& options_;
+  const CampaignOptions& options_;
   const CaseJudge& judge_;
 };
 
@@ -322,135 +343,44 @@ CaseWorkerJob kernel_case_job(const nlohmann::json& setup, LaunchRunner backend)
   }};
 }
 
-const KernelFinding* KernelCampaignReport::first_failing() const {
-  return first_not_skipped(findings);
-}
-
-std::int64_t KernelCampaignReport::failing_cases() const { return cases_of(findings); }
-
 namespace {
 
-// A case of the campaign, started.
-struct StartedCase {
-  std::int64_t index = 0;
-  std::uint64_t case_seed = 0;
-  int size = 0;
-};
-
-// What the campaign counts of a case.
-struct CaseResult {
+// What the level keeps of a case beside the runner's CaseResult.
+struct KernelCaseDetail {
   CaseVerdict verdict;
   model::LaunchKind kind = model::LaunchKind::postprocess;
   SizeClass size_class = SizeClass::tiny;
 };
 
-// The cases in flight, in case order: in case workers, `jobs` at a time; otherwise one at a
-// time in this process.
-class CasesInFlight {
-public:
-  CasesInFlight(const KernelCampaignOptions& options, const rc::Gen<LaunchSpec>& gen,
-                const CaseJudge& judge)
-      : options_(options), gen_(gen), judge_(judge) {
-    if (!options.workers) return;
-    CaseWorkerStart start = *options.workers;
-    start.setup["level"] = "kernel";
-    start.setup["seed"] = options.seed;
-    start.setup["max_size"] = options.max_size;
-    start.setup["repeat"] = options.repeat;
-    start.setup["gen"] = to_json(options.gen);
-    // A case runs all its repeats in its worker.
-    start.options.timeout_seconds = options.case_timeout_seconds * options.repeat;
-    pool_.emplace(std::move(start), options.jobs);
-  }
+CaseResult result_of(CaseVerdict verdict, model::LaunchKind kind, SizeClass size_class) {
+  CaseResult r{.failure = verdict.failure, .signature = verdict.signature};
+  r.detail = KernelCaseDetail{.verdict = std::move(verdict), .kind = kind, .size_class = size_class};
+  return r;
+}
 
-  bool has_room() { return pool_ ? pool_->has_room() : started_.empty(); }
-  bool empty() const { return started_.empty(); }
-  bool oldest_ready() { return !pool_ || pool_->oldest_done(); }
-  void wait() { pool_->wait(); }
-  // Before the campaign reruns and shrinks a finding: the cases running now finish first, so
-  // none waits unread (and past its timeout) meanwhile.
-  void settle() {
-    if (pool_) pool_->settle();
-  }
-  void clear() {
-    if (pool_) pool_->clear();
-    started_.clear();
-    results_.clear();
-  }
-
-  void start(const StartedCase& c) {
-    if (pool_) {
-      pool_->start(c.index);
-    } else {
-      const LaunchSpec spec = gen_(rc::Random(c.case_seed), c.size).value();
-      CaseVerdict verdict = judge_(spec);
-      for (int run = 1; run < options_.repeat && !verdict.failure; ++run)
-        verdict = judge_(spec);
-      results_.push_back(CaseResult{
-          .verdict = std::move(verdict), .kind = spec.kind, .size_class = spec.size_class});
-    }
-    started_.push_back(c);
-  }
-
-  // The oldest case and what it gave (waits for it).
-  std::pair<StartedCase, CaseResult> take() {
-    MC_ASSERT(!started_.empty());
-    const StartedCase c = started_.front();
-    started_.pop_front();
-    if (pool_) return {c, from_worker(c, pool_->take_oldest())};
-    CaseResult result = std::move(results_.front());
-    results_.pop_front();
-    return {c, std::move(result)};
-  }
-
-private:
-  CaseResult from_worker(const StartedCase& c, const IsolatedOutcome& outcome) {
-    if (outcome.returned()) {
-      const nlohmann::json j = nlohmann::json::parse(outcome.payload);
-      const std::optional<SizeClass> size_class =
-          parse_size_class(j.at("size_class").get<std::string>());
-      MC_ASSERT(size_class.has_value());
-      return CaseResult{.verdict = verdict_from_json(j),
-                        .kind = model::parse_launch_kind(j.at("kind").get<std::string>()),
-                        .size_class = *size_class};
-    }
-    // The worker died or timed out on it: what the case was, drawn again here.
-    const LaunchSpec spec = gen_(rc::Random(c.case_seed), c.size).value();
-    return CaseResult{.verdict = isolated_verdict(spec.kind, outcome),
-                      .kind = spec.kind,
-                      .size_class = spec.size_class};
-  }
-
-  const KernelCampaignOptions& options_;
-  const rc::Gen<LaunchSpec>& gen_;
-  const CaseJudge& judge_;
-  std::optional<CaseWorkerPool> pool_;
-  std::deque<StartedCase> started_;
-  std::deque<CaseResult> results_; // run in this process
-};
+const KernelCaseDetail& detail_of(const CaseResult& r) {
+  return std::any_cast<const KernelCaseDetail&>(r.detail);
+}
 
 } // namespace
 
-KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
-  MC_ASSERT(options.backend != nullptr);
-  MC_ASSERT(options.max_size >= 0 && options.max_size <= 100);
-  MC_ASSERT(options.reruns >= 0 && options.repeat >= 1);
-  MC_ASSERT(options.jobs >= 1 && (options.jobs == 1 || options.workers));
-  const Clock::time_point start = Clock::now();
-  const rc::Gen<LaunchSpec> gen = gen_launch_spec(options.gen);
-  KernelCampaignReport report;
-  LaunchRunner backend = options.backend;
-  bool device_lost = false; // and nothing replaced the backend
-  MC_ASSERT(!options.isolate || !options.replace_backend); // isolation forks: no device here
-  const CaseJudge judge = [&](const LaunchSpec& spec) {
-    CaseVerdict v = options.isolate
-                        ? judge_case_isolated(spec, backend, options.case_timeout_seconds)
+struct KernelLevel::State {
+  State(const CampaignOptions& campaign_options, KernelLevelOptions level_options)
+      : campaign(campaign_options), options(std::move(level_options)),
+        gen(gen_launch_spec(options.gen)), backend(options.backend),
+        judge([this](const LaunchSpec& spec) { return run(spec); }), recorder(campaign, judge) {}
+
+  // One run of `spec` on the backend (in a forked child where the campaign isolates its runs);
+  // a device fault replaces the backend where the campaign can, else nothing more runs here.
+  CaseVerdict run(const LaunchSpec& spec) {
+    CaseVerdict v = campaign.isolate
+                        ? judge_case_isolated(spec, backend, campaign.case_timeout_seconds)
                         : judge_case(spec, backend);
     if (v.device_lost && !device_lost) {
       if (options.replace_backend) {
         backend = options.replace_backend();
-        if (report.backend_replaced.empty())
-          report.backend_replaced = fmt::format(
+        if (backend_replaced.empty())
+          backend_replaced = fmt::format(
               "the device faulted and the CUDA context of this process was lost: later runs "
               "went to a worker process, restarted after every fault ({})",
               *v.failure);
@@ -459,147 +389,99 @@ KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options) {
       }
     }
     return v;
-  };
-  FindingRecorder recorder(options, judge);
-  CasesInFlight flight(options, gen, judge);
-  const std::int64_t stride = options.shard.count;
-  std::int64_t next = first_case_of(options.shard, options.first_case); // the next to start
-  report.next_case = next;
-  bool stop = false;
-  const auto may_start = [&] {
-    if (stop || next >= options.cases_max) return false;
-    if (options.seconds_max > 0 && seconds_since(start) > options.seconds_max) return false;
-    if (model::interrupted()) {
-      report.interrupted = model::interrupt_signal();
-      return false;
-    }
-    return true;
-  };
-  // One case's verdict, in case order; false: the campaign stops after it.
-  const auto count = [&](const StartedCase& c, const CaseResult& result) {
-    const CaseVerdict& verdict = result.verdict;
-    ++report.cases;
-    ++report.cases_by_kind[std::string(model::to_string(result.kind))];
-    ++report.cases_by_size_class[std::string(to_string(result.size_class))];
-    report.copies_compared += verdict.copies;
-    report.arena_bytes_compared += verdict.arena_bytes;
-    report.coverage.merge(verdict.coverage);
-    if (options.on_case) options.on_case(report.cases, result.kind, result.size_class);
-    if (!verdict.failure) return true;
-    if (report.findings.empty()) report.seconds_to_failure = seconds_since(start);
-    const std::string key = verdict.signature.key();
-    auto known = std::find_if(report.findings.begin(), report.findings.end(),
-                              [&key](const KernelFinding& f) { return f.signature.key() == key; });
-    if (known != report.findings.end()) {
-      ++known->cases;
-    } else {
-      flight.settle();
-      const rc::Shrinkable<LaunchSpec> drawn = gen(rc::Random(c.case_seed), c.size);
-      report.findings.push_back(recorder.record(c.case_seed, c.size, drawn, verdict, !device_lost));
-      if (options.on_finding) options.on_finding(report.findings.back());
-    }
-    if (device_lost) {
-      report.stopped = fmt::format(
-          "the device faulted on case seed {} and the CUDA context of this process is lost; "
-          "the cases after it did not run (continue with --resume-from {})",
-          c.case_seed, c.index + stride);
-      return false;
-    }
-    return options.keep_going || report.first_failing() == nullptr;
-  };
-  for (;;) {
-    while (flight.has_room() && may_start()) {
-      flight.start(StartedCase{.index = next,
-                               .case_seed = case_seed_of(options.seed, next),
-                               .size = size_of(next, options.max_size)});
-      next += stride;
-    }
-    if (flight.empty()) break;
-    if (!flight.oldest_ready()) {
-      flight.wait();
-      continue;
-    }
-    const auto [c, result] = flight.take();
-    report.next_case = c.index + stride;
-    if (!count(c, result)) {
-      stop = true;
-      flight.clear(); // cases after the last counted are not part of the campaign
-    }
   }
-  report.seconds = seconds_since(start);
-  return report;
+
+  const CampaignOptions& campaign;
+  KernelLevelOptions options;
+  rc::Gen<LaunchSpec> gen;
+  LaunchRunner backend;
+  bool device_lost = false; // and nothing replaced the backend
+  std::string backend_replaced;
+  CaseJudge judge;
+  FindingRecorder recorder;
+};
+
+KernelLevel::KernelLevel(const CampaignOptions& campaign, KernelLevelOptions options) {
+  MC_ASSERT(options.backend != nullptr);
+  MC_ASSERT(campaign.max_size >= 0 && campaign.max_size <= 100);
+  MC_ASSERT(!campaign.isolate || !options.replace_backend); // isolation forks: no device here
+  state_ = std::make_unique<State>(campaign, std::move(options));
 }
 
-nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaignReport& report) {
-  const KernelFinding* failing = report.first_failing();
-  nlohmann::json j = {{"level", "kernel"},
-                      {"backend", options.backend_name},
-                      {"seed", options.seed},
-                      {"max_size", options.max_size},
-                      {"reruns", options.reruns},
-                      {"cases_max", options.cases_max},
-                      {"cases", report.cases},
-                      {"cases_by_kind", report.cases_by_kind},
-                      {"cases_by_size_class", report.cases_by_size_class},
-                      {"copies_compared", report.copies_compared},
-                      {"arena_bytes_compared", report.arena_bytes_compared},
-                      {"failing_cases", report.failing_cases()},
-                      {"coverage", model::to_json(report.coverage)},
-                      {"result", failing != nullptr ? "mismatch" : "held"}};
-  if (!report.stopped.empty()) j["stopped"] = report.stopped;
-  if (!report.backend_replaced.empty()) j["backend_replaced"] = report.backend_replaced;
-  if (options.first_case > 0) j["first_case"] = options.first_case;
-  if (!options.shard.whole())
-    j["shard"] = {{"index", options.shard.index}, {"count", options.shard.count}};
-  if (options.keep_going) j["keep_going"] = true;
-  if (!options.skip_signatures.empty()) j["skip_signatures"] = options.skip_signatures;
-  if (report.interrupted != 0)
-    j["interrupted"] = {{"signal", model::signal_name(report.interrupted)},
-                        {"cases_done", report.cases},
-                        {"resume_from", report.next_case}};
-  if (options.repeat > 1) j["repeat"] = options.repeat;
-  j["shrink"] = {{"candidates_max", options.shrink.candidates_max},
-                 {"seconds_max", options.shrink.seconds_max}};
-  if (!options.mutant_name.empty()) j["mutant"] = options.mutant_name;
-  nlohmann::json findings = nlohmann::json::array();
-  nlohmann::json measured = nlohmann::json::array();
-  for (const KernelFinding& f : report.findings) {
-    nlohmann::json entry = {{"signature", f.signature.to_string()},
-                            {"key", f.signature.key()},
-                            {"classification", to_string(f.signature.classification)},
-                            {"difference", f.signature.difference},
-                            {"shape", f.signature.shape},
-                            {"features", f.signature.features},
-                            {"first_case_seed", f.first_case_seed},
-                            {"size", f.first_size},
-                            {"cases", f.cases},
-                            {"skipped", f.skipped},
-                            {"failure", f.failure}};
-    nlohmann::json rates = {{"signature", f.signature.to_string()},
-                            {"runs", f.runs.runs},
-                            {"failed_runs", f.runs.failed}};
-    if (!f.rows_in_runs.empty()) rates["what_each_run_saw"] = f.rows_in_runs;
-    if (const auto& cx = f.counterexample) {
-      entry["counterexample"] = {{"failure", cx->failure},
-                                 {"case", cx->description},
-                                 {"requests", cx->requests},
-                                 {"copies", cx->copies},
-                                 {"shrunk", cx->shrink_kept},
-                                 {"shrink_steps", cx->shrink_steps},
-                                 {"shrink_candidates_tried", cx->shrink_tried},
-                                 {"shrink_timed_out", cx->shrink_timed_out},
-                                 {"original_dir", cx->original_dir.string()},
-                                 {"shrunk_dir", cx->shrunk_dir.string()}};
-      if (cx->difference) entry["counterexample"]["difference"] = to_json(*cx->difference);
-      rates["saved_case_runs"] = cx->saved_runs.runs;
-      rates["saved_case_failed_runs"] = cx->saved_runs.failed;
-    }
-    findings.push_back(std::move(entry));
-    measured.push_back(std::move(rates));
+KernelLevel::~KernelLevel() = default;
+
+int KernelLevel::size_of(std::int64_t index, std::uint64_t) const {
+  return fuzz::size_of(index, state_->campaign.max_size);
+}
+
+nlohmann::json KernelLevel::worker_setup() const { return {{"gen", to_json(state_->options.gen)}}; }
+
+CaseResult KernelLevel::run_here(const CaseRef& c) {
+  const LaunchSpec spec = state_->gen(rc::Random(c.case_seed), c.size).value();
+  CaseVerdict verdict = state_->judge(spec);
+  for (int run = 1; run < state_->campaign.repeat && !verdict.failure; ++run)
+    verdict = state_->judge(spec);
+  return result_of(std::move(verdict), spec.kind, spec.size_class);
+}
+
+CaseResult KernelLevel::from_worker(const CaseRef& c, const IsolatedOutcome& outcome) {
+  if (outcome.returned()) {
+    const nlohmann::json j = nlohmann::json::parse(outcome.payload);
+    const std::optional<SizeClass> size_class =
+        parse_size_class(j.at("size_class").get<std::string>());
+    MC_ASSERT(size_class.has_value());
+    return result_of(verdict_from_json(j),
+                     model::parse_launch_kind(j.at("kind").get<std::string>()), *size_class);
   }
-  j["findings"] = std::move(findings);
-  j["measured"] = {{"rates", std::move(measured)}};
-  return j;
+  // The worker died or timed out on it: what the case was, drawn again here.
+  const LaunchSpec spec = state_->gen(rc::Random(c.case_seed), c.size).value();
+  return result_of(isolated_verdict(spec.kind, outcome), spec.kind, spec.size_class);
+}
+
+std::string KernelLevel::count(const CaseRef&, const CaseResult& result, CampaignReport& report) {
+  const KernelCaseDetail& d = detail_of(result);
+  ++report.cases_by["kind"][std::string(model::to_string(d.kind))];
+  ++report.cases_by["size_class"][std::string(to_string(d.size_class))];
+  report.totals["copies_compared"] += d.verdict.copies;
+  report.totals["arena_bytes_compared"] += d.verdict.arena_bytes;
+  report.coverage.merge(d.verdict.coverage);
+  if (report.backend_replaced.empty()) report.backend_replaced = state_->backend_replaced;
+  return fmt::format("{} {}", model::to_string(d.kind), to_string(d.size_class));
+}
+
+Finding KernelLevel::record(const CaseRef& c, const CaseResult& result, CampaignReport& report) {
+  const rc::Shrinkable<LaunchSpec> drawn = state_->gen(rc::Random(c.case_seed), c.size);
+  Finding f = state_->recorder.record(c.case_seed, c.size, drawn, detail_of(result).verdict,
+                                      state_->backend, !state_->device_lost);
+  if (report.backend_replaced.empty()) report.backend_replaced = state_->backend_replaced;
+  return f;
+}
+
+bool KernelLevel::device_lost(const CaseResult&) const { return state_->device_lost; }
+
+void KernelLevel::report_json(const CampaignReport& r, nlohmann::json& j) const {
+  for (const char* total : {"copies_compared", "arena_bytes_compared"})
+    j[total] = r.total(total);
+  for (const char* by : {"kind", "size_class"}) {
+    const auto it = r.cases_by.find(by);
+    j[fmt::format("cases_by_{}", by)] =
+        it == r.cases_by.end() ? nlohmann::json::object() : nlohmann::json(it->second);
+  }
+  // What decides which cases are drawn, so that `mambacheck merge` can refuse shards of
+  // different campaigns.
+  if (!state_->options.gen.kinds.empty()) {
+    std::vector<std::string> kinds;
+    for (const model::LaunchKind k : state_->options.gen.kinds)
+      kinds.emplace_back(model::to_string(k));
+    j["kinds"] = kinds;
+  }
+  if (!state_->options.focus.empty()) j["focus"] = state_->options.focus;
+}
+
+CampaignReport run_kernel_campaign(const CampaignOptions& campaign,
+                                   const KernelLevelOptions& options) {
+  KernelLevel level(campaign, options);
+  return run_campaign(campaign, level);
 }
 
 } // namespace mc::fuzz

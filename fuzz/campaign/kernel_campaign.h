@@ -11,6 +11,7 @@
 // the same failure and the same report.
 #pragma once
 
+#include "fuzz/campaign/campaign.h"
 #include "fuzz/case_workers.h"
 #include "fuzz/compare.h"
 #include "fuzz/findings.h"
@@ -27,56 +28,21 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace mc::fuzz {
 
-struct KernelFinding;
-
-struct ShrinkLimits {
-  std::int32_t candidates_max = 4000; // shrink candidates tried
-  double seconds_max = 60.0; // 0: no time bound (the shrink is then the same on any machine)
-};
-
-struct KernelCampaignOptions {
-  std::uint64_t seed = 1;
-  std::int64_t cases_max = 1000; // stop after this many cases...
-  std::int64_t first_case = 0;   // the index of the first case run (a resumed campaign)
-  Shard shard;                   // runs the cases of this shard only (fuzz/shard.h)
-  // Cases run at once, each in a case worker (`workers`). Verdicts are taken in case order, so
-  // the report is the same for any number of jobs.
-  int jobs = 1;
-  // Where the cases run: in `jobs` case workers started so (fuzz/case_workers.h; the command
-  // fills in the program, each worker's environment and, under setup["backend"], how a worker
-  // makes its backend; the campaign adds its own options), or, when absent, one at a time in
-  // this process (forked children where `isolate` says so).
-  std::optional<CaseWorkerStart> workers;
-  double seconds_max = 0.0;      // ...or after this long (0: no time limit)
-  int max_size = 100;            // generator size parameter, 0..100
+// The kernel level's own options; the campaign's are CampaignOptions.
+struct KernelLevelOptions {
   GenOptions gen = GenOptions::host_default();
-  std::string backend_name; // for reports and the reproduce command
   LaunchRunner backend;
-  std::string mutant_name; // the kernel mutant `backend` runs (--mutant); empty: the clean kernels
-  std::filesystem::path out_dir = "mc-out"; // counterexamples go here
-  ShrinkLimits shrink;
-  bool keep_going = false;     // go on after a finding (repeats of a signature only count)
-  int reruns = kRerunsDefault; // reruns of a failing case before it is reported
-  int repeat = 1;              // runs of every case (a race shows on some schedules only)
-  std::vector<std::string> skip_signatures; // known findings: counted, not shrunk, not failing
-  // Every run in this process (a finding's reruns and shrink candidates, and the cases
-  // themselves without workers) in a forked child (fuzz/isolate.h), so a kernel that reads or
-  // writes out of bounds is a finding, not the end of the campaign. Only for backends that run
-  // in this process without threads or a device context: the host backend.
-  bool isolate = false;
-  // A case in a worker, or an isolated run, taking longer is a finding (0: no limit).
-  double case_timeout_seconds = 0.0;
+  std::string focus; // the generator preset gen came from (--focus), for the report
   // When a run ends in a device fault (the process's CUDA context is lost): a runner for every
   // later run, in a process of its own (`mambacheck worker`). Empty: the campaign stops there.
   std::function<LaunchRunner()> replace_backend;
-  std::function<void(std::int64_t cases, model::LaunchKind, SizeClass)> on_case; // progress
-  std::function<void(const KernelFinding&)> on_finding; // a new signature, rerun and shrunk
 };
 
 // What the campaign keeps of one run of a case (run_case.h); the results themselves are
@@ -122,7 +88,7 @@ CaseWorkerJob kernel_case_job(const nlohmann::json& setup, LaunchRunner backend)
 nlohmann::json to_json(const CaseVerdict& verdict);
 CaseVerdict verdict_from_json(const nlohmann::json& j);
 
-struct Counterexample {
+struct KernelCounterexample {
   std::uint64_t case_seed = 0;
   int size = 0;
   std::string failure; // the first difference, or the exception of a backend
@@ -140,44 +106,32 @@ struct Counterexample {
   std::filesystem::path picture; // shrunk_dir/report.html; empty when it was not written
 };
 
-// One signature of a campaign: its first case, rerun and shrunk, and how often it recurred.
-struct KernelFinding {
-  Signature signature;
-  std::uint64_t first_case_seed = 0;
-  int first_size = 0;
-  std::int64_t cases = 0; // failing cases with this signature's key
-  bool skipped = false;   // named by --skip-signature: counted, neither shrunk nor failing
-  std::string failure;    // of the first case
-  RunTally runs;          // the first case: its run and reruns
-  std::vector<std::string> rows_in_runs; // nondeterministic: what failed in each run
-  std::optional<Counterexample> counterexample; // absent when skipped
+// The kernel level of a campaign (fuzz/campaign/campaign.h): launch cases drawn by
+// gen_launch_spec, judged by the oracle against `backend`.
+class KernelLevel final : public CampaignLevel {
+public:
+  KernelLevel(const CampaignOptions& campaign, KernelLevelOptions options);
+  ~KernelLevel() override;
+
+  std::string name() const override { return "kernel"; }
+  model::CoverageLevel coverage_level() const override { return model::CoverageLevel::kernel; }
+  int size_of(std::int64_t index, std::uint64_t case_seed) const override;
+  nlohmann::json worker_setup() const override;
+  CaseResult run_here(const CaseRef& c) override;
+  CaseResult from_worker(const CaseRef& c, const IsolatedOutcome& outcome) override;
+  std::string count(const CaseRef& c, const CaseResult& result, CampaignReport& report) override;
+  Finding record(const CaseRef& c, const CaseResult& result, CampaignReport& report) override;
+  bool device_lost(const CaseResult& result) const override;
+  StartGate before_start(std::int64_t, bool, CampaignReport&) override { return {}; }
+  void report_json(const CampaignReport& report, nlohmann::json& j) const override;
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
-struct KernelCampaignReport {
-  std::int64_t cases = 0;
-  std::map<std::string, std::int64_t> cases_by_kind;
-  std::map<std::string, std::int64_t> cases_by_size_class;
-  std::int64_t copies_compared = 0;
-  std::int64_t arena_bytes_compared = 0;
-  // Every case's first run (not its reruns, repeats or shrink candidates).
-  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::kernel);
-  double seconds = 0.0;
-  double seconds_to_failure = 0.0; // until the first failing case was found (no shrinking)
-  std::vector<KernelFinding> findings; // in the order their first cases came
-  std::string stopped; // why the campaign stopped before its cases or budget ran out, if it did
-  std::string backend_replaced; // why later cases ran on a replacement backend, if they did
-  int interrupted = 0;   // the signal that stopped it between two cases (model/interrupt.h)
-  std::int64_t next_case = 0; // the index of the first case not run: where a resume starts
-
-  // The first finding not skipped, or null.
-  const KernelFinding* first_failing() const;
-  std::int64_t failing_cases() const; // every case that failed, skipped signatures too
-};
-
-KernelCampaignReport run_kernel_campaign(const KernelCampaignOptions& options);
-
-// Deterministic for a seed: holds no timings (those go to the terminal); failure rates, which
-// reruns measure, sit apart under "measured".
-nlohmann::json to_json(const KernelCampaignOptions& options, const KernelCampaignReport& report);
+// A kernel campaign, run: the level made from `options`.
+CampaignReport run_kernel_campaign(const CampaignOptions& campaign,
+                                   const KernelLevelOptions& options);
 
 } // namespace mc::fuzz

@@ -1,5 +1,6 @@
 #include "fuzz/campaign/report_merge.h"
 
+#include "fuzz/campaign/campaign.h"
 #include "fuzz/shard.h"
 #include "model/coverage.h"
 #include "model/errors.h"
@@ -33,7 +34,6 @@ constexpr std::string_view kResultFields[] = {"cases",
                                               "failing_cases",
                                               "coverage",
                                               "coverage_missing",
-                                              "result",
                                               "held",
                                               "findings",
                                               "measured",
@@ -229,7 +229,6 @@ void merge_findings(const std::vector<LevelPart>& parts, Json& merged) {
   }
   merged["findings"] = std::move(findings);
   merged["measured"]["rates"] = std::move(rates);
-  if (merged.contains("result")) merged["result"] = failing ? "mismatch" : "held";
   if (merged.contains("held")) merged["held"] = !failing;
 }
 
@@ -329,8 +328,12 @@ Json merge_level(std::vector<LevelPart> parts, bool partial, MergedReports& out)
 
 } // namespace
 
-MergedReports merge_reports(const std::vector<ReportPart>& parts, bool partial) {
-  if (parts.empty()) model::fail_input("merge: no reports given");
+MergedReports merge_reports(const std::vector<ReportPart>& given, bool partial) {
+  if (given.empty()) model::fail_input("merge: no reports given");
+  // Reports of an older version are read as the current one says the same.
+  std::vector<ReportPart> parts = given;
+  for (ReportPart& p : parts)
+    p.report = upgrade_report(std::move(p.report));
   MergedReports out{.parts = static_cast<int>(parts.size())};
   // A report of one level has "level"; one of --level both holds a report of each level that ran.
   const bool both = !parts.front().report.contains("level");

@@ -6,6 +6,9 @@
 // shrinking is deterministic), with the failing cases of every part; what is still interrupted
 // kept, so the campaign can be continued.
 //
+// Parts written by an older version of the report (fuzz/campaign/campaign.h, upgrade_report)
+// are read as the current version; the merged report is of the current version.
+//
 // Parts are refused (InputError, one line) when they cannot be one campaign: different levels,
 // seeds, options or shard counts, the same shard twice, cases covered by two parts. Cases that
 // no part covers (a shard missing, a gap before a continuation) are refused too, unless

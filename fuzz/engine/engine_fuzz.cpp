@@ -1,6 +1,7 @@
 // run_engine_fuzz, the counterexample files and the JSON report (engine_fuzz.h).
 #include "fuzz/engine/engine_fuzz.h"
 
+#include "gpu/mutant.h"
 #include "harness/replay.h"
 
 #include "model/errors.h"
@@ -30,11 +31,11 @@ std::string runner_key(const EngineCase& c) {
   return fmt::format("v1 {}", model::to_string(r.v1_copy_path));
 }
 
-std::string backend_args(const EngineFuzzOptions& o) {
+std::string backend_args(const CampaignOptions& o) {
   return o.backend_args.empty() ? fmt::format("--backend {}", o.backend_name) : o.backend_args;
 }
 
-std::string mutant_args(const EngineFuzzOptions& o) {
+std::string mutant_args(const EngineLevelOptions& o) {
   std::string out;
   if (o.runner_mutant != gpu::engine::RunnerMutant::none)
     out += fmt::format(" --mutant {}", gpu::engine::to_string(o.runner_mutant));
@@ -46,8 +47,9 @@ std::string mutant_args(const EngineFuzzOptions& o) {
 }
 
 // `mambacheck replay`'s options for the run of case `c` (the trace holds config and steps).
-std::string replay_args(const EngineFuzzOptions& o, const EngineCase& c) {
-  std::string out = " " + backend_args(o);
+std::string replay_args(const CampaignOptions& campaign, const EngineLevelOptions& o,
+                        const EngineCase& c) {
+  std::string out = " " + backend_args(campaign);
   const model::RunnerOptions& r = c.engine.runner;
   if (r.flavour == model::RunnerFlavour::v1 &&
       r.v1_copy_path != oracle::engine::V1CopyPath::precopy)
@@ -65,7 +67,7 @@ std::string replay_args(const EngineFuzzOptions& o, const EngineCase& c) {
 
 // Writes `steps` of case `c` as a trace; returns what went wrong, or an empty string.
 std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
-                        const EngineFuzzOptions& o, const std::vector<model::Step>& steps) {
+                        const EngineLevelOptions& o, const std::vector<model::Step>& steps) {
   scenarios::TraceHeader header;
   header.config = c.config;
   header.config.runner = c.engine.runner.flavour;
@@ -218,14 +220,15 @@ void keep_reproducible(ShrinkResult& s, const EngineCase& original,
 // report.html beside report.txt: the shrunk trace replayed against the backend under test
 // (with the campaign's kernel and runner mutants; a scheduler mutant's steps are in the trace).
 std::filesystem::path write_engine_picture(const EngineCounterexample& cx,
-                                           const EngineFuzzOptions& o, const EngineCase& c) {
-  show::EnginePictureOptions p{.isolate = o.isolate && o.external == nullptr};
+                                           const CampaignOptions& campaign,
+                                           const EngineLevelOptions& o, const EngineCase& c) {
+  show::EnginePictureOptions p{.isolate = campaign.isolate && o.external == nullptr};
   p.replay.executor = o.executor;
   p.replay.external = o.external;
   p.replay.v1_copy_path = c.engine.runner.v1_copy_path;
   p.replay.kernel_mutant = o.kernel_mutant;
   p.replay.runner_mutant = o.runner_mutant;
-  p.actual_name = fmt::format("{}{}", o.backend_name, mutant_args(o));
+  p.actual_name = fmt::format("{}{}", campaign.backend_name, mutant_args(o));
   p.header = {.title = fmt::format("engine counterexample: case seed {}, {} steps, {} requests",
                                    cx.case_seed, cx.steps, cx.requests),
               .source = cx.shrunk_trace.generic_string(),
@@ -246,7 +249,8 @@ std::filesystem::path write_engine_picture(const EngineCounterexample& cx,
 
 // `can_rerun` false: the device context is lost, nothing more runs in this process; the
 // original case is saved unshrunk.
-EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const EngineRunOptions& run,
+EngineCounterexample make_counterexample(const CampaignOptions& o, const EngineLevelOptions& e,
+                                         const EngineRunOptions& run,
                                          const EngineCase& c, const EngineOutcome& outcome,
                                          const RunTally& runs, bool can_rerun) {
   ShrinkResult s{.best = c, .outcome = outcome};
@@ -276,25 +280,25 @@ EngineCounterexample make_counterexample(const EngineFuzzOptions& o, const Engin
   cx.reproduce =
       fmt::format("mambacheck fuzz --level engine {} --seed {} --cases 1 "
                   "--max-size {}{}{}",
-                  backend_args(o), c.case_seed, o.max_size, fixed_args(o.fixed, c), mutant_args(o));
+                  backend_args(o), c.case_seed, o.max_size, fixed_args(e.fixed, c), mutant_args(e));
   if (o.out_dir.empty()) return cx;
   cx.dir = o.out_dir / fmt::format("engine-seed{}", c.case_seed);
   std::filesystem::create_directories(cx.dir);
   cx.original_trace = cx.dir / "original.jsonl";
   cx.shrunk_trace = cx.dir / "trace.jsonl";
   cx.replay = fmt::format("mambacheck replay {}{}", cx.shrunk_trace.generic_string(),
-                          replay_args(o, s.best));
+                          replay_args(o, e, s.best));
   // A scheduler mutant's steps are what its scheduler sent: the traces hold them as they ran.
-  std::string problem = write_trace(cx.original_trace, c, o,
-                                    oracle_steps(c, outcome.steps_run, o.scheduler_mutant));
+  std::string problem = write_trace(cx.original_trace, c, e,
+                                    oracle_steps(c, outcome.steps_run, e.scheduler_mutant));
   if (problem.empty())
-    problem = write_trace(cx.shrunk_trace, s.best, o,
-                          oracle_steps(s.best, s.outcome.steps_run, o.scheduler_mutant));
+    problem = write_trace(cx.shrunk_trace, s.best, e,
+                          oracle_steps(s.best, s.outcome.steps_run, e.scheduler_mutant));
   if (!problem.empty()) cx.replay = fmt::format("(trace not written: {})", problem);
   if (problem.empty() && write_steps_view(cx.shrunk_trace, s.best, cx.dir / "steps.jsonl"))
     cx.steps_view = cx.dir / "steps.jsonl";
   cx.signature = engine_signature(s.best, cx.difference).to_string();
-  if (problem.empty() && runs_here_possible(run)) cx.picture = write_engine_picture(cx, o, s.best);
+  if (problem.empty() && runs_here_possible(run)) cx.picture = write_engine_picture(cx, o, e, s.best);
   model::write_whole_file(cx.dir / "report.json", counterexample_json(cx).dump(2) + "\n");
   model::write_whole_file(cx.dir / "report.txt", counterexample_text(cx));
   return cx;
@@ -318,22 +322,17 @@ Signature engine_signature(const EngineCase& c, const harness::Difference& d) {
   return s;
 }
 
-const EngineFinding* EngineFuzzReport::first_failing() const {
-  return first_not_skipped(findings);
-}
-
-std::int64_t EngineFuzzReport::failing_cases() const { return cases_of(findings); }
-
 namespace {
 
 // The first case of a new signature: rerun, classify, shrink, save.
-EngineFinding record_finding(const EngineFuzzOptions& o, const EngineRunOptions& run,
-                             const EngineCase& c, const EngineOutcome& outcome) {
-  EngineFinding f{.signature = engine_signature(c, *outcome.failure),
-                  .first_case_seed = c.case_seed,
-                  .first_size = c.size,
-                  .cases = 1,
-                  .failure = outcome.failure->text};
+Finding record_finding(const CampaignOptions& o, const EngineLevelOptions& e,
+                       const EngineRunOptions& run, const EngineCase& c,
+                       const EngineOutcome& outcome) {
+  Finding f{.signature = engine_signature(c, *outcome.failure),
+            .first_case_seed = c.case_seed,
+            .first_size = c.size,
+            .cases = 1,
+            .failure = outcome.failure->text};
   f.skipped = skipped_by(f.signature, o.skip_signatures);
   const std::string key = f.signature.key();
   f.runs.add(outcome.failure->text, is_backend_error(*outcome.failure));
@@ -348,14 +347,17 @@ EngineFinding record_finding(const EngineFuzzOptions& o, const EngineRunOptions&
             again.failed() && is_backend_error(*again.failure));
   }
   f.signature.classification = f.runs.classify();
-  if (!f.skipped)
-    f.counterexample = make_counterexample(o, run, c, outcome, f.runs, !device_lost);
+  if (f.skipped) return f;
+  EngineCounterexample cx = make_counterexample(o, e, run, c, outcome, f.runs, !device_lost);
+  f.counterexample_json = nlohmann::json::parse(counterexample_json(cx).dump());
+  f.saved_runs = cx.saved_runs;
+  f.saved = true;
+  f.description = cx.description;
+  f.reproduce = cx.reproduce;
+  f.counterexample_dir = cx.dir;
+  f.counterexample = std::move(cx);
   return f;
 }
-
-} // namespace
-
-namespace {
 
 // Case `index` of a campaign: case seed seed + index at size `case seed % (max_size + 1)`.
 std::uint64_t case_seed_of(std::uint64_t seed, std::int64_t index) {
@@ -391,15 +393,13 @@ EngineRunOptions run_options_from_json(const nlohmann::json& j) {
   return run;
 }
 
-struct StartedCase {
-  std::int64_t index = 0;
-  std::uint64_t case_seed = 0;
-  int size = 0;
-};
+std::string scheduling_key(const EngineCase& c) {
+  return c.engine.scheduler.async_scheduling ? "async" : "sync";
+}
 
-// What the campaign counts of a case: the case itself where this process generated it (run
-// here, or a case that failed), else what the worker said it was.
-struct CaseResult {
+// What the level keeps of a case beside the runner's CaseResult: the case itself where this
+// process generated it (run here, or a case that failed), else what the worker said it was.
+struct EngineCaseDetail {
   EngineOutcome outcome;
   std::optional<EngineCase> c;
   std::string preset;
@@ -407,124 +407,232 @@ struct CaseResult {
   std::string scheduling; // sync, async
 };
 
-std::string scheduling_key(const EngineCase& c) {
-  return c.engine.scheduler.async_scheduling ? "async" : "sync";
-}
-
-CaseResult result_of(EngineCase c, EngineOutcome outcome) {
-  CaseResult r{.outcome = std::move(outcome),
-               .preset = c.preset,
-               .runner = runner_key(c),
-               .scheduling = scheduling_key(c)};
-  r.c = std::move(c);
+CaseResult result_of(EngineCaseDetail d) {
+  CaseResult r;
+  if (d.outcome.failed()) {
+    r.failure = d.outcome.failure->text;
+    MC_ASSERT(d.c.has_value());
+    r.signature = engine_signature(*d.c, *d.outcome.failure);
+  }
+  r.detail = std::move(d);
   return r;
 }
 
-// The cases in flight, in case order: in case workers, `jobs` at a time; otherwise one at a
-// time in this process.
-class CasesInFlight {
-public:
-  CasesInFlight(const EngineFuzzOptions& o, const EngineRunOptions& run)
-      : options_(o), run_(run), fixed_(o.fixed) {
-    start_pool();
-  }
+CaseResult result_of(EngineCase c, EngineOutcome outcome) {
+  EngineCaseDetail d{.outcome = std::move(outcome),
+                     .preset = c.preset,
+                     .runner = runner_key(c),
+                     .scheduling = scheduling_key(c)};
+  d.c = std::move(c);
+  return result_of(std::move(d));
+}
 
-  // The boosts of the cases started from now on (none in flight): workers read them with
-  // their setup, so the pool starts afresh.
-  void set_steer(const SteerBoosts& boosts) {
-    MC_ASSERT(started_.empty());
-    if (boosts == fixed_.steer) return;
-    fixed_.steer = boosts;
-    pool_.reset();
-    start_pool();
-  }
-
-  void start_pool() {
-    const EngineFuzzOptions& o = options_;
-    if (!o.workers) return;
-    CaseWorkerStart start = *o.workers;
-    start.setup["level"] = "engine";
-    start.setup["seed"] = o.seed;
-    start.setup["max_size"] = o.max_size;
-    start.setup["repeat"] = o.repeat;
-    start.setup["run"] = run_options_json(run_);
-    if (o.fixed.block_size) start.setup["block_size"] = *o.fixed.block_size;
-    if (o.fixed.token_budget) start.setup["token_budget"] = *o.fixed.token_budget;
-    if (o.fixed.async_scheduling) start.setup["async"] = true;
-    if (fixed_.steer.any()) start.setup["steer_boosts"] = to_string(fixed_.steer);
-    // The kinds an external worker's kernels cover decide the runners drawn.
-    if (!o.fixed.kinds.empty()) {
-      nlohmann::json kinds = nlohmann::json::array();
-      for (const model::LaunchKind k : o.fixed.kinds)
-        kinds.push_back(std::string(model::to_string(k)));
-      start.setup["kinds"] = std::move(kinds);
-    }
-    // A case runs all its repeats in its worker.
-    start.options.timeout_seconds = o.case_timeout_seconds * o.repeat;
-    pool_.emplace(std::move(start), o.jobs);
-  }
-
-  bool has_room() { return pool_ ? pool_->has_room() : started_.empty(); }
-  bool empty() const { return started_.empty(); }
-  bool oldest_ready() { return !pool_ || pool_->oldest_done(); }
-  void wait() { pool_->wait(); }
-  // Before the campaign reruns and shrinks a finding.
-  void settle() {
-    if (pool_) pool_->settle();
-  }
-  void clear() {
-    if (pool_) pool_->clear();
-    started_.clear();
-    results_.clear();
-  }
-
-  void start(const StartedCase& s) {
-    if (pool_) {
-      pool_->start(s.index);
-    } else {
-      EngineCase c = generate_engine_case(s.case_seed, s.size, fixed_);
-      EngineOutcome outcome = run_engine_case(c, run_);
-      for (int again = 1; again < options_.repeat && outcome.valid && !outcome.failed(); ++again)
-        outcome = run_engine_case(c, run_);
-      results_.push_back(result_of(std::move(c), std::move(outcome)));
-    }
-    started_.push_back(s);
-  }
-
-  // The oldest case and what it gave (waits for it).
-  std::pair<StartedCase, CaseResult> take() {
-    MC_ASSERT(!started_.empty());
-    const StartedCase s = started_.front();
-    started_.pop_front();
-    if (pool_) return {s, from_worker(s, pool_->take_oldest())};
-    CaseResult r = std::move(results_.front());
-    results_.pop_front();
-    return {s, std::move(r)};
-  }
-
-private:
-  CaseResult from_worker(const StartedCase& s, const IsolatedOutcome& outcome) {
-    EngineOutcome o = isolated_engine_outcome(outcome);
-    if (outcome.returned() && o.valid && !o.failed()) {
-      const nlohmann::json j = nlohmann::json::parse(outcome.payload);
-      return CaseResult{.outcome = std::move(o),
-                        .preset = j.at("preset").get<std::string>(),
-                        .runner = j.at("runner").get<std::string>(),
-                        .scheduling = j.at("scheduling").get<std::string>()};
-    }
-    // A failure is recorded with its case: drawn again here.
-    return result_of(generate_engine_case(s.case_seed, s.size, fixed_), std::move(o));
-  }
-
-  const EngineFuzzOptions& options_;
-  const EngineRunOptions& run_;
-  EngineCaseFixed fixed_; // the campaign's, with the boosts of the cases now started
-  std::optional<CaseWorkerPool> pool_;
-  std::deque<StartedCase> started_;
-  std::deque<CaseResult> results_; // run in this process
-};
+const EngineCaseDetail& detail_of(const CaseResult& r) {
+  return std::any_cast<const EngineCaseDetail&>(r.detail);
+}
 
 } // namespace
+
+struct EngineLevel::State {
+  const CampaignOptions& campaign;
+  EngineLevelOptions options;
+  EngineRunOptions run;
+  EngineCaseFixed fixed; // the campaign's, with the boosts of the cases now started
+  SteerTally tally;      // what the cases counted so far reached, case by case
+  std::int64_t epoch_started = 0; // the epoch whose boosts the cases now start with
+  double barrier_since = -1.0; // when the epoch start began waiting; negative: not waiting
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+};
+
+EngineLevel::EngineLevel(const CampaignOptions& o, EngineLevelOptions e) {
+  if (o.max_size < 0 || o.max_size > kEngineSizeMax)
+    model::fail_input("--max-size: expected 0..{}, got {}", kEngineSizeMax, o.max_size);
+  if (o.cases_max < 0) model::fail_input("--cases: got {}", o.cases_max);
+  validate_fixed(e.fixed);
+  if (e.steer_epoch < 0)
+    model::fail_input("--steer-epoch: expected at least 1, got {}", e.steer_epoch);
+  const bool steering = e.steer_epoch > 0;
+  if (steering && !o.shard.whole())
+    model::fail_input("--steer: not with a shard (shard {} of {}): a shard does not see the other "
+                      "shards' coverage counts, which decide the draws",
+                      o.shard.index, o.shard.count);
+  if (steering && o.first_case > 0)
+    model::fail_input("--steer: not with --resume-from: the boosts of the resumed epoch come from "
+                      "the coverage of cases this run would not run");
+  if (steering && e.fixed.steer.any())
+    model::fail_input("--steer and --steer-boosts: give one of them");
+  const EngineRunOptions run{.executor = e.executor,
+                             .kernel_mutant = e.kernel_mutant,
+                             .runner_mutant = e.runner_mutant,
+                             .scheduler_mutant = e.scheduler_mutant,
+                             .isolate = o.isolate && e.external == nullptr,
+                             .timeout_seconds = o.case_timeout_seconds,
+                             .external = e.external};
+  const EngineCaseFixed fixed = e.fixed;
+  state_.reset(new State{.campaign = o, .options = std::move(e), .run = run, .fixed = fixed});
+}
+
+EngineLevel::~EngineLevel() = default;
+
+std::int64_t EngineLevel::steer_epoch() const { return state_->options.steer_epoch; }
+
+void set_engine_mutant(const std::string& name, EngineLevelOptions& o) {
+  if (name.empty() || name == "none") return;
+  const gpu::MutantInfo* info = gpu::find_mutant(name);
+  if (info == nullptr)
+    model::fail_input("--mutant: no kernel, runner or scheduler mutant named '{}' (see "
+                      "mambacheck mutants --list)",
+                      name);
+  switch (info->level) {
+  case gpu::MutantLevel::runner:
+    o.runner_mutant = *gpu::engine::find_runner_mutant(name);
+    break;
+  case gpu::MutantLevel::scheduler:
+    o.scheduler_mutant = *harness::find_scheduler_mutant(name);
+    break;
+  case gpu::MutantLevel::kernel:
+    o.kernel_mutant = *gpu::find_kernel_mutant(name);
+    break;
+  }
+}
+
+int EngineLevel::size_of(std::int64_t, std::uint64_t case_seed) const {
+  return fuzz::size_of(case_seed, state_->campaign.max_size);
+}
+
+nlohmann::json EngineLevel::worker_setup() const {
+  const EngineCaseFixed& fixed = state_->options.fixed;
+  nlohmann::json setup{{"run", run_options_json(state_->run)}};
+  if (fixed.block_size) setup["block_size"] = *fixed.block_size;
+  if (fixed.token_budget) setup["token_budget"] = *fixed.token_budget;
+  if (fixed.async_scheduling) setup["async"] = true;
+  if (state_->fixed.steer.any()) setup["steer_boosts"] = to_string(state_->fixed.steer);
+  // The kinds an external worker's kernels cover decide the runners drawn.
+  if (!fixed.kinds.empty()) {
+    nlohmann::json kinds = nlohmann::json::array();
+    for (const model::LaunchKind k : fixed.kinds)
+      kinds.push_back(std::string(model::to_string(k)));
+    setup["kinds"] = std::move(kinds);
+  }
+  return setup;
+}
+
+CaseResult EngineLevel::run_here(const CaseRef& ref) {
+  EngineCase c = generate_engine_case(ref.case_seed, ref.size, state_->fixed);
+  EngineOutcome outcome = run_engine_case(c, state_->run);
+  for (int again = 1; again < state_->campaign.repeat && outcome.valid && !outcome.failed();
+       ++again)
+    outcome = run_engine_case(c, state_->run);
+  return result_of(std::move(c), std::move(outcome));
+}
+
+CaseResult EngineLevel::from_worker(const CaseRef& ref, const IsolatedOutcome& outcome) {
+  EngineOutcome o = isolated_engine_outcome(outcome);
+  if (outcome.returned() && o.valid && !o.failed()) {
+    const nlohmann::json j = nlohmann::json::parse(outcome.payload);
+    return result_of(EngineCaseDetail{.outcome = std::move(o),
+                                      .preset = j.at("preset").get<std::string>(),
+                                      .runner = j.at("runner").get<std::string>(),
+                                      .scheduling = j.at("scheduling").get<std::string>()});
+  }
+  // A failure is recorded with its case: drawn again here.
+  return result_of(generate_engine_case(ref.case_seed, ref.size, state_->fixed), std::move(o));
+}
+
+std::string EngineLevel::count(const CaseRef& ref, const CaseResult& result,
+                               CampaignReport& report) {
+  const EngineCaseDetail& d = detail_of(result);
+  const EngineOutcome& outcome = d.outcome;
+  if (!outcome.valid) // a kernel mutant this build lacks, or a generator bug
+    model::fail_input("engine case {} (seed {}): {}", ref.index, ref.case_seed,
+                      outcome.invalid_reason);
+  report.totals["steps"] += outcome.steps_run;
+  report.totals["bytes_compared"] += outcome.bytes_compared;
+  ++report.cases_by["preset"][d.preset];
+  ++report.cases_by["runner"][d.runner];
+  ++report.cases_by["scheduling"][d.scheduling];
+  report.coverage.merge(outcome.coverage);
+  if (state_->options.steer_epoch > 0) {
+    state_->tally.add(outcome.coverage);
+    for (const auto& [name, n] : outcome.coverage.counts)
+      if (n > 0) steer_first_reached.emplace(name, ref.index);
+  }
+  return fmt::format("{} steps, {}", report.total("steps"), d.preset);
+}
+
+Finding EngineLevel::record(const CaseRef&, const CaseResult& result, CampaignReport&) {
+  const EngineCaseDetail& d = detail_of(result);
+  MC_ASSERT(d.c.has_value());
+  return record_finding(state_->campaign, state_->options, state_->run, *d.c, d.outcome);
+}
+
+// A device fault in a worker cost that worker only; in this process, its CUDA context.
+bool EngineLevel::device_lost(const CaseResult& result) const {
+  const EngineOutcome& outcome = detail_of(result).outcome;
+  return outcome.failed() && outcome.failure->kind == "device-fault" && !state_->campaign.workers;
+}
+
+// Steering: the first case of a new epoch starts once every verdict of the epoch before is in,
+// with the boosts those verdicts give.
+StartGate EngineLevel::before_start(std::int64_t next, bool nothing_in_flight, CampaignReport&) {
+  State& s = *state_;
+  const std::int64_t epoch = s.options.steer_epoch;
+  if (epoch == 0 || next / epoch == s.epoch_started) return {};
+  if (!nothing_in_flight) {
+    if (s.barrier_since < 0) s.barrier_since = s.elapsed();
+    return {.wait = true};
+  }
+  if (s.barrier_since >= 0) {
+    steer_stall_seconds += s.elapsed() - s.barrier_since;
+    ++steer_barriers;
+    s.barrier_since = -1.0;
+  }
+  s.epoch_started = next / epoch;
+  const SteerBoosts boosts = steer_boosts(s.tally);
+  if (boosts.any()) steer_epochs.push_back({.first_case = next, .boosts = boosts});
+  if (boosts == s.fixed.steer) return {};
+  s.fixed.steer = boosts;
+  return {.new_setup = true};
+}
+
+void EngineLevel::report_json(const CampaignReport& r, nlohmann::json& j) const {
+  for (const char* total : {"steps", "bytes_compared"})
+    j[total] = r.total(total);
+  for (const char* by : {"preset", "runner", "scheduling"}) {
+    const auto it = r.cases_by.find(by);
+    j[fmt::format("cases_by_{}", by)] = it == r.cases_by.end()
+                                            ? nlohmann::json::object()
+                                            : nlohmann::json(it->second);
+  }
+  const EngineLevelOptions& o = state_->options;
+  if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
+  if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;
+  if (o.fixed.async_scheduling) j["async"] = true;
+  if (o.fixed.steer.any()) j["steer_boosts"] = to_string(o.fixed.steer);
+  if (o.steer_epoch == 0) return;
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const SteerEpoch& e : steer_epochs)
+    epochs.push_back({{"first_case", e.first_case}, {"boosts", to_string(e.boosts)}});
+  nlohmann::json first = nlohmann::json::object();
+  for (const model::CoverageFeature& f : model::coverage_catalogue()) {
+    if (!f.engine) continue;
+    const auto it = steer_first_reached.find(std::string(f.name));
+    first[std::string(f.name)] =
+        it == steer_first_reached.end() ? nlohmann::json() : nlohmann::json(it->second);
+  }
+  j["steer"] = {{"epoch", o.steer_epoch},
+                {"boosted_epochs", std::move(epochs)},
+                {"first_reached", std::move(first)}};
+}
+
+CampaignReport run_engine_fuzz(const CampaignOptions& campaign, const EngineLevelOptions& options) {
+  EngineLevel level(campaign, options);
+  return run_campaign(campaign, level);
+}
 
 CaseWorkerJob engine_case_job(const nlohmann::json& setup,
                               gpu::engine::ExecutorSource* external) {
@@ -557,220 +665,6 @@ CaseWorkerJob engine_case_job(const nlohmann::json& setup,
     payload["scheduling"] = scheduling_key(c);
     return payload.dump();
   }};
-}
-
-EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& o) {
-  if (o.max_size < 0 || o.max_size > kEngineSizeMax)
-    model::fail_input("--max-size: expected 0..{}, got {}", kEngineSizeMax, o.max_size);
-  if (o.cases_max < 0) model::fail_input("--cases: got {}", o.cases_max);
-  MC_ASSERT(o.reruns >= 0 && o.repeat >= 1);
-  MC_ASSERT(o.jobs >= 1 && (o.jobs == 1 || o.workers));
-  validate_fixed(o.fixed);
-  if (o.steer_epoch < 0)
-    model::fail_input("--steer-epoch: expected at least 1, got {}", o.steer_epoch);
-  const bool steering = o.steer_epoch > 0;
-  if (steering && !o.shard.whole())
-    model::fail_input("--steer: not with a shard (shard {} of {}): a shard does not see the other "
-                      "shards' coverage counts, which decide the draws",
-                      o.shard.index, o.shard.count);
-  if (steering && o.first_case > 0)
-    model::fail_input("--steer: not with --resume-from: the boosts of the resumed epoch come from "
-                      "the coverage of cases this run would not run");
-  if (steering && o.fixed.steer.any())
-    model::fail_input("--steer and --steer-boosts: give one of them");
-  const EngineRunOptions run{.executor = o.executor,
-                             .kernel_mutant = o.kernel_mutant,
-                             .runner_mutant = o.runner_mutant,
-                             .scheduler_mutant = o.scheduler_mutant,
-                             .isolate = o.isolate && o.external == nullptr,
-                             .timeout_seconds = o.case_timeout_seconds,
-                             .external = o.external};
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  EngineFuzzReport report;
-  CasesInFlight flight(o, run);
-  const std::int64_t stride = o.shard.count;
-  std::int64_t next = first_case_of(o.shard, o.first_case); // the next case to start
-  report.next_case = next;
-  bool stop = false;
-  SteerTally tally; // what the cases counted so far reached, case by case
-  std::int64_t steer_epoch_started = 0; // the epoch whose boosts the cases now start with
-  double barrier_since = -1.0; // when the epoch start began waiting; negative: not waiting
-  // Steering: the first case of a new epoch starts once every verdict of the epoch before is
-  // in, with the boosts those verdicts give.
-  const auto at_barrier = [&] {
-    if (!steering || next / o.steer_epoch == steer_epoch_started) return false;
-    if (!flight.empty()) {
-      if (barrier_since < 0) barrier_since = elapsed();
-      return true;
-    }
-    if (barrier_since >= 0) {
-      report.steer_stall_seconds += elapsed() - barrier_since;
-      ++report.steer_barriers;
-      barrier_since = -1.0;
-    }
-    steer_epoch_started = next / o.steer_epoch;
-    const SteerBoosts boosts = steer_boosts(tally);
-    if (boosts.any())
-      report.steer_epochs.push_back({.first_case = next, .boosts = boosts});
-    flight.set_steer(boosts);
-    return false;
-  };
-  const auto may_start = [&] {
-    if (stop || next >= o.cases_max) return false;
-    if (o.seconds_max > 0 && elapsed() >= o.seconds_max) return false;
-    if (model::interrupted()) {
-      report.interrupted = model::interrupt_signal();
-      return false;
-    }
-    return true;
-  };
-  // One case's outcome, in case order; false: the campaign stops after it.
-  const auto count = [&](const StartedCase& s, const CaseResult& r) {
-    const EngineOutcome& outcome = r.outcome;
-    if (!outcome.valid) // a kernel mutant this build lacks, or a generator bug
-      model::fail_input("engine case {} (seed {}): {}", s.index, s.case_seed,
-                        outcome.invalid_reason);
-    ++report.cases;
-    report.steps += outcome.steps_run;
-    report.bytes_compared += outcome.bytes_compared;
-    ++report.cases_by_preset[r.preset];
-    ++report.cases_by_runner[r.runner];
-    ++report.cases_by_scheduling[r.scheduling];
-    report.coverage.merge(outcome.coverage);
-    if (steering) {
-      tally.add(outcome.coverage);
-      for (const auto& [name, n] : outcome.coverage.counts)
-        if (n > 0) report.steer_first_reached.emplace(name, s.index);
-    }
-    if (o.on_case) o.on_case(report.cases, report.steps, r.preset);
-    if (!outcome.failed()) return true;
-    MC_ASSERT(r.c.has_value());
-    const EngineCase& c = *r.c;
-    if (report.findings.empty()) report.seconds_to_failure = elapsed();
-    const std::string key = engine_signature(c, *outcome.failure).key();
-    auto known = std::find_if(report.findings.begin(), report.findings.end(),
-                              [&key](const EngineFinding& f) { return f.signature.key() == key; });
-    if (known != report.findings.end()) {
-      ++known->cases;
-    } else {
-      flight.settle();
-      report.findings.push_back(record_finding(o, run, c, outcome));
-      if (o.on_finding) o.on_finding(report.findings.back());
-    }
-    // A device fault in a worker cost that worker only; in this process, its CUDA context.
-    if (outcome.failure->kind == "device-fault" && !o.workers) {
-      report.stopped = fmt::format(
-          "the device faulted on case seed {} and the CUDA context of this process is lost; "
-          "the cases after it did not run (continue with --resume-from {})",
-          c.case_seed, s.index + stride);
-      return false;
-    }
-    return o.keep_going || report.first_failing() == nullptr;
-  };
-  for (;;) {
-    while (flight.has_room() && may_start() && !at_barrier()) {
-      const std::uint64_t case_seed = case_seed_of(o.seed, next);
-      flight.start(StartedCase{
-          .index = next, .case_seed = case_seed, .size = size_of(case_seed, o.max_size)});
-      next += stride;
-    }
-    if (flight.empty()) break;
-    if (!flight.oldest_ready()) {
-      flight.wait();
-      continue;
-    }
-    const auto [s, result] = flight.take();
-    report.next_case = s.index + stride;
-    if (!count(s, result)) {
-      stop = true;
-      flight.clear(); // cases after the last counted are not part of the campaign
-    }
-  }
-  report.seconds = elapsed();
-  return report;
-}
-
-nlohmann::ordered_json to_json(const EngineFuzzOptions& o, const EngineFuzzReport& r) {
-  nlohmann::ordered_json j{{"level", "engine"},
-                           {"backend", o.backend_name},
-                           {"seed", o.seed},
-                           {"cases_max", o.cases_max},
-                           {"max_size", o.max_size},
-                           {"runner_mutant", gpu::engine::to_string(o.runner_mutant)},
-                           {"kernel_mutant", gpu::to_string(o.kernel_mutant)},
-                           {"scheduler_mutant", harness::to_string(o.scheduler_mutant)},
-                           {"cases", r.cases},
-                           {"steps", r.steps},
-                           {"bytes_compared", r.bytes_compared},
-                           {"cases_by_preset", r.cases_by_preset},
-                           {"cases_by_runner", r.cases_by_runner},
-                           {"cases_by_scheduling", r.cases_by_scheduling},
-                           {"reruns", o.reruns},
-                           {"failing_cases", r.failing_cases()},
-                           {"coverage", model::to_json(r.coverage)},
-                           {"held", r.first_failing() == nullptr}};
-  if (!r.stopped.empty()) j["stopped"] = r.stopped;
-  if (o.first_case > 0) j["first_case"] = o.first_case;
-  if (!o.shard.whole()) j["shard"] = {{"index", o.shard.index}, {"count", o.shard.count}};
-  if (o.keep_going) j["keep_going"] = true;
-  if (!o.skip_signatures.empty()) j["skip_signatures"] = o.skip_signatures;
-  if (r.interrupted != 0)
-    j["interrupted"] = {{"signal", model::signal_name(r.interrupted)},
-                        {"cases_done", r.cases},
-                        {"resume_from", r.next_case}};
-  if (o.repeat > 1) j["repeat"] = o.repeat;
-  j["shrink"] = {{"candidates_max", o.shrink.candidates_max},
-                 {"seconds_max", o.shrink.seconds_max}};
-  if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
-  if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;
-  if (o.fixed.async_scheduling) j["async"] = true;
-  if (o.fixed.steer.any()) j["steer_boosts"] = to_string(o.fixed.steer);
-  if (o.steer_epoch > 0) {
-    nlohmann::ordered_json epochs = nlohmann::ordered_json::array();
-    for (const EngineFuzzReport::SteerEpoch& e : r.steer_epochs)
-      epochs.push_back({{"first_case", e.first_case}, {"boosts", to_string(e.boosts)}});
-    nlohmann::ordered_json first = nlohmann::ordered_json::object();
-    for (const model::CoverageFeature& f : model::coverage_catalogue()) {
-      if (!f.engine) continue;
-      const auto it = r.steer_first_reached.find(std::string(f.name));
-      first[std::string(f.name)] = it == r.steer_first_reached.end()
-                                       ? nlohmann::ordered_json()
-                                       : nlohmann::ordered_json(it->second);
-    }
-    j["steer"] = {{"epoch", o.steer_epoch},
-                  {"boosted_epochs", std::move(epochs)},
-                  {"first_reached", std::move(first)}};
-  }
-  nlohmann::ordered_json findings = nlohmann::ordered_json::array();
-  nlohmann::ordered_json rates = nlohmann::ordered_json::array();
-  for (const EngineFinding& f : r.findings) {
-    nlohmann::ordered_json entry{{"signature", f.signature.to_string()},
-                                 {"key", f.signature.key()},
-                                 {"classification", to_string(f.signature.classification)},
-                                 {"difference", f.signature.difference},
-                                 {"shape", f.signature.shape},
-                                 {"first_case_seed", f.first_case_seed},
-                                 {"size", f.first_size},
-                                 {"cases", f.cases},
-                                 {"skipped", f.skipped},
-                                 {"failure", f.failure}};
-    nlohmann::ordered_json rate{{"signature", f.signature.to_string()},
-                                {"runs", f.runs.runs},
-                                {"failed_runs", f.runs.failed}};
-    if (f.counterexample) {
-      entry["counterexample"] = counterexample_json(*f.counterexample);
-      rate["saved_case_runs"] = f.counterexample->saved_runs.runs;
-      rate["saved_case_failed_runs"] = f.counterexample->saved_runs.failed;
-    }
-    findings.push_back(std::move(entry));
-    rates.push_back(std::move(rate));
-  }
-  j["findings"] = std::move(findings);
-  j["measured"] = {{"rates", std::move(rates)}};
-  return j;
 }
 
 } // namespace mc::fuzz

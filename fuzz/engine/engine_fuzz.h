@@ -15,6 +15,7 @@
 // the same options give the same JSON.
 #pragma once
 
+#include "fuzz/campaign/campaign.h"
 #include "fuzz/case_workers.h"
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
@@ -26,6 +27,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,29 +35,9 @@
 
 namespace mc::fuzz {
 
-struct EngineFinding;
-
-struct EngineShrinkLimits {
-  std::int32_t candidates_max = 2000; // candidate runs tried
-  // Wall time, a safety net for the candidate limit; 0: none (the shrink is then the same on
-  // any machine).
-  double seconds_max = 60.0;
-};
-
-struct EngineFuzzOptions {
-  std::uint64_t seed = 1;
-  std::int64_t cases_max = 200; // stop after this many cases...
-  std::int64_t first_case = 0;  // the index of the first case run (a resumed campaign)
-  Shard shard;                  // runs the cases of this shard only (fuzz/shard.h)
-  // Cases run at once, each in a case worker (`workers`). Outcomes are taken in case order, so
-  // the report is the same for any number of jobs.
-  int jobs = 1;
-  // Where the cases run: in `jobs` case workers started so (fuzz/case_workers.h: the command
-  // fills in the program and each worker's environment; the campaign adds its options), or,
-  // when absent, one at a time in this process (forked children where `isolate` says so).
-  std::optional<CaseWorkerStart> workers;
-  double seconds_max = 0.0;     // ...or after this long (0: no time limit)
-  int max_size = kEngineSizeMax;
+// The engine level's own options; the campaign's are CampaignOptions (whose shrink limits are
+// kEngineShrinkLimits by default at this level).
+struct EngineLevelOptions {
   EngineCaseFixed fixed;
   // Steering (fuzz/engine/steer.h): epochs of this many cases, each drawn with the boosts the
   // cases of the epochs before it give; 0: off. Not with a shard or a resumed campaign (the
@@ -65,30 +47,14 @@ struct EngineFuzzOptions {
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   harness::SchedulerMutant scheduler_mutant = harness::SchedulerMutant::none;
-  std::string backend_name = "host";        // for the reproduce command
   // When set, the launches of every run in this process (a finding's reruns and shrink
   // candidates, the cases themselves without workers) go to its kernels (an external worker's,
-  // not owned; the adapter is a process of its own, so no forked isolation), and
-  // `backend_args` names the backend in the reproduce and replay commands (`--external
-  // 'COMMAND'`) instead of `--backend NAME`. Case workers then start adapters of their own
-  // from the setup's backend (cli/case_worker_cmd.cpp).
+  // not owned; the adapter is a process of its own, so no forked isolation). Case workers then
+  // start adapters of their own from the setup's backend (cli/case_worker_cmd.cpp).
   gpu::engine::ExecutorSource* external = nullptr;
-  std::string backend_args;
-  std::filesystem::path out_dir = "mc-out"; // counterexamples go here; empty: write nothing
-  EngineShrinkLimits shrink;
-  // Every run in this process (a finding's reruns and shrink candidates, and the cases
-  // themselves without workers) in a forked child (host executor only): a kernel that faults
-  // is a finding.
-  bool isolate = false;
-  // A case in a worker, or an isolated run, running longer is a finding (0: no limit).
-  double case_timeout_seconds = 0.0;
-  bool keep_going = false;     // go on after a finding (repeats of a signature only count)
-  int reruns = kRerunsDefault; // reruns of a failing case before it is reported
-  int repeat = 1;              // runs of every case
-  std::vector<std::string> skip_signatures; // known findings: counted, not shrunk, not failing
-  std::function<void(std::int64_t cases, std::int64_t steps, const std::string& preset)> on_case;
-  std::function<void(const EngineFinding&)> on_finding; // a new signature, shrunk
 };
+
+inline constexpr ShrinkLimits kEngineShrinkLimits{.candidates_max = 2000, .seconds_max = 60.0};
 
 struct EngineCounterexample {
   std::uint64_t case_seed = 0;
@@ -114,38 +80,31 @@ struct EngineCounterexample {
   std::filesystem::path picture;    // dir/report.html, or empty when it was not written
 };
 
-// One signature of a campaign: its first case, rerun and shrunk, and how often it recurred.
-struct EngineFinding {
-  Signature signature;
-  std::uint64_t first_case_seed = 0;
-  int first_size = 0;
-  std::int64_t cases = 0; // failing cases with this signature's key
-  bool skipped = false;   // named by --skip-signature: counted, neither shrunk nor failing
-  std::string failure;    // of the first case
-  RunTally runs;          // the first case: its run and reruns
-  std::optional<EngineCounterexample> counterexample; // absent when skipped
-};
-
 // The signature of a failing engine case: the launch kind (or the oracle check) that failed,
 // the kind of difference, and the runner flavour as its shape.
 Signature engine_signature(const EngineCase& c, const harness::Difference& difference);
 
-struct EngineFuzzReport {
-  std::int64_t cases = 0;
-  std::int64_t steps = 0;
-  std::int64_t bytes_compared = 0;
-  std::map<std::string, std::int64_t> cases_by_preset;
-  // v1 precopy, v1 precopy_v1, v1 batch_copy, v2, v2 slot-tables (deferred), all
-  std::map<std::string, std::int64_t> cases_by_runner;
-  std::map<std::string, std::int64_t> cases_by_scheduling; // sync, async
-  // Every case's first run (not reruns, repeats or shrink candidates): model/coverage.h.
-  model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
-  double seconds = 0.0;                                // shrinking and files included
-  double seconds_to_failure = 0.0; // until the first failing case ran (shrinking not counted)
-  std::vector<EngineFinding> findings; // in the order their first cases came
-  std::string stopped; // why the campaign stopped before its cases or budget ran out, if it did
-  int interrupted = 0;   // the signal that stopped it between two cases (model/interrupt.h)
-  std::int64_t next_case = 0; // the index of the first case not run: where a resume starts
+// The engine level of a campaign (fuzz/campaign/campaign.h): engine cases generated by
+// generate_engine_case, run on the oracle engine and the GPU-side runner in lockstep.
+class EngineLevel final : public CampaignLevel {
+public:
+  EngineLevel(const CampaignOptions& campaign, EngineLevelOptions options);
+  ~EngineLevel() override;
+
+  std::string name() const override { return "engine"; }
+  model::CoverageLevel coverage_level() const override { return model::CoverageLevel::engine; }
+  int size_of(std::int64_t index, std::uint64_t case_seed) const override;
+  nlohmann::json worker_setup() const override;
+  CaseResult run_here(const CaseRef& c) override;
+  CaseResult from_worker(const CaseRef& c, const IsolatedOutcome& outcome) override;
+  std::string count(const CaseRef& c, const CaseResult& result, CampaignReport& report) override;
+  Finding record(const CaseRef& c, const CaseResult& result, CampaignReport& report) override;
+  bool device_lost(const CaseResult& result) const override;
+  StartGate before_start(std::int64_t next, bool nothing_in_flight,
+                         CampaignReport& report) override;
+  void report_json(const CampaignReport& report, nlohmann::json& j) const override;
+
+  std::int64_t steer_epoch() const; // 0: not steered
   // A steered campaign: the epochs it started whose boosts were not all none, in order.
   struct SteerEpoch {
     std::int64_t first_case = 0;
@@ -154,14 +113,20 @@ struct EngineFuzzReport {
   std::vector<SteerEpoch> steer_epochs;
   // A steered campaign: the index of the first case that reached each feature it reached.
   std::map<std::string, std::int64_t> steer_first_reached;
-  std::int64_t steer_barriers = 0;    // epoch starts that waited for the epoch before to end
-  double steer_stall_seconds = 0.0;   // how long they waited (not in the JSON: a timing)
+  std::int64_t steer_barriers = 0;  // epoch starts that waited for the epoch before to end
+  double steer_stall_seconds = 0.0; // how long they waited (not in the JSON: a timing)
 
-  const EngineFinding* first_failing() const; // the first finding not skipped, or null
-  std::int64_t failing_cases() const;          // skipped signatures too
+private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
-EngineFuzzReport run_engine_fuzz(const EngineFuzzOptions& options);
+// Sets the runner, scheduler or kernel mutant named `name` (none when empty); an unknown name
+// is an InputError.
+void set_engine_mutant(const std::string& name, EngineLevelOptions& options);
+
+// An engine campaign, run: the level made from `options`.
+CampaignReport run_engine_fuzz(const CampaignOptions& campaign, const EngineLevelOptions& options);
 
 // A case worker's side of an engine campaign: case `index` generated from the setup the
 // campaign sent (seed, sizes, fixed sizes, executor and mutants, repeats) as the campaign does,
@@ -185,10 +150,9 @@ struct ShrinkResult {
 // it fails with the input's signature key in one of `runs_per_candidate` runs (fuzz/findings.h,
 // candidate_runs); never returns a case that did not fail so.
 ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& outcome,
-                                const EngineRunOptions& run, const EngineShrinkLimits& limits,
+                                const EngineRunOptions& run, const ShrinkLimits& limits,
                                 int runs_per_candidate = 1);
 
-// Deterministic for the options: no timings.
-nlohmann::ordered_json to_json(const EngineFuzzOptions& options, const EngineFuzzReport& report);
+
 
 } // namespace mc::fuzz

@@ -190,7 +190,7 @@ Candidates candidates_of(const EngineCase& c, std::int64_t steps_run) {
 } // namespace
 
 ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& outcome,
-                                const EngineRunOptions& run, const EngineShrinkLimits& limits,
+                                const EngineRunOptions& run, const ShrinkLimits& limits,
                                 int runs_per_candidate) {
   MC_ASSERT(outcome.failed());
   MC_ASSERT(runs_per_candidate >= 1);

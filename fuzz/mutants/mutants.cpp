@@ -37,30 +37,31 @@ MutantOutcome run_kernel_mutant(const MutantRunOptions& options, gpu::Mutant mut
   MC_ASSERT(index < gpu::kernel_mutants().size());
   MutantOutcome out = outcome_of(gpu::kernel_mutants()[index], "kernel");
 
-  KernelCampaignOptions c;
+  CampaignOptions c;
   c.seed = options.seed;
   c.cases_max = options.cases_max > 0 ? options.cases_max : kCasesUnlimited;
   c.seconds_max = options.seconds_max;
   c.max_size = options.max_size;
-  c.gen = options.gen;
   c.backend_name = options.backend_name;
-  c.backend = [backend = options.backend, mutant](const model::LaunchCase& launch) {
-    return backend(launch, mutant);
-  };
-  c.mutant_name = out.name;
+  c.backend_args = fmt::format("--backend {}", options.backend_name);
+  c.mutant = out.name;
   // A mutant that reads or writes out of bounds must be killed, not kill the run: on the host
   // backend each case runs in a forked child (on cuda its device fault is the kill).
   c.isolate = options.backend_name == "host";
   c.out_dir = options.out_dir / out.name;
   c.shrink = options.shrink;
-  const KernelCampaignReport r = run_kernel_campaign(c);
+  const CampaignReport r = run_kernel_campaign(
+      c, {.gen = options.gen,
+          .backend = [backend = options.backend, mutant](const model::LaunchCase& launch) {
+            return backend(launch, mutant);
+          }});
 
   out.cases = r.cases;
   out.steps = r.cases;
   out.seconds = r.seconds;
-  const KernelFinding* finding = r.first_failing();
+  const Finding* finding = r.first_failing();
   if (finding == nullptr) return out;
-  const Counterexample& cx = *finding->counterexample;
+  const KernelCounterexample& cx = *finding->counterexample_as<KernelCounterexample>();
   out.killed = true;
   out.seconds_to_kill = r.seconds_to_failure;
   out.cx_steps = 1;

@@ -14,6 +14,12 @@
 namespace mc::fuzz {
 namespace {
 
+// A campaign's JSON report.
+nlohmann::json report_of(const CampaignOptions& o, const EngineLevelOptions& e) {
+  EngineLevel level(o, e);
+  return to_json(o, level, run_campaign(o, level));
+}
+
 using gpu::engine::RunnerMutant;
 
 TEST(RunnerMutantCatalogue, NamesAreUniqueAndRoundTrip) {
@@ -36,14 +42,15 @@ TEST(RunnerMutantCatalogue, NamesAreUniqueAndRoundTrip) {
 
 TEST(EngineFuzz, CleanRunsHold) {
   model::testing::TempDir dir;
-  EngineFuzzOptions o{.seed = 1, .cases_max = 60, .max_size = 30, .out_dir = dir.path()};
-  const EngineFuzzReport r = run_engine_fuzz(o);
+  CampaignOptions o{.seed = 1, .cases_max = 60, .max_size = 30, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
+  const EngineLevelOptions e{};
+  const CampaignReport r = run_engine_fuzz(o, e);
   ASSERT_TRUE(r.findings.empty()) << r.findings.front().failure;
   EXPECT_EQ(r.cases, 60);
-  EXPECT_GT(r.steps, 60 * 5);
-  EXPECT_GT(r.bytes_compared, 0);
-  EXPECT_GE(r.cases_by_runner.size(), 3u); // v1 precopy, v1 batch_copy, v2, all
-  EXPECT_GE(r.cases_by_preset.size(), 5u);
+  EXPECT_GT(r.total("steps"), 60 * 5);
+  EXPECT_GT(r.total("bytes_compared"), 0);
+  EXPECT_GE(r.cases_by.at("runner").size(), 3u); // v1 precopy, v1 batch_copy, v2, all
+  EXPECT_GE(r.cases_by.at("preset").size(), 5u);
 }
 
 TEST(EngineFuzz, GeneratorIsDeterministicAndValid) {
@@ -109,20 +116,17 @@ class RunnerMutantKilled : public ::testing::TestWithParam<KillCase> {};
 TEST_P(RunnerMutantKilled, ShrunkToAtMost8StepsAnd3Requests) {
   const KillCase& k = GetParam();
   model::testing::TempDir dir;
-  EngineFuzzOptions o{.seed = k.seed,
-                      .cases_max = k.cases_max,
-                      .max_size = k.max_size,
-                      .runner_mutant = k.mutant,
-                      .out_dir = dir.path()};
-  const EngineFuzzReport r = run_engine_fuzz(o);
+  CampaignOptions o{.seed = k.seed, .cases_max = k.cases_max, .max_size = k.max_size, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
+  const EngineLevelOptions e{.runner_mutant = k.mutant};
+  const CampaignReport r = run_engine_fuzz(o, e);
   ASSERT_EQ(r.findings.size(), 1u)
       << gpu::engine::to_string(k.mutant) << " survived " << r.cases << " cases";
-  const EngineFinding& f = r.findings.front();
+  const Finding& f = r.findings.front();
   // The host runner is deterministic: every rerun fails the same way.
   EXPECT_EQ(f.signature.classification, Classification::deterministic);
   EXPECT_EQ(f.runs.summary(), "failed 6 of 6 runs");
-  ASSERT_TRUE(f.counterexample.has_value());
-  const EngineCounterexample& cx = *f.counterexample;
+  ASSERT_NE(f.counterexample_as<EngineCounterexample>(), nullptr);
+  const EngineCounterexample& cx = *f.counterexample_as<EngineCounterexample>();
   EXPECT_TRUE(cx.shrink_kept);
   EXPECT_EQ(cx.saved_runs.summary(), "failed 5 of 5 runs");
   EXPECT_LE(cx.steps, 8) << cx.failure << "\n" << cx.description;
@@ -214,23 +218,21 @@ TEST(EngineFuzz, ShrinkerNeverReturnsAPassingCase) {
 // shrunk and saved in its own directory, and later cases of a known signature are counted.
 TEST(EngineFuzz, KeepGoingCountsRepeatsOfASignature) {
   model::testing::TempDir dir;
-  EngineFuzzOptions o{.seed = 7,
-                      .cases_max = 40,
-                      .max_size = 30,
-                      .runner_mutant = RunnerMutant::curr_floor_division,
-                      .out_dir = dir.path()};
+  CampaignOptions o{.seed = 7, .cases_max = 40, .max_size = 30, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
+  const EngineLevelOptions e{.runner_mutant = RunnerMutant::curr_floor_division};
   o.keep_going = true;
-  const EngineFuzzReport r = run_engine_fuzz(o);
+  const CampaignReport r = run_engine_fuzz(o, e);
   EXPECT_EQ(r.cases, 40);
   ASSERT_FALSE(r.findings.empty());
   std::int64_t counted = 0;
   std::set<std::string> keys, dirs;
-  for (const EngineFinding& f : r.findings) {
+  for (const Finding& f : r.findings) {
     counted += f.cases;
     keys.insert(f.signature.key());
-    ASSERT_TRUE(f.counterexample.has_value());
-    dirs.insert(f.counterexample->dir.string());
-    EXPECT_TRUE(std::filesystem::exists(f.counterexample->shrunk_trace));
+    const auto* cx = f.counterexample_as<EngineCounterexample>();
+    ASSERT_NE(cx, nullptr);
+    dirs.insert(cx->dir.string());
+    EXPECT_TRUE(std::filesystem::exists(cx->shrunk_trace));
     EXPECT_EQ(f.signature.level, "engine");
   }
   EXPECT_EQ(keys.size(), r.findings.size());
@@ -238,9 +240,9 @@ TEST(EngineFuzz, KeepGoingCountsRepeatsOfASignature) {
   EXPECT_EQ(counted, r.failing_cases());
   EXPECT_GT(r.failing_cases(), static_cast<std::int64_t>(r.findings.size()));
   // Skipping every signature: the same cases fail, none counts against the campaign.
-  for (const EngineFinding& f : r.findings)
+  for (const Finding& f : r.findings)
     o.skip_signatures.push_back(f.signature.to_string());
-  const EngineFuzzReport skipped = run_engine_fuzz(o);
+  const CampaignReport skipped = run_engine_fuzz(o, e);
   EXPECT_EQ(skipped.failing_cases(), r.failing_cases());
   EXPECT_EQ(skipped.first_failing(), nullptr);
 }
@@ -250,16 +252,13 @@ TEST(EngineFuzz, KeepGoingCountsRepeatsOfASignature) {
 // campaign runs every case, and the shrunk trace still crashes the runner.
 TEST(EngineFuzz, IsolatedCasesTurnACrashIntoAFinding) {
   model::testing::TempDir dir;
-  EngineFuzzOptions o{.seed = 1,
-                      .cases_max = 60,
-                      .max_size = 30,
-                      .kernel_mutant = gpu::Mutant::table_row_from_slot,
-                      .out_dir = dir.path()};
+  CampaignOptions o{.seed = 1, .cases_max = 60, .max_size = 30, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
+  const EngineLevelOptions e{.kernel_mutant = gpu::Mutant::table_row_from_slot};
   o.isolate = true;
   o.keep_going = true;
-  const EngineFuzzReport r = run_engine_fuzz(o);
+  const CampaignReport r = run_engine_fuzz(o, e);
   EXPECT_EQ(r.cases, 60);
-  const auto crash = std::find_if(r.findings.begin(), r.findings.end(), [](const EngineFinding& f) {
+  const auto crash = std::find_if(r.findings.begin(), r.findings.end(), [](const Finding& f) {
     return f.signature.difference == "crash";
   });
   ASSERT_NE(crash, r.findings.end());
@@ -268,8 +267,8 @@ TEST(EngineFuzz, IsolatedCasesTurnACrashIntoAFinding) {
   EXPECT_TRUE(crash->failure.find("the backend crashed: killed by SIGSEGV") != std::string::npos ||
               crash->failure.find("AddressSanitizer") != std::string::npos)
       << crash->failure;
-  ASSERT_TRUE(crash->counterexample.has_value());
-  const EngineCounterexample& cx = *crash->counterexample;
+  ASSERT_NE(crash->counterexample_as<EngineCounterexample>(), nullptr);
+  const EngineCounterexample& cx = *crash->counterexample_as<EngineCounterexample>();
   EXPECT_TRUE(std::filesystem::exists(cx.shrunk_trace));
   // What the kernel reads past the table is whatever lies there, which depends on the heap of
   // the process it runs in: here it may crash or read a wrong block, but every run fails.
@@ -283,27 +282,24 @@ TEST(EngineFuzz, IsolatedCasesTurnACrashIntoAFinding) {
 
 TEST(EngineFuzz, SameSeedSameReport) {
   model::testing::TempDir dir;
-  EngineFuzzOptions o{.seed = 7,
-                      .cases_max = 40,
-                      .max_size = 30,
-                      .runner_mutant = RunnerMutant::curr_floor_division,
-                      .out_dir = dir.path()};
-  const std::string first = to_json(o, run_engine_fuzz(o)).dump();
-  const std::string second = to_json(o, run_engine_fuzz(o)).dump();
+  CampaignOptions o{.seed = 7, .cases_max = 40, .max_size = 30, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
+  const EngineLevelOptions e{.runner_mutant = RunnerMutant::curr_floor_division};
+  const std::string first = report_of(o, e).dump();
+  const std::string second = report_of(o, e).dump();
   EXPECT_EQ(first, second);
   EXPECT_NE(first.find("\"counterexample\""), std::string::npos);
-  o.runner_mutant = RunnerMutant::none;
   o.cases_max = 10;
-  EXPECT_EQ(to_json(o, run_engine_fuzz(o)).dump(), to_json(o, run_engine_fuzz(o)).dump());
+  EXPECT_EQ(report_of(o, {}).dump(), report_of(o, {}).dump());
 }
 
 // Coverage comes from what ran: the same seed counts the same, in this process or in forked
 // children, and the report carries it.
 TEST(EngineFuzz, SameSeedSameCoverageIsolatedOrNot) {
-  EngineFuzzOptions o{.seed = 1, .cases_max = 30, .max_size = 30, .out_dir = ""};
-  const EngineFuzzReport here = run_engine_fuzz(o);
+  CampaignOptions o{.seed = 1, .cases_max = 30, .max_size = 30, .out_dir = "", .shrink = kEngineShrinkLimits};
+  const EngineLevelOptions e{};
+  const CampaignReport here = run_engine_fuzz(o, e);
   o.isolate = true;
-  const EngineFuzzReport isolated = run_engine_fuzz(o);
+  const CampaignReport isolated = run_engine_fuzz(o, e);
   EXPECT_EQ(here.coverage.counts, isolated.coverage.counts);
   EXPECT_EQ(here.coverage.decode_crossings_by_accepted,
             isolated.coverage.decode_crossings_by_accepted);
@@ -320,7 +316,7 @@ TEST(EngineFuzz, SameSeedSameCoverageIsolatedOrNot) {
   // The async cases among them: every step after the first planned during the one before.
   EXPECT_EQ(here.coverage.count("async-deferral"), 45);
   EXPECT_EQ(here.coverage.count("async-held-free"), 7);
-  EXPECT_EQ(to_json(o, here)["coverage"]["counts"]["preemption"], 11);
+  EXPECT_EQ(model::to_json(here.coverage)["counts"]["preemption"], 11);
 }
 
 } // namespace

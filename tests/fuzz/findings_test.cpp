@@ -22,16 +22,16 @@ namespace {
 // Kernel-level coverage counts launches and rows from the oracle's results: the same seed gives
 // the same counts, in this process or in forked children.
 TEST(KernelCoverage, SameSeedSameCountsIsolatedOrNot) {
-  KernelCampaignOptions o{.seed = 5, .cases_max = 60, .max_size = 35};
-  o.backend = [](const model::LaunchCase& c) { return gpu::run_launch_host(c); };
-  o.out_dir = "";
-  const KernelCampaignReport here = run_kernel_campaign(o);
+  CampaignOptions o{.seed = 5, .cases_max = 60, .max_size = 35, .out_dir = ""};
+  const KernelLevelOptions k{
+      .backend = [](const model::LaunchCase& c) { return gpu::run_launch_host(c); }};
+  const CampaignReport here = run_kernel_campaign(o, k);
   o.isolate = true;
-  const KernelCampaignReport isolated = run_kernel_campaign(o);
+  const CampaignReport isolated = run_kernel_campaign(o, k);
   ASSERT_EQ(here.first_failing(), nullptr);
   EXPECT_EQ(here.coverage.counts, isolated.coverage.counts);
   std::int64_t launches = 0;
-  for (const auto& [kind, n] : here.cases_by_kind) {
+  for (const auto& [kind, n] : here.cases_by.at("kind")) {
     EXPECT_EQ(here.coverage.count("launch-" + kind), n) << kind;
     launches += n;
   }

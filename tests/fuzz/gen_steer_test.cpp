@@ -35,10 +35,10 @@ TEST(GenSteerTable, EveryKernelFeatureHasARowInCatalogueOrder) {
 
 // What a top-up batch of the gate draws: 10 cases from one seed, sizes 0..9.
 model::Coverage batch_coverage(const GenOptions& gen, std::uint64_t seed) {
-  KernelCampaignOptions o{.seed = seed, .cases_max = 10, .max_size = 100, .gen = gen};
-  o.backend = [](const model::LaunchCase& c) { return gpu::run_launch_host(c); };
-  o.out_dir = "";
-  const KernelCampaignReport r = run_kernel_campaign(o);
+  const CampaignOptions o{.seed = seed, .cases_max = 10, .max_size = 100, .out_dir = ""};
+  const CampaignReport r = run_kernel_campaign(
+      o, {.gen = gen,
+          .backend = [](const model::LaunchCase& c) { return gpu::run_launch_host(c); }});
   EXPECT_EQ(r.first_failing(), nullptr);
   return r.coverage;
 }

@@ -56,19 +56,16 @@ class SchedulerMutantKilled : public ::testing::TestWithParam<SchedulerKill> {};
 TEST_P(SchedulerMutantKilled, ShrunkAndItsTraceReplaysToTheSameFinding) {
   const SchedulerKill& k = GetParam();
   model::testing::TempDir dir;
-  EngineFuzzOptions o{.seed = k.seed,
-                      .cases_max = k.cases_max,
-                      .max_size = 60,
-                      .scheduler_mutant = k.mutant,
-                      .out_dir = dir.path()};
-  const EngineFuzzReport r = run_engine_fuzz(o);
+  CampaignOptions o{.seed = k.seed, .cases_max = k.cases_max, .max_size = 60, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
+  const EngineLevelOptions e{.scheduler_mutant = k.mutant};
+  const CampaignReport r = run_engine_fuzz(o, e);
   ASSERT_EQ(r.findings.size(), 1u) << harness::to_string(k.mutant) << " survived " << r.cases;
-  const EngineFinding& f = r.findings.front();
+  const Finding& f = r.findings.front();
   EXPECT_EQ(f.signature.difference, "finding:" + k.finding_kind);
   EXPECT_EQ(f.signature.kind, "oracle-check");
   EXPECT_EQ(f.runs.summary(), "failed 6 of 6 runs");
-  ASSERT_TRUE(f.counterexample.has_value());
-  const EngineCounterexample& cx = *f.counterexample;
+  ASSERT_NE(f.counterexample_as<EngineCounterexample>(), nullptr);
+  const EngineCounterexample& cx = *f.counterexample_as<EngineCounterexample>();
   EXPECT_TRUE(cx.shrink_kept);
   EXPECT_LE(cx.steps, 8) << cx.failure << "\n" << cx.description;
   EXPECT_LE(cx.requests, 3) << cx.failure << "\n" << cx.description;
@@ -159,15 +156,15 @@ struct ProbeAt {
 TEST(InternalAssertion, ACampaignReportsShrinksAndSavesIt) {
   model::testing::TempDir dir;
   const ProbeAt probe(3);
-  EngineFuzzOptions o{
-      .seed = 1, .cases_max = 20, .max_size = 30, .out_dir = dir.path(), .isolate = true};
-  const EngineFuzzReport r = run_engine_fuzz(o);
+  CampaignOptions o{.seed = 1, .cases_max = 20, .max_size = 30, .out_dir = dir.path(), .shrink = kEngineShrinkLimits, .isolate = true};
+  const EngineLevelOptions e{};
+  const CampaignReport r = run_engine_fuzz(o, e);
   ASSERT_EQ(r.findings.size(), 1u);
-  const EngineFinding& f = r.findings.front();
+  const Finding& f = r.findings.front();
   EXPECT_EQ(f.signature.difference, "finding:internal_assertion");
   EXPECT_EQ(f.runs.summary(), "failed 6 of 6 runs");
-  ASSERT_TRUE(f.counterexample.has_value());
-  const EngineCounterexample& cx = *f.counterexample;
+  ASSERT_NE(f.counterexample_as<EngineCounterexample>(), nullptr);
+  const EngineCounterexample& cx = *f.counterexample_as<EngineCounterexample>();
   EXPECT_EQ(cx.difference.step, 3);
   EXPECT_EQ(cx.steps, 4);
   EXPECT_EQ(cx.requests, 1);

@@ -75,14 +75,13 @@ INSTANTIATE_TEST_SUITE_P(AllKernelMutants, KernelMutantKill,
 TEST(KernelMutantKill, CleanKernelsHoldOnTheSameCases) {
   const model::testing::TempDir dir;
   const MutantRunOptions o = options(dir.path());
-  KernelCampaignOptions c;
-  c.seed = o.seed;
-  c.cases_max = 120;
-  c.max_size = o.max_size;
-  c.backend_name = "host";
-  c.backend = [](const model::LaunchCase& launch) { return gpu::run_launch_host(launch); };
-  c.out_dir = o.out_dir;
-  const KernelCampaignReport r = run_kernel_campaign(c);
+  const CampaignOptions c{.seed = o.seed,
+                          .cases_max = 120,
+                          .max_size = o.max_size,
+                          .backend_name = "host",
+                          .out_dir = o.out_dir};
+  const CampaignReport r = run_kernel_campaign(
+      c, {.backend = [](const model::LaunchCase& launch) { return gpu::run_launch_host(launch); }});
   EXPECT_EQ(r.cases, 120);
   EXPECT_TRUE(r.findings.empty()) << r.findings.front().failure;
 }
