@@ -102,6 +102,11 @@ nlohmann::json worker_backend(const FuzzOptions& o, backends::Backend backend) {
           {"dir", std::filesystem::absolute(std::filesystem::path(o.out) / "external").string()}};
 }
 
+// --steer's epoch; 0: not steered.
+std::int64_t steer_epoch(const FuzzOptions& o) {
+  return o.steer ? (o.steer_epoch > 0 ? o.steer_epoch : fuzz::kSteerEpochDefault) : 0;
+}
+
 // The campaign's options, either level: `seconds_max` its share of the time budget.
 fuzz::CampaignOptions campaign_options(const FuzzOptions& o, backends::Backend backend,
                                        bool engine, double seconds_max) {
@@ -353,7 +358,7 @@ LevelResult run_engine_level(const FuzzOptions& o, backends::Backend backend, do
   try {
     e = engine_level_options(
         c, backend == backends::Backend::cuda, fixed,
-        o.steer ? (o.steer_epoch > 0 ? o.steer_epoch : fuzz::kSteerEpochDefault) : 0,
+        steer_epoch(o),
         o.external.empty() ? nullptr : &external, adapter);
   } catch (const backends::ExternalWorkerFailure& failure) { // it cannot be used: exit 3
     throw model::EnvironmentError(failure.message);
@@ -385,12 +390,8 @@ void print_mps_fault_caveat(const nlohmann::json& report) {
       faults, faults == 1 ? "" : "s");
 }
 
-int run_fuzz(FuzzOptions o) {
-  const ShardChoice shard = choose_shard(o.shard_options);
-  o.shard = shard.shard;
-  o.report = with_shard_index(o.report, o.shard);
-  o.junit = with_shard_index(o.junit, o.shard);
-  o.out = with_shard_index(o.out, o.shard);
+// The options every level reads, refused (one line, exit 2) before anything runs.
+void check_campaign_options(const FuzzOptions& o) {
   if (o.level != "kernel" && o.level != "engine" && o.level != "both")
     model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
   if (o.cases < 0 || o.cases > kCasesMax) model::fail_input("--cases: got {}", o.cases);
@@ -407,33 +408,6 @@ int run_fuzz(FuzzOptions o) {
   create_output_dir("--out", o.out);
   if (o.max_size < 0 || o.max_size > 100)
     model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
-  if (o.level == "kernel" && (o.block_size != 0 || o.token_budget != 0))
-    model::fail_input("--block-size and --token-budget: engine level only (--level engine)");
-  if (o.level == "kernel" && o.async)
-    model::fail_input("--async: engine level only (--level engine): it schedules steps");
-  fuzz::EngineCaseFixed fixed;
-  if (o.block_size != 0) fixed.block_size = o.block_size;
-  if (o.token_budget != 0) fixed.token_budget = o.token_budget;
-  fixed.async_scheduling = o.async;
-  if (o.level == "kernel" && (o.steer || !o.steer_boosts.empty()))
-    model::fail_input("--steer and --steer-boosts: engine level only (--level engine)");
-  if (o.steer_epoch != 0 && !o.steer)
-    model::fail_input("--steer-epoch: only with --steer");
-  if (o.steer_epoch < 0 || o.steer_epoch > kCasesMax)
-    model::fail_input("--steer-epoch: expected a number of cases of at least 1, got {}",
-                      o.steer_epoch);
-  if (o.steer && !o.shard.whole())
-    model::fail_input("--steer: not with a shard (shard {} of {}{}): a shard does not see the "
-                      "other shards' coverage counts, which decide the draws",
-                      o.shard.index, o.shard.count,
-                      shard.source.empty() ? "" : ", from " + shard.source);
-  if (o.steer && o.resume_from > 0)
-    model::fail_input("--steer: not with --resume-from: the boosts of the resumed epoch come from "
-                      "the coverage of cases this run would not run");
-  if (o.steer && !o.steer_boosts.empty())
-    model::fail_input("--steer and --steer-boosts: give one of them");
-  if (!o.steer_boosts.empty()) fixed.steer = fuzz::parse_steer_boosts(o.steer_boosts);
-  fuzz::validate_fixed(fixed);
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
   if (o.reruns < 0 || o.reruns > 1000)
@@ -443,18 +417,55 @@ int run_fuzz(FuzzOptions o) {
     model::fail_input("--repeat: expected 1..1000, got {}", o.repeat);
   if (o.keep_going && o.stop_at_first)
     model::fail_input("--keep-going and --stop-at-first: give one of them");
-  if (!o.kinds.empty() && o.level == "engine")
-    model::fail_input("--kinds: kernel level only (the engine level runs what its steps need)");
-  if (!o.focus.empty() && o.level == "engine")
-    model::fail_input("--focus: kernel level only");
-  if (!o.focus.empty() && !fuzz::gen_options_named(o.focus))
-    model::fail_input("--focus: expected {}, got '{}'", fuzz::kGenFocusNames, o.focus);
   if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                       o.external_timeout);
   if (!(o.case_timeout > 0 && o.case_timeout <= 86400))
     model::fail_input("--case-timeout: expected 0 < seconds <= 86400, got {}", o.case_timeout);
-  // With --external the backend below only sizes the generator (the worker runs the cases).
+}
+
+// The options of one level only, refused where the other level runs alone.
+void check_level_options(const FuzzOptions& o) {
+  if (o.level == "kernel" && (o.block_size != 0 || o.token_budget != 0))
+    model::fail_input("--block-size and --token-budget: engine level only (--level engine)");
+  if (o.level == "kernel" && o.async)
+    model::fail_input("--async: engine level only (--level engine): it schedules steps");
+  if (o.level == "kernel" && (o.steer || !o.steer_boosts.empty()))
+    model::fail_input("--steer and --steer-boosts: engine level only (--level engine)");
+  if (o.steer_epoch != 0 && !o.steer) model::fail_input("--steer-epoch: only with --steer");
+  if (o.steer_epoch < 0 || o.steer_epoch > kCasesMax)
+    model::fail_input("--steer-epoch: expected a number of cases of at least 1, got {}",
+                      o.steer_epoch);
+  if (!o.kinds.empty() && o.level == "engine")
+    model::fail_input("--kinds: kernel level only (the engine level runs what its steps need)");
+  if (!o.focus.empty() && o.level == "engine") model::fail_input("--focus: kernel level only");
+  if (!o.focus.empty() && !fuzz::gen_options_named(o.focus))
+    model::fail_input("--focus: expected {}, got '{}'", fuzz::kGenFocusNames, o.focus);
+  if (o.level == "engine") return;
+  if (!o.mutant.empty() && !o.external.empty())
+    model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
+  const gpu::MutantInfo* named = gpu::find_mutant(o.mutant);
+  if (named != nullptr && named->level != gpu::MutantLevel::kernel && o.level == "kernel")
+    model::fail_input("--mutant: '{}' is a {} mutant: use --level engine", o.mutant,
+                      gpu::to_string(named->level));
+}
+
+// The engine level's fixed sizes and steering, checked as the engine level checks them.
+fuzz::EngineCaseFixed engine_fixed(const FuzzOptions& o) {
+  fuzz::EngineCaseFixed fixed;
+  if (o.block_size != 0) fixed.block_size = o.block_size;
+  if (o.token_budget != 0) fixed.token_budget = o.token_budget;
+  fixed.async_scheduling = o.async;
+  if (!o.steer_boosts.empty()) fixed.steer = fuzz::parse_steer_boosts(o.steer_boosts);
+  if (o.level != "kernel")
+    fuzz::check_engine_options({.first_case = o.resume_from, .shard = o.shard},
+                               {.fixed = fixed, .steer_epoch = steer_epoch(o)});
+  return fixed;
+}
+
+// The backend (with --external: host, which only sizes the generator) and where the cases run:
+// case workers, devices, MPS (held in `mps` for the whole campaign).
+backends::Backend resolve_backend(FuzzOptions& o, std::unique_ptr<MpsSession>& mps) {
   const backends::Backend backend = !o.external.empty() ? backends::Backend::host
                                     : o.backend.empty() ? backends::default_backend()
                                                         : backends::parse_backend(o.backend);
@@ -468,8 +479,6 @@ int run_fuzz(FuzzOptions o) {
       case_backend == CaseBackend::host ? std::optional<int>(0) : gpu::cuda_device_count();
   o.parallel = resolve_parallel(o.parallel_options, case_backend, o.no_isolate, usable_cores(),
                                 devices_visible, case_backend != CaseBackend::host && mps_available());
-  // Held for the whole campaign: a daemon started for it is quit when it ends.
-  std::unique_ptr<MpsSession> mps;
   if (o.parallel.mps) {
     std::string why_not;
     mps = MpsSession::start(why_not);
@@ -488,6 +497,20 @@ int run_fuzz(FuzzOptions o) {
     gpu::use_cuda_device(o.parallel.devices.front());
   if (const std::string line = devices_line(o.parallel); !line.empty())
     std::cout << "fuzz: " << line << "\n";
+  return backend;
+}
+
+int run_fuzz(FuzzOptions o) {
+  const ShardChoice shard = choose_shard(o.shard_options);
+  o.shard = shard.shard;
+  o.report = with_shard_index(o.report, o.shard);
+  o.junit = with_shard_index(o.junit, o.shard);
+  o.out = with_shard_index(o.out, o.shard);
+  check_campaign_options(o);
+  check_level_options(o);
+  const fuzz::EngineCaseFixed fixed = engine_fixed(o);
+  std::unique_ptr<MpsSession> mps;
+  const backends::Backend backend = resolve_backend(o, mps);
   if (!shard.source.empty()) std::cout << "fuzz: " << shard_line(shard) << "\n";
   std::vector<model::CoverageLevel> levels;
   if (o.level != "engine") levels.push_back(model::CoverageLevel::kernel);
@@ -504,20 +527,9 @@ int run_fuzz(FuzzOptions o) {
   const auto add = [&](const char* level, LevelResult r) {
     exit_code = std::max(exit_code, r.exit_code);
     junit.insert(junit.end(), r.junit.begin(), r.junit.end());
-    if (both)
-      report[level] = std::move(r.report);
-    else
-      report = std::move(r.report);
+    (both ? report[level] : report) = std::move(r.report);
   };
-  if (o.level != "engine") {
-    if (!o.mutant.empty() && !o.external.empty())
-      model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
-    const gpu::MutantInfo* named = gpu::find_mutant(o.mutant);
-    if (named != nullptr && named->level != gpu::MutantLevel::kernel)
-      model::fail_input("--mutant: '{}' is a {} mutant: use --level engine", o.mutant,
-                        gpu::to_string(named->level));
-    add("kernel", run_kernel_level(o, backend, seconds_each, required));
-  }
+  if (o.level != "engine") add("kernel", run_kernel_level(o, backend, seconds_each, required));
   if (o.level != "kernel" && !model::interrupted())
     add("engine", run_engine_level(o, backend, seconds_each, fixed, required));
   if (o.parallel.mps) print_mps_fault_caveat(report);

@@ -10,6 +10,7 @@
 #include "cli/compare_option.h"
 #include "cli/coverage_option.h"
 #include "cli/junit.h"
+#include "cli/mutant_option.h"
 #include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "cli/steps_out.h"
@@ -37,8 +38,7 @@ namespace {
 std::unique_ptr<backends::ExternalEngineSource> external_source(const ReplayCliOptions& o) {
   if (o.external.empty()) return nullptr;
   if (o.kernel_mutant != "none" || o.runner_mutant != "none")
-    model::fail_input("--kernel-mutant and --runner-mutant: not with --external (the worker "
-                      "runs its own kernels)");
+    model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
   if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
                       o.external_timeout);
@@ -149,7 +149,16 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 
 constexpr model::CoverageLevel kEngineLevel[] = {model::CoverageLevel::engine};
 
-int replay_one(const ReplayCliOptions& o) {
+int replay_one(const ReplayCliOptions& given) {
+  ReplayCliOptions o = given;
+  const MutantNames mutants = mutants_by_level(
+      o.mutants, {.kernel = o.kernel_mutant, .runner = o.runner_mutant});
+  if (mutants.scheduler != "none")
+    model::fail_input("--mutant: '{}' is a scheduler mutant: a trace's steps are what a scheduler "
+                      "sent; run it with `fuzz --level engine --mutant {}`",
+                      mutants.scheduler, mutants.scheduler);
+  o.kernel_mutant = mutants.kernel;
+  o.runner_mutant = mutants.runner;
   const model::CoverageRequirement required =
       coverage_requirement(o.require_coverage, kEngineLevel);
   harness::ReplayOptions options = replay_options(o);
@@ -285,8 +294,8 @@ void add_replay_command(CLI::App& app, Action& action) {
                 "gathered (pipeline parallelism)");
   cmd->add_option("--report", o->report, "Write a JSON report");
   cmd->add_option("--junit", o->junit, "Write JUnit XML");
-  cmd->add_option("--kernel-mutant", o->kernel_mutant, "Run the backend's kernels as this mutant");
-  cmd->add_option("--runner-mutant", o->runner_mutant, "Run the backend's runner as this mutant");
+  add_mutant_option(*cmd, o->mutants, o->kernel_mutant, o->runner_mutant,
+                    "Run the backend's kernels or runner as this mutant (repeatable: one of each)");
   cmd->add_option("--steps", o->steps_max, "Replay at most this many steps (default: all)");
   cmd->add_option("--steps-out", o->steps_out,
                   "Write what the oracle believes happened, one JSON line per step: per row the "

@@ -23,8 +23,9 @@ struct ReplayCliOptions {
   bool deferred_postprocess = false;
   std::string report;
   std::string junit;
-  std::string kernel_mutant = "none";
-  std::string runner_mutant = "none";
+  std::vector<std::string> mutants; // --mutant: by name, any level a replay runs
+  std::string kernel_mutant = "none"; // --kernel-mutant (hidden), and what --mutant resolves to
+  std::string runner_mutant = "none"; // --runner-mutant (hidden), likewise
   std::int64_t steps_max = -1;
   std::string steps_out;          // one JSON line per step (step_view.h)
   std::int64_t explain = kNoStep; // a step to print as a table

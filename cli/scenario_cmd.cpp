@@ -5,6 +5,7 @@
 // codes, --steps-out and --explain).
 #include "cli/commands.h"
 #include "cli/compare_option.h"
+#include "cli/mutant_option.h"
 #include "cli/replay_run.h"
 #include "harness/scenario_file.h"
 #include "model/errors.h"
@@ -56,10 +57,8 @@ void add_scenario_command(CLI::App& app, Action& action) {
   cmd->add_option("--backend", o->replay.backend, "host or cuda (default host)");
   cmd->add_option("--report", o->replay.report, "Write a JSON report");
   cmd->add_option("--junit", o->replay.junit, "Write JUnit XML");
-  cmd->add_option("--kernel-mutant", o->replay.kernel_mutant,
-                  "Run the backend's kernels as this mutant");
-  cmd->add_option("--runner-mutant", o->replay.runner_mutant,
-                  "Run the backend's runner as this mutant");
+  add_mutant_option(*cmd, o->replay.mutants, o->replay.kernel_mutant, o->replay.runner_mutant,
+                    "Run the backend's kernels or runner as this mutant (repeatable: one of each)");
   cmd->add_option("--steps-out", o->replay.steps_out,
                   "Write what the oracle believes happened, one JSON line per step");
   cmd->add_option("--explain", o->replay.explain, "Print that step (its index) as a table");

@@ -59,9 +59,9 @@ std::string replay_args(const CampaignOptions& campaign, const EngineLevelOption
   if (r.flavour == model::RunnerFlavour::v2 && r.deferred_postprocess)
     out += " --deferred-postprocess";
   if (o.runner_mutant != gpu::engine::RunnerMutant::none)
-    out += fmt::format(" --runner-mutant {}", gpu::engine::to_string(o.runner_mutant));
+    out += fmt::format(" --mutant {}", gpu::engine::to_string(o.runner_mutant));
   if (o.kernel_mutant != gpu::Mutant::none)
-    out += fmt::format(" --kernel-mutant {}", gpu::to_string(o.kernel_mutant));
+    out += fmt::format(" --mutant {}", gpu::to_string(o.kernel_mutant));
   return out;
 }
 
@@ -448,7 +448,7 @@ struct EngineLevel::State {
   }
 };
 
-EngineLevel::EngineLevel(const CampaignOptions& o, EngineLevelOptions e) {
+void check_engine_options(const CampaignOptions& o, const EngineLevelOptions& e) {
   if (o.max_size < 0 || o.max_size > kEngineSizeMax)
     model::fail_input("--max-size: expected 0..{}, got {}", kEngineSizeMax, o.max_size);
   if (o.cases_max < 0) model::fail_input("--cases: got {}", o.cases_max);
@@ -465,6 +465,10 @@ EngineLevel::EngineLevel(const CampaignOptions& o, EngineLevelOptions e) {
                       "the coverage of cases this run would not run");
   if (steering && e.fixed.steer.any())
     model::fail_input("--steer and --steer-boosts: give one of them");
+}
+
+EngineLevel::EngineLevel(const CampaignOptions& o, EngineLevelOptions e) {
+  check_engine_options(o, e);
   const EngineRunOptions run{.executor = e.executor,
                              .kernel_mutant = e.kernel_mutant,
                              .runner_mutant = e.runner_mutant,

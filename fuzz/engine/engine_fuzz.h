@@ -121,6 +121,11 @@ private:
   std::unique_ptr<State> state_;
 };
 
+// The engine level's options, refused (InputError, one line) when they cannot make a campaign:
+// sizes out of range, steering with a shard, a resumed campaign or fixed boosts. The level checks
+// them when it is made; a command checks them before anything runs.
+void check_engine_options(const CampaignOptions& campaign, const EngineLevelOptions& options);
+
 // Sets the runner, scheduler or kernel mutant named `name` (none when empty); an unknown name
 // is an InputError.
 void set_engine_mutant(const std::string& name, EngineLevelOptions& options);

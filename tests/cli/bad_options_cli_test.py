@@ -39,8 +39,8 @@ COMMANDS = [
         "--aborts-per-million": COUNT + ["1000001"], "--step-ms": SECONDS,
         "--whole-compare-every": COUNT + ["0"]}),
     ("replay", [TRACE, "--steps", "1"], {
-        "--backend": NAME, "--runner": NAME, "--v1-copy": NAME, "--kernel-mutant": NAME,
-        "--runner-mutant": NAME, "--steps": COUNT, "--explain": COUNT,
+        "--backend": NAME, "--runner": NAME, "--v1-copy": NAME, "--mutant": NAME,
+        "--kernel-mutant": NAME, "--runner-mutant": NAME, "--steps": COUNT, "--explain": COUNT,
         "--whole-compare-every": COUNT + ["0"]}),
     ("export", ["--cases", "1", "--out", os.path.join(WORK, "export")], {
         "--cases": COUNT, "--seed": SEED, "--kinds": NAME, "--max-size": COUNT + ["101"],

@@ -61,6 +61,16 @@ endif()
 run(1 replay ${SOURCE_DIR}/scenarios/library/e-ds-with-bias.jsonl --kernel-mutant ds_tail_ignores_bias)
 expect_in("${OUT}" "MISMATCH at step")
 run(2 replay ${trace} --kernel-mutant no_such_mutant)
+# One --mutant for every level (the spellings above are its hidden aliases); a scheduler mutant
+# changes the steps a scheduler sends, which a trace fixes.
+run(1 replay ${SOURCE_DIR}/scenarios/library/e-ds-with-bias.jsonl --mutant ds_tail_ignores_bias)
+expect_in("${OUT}" "MISMATCH at step")
+run(2 replay ${trace} --mutant no_such_mutant)
+expect_in("${ERR}" "--mutant: unknown mutant 'no_such_mutant'")
+run(2 replay ${trace} --mutant ds_tail_ignores_bias --mutant conv_one_row_short)
+expect_in("${ERR}" "--mutant: two kernel mutants")
+run(2 replay ${trace} --mutant async_frees_visible_at_once)
+expect_in("${ERR}" "is a scheduler mutant")
 
 # Bad input: exit 2 with file:line: field.
 file(READ ${trace} text)
