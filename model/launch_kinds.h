@@ -9,8 +9,9 @@
 // list of kinds.
 //
 // A kind that varies an existing one (its indexing, its tables, its unit of work) is an enum
-// value (launch.h) and one row here; only a new family needs its decision written in
-// oracle/kinds.cpp and gpu/kernels, and its generator in fuzz/gen_rows.cpp.
+// value (launch.h), one row here and its launch-KIND coverage feature (model/coverage.cpp); only
+// a new family, or a column a side does not read yet, needs decision code: in oracle/kinds.cpp,
+// in gpu/kernels and in the generator (fuzz/gen_rows.cpp).
 #pragma once
 
 #include "model/launch.h"
