@@ -283,8 +283,9 @@ std::vector<RowShape> table_row_shapes(const LaunchSpec& spec,
     r.mapped = pick_bool(50);
     if (r.mapped) r = window_shape(0, pick_int(0, 2));
   }
+  const std::vector<I32>& mapping = spec.requests.idx_mapping;
   for (std::size_t b = 0; b < batch_shapes.size(); ++b) {
-    const I32 slot = spec.requests.idx_mapping[b];
+    const I32 slot = mapping.empty() ? static_cast<I32>(b) : mapping[b]; // V1: the row's own
     if (slot >= 0) rows[static_cast<std::size_t>(slot)] = batch_shapes[b];
   }
   return rows;

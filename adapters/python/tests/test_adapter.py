@@ -84,7 +84,7 @@ class Exported(unittest.TestCase):
 
     def test_export_covers_every_kind(self):
         kinds = {casefile.Case(c).kind for c in self.cases}
-        self.assertEqual(kinds, set(casefile.KINDS))
+        self.assertLessEqual(set(casefile.KINDS), kinds)  # a newer kind needs no entry here
 
     def test_cases_carry_their_kinds_columns(self):
         """case.json names its kind's columns (model/launch_kinds.h); the adapter's table of the
@@ -92,7 +92,8 @@ class Exported(unittest.TestCase):
         for case_dir in self.cases:
             case = casefile.Case(case_dir)
             self.assertIn("family", case.meta["launch"])
-            self.assertEqual(case.columns, casefile.LEGACY_KIND_COLUMNS[case.kind], case_dir)
+            if case.kind in casefile.LEGACY_KIND_COLUMNS:
+                self.assertEqual(case.columns, casefile.LEGACY_KIND_COLUMNS[case.kind], case_dir)
 
     def test_a_kind_is_launched_from_its_columns(self):
         """A case of a kind the adapter does not know by name runs from the columns it carries,
@@ -160,7 +161,7 @@ class Exported(unittest.TestCase):
             kernels = reference.select_variant(variant)
             found = []
             for i, case_dir in enumerate(self.cases):
-                if not launch.covers(kernels, casefile.Case(case_dir).kind):
+                if not launch.covers(kernels, casefile.Case(case_dir).columns):
                     continue  # the other table convention's cases
                 try:
                     case, expected, actual = self.run_on(case_dir, kernels,
