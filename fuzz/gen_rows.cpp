@@ -3,6 +3,7 @@
 
 #include "fuzz/gen_pick.h"
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 #include "model/prng.h"
 
 #include <algorithm>
@@ -11,7 +12,7 @@ namespace mc::fuzz::detail {
 namespace {
 
 using I32 = std::int32_t;
-using model::LaunchKind;
+using model::LaunchFamily;
 using model::SplitMix64;
 
 I32 cdiv32(I32 a, I32 b) {
@@ -169,9 +170,9 @@ std::vector<I32> pick_idx_mapping(I32 num_reqs, I32& num_slots) {
   return slots;
 }
 
-// The arrays kind reads, sized num_slots; V2 slots outside the batch hold stale values
+// The arrays the family reads, sized num_slots; V2 slots outside the batch hold stale values
 // that must survive the launch.
-void init_arrays(model::RequestArrays& r, LaunchKind kind, I32 num_slots) {
+void init_arrays(model::RequestArrays& r, LaunchFamily family, I32 num_slots) {
   SplitMix64 rng{pick_seed()};
   const auto stale = [&] {
     std::vector<I32> v(static_cast<std::size_t>(num_slots));
@@ -179,25 +180,21 @@ void init_arrays(model::RequestArrays& r, LaunchKind kind, I32 num_slots) {
       x = static_cast<I32>(rng.below(42)) - 1;
     return v;
   };
-  switch (kind) {
-  case LaunchKind::postprocess:
+  switch (family) {
+  case LaunchFamily::postprocess:
     r.num_accepted = r.state_idx = r.num_scheduled = r.num_computed = r.num_draft = stale();
     break;
-  case LaunchKind::postprocess_align:
-  case LaunchKind::postprocess_align_slot_tables:
+  case LaunchFamily::postprocess_align:
     r.num_accepted = stale();
     r.state_idx = stale();
     r.new_num_computed = stale();
     break;
-  case LaunchKind::precopy:
-  case LaunchKind::precopy_v1:
-  case LaunchKind::precopy_slot_tables:
-  case LaunchKind::batch_copy:
+  case LaunchFamily::precopy:
     r.state_idx = stale();
     r.src_col = stale();
     r.token_bias = stale();
     break;
-  case LaunchKind::preprocess_align:
+  case LaunchFamily::preprocess_align:
     r.state_idx = stale();
     r.num_computed = stale();
     r.num_accepted = stale();
@@ -212,7 +209,7 @@ RowShape fill_save_row(LaunchSpec& spec, const RowContext& ctx, std::size_t s) {
   const SaveRow row = pick_save_row(ctx);
   r.num_accepted[s] = row.a;
   r.state_idx[s] = row.state_idx;
-  if (spec.kind != LaunchKind::postprocess) {
+  if (model::launch_kind_info(spec.kind).family != LaunchFamily::postprocess) {
     r.new_num_computed[s] = row.running + row.a - 1;
     return row.shape;
   }
@@ -228,24 +225,24 @@ RowShape fill_save_row(LaunchSpec& spec, const RowContext& ctx, std::size_t s) {
 
 RowShape fill_row(LaunchSpec& spec, const RowContext& ctx, std::size_t s, I32& qlen) {
   model::RequestArrays& r = spec.requests;
-  switch (spec.kind) {
-  case LaunchKind::postprocess:
-  case LaunchKind::postprocess_align:
-  case LaunchKind::postprocess_align_slot_tables:
+  const model::LaunchKindInfo& info = model::launch_kind_info(spec.kind);
+  switch (info.family) {
+  case LaunchFamily::postprocess:
+  case LaunchFamily::postprocess_align:
     return fill_save_row(spec, ctx, s);
-  case LaunchKind::precopy:
-  case LaunchKind::precopy_v1:
-  case LaunchKind::precopy_slot_tables:
-  case LaunchKind::batch_copy: {
-    const bool zero_bias = spec.kind == LaunchKind::batch_copy && ctx.ds_conv;
-    const CopyRow row =
-        pick_copy_row(ctx, zero_bias ? 0 : ctx.num_spec, spec.kind == LaunchKind::precopy_v1);
+  case LaunchFamily::precopy: {
+    // A DS conv window shifted by a bias is no flat copy; maybe_force_unsupported draws it.
+    const bool copy_plan = info.work == model::LaunchWork::copy_plan;
+    // The V1 runner's fused pre-copy is handed rows staged by its own bookkeeping, which marks
+    // a row that copies nothing with src_col -1 and bias 0.
+    const bool v1_marks = !info.by_slot && !copy_plan;
+    const CopyRow row = pick_copy_row(ctx, copy_plan && ctx.ds_conv ? 0 : ctx.num_spec, v1_marks);
     r.src_col[s] = row.src_col;
     r.state_idx[s] = row.dst_col;
     r.token_bias[s] = row.bias;
     return row.shape;
   }
-  case LaunchKind::preprocess_align: {
+  case LaunchFamily::preprocess_align: {
     const PrepRow row = pick_prep_row(ctx);
     r.state_idx[s] = row.old_idx;
     r.num_computed[s] = row.computed;
@@ -257,11 +254,13 @@ RowShape fill_row(LaunchSpec& spec, const RowContext& ctx, std::size_t s, I32& q
   return {};
 }
 
-// batch_copy on a DS conv layout: sometimes one copying row gets bias > 0, which the
+// A copy plan (batch_copy) on a DS conv layout: sometimes one copying row gets bias > 0, which the
 // contract reports as unsupported (class E).
 void maybe_force_unsupported(LaunchSpec& spec, const RowContext& ctx,
                              std::vector<RowShape>& shapes) {
-  if (spec.kind != LaunchKind::batch_copy || !ctx.ds_conv || !pick_bool(35)) return;
+  if (model::launch_kind_info(spec.kind).work != model::LaunchWork::copy_plan || !ctx.ds_conv ||
+      !pick_bool(35))
+    return;
   std::vector<std::size_t> copying;
   for (std::size_t b = 0; b < shapes.size(); ++b)
     if (shapes[b].copies) copying.push_back(b);
@@ -284,8 +283,9 @@ std::vector<RowShape> table_row_shapes(const LaunchSpec& spec,
     r.mapped = pick_bool(50);
     if (r.mapped) r = window_shape(0, pick_int(0, 2));
   }
+  const std::vector<I32>& mapping = spec.requests.idx_mapping;
   for (std::size_t b = 0; b < batch_shapes.size(); ++b) {
-    const I32 slot = spec.requests.idx_mapping[b];
+    const I32 slot = mapping.empty() ? static_cast<I32>(b) : mapping[b]; // V1: the row's own
     if (slot >= 0) rows[static_cast<std::size_t>(slot)] = batch_shapes[b];
   }
   return rows;
@@ -309,7 +309,8 @@ std::vector<RowShape> pick_requests(LaunchSpec& spec, const RowContext& ctx) {
   r = {};
   spec.num_slots = n;
   if (model::uses_idx_mapping(spec.kind)) r.idx_mapping = pick_idx_mapping(n, spec.num_slots);
-  init_arrays(r, spec.kind, spec.num_slots);
+  const LaunchFamily family = model::launch_kind_info(spec.kind).family;
+  init_arrays(r, family, spec.num_slots);
   std::vector<RowShape> shapes(static_cast<std::size_t>(n));
   std::vector<I32> qlens(static_cast<std::size_t>(n), 0);
   for (I32 b = 0; b < n; ++b) {
@@ -323,8 +324,8 @@ std::vector<RowShape> pick_requests(LaunchSpec& spec, const RowContext& ctx) {
     shapes[bi] = fill_row(spec, ctx, static_cast<std::size_t>(slot), qlens[bi]);
   }
   maybe_force_unsupported(spec, ctx, shapes);
-  if (spec.kind == LaunchKind::postprocess) r.num_accepted_out = r.num_accepted;
-  if (spec.kind == LaunchKind::preprocess_align) {
+  if (family == LaunchFamily::postprocess) r.num_accepted_out = r.num_accepted;
+  if (family == LaunchFamily::preprocess_align) {
     r.query_start_loc.assign(1, 0);
     for (const I32 q : qlens)
       r.query_start_loc.push_back(r.query_start_loc.back() + q);

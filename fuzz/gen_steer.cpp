@@ -1,8 +1,11 @@
 // The kernel-level steer table (gen_steer.h).
 #include "fuzz/gen_steer.h"
 
+#include "model/launch_kinds.h"
+
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <vector>
 
 namespace mc::fuzz {
@@ -109,19 +112,32 @@ GenOptions slot_rows(GenOptions o) {
   return o;
 }
 
-constexpr std::array kTable = {
-    GenSteerRow{"launch-postprocess", "postprocess only", only_kind<LaunchKind::postprocess>},
-    GenSteerRow{"launch-postprocess_align", "postprocess_align only",
-                only_kind<LaunchKind::postprocess_align>},
-    GenSteerRow{"launch-precopy", "precopy only", only_kind<LaunchKind::precopy>},
-    GenSteerRow{"launch-preprocess_align", "preprocess_align only",
-                only_kind<LaunchKind::preprocess_align>},
-    GenSteerRow{"launch-batch_copy", "batch_copy only", only_kind<LaunchKind::batch_copy>},
-    GenSteerRow{"launch-precopy_v1", "precopy_v1 only", only_kind<LaunchKind::precopy_v1>},
-    GenSteerRow{"launch-postprocess_align_slot_tables", "postprocess_align_slot_tables only",
-                only_kind<LaunchKind::postprocess_align_slot_tables>},
-    GenSteerRow{"launch-precopy_slot_tables", "precopy_slot_tables only",
-                only_kind<LaunchKind::precopy_slot_tables>},
+// Text joined at compile time around a kind's name: the feature and draw of its row.
+template <std::size_t I, const std::string_view& Before, const std::string_view& After>
+struct KindText {
+  static constexpr std::string_view name = model::kLaunchKinds[I].name;
+  static constexpr auto chars = [] {
+    std::array<char, Before.size() + name.size() + After.size()> out{};
+    std::size_t n = 0;
+    for (const std::string_view part : {Before, name, After})
+      for (const char c : part)
+        out[n++] = c;
+    return out;
+  }();
+  static constexpr std::string_view text{chars.data(), chars.size()};
+};
+constexpr std::string_view kNoText;
+constexpr std::string_view kLaunchFeature = "launch-"; // model/coverage.h names them so
+constexpr std::string_view kOnly = " only";
+
+// The launch-KIND feature of every kind, in the table's order (the catalogue's).
+template <std::size_t... I> constexpr auto kind_rows(std::index_sequence<I...> /*kinds*/) {
+  return std::array{GenSteerRow{KindText<I, kLaunchFeature, kNoText>::text,
+                                KindText<I, kNoText, kOnly>::text,
+                                only_kind<model::kLaunchKinds[I].kind>}...};
+}
+
+constexpr std::array kRowFeatureRows = {
     GenSteerRow{"copy", "rows that copy", all_copy},
     GenSteerRow{"no-copy", "rows that copy nothing", no_copy},
     GenSteerRow{"same-block-shift", "same-column saves with drafts, aliased tables", same_block},
@@ -135,6 +151,18 @@ constexpr std::array kTable = {
     GenSteerRow{"shared-page", "the campaign's own", as_drawn},
     GenSteerRow{"slot-table-row", "the per-slot table kinds, rows that copy", slot_rows},
 };
+
+template <std::size_t N, std::size_t M>
+constexpr std::array<GenSteerRow, N + M> joined(const std::array<GenSteerRow, N>& a,
+                                                const std::array<GenSteerRow, M>& b) {
+  std::array<GenSteerRow, N + M> out{};
+  std::ranges::copy(a, out.begin());
+  std::ranges::copy(b, out.begin() + N);
+  return out;
+}
+
+constexpr auto kTable =
+    joined(kind_rows(std::make_index_sequence<model::kLaunchKinds.size()>{}), kRowFeatureRows);
 
 } // namespace
 

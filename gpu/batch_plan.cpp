@@ -66,7 +66,7 @@ model::CopyDecision copy_spec(const model::LaunchCase& c, const TensorDesc& d, s
 
 BatchPlan plan_batch_copy(const model::LaunchCase& c,
                           std::span<const std::uint64_t> arena_base_addrs) {
-  MC_ASSERT(c.kind == model::LaunchKind::batch_copy);
+  MC_ASSERT(runs_copy_plan(c.kind));
   const std::vector<TensorDesc> tensors = make_tensor_descs(c.layout, arena_base_addrs);
   const model::RequestArrays& r = c.requests;
   BatchPlan plan;

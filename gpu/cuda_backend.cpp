@@ -125,8 +125,8 @@ void run_fused_cuda(const model::LaunchCase& launch, Mutant mutant, const Device
   result.decisions = compact_decisions(records, launch.layout);
 }
 
-void run_batch_copy_cuda(const model::LaunchCase& launch, Mutant mutant,
-                         const DeviceArenas& arenas, model::LaunchResult& result) {
+void run_batch_copy_cuda(const model::LaunchCase& launch, Mutant mutant, const DeviceArenas& arenas,
+                         model::LaunchResult& result) {
   BatchPlan plan = plan_batch_copy(launch, arenas.arena_addrs);
   if (plan.unsupported) {
     result.status = model::LaunchStatus::unsupported;
@@ -170,7 +170,7 @@ bool cuda_context_usable() {
 
 void run_launch_cuda_in_place(const model::LaunchCase& launch, Mutant mutant,
                               const DeviceArenas& arenas, model::LaunchResult& result) {
-  if (launch.kind == model::LaunchKind::batch_copy) {
+  if (runs_copy_plan(launch.kind)) {
     run_batch_copy_cuda(launch, mutant, arenas, result);
   } else {
     run_fused_cuda(launch, mutant, arenas, result);

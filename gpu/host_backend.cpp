@@ -151,11 +151,11 @@ void run_launch_host_in_place(const model::LaunchCase& launch, Mutant mutant,
                               const HostArenas& arenas, model::LaunchResult& result) {
   // batch_copy plans its copies from the case's tables on the host: only the fused kernels
   // read tables, through the guarded copies.
-  const GuardedTables tables(launch.kind == model::LaunchKind::batch_copy ? model::BlockTables{}
-                                                                          : launch.block_tables);
+  const bool copy_plan = runs_copy_plan(launch.kind);
+  const GuardedTables tables(copy_plan ? model::BlockTables{} : launch.block_tables);
   model::AddressRangeScope buffers;
   register_case_buffers(buffers, launch, arenas, tables, result.requests);
-  if (launch.kind == model::LaunchKind::batch_copy) {
+  if (copy_plan) {
     run_batch_copy(launch, mutant, arenas, result);
   } else {
     run_fused_launch(launch, mutant, arenas, tables, result);

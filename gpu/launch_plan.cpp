@@ -2,28 +2,30 @@
 
 #include "gpu/kernels/batch_copy.cuh"
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 #include "model/metadata.h"
 
 namespace mc::gpu {
 
 KernelKind to_kernel_kind(model::LaunchKind kind) {
-  switch (kind) {
-  case model::LaunchKind::postprocess:
+  const model::LaunchKindInfo& info = model::launch_kind_info(kind);
+  MC_ASSERT(info.work == model::LaunchWork::batch_rows && "a copy plan has no fused kernel");
+  switch (info.family) {
+  case model::LaunchFamily::postprocess:
     return KernelKind::postprocess;
-  case model::LaunchKind::postprocess_align:
-  case model::LaunchKind::postprocess_align_slot_tables:
+  case model::LaunchFamily::postprocess_align:
     return KernelKind::postprocess_align;
-  case model::LaunchKind::precopy:
-  case model::LaunchKind::precopy_v1:
-  case model::LaunchKind::precopy_slot_tables:
+  case model::LaunchFamily::precopy:
     return KernelKind::precopy;
-  case model::LaunchKind::preprocess_align:
+  case model::LaunchFamily::preprocess_align:
     return KernelKind::preprocess_align;
-  case model::LaunchKind::batch_copy:
-    break;
   }
-  MC_ASSERT(false && "batch_copy has no fused kernel");
+  MC_ASSERT(false);
   return KernelKind::postprocess;
+}
+
+bool runs_copy_plan(model::LaunchKind kind) {
+  return model::launch_kind_info(kind).work == model::LaunchWork::copy_plan;
 }
 
 namespace {
@@ -105,8 +107,9 @@ FusedParams make_fused_params(const model::LaunchCase& launch, std::span<const T
 model::RequestArrays prepare_request_arrays(const model::LaunchCase& launch) {
   model::RequestArrays arrays = launch.requests;
   const auto slots = static_cast<std::size_t>(launch.num_slots);
-  if (launch.kind == model::LaunchKind::postprocess) arrays.num_accepted_out = arrays.num_accepted;
-  if (launch.kind == model::LaunchKind::preprocess_align) {
+  const model::LaunchFamily family = model::launch_kind_info(launch.kind).family;
+  if (family == model::LaunchFamily::postprocess) arrays.num_accepted_out = arrays.num_accepted;
+  if (family == model::LaunchFamily::preprocess_align) {
     if (arrays.src_col.empty()) arrays.src_col.assign(slots, 0);
     if (arrays.token_bias.empty()) arrays.token_bias.assign(slots, 0);
   }

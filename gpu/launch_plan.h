@@ -15,7 +15,11 @@
 
 namespace mc::gpu {
 
-KernelKind to_kernel_kind(model::LaunchKind kind); // not for batch_copy
+KernelKind to_kernel_kind(model::LaunchKind kind); // not for a copy plan
+
+// Whether the kind's copies are a flat list planned on the host (model::LaunchWork::copy_plan,
+// V1's batch_copy) rather than decided by the fused kernels.
+bool runs_copy_plan(model::LaunchKind kind);
 
 // Descriptors of every state tensor, with `arena_base_addrs[i]` the address of arena i.
 std::vector<TensorDesc> make_tensor_descs(const model::Layout& layout,

@@ -13,7 +13,6 @@ namespace mc::gpu {
 namespace {
 
 using model::fail_input;
-using model::LaunchKind;
 
 // The grid and the active-row segments are sized for at most kRowsMax rows.
 void validate_row_count(const model::LaunchCase& c) {
@@ -66,7 +65,8 @@ void check_column(const model::LaunchCase& c, std::int32_t b, std::int32_t row, 
 } // namespace
 
 void validate_fused_copies(const model::LaunchCase& c) {
-  if (c.kind == LaunchKind::preprocess_align || c.kind == LaunchKind::batch_copy) return;
+  const model::LaunchKindInfo& info = model::launch_kind_info(c.kind);
+  if (!info.moves_state || info.work == model::LaunchWork::copy_plan) return;
   model::RequestArrays arrays = prepare_request_arrays(c);
   std::vector<TensorDesc> tensors =
       make_tensor_descs(c.layout, std::vector<std::uint64_t>(c.layout.arenas.size(), 0));

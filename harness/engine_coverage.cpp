@@ -2,6 +2,7 @@
 #include "harness/engine_coverage.h"
 
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 
 namespace mc::harness {
 namespace {
@@ -43,7 +44,8 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
                                     .after = &l.requests,
                                     .decisions = l.decisions});
     // The slots of a V2 step, once: preprocess_align is its first launch and maps every row.
-    if (l.kind == model::LaunchKind::preprocess_align) count_slots(step, l);
+    if (model::launch_kind_info(l.kind).family == model::LaunchFamily::preprocess_align)
+      count_slots(step, l);
     // One row keeps its place in any gather: two or more rows differ in order.
     if (l.deferred && step.scheduled.size() >= 2) coverage_.add("deferred-postprocess-reordered");
   }

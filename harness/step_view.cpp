@@ -2,6 +2,7 @@
 #include "harness/step_view.h"
 
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 
 #include <fmt/format.h>
 
@@ -10,14 +11,19 @@
 namespace mc::harness {
 namespace {
 
+// A launch that copies state before the forward (pre_copy) or after it (post_copy); the
+// pre-step bookkeeping copies nothing.
+bool copies_in(model::LaunchKind kind, model::LaunchPhase phase) {
+  const model::LaunchKindInfo& info = model::launch_kind_info(kind);
+  return info.moves_state && info.phase == phase;
+}
+
 bool is_pre_step(model::LaunchKind kind) {
-  using enum model::LaunchKind;
-  return kind == precopy || kind == batch_copy || kind == precopy_v1 || kind == precopy_slot_tables;
+  return copies_in(kind, model::LaunchPhase::pre_step);
 }
 
 bool is_post_step(model::LaunchKind kind) {
-  using enum model::LaunchKind;
-  return kind == postprocess || kind == postprocess_align || kind == postprocess_align_slot_tables;
+  return copies_in(kind, model::LaunchPhase::post_step);
 }
 
 // The copy of batch row `row` in a launch: its columns and bias, and how many states it moved.

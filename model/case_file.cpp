@@ -416,6 +416,37 @@ Layout parse_layout(const Field& root) {
 }
 
 // ---------------------------------------------------------------------------------------
+// The kind's columns (launch_kinds.h), written next to its name so that a reader elsewhere (the
+// Python adapter) takes them from the case instead of keeping its own table of kinds.
+
+json kind_columns_json(LaunchKind kind) {
+  const LaunchKindInfo& info = launch_kind_info(kind);
+  json inputs = json::array();
+  for (std::size_t i = 0; i < kArrayFields.size(); ++i)
+    if (must_come_in(info.arrays[i])) inputs.push_back(kArrayFields[i].name);
+  return {{"family", to_string(info.family)},
+          {"phase", to_string(info.phase)},
+          {"slots", info.by_slot ? "idx_mapping" : "batch_row"},
+          {"table_rows", info.tables_by_slot ? "slot" : "batch_row"},
+          {"moves_state", info.moves_state},
+          {"work", to_string(info.work)},
+          {"inputs", std::move(inputs)}};
+}
+
+// A case that carries the columns must carry this build's: one written with another table of
+// kinds is refused, not read with this one's. A case without them predates them.
+void check_kind_columns(const Field& launch, LaunchKind kind) {
+  if (!launch.has("family")) return;
+  const json want = kind_columns_json(kind);
+  for (const auto& [key, value] : want.items()) {
+    const Field got = launch[key];
+    if (got.value().dump() != value.dump())
+      got.fail("{}, but {} has {} (model/launch_kinds.h)", got.value().dump(), to_string(kind),
+               value.dump());
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // case.json without the arrays: what both load_case and the result functions need.
 
 struct CaseHeader {
@@ -485,6 +516,7 @@ void parse_launch(const Field& n, CaseHeader& h) {
   };
   if (!uses_idx_mapping(h.kind) && has("idx_mapping"))
     arrays.fail("{} indexes by request row and takes no idx_mapping", to_string(h.kind));
+  check_kind_columns(n, h.kind);
   if (h.num_reqs == 0) return; // an empty launch reads nothing
   const LaunchKindInfo& info = launch_kind_info(h.kind);
   for (std::size_t i = 0; i < kArrayFields.size(); ++i)
@@ -627,14 +659,15 @@ void save_case(const LaunchCase& launch_case, const std::filesystem::path& dir) 
   const json arrays = write_arrays(dir, launch_case.requests);
   write_arenas(dir, launch_case.layout, launch_case.arenas);
   const BlockTable& first = tables.groups.front();
-  const json launch = {{"kind", to_string(launch_case.kind)},
-                       {"num_reqs", launch_case.num_reqs},
-                       {"num_slots", launch_case.num_slots},
-                       {"block_table",
-                        {{"num_rows", first.num_rows},
-                         {"row_width", first.row_width},
-                         {"row_stride", first.row_stride}}},
-                       {"arrays", arrays}};
+  json launch = {{"kind", to_string(launch_case.kind)}};
+  launch.update(kind_columns_json(launch_case.kind));
+  launch.update(json{{"num_reqs", launch_case.num_reqs},
+                     {"num_slots", launch_case.num_slots},
+                     {"block_table",
+                      {{"num_rows", first.num_rows},
+                       {"row_width", first.row_width},
+                       {"row_stride", first.row_stride}}},
+                     {"arrays", arrays}});
   // case.json last: a directory whose writing was cut short does not load.
   write_json(dir / "case.json", {{"format", kCaseFormatName},
                                  {"version", kCaseFormatVersion},

@@ -2,6 +2,7 @@
 #include "model/launch_features.h"
 
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 
 #include <algorithm>
 
@@ -59,12 +60,12 @@ bool row_has_pad(const BlockTables& tables, std::int32_t b) {
   return false;
 }
 
-// V1's postprocess writes the reset to num_accepted_out; the V2 kinds reset num_accepted in
-// place.
+// V1's postprocess family writes the reset to num_accepted_out; the V2 kinds reset num_accepted
+// in place.
 bool resets_accepted(LaunchKind kind, const RequestArrays& before, const RequestArrays& after,
                      std::int32_t slot) {
   const std::int32_t a_before = entry(before.num_accepted, slot);
-  if (kind == LaunchKind::postprocess)
+  if (launch_kind_info(kind).family == LaunchFamily::postprocess)
     return !after.num_accepted_out.empty() && entry(after.num_accepted_out, slot) != a_before;
   return entry(after.num_accepted, slot) != a_before;
 }

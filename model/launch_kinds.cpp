@@ -112,6 +112,29 @@ std::string block_table_array_name(std::size_t group) {
   return fmt::format("block_table_{}", group);
 }
 
+std::string_view to_string(LaunchFamily family) {
+  switch (family) {
+  case LaunchFamily::postprocess:
+    return "postprocess";
+  case LaunchFamily::postprocess_align:
+    return "postprocess_align";
+  case LaunchFamily::precopy:
+    return "precopy";
+  case LaunchFamily::preprocess_align:
+    return "preprocess_align";
+  }
+  MC_ASSERT(false);
+  return {};
+}
+
+std::string_view to_string(LaunchPhase phase) {
+  return phase == LaunchPhase::pre_step ? "pre_step" : "post_step";
+}
+
+std::string_view to_string(LaunchWork work) {
+  return work == LaunchWork::batch_rows ? "batch_rows" : "copy_plan";
+}
+
 const LaunchKindInfo& launch_kind_info(LaunchKind kind) {
   for (const LaunchKindInfo& info : kLaunchKinds)
     if (info.kind == kind) return info;

@@ -1,12 +1,17 @@
-// Each launch kind described once, as data: how it indexes, which per-request arrays it reads
-// and writes, whether it moves state, and the shape of its work. model/LAUNCH_KINDS.md is the
-// prose; this table is what code walks. The shape checks every consumer makes before it
-// decides anything (arenas, block tables, idx_mapping, array lengths) are written here once,
-// from the table, so the oracle, the kernels' launcher and the case files agree on what a
-// well-formed case is. What a kind decides stays with each side (DESIGN.md, the two walls).
+// Each launch kind described once, as data: what it decides (its family), when the runner
+// launches it (its phase), how it indexes, which per-request arrays it reads and writes, whether
+// it moves state, and the shape of its work. model/LAUNCH_KINDS.md is the prose; this table is
+// what code walks. The shape checks every consumer makes before it decides anything (arenas,
+// block tables, idx_mapping, array lengths) are written here once, from the table, so the
+// oracle, the kernels' launcher and the case files agree on what a well-formed case is. What a
+// family decides stays with each side (DESIGN.md, the two walls): the oracle and the kernels'
+// launcher each pick their own decision from the family and the other columns, never from a
+// list of kinds.
 //
-// A new launch kind adds an enum value (launch.h), one row of kLaunchKinds, its decision in
-// oracle/kinds.cpp and in gpu/kernels, and its generator in fuzz/gen_launch.cpp.
+// A kind that varies an existing one (its indexing, its tables, its unit of work) is an enum
+// value (launch.h), one row here and its launch-KIND coverage feature (model/coverage.cpp); only
+// a new family, or a column a side does not read yet, needs decision code: in oracle/kinds.cpp,
+// in gpu/kernels and in the generator (fuzz/gen_rows.cpp).
 #pragma once
 
 #include "model/launch.h"
@@ -18,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,9 +71,29 @@ enum class LaunchWork : std::uint8_t {
   copy_plan,  // a flat list of copies planned on the host from the rows (V1 batch_copy)
 };
 
+// The decision a kind makes, named for the kind that first made it (LAUNCH_KINDS.md, one
+// section each). Kinds of one family decide the same from the same arrays; they differ in the
+// other columns only.
+enum class LaunchFamily : std::uint8_t {
+  postprocess,       // V1 save: running = computed + scheduled - drafts; reset to num_accepted_out
+  postprocess_align, // V2 save: running = new_num_computed - a + 1; reset in place
+  precopy,           // pre-step copy: src_col -> state_idx with token_bias
+  preprocess_align,  // V2 bookkeeping: src_col, token_bias, new state_idx; copies nothing
+};
+
+// When the runner launches the kind within an engine step: before the forward (bookkeeping and
+// the copy of the state the forward reads) or after it (the save of the state it wrote).
+enum class LaunchPhase : std::uint8_t { pre_step, post_step };
+
+std::string_view to_string(LaunchFamily family);
+std::string_view to_string(LaunchPhase phase);
+std::string_view to_string(LaunchWork work);
+
 struct LaunchKindInfo {
   LaunchKind kind;
   std::string_view name;
+  LaunchFamily family;
+  LaunchPhase phase;
   // V2 kinds: arrays by slot, idx_mapping[batch row] = slot (-1 skips the row); V1 kinds:
   // slot = batch row, idx_mapping empty and num_slots == num_reqs.
   bool by_slot;
@@ -90,35 +116,102 @@ inline constexpr std::array<ArrayUse, kRequestArrays.size()> kPrecopyV2Arrays{
     read, unused, read, unused, unused, unused, unused, unused, read, read, unused};
 inline constexpr std::array<ArrayUse, kRequestArrays.size()> kPrecopyV1Arrays{
     unused, unused, read, unused, unused, unused, unused, unused, read, read, unused};
-inline constexpr std::array<LaunchKindInfo, 8> kLaunchKinds{{
-    {LaunchKind::postprocess,
-     "postprocess",
-     false,
-     false,
-     true,
-     LaunchWork::batch_rows,
-     {unused, read, read, read, read, read, unused, unused, unused, unused, written_or_empty}},
-    {LaunchKind::postprocess_align, "postprocess_align", true, false, true, LaunchWork::batch_rows,
-     kSaveV2Arrays},
-    {LaunchKind::precopy, "precopy", true, false, true, LaunchWork::batch_rows, kPrecopyV2Arrays},
-    {LaunchKind::preprocess_align,
-     "preprocess_align",
-     true,
-     false,
-     false,
-     LaunchWork::batch_rows,
-     {read, updated, updated, unused, read, unused, unused, read, written, written, unused}},
-    {LaunchKind::batch_copy, "batch_copy", false, false, true, LaunchWork::copy_plan,
-     kPrecopyV1Arrays},
-    {LaunchKind::precopy_v1, "precopy_v1", false, false, true, LaunchWork::batch_rows,
-     kPrecopyV1Arrays},
-    {LaunchKind::postprocess_align_slot_tables, "postprocess_align_slot_tables", true, true, true,
-     LaunchWork::batch_rows, kSaveV2Arrays},
-    {LaunchKind::precopy_slot_tables, "precopy_slot_tables", true, true, true,
-     LaunchWork::batch_rows, kPrecopyV2Arrays},
-}};
+inline constexpr auto kLaunchKinds = std::to_array<LaunchKindInfo>({
+    {.kind = LaunchKind::postprocess,
+     .name = "postprocess",
+     .family = LaunchFamily::postprocess,
+     .phase = LaunchPhase::post_step,
+     .by_slot = false,
+     .tables_by_slot = false,
+     .moves_state = true,
+     .work = LaunchWork::batch_rows,
+     .arrays = {unused, read, read, read, read, read, unused, unused, unused, unused,
+                written_or_empty}},
+    {.kind = LaunchKind::postprocess_align,
+     .name = "postprocess_align",
+     .family = LaunchFamily::postprocess_align,
+     .phase = LaunchPhase::post_step,
+     .by_slot = true,
+     .tables_by_slot = false,
+     .moves_state = true,
+     .work = LaunchWork::batch_rows,
+     .arrays = kSaveV2Arrays},
+    {.kind = LaunchKind::precopy,
+     .name = "precopy",
+     .family = LaunchFamily::precopy,
+     .phase = LaunchPhase::pre_step,
+     .by_slot = true,
+     .tables_by_slot = false,
+     .moves_state = true,
+     .work = LaunchWork::batch_rows,
+     .arrays = kPrecopyV2Arrays},
+    {.kind = LaunchKind::preprocess_align,
+     .name = "preprocess_align",
+     .family = LaunchFamily::preprocess_align,
+     .phase = LaunchPhase::pre_step,
+     .by_slot = true,
+     .tables_by_slot = false,
+     .moves_state = false,
+     .work = LaunchWork::batch_rows,
+     .arrays = {read, updated, updated, unused, read, unused, unused, read, written, written,
+                unused}},
+    {.kind = LaunchKind::batch_copy,
+     .name = "batch_copy",
+     .family = LaunchFamily::precopy,
+     .phase = LaunchPhase::pre_step,
+     .by_slot = false,
+     .tables_by_slot = false,
+     .moves_state = true,
+     .work = LaunchWork::copy_plan,
+     .arrays = kPrecopyV1Arrays},
+    {.kind = LaunchKind::precopy_v1,
+     .name = "precopy_v1",
+     .family = LaunchFamily::precopy,
+     .phase = LaunchPhase::pre_step,
+     .by_slot = false,
+     .tables_by_slot = false,
+     .moves_state = true,
+     .work = LaunchWork::batch_rows,
+     .arrays = kPrecopyV1Arrays},
+    {.kind = LaunchKind::postprocess_align_slot_tables,
+     .name = "postprocess_align_slot_tables",
+     .family = LaunchFamily::postprocess_align,
+     .phase = LaunchPhase::post_step,
+     .by_slot = true,
+     .tables_by_slot = true,
+     .moves_state = true,
+     .work = LaunchWork::batch_rows,
+     .arrays = kSaveV2Arrays},
+    {.kind = LaunchKind::precopy_slot_tables,
+     .name = "precopy_slot_tables",
+     .family = LaunchFamily::precopy,
+     .phase = LaunchPhase::pre_step,
+     .by_slot = true,
+     .tables_by_slot = true,
+     .moves_state = true,
+     .work = LaunchWork::batch_rows,
+     .arrays = kPrecopyV2Arrays},
+});
 } // namespace launch_kind_detail
 using launch_kind_detail::kLaunchKinds;
+
+// The table is kAllLaunchKinds row for row (names are parsed and kinds walked through both),
+// and its columns agree with each other.
+constexpr bool launch_kind_table_consistent() {
+  if (kLaunchKinds.size() != std::size(kAllLaunchKinds)) return false;
+  for (std::size_t k = 0; k < kLaunchKinds.size(); ++k) {
+    const LaunchKindInfo& info = kLaunchKinds[k];
+    if (info.kind != kAllLaunchKinds[k]) return false;
+    // idx_mapping is read exactly by the kinds that index by slot.
+    if ((info.arrays[0] == ArrayUse::read) != info.by_slot) return false;
+    // Bookkeeping is the one family that moves no state.
+    if (info.moves_state == (info.family == LaunchFamily::preprocess_align)) return false;
+    // A host copy plan is a way to make pre-step copies, not another decision.
+    if (info.work == LaunchWork::copy_plan && info.family != LaunchFamily::precopy) return false;
+  }
+  return true;
+}
+static_assert(launch_kind_table_consistent());
 
 const LaunchKindInfo& launch_kind_info(LaunchKind kind);
 

@@ -20,23 +20,20 @@
 namespace mc::oracle {
 namespace {
 
-// The row copies a kind decides; its outputs are written into `requests`.
+// The row copies a kind decides, from its family; its outputs are written into `requests`.
 std::vector<RowCopy> decide(const model::LaunchCase& launch_case, model::RequestArrays& requests) {
-  switch (launch_case.kind) {
-  case model::LaunchKind::postprocess:
+  const model::LaunchKindInfo& info = model::launch_kind_info(launch_case.kind);
+  switch (info.family) {
+  case model::LaunchFamily::postprocess:
     return decide_postprocess(launch_case, requests);
-  case model::LaunchKind::postprocess_align:
-  case model::LaunchKind::postprocess_align_slot_tables:
+  case model::LaunchFamily::postprocess_align:
     return decide_postprocess_align(launch_case, requests);
-  case model::LaunchKind::precopy:
-  case model::LaunchKind::precopy_v1:
-  case model::LaunchKind::precopy_slot_tables:
-    return decide_precopy(launch_case);
-  case model::LaunchKind::preprocess_align:
+  case model::LaunchFamily::precopy:
+    return info.work == model::LaunchWork::copy_plan ? decide_batch_copy(launch_case)
+                                                     : decide_precopy(launch_case);
+  case model::LaunchFamily::preprocess_align:
     decide_preprocess_align(launch_case, requests);
     return {};
-  case model::LaunchKind::batch_copy:
-    return decide_batch_copy(launch_case);
   }
   MC_ASSERT(false);
   return {};
@@ -46,16 +43,16 @@ std::vector<RowCopy> decide(const model::LaunchCase& launch_case, model::Request
 // bias is one region per dim row, which the seed cannot express (NotImplementedError,
 // class E). The first such decision, named, or nothing.
 std::optional<std::string>
-flat_copy_unsupported(const model::Layout& layout,
+flat_copy_unsupported(model::LaunchKind kind, const model::Layout& layout,
                       const std::vector<model::CopyDecision>& decisions) {
   for (const model::CopyDecision& d : decisions) {
     const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(d.tensor)];
     if (t.kind() == model::StateKind::conv && t.conv_layout == model::ConvLayout::DS &&
         d.token_bias > 0)
-      return fmt::format("batch_copy: {}, {}: a DS conv state with token bias {} is not one flat "
-                         "copy (the seed raises NotImplementedError)",
-                         describe_row(d.batch_row, d.slot), describe_tensor(layout, d.tensor),
-                         d.token_bias);
+      return fmt::format("{}: {}, {}: a DS conv state with token bias {} is not one flat copy "
+                         "(the seed raises NotImplementedError)",
+                         model::to_string(kind), describe_row(d.batch_row, d.slot),
+                         describe_tensor(layout, d.tensor), d.token_bias);
   }
   return std::nullopt;
 }
@@ -80,8 +77,9 @@ model::LaunchResult run_launch_in_place(model::LaunchCase& launch_case) {
   std::vector<model::CopyDecision> decisions = plan_copies(launch_case, row_copies);
   validate_no_overlap(launch_case.layout, decisions);
   model::LaunchResult result;
-  if (launch_case.kind == model::LaunchKind::batch_copy) {
-    if (std::optional<std::string> reason = flat_copy_unsupported(launch_case.layout, decisions)) {
+  if (model::launch_kind_info(launch_case.kind).work == model::LaunchWork::copy_plan) {
+    if (std::optional<std::string> reason =
+            flat_copy_unsupported(launch_case.kind, launch_case.layout, decisions)) {
       result.status = model::LaunchStatus::unsupported;
       result.unsupported_reason = std::move(*reason);
       return result; // nothing copied, no decision recorded, arrays as they came in

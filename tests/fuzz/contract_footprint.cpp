@@ -2,6 +2,7 @@
 #include "contract_footprint.h"
 
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 
 #include <fmt/format.h>
 
@@ -12,17 +13,14 @@ namespace mc::fuzz::testing {
 namespace {
 
 using I32 = std::int32_t;
-using model::LaunchKind;
+using model::LaunchFamily;
 
 I32 slot_of(const model::LaunchCase& c, I32 b) {
   return c.requests.idx_mapping.empty() ? b : c.requests.idx_mapping[static_cast<std::size_t>(b)];
 }
 
 I32 table_row_of(const model::LaunchCase& c, I32 b, I32 s) {
-  return c.kind == LaunchKind::postprocess_align_slot_tables ||
-                 c.kind == LaunchKind::precopy_slot_tables
-             ? s
-             : b;
+  return model::tables_by_slot(c.kind) ? s : b;
 }
 
 // postprocess and postprocess_align share the decision once running/new are known.
@@ -54,37 +52,35 @@ Footprint contract_footprint(const model::LaunchCase& c) {
   Footprint f;
   const model::RequestArrays& r = c.requests;
   const I32 B = c.layout.config.mamba_block_size;
+  const model::LaunchKindInfo& info = model::launch_kind_info(c.kind);
   for (I32 b = 0; b < c.num_reqs; ++b) {
     const I32 s = slot_of(c, b);
     if (s < 0) continue;
     const auto i = static_cast<std::size_t>(s);
-    switch (c.kind) {
-    case LaunchKind::postprocess:
+    switch (info.family) {
+    case LaunchFamily::postprocess:
       save_decision(f, b, s, b,
                     std::int64_t{r.num_computed[i]} + r.num_scheduled[i] - r.num_draft[i],
                     r.num_accepted[i], r.state_idx[i], B);
       break;
-    case LaunchKind::postprocess_align:
-    case LaunchKind::postprocess_align_slot_tables:
+    case LaunchFamily::postprocess_align:
       save_decision(f, b, s, table_row_of(c, b, s),
                     std::int64_t{r.new_num_computed[i]} - r.num_accepted[i] + 1, r.num_accepted[i],
                     r.state_idx[i], B);
       break;
-    case LaunchKind::precopy:
-    case LaunchKind::precopy_v1:
-    case LaunchKind::precopy_slot_tables:
-    case LaunchKind::batch_copy:
+    case LaunchFamily::precopy:
       if (r.src_col[i] >= 0 && r.src_col[i] != r.state_idx[i]) {
         f.copies.push_back(
             {b, s, table_row_of(c, b, s), r.src_col[i], r.state_idx[i], r.token_bias[i]});
         ++f.crossing_rows;
-        if (c.kind == LaunchKind::batch_copy && r.token_bias[i] > 0 && has_ds_conv(c.layout))
+        if (info.work == model::LaunchWork::copy_plan && r.token_bias[i] > 0 &&
+            has_ds_conv(c.layout))
           f.unsupported = true;
       } else {
         ++f.steady_rows;
       }
       break;
-    case LaunchKind::preprocess_align: {
+    case LaunchFamily::preprocess_align: {
       const std::int64_t qlen = r.query_start_loc[static_cast<std::size_t>(b) + 1] -
                                 r.query_start_loc[static_cast<std::size_t>(b)];
       const std::int64_t next = model::cdiv(r.num_computed[i] + qlen, B) - 1;

@@ -1,6 +1,8 @@
 // The validity rules of model/LAUNCH_KINDS.md, checked from the arrays and tables.
 #include "contract_footprint.h"
 
+#include "model/launch_kinds.h"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -11,27 +13,23 @@ namespace mc::fuzz::testing {
 namespace {
 
 using I32 = std::int32_t;
-using model::LaunchKind;
+using model::LaunchFamily;
 using Arrays = std::vector<std::pair<const char*, const std::vector<I32>*>>;
 
 Arrays slot_arrays(const model::LaunchCase& c) {
   const model::RequestArrays& r = c.requests;
-  switch (c.kind) {
-  case LaunchKind::postprocess:
+  switch (model::launch_kind_info(c.kind).family) {
+  case LaunchFamily::postprocess:
     return {{"num_accepted", &r.num_accepted},   {"state_idx", &r.state_idx},
             {"num_scheduled", &r.num_scheduled}, {"num_computed", &r.num_computed},
             {"num_draft", &r.num_draft},         {"num_accepted_out", &r.num_accepted_out}};
-  case LaunchKind::postprocess_align:
-  case LaunchKind::postprocess_align_slot_tables:
+  case LaunchFamily::postprocess_align:
     return {{"num_accepted", &r.num_accepted},
             {"state_idx", &r.state_idx},
             {"new_num_computed", &r.new_num_computed}};
-  case LaunchKind::precopy:
-  case LaunchKind::precopy_v1:
-  case LaunchKind::precopy_slot_tables:
-  case LaunchKind::batch_copy:
+  case LaunchFamily::precopy:
     return {{"state_idx", &r.state_idx}, {"src_col", &r.src_col}, {"token_bias", &r.token_bias}};
-  case LaunchKind::preprocess_align:
+  case LaunchFamily::preprocess_align:
     return {{"state_idx", &r.state_idx},
             {"num_computed", &r.num_computed},
             {"num_accepted", &r.num_accepted},
@@ -57,7 +55,7 @@ std::optional<std::string> check_arrays(const model::LaunchCase& c) {
     if (s < 0 || s >= c.num_slots) return fmt::format("idx_mapping entry {} out of range", s);
     if (!seen.insert(s).second) return fmt::format("idx_mapping maps two rows to slot {}", s);
   }
-  if (c.kind == LaunchKind::preprocess_align) {
+  if (model::launch_kind_info(c.kind).family == LaunchFamily::preprocess_align) {
     const auto& q = c.requests.query_start_loc;
     if (static_cast<I32>(q.size()) != c.num_reqs + 1) return "query_start_loc length";
     for (std::size_t i = 1; i < q.size(); ++i)
@@ -70,9 +68,7 @@ std::optional<std::string> check_tables(const model::LaunchCase& c) {
   const auto& groups = c.block_tables.groups;
   if (static_cast<I32>(groups.size()) != c.layout.num_groups()) return "one table per group";
   // The generator gives per-slot tables one row per slot, the others one per batch row.
-  const bool by_slot = c.kind == LaunchKind::postprocess_align_slot_tables ||
-                       c.kind == LaunchKind::precopy_slot_tables;
-  const I32 rows = by_slot ? c.num_slots : c.num_reqs;
+  const I32 rows = model::tables_by_slot(c.kind) ? c.num_slots : c.num_reqs;
   for (const model::BlockTable& t : groups) {
     if (t.num_rows != rows) return fmt::format("table rows {} != {}", t.num_rows, rows);
     if (t.row_width != groups[0].row_width || t.row_stride != groups[0].row_stride)

@@ -3,6 +3,7 @@
 // one line naming the file and the field.
 #include "model/case_file.h"
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 #include "model/npy.h"
 #include "tests/model/case_fixtures.h"
 #include "tests/model/temp_dir.h"
@@ -157,6 +158,14 @@ TEST(CaseFile, CaseJsonHoldsWhatPythonReadersNeed) {
   EXPECT_EQ(j["version"], 1);
   EXPECT_EQ(j["config"]["conv_layout"], "DS");
   EXPECT_EQ(j["launch"]["kind"], "precopy");
+  // The kind's columns, so that a reader needs no table of kinds of its own.
+  EXPECT_EQ(j["launch"]["family"], "precopy");
+  EXPECT_EQ(j["launch"]["phase"], "pre_step");
+  EXPECT_EQ(j["launch"]["slots"], "idx_mapping");
+  EXPECT_EQ(j["launch"]["table_rows"], "batch_row");
+  EXPECT_EQ(j["launch"]["moves_state"], true);
+  EXPECT_EQ(j["launch"]["work"], "batch_rows");
+  EXPECT_EQ(j["launch"]["inputs"], json({"idx_mapping", "state_idx", "src_col", "token_bias"}));
   EXPECT_EQ(j["launch"]["block_table"]["row_stride"], 8);
   EXPECT_EQ(j["launch"]["arrays"], json({"idx_mapping", "state_idx", "src_col", "token_bias"}));
   ASSERT_EQ(j["layout"]["tensors"].size(), c.layout.tensors.size());
@@ -171,6 +180,29 @@ TEST(CaseFile, CaseJsonHoldsWhatPythonReadersNeed) {
   const NpyHeader arena = read_npy_header(tmp.path() / "arena_6.npy", NpyDtype::uint8);
   EXPECT_EQ(arena.shape, (std::vector<std::int64_t>{c.layout.arenas[6].num_blocks,
                                                     c.layout.arenas[6].page_bytes}));
+}
+
+TEST(CaseFile, EveryKindWritesItsColumnsAndACaseWithoutThemStillLoads) {
+  TempDir tmp;
+  std::uint32_t seed = 11;
+  for (const LaunchKindInfo& info : kLaunchKinds) {
+    SCOPED_TRACE(info.name);
+    const fs::path dir = tmp.path() / std::string(info.name);
+    const LaunchCase c = make_case("tiny-mamba2", ConvLayout::SD, info.kind, ++seed);
+    save_case(c, dir);
+    const json launch = read_json(dir / "case.json")["launch"];
+    EXPECT_EQ(launch["family"], std::string(to_string(info.family)));
+    EXPECT_EQ(launch["phase"], std::string(to_string(info.phase)));
+    EXPECT_EQ(launch["table_rows"], info.tables_by_slot ? "slot" : "batch_row");
+    EXPECT_EQ(launch["work"], std::string(to_string(info.work)));
+    // A case written before the columns were carried.
+    edit_json(dir / "case.json", [](json& j) {
+      for (const char* column :
+           {"family", "phase", "slots", "table_rows", "moves_state", "work", "inputs"})
+        j["launch"].erase(column);
+    });
+    expect_same_case(load_case(dir), c);
+  }
 }
 
 TEST(CaseFile, SavingACaseDropsAStaleResult) {
@@ -445,6 +477,10 @@ std::vector<Malformed> malformed_cases() {
        ": launch.block_table.row_stride: 4 is less than row_width 6"},
       {"too few rows", edit([](json& j) { j["launch"]["block_table"]["num_rows"] = 2; }),
        "case.json", ": launch.block_table.num_rows: 2 rows, fewer than the 3 batch rows"},
+      {"column of another kind", edit([](json& j) { j["launch"]["table_rows"] = "slot"; }),
+       "case.json", R"(: launch.table_rows: "slot", but precopy has "batch_row")"},
+      {"one column missing", edit([](json& j) { j["launch"].erase("work"); }), "case.json",
+       ": launch.work: missing"},
       {"v1 kind with slots", edit([](json& j) { j["launch"]["kind"] = "batch_copy"; }), "case.json",
        ": launch.num_slots: 5, but batch_copy indexes by request row"},
       // The result directory.

@@ -1,6 +1,7 @@
 #include "tests/model/case_fixtures.h"
 
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 #include "model/presets.h"
 
 #include <algorithm>
@@ -56,29 +57,34 @@ std::vector<std::int32_t> values(std::int32_t n, std::int32_t first, std::int32_
 RequestArrays make_arrays(LaunchKind kind, std::int32_t num_slots) {
   RequestArrays a;
   const std::int32_t n = num_slots;
-  switch (kind) {
-  case LaunchKind::postprocess:
+  const LaunchKindInfo& info = launch_kind_info(kind);
+  switch (info.family) {
+  case LaunchFamily::postprocess:
     a.num_accepted = {1, 2, 3};
     a.state_idx = {0, 1, 2};
     a.num_scheduled = {3, 3, 4};
     a.num_computed = {4, 8, 6};
     a.num_draft = {2, 2, 2};
     break;
-  case LaunchKind::postprocess_align:
-  case LaunchKind::postprocess_align_slot_tables:
+  case LaunchFamily::postprocess_align:
     a.idx_mapping = {3, -1, 0};
     a.num_accepted = values(n, 1, 1);
     a.state_idx = values(n, 0, 1);
     a.new_num_computed = values(n, 7, 3);
     break;
-  case LaunchKind::precopy:
-  case LaunchKind::precopy_slot_tables:
+  case LaunchFamily::precopy:
+    if (!info.by_slot) {
+      a.src_col = {0, -1, 2};
+      a.state_idx = {1, 1, 2};
+      a.token_bias = {1, 0, 0};
+      break;
+    }
     a.idx_mapping = {3, -1, 0};
     a.state_idx = {3, 0, 0, 2, 4};  // slot 0 copies col 1 -> 3 (bias 1), slot 3 col 0 -> 2
     a.src_col = {1, -1, 2, 0, 4};   //   with bias 2 (temporal reads col 2)
     a.token_bias = {1, 0, 0, 2, 0}; // slots 1, 2, 4 are not in the batch
     break;
-  case LaunchKind::preprocess_align:
+  case LaunchFamily::preprocess_align:
     a.idx_mapping = {3, -1, 0};
     a.state_idx = values(n, 0, 1);
     a.num_computed = values(n, 4, 4);
@@ -86,12 +92,6 @@ RequestArrays make_arrays(LaunchKind kind, std::int32_t num_slots) {
     a.query_start_loc = {0, 3, 3, 6};
     a.src_col = values(n, -1, 0);
     a.token_bias = values(n, 0, 0);
-    break;
-  case LaunchKind::batch_copy:
-  case LaunchKind::precopy_v1:
-    a.src_col = {0, -1, 2};
-    a.state_idx = {1, 1, 2};
-    a.token_bias = {1, 0, 0};
     break;
   }
   return a;

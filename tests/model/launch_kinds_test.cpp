@@ -73,6 +73,36 @@ TEST(LaunchKinds, TheTableFollowsTheEnumAndItsNames) {
   EXPECT_FALSE(launch_kind_info(LaunchKind::preprocess_align).moves_state);
 }
 
+TEST(LaunchKinds, AKindThatVariesAnotherSharesItsFamilyAndPhase) {
+  const auto family = [](LaunchKind k) { return launch_kind_info(k).family; };
+  const auto phase = [](LaunchKind k) { return launch_kind_info(k).phase; };
+  for (const LaunchKind k : {LaunchKind::precopy, LaunchKind::precopy_v1,
+                             LaunchKind::precopy_slot_tables, LaunchKind::batch_copy}) {
+    EXPECT_EQ(family(k), LaunchFamily::precopy) << to_string(k);
+    EXPECT_EQ(phase(k), LaunchPhase::pre_step) << to_string(k);
+  }
+  for (const LaunchKind k :
+       {LaunchKind::postprocess_align, LaunchKind::postprocess_align_slot_tables}) {
+    EXPECT_EQ(family(k), LaunchFamily::postprocess_align) << to_string(k);
+    EXPECT_EQ(phase(k), LaunchPhase::post_step) << to_string(k);
+  }
+  EXPECT_EQ(family(LaunchKind::postprocess), LaunchFamily::postprocess);
+  EXPECT_EQ(phase(LaunchKind::postprocess), LaunchPhase::post_step);
+  EXPECT_EQ(family(LaunchKind::preprocess_align), LaunchFamily::preprocess_align);
+  EXPECT_EQ(phase(LaunchKind::preprocess_align), LaunchPhase::pre_step);
+  // Every kind of a family reads and writes the same arrays but for idx_mapping (its indexing).
+  for (const LaunchKindInfo& a : kLaunchKinds) {
+    for (const LaunchKindInfo& b : kLaunchKinds) {
+      if (a.family == b.family && a.by_slot == b.by_slot) {
+        EXPECT_EQ(a.arrays, b.arrays) << a.name << " " << b.name;
+      }
+    }
+  }
+  EXPECT_EQ(to_string(LaunchFamily::postprocess_align), "postprocess_align");
+  EXPECT_EQ(to_string(LaunchPhase::post_step), "post_step");
+  EXPECT_EQ(to_string(LaunchWork::copy_plan), "copy_plan");
+}
+
 TEST(LaunchKinds, AWellFormedCasePassesForEveryKind) {
   for (const LaunchKindInfo& info : kLaunchKinds)
     EXPECT_EQ(shape_error(well_formed(info.kind)), "") << info.name;

@@ -9,6 +9,7 @@
 #include "oracle_test_util.h"
 
 #include "model/errors.h"
+#include "model/launch_kinds.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -23,6 +24,7 @@
 namespace mc::oracle {
 namespace {
 
+using model::LaunchFamily;
 using model::LaunchKind;
 
 constexpr std::int32_t kRowWidth = 8;
@@ -66,8 +68,8 @@ void fill_arrays(model::LaunchCase& c) {
   const auto n = static_cast<std::size_t>(c.num_slots);
   model::RequestArrays& r = c.requests;
   const std::int32_t bias_max = 2; // temporal reads column src + bias: src <= width - 3
-  switch (c.kind) {
-  case LaunchKind::postprocess:
+  switch (model::launch_kind_info(c.kind).family) {
+  case LaunchFamily::postprocess:
     r.num_accepted = draws(n, 1, 3);
     r.state_idx = draws(n, 0, kRowWidth - 1 - bias_max);
     r.num_draft = draws(n, 0, 2);
@@ -75,22 +77,18 @@ void fill_arrays(model::LaunchCase& c) {
       r.num_scheduled.push_back(r.num_draft[i] + draw(1, 4));
     r.num_computed = draws(n, 0, 12); // dst column <= (12 + 6 + 2) / 4 - 1 = 4
     return;
-  case LaunchKind::postprocess_align:
-  case LaunchKind::postprocess_align_slot_tables:
+  case LaunchFamily::postprocess_align:
     r.num_accepted = draws(n, 1, 3);
     r.state_idx = draws(n, 0, kRowWidth - 1 - bias_max);
     for (std::size_t i = 0; i < n; ++i)
       r.new_num_computed.push_back(r.num_accepted[i] + draw(0, 20));
     return;
-  case LaunchKind::precopy:
-  case LaunchKind::precopy_v1:
-  case LaunchKind::precopy_slot_tables:
-  case LaunchKind::batch_copy:
+  case LaunchFamily::precopy:
     r.state_idx = draws(n, 0, kRowWidth - 1); // the destination of any copy
     r.src_col = draws(n, -1, kRowWidth - 1 - bias_max);
     r.token_bias = draws(n, 0, bias_max);
     return;
-  case LaunchKind::preprocess_align:
+  case LaunchFamily::preprocess_align:
     r.state_idx = draws(n, -1, 6);
     r.num_computed = draws(n, 0, 20);
     r.num_accepted = draws(n, 0, 3);
@@ -131,9 +129,12 @@ LaunchKind arbitrary_kind() {
                                                      std::end(model::kAllLaunchKinds)));
 }
 
+LaunchFamily family_of(LaunchKind kind) {
+  return model::launch_kind_info(kind).family;
+}
+
 bool is_postprocess(LaunchKind kind) {
-  return kind == LaunchKind::postprocess || kind == LaunchKind::postprocess_align ||
-         kind == LaunchKind::postprocess_align_slot_tables;
+  return model::launch_kind_info(kind).phase == model::LaunchPhase::post_step;
 }
 
 // Byte mask of every destination range of the decisions, per arena (computed here from the
@@ -196,24 +197,20 @@ RC_GTEST_PROP(OracleProps, BytesOutsideEveryDestinationNeverChange, ()) {
 model::RequestArrays with_outputs_of(const model::RequestArrays& in,
                                      const model::RequestArrays& out, LaunchKind kind) {
   model::RequestArrays expected = in;
-  switch (kind) {
-  case LaunchKind::postprocess:
+  switch (family_of(kind)) {
+  case LaunchFamily::postprocess:
     expected.num_accepted_out = out.num_accepted_out;
     break;
-  case LaunchKind::postprocess_align:
-  case LaunchKind::postprocess_align_slot_tables:
+  case LaunchFamily::postprocess_align:
     expected.num_accepted = out.num_accepted;
     break;
-  case LaunchKind::preprocess_align:
+  case LaunchFamily::preprocess_align:
     expected.state_idx = out.state_idx;
     expected.num_accepted = out.num_accepted;
     expected.src_col = out.src_col;
     expected.token_bias = out.token_bias;
     break;
-  case LaunchKind::precopy:
-  case LaunchKind::precopy_v1:
-  case LaunchKind::precopy_slot_tables:
-  case LaunchKind::batch_copy:
+  case LaunchFamily::precopy:
     break;
   }
   return expected;
@@ -221,7 +218,7 @@ model::RequestArrays with_outputs_of(const model::RequestArrays& in,
 
 RC_GTEST_PROP(OracleProps, ALaunchWithoutCopiesChangesNothingButItsOutputs, ()) {
   model::LaunchCase c = arbitrary_case(arbitrary_kind());
-  if (!is_postprocess(c.kind) && c.kind != LaunchKind::preprocess_align)
+  if (family_of(c.kind) == LaunchFamily::precopy)
     for (std::size_t s = 0; s < c.requests.src_col.size(); ++s) // force "no copy" everywhere
       c.requests.src_col[s] = *rc::gen::element(-1, c.requests.state_idx[s]);
   const model::LaunchResult r = test_util::run_launch_checked(c);

@@ -10,6 +10,7 @@ get memory maps; the bytes that hold data are found with SEEK_DATA/SEEK_HOLE; a 
 is written as a sparse copy of the case's arena file plus the byte ranges the launch changed.
 """
 
+import collections
 import json
 import os
 import pathlib
@@ -21,26 +22,60 @@ FORMAT_VERSION = 1
 CASE_FORMAT = "mambacheck-case"
 RESULT_FORMAT = "mambacheck-result"
 RESULT_DIR = "expected"
-KINDS = ("postprocess", "postprocess_align", "precopy", "preprocess_align", "batch_copy",
-         "precopy_v1", "postprocess_align_slot_tables", "precopy_slot_tables")
-# The kinds whose block-table row is the slot (per-request-slot tables, vLLM #55506).
-SLOT_TABLE_KINDS = ("postprocess_align_slot_tables", "precopy_slot_tables")
 # Every per-request array, in the order the C++ side (model/case_file.cpp) lists them.
 ARRAY_ORDER = ("idx_mapping", "num_accepted", "state_idx", "num_scheduled", "num_computed",
                "num_draft", "new_num_computed", "query_start_loc", "src_col", "token_bias",
                "num_accepted_out")
-REQUIRED_ARRAYS = {  # model/LAUNCH_KINDS.md: the inputs each kind reads
-    "postprocess": ("num_accepted", "state_idx", "num_scheduled", "num_computed", "num_draft"),
-    "postprocess_align": ("idx_mapping", "num_accepted", "state_idx", "new_num_computed"),
-    "precopy": ("idx_mapping", "state_idx", "src_col", "token_bias"),
-    "preprocess_align": ("idx_mapping", "state_idx", "num_computed", "num_accepted",
-                         "query_start_loc", "src_col", "token_bias"),
-    "batch_copy": ("src_col", "state_idx", "token_bias"),
-    "precopy_v1": ("src_col", "state_idx", "token_bias"),
-    "postprocess_align_slot_tables": ("idx_mapping", "num_accepted", "state_idx",
-                                      "new_num_computed"),
-    "precopy_slot_tables": ("idx_mapping", "state_idx", "src_col", "token_bias"),
+
+# A launch kind's columns (model/launch_kinds.h), as case.json carries them next to launch.kind
+# (CASE_FORMAT.md, "launch"): the decision it makes (family), when the runner launches it
+# (phase), where a batch row finds its slot and its block-table row, whether it copies state,
+# its unit of work and the arrays it must be given. Everything the adapter does with a kind it
+# reads from these, never from the kind's name.
+KindColumns = collections.namedtuple(
+    "KindColumns", "family phase slots table_rows moves_state work inputs")
+COLUMN_VALUES = {
+    "family": ("postprocess", "postprocess_align", "precopy", "preprocess_align"),
+    "phase": ("pre_step", "post_step"),
+    "slots": ("batch_row", "idx_mapping"),
+    "table_rows": ("batch_row", "slot"),
+    "work": ("batch_rows", "copy_plan"),
 }
+
+
+def _columns(family, phase, slots, table_rows, work, inputs):
+    return KindColumns(family, phase, slots, table_rows, family != "preprocess_align", work,
+                       inputs)
+
+
+_SAVE_V2 = ("idx_mapping", "num_accepted", "state_idx", "new_num_computed")
+_PRECOPY_V2 = ("idx_mapping", "state_idx", "src_col", "token_bias")
+_PRECOPY_V1 = ("state_idx", "src_col", "token_bias")
+# The kinds of case files written before case.json carried the columns, and their columns: read
+# only for such a case (or an engine launch message, which names the kind alone).
+LEGACY_KIND_COLUMNS = {
+    "postprocess": _columns("postprocess", "post_step", "batch_row", "batch_row", "batch_rows",
+                            ("num_accepted", "state_idx", "num_scheduled", "num_computed",
+                             "num_draft")),
+    "postprocess_align": _columns("postprocess_align", "post_step", "idx_mapping", "batch_row",
+                                  "batch_rows", _SAVE_V2),
+    "precopy": _columns("precopy", "pre_step", "idx_mapping", "batch_row", "batch_rows",
+                        _PRECOPY_V2),
+    "preprocess_align": _columns("preprocess_align", "pre_step", "idx_mapping", "batch_row",
+                                 "batch_rows", ("idx_mapping", "num_accepted", "state_idx",
+                                                "num_computed", "query_start_loc", "src_col",
+                                                "token_bias")),
+    "batch_copy": _columns("precopy", "pre_step", "batch_row", "batch_row", "copy_plan",
+                           _PRECOPY_V1),
+    "precopy_v1": _columns("precopy", "pre_step", "batch_row", "batch_row", "batch_rows",
+                           _PRECOPY_V1),
+    "postprocess_align_slot_tables": _columns("postprocess_align", "post_step", "idx_mapping",
+                                              "slot", "batch_rows", _SAVE_V2),
+    "precopy_slot_tables": _columns("precopy", "pre_step", "idx_mapping", "slot", "batch_rows",
+                                    _PRECOPY_V2),
+}
+# The kinds this adapter knows by name (what a worker can announce before any case arrives).
+KINDS = tuple(LEGACY_KIND_COLUMNS)
 DECISION_FIELDS = ("batch_row", "slot", "tensor", "group", "layer", "state", "src_col",
                    "dst_col", "token_bias", "src_block_id", "dst_block_id", "src_byte_offset",
                    "bytes")
@@ -113,6 +148,31 @@ def field(obj, key, path, where):
     return obj[key]
 
 
+def kind_columns(launch, path, where):
+    """The columns of the kind `launch` (a case's launch object or an engine launch message)
+    names: carried with it when it has a family, else the legacy table's; CaseError naming
+    `where` when it has neither or a value is not one the format knows."""
+    kind = field(launch, "kind", path, where)
+    if "family" not in launch:
+        if kind not in LEGACY_KIND_COLUMNS:
+            raise CaseError(f"{path}: {where}kind: {kind!r} is not one of {KINDS} and "
+                            f"{where}family is missing")
+        return LEGACY_KIND_COLUMNS[kind]
+    values = {}
+    for name, allowed in COLUMN_VALUES.items():
+        value = field(launch, name, path, where)
+        if value not in allowed:
+            raise CaseError(f"{path}: {where}{name}: {value!r} is not one of {allowed}")
+        values[name] = value
+    moves_state = field(launch, "moves_state", path, where)
+    inputs = field(launch, "inputs", path, where)
+    if not isinstance(moves_state, bool):
+        raise CaseError(f"{path}: {where}moves_state: expected true or false")
+    if not isinstance(inputs, list) or any(name not in ARRAY_ORDER for name in inputs):
+        raise CaseError(f"{path}: {where}inputs: expected a list of array names")
+    return KindColumns(moves_state=moves_state, inputs=tuple(inputs), **values)
+
+
 class Case:
     """One launch case: its case.json, block tables, arrays and memory-mapped arenas."""
 
@@ -134,8 +194,7 @@ class Case:
         self.metadata = field(meta, "metadata", path, "")
         launch = field(meta, "launch", path, "")
         self.kind = field(launch, "kind", path, "launch.")
-        if self.kind not in KINDS:
-            raise CaseError(f"{path}: launch.kind: {self.kind!r} is not one of {KINDS}")
+        self.columns = kind_columns(launch, path, "launch.")
         self.num_reqs = int(field(launch, "num_reqs", path, "launch."))
         self.num_slots = int(field(launch, "num_slots", path, "launch."))
         geometry = field(launch, "block_table", path, "launch.")
@@ -156,7 +215,7 @@ class Case:
                                       (array_length(name, self.num_reqs, self.num_slots),))
                        for name in names}
         if self.num_reqs > 0:
-            for name in REQUIRED_ARRAYS[self.kind]:
+            for name in self.columns.inputs:
                 if name not in self.arrays:
                     raise CaseError(f"{path}: launch.arrays: {self.kind} needs {name}")
         self.arena_files = [self.dir / f"arena_{i}.npy" for i in range(len(self.arena_specs))]

@@ -132,8 +132,10 @@ class LaunchCase:
 
     def __init__(self, session, message):
         self.kind = field(message, "kind", "launch")
-        if self.kind not in casefile.KINDS:
-            raise EngineError(f"engine launch: kind {self.kind!r} is not one of {casefile.KINDS}")
+        try:  # the message's columns, or the legacy table's for a message that names the kind only
+            self.columns = casefile.kind_columns(message, "engine launch", "")
+        except casefile.CaseError as e:
+            raise EngineError(str(e)) from None
         self.num_reqs = int(field(message, "num_reqs", "launch"))
         self.num_slots = int(field(message, "num_slots", "launch"))
         self.num_rows = int(field(message, "num_rows", "launch"))
@@ -151,7 +153,7 @@ class LaunchCase:
                 raise EngineError(f"engine launch: arrays: unknown array {name!r}")
             self.arrays[name] = np.asarray(values, dtype=np.int32)
         if self.num_reqs > 0:
-            for name in casefile.REQUIRED_ARRAYS[self.kind]:
+            for name in self.columns.inputs:
                 if name not in self.arrays:
                     raise EngineError(f"engine launch: {self.kind} needs {name}")
         self.config = session.config

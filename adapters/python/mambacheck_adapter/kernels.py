@@ -2,7 +2,7 @@
 
 `--kernels` takes a dotted module path (`vllm.v1.worker.mamba_utils`, importable from
 sys.path) or the path of a .py file. The module provides the seed's kernels by name
-(launch.KERNEL_NAMES); any it lacks leaves those launch kinds out. With `--variant NAME` the
+(launch.FAMILY_KERNELS, launch.COPY_PLAN_KERNEL); any it lacks leaves those launch kinds out. With `--variant NAME` the
 module's `select_variant(NAME)` is called and its return value provides the kernels instead
 (the adapter's own test kernels use this for their deliberately broken variants). With
 `--variant A,B` it is `select_variant(A, B)`: one kernels module carrying two bugs at once,

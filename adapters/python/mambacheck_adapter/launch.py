@@ -27,18 +27,14 @@ GUARD_BYTE = 0xC3
 ARRAY_GUARD = 16  # int32 entries before and after every per-request array and table
 ARRAY_POISON = np.int32(-0x21524111)  # 0xDEADBEEF
 
-KERNEL_NAMES = {  # the seed's names: a module with these attributes works unchanged
+FAMILY_KERNELS = {  # the seed's names: a module with these attributes works unchanged
     "postprocess": "postprocess_mamba_fused_kernel",
     "postprocess_align": "postprocess_mamba_fused_kernel",
     "precopy": "precopy_mamba_align_fused_kernel",
     "preprocess_align": "preprocess_mamba_align_fused_kernel",
-    "batch_copy": "batch_memcpy",
-    "precopy_v1": "precopy_mamba_align_fused_kernel",
-    "postprocess_align_slot_tables": "postprocess_mamba_fused_kernel",
-    "precopy_slot_tables": "precopy_mamba_align_fused_kernel",
 }
-TABLE_ROWS = ("batch_row", "slot")  # the values of a module's BLOCK_TABLE_ROWS
-BATCH_ROW_TABLE_KINDS = ("postprocess_align", "precopy")
+COPY_PLAN_KERNEL = "batch_memcpy"  # V1's flat copies, planned on the host
+TABLE_ROWS = casefile.COLUMN_VALUES["table_rows"]  # the values of a module's BLOCK_TABLE_ROWS
 
 
 class LaunchError(Exception):
@@ -60,19 +56,33 @@ def table_rows(kernels):
     return rows
 
 
+def columns_of(kind):
+    """`kind` as casefile.KindColumns: given so, or a kind name this adapter knows."""
+    return kind if isinstance(kind, casefile.KindColumns) else casefile.LEGACY_KIND_COLUMNS[kind]
+
+
+def kernel_name(kind):
+    """The attribute of a kernels module that launches `kind` (a name or its columns)."""
+    columns = columns_of(kind)
+    return COPY_PLAN_KERNEL if columns.work == "copy_plan" else FAMILY_KERNELS[columns.family]
+
+
 def covers(kernels, kind):
-    """Whether the module's kernels implement `kind`: its kernel exists, its table convention
-    is the module's, and V1's fused precopy needs a precopy kernel that takes HAS_IDX_MAPPING
-    (PRECOPY_HAS_IDX_MAPPING; the seed's kernel always reads idx_mapping)."""
-    if getattr(kernels, KERNEL_NAMES[kind], None) is None:
+    """Whether the module's kernels implement `kind` (a name or its columns): its kernel exists,
+    a fused copy without idx_mapping (V1's precopy) needs a precopy kernel that takes
+    HAS_IDX_MAPPING (PRECOPY_HAS_IDX_MAPPING; the seed's kernel always reads idx_mapping), and a
+    fused V2 copy's table convention is the module's. V1 rows are their slots, so either
+    convention reads the same row; bookkeeping and a host copy plan read no tables in kernels."""
+    columns = columns_of(kind)
+    if getattr(kernels, kernel_name(columns), None) is None:
         return False
-    if kind == "precopy_v1":
+    if not columns.moves_state or columns.work == "copy_plan":
+        return True
+    if columns.slots == "batch_row":
+        if columns.family != "precopy":
+            return True
         return bool(getattr(kernels, "PRECOPY_HAS_IDX_MAPPING", False))
-    if kind in casefile.SLOT_TABLE_KINDS:
-        return table_rows(kernels) == "slot"
-    if kind in BATCH_ROW_TABLE_KINDS:
-        return table_rows(kernels) == "batch_row"
-    return True
+    return table_rows(kernels) == columns.table_rows
 
 
 def supported_kinds(kernels):
@@ -185,7 +195,7 @@ class Launch:
         self.tables = [GuardedArray(device, t, f"block_table_{g}")
                        for g, t in enumerate(case.tables)]
         arrays = {name: np.array(values) for name, values in case.arrays.items()}
-        if case.kind == "postprocess" and "num_accepted" in arrays:
+        if case.columns.family == "postprocess" and "num_accepted" in arrays:
             # The runner initialises the output to the input before the launch.
             arrays["num_accepted_out"] = arrays["num_accepted"].copy()
         self.arrays = {name: GuardedArray(device, v, name) for name, v in arrays.items()}
@@ -224,23 +234,24 @@ class Launch:
         if c.num_reqs == 0:  # the seed's launchers return before launching
             return "ok", ""
         grid = (c.num_reqs, len(c.tensors))
-        kernel = getattr(kernels, KERNEL_NAMES[c.kind], None)
+        columns = c.columns
+        kernel = getattr(kernels, kernel_name(columns), None)
         if kernel is None:
-            raise LaunchError(f"the kernels module has no {KERNEL_NAMES[c.kind]} "
+            raise LaunchError(f"the kernels module has no {kernel_name(columns)} "
                               f"(needed for {c.kind} cases)")
-        if not covers(kernels, c.kind):
+        if not covers(kernels, columns):
             raise LaunchError(f"the kernels module does not implement {c.kind} (its "
                               f"BLOCK_TABLE_ROWS is {table_rows(kernels)!r}, "
                               f"PRECOPY_HAS_IDX_MAPPING "
                               f"{bool(getattr(kernels, 'PRECOPY_HAS_IDX_MAPPING', False))})")
         copy_block = getattr(kernels, "COPY_BLOCK_SIZE", COPY_BLOCK_SIZE)
         a = self.arg
-        if c.kind == "postprocess":
+        if columns.family == "postprocess":
             kernel[grid](a("num_accepted"), a("state_idx"), a("num_scheduled"),
                          a("num_computed"), a("num_draft"), *self.meta,
                          a("num_accepted_out"), None, c.num_reqs, block_size=c.block_size,
                          COPY_BLOCK_SIZE=copy_block, CONV_STATE_DIM_FIRST=c.conv_dim_first)
-        elif c.kind in ("postprocess_align", "postprocess_align_slot_tables"):
+        elif columns.family == "postprocess_align":
             # The tables are the case's (gathered by batch row, or one row per slot): the
             # module's kernel reads them by its own convention.
             kernel[grid](a("num_accepted"), a("state_idx"), None, a("new_num_computed"), None,
@@ -248,26 +259,26 @@ class Launch:
                          block_size=c.block_size, COPY_BLOCK_SIZE=copy_block,
                          CONV_STATE_DIM_FIRST=c.conv_dim_first, HAS_IDX_MAPPING=True,
                          PRECOMPUTED_NEW_COMPUTED=True)
-        elif c.kind in ("precopy", "precopy_slot_tables"):
+        elif columns.work == "copy_plan":
+            src, dst, sizes = self.flat_copy_plan()
+            if sizes:
+                kernel(self.int_array(src, np.int64), self.int_array(dst, np.int64),
+                       self.int_array(sizes, np.int64))
+        elif columns.family == "precopy" and columns.slots == "idx_mapping":
             kernel[grid](a("state_idx"), a("src_col"), a("token_bias"), *self.meta,
                          a("idx_mapping"), c.num_reqs, COPY_BLOCK_SIZE=copy_block,
                          CONV_STATE_DIM_FIRST=c.conv_dim_first)
-        elif c.kind == "precopy_v1":
+        elif columns.family == "precopy":
             # vLLM's V1 runner: run_fused_precopy(..., idx_mapping=None).
             kernel[grid](a("state_idx"), a("src_col"), a("token_bias"), *self.meta, None,
                          c.num_reqs, COPY_BLOCK_SIZE=copy_block,
                          CONV_STATE_DIM_FIRST=c.conv_dim_first, HAS_IDX_MAPPING=False)
-        elif c.kind == "preprocess_align":
+        else:
             block = getattr(kernels, "PREPROCESS_BLOCK_SIZE", PREPROCESS_BLOCK_SIZE)
             kernel[((c.num_reqs + block - 1) // block,)](
                 a("idx_mapping"), a("state_idx"), a("num_computed"), a("query_start_loc"),
                 a("num_accepted"), a("src_col"), a("token_bias"), c.num_reqs,
                 BLOCK_SIZE=block, MAMBA_BLOCK_SIZE=c.block_size)
-        else:
-            src, dst, sizes = self.flat_copy_plan()
-            if sizes:
-                kernel(self.int_array(src, np.int64), self.int_array(dst, np.int64),
-                       self.int_array(sizes, np.int64))
         return "ok", ""
 
     def flat_copy_plan(self):
@@ -293,7 +304,7 @@ class Launch:
                     nbytes = inner * elem
                 elif tensor["conv_layout"] == "DS":
                     if b > 0:
-                        raise Unsupported(f"batch_copy: row {row}, tensor {t}: a DS conv state "
+                        raise Unsupported(f"{c.kind}: row {row}, tensor {t}: a DS conv state "
                                           f"with token bias {b} is not one flat copy")
                     src_addr = base + int(table[row, src]) * stride
                     nbytes = int(tensor["natural_bytes"])

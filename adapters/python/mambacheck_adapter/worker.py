@@ -194,7 +194,7 @@ def main(argv=None):
         return 1
     if not kinds:
         print(f"mambacheck_adapter.worker: {args.kernels} provides none of the kernels "
-              f"{sorted(set(launch.KERNEL_NAMES.values()))}", file=sys.stderr)
+              f"{sorted({*launch.FAMILY_KERNELS.values(), launch.COPY_PLAN_KERNEL})}", file=sys.stderr)
         return 1
     forward_kernels = forward.supported(module)
     protocol_out.write(f"mambacheck-worker {PROTOCOL_VERSION} kinds={','.join(kinds)} "
