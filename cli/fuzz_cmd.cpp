@@ -539,82 +539,103 @@ int run_fuzz(FuzzOptions o) {
   return exit_code;
 }
 
-void add_fuzz_command(CLI::App& app, Action& action) {
-  auto o = std::make_shared<FuzzOptions>();
-  CLI::App* cmd = app.add_subcommand("fuzz", "Run a fuzz campaign: oracle vs backend");
-  cmd->add_option("--level", o->level,
-                  "kernel (launch cases), engine (scheduler runs, every step) or both");
-  cmd->add_option("--backend", o->backend, "host or cuda (default: cuda when a GPU is present)");
-  cmd->add_option("--seed", o->seed, "Campaign seed (case i uses seed + i; default 1)");
-  cmd->add_option("--cases", o->cases,
-                  "Stop after N cases (default 2000, or unlimited with "
-                  "--time-budget)");
-  cmd->add_option("--time-budget", o->time_budget, "Stop after this long: 90s, 15m, 2h");
-  cmd->add_option("--max-size", o->max_size, "Largest generator size, 0..100 (default 100)");
-  cmd->add_option("--block-size", o->block_size,
+// The options of the engine level alone.
+void add_engine_options(CLI::App& cmd, FuzzOptions& o) {
+  cmd.add_option("--block-size", o.block_size,
                   "Engine level: every case at this mamba block size (default: drawn)");
-  cmd->add_option("--token-budget", o->token_budget,
+  cmd.add_option("--token-budget", o.token_budget,
                   "Engine level: every case with this token budget (default: drawn; caps the "
                   "drawn block size)");
-  cmd->add_flag("--async", o->async,
+  cmd.add_flag("--async", o.async,
                 "Engine level: every case with async scheduling, one step in flight (default: "
                 "a quarter of the cases)");
-  cmd->add_flag("--steer", o->steer,
+  cmd.add_flag("--steer", o.steer,
                 "Engine level: steer the generator toward coverage features reached by few or no "
                 "cases so far, in epochs of 256 cases (docs/fuzzing.md); not with a shard or "
                 "--resume-from");
-  cmd->add_option("--steer-epoch", o->steer_epoch,
+  cmd.add_option("--steer-epoch", o.steer_epoch,
                   "With --steer: cases per epoch (default 256)");
-  cmd->add_option("--steer-boosts", o->steer_boosts,
+  cmd.add_option("--steer-boosts", o.steer_boosts,
                   "Engine level: draw every case with these knob boosts (KNOB=rare|missing,...): "
                   "what a steered campaign's reproduce line names");
-  cmd->add_option("--out", o->out, "Directory for counterexamples (default mc-out)");
-  cmd->add_option("--report", o->report, "Write a JSON report (deterministic for a seed)");
-  cmd->add_option("--junit", o->junit, "Write JUnit XML");
-  cmd->add_option("--mutant", o->mutant,
-                  "Run against a mutant (engine level: a runner or kernel mutant)");
-  cmd->add_option("--external", o->external,
-                  "Kernel level: run the cases on the kernels under test through a worker "
-                  "command, e.g. 'python3 -m mambacheck_adapter.worker --kernels MODULE' "
-                  "(adapters/python/README.md)");
-  cmd->add_option("--external-timeout", o->external_timeout,
-                  "Seconds the worker may take to start and for each case (default 300)");
-  cmd->add_flag("--keep-going", o->keep_going,
-               "Go on after a finding: each new signature is shrunk and saved, repeats counted "
-               "(the default under --time-budget)");
-  cmd->add_flag("--stop-at-first", o->stop_at_first,
-                "Stop at the first finding, also under --time-budget");
-  cmd->add_option("--reruns", o->reruns,
-                  "Rerun a failing case this many times to classify it (default 5)");
-  cmd->add_option("--shrink-time", o->shrink_time,
-                  "Stop shrinking a finding after this long (default 60s; none: only the "
-                  "candidate count bounds it, so the counterexample is the same on any machine)");
-  cmd->add_option("--repeat", o->repeat,
-                  "Run every case N times (races show on some schedules only; default 1)");
-  cmd->add_option("--kinds", o->kinds,
+}
+
+// The options of the kernel level alone.
+void add_kernel_options(CLI::App& cmd, FuzzOptions& o) {
+  cmd.add_option("--kinds", o.kinds,
                   "Kernel level: draw only these launch kinds (postprocess, postprocess_align, "
                   "precopy, preprocess_align, batch_copy, precopy_v1, "
                   "postprocess_align_slot_tables, precopy_slot_tables)")
       ->delimiter(',');
-  cmd->add_option("--focus", o->focus,
+  cmd.add_option("--focus", o.focus,
                   "Kernel level: a generator preset: default, gpu-grid, big-offsets or races "
                   "(production grids where many programs touch one request)");
-  cmd->add_flag("--no-isolate", o->no_isolate,
+}
+
+// What the cases run on, and how a fault in it is contained.
+void add_backend_options(CLI::App& cmd, FuzzOptions& o) {
+  cmd.add_option("--backend", o.backend, "host or cuda (default: cuda when a GPU is present)");
+  cmd.add_option("--mutant", o.mutant,
+                  "Run against a mutant (engine level: a runner or kernel mutant)");
+  cmd.add_option("--external", o.external,
+                  "Kernel level: run the cases on the kernels under test through a worker "
+                  "command, e.g. 'python3 -m mambacheck_adapter.worker --kernels MODULE' "
+                  "(adapters/python/README.md)");
+  cmd.add_option("--external-timeout", o.external_timeout,
+                  "Seconds the worker may take to start and for each case (default 300)");
+  cmd.add_flag("--no-isolate", o.no_isolate,
                 "Run cases one at a time in this process instead of in worker processes (a "
                 "kernel that faults then ends the campaign)");
-  cmd->add_option("--case-timeout", o->case_timeout,
+  cmd.add_option("--case-timeout", o.case_timeout,
                   "Seconds one case may take in its worker before it is a finding (default 300)");
-  cmd->add_option("--resume-from", o->resume_from,
+}
+
+// How many cases, which, and what is written of them.
+void add_campaign_options(CLI::App& cmd, FuzzOptions& o) {
+  cmd.add_option("--level", o.level,
+                  "kernel (launch cases), engine (scheduler runs, every step) or both");
+  cmd.add_option("--seed", o.seed, "Campaign seed (case i uses seed + i; default 1)");
+  cmd.add_option("--cases", o.cases,
+                  "Stop after N cases (default 2000, or unlimited with "
+                  "--time-budget)");
+  cmd.add_option("--time-budget", o.time_budget, "Stop after this long: 90s, 15m, 2h");
+  cmd.add_option("--max-size", o.max_size, "Largest generator size, 0..100 (default 100)");
+  cmd.add_option("--out", o.out, "Directory for counterexamples (default mc-out)");
+  cmd.add_option("--report", o.report, "Write a JSON report (deterministic for a seed)");
+  cmd.add_option("--junit", o.junit, "Write JUnit XML");
+  cmd.add_flag("--keep-going", o.keep_going,
+               "Go on after a finding: each new signature is shrunk and saved, repeats counted "
+               "(the default under --time-budget)");
+  cmd.add_flag("--stop-at-first", o.stop_at_first,
+                "Stop at the first finding, also under --time-budget");
+  cmd.add_option("--reruns", o.reruns,
+                  "Rerun a failing case this many times to classify it (default 5)");
+  cmd.add_option("--shrink-time", o.shrink_time,
+                  "Stop shrinking a finding after this long (default 60s; none: only the "
+                  "candidate count bounds it, so the counterexample is the same on any machine)");
+  cmd.add_option("--repeat", o.repeat,
+                  "Run every case N times (races show on some schedules only; default 1)");
+  cmd.add_option("--resume-from", o.resume_from,
                   "Start at this case index: what an interrupted campaign printed (same seed, "
                   "cases and options; the cases before it are not run again)");
-  cmd->add_option("--skip-signature", o->skip_signatures,
+  cmd.add_option("--skip-signature", o.skip_signatures,
                   "A known finding's signature (as printed): counted, not shrunk, not failing "
                   "(repeatable)");
-  add_require_coverage_option(*cmd, o->require_coverage);
-  add_shard_options(*cmd, o->shard_options);
-  add_parallel_options(*cmd, o->parallel_options);
+  add_require_coverage_option(cmd, o.require_coverage);
+  add_shard_options(cmd, o.shard_options);
+  add_parallel_options(cmd, o.parallel_options);
+}
+
+void add_fuzz_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<FuzzOptions>();
+  CLI::App* cmd = app.add_subcommand("fuzz", "Run a fuzz campaign: oracle vs backend");
+  add_campaign_options(*cmd, *o);
+  add_backend_options(*cmd, *o);
+  add_kernel_options(*cmd, *o);
+  add_engine_options(*cmd, *o);
   cmd->callback([o, &action] { action = [o] { return run_fuzz(*o); }; });
 }
+
 
 } // namespace
 

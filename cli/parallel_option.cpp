@@ -82,16 +82,21 @@ std::int64_t usable_cores() {
   return std::max<std::int64_t>(std::thread::hardware_concurrency(), 1);
 }
 
-Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no_isolate,
-                          std::int64_t cores, std::optional<int> devices_visible,
-                          bool mps_available) {
-  MC_ASSERT(cores >= 1);
+namespace {
+
+// Case workers that use a GPU: cuda's, and --external's where a GPU is visible (an adapter
+// running its kernels there).
+bool workers_on_gpus(CaseBackend backend, std::optional<int> devices_visible) {
+  return backend == CaseBackend::cuda ||
+         (backend == CaseBackend::external && devices_visible.value_or(0) > 0);
+}
+
+// The options that cannot go together, refused before anything starts.
+void check_parallel(const ParallelOptions& o, CaseBackend backend, bool no_isolate,
+                    std::optional<int> devices_visible, bool mps_available) {
   if (o.mps != "auto" && o.mps != "on" && o.mps != "off")
     model::fail_input("--mps: expected auto, on or off, got '{}'", o.mps);
-  // Case workers that use a GPU: cuda's, and --external's where a GPU is visible (an adapter
-  // running its kernels there).
-  const bool on_gpus = backend == CaseBackend::cuda ||
-                       (backend == CaseBackend::external && devices_visible.value_or(0) > 0);
+  const bool on_gpus = workers_on_gpus(backend, devices_visible);
   if (o.mps == "on") {
     if (!on_gpus)
       model::fail_input("--mps on: shares a GPU between the case workers of --backend cuda or "
@@ -117,6 +122,34 @@ Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no
   if (!o.devices.empty() && backend == CaseBackend::host)
     model::fail_input("--devices: the host backend runs on the CPU; --devices picks the GPUs of "
                       "--backend cuda and --external");
+}
+
+// The case workers when --jobs and --workers leave it open: every core on the host; on cuda
+// every core under MPS, else kCudaJobsPerDevice per GPU; one adapter for --external.
+std::int64_t default_jobs(const ParallelOptions& o, CaseBackend backend, std::int64_t cores,
+                          std::int64_t devices, bool mps_available) {
+  switch (backend) {
+  case CaseBackend::host:
+    return std::min(cores, kJobsMax);
+  case CaseBackend::cuda:
+    return o.mps != "off" && mps_available
+               ? std::min(cores, kJobsMax)
+               : std::clamp(std::min(cores, kCudaJobsPerDevice * devices), std::int64_t{1},
+                            kJobsMax);
+  case CaseBackend::external:
+    break;
+  }
+  return 1;
+}
+
+} // namespace
+
+Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no_isolate,
+                          std::int64_t cores, std::optional<int> devices_visible,
+                          bool mps_available) {
+  MC_ASSERT(cores >= 1);
+  check_parallel(o, backend, no_isolate, devices_visible, mps_available);
+  const bool on_gpus = workers_on_gpus(backend, devices_visible);
   Parallel p{.devices_visible = devices_visible};
   if (no_isolate) {
     if (o.jobs > 1)
@@ -136,22 +169,7 @@ Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no
   }
   const auto devices = static_cast<std::int64_t>(p.devices.size());
   std::int64_t jobs = o.workers != -1 ? o.workers : o.jobs;
-  if (jobs == -1) {
-    switch (backend) {
-    case CaseBackend::host:
-      jobs = std::min(cores, kJobsMax);
-      break;
-    case CaseBackend::cuda:
-      jobs = o.mps != "off" && mps_available
-                 ? std::min(cores, kJobsMax)
-                 : std::clamp(std::min(cores, kCudaJobsPerDevice * devices), std::int64_t{1},
-                              kJobsMax);
-      break;
-    case CaseBackend::external:
-      jobs = 1;
-      break;
-    }
-  }
+  if (jobs == -1) jobs = default_jobs(o, backend, cores, devices, mps_available);
   p.jobs = static_cast<int>(jobs);
   // With one worker per GPU there is nothing to share.
   p.mps = on_gpus && mps_available &&

@@ -71,12 +71,8 @@ void scale_workload(std::int32_t block_size, oracle::engine::WorkloadOptions& w)
   w.output_len_max = std::max(w.output_len_max, 2 * block_size);
 }
 
-harness::SimulationOptions simulation_options(const RunOptions& o) {
-  const model::Preset& preset = model::find_preset(o.preset);
-  harness::SimulationOptions c{.config = preset.config, .spec = preset.spec, .preset = o.preset};
-  c.config.mode = model::parse_cache_mode(o.mode);
-  if (c.config.mode == model::CacheMode::none) model::fail_input("--mode: expected align or all");
-  c.engine.runner.flavour = model::parse_runner(o.runner);
+// --num-spec, --layers, --block-size and --token-budget over the preset's.
+void apply_sizes(const RunOptions& o, harness::SimulationOptions& c) {
   if (o.num_spec >= 0) {
     if (o.num_spec > model::kSpecTokensMax)
       model::fail_input("--num-spec must be in 0..{}, got {}", model::kSpecTokensMax, o.num_spec);
@@ -111,6 +107,10 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
                       o.token_budget);
   c.engine.scheduler.token_budget =
       o.token_budget != 0 ? o.token_budget : oracle::engine::token_budget_default(c.config);
+}
+
+// Resets, aborts, async scheduling and the pool's size.
+void apply_scheduler(const RunOptions& o, harness::SimulationOptions& c) {
   const auto per_million = [](std::int32_t v, const char* name) {
     if (v < 0 || v > 1'000'000) model::fail_input("{} must be in 0..1000000, got {}", name, v);
     return v;
@@ -128,6 +128,10 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
       model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
     c.spec.num_blocks = o.pool_blocks;
   }
+}
+
+// The V1 copy path and V2's table rows, each only for its runner.
+void apply_runner(const RunOptions& o, harness::SimulationOptions& c) {
   const std::optional<model::V1CopyPath> v1_copy =
       o.v1_copy.empty() ? model::V1CopyPath::precopy : model::parse_v1_copy_path(o.v1_copy);
   if (!v1_copy)
@@ -146,19 +150,32 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
                       o.runner);
   c.engine.runner.v2_table_rows = *v2_tables;
   c.engine.runner.deferred_postprocess = o.deferred_postprocess;
+}
+
+gpu::engine::ExecutorKind executor_of(const RunOptions& o) {
+  if (o.backend == "host") return gpu::engine::ExecutorKind::host;
+  if (o.backend == "cuda") {
+    if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
+    return gpu::engine::ExecutorKind::cuda;
+  }
+  model::fail_input("--backend: expected host or cuda, got '{}'", o.backend);
+}
+
+harness::SimulationOptions simulation_options(const RunOptions& o) {
+  const model::Preset& preset = model::find_preset(o.preset);
+  harness::SimulationOptions c{.config = preset.config, .spec = preset.spec, .preset = o.preset};
+  c.config.mode = model::parse_cache_mode(o.mode);
+  if (c.config.mode == model::CacheMode::none) model::fail_input("--mode: expected align or all");
+  c.engine.runner.flavour = model::parse_runner(o.runner);
+  apply_sizes(o, c);
+  apply_scheduler(o, c);
+  apply_runner(o, c);
   if (o.reference) c.engine.structures = oracle::engine::Structures::reference;
   c.arena_compare = arena_compare_policy(o.whole_compare_every);
   c.num_steps = o.steps;
   c.num_requests = o.requests;
   c.seed = o.seed;
-  if (o.backend == "host") {
-    c.executor = gpu::engine::ExecutorKind::host;
-  } else if (o.backend == "cuda") {
-    if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
-    c.executor = gpu::engine::ExecutorKind::cuda;
-  } else {
-    model::fail_input("--backend: expected host or cuda, got '{}'", o.backend);
-  }
+  c.executor = executor_of(o);
   return c;
 }
 
@@ -228,6 +245,63 @@ int run_run(const RunOptions& o) {
   return missing.empty() ? kExitOk : kExitMismatch;
 }
 
+// The engine's shape: runner, mode, pool, drafts, sizes, scheduling.
+void add_engine_options(CLI::App& cmd, RunOptions& o) {
+  cmd.add_option("--runner", o.runner, "v1 or v2 (default v1)");
+  cmd.add_option("--mode", o.mode, "align or all (default align)");
+  cmd.add_option("--pool-blocks", o.pool_blocks, "Blocks per state tensor (default: preset's)");
+  cmd.add_option("--v1-copy", o.v1_copy,
+                  "V1 pre-step copies: precopy, precopy_v1 (vLLM's fused path today) or "
+                  "batch_copy (default precopy)");
+  cmd.add_option("--v2-tables", o.v2_tables,
+                  "V2 copy kernels find a request's block-table row by batch_row (the seed, "
+                  "default) or by slot (#55506)");
+  cmd.add_flag("--deferred-postprocess", o.deferred_postprocess,
+                "V2: each step's postprocess runs deferred, after another batch order was "
+                "gathered (pipeline parallelism; with --v2-tables batch_row it copies through "
+                "another request's row, #55951)");
+  cmd.add_option("--num-spec", o.num_spec,
+                  "Speculative tokens per decode, 0..16 (default: the preset's; 0 in all mode and "
+                  "where the preset's conv windows hold no drafts)");
+  cmd.add_option("--block-size", o.block_size,
+                  "Mamba block size B, tokens per state block (default: the preset's)");
+  cmd.add_option("--layers", o.layers,
+                  "At most this many layers per group (default: the preset's; production "
+                  "presets at full depth hold gigabytes of state per block)");
+  cmd.add_option("--token-budget", o.token_budget,
+                  "Tokens per step (default: 32, or B and 1 + drafts where that is more)");
+  cmd.add_option("--resets-per-million", o.resets_per_million,
+                  "Chance per step of reset_prefix_cache, which force-preempts every running "
+                  "request (default 0)");
+  cmd.add_option("--aborts-per-million", o.aborts_per_million,
+                  "Chance per step that one running or waiting request is aborted (default 0)");
+  cmd.add_flag("--async", o.async,
+                "Async scheduling as vLLM's: each step planned while the one before it runs, "
+                "from counts that take its drafts as accepted; a block freed meanwhile that the "
+                "step in flight can touch is held back until it completes");
+  cmd.add_flag("--async-frees", o.async_frees, "Replaced by --async")->group("");
+}
+
+// What the run writes, where its requests come from, how it compares.
+void add_output_options(CLI::App& cmd, RunOptions& o) {
+  cmd.add_option("--record", o.record, "Write the run's steps as a trace (replay it later)");
+  cmd.add_option("--steps-out", o.steps_out,
+                  "Write what the oracle believes happened, one JSON line per step");
+  CLI::Option* workload = cmd.add_option("--workload", o.workload,
+                  "Requests from a JSON Lines workload (timestamp ms, input_length, "
+                  "output_length, hash_ids) instead of generated ones");
+  cmd.add_option("--step-ms", o.step_ms, "--workload: milliseconds per step (default 100)")
+      ->needs(workload);
+  cmd.add_option("--hash-block-tokens", o.hash_block_tokens,
+                  "--workload: tokens per hash id (default 16)")
+      ->needs(workload);
+  add_whole_compare_option(cmd, o.whole_compare_every);
+  cmd.add_flag("--reference", o.reference,
+                "Run the oracle on its plain structures instead of its fast ones: the same steps, "
+                "counters and trace, slower (oracle/engine/structures.h)");
+  add_require_coverage_option(cmd, o.require_coverage);
+}
+
 void add_run_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Engine simulation: oracle vs a backend, every step");
@@ -242,55 +316,8 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--external-timeout", o->external_timeout,
                   "--external: seconds a launch may take before the worker counts as hung "
                   "(default 300)");
-  cmd->add_option("--runner", o->runner, "v1 or v2 (default v1)");
-  cmd->add_option("--mode", o->mode, "align or all (default align)");
-  cmd->add_option("--pool-blocks", o->pool_blocks, "Blocks per state tensor (default: preset's)");
-  cmd->add_option("--v1-copy", o->v1_copy,
-                  "V1 pre-step copies: precopy, precopy_v1 (vLLM's fused path today) or "
-                  "batch_copy (default precopy)");
-  cmd->add_option("--v2-tables", o->v2_tables,
-                  "V2 copy kernels find a request's block-table row by batch_row (the seed, "
-                  "default) or by slot (#55506)");
-  cmd->add_flag("--deferred-postprocess", o->deferred_postprocess,
-                "V2: each step's postprocess runs deferred, after another batch order was "
-                "gathered (pipeline parallelism; with --v2-tables batch_row it copies through "
-                "another request's row, #55951)");
-  cmd->add_option("--num-spec", o->num_spec,
-                  "Speculative tokens per decode, 0..16 (default: the preset's; 0 in all mode and "
-                  "where the preset's conv windows hold no drafts)");
-  cmd->add_option("--block-size", o->block_size,
-                  "Mamba block size B, tokens per state block (default: the preset's)");
-  cmd->add_option("--layers", o->layers,
-                  "At most this many layers per group (default: the preset's; production "
-                  "presets at full depth hold gigabytes of state per block)");
-  cmd->add_option("--token-budget", o->token_budget,
-                  "Tokens per step (default: 32, or B and 1 + drafts where that is more)");
-  cmd->add_option("--resets-per-million", o->resets_per_million,
-                  "Chance per step of reset_prefix_cache, which force-preempts every running "
-                  "request (default 0)");
-  cmd->add_option("--aborts-per-million", o->aborts_per_million,
-                  "Chance per step that one running or waiting request is aborted (default 0)");
-  cmd->add_flag("--async", o->async,
-                "Async scheduling as vLLM's: each step planned while the one before it runs, "
-                "from counts that take its drafts as accepted; a block freed meanwhile that the "
-                "step in flight can touch is held back until it completes");
-  cmd->add_flag("--async-frees", o->async_frees, "Replaced by --async")->group("");
-  cmd->add_option("--record", o->record, "Write the run's steps as a trace (replay it later)");
-  cmd->add_option("--steps-out", o->steps_out,
-                  "Write what the oracle believes happened, one JSON line per step");
-  CLI::Option* workload = cmd->add_option("--workload", o->workload,
-                  "Requests from a JSON Lines workload (timestamp ms, input_length, "
-                  "output_length, hash_ids) instead of generated ones");
-  cmd->add_option("--step-ms", o->step_ms, "--workload: milliseconds per step (default 100)")
-      ->needs(workload);
-  cmd->add_option("--hash-block-tokens", o->hash_block_tokens,
-                  "--workload: tokens per hash id (default 16)")
-      ->needs(workload);
-  add_whole_compare_option(*cmd, o->whole_compare_every);
-  cmd->add_flag("--reference", o->reference,
-                "Run the oracle on its plain structures instead of its fast ones: the same steps, "
-                "counters and trace, slower (oracle/engine/structures.h)");
-  add_require_coverage_option(*cmd, o->require_coverage);
+  add_engine_options(*cmd, *o);
+  add_output_options(*cmd, *o);
   cmd->callback([o, &action] {
     action = [o] {
       try {
