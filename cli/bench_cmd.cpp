@@ -225,6 +225,61 @@ int run_external_bench_command(const gpu::BenchOptions& k, const ExternalArgs& a
 
 } // namespace
 
+// The engine bench's own options (not given: the preset's default); each needs --engine
+// (`flag`).
+void add_engine_bench_options(CLI::App& cmd, EngineArgs& engine, CLI::Option* flag) {
+  engine.cmd = &cmd;
+  cmd.add_option("--steps", engine.steps, "--engine: steps at most")->needs(flag);
+  cmd.add_option("--max-running", engine.max_running,
+                  "--engine: running requests at most (max_num_seqs)")
+      ->needs(flag);
+  cmd.add_option("--token-budget", engine.token_budget,
+                  "--engine: tokens per step (max_num_batched_tokens)")
+      ->needs(flag);
+  cmd.add_option("--pool-blocks", engine.pool_blocks, "--engine: blocks per state tensor")
+      ->needs(flag);
+  cmd.add_option("--num-spec", engine.num_spec, "--engine: speculative tokens per decode, 0..16")
+      ->needs(flag);
+  cmd.add_option("--layers", engine.layers,
+                  "--engine: layers per group, cut from the preset's (default: all for tiny "
+                  "presets, 2 for production ones)")
+      ->needs(flag);
+  cmd.add_option("--runner", engine.runner, "--engine: v1 or v2 (default v1)")->needs(flag);
+  cmd.add_flag("--reference", engine.reference,
+                "--engine: run the oracle on its plain structures instead of its fast ones (the "
+                "same counters, slower; oracle/engine/structures.h)")
+      ->needs(flag);
+}
+
+// --external and what goes with it; it excludes the options in `excluded`. Returns --external.
+CLI::Option* add_external_bench_options(CLI::App& cmd, ExternalArgs& external,
+                                        std::initializer_list<CLI::Option*> excluded) {
+  CLI::Option* external_option = cmd.add_option(
+      "--external", external.command,
+      "Time kernels in a worker command on the bench cases, e.g. 'python3 -m "
+      "mambacheck_adapter.worker --kernels MODULE' (the worker times its own launches)");
+  for (CLI::Option* other : excluded)
+    external_option->excludes(other);
+  CLI::Option* baseline = cmd.add_option(
+      "--baseline", external.baseline,
+      "--external: a second worker command, the kernels the candidate would replace; the "
+      "ratio candidate / baseline is reported per case");
+  baseline->needs(external_option);
+  external.max_slowdown_option =
+      cmd.add_option("--max-slowdown", external.max_slowdown,
+                      "--baseline: exit 1 when a case's ratio exceeds this (e.g. 1.05)")
+          ->needs(baseline);
+  cmd.add_option("--external-timeout", external.timeout_seconds,
+                  "--external: seconds a worker may take to start and for each case (default "
+                  "300)")
+      ->needs(external_option);
+  cmd.add_option("--out", external.out,
+                  "--external: directory for the case files and the workers' logs (default "
+                  "mc-out/bench-external)")
+      ->needs(external_option);
+  return external_option;
+}
+
 void add_bench_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<gpu::BenchOptions>();
   auto engine = std::make_shared<EngineArgs>();
@@ -251,27 +306,9 @@ void add_bench_command(CLI::App& app, Action& action) {
                                     "Time the oracle engine alone (scheduler, runner, synthetic "
                                     "forward, every invariant after every step) on one core; "
                                     "needs no GPU");
-  iters->excludes(flag);
-  sets->excludes(flag);
-  ticket->excludes(flag);
-  // The engine bench's own options (not given: the preset's default); each needs --engine.
-  engine->cmd = cmd;
-  cmd->add_option("--steps", engine->steps, "--engine: steps at most")->needs(flag);
-  cmd->add_option("--max-running", engine->max_running,
-                  "--engine: running requests at most (max_num_seqs)")
-      ->needs(flag);
-  cmd->add_option("--token-budget", engine->token_budget,
-                  "--engine: tokens per step (max_num_batched_tokens)")
-      ->needs(flag);
-  cmd->add_option("--pool-blocks", engine->pool_blocks, "--engine: blocks per state tensor")
-      ->needs(flag);
-  cmd->add_option("--num-spec", engine->num_spec, "--engine: speculative tokens per decode, 0..16")
-      ->needs(flag);
-  cmd->add_option("--layers", engine->layers,
-                  "--engine: layers per group, cut from the preset's (default: all for tiny "
-                  "presets, 2 for production ones)")
-      ->needs(flag);
-  cmd->add_option("--runner", engine->runner, "--engine: v1 or v2 (default v1)")->needs(flag);
+  for (CLI::Option* timing : {iters, sets, ticket})
+    timing->excludes(flag);
+  add_engine_bench_options(*cmd, *engine, flag);
   CLI::Option* cases_option = cmd->add_option(
       "--cases", cases->cases,
       "Time N kernel campaign cases phase by phase (drawing, arenas, oracle, backend, compare, "
@@ -284,33 +321,9 @@ void add_bench_command(CLI::App& app, Action& action) {
   CLI::Option* seed = cmd->add_option(
       "--seed", engine->seed,
       "--engine: seed of workload and scheduler; --cases: campaign seed (default 1)");
-  cmd->add_flag("--reference", engine->reference,
-                "--engine: run the oracle on its plain structures instead of its fast ones (the "
-                "same counters, slower; oracle/engine/structures.h)")
-      ->needs(flag);
   auto external = std::make_shared<ExternalArgs>();
-  CLI::Option* external_option = cmd->add_option(
-      "--external", external->command,
-      "Time kernels in a worker command on the bench cases, e.g. 'python3 -m "
-      "mambacheck_adapter.worker --kernels MODULE' (the worker times its own launches)");
-  external_option->excludes(flag)->excludes(cases_option)->excludes(ticket);
-  CLI::Option* baseline = cmd->add_option(
-      "--baseline", external->baseline,
-      "--external: a second worker command, the kernels the candidate would replace; the "
-      "ratio candidate / baseline is reported per case");
-  baseline->needs(external_option);
-  external->max_slowdown_option =
-      cmd->add_option("--max-slowdown", external->max_slowdown,
-                      "--baseline: exit 1 when a case's ratio exceeds this (e.g. 1.05)")
-          ->needs(baseline);
-  cmd->add_option("--external-timeout", external->timeout_seconds,
-                  "--external: seconds a worker may take to start and for each case (default "
-                  "300)")
-      ->needs(external_option);
-  cmd->add_option("--out", external->out,
-                  "--external: directory for the case files and the workers' logs (default "
-                  "mc-out/bench-external)")
-      ->needs(external_option);
+  CLI::Option* external_option =
+      add_external_bench_options(*cmd, *external, {flag, cases_option, ticket});
   cmd->callback([options, engine, engine_mode, cases, cases_option, seed, external, external_option,
                  &action] {
     if (seed->count() > 0 && !*engine_mode && cases_option->count() == 0)

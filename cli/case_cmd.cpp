@@ -128,7 +128,8 @@ fuzz::RunTally rerun(const CaseOptions& options, const model::LaunchCase& launch
   return tally;
 }
 
-int run_case_command(const CaseOptions& options) {
+// The options, refused before the case is read; the backend they name.
+backends::Backend checked_backend(const CaseOptions& options) {
   const bool external = !options.external.empty();
   const backends::Backend backend = backends::parse_backend(options.backend);
   if (external && backend != backends::Backend::oracle)
@@ -147,21 +148,74 @@ int run_case_command(const CaseOptions& options) {
     backends::parse_kernel_mutant(options.mutant); // an unknown name is exit 2 before any work
   }
   backends::require_backend(backend);
-  const std::string backend_name =
-      external                  ? "external"
-      : options.mutant.empty() ? options.backend
-                               : fmt::format("{} (mutant {})", options.backend, options.mutant);
-  const model::LaunchCase launch_case = model::load_case(options.dir);
-  // Before any backend: the oracle judges the case (an invalid one is exit 2, naming the .npy
-  // file that holds the bad value) and is shown.
-  model::LaunchResult oracle_result;
+  return backend;
+}
+
+// The oracle's result: before any backend runs, the oracle judges the case (an invalid one is
+// exit 2, naming the .npy file that holds the bad value).
+model::LaunchResult oracle_result_of(const CaseOptions& options, const model::LaunchCase& launch) {
   try {
-    oracle_result = oracle::run_launch(launch_case);
+    return oracle::run_launch(launch);
   } catch (const model::LaunchInputError& e) {
     model::fail_in_case(options.dir, e);
   } catch (const model::InputError& e) {
     model::fail_input("{}: {}", options.dir, e.what());
   }
+}
+
+// --check: the backend's result against the stored one (or the oracle's), and --reruns; the
+// exit code, what it found written into `report`.
+int check_result(const CaseOptions& options, const model::LaunchCase& launch_case,
+                 backends::Backend backend, const fuzz::CaseOutcome& outcome,
+                 nlohmann::json& report) {
+  const model::LaunchResult& result = outcome.backend;
+  int exit_code = kExitOk;
+  // run_case compared with the oracle; a result stored with the case takes its place.
+  const bool stored = model::has_result(options.dir);
+  const std::optional<model::LaunchResult> expected =
+      stored ? std::optional(model::load_result(options.dir)) : std::nullopt;
+  const std::optional<fuzz::Difference> difference =
+      stored ? fuzz::compare_results(launch_case, *expected, result) : outcome.difference;
+  report["expected_from"] = stored ? "stored" : "oracle";
+  if (difference) {
+    std::cout << fmt::format("MISMATCH against the {} result: {}\n", stored ? "stored" : "oracle",
+                             difference->message);
+    report["difference"] = fuzz::to_json(*difference);
+    exit_code = kExitMismatch;
+  } else {
+    std::cout << fmt::format("matches the {} result exactly\n", stored ? "stored" : "oracle");
+  }
+  if (options.reruns > 0) {
+    const fuzz::RunTally tally =
+        rerun(options, launch_case, backend, expected,
+              difference ? std::optional(difference->message) : std::nullopt, false);
+    std::cout << fmt::format("{}{}\n", tally.summary(),
+                             tally.failed > 0 ? fmt::format(" ({})", to_string(tally.classify()))
+                                              : "");
+    const bool detail =
+        tally.failed > 0 && tally.classify() != fuzz::Classification::deterministic;
+    for (std::size_t i = 0; detail && i < tally.run_failures.size(); ++i)
+      std::cout << fmt::format("  run {}: {}\n", i + 1,
+                               tally.run_failures[i].empty() ? "held" : tally.run_failures[i]);
+    report["runs"] = tally.runs;
+    report["failed_runs"] = tally.failed;
+    if (tally.failed > 0) {
+      report["classification"] = to_string(tally.classify());
+      exit_code = kExitMismatch;
+    }
+  }
+  return exit_code;
+}
+
+int run_case_command(const CaseOptions& options) {
+  const backends::Backend backend = checked_backend(options);
+  const bool external = !options.external.empty();
+  const std::string backend_name =
+      external                  ? "external"
+      : options.mutant.empty() ? options.backend
+                               : fmt::format("{} (mutant {})", options.backend, options.mutant);
+  const model::LaunchCase launch_case = model::load_case(options.dir);
+  model::LaunchResult oracle_result = oracle_result_of(options, launch_case);
   if (options.json) {
     std::cout << case_decisions_json(launch_case, oracle_result).dump(2) << "\n";
     return kExitOk;
@@ -196,43 +250,8 @@ int run_case_command(const CaseOptions& options) {
     model::save_result(result, options.out);
     std::cout << fmt::format("result written to {}/{}/\n", options.out, model::kResultDirName);
   }
-  int exit_code = kExitOk;
-  if (options.check) {
-    // run_case compared with the oracle; a result stored with the case takes its place.
-    const bool stored = model::has_result(options.dir);
-    const std::optional<model::LaunchResult> expected =
-        stored ? std::optional(model::load_result(options.dir)) : std::nullopt;
-    const std::optional<fuzz::Difference> difference =
-        stored ? fuzz::compare_results(launch_case, *expected, result) : outcome.difference;
-    report["expected_from"] = stored ? "stored" : "oracle";
-    if (difference) {
-      std::cout << fmt::format("MISMATCH against the {} result: {}\n", stored ? "stored" : "oracle",
-                               difference->message);
-      report["difference"] = fuzz::to_json(*difference);
-      exit_code = kExitMismatch;
-    } else {
-      std::cout << fmt::format("matches the {} result exactly\n", stored ? "stored" : "oracle");
-    }
-    if (options.reruns > 0) {
-      const fuzz::RunTally tally =
-          rerun(options, launch_case, backend, expected,
-                difference ? std::optional(difference->message) : std::nullopt, false);
-      std::cout << fmt::format("{}{}\n", tally.summary(),
-                               tally.failed > 0 ? fmt::format(" ({})", to_string(tally.classify()))
-                                                : "");
-      const bool detail =
-          tally.failed > 0 && tally.classify() != fuzz::Classification::deterministic;
-      for (std::size_t i = 0; detail && i < tally.run_failures.size(); ++i)
-        std::cout << fmt::format("  run {}: {}\n", i + 1,
-                                 tally.run_failures[i].empty() ? "held" : tally.run_failures[i]);
-      report["runs"] = tally.runs;
-      report["failed_runs"] = tally.failed;
-      if (tally.failed > 0) {
-        report["classification"] = to_string(tally.classify());
-        exit_code = kExitMismatch;
-      }
-    }
-  }
+  const int exit_code =
+      options.check ? check_result(options, launch_case, backend, outcome, report) : kExitOk;
   report["exit_code"] = exit_code;
   if (!options.report.empty()) write_report(options.report, report);
   return exit_code;

@@ -119,6 +119,50 @@ void write_reports(const MutantsOptions& o, const fuzz::MutantRunOptions& run,
   write_junit(o.junit, "mambacheck.mutants", cases);
 }
 
+// Each job against its mutant, in order, until a signal stops them (a campaign cut short by it
+// says nothing of a mutant it did not kill).
+std::vector<fuzz::MutantOutcome> run_jobs(const std::vector<fuzz::MutantJob>& jobs,
+                                          const fuzz::MutantRunOptions& run) {
+  Progress progress("mutants", static_cast<std::int64_t>(jobs.size()));
+  std::vector<fuzz::MutantOutcome> outcomes;
+  for (const fuzz::MutantJob& job : jobs) {
+    if (model::interrupted()) break;
+    try {
+      outcomes.push_back(job.run(run));
+    } catch (const backends::ExternalWorkerFailure& failure) { // a device worker that cannot run
+      throw model::EnvironmentError(failure.message);
+    }
+    if (model::interrupted() && !outcomes.back().killed) {
+      outcomes.pop_back();
+      break;
+    }
+    progress.tick(fmt::format("{} {}", job.name, outcomes.back().killed ? "killed" : "SURVIVED"));
+  }
+  progress.done();
+  return outcomes;
+}
+
+// Prints each survivor; true when one survived that was not expected to (a racy mutant may
+// survive on cuda: no case happened to schedule its race).
+bool any_unexpected_survivor(const std::vector<fuzz::MutantOutcome>& outcomes,
+                             const std::string& backend_name) {
+  bool unexpected = false;
+  for (const fuzz::MutantOutcome& m : outcomes) {
+    if (m.killed) continue;
+    if (fuzz::survival_expected(m, backend_name)) {
+      std::cout << fmt::format("survived: {} is racy: none of its {} cases happened to be "
+                               "scheduled so that the race shows (not a verdict on the fuzzer; "
+                               "on host it must be killed)\n",
+                               m.name, m.cases);
+      continue;
+    }
+    unexpected = true;
+    std::cout << fmt::format("SURVIVED: {} ({}): the fuzzer did not reach it in {} cases\n", m.name,
+                             m.description, m.cases);
+  }
+  return unexpected;
+}
+
 int run_mutants(const MutantsOptions& o) {
   if (o.level != "kernel" && o.level != "engine" && o.level != "both")
     model::fail_input("--level: expected kernel, engine or both, got '{}'", o.level);
@@ -151,23 +195,7 @@ int run_mutants(const MutantsOptions& o) {
   std::cout << fmt::format("{} mutants on the {} backend (MUTATED kernels/runner), seed {}, "
                            "{} s each at most\n",
                            jobs.size(), run.backend_name, run.seed, seconds);
-  Progress progress("mutants", static_cast<std::int64_t>(jobs.size()));
-  std::vector<fuzz::MutantOutcome> outcomes;
-  for (const fuzz::MutantJob& job : jobs) {
-    if (model::interrupted()) break;
-    try {
-      outcomes.push_back(job.run(run));
-    } catch (const backends::ExternalWorkerFailure& failure) { // a device worker that cannot run
-      throw model::EnvironmentError(failure.message);
-    }
-    // A campaign cut short by the signal says nothing of a mutant it did not kill.
-    if (model::interrupted() && !outcomes.back().killed) {
-      outcomes.pop_back();
-      break;
-    }
-    progress.tick(fmt::format("{} {}", job.name, outcomes.back().killed ? "killed" : "SURVIVED"));
-  }
-  progress.done();
+  const std::vector<fuzz::MutantOutcome> outcomes = run_jobs(jobs, run);
   std::cout << fuzz::format_table(outcomes);
   const auto drawn = std::find_if(outcomes.begin(), outcomes.end(),
                                   [](const fuzz::MutantOutcome& m) { return !m.picture.empty(); });
@@ -181,21 +209,7 @@ int run_mutants(const MutantsOptions& o) {
                              jobs.size());
     return 128 + model::interrupt_signal();
   }
-  bool unexpected = false;
-  for (const fuzz::MutantOutcome& m : outcomes) {
-    if (m.killed) continue;
-    if (fuzz::survival_expected(m, run.backend_name)) {
-      std::cout << fmt::format("survived: {} is racy: none of its {} cases happened to be "
-                               "scheduled so that the race shows (not a verdict on the fuzzer; "
-                               "on host it must be killed)\n",
-                               m.name, m.cases);
-      continue;
-    }
-    unexpected = true;
-    std::cout << fmt::format("SURVIVED: {} ({}): the fuzzer did not reach it in {} cases\n", m.name,
-                             m.description, m.cases);
-  }
-  return unexpected ? kExitMismatch : kExitOk;
+  return any_unexpected_survivor(outcomes, run.backend_name) ? kExitMismatch : kExitOk;
 }
 
 void add_mutants_command(CLI::App& app, Action& action) {

@@ -145,12 +145,10 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   write_file_atomically("--report", path, j.dump(2) + "\n");
 }
 
-} // namespace
-
 constexpr model::CoverageLevel kEngineLevel[] = {model::CoverageLevel::engine};
 
-int replay_one(const ReplayCliOptions& given) {
-  ReplayCliOptions o = given;
+// `o` with --mutant sorted into its kernel and runner mutant.
+ReplayCliOptions with_mutants(ReplayCliOptions o) {
   const MutantNames mutants = mutants_by_level(
       o.mutants, {.kernel = o.kernel_mutant, .runner = o.runner_mutant});
   if (mutants.scheduler != "none")
@@ -159,6 +157,13 @@ int replay_one(const ReplayCliOptions& given) {
                       mutants.scheduler, mutants.scheduler);
   o.kernel_mutant = mutants.kernel;
   o.runner_mutant = mutants.runner;
+  return o;
+}
+
+} // namespace
+
+int replay_one(const ReplayCliOptions& given) {
+  const ReplayCliOptions o = with_mutants(given);
   const model::CoverageRequirement required =
       coverage_requirement(o.require_coverage, kEngineLevel);
   harness::ReplayOptions options = replay_options(o);

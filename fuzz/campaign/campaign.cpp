@@ -260,10 +260,21 @@ void upgrade_level(nlohmann::json& r) {
     r.erase(field);
   }
   if (!mutant.empty()) r["mutant"] = mutant;
-  if (r.value("level", "") == "engine" && r.contains("findings"))
-    for (nlohmann::json& f : r.at("findings"))
-      if (!f.contains("features") && f.contains("shape"))
-        f["features"] = nlohmann::json::array({f.at("shape")});
+  if (r.value("level", "") != "engine" || !r.contains("findings")) return;
+  for (nlohmann::json& f : r.at("findings")) {
+    if (!f.contains("features") && f.contains("shape"))
+      f["features"] = nlohmann::json::array({f.at("shape")});
+    // Replay lines named the mutant's level in the option (`--runner-mutant NAME`), which is
+    // now `--mutant NAME`.
+    if (!f.contains("counterexample") || !f.at("counterexample").contains("replay")) continue;
+    nlohmann::json& replay = f.at("counterexample").at("replay");
+    if (!replay.is_string()) continue;
+    std::string line = replay.get<std::string>();
+    for (const std::string old : {" --runner-mutant ", " --kernel-mutant "})
+      for (std::size_t at = line.find(old); at != std::string::npos; at = line.find(old, at))
+        line.replace(at, old.size(), " --mutant ");
+    replay = line;
+  }
 }
 
 } // namespace

@@ -191,8 +191,8 @@ nlohmann::json to_json(const CampaignOptions& options, const CampaignLevel& leve
 
 // A report of one level as the current version has it: version-1 reports (no "version"
 // field: kernel ones said "result": "held" or "mismatch"; engine ones named their runner,
-// kernel and scheduler mutants apart and their findings had no "features") are mapped field
-// by field; a current one is returned as it is. Both levels' reports ("kernel", "engine") are
+// kernel and scheduler mutants apart, their findings had no "features" and their replay lines
+// said --runner-mutant or --kernel-mutant where they now say --mutant) are mapped field by field; a current one is returned as it is. Both levels' reports ("kernel", "engine") are
 // each upgraded.
 nlohmann::json upgrade_report(nlohmann::json report);
 
