@@ -1,36 +1,28 @@
 #include "backends/external_backend.h"
 
-#include "fuzz/isolate.h"
 #include "model/case_file.h"
 #include "model/errors.h"
+#include "model/process.h"
 #include "oracle/launch.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <thread>
-
-extern char** environ;
 
 namespace mc::backends {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kLineBytesMax = 1 << 20;     // one answer line
 constexpr std::int64_t kLogTailBytesMax = 1 << 12; // read from the log for a message
@@ -77,31 +69,18 @@ std::string log_tail(const fs::path& log_file, std::int64_t written_from = 0) {
 
 // "exited with status 4", "killed by SIGSEGV (invalid memory reference)" (with "was " before
 // "killed" when `passive`).
-std::string exit_description(int status, bool passive = true) {
-  if (WIFSIGNALED(status))
+std::string exit_description(const model::ProcessEnd& end, bool passive = true) {
+  if (end.signaled())
     return fmt::format("{}killed by {}", passive ? "was " : "",
-                       fuzz::signal_name(WTERMSIG(status)));
-  if (!WIFEXITED(status)) return "stopped";
-  const int code = WEXITSTATUS(status);
+                       model::signal_description(end.signal()));
+  const int code = end.exit_code();
+  if (code < 0) return "stopped";
   // `sh -c` that runs a command as its child exits 128 + N when the command died of signal N.
   constexpr int kShellSignalBase = 128;
   if (code > kShellSignalBase && code <= kShellSignalBase + 64)
     return fmt::format("exited with status {} (a shell's report of a command killed by {})", code,
-                       fuzz::signal_name(code - kShellSignalBase));
+                       model::signal_description(code - kShellSignalBase));
   return fmt::format("exited with status {}", code);
-}
-
-// Waits up to `millis` for the child; its status, or -1 if still running.
-int wait_for(pid_t pid, int millis) {
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(millis);
-  for (;;) {
-    int status = 0;
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) return status;
-    if (done < 0) return 0; // already reaped
-    if (Clock::now() >= deadline) return -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
 }
 
 bool starts_with(std::string_view text, std::string_view prefix) {
@@ -146,54 +125,37 @@ ExternalWorker::ExternalWorker(ExternalOptions options) : options_(std::move(opt
 }
 
 void ExternalWorker::start() {
-  MC_ASSERT(pid_ < 0 && to_worker_ < 0 && from_worker_ < 0);
+  MC_ASSERT(!child_.running());
   buffer_.clear();
-  int in_pipe[2] = {-1, -1};
-  int out_pipe[2] = {-1, -1};
-  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
-    throw ExternalWorkerFailure{
-        fmt::format("--external: cannot create pipes: {}", std::strerror(errno))};
-  int log_fd = -1;
+  model::Fd log;
   if (!options_.log_file.empty()) {
-    log_fd = open(options_.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0)
+    log =
+        model::Fd(open(options_.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    if (log.get() < 0)
       throw ExternalWorkerFailure{fmt::format("--external: cannot open the worker log {}: {}",
                                               options_.log_file.string(), std::strerror(errno))};
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-  if (log_fd >= 0) posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE); // the worker gets SIGPIPE's default back
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setpgroup(&attributes, 0); // its own group: a timeout kills all of it
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::string command = options_.command;
-  char sh[] = "sh";
-  char dash_c[] = "-c";
-  char* argv[] = {sh, dash_c, command.data(), nullptr};
-  const int spawned = posix_spawn(&pid_, "/bin/sh", &actions, &attributes, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  close(in_pipe[0]);
-  close(out_pipe[1]);
-  if (log_fd >= 0) close(log_fd);
-  to_worker_ = in_pipe[1];
-  from_worker_ = out_pipe[0];
-  if (spawned != 0) {
-    pid_ = -1;
-    fail(fmt::format("cannot be started: {}", std::strerror(spawned)));
+  std::vector<model::ChildFd> fds = {{.at = {STDIN_FILENO}, .child_writes = false},
+                                     {.at = {STDOUT_FILENO}}};
+  if (log.get() >= 0) fds.push_back({.at = {STDERR_FILENO}, .ours = log.get()});
+  try {
+    child_ = model::Child::spawn({.program = "/bin/sh",
+                                  .argv = {"sh", "-c", options_.command},
+                                  .fds = fds,
+                                  .own_group = true,            // a timeout kills all of it
+                                  .default_signals = {SIGPIPE}, // its default back
+                                  .what = "--external"});
+  } catch (const model::SpawnFailure& e) {
+    fail(fmt::format("cannot be started: {}", e.code().message()));
+  } catch (const std::system_error& e) {
+    throw ExternalWorkerFailure{
+        fmt::format("--external: cannot create pipes: {}", e.code().message())};
   }
   parse_greeting(read_greeting());
 }
 
 void ExternalWorker::restart() {
-  MC_ASSERT(crashed_ && pid_ < 0);
+  MC_ASSERT(crashed_ && !child_.running());
   if (restarts_ >= kExternalRestartsMax)
     throw ExternalWorkerFailure{fmt::format("--external worker '{}' died on {} cases; not started "
                                             "again",
@@ -212,28 +174,18 @@ ExternalWorker::~ExternalWorker() {
 }
 
 void ExternalWorker::stop() {
-  if (to_worker_ >= 0) close(to_worker_);
-  to_worker_ = -1;
-  if (pid_ > 0 && wait_for(pid_, kExitWaitMillis) < 0) {
-    kill(-pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  pid_ = -1;
-  if (from_worker_ >= 0) close(from_worker_);
-  from_worker_ = -1;
+  child_.close(kToWorker);
+  child_.reap(kExitWaitMillis);
+  child_ = model::Child();
 }
 
 void ExternalWorker::fail(std::string_view what) {
   std::string message = fmt::format("--external worker '{}' {}", excerpt(options_.command), what);
-  if (pid_ > 0) {
-    int status = wait_for(pid_, 200);
-    if (status < 0) {
-      kill(-pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-    } else {
-      message += fmt::format(" (it {})", exit_description(status));
-    }
-    pid_ = -1;
+  if (child_.running()) {
+    if (const std::optional<model::ProcessEnd> end = child_.wait_for(200))
+      message += fmt::format(" (it {})", exit_description(*end));
+    else
+      child_.reap();
   }
   if (const std::string tail = log_tail(options_.log_file); !tail.empty())
     message += fmt::format("; its stderr ends: \"{}\"", tail);
@@ -242,82 +194,55 @@ void ExternalWorker::fail(std::string_view what) {
   throw ExternalWorkerFailure{std::move(message)};
 }
 
-[[noreturn]] void ExternalWorker::crashed_on_case(ReadEnd end) {
-  MC_ASSERT(end != ReadEnd::line && pid_ > 0);
+[[noreturn]] void ExternalWorker::crashed_on_case(model::ReadEnd end) {
+  MC_ASSERT(end != model::ReadEnd::line && child_.running());
   std::string message;
-  int status = -1;
-  if (end == ReadEnd::closed) status = wait_for(pid_, kExitWaitMillis);
-  if (status < 0) { // still running: past the timeout, or it closed its output and lingers
-    kill(-pid_, SIGKILL);
-    waitpid(pid_, &status, 0);
+  std::optional<model::ProcessEnd> ended;
+  if (end == model::ReadEnd::closed) ended = child_.wait_for(kExitWaitMillis);
+  if (!ended) { // still running: past the timeout, or it closed its output and lingers
+    child_.reap();
     message =
-        end == ReadEnd::timed_out
+        end == model::ReadEnd::timed_out
             ? fmt::format("the worker exceeded {} s on this case; killed", options_.timeout_seconds)
             : "the worker closed its output on this case; killed";
   } else {
-    message = fmt::format("the worker died on this case: {}", exit_description(status, false));
+    message = fmt::format("the worker died on this case: {}", exit_description(*ended, false));
   }
-  kill(-pid_, SIGKILL); // what it started and left behind (its group outlives it)
-  pid_ = -1;
+  child_.kill(); // what it started and left behind (its group outlives it)
   // Only what it wrote on this case: the log holds the words of earlier crashes too.
   if (const std::string tail = log_tail(options_.log_file, log_bytes_at_case_); !tail.empty())
     message += fmt::format("; its stderr ends: \"{}\"", tail);
   stop();
   crashed_ = true;
-  throw ExternalWorkerCrash(message, end == ReadEnd::timed_out);
+  throw ExternalWorkerCrash(message, end == model::ReadEnd::timed_out);
 }
 
 std::string ExternalWorker::read_greeting() {
   std::string line;
-  const ReadEnd end = read_line(line);
-  if (end == ReadEnd::timed_out)
+  const model::ReadEnd end = read_line(line);
+  if (end == model::ReadEnd::timed_out)
     fail(fmt::format("gave no answer within {} s while we waited for its greeting; killed",
                      options_.timeout_seconds));
-  if (end == ReadEnd::closed)
+  if (end == model::ReadEnd::closed)
     fail(
         fmt::format("closed its output while we waited for its greeting{}",
                     buffer_.empty() ? "" : fmt::format(" (last words: \"{}\")", excerpt(buffer_))));
   return line;
 }
 
-ExternalWorker::ReadEnd ExternalWorker::read_line(std::string& line) {
-  const Clock::time_point deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(options_.timeout_seconds));
-  for (;;) {
-    if (const std::size_t end = buffer_.find('\n'); end != std::string::npos) {
-      line = buffer_.substr(0, end);
-      buffer_.erase(0, end + 1);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      return ReadEnd::line;
-    }
-    if (buffer_.size() > kLineBytesMax)
-      fail(fmt::format("wrote a line of more than {} bytes", kLineBytesMax));
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return ReadEnd::timed_out;
-    pollfd p{.fd = from_worker_, .events = POLLIN, .revents = 0};
-    const int ready = poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
-    if (ready < 0 && errno != EINTR) fail(fmt::format("cannot be read: {}", std::strerror(errno)));
-    if (ready <= 0) continue;
-    char chunk[4096];
-    const ssize_t n = read(from_worker_, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ReadEnd::closed;
-    buffer_.append(chunk, static_cast<std::size_t>(n));
-  }
+model::ReadEnd ExternalWorker::read_line(std::string& line) {
+  const model::ReadEnd end =
+      model::read_line(child_.fd(kFromWorker), buffer_, line,
+                       model::Deadline::after(options_.timeout_seconds), kLineBytesMax);
+  if (end == model::ReadEnd::too_long)
+    fail(fmt::format("wrote a line of more than {} bytes", kLineBytesMax));
+  if (end == model::ReadEnd::failed) fail(fmt::format("cannot be read: {}", std::strerror(errno)));
+  return end;
 }
 
 bool ExternalWorker::write_line(const std::string& line) {
-  const std::string data = line + "\n";
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = write(to_worker_, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false; // it stopped reading: it died, or is dying
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
+  // False when it stopped reading: it died, or is dying.
+  return model::write_all(child_.fd(kToWorker), line + "\n");
 }
 
 void ExternalWorker::parse_greeting(const std::string& line) {
@@ -366,7 +291,7 @@ void ExternalWorker::parse_greeting(const std::string& line) {
 
 model::LaunchResult ExternalWorker::run(const model::LaunchCase& launch_case) {
   if (crashed_) restart();
-  if (pid_ < 0) throw ExternalWorkerFailure{"--external worker: no longer running"};
+  if (!child_.running()) throw ExternalWorkerFailure{"--external worker: no longer running"};
   const fs::path case_dir = fs::absolute(options_.work_dir / "case");
   const fs::path result_dir = fs::absolute(options_.work_dir / "result");
   std::error_code ec;
@@ -375,10 +300,11 @@ model::LaunchResult ExternalWorker::run(const model::LaunchCase& launch_case) {
   model::save_case(launch_case, case_dir);
   log_bytes_at_case_ = log_size(options_.log_file);
   std::string answer;
-  const ReadEnd end = write_line(case_dir.string() + "\t" + result_dir.string()) ? read_line(answer)
-                                                                                 : ReadEnd::closed;
+  const model::ReadEnd end = write_line(case_dir.string() + "\t" + result_dir.string())
+                                 ? read_line(answer)
+                                 : model::ReadEnd::closed;
   ++cases_run_;
-  if (end != ReadEnd::line) crashed_on_case(end);
+  if (end != model::ReadEnd::line) crashed_on_case(end);
   if (starts_with(answer, "error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
   if (starts_with(answer, "fatal:"))
     fail(fmt::format("gave up on {}: {}", case_dir.string(), excerpt(trimmed(answer.substr(6)))));
@@ -405,11 +331,11 @@ model::LaunchResult ExternalWorker::run(const model::LaunchCase& launch_case) {
 
 std::string ExternalWorker::request(const std::string& line, std::string_view what) {
   if (crashed_) restart();
-  if (pid_ < 0) throw ExternalWorkerFailure{"--external worker: no longer running"};
+  if (!child_.running()) throw ExternalWorkerFailure{"--external worker: no longer running"};
   log_bytes_at_case_ = log_size(options_.log_file);
   std::string answer;
-  const ReadEnd end = write_line(line) ? read_line(answer) : ReadEnd::closed;
-  if (end != ReadEnd::line) crashed_on_case(end);
+  const model::ReadEnd end = write_line(line) ? read_line(answer) : model::ReadEnd::closed;
+  if (end != model::ReadEnd::line) crashed_on_case(end);
   if (starts_with(answer, "error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
   if (starts_with(answer, "fatal:"))
     fail(fmt::format("gave up on {}: {}", what, excerpt(trimmed(answer.substr(6)))));

@@ -24,8 +24,7 @@
 #include "fuzz/campaign/kernel_campaign.h"
 #include "fuzz/run_case.h"
 #include "model/launch.h"
-
-#include <sys/types.h>
+#include "model/process.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -111,23 +110,21 @@ public:
   std::int64_t restarts() const { return restarts_; } // after crashes
 
 private:
-  enum class ReadEnd : std::uint8_t { line, closed, timed_out };
-
   void start();
   void restart();
   [[noreturn]] void fail(std::string_view what);
-  [[noreturn]] void crashed_on_case(ReadEnd end);
-  ReadEnd read_line(std::string& line);
+  [[noreturn]] void crashed_on_case(model::ReadEnd end);
+  model::ReadEnd read_line(std::string& line);
   std::string read_greeting();
   bool write_line(const std::string& line);
   void parse_greeting(const std::string& line);
   void stop();
 
   ExternalOptions options_;
-  pid_t pid_ = -1;
-  int to_worker_ = -1;   // its stdin
-  int from_worker_ = -1; // its stdout
-  std::string buffer_;   // bytes read past the last line
+  static constexpr std::size_t kToWorker = 0;   // its stdin, of child_'s pipes
+  static constexpr std::size_t kFromWorker = 1; // its stdout
+  model::Child child_;
+  std::string buffer_; // bytes read past the last line
   std::string greeting_;
   std::vector<model::LaunchKind> kinds_;
   bool serves_engine_ = false;

@@ -4,21 +4,17 @@
 
 #include "cli/commands.h"
 #include "gpu/cuda_backend.h"
+#include "model/process.h"
 
 #include <fmt/format.h>
 
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-extern char** environ;
 
 namespace mc::cli {
 namespace {
@@ -45,18 +41,6 @@ std::string find_control() {
   return {};
 }
 
-std::string shell_quoted(const std::string& s) {
-  std::string out = "'";
-  for (const char c : s)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// std::system's status as an exit code (-1 where it did not exit).
-int exit_code(int status) {
-  return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // Whether a child process of this program makes a CUDA context (under the MPS variables this
 // process has set) within kProbeSeconds. An MPS server cannot start on a GPU while another
 // user's serves it, and its clients then wait: the probe is killed and the campaign goes on
@@ -70,37 +54,42 @@ bool probe_context(std::string& why_not) {
     why_not = "cannot find this program to probe a CUDA context";
     return false;
   }
-  std::string program = self.string();
-  std::string command = "cuda-probe";
-  char* argv[] = {program.data(), command.data(), nullptr};
-  pid_t pid = -1;
-  if (posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, environ) != 0) {
+  model::Child probe;
+  try {
+    probe = model::Child::spawn({.program = self.string(), .argv = {self.string(), "cuda-probe"}});
+  } catch (const std::system_error&) {
     why_not = "cannot start a process to probe a CUDA context";
     return false;
   }
-  int status = 0;
-  for (int waited_ms = 0;; waited_ms += 50) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0) {
-      why_not = "lost the process probing a CUDA context";
-      return false;
-    }
-    if (waited_ms >= kProbeSeconds * 1000) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      why_not = fmt::format("a CUDA context through the MPS server did not come up in {} s "
-                            "(another user's MPS server on the GPU?)",
-                            kProbeSeconds);
-      return false;
-    }
-    usleep(50 * 1000);
+  const std::optional<model::ProcessEnd> end = probe.wait_for(kProbeSeconds * 1000);
+  if (!end) {
+    probe.reap();
+    why_not = fmt::format("a CUDA context through the MPS server did not come up in {} s "
+                          "(another user's MPS server on the GPU?)",
+                          kProbeSeconds);
+    return false;
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (end->exit_code() != 0) {
     why_not = "a CUDA context through the MPS server failed";
     return false;
   }
   return true;
+}
+
+// The control program run with `args` (and `input` on its stdin, where there is any; else it
+// inherits ours, as the daemon it starts does); its exit code, -1 where it did not exit or start.
+int run_control(const std::string& control, std::vector<std::string> args, std::string_view input) {
+  args.insert(args.begin(), control);
+  try {
+    std::vector<model::ChildFd> fds;
+    if (!input.empty()) fds.push_back({.at = {STDIN_FILENO}, .child_writes = false});
+    model::Child child = model::Child::spawn({.program = control, .argv = args, .fds = fds});
+    model::write_all(child.fd(0), input);
+    child.close(0);
+    return child.wait().exit_code();
+  } catch (const std::system_error&) {
+    return -1;
+  }
 }
 
 // Whether the daemon whose pipe directory is `pipe` runs: its pid file names a live process.
@@ -160,7 +149,7 @@ std::unique_ptr<MpsSession> MpsSession::start(std::string& why_not) {
   live_session = s.get();
   static const bool registered = std::atexit(stop_live_session) == 0;
   (void)registered;
-  const int rc = exit_code(std::system((shell_quoted(s->control_) + " -d").c_str()));
+  const int rc = run_control(s->control_, {"-d"}, "");
   if (rc != 0) {
     why_not = fmt::format("{} -d exited with {}", kControl, rc);
     s->stop();
@@ -183,10 +172,7 @@ void MpsSession::stop() {
   own_ = false;
   // The control program takes commands on its input; `quit` shuts the server and the daemon
   // down before it returns.
-  if (FILE* control = popen(shell_quoted(control_).c_str(), "w"); control != nullptr) {
-    std::fputs("quit\n", control);
-    pclose(control);
-  }
+  run_control(control_, {}, "quit\n");
   unsetenv(kPipeVar);
   unsetenv(kLogVar);
   std::error_code ec;
@@ -206,9 +192,7 @@ namespace {
 void add_cuda_probe_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand("cuda-probe", "Make a CUDA context on device 0 and exit");
   cmd->group(""); // run by campaigns only: not listed in --help
-  cmd->callback([&action] {
-    action = [] { return gpu::cuda_context_usable() ? 0 : 1; };
-  });
+  cmd->callback([&action] { action = [] { return gpu::cuda_context_usable() ? 0 : 1; }; });
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "cli/output_paths.h"
+#include "fuzz/isolate.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/engine/runner_mutant.h"
 #include "gpu/mutant.h"
@@ -97,9 +98,11 @@ int show_kernel(const ShowOptions& o, const fs::path& dir, const std::string& ou
       .note = note};
   const std::string actual_name =
       fmt::format("{}{}", backend_name, mutant.empty() ? "" : ", mutant " + mutant);
-  write_file_atomically("--out", out,
-                        show::kernel_picture(launch, runner, backend == backends::Backend::host,
-                                             actual_name, header));
+  write_file_atomically(
+      "--out", out,
+      show::kernel_picture(
+          launch, runner, backend == backends::Backend::host ? fuzz::run_isolated_payload : nullptr,
+          actual_name, header));
   return kExitOk;
 }
 
@@ -133,7 +136,7 @@ int show_trace(const ShowOptions& o, const fs::path& trace, const nlohmann::json
     p.replay.kernel_mutant = *k;
   if (const auto r = gpu::engine::find_runner_mutant(runner.empty() ? "none" : runner))
     p.replay.runner_mutant = *r;
-  p.isolate = p.replay.executor == gpu::engine::ExecutorKind::host;
+  if (p.replay.executor == gpu::engine::ExecutorKind::host) p.isolate = fuzz::run_isolated_payload;
   std::string mutants;
   if (p.replay.kernel_mutant != gpu::Mutant::none)
     mutants += fmt::format(" --kernel-mutant {}", gpu::to_string(p.replay.kernel_mutant));

@@ -3,15 +3,13 @@
 #include "fuzz/isolate_frames.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
+#include "model/process.h"
 
 #include <fmt/format.h>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,19 +21,17 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
-#include <thread>
-
-extern char** environ;
 
 namespace mc::fuzz {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr char kSetup = 'S'; // campaign -> worker: the setup, JSON
 constexpr char kCase = 'C';  // campaign -> worker: a case index, int64
 constexpr int kResultsFd = 3;
-constexpr int kLowestPipeFd = 10; // pipes kept above the descriptors a worker is given
+// The worker's pipes (model::Child::fd): its stdin, its fd 3, its stdout and stderr.
+constexpr std::size_t kCommands = 0;
+constexpr std::size_t kResults = 1;
+constexpr std::size_t kErrors = 2;
 
 // SIGINT and SIGTERM: the campaign's to act on, never a worker's.
 sigset_t interrupt_signals() {
@@ -59,46 +55,12 @@ constexpr std::size_t kWaitingBytesMax = std::size_t{256} << 20;
 // read the answer and send another (a round trip of two wake-ups a case).
 constexpr std::size_t kQueuedPerWorkerMax = 2;
 constexpr int kPollMillisMax = 50;
-constexpr std::size_t kReadChunkBytes = 64 << 10;
 constexpr int kExitWaitMillis = 5000; // for a worker to end after its input is closed
 constexpr int kExitParentGone = 121;  // the worker found the campaign gone before it started
 constexpr std::size_t kSetupBytesMax = 16 << 20;
 // How long a worker may take to start and read its setup (a CUDA context, an adapter that
 // imports torch) at least, whatever a case may take: the case timeout where that is longer.
 constexpr double kReadySecondsMin = 120.0;
-
-// Moves `fd` to kLowestPipeFd or above (close-on-exec), so that the descriptors a worker is
-// given (0 to 3) never collide with a pipe's own.
-int high_fd(int fd) {
-  if (fd >= kLowestPipeFd) return fd;
-  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, kLowestPipeFd);
-  const int error = errno;
-  close(fd);
-  if (moved < 0) throw std::system_error(error, std::generic_category(), "case workers: fcntl");
-  return moved;
-}
-
-struct Pipe {
-  int read_fd = -1;
-  int write_fd = -1;
-};
-
-Pipe make_pipe() {
-  int fds[2] = {-1, -1};
-  if (pipe2(fds, O_CLOEXEC) != 0)
-    throw std::system_error(errno, std::generic_category(), "case workers: pipe2");
-  return Pipe{.read_fd = high_fd(fds[0]), .write_fd = high_fd(fds[1])};
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
 
 std::string frame_bytes(char tag, std::string_view data) {
   std::string out(frames::kHeaderBytes, '\0');
@@ -107,26 +69,6 @@ std::string frame_bytes(char tag, std::string_view data) {
   std::memcpy(out.data() + 1, &length, sizeof length);
   out.append(data);
   return out;
-}
-
-// This process's environment with `overrides` (NAME=value) set.
-std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
-  const auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
-  std::vector<std::string> out;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view entry = *e;
-    const bool overridden = std::ranges::any_of(
-        overrides, [&](const std::string& o) { return name_of(o) == name_of(entry); });
-    if (!overridden) out.emplace_back(entry);
-  }
-  out.insert(out.end(), overrides.begin(), overrides.end());
-  return out;
-}
-
-std::string exit_description(int status) {
-  if (WIFSIGNALED(status)) return fmt::format("killed by {}", signal_name(WTERMSIG(status)));
-  if (WIFEXITED(status)) return fmt::format("exited with code {}", WEXITSTATUS(status));
-  return "stopped";
 }
 
 // The last non-empty line of a worker's output, for a message.
@@ -143,32 +85,6 @@ std::string last_line(std::string_view text) {
   return std::string(last.substr(0, 300));
 }
 
-// Reads what a worker's stdout and stderr hold now: what it wrote before the frame just read
-// (or before it ended) is there already.
-// `fd` is the worker's descriptor itself: read_once closes it (-1) at the end of its output.
-void drain(const int& fd, const std::function<void()>& read_once) {
-  while (fd >= 0) {
-    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-    if (poll(&p, 1, 0) <= 0) return;
-    read_once();
-  }
-}
-
-// Waits for `pid` up to `millis`, then kills it; its status.
-int reap(pid_t pid, int millis) {
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(millis);
-  int status = 0;
-  for (;;) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid || done < 0) return status;
-    if (Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return status;
-}
-
 // What a finished case's outcome holds while it waits to be taken (kWaitingBytesMax).
 std::size_t held_bytes(const IsolatedOutcome& outcome) {
   return outcome.payload.size() + outcome.message.size() + outcome.stderr_text.size();
@@ -181,23 +97,20 @@ struct CaseWorkerPool::Flight {
   Worker* worker = nullptr; // running it or about to; null once done
   bool done = false;
   frames::CaseFrames frames;
-  std::optional<Clock::time_point> deadline; // set once its worker is ready and starts it
+  model::Deadline deadline; // set once its worker is ready and starts it
   IsolatedOutcome outcome;
 };
 
 struct CaseWorkerPool::Worker {
   int slot = 0;
-  pid_t pid = -1;    // -1: no process in this slot (one starts when a case needs it)
-  int commands = -1; // its stdin
-  int results = -1;  // its fd 3
-  int errors = -1;   // its stdout and stderr
+  model::Child child; // none running: no process in this slot (one starts when a case needs it)
   bool ready = false;
-  std::optional<Clock::time_point> ready_deadline;
+  model::Deadline ready_deadline;
   std::string bytes;           // frames read, not yet taken
   std::string stderr_text;     // what it wrote during the case it runs
   std::deque<Flight*> queue;   // the cases given to it, in order: it runs the first
   std::int64_t generation = 0; // processes started in this slot
-  bool alive() const { return pid > 0; }
+  bool alive() const { return child.running(); }
 };
 
 CaseWorkerPool::CaseWorkerPool(CaseWorkerStart start, int jobs) : start_(std::move(start)) {
@@ -222,95 +135,60 @@ CaseWorkerPool::~CaseWorkerPool() {
   for (const std::unique_ptr<Worker>& w : workers_)
     if (w->alive() && !w->queue.empty()) end_worker(*w, true);
   for (const std::unique_ptr<Worker>& w : workers_)
-    if (w->commands >= 0) {
-      close(w->commands);
-      w->commands = -1;
-    }
+    w->child.close(kCommands);
   for (const std::unique_ptr<Worker>& w : workers_)
     if (w->alive()) end_worker(*w, false);
 }
 
 void CaseWorkerPool::spawn(Worker& w) {
   MC_ASSERT(!w.alive() && w.queue.empty());
-  const Pipe commands = make_pipe();
-  const Pipe results = make_pipe();
-  const Pipe errors = make_pipe();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, commands.read_fd, STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, results.write_fd, kResultsFd);
-  posix_spawn_file_actions_adddup2(&actions, errors.write_fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, errors.write_fd, STDERR_FILENO);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE); // ignored here (above); the worker gets the default back
-  // Blocked until the worker ignores them (serve_case_worker): Ctrl-C reaches the whole process
-  // group, and a worker still starting (a sanitized build takes a second) would die of it before
-  // it is ready, which ends the campaign as an environment failure with no report.
-  const sigset_t interrupts = interrupt_signals();
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setsigmask(&attributes, &interrupts);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   std::vector<std::string> args = start_.command;
   args.push_back("--parent");
   args.push_back(std::to_string(getpid()));
-  std::vector<std::string> env = environment_with(
-      start_.environment.empty()
-          ? std::vector<std::string>{}
-          : start_.environment[static_cast<std::size_t>(w.slot) % start_.environment.size()]);
-  std::vector<char*> argv;
-  for (std::string& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (std::string& e : env)
-    envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, argv[0], &actions, &attributes, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  close(commands.read_fd);
-  close(results.write_fd);
-  close(errors.write_fd);
-  if (spawned != 0) {
-    for (const int fd : {commands.write_fd, results.read_fd, errors.read_fd})
-      close(fd);
+  try {
+    w.child = model::Child::spawn(
+        {.program = args[0],
+         .argv = args,
+         .environment =
+             start_.environment.empty()
+                 ? std::vector<std::string>{}
+                 : start_.environment[static_cast<std::size_t>(w.slot) % start_.environment.size()],
+         .fds = {{.at = {STDIN_FILENO}, .child_writes = false},
+                 {.at = {kResultsFd}},
+                 {.at = {STDOUT_FILENO, STDERR_FILENO}}},
+         .default_signals = {SIGPIPE}, // ignored here (above); the worker gets the default back
+         // Blocked until the worker ignores them (serve_case_worker): Ctrl-C reaches the whole
+         // process group, and a worker still starting (a sanitized build takes a second) would
+         // die of it before it is ready, which ends the campaign as an environment failure with
+         // no report.
+         .blocked_signals = {SIGINT, SIGTERM},
+         .what = "case workers"});
+  } catch (const model::SpawnFailure& e) {
     throw model::EnvironmentError(
-        fmt::format("cannot start a case worker ({}): {}", args[0], std::strerror(spawned)));
+        fmt::format("cannot start a case worker ({}): {}", args[0], e.code().message()));
   }
   ++workers_started_;
   ++w.generation;
-  w.pid = pid;
-  w.commands = commands.write_fd;
-  w.results = results.read_fd;
-  w.errors = errors.read_fd;
   w.ready = false;
   w.bytes.clear();
   w.stderr_text.clear();
-  w.ready_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(ready_seconds()));
+  w.ready_deadline = model::Deadline::after(ready_seconds());
   // A worker that dies before it reads this shows as the end of its results.
-  write_all(w.commands, setup_text_);
+  model::write_all(w.child.fd(kCommands), setup_text_);
 }
 
 void CaseWorkerPool::end_worker(Worker& w, bool kill_it) {
-  if (w.commands >= 0) close(w.commands);
+  w.child.close(kCommands);
   if (w.alive()) {
-    if (kill_it) kill(w.pid, SIGKILL);
-    reap(w.pid, kill_it ? 0 : kExitWaitMillis);
+    if (kill_it) w.child.kill();
+    w.child.reap(kill_it ? 0 : kExitWaitMillis);
   }
-  for (int* fd : {&w.results, &w.errors})
-    if (*fd >= 0) close(*fd);
-  w.pid = -1;
-  w.commands = w.results = w.errors = -1;
+  w.child = model::Child();
   for (Flight* f : w.queue)
     f->worker = nullptr;
   w.queue.clear();
   w.ready = false;
-  w.ready_deadline.reset();
+  w.ready_deadline = {};
   w.bytes.clear();
   w.stderr_text.clear();
 }
@@ -339,11 +217,8 @@ void CaseWorkerPool::start(std::int64_t index) {
     if (w == nullptr || candidate->queue.size() < w->queue.size()) w = candidate.get();
   // An idle worker that died meanwhile (killed from outside) is noticed before the case is
   // given to it, so the case is not blamed for it.
-  if (w->alive() && w->queue.empty()) {
-    pollfd p{.fd = w->results, .events = POLLIN, .revents = 0};
-    while (w->alive() && poll(&p, 1, 0) > 0)
-      read_results(*w);
-  }
+  while (w->alive() && w->queue.empty() && model::readable_now(w->child.fd(kResults)))
+    read_results(*w);
   if (!w->alive()) spawn(*w);
   auto flight = std::make_unique<Flight>();
   flight->index = index;
@@ -354,21 +229,18 @@ void CaseWorkerPool::start(std::int64_t index) {
 void CaseWorkerPool::send_case(Worker& w, Flight& flight) {
   MC_ASSERT(w.alive() && w.queue.size() < kQueuedPerWorkerMax);
   flight.worker = &w;
-  flight.deadline.reset();
+  flight.deadline = {};
   w.queue.push_back(&flight);
   arm(w);
   std::string data(sizeof flight.index, '\0');
   std::memcpy(data.data(), &flight.index, sizeof flight.index);
   // A worker that died on the way shows as the end of its results: the case's outcome.
-  write_all(w.commands, frame_bytes(kCase, data));
+  model::write_all(w.child.fd(kCommands), frame_bytes(kCase, data));
 }
 
 void CaseWorkerPool::arm(Worker& w) {
-  if (!w.ready || w.queue.empty() || w.queue.front()->deadline) return;
-  if (start_.options.timeout_seconds > 0)
-    w.queue.front()->deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(start_.options.timeout_seconds));
+  if (!w.ready || w.queue.empty() || w.queue.front()->deadline.at) return;
+  w.queue.front()->deadline = model::Deadline::after(start_.options.timeout_seconds);
 }
 
 void CaseWorkerPool::finish_front(Worker& w, IsolatedOutcome outcome) {
@@ -395,31 +267,27 @@ void CaseWorkerPool::replace(Worker& w, bool kill_it) {
 }
 
 void CaseWorkerPool::read_results(Worker& w) {
-  char chunk[kReadChunkBytes];
-  const ssize_t got = read(w.results, chunk, sizeof chunk);
-  if (got < 0 && errno == EINTR) return;
-  if (got <= 0) {
-    worker_gone(w);
-    return;
-  }
-  w.bytes.append(chunk, static_cast<std::size_t>(got));
-  take_frames(w);
+  const model::ReadEnd got = model::read_some(w.child.fd(kResults), w.bytes);
+  if (got == model::ReadEnd::closed) worker_gone(w);
+  if (got == model::ReadEnd::bytes) take_frames(w);
 }
 
 void CaseWorkerPool::read_errors(Worker& w) {
-  char chunk[kReadChunkBytes];
-  const ssize_t got = read(w.errors, chunk, sizeof chunk);
-  if (got < 0 && errno == EINTR) return;
-  if (got <= 0) { // its output closed: it is ending; its results say how
-    close(w.errors);
-    w.errors = -1;
-    return;
-  }
-  const auto bytes = static_cast<std::size_t>(got);
-  if (w.queue.empty())
-    w.stderr_text.assign(chunk, bytes); // kept for a worker that ends before it is ready
+  std::string chunk;
+  const model::ReadEnd got = model::read_some(w.child.fd(kErrors), chunk);
+  if (got == model::ReadEnd::closed) // its output closed: it is ending; its results say how
+    w.child.close(kErrors);
+  else if (w.queue.empty())
+    w.stderr_text = std::move(chunk); // kept for a worker that ends before it is ready
   else if (w.stderr_text.size() < kIsolatedStderrBytesMax)
-    w.stderr_text.append(chunk, std::min(bytes, kIsolatedStderrBytesMax - w.stderr_text.size()));
+    w.stderr_text.append(chunk, 0, kIsolatedStderrBytesMax - w.stderr_text.size());
+}
+
+// Reads what a worker's stdout and stderr hold now: what it wrote before the frame just read
+// (or before it ended) is there already.
+void CaseWorkerPool::drain_errors(Worker& w) {
+  while (w.child.fd(kErrors) >= 0 && model::readable_now(w.child.fd(kErrors)))
+    read_errors(w);
 }
 
 void CaseWorkerPool::take_frames(Worker& w) {
@@ -432,7 +300,7 @@ void CaseWorkerPool::take_frames(Worker& w) {
         frames::CaseEnd end{.frames = std::move(w.queue.front()->frames),
                             .stderr_text = std::move(w.stderr_text),
                             .too_big = true};
-        kill(w.pid, SIGKILL);
+        w.child.kill();
         finish_front(w, frames::classify(std::move(end), start_.options));
         replace(w, true);
       }
@@ -441,14 +309,14 @@ void CaseWorkerPool::take_frames(Worker& w) {
     switch (frame->tag) {
     case frames::kReady:
       w.ready = true;
-      w.ready_deadline.reset();
+      w.ready_deadline = {};
       arm(w);
       break;
     case frames::kPayload:
     case frames::kThrew: {
       if (w.queue.empty()) break;
       w.queue.front()->frames.add(std::move(*frame));
-      drain(w.errors, [&] { read_errors(w); });
+      drain_errors(w);
       frames::CaseEnd end{.frames = std::move(w.queue.front()->frames),
                           .stderr_text = std::move(w.stderr_text)};
       finish_front(w, frames::classify(std::move(end), start_.options));
@@ -468,20 +336,19 @@ void CaseWorkerPool::take_frames(Worker& w) {
 }
 
 void CaseWorkerPool::worker_gone(Worker& w) {
-  const int status = reap(w.pid, kExitWaitMillis);
-  w.pid = -1;
-  drain(w.errors, [&] { read_errors(w); });
+  const model::ProcessEnd ended = w.child.reap(kExitWaitMillis);
+  drain_errors(w);
   if (!w.ready) {
     const std::string said = last_line(w.stderr_text);
     end_worker(w, false);
     throw model::EnvironmentError(fmt::format("a case worker ({}) {} before it was ready{}",
-                                              start_.command.front(), exit_description(status),
+                                              start_.command.front(), ended.describe(),
                                               said.empty() ? "" : fmt::format(": \"{}\"", said)));
   }
   if (!w.queue.empty()) {
     frames::CaseEnd end{.frames = std::move(w.queue.front()->frames),
                         .stderr_text = std::move(w.stderr_text),
-                        .status = status,
+                        .status = ended.status,
                         .exited = true};
     finish_front(w, frames::classify(std::move(end), start_.options));
   }
@@ -489,20 +356,18 @@ void CaseWorkerPool::worker_gone(Worker& w) {
 }
 
 void CaseWorkerPool::check_deadlines() {
-  const Clock::time_point now = Clock::now();
   for (const std::unique_ptr<Worker>& w : workers_) {
     if (!w->alive()) continue;
-    if (w->ready_deadline && now >= *w->ready_deadline) {
+    if (w->ready_deadline.passed()) {
       end_worker(*w, true);
       throw model::EnvironmentError(fmt::format("a case worker ({}) did not get ready within {} s",
                                                 start_.command.front(), ready_seconds()));
     }
-    if (w->queue.empty() || !w->queue.front()->deadline || now < *w->queue.front()->deadline)
-      continue;
+    if (w->queue.empty() || !w->queue.front()->deadline.passed()) continue;
     frames::CaseEnd end{.frames = std::move(w->queue.front()->frames),
                         .stderr_text = std::move(w->stderr_text),
                         .timed_out = true};
-    kill(w->pid, SIGKILL);
+    w->child.kill();
     finish_front(*w, frames::classify(std::move(end), start_.options));
     replace(*w, true);
   }
@@ -510,14 +375,10 @@ void CaseWorkerPool::check_deadlines() {
 
 int CaseWorkerPool::poll_millis() const {
   int millis = kPollMillisMax;
-  const Clock::time_point now = Clock::now();
-  for (const std::unique_ptr<Worker>& w : workers_) {
-    std::optional<Clock::time_point> deadline = w->ready_deadline;
-    if (!w->queue.empty() && w->queue.front()->deadline) deadline = w->queue.front()->deadline;
-    if (!deadline) continue;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now);
-    millis = static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 0, millis));
-  }
+  for (const std::unique_ptr<Worker>& w : workers_)
+    millis = !w->queue.empty() && w->queue.front()->deadline.at
+                 ? w->queue.front()->deadline.millis(millis)
+                 : w->ready_deadline.millis(millis);
   return millis;
 }
 
@@ -532,10 +393,10 @@ void CaseWorkerPool::wait() {
   std::vector<Owner> owners;
   for (const std::unique_ptr<Worker>& w : workers_) {
     if (!w->alive()) continue;
-    fds.push_back(pollfd{.fd = w->results, .events = POLLIN, .revents = 0});
+    fds.push_back(pollfd{.fd = w->child.fd(kResults), .events = POLLIN, .revents = 0});
     owners.push_back({w.get(), w->generation, true});
-    if (w->errors >= 0) {
-      fds.push_back(pollfd{.fd = w->errors, .events = POLLIN, .revents = 0});
+    if (w->child.fd(kErrors) >= 0) {
+      fds.push_back(pollfd{.fd = w->child.fd(kErrors), .events = POLLIN, .revents = 0});
       owners.push_back({w.get(), w->generation, false});
     }
   }
@@ -551,7 +412,7 @@ void CaseWorkerPool::wait() {
     if (!w.alive() || w.generation != owners[i].generation) continue;
     if (owners[i].results)
       read_results(w);
-    else if (w.errors >= 0)
+    else if (w.child.fd(kErrors) >= 0)
       read_errors(w);
   }
   check_deadlines();
@@ -612,8 +473,7 @@ int serve_case_worker(pid_t parent,
   }
   // Nothing this worker starts (an external adapter) may hold the campaign's pipe open.
   fcntl(kResultsFd, F_SETFD, FD_CLOEXEC);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) return kExitParentGone;
+  if (!model::die_with_parent(parent)) return kExitParentGone;
   // Ctrl-C reaches the whole process group: the case finishes, and the campaign stops after it.
   // The pool started this worker with both blocked; ignored now, what came meanwhile is dropped.
   model::ignore_interrupts();

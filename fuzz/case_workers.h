@@ -97,6 +97,7 @@ private:
   void end_worker(Worker& w, bool kill_it);
   void read_results(Worker& w);
   void read_errors(Worker& w);
+  void drain_errors(Worker& w);
   void take_frames(Worker& w);
   void worker_gone(Worker& w);
   void check_deadlines();

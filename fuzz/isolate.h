@@ -78,7 +78,8 @@ IsolatedOutcome run_isolated(const IsolatedWork& work, const IsolateOptions& opt
 // IsolatedOutcome::progress whatever the end. Does nothing in a process that runs its own work.
 void report_progress(std::int64_t progress);
 
-// "SIGSEGV (invalid memory reference)", "SIGABRT (aborted)", "signal 42".
-std::string signal_name(int signal);
+// run_isolated's payload, or nullopt with its one-line message in `failure`: the shape in which
+// a report.html is drawn in a child (show::Isolate), so that show/ needs nothing of fuzz/.
+std::optional<std::string> run_isolated_payload(const IsolatedWork& work, std::string& failure);
 
 } // namespace mc::fuzz

@@ -1,6 +1,7 @@
 #include "fuzz/isolate_frames.h"
 
 #include "model/errors.h"
+#include "model/process.h"
 
 #include <fmt/format.h>
 
@@ -24,17 +25,6 @@ static_assert(kHeaderBytes + sizeof(FaultRecord) <= PIPE_BUF);
 
 int g_result_fd = -1; // for the crash handler and report_progress
 
-bool write_all(int fd, const char* data, std::size_t bytes) noexcept {
-  while (bytes > 0) {
-    const ssize_t n = write(fd, data, bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    bytes -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 void frame_header(char* out, char tag, std::uint64_t bytes) noexcept {
   out[0] = tag;
   std::memcpy(out + 1, &bytes, sizeof bytes);
@@ -53,7 +43,7 @@ void crash_handler(int signal, siginfo_t* info, void* /*context*/) {
   char frame[kHeaderBytes + sizeof(FaultRecord)];
   frame_header(frame, kFault, sizeof record);
   std::memcpy(frame + kHeaderBytes, &record, sizeof record);
-  write_all(g_result_fd, frame, sizeof frame);
+  model::write_all(g_result_fd, {frame, sizeof frame});
   raise(signal);
   errno = saved_errno;
 }
@@ -106,8 +96,8 @@ void set_result_fd(int fd) {
 bool send(char tag, std::string_view data) {
   char header[kHeaderBytes];
   frame_header(header, tag, data.size());
-  return write_all(g_result_fd, header, sizeof header) &&
-         write_all(g_result_fd, data.data(), data.size());
+  return model::write_all(g_result_fd, {header, sizeof header}) &&
+         model::write_all(g_result_fd, data);
 }
 
 void install_crash_handler() {
@@ -179,7 +169,7 @@ IsolatedOutcome classify(CaseEnd end, const IsolateOptions& options) {
   } else if (end.exited && WIFSIGNALED(status)) {
     out.end = IsolatedEnd::signaled;
     out.signal = WTERMSIG(status);
-    out.message = fmt::format("killed by {}", signal_name(out.signal));
+    out.message = fmt::format("killed by {}", model::signal_description(out.signal));
     if (frames.fault && frames.fault->signal == out.signal) {
       out.message += fmt::format(" at address {:#x} ({})", frames.fault->address,
                                  model::describe(frames.fault->location));

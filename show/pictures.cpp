@@ -1,7 +1,6 @@
 // The runs behind a report.html (pictures.h).
 #include "show/pictures.h"
 
-#include "fuzz/isolate.h"
 #include "model/errors.h"
 #include "model/output_file.h"
 #include "oracle/launch.h"
@@ -32,7 +31,8 @@ struct BackendReplay {
 };
 
 BackendReplay replay_backend(const std::filesystem::path& trace, const EnginePictureOptions& o,
-                             const model::Layout*& layout_out, std::optional<model::Layout>& layout) {
+                             const model::Layout*& layout_out,
+                             std::optional<model::Layout>& layout) {
   BackendReplay out;
   harness::ReplayOptions options = o.replay;
   options.on_view = [&out](const harness::StepView& v) { out.views.push_back(v); };
@@ -58,8 +58,8 @@ BackendReplay replay_backend(const std::filesystem::path& trace, const EnginePic
 
 } // namespace
 
-std::string kernel_picture(const model::LaunchCase& launch, const fuzz::LaunchRunner& backend,
-                           bool isolate, const std::string& actual_name, Header header) {
+std::string kernel_picture(const model::LaunchCase& launch, const Backend& backend,
+                           const Isolate& isolate, const std::string& actual_name, Header header) {
   model::LaunchResult expected;
   try {
     expected = oracle::run_launch(launch);
@@ -75,14 +75,17 @@ std::string kernel_picture(const model::LaunchCase& launch, const fuzz::LaunchRu
   };
   if (!backend) return draw(nullptr, std::move(header));
   if (isolate) {
-    const fuzz::IsolatedOutcome child = fuzz::run_isolated([&] {
-      const model::LaunchResult actual = backend(launch);
-      return draw(&actual, header);
-    });
-    if (child.returned()) return child.payload;
+    std::string failure;
+    std::optional<std::string> page = isolate(
+        [&] {
+          const model::LaunchResult actual = backend(launch);
+          return draw(&actual, header);
+        },
+        failure);
+    if (page) return std::move(*page);
     add_note(header, fmt::format("The backend failed on the case ({}): only the oracle's side "
                                  "is drawn.",
-                                 child.message));
+                                 failure));
     return draw(nullptr, std::move(header));
   }
   try {
@@ -102,8 +105,8 @@ std::string engine_picture(const std::filesystem::path& trace, const EnginePictu
     std::optional<model::Layout> layout;
     const model::Layout* layout_ptr = nullptr;
     EnginePictureOptions clean = o;
-    clean.replay = harness::ReplayOptions{.runner = o.replay.runner,
-                                          .v1_copy_path = o.replay.v1_copy_path};
+    clean.replay =
+        harness::ReplayOptions{.runner = o.replay.runner, .v1_copy_path = o.replay.v1_copy_path};
     BackendReplay b = replay_backend(trace, with_backend ? o : clean, layout_ptr, layout);
     if (!with_backend)
       add_note(header, "The backend failed while replaying the trace: only the oracle's views "
@@ -126,8 +129,9 @@ std::string engine_picture(const std::filesystem::path& trace, const EnginePictu
     return engine_report_html(report);
   };
   if (!o.isolate) return draw(true);
-  const fuzz::IsolatedOutcome child = fuzz::run_isolated([&] { return draw(true); });
-  if (child.returned()) return child.payload;
+  std::string failure;
+  if (std::optional<std::string> page = o.isolate([&] { return draw(true); }, failure))
+    return std::move(*page);
   // The oracle-only replay: a malformed trace throws here as it did in the child.
   return draw(false);
 }

@@ -71,7 +71,8 @@ std::filesystem::path write_picture(const LaunchSpec& spec, const Finding& findi
                   options.mutant.empty() ? "" : ", mutant " + options.mutant);
   const std::filesystem::path file = dir / "report.html";
   const std::string html =
-      show::kernel_picture(launch, backend, options.isolate, actual_name, std::move(header));
+      show::kernel_picture(launch, backend, options.isolate ? run_isolated_payload : nullptr,
+                           actual_name, std::move(header));
   return show::write_picture(file, html) ? file : std::filesystem::path();
 }
 

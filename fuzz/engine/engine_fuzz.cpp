@@ -222,7 +222,8 @@ void keep_reproducible(ShrinkResult& s, const EngineCase& original,
 std::filesystem::path write_engine_picture(const EngineCounterexample& cx,
                                            const CampaignOptions& campaign,
                                            const EngineLevelOptions& o, const EngineCase& c) {
-  show::EnginePictureOptions p{.isolate = campaign.isolate && o.external == nullptr};
+  show::EnginePictureOptions p{
+      .isolate = campaign.isolate && o.external == nullptr ? run_isolated_payload : nullptr};
   p.replay.executor = o.executor;
   p.replay.external = o.external;
   p.replay.v1_copy_path = c.engine.runner.v1_copy_path;

@@ -191,12 +191,5 @@ TEST(Isolate, TheCaseOutlivesSigintAndSigterm) {
   EXPECT_EQ(out.payload, "finished");
 }
 
-TEST(Isolate, SignalNames) {
-  EXPECT_EQ(signal_name(SIGSEGV), "SIGSEGV (invalid memory reference)");
-  EXPECT_EQ(signal_name(SIGBUS), "SIGBUS (bus error: bad memory access)");
-  EXPECT_EQ(signal_name(SIGKILL), "SIGKILL (killed)");
-  EXPECT_EQ(signal_name(63), "signal 63");
-}
-
 } // namespace
 } // namespace mc::fuzz

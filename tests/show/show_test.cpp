@@ -108,7 +108,7 @@ TEST(ShowKernel, TablesArrowsAliasesAndBytes) {
 
 TEST(ShowKernel, WithoutABackendOnlyTheOracleIsDrawn) {
   const model::LaunchCase c = small_batch_copy();
-  const std::string html = kernel_picture(c, {}, false, "none", {.title = "oracle only"});
+  const std::string html = kernel_picture(c, {}, {}, "none", {.title = "oracle only"});
   EXPECT_EQ(count(html, "class=\"arr exp\""), 2u);
   EXPECT_EQ(count(html, "class=\"arr act\""), 0u);
   EXPECT_EQ(count(html, "the backend was not run"), 1u);
