@@ -593,7 +593,8 @@ StageResult mutant_smoke_stage(const GateOptions& o, backends::Backend backend) 
   return s;
 }
 
-int run_gate(const GateOptions& o) {
+// The options, refused before any stage runs; the backend they name.
+backends::Backend checked_backend(const GateOptions& o) {
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
   if (!o.external.empty() && !(o.external_timeout > 0 && o.external_timeout <= 86400))
@@ -616,6 +617,43 @@ int run_gate(const GateOptions& o) {
   model::parse_coverage_requirement(o.require_coverage);     // and an unknown feature
   backends::require_backend(backend);
   if (o.library.empty()) harness::default_library_dir(); // none installed or in the source: exit 3
+  return backend;
+}
+
+// One stage, run, printed and written as its JUnit case.
+JunitCase run_stage(const Stage& stage) {
+  const Clock::time_point start = Clock::now();
+  StageResult r;
+  try {
+    r = stage.run();
+  } catch (const model::EnvironmentError& e) { // e.g. no cuda engine executor in this build
+    r.passed = false;
+    r.detail = fmt::format("could not run: {}", e.what());
+  } catch (const backends::ExternalWorkerFailure& failure) { // the worker gave up mid-stage
+    r.passed = false;
+    r.detail = fmt::format("could not run: {}", failure.message);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const bool cut_short = r.passed && model::interrupted();
+  std::cout << fmt::format("  {:<13} {:>6} cases {:>7.1f} s  {}  {}\n", stage.name, r.cases,
+                           seconds,
+                           cut_short  ? "interrupted"
+                           : r.passed ? "pass"
+                                      : "FAIL",
+                           r.detail)
+            << std::flush;
+  return JunitCase{.name = stage.name,
+                   .seconds = seconds,
+                   .failed = !r.passed,
+                   .skipped = cut_short,
+                   .message = cut_short  ? fmt::format("interrupted after {} cases", r.cases)
+                              : r.passed ? ""
+                                         : r.detail,
+                   .details = r.detail};
+}
+
+int run_gate(const GateOptions& o) {
+  const backends::Backend backend = checked_backend(o);
   Target target{.backend = backend,
                 .external = o.external,
                 .external_timeout = o.external_timeout,
@@ -651,36 +689,8 @@ int run_gate(const GateOptions& o) {
                                            model::signal_name(model::interrupt_signal()))});
       continue;
     }
-    const Clock::time_point start = Clock::now();
-    StageResult r;
-    try {
-      r = stage.run();
-    } catch (const model::EnvironmentError& e) { // e.g. no cuda engine executor in this build
-      r.passed = false;
-      r.detail = fmt::format("could not run: {}", e.what());
-    } catch (const backends::ExternalWorkerFailure& failure) { // the worker gave up mid-stage
-      r.passed = false;
-      r.detail = fmt::format("could not run: {}", failure.message);
-    }
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    const bool cut_short = r.passed && model::interrupted();
-    std::cout << fmt::format("  {:<13} {:>6} cases {:>7.1f} s  {}  {}\n", stage.name, r.cases,
-                             seconds,
-                             cut_short  ? "interrupted"
-                             : r.passed ? "pass"
-                                        : "FAIL",
-                             r.detail)
-              << std::flush;
-    passed = passed && r.passed;
-    junit.push_back(JunitCase{.name = stage.name,
-                              .seconds = seconds,
-                              .failed = !r.passed,
-                              .skipped = cut_short,
-                              .message = cut_short
-                                             ? fmt::format("interrupted after {} cases", r.cases)
-                                         : r.passed ? ""
-                                                    : r.detail,
-                              .details = r.detail});
+    junit.push_back(run_stage(stage));
+    passed = passed && !junit.back().failed;
   }
   if (!o.junit.empty()) write_junit(o.junit, "mambacheck.gate", junit);
   if (model::interrupted()) {
