@@ -342,12 +342,12 @@ std::string ExternalWorker::request(const std::string& line, std::string_view wh
   return answer;
 }
 
-std::string point_campaign_at(fuzz::KernelLevelOptions& campaign, ExternalWorker& worker) {
+std::string point_campaign_at(std::vector<model::LaunchKind>& drawn, fuzz::LaunchRunner& backend,
+                              ExternalWorker& worker) {
   std::vector<model::LaunchKind> kinds;
   std::string names;
   for (const model::LaunchKind kind : model::kAllLaunchKinds) {
-    const bool wanted = campaign.gen.kinds.empty() ||
-                        std::ranges::find(campaign.gen.kinds, kind) != campaign.gen.kinds.end();
+    const bool wanted = drawn.empty() || std::ranges::find(drawn, kind) != drawn.end();
     if (wanted && std::ranges::find(worker.kinds(), kind) != worker.kinds().end()) {
       kinds.push_back(kind);
       names += fmt::format("{}{}", names.empty() ? "" : ",", model::to_string(kind));
@@ -357,19 +357,20 @@ std::string point_campaign_at(fuzz::KernelLevelOptions& campaign, ExternalWorker
     throw ExternalWorkerFailure{fmt::format("--external worker covers none of the launch kinds "
                                             "asked for (it greeted \"{}\")",
                                             excerpt(worker.greeting()))};
-  campaign.gen.kinds = kinds;
+  drawn = kinds;
   ExternalWorker* w = &worker;
-  campaign.backend = [w](const model::LaunchCase& launch_case) { return w->run(launch_case); };
+  backend = [w](const model::LaunchCase& launch_case) { return w->run(launch_case); };
   return names;
 }
 
-std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelLevelOptions& campaign,
+std::unique_ptr<ExternalWorker> attach_external_worker(std::vector<model::LaunchKind>& drawn,
+                                                       fuzz::LaunchRunner& backend,
                                                        ExternalOptions options) {
   std::error_code ec;
   fs::create_directories(options.work_dir, ec);
   if (ec) model::fail_input("--out: cannot create {}: {}", options.work_dir.string(), ec.message());
   auto worker = std::make_unique<ExternalWorker>(std::move(options));
-  const std::string names = point_campaign_at(campaign, *worker);
+  const std::string names = point_campaign_at(drawn, backend, *worker);
   std::cout << fmt::format("external worker: {} (kinds {}; stderr in {})\n",
                            excerpt(worker->greeting()), names, worker->options().log_file.string());
   return worker;

@@ -21,7 +21,6 @@
 // the status, the per-request arrays and every arena byte are compared.
 #pragma once
 
-#include "fuzz/campaign/kernel_campaign.h"
 #include "fuzz/run_case.h"
 #include "model/launch.h"
 #include "model/process.h"
@@ -138,19 +137,20 @@ private:
   std::int64_t log_bytes_at_case_ = 0; // the log's size when the last case was sent
 };
 
-// Points a kernel campaign at `worker` (the caller keeps it alive): its backend runs cases on
-// it (the campaign's backend name is then "external"), and its generator draws only the kinds the worker covers
-// of those asked for. Returns those kinds' names, comma-separated. ExternalWorkerFailure when
-// the worker covers none of them.
-std::string point_campaign_at(fuzz::KernelLevelOptions& campaign, ExternalWorker& worker);
+// Points a kernel campaign at `worker` (the caller keeps it alive): `backend` runs cases on it,
+// and `drawn`, the kinds its generator draws (empty: all), becomes those of them the worker
+// covers. Returns those kinds' names, comma-separated. ExternalWorkerFailure when the worker
+// covers none of them.
+std::string point_campaign_at(std::vector<model::LaunchKind>& drawn, fuzz::LaunchRunner& backend,
+                              ExternalWorker& worker);
 
 // `text` as one word for /bin/sh: 'it'\''s'.
 std::string shell_quote(std::string_view text);
 
-// Points a kernel campaign at an external worker: the campaign's backend runs cases on it,
-// its backend name is "external", and its generator draws only the kinds the worker covers.
+// Points a kernel campaign at an external worker, started here (point_campaign_at).
 // Returns the worker (keep it alive for the campaign). Prints one line about the worker.
-std::unique_ptr<ExternalWorker> attach_external_worker(fuzz::KernelLevelOptions& campaign,
+std::unique_ptr<ExternalWorker> attach_external_worker(std::vector<model::LaunchKind>& drawn,
+                                                       fuzz::LaunchRunner& backend,
                                                        ExternalOptions options);
 
 // One case on a worker started for it (`mambacheck case --external`): its stderr inherited,

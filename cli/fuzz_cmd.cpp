@@ -330,7 +330,7 @@ LevelResult run_kernel_level(const FuzzOptions& o, backends::Backend backend, do
   if (!o.external.empty()) {
     const std::filesystem::path work = std::filesystem::path(o.out) / "external";
     try {
-      worker = backends::attach_external_worker(k, {.command = o.external,
+      worker = backends::attach_external_worker(k.gen.kinds, k.backend, {.command = o.external,
                                                     .work_dir = work,
                                                     .log_file = work / "worker.log",
                                                     .timeout_seconds = o.external_timeout});

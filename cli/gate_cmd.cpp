@@ -269,7 +269,7 @@ fuzz::CampaignOptions kernel_campaign(const GateOptions& o, const Target& t,
     k.gen.kinds.push_back(model::parse_launch_kind(kind));
   c.max_size = 100;
   if (worker) {
-    backends::point_campaign_at(k, *worker);
+    backends::point_campaign_at(k.gen.kinds, k.backend, *worker);
     c.backend_name = "external";
     c.backend_args = fmt::format("--external {}", backends::shell_quote(t.external));
   } else {
