@@ -109,42 +109,28 @@ GenOptions slot_rows(GenOptions o) {
   return o;
 }
 
-constexpr std::array kTable = {
-    GenSteerRow{"launch-postprocess", "postprocess only", only_kind<LaunchKind::postprocess>},
-    GenSteerRow{"launch-postprocess_align", "postprocess_align only",
-                only_kind<LaunchKind::postprocess_align>},
-    GenSteerRow{"launch-precopy", "precopy only", only_kind<LaunchKind::precopy>},
-    GenSteerRow{"launch-preprocess_align", "preprocess_align only",
-                only_kind<LaunchKind::preprocess_align>},
-    GenSteerRow{"launch-batch_copy", "batch_copy only", only_kind<LaunchKind::batch_copy>},
-    GenSteerRow{"launch-precopy_v1", "precopy_v1 only", only_kind<LaunchKind::precopy_v1>},
-    GenSteerRow{"launch-postprocess_align_slot_tables", "postprocess_align_slot_tables only",
-                only_kind<LaunchKind::postprocess_align_slot_tables>},
-    GenSteerRow{"launch-precopy_slot_tables", "precopy_slot_tables only",
-                only_kind<LaunchKind::precopy_slot_tables>},
-    GenSteerRow{"copy", "rows that copy", all_copy},
-    GenSteerRow{"no-copy", "rows that copy nothing", no_copy},
-    GenSteerRow{"same-block-shift", "same-column saves with drafts, aliased tables", same_block},
-    GenSteerRow{"aliased-columns", "aliased tables", aliased},
-    GenSteerRow{"resets-accepted", "same-column saves with drafts", resets},
-    GenSteerRow{"skipped-row", "the V2 kinds", v2_rows},
-    GenSteerRow{"null-source", "null-block sources", null_reads},
-    GenSteerRow{"pad-slots", "the campaign's own", as_drawn},
-    GenSteerRow{"ds-bias", "copies with two drafts or more", biased_copies},
-    GenSteerRow{"offset-past-4GiB", "big-offsets", big_offsets},
-    GenSteerRow{"shared-page", "the campaign's own", as_drawn},
-    GenSteerRow{"slot-table-row", "the per-slot table kinds, rows that copy", slot_rows},
+// By feature: the draw column of model/coverage_features.def (none for an engine-only one).
+constexpr std::array<GenSteerRow, model::kCoverageFeatureCount> kTable = {
+#define MC_GEN_DRAW(...) __VA_ARGS__
+#define MC_COVERAGE_FEATURE(id, name, group, kernel, engine, what, knobs, draw)                    \
+  GenSteerRow{name, MC_GEN_DRAW draw},
+#include "model/coverage_features.def"
+#undef MC_COVERAGE_FEATURE
+#undef MC_GEN_DRAW
 };
+
+constexpr bool draws_where_kernel() {
+  for (const model::CoverageFeature& f : model::kCoverageCatalogue)
+    if ((kTable[static_cast<std::size_t>(f.id)].toward != nullptr) != f.kernel) return false;
+  return true;
+}
+static_assert(draws_where_kernel(), "a kernel-level feature needs a draw, another none");
 
 } // namespace
 
-std::span<const GenSteerRow> gen_steer_table() {
-  return kTable;
-}
-
-const GenSteerRow* find_gen_steer_row(std::string_view feature) {
-  const auto* row = std::ranges::find(kTable, feature, &GenSteerRow::feature);
-  return row == kTable.end() ? nullptr : row;
+const GenSteerRow* gen_steer_row(model::CoverageFeatureId feature) {
+  const GenSteerRow& row = kTable[static_cast<std::size_t>(feature)];
+  return row.toward == nullptr ? nullptr : &row;
 }
 
 } // namespace mc::fuzz
