@@ -112,10 +112,9 @@ GenOptions slot_rows(GenOptions o) {
 // By feature: the draw column of model/coverage_features.def (none for an engine-only one).
 constexpr std::array<GenSteerRow, model::kCoverageFeatureCount> kTable = {
 #define MC_GEN_DRAW(...) __VA_ARGS__
-#define MC_COVERAGE_FEATURE(id, name, group, kernel, engine, what, knobs, draw)                    \
-  GenSteerRow{name, MC_GEN_DRAW draw},
+#define X(id, name, group, kernel, engine, what, knobs, draw) GenSteerRow{name, MC_GEN_DRAW draw},
 #include "model/coverage_features.def"
-#undef MC_COVERAGE_FEATURE
+#undef X
 #undef MC_GEN_DRAW
 };
 

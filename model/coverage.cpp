@@ -23,21 +23,14 @@ static_assert(names_unique());
 static_assert(std::ranges::all_of(kCoverageCatalogue,
                                   [](const CoverageFeature& f) { return f.kernel || f.engine; }));
 
-// By LaunchKind and by RowFeature (a unit test checks that the names agree).
-constexpr std::array kLaunchFeatures = {F::launch_postprocess,
-                                        F::launch_postprocess_align,
-                                        F::launch_precopy,
-                                        F::launch_preprocess_align,
-                                        F::launch_batch_copy,
-                                        F::launch_precopy_v1,
-                                        F::launch_postprocess_align_slot_tables,
-                                        F::launch_precopy_slot_tables};
-static_assert(kLaunchFeatures.size() == std::size(kAllLaunchKinds));
-constexpr std::array kRowFeatures = {
-    F::copy,        F::no_copy,       F::same_block_shift, F::aliased_columns, F::resets_accepted,
-    F::skipped_row, F::null_source,   F::pad_slots,        F::ds_bias,         F::offset_past_4GiB,
-    F::shared_page, F::slot_table_row};
-static_assert(kRowFeatures.size() == kRowFeatureCount);
+// The launch features are in LaunchKind's order and the row features in RowFeature's (a unit
+// test checks that the names agree).
+constexpr std::size_t index(CoverageFeatureId id) {
+  return static_cast<std::size_t>(id);
+}
+static_assert(index(F::launch_precopy_slot_tables) - index(F::launch_postprocess) + 1 ==
+              std::size(kAllLaunchKinds));
+static_assert(index(F::slot_table_row) - index(F::copy) + 1 == kRowFeatureCount);
 
 CoverageFeatureId id_of(std::string_view name) {
   const CoverageFeature* f = find_coverage_feature(name);
@@ -64,11 +57,11 @@ const CoverageFeature* find_coverage_feature(std::string_view name) {
 }
 
 const CoverageFeature& coverage_feature(LaunchKind kind) {
-  return coverage_feature(kLaunchFeatures[static_cast<std::size_t>(kind)]);
+  return kCoverageCatalogue[index(F::launch_postprocess) + static_cast<std::size_t>(kind)];
 }
 
 const CoverageFeature& coverage_feature(RowFeature feature) {
-  return coverage_feature(kRowFeatures[static_cast<std::size_t>(feature)]);
+  return kCoverageCatalogue[index(F::copy) + static_cast<std::size_t>(feature)];
 }
 
 Coverage Coverage::empty(CoverageLevel level) {
@@ -91,10 +84,6 @@ void Coverage::merge(const Coverage& other) {
     add(id_of(name), n);
   for (const auto& [a, n] : other.decode_crossings_by_accepted)
     decode_crossings_by_accepted[a] += n;
-}
-
-std::int64_t Coverage::count(CoverageFeatureId feature) const {
-  return count(coverage_feature(feature).name);
 }
 
 std::int64_t Coverage::count(std::string_view feature) const {

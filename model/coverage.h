@@ -4,13 +4,12 @@
 // do. They are taken from what ran (the oracle's decisions, arrays and step records), never
 // from what a generator meant to draw.
 //
-// The catalogue is fixed: one row of model/coverage_features.def per feature gives its enum,
-// name, group for the table and the levels that count it. Counting sites name the enum, so a
-// misspelt feature does not compile; names are read only from users and reports. The kernel level
-// counts launches (one per case) and batch rows by their features (model/launch_features.h); the
-// engine level counts scheduler and runner events per step and row, and the launches of its steps.
-// `--require-coverage` names features (or `all`, every feature of the levels that ran) that must
-// have been reached.
+// The catalogue is fixed: model/coverage_features.def gives each feature its enum (what counting
+// sites name), its name, a group for the table and the levels that count it. The kernel level
+// counts launches (one per case) and batch rows by their features (model/launch_features.h);
+// the engine level counts scheduler and runner events per step and row, and the launches of its
+// steps. `--require-coverage` names features (or `all`, every feature of the levels that ran)
+// that must have been reached.
 #pragma once
 
 #include "model/launch_features.h"
@@ -31,12 +30,13 @@ enum class CoverageLevel : std::uint8_t { kernel, engine };
 std::string_view to_string(CoverageLevel level);
 
 enum class CoverageFeatureId : std::uint8_t {
-#define MC_COVERAGE_FEATURE(id, name, group, kernel, engine, what, knobs, draw) id,
+#define X(id, name, group, kernel, engine, what, knobs, draw) id,
 #include "model/coverage_features.def"
-#undef MC_COVERAGE_FEATURE
+#undef X
 };
 
 struct CoverageFeature {
+  static constexpr bool K = true, E = true, no = false; // the level columns of the .def
   CoverageFeatureId id;
   std::string_view name;
   std::string_view group; // a line of the table: launches, rows, scheduler, chunks, runner
@@ -48,19 +48,13 @@ struct CoverageFeature {
   }
 };
 
-namespace coverage_levels { // the level columns of coverage_features.def
-inline constexpr bool K = true;
-inline constexpr bool E = true;
-inline constexpr bool no = false;
-} // namespace coverage_levels
-
 // Every feature, in table order: entry i is CoverageFeatureId(i).
 inline constexpr std::array kCoverageCatalogue = {
-#define MC_COVERAGE_FEATURE(id, name, group, kernel, engine, what, knobs, draw)                    \
-  CoverageFeature{CoverageFeatureId::id,   name, #group, coverage_levels::kernel,                  \
-                  coverage_levels::engine, what},
+#define X(id, name, group, kernel, engine, what, knobs, draw)                                      \
+  CoverageFeature{CoverageFeatureId::id,   name, #group, CoverageFeature::kernel,                  \
+                  CoverageFeature::engine, what},
 #include "model/coverage_features.def"
-#undef MC_COVERAGE_FEATURE
+#undef X
 };
 inline constexpr std::size_t kCoverageFeatureCount = kCoverageCatalogue.size();
 
@@ -88,7 +82,7 @@ struct Coverage {
   static Coverage empty(CoverageLevel level);
   void add(CoverageFeatureId feature, std::int64_t n = 1); // a feature of the level (asserted)
   void merge(const Coverage& other);                       // same level (asserted)
-  std::int64_t count(CoverageFeatureId feature) const;
+  std::int64_t count(CoverageFeatureId f) const { return count(coverage_feature(f).name); }
   std::int64_t count(std::string_view feature) const; // 0 for a name of no feature
   std::int64_t features() const;                      // features the level counts
   std::int64_t reached() const;                       // of those, features with a count above 0

@@ -23,10 +23,9 @@ constexpr std::array<SteerKnobs, model::kCoverageFeatureCount> kKnobs = [] {
   using enum SteerKnob;
   return std::array<SteerKnobs, model::kCoverageFeatureCount>{
 #define MC_STEER_KNOBS(...) __VA_ARGS__
-#define MC_COVERAGE_FEATURE(id, name, group, kernel, engine, what, knobs, draw)                    \
-  SteerKnobs{MC_STEER_KNOBS knobs},
+#define X(id, name, group, kernel, engine, what, knobs, draw) SteerKnobs{MC_STEER_KNOBS knobs},
 #include "model/coverage_features.def"
-#undef MC_COVERAGE_FEATURE
+#undef X
 #undef MC_STEER_KNOBS
   };
 }();
