@@ -142,15 +142,15 @@ std::vector<std::string> reachable_features(model::CoverageLevel level,
   };
   const bool slot_tables = has(model::LaunchKind::precopy_slot_tables) ||
                            has(model::LaunchKind::postprocess_align_slot_tables);
+  using F = model::CoverageFeatureId;
   std::vector<std::string> out;
   for (const model::CoverageFeature& f : model::coverage_catalogue()) {
     if (!f.counted_at(level)) continue;
-    if (!slot_tables && (f.name == "slot-table-row" || f.name == "deferred-postprocess-reordered"))
+    if (!slot_tables && (f.id == F::slot_table_row || f.id == F::deferred_postprocess_reordered))
       continue;
     bool other_kind = false;
     for (const model::LaunchKind k : model::kAllLaunchKinds)
-      other_kind =
-          other_kind || (f.name == fmt::format("launch-{}", model::to_string(k)) && !has(k));
+      other_kind = other_kind || (f.id == model::coverage_feature(k).id && !has(k));
     if (!other_kind) out.emplace_back(f.name);
   }
   return out;
@@ -174,10 +174,11 @@ stage_requirement(const GateOptions& o, model::CoverageLevel level,
     r.features = reachable_features(level, *covered);
     return r;
   }
-  for (const std::string& kind : o.kinds)
-    if (covered == nullptr ||
-        std::ranges::find(*covered, model::parse_launch_kind(kind)) != covered->end())
-      r.features.push_back("launch-" + kind);
+  for (const std::string& name : o.kinds) {
+    const model::LaunchKind kind = model::parse_launch_kind(name);
+    if (covered == nullptr || std::ranges::find(*covered, kind) != covered->end())
+      r.features.emplace_back(model::coverage_feature(kind).name);
+  }
   return r;
 }
 
@@ -215,7 +216,9 @@ std::vector<CampaignRun> kernel_top_up_round(const std::vector<std::string>& mis
                                              std::uint64_t next_seed, std::int64_t cases_left) {
   std::vector<const fuzz::GenSteerRow*> rows;
   for (const std::string& feature : missing)
-    if (const fuzz::GenSteerRow* row = fuzz::find_gen_steer_row(feature)) rows.push_back(row);
+    if (const fuzz::GenSteerRow* row =
+            fuzz::gen_steer_row(model::find_coverage_feature(feature)->id))
+      rows.push_back(row);
   std::vector<CampaignRun> round;
   if (rows.empty()) return round;
   const std::int64_t each = std::max(kKernelTopUpCasesMin, kKernelTopUpCases / std::ssize(rows));
@@ -233,9 +236,9 @@ std::vector<CampaignRun> kernel_top_up_round(const std::vector<std::string>& mis
 fuzz::SteerBoosts engine_boosts(const std::vector<std::string>& missing) {
   fuzz::SteerBoosts boosts;
   for (const std::string& feature : missing)
-    if (const fuzz::SteerRow* row = fuzz::find_steer_row(feature))
-      for (const std::optional<fuzz::SteerKnob>& knob : row->knobs)
-        if (knob) boosts.knobs[static_cast<std::size_t>(*knob)] = fuzz::SteerBoost::missing;
+    for (const std::optional<fuzz::SteerKnob>& knob :
+         fuzz::steer_knobs(model::find_coverage_feature(feature)->id))
+      if (knob) boosts.knobs[static_cast<std::size_t>(*knob)] = fuzz::SteerBoost::missing;
   return boosts;
 }
 

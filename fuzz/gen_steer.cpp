@@ -112,67 +112,27 @@ GenOptions slot_rows(GenOptions o) {
   return o;
 }
 
-// Text joined at compile time around a kind's name: the feature and draw of its row.
-template <std::size_t I, const std::string_view& Before, const std::string_view& After>
-struct KindText {
-  static constexpr std::string_view name = model::kLaunchKinds[I].name;
-  static constexpr auto chars = [] {
-    std::array<char, Before.size() + name.size() + After.size()> out{};
-    std::size_t n = 0;
-    for (const std::string_view part : {Before, name, After})
-      for (const char c : part)
-        out[n++] = c;
-    return out;
-  }();
-  static constexpr std::string_view text{chars.data(), chars.size()};
-};
-constexpr std::string_view kNoText;
-constexpr std::string_view kLaunchFeature = "launch-"; // model/coverage.h names them so
-constexpr std::string_view kOnly = " only";
-
-// The launch-KIND feature of every kind, in the table's order (the catalogue's).
-template <std::size_t... I> constexpr auto kind_rows(std::index_sequence<I...> /*kinds*/) {
-  return std::array{GenSteerRow{KindText<I, kLaunchFeature, kNoText>::text,
-                                KindText<I, kNoText, kOnly>::text,
-                                only_kind<model::kLaunchKinds[I].kind>}...};
-}
-
-constexpr std::array kRowFeatureRows = {
-    GenSteerRow{"copy", "rows that copy", all_copy},
-    GenSteerRow{"no-copy", "rows that copy nothing", no_copy},
-    GenSteerRow{"same-block-shift", "same-column saves with drafts, aliased tables", same_block},
-    GenSteerRow{"aliased-columns", "aliased tables", aliased},
-    GenSteerRow{"resets-accepted", "same-column saves with drafts", resets},
-    GenSteerRow{"skipped-row", "the V2 kinds", v2_rows},
-    GenSteerRow{"null-source", "null-block sources", null_reads},
-    GenSteerRow{"pad-slots", "the campaign's own", as_drawn},
-    GenSteerRow{"ds-bias", "copies with two drafts or more", biased_copies},
-    GenSteerRow{"offset-past-4GiB", "big-offsets", big_offsets},
-    GenSteerRow{"shared-page", "the campaign's own", as_drawn},
-    GenSteerRow{"slot-table-row", "the per-slot table kinds, rows that copy", slot_rows},
+// By feature: the draw column of model/coverage_features.def (none for an engine-only one).
+constexpr std::array<GenSteerRow, model::kCoverageFeatureCount> kTable = {
+#define MC_GEN_DRAW(...) __VA_ARGS__
+#define X(id, name, group, kernel, engine, what, knobs, draw) GenSteerRow{name, MC_GEN_DRAW draw},
+#include "model/coverage_features.def"
+#undef X
+#undef MC_GEN_DRAW
 };
 
-template <std::size_t N, std::size_t M>
-constexpr std::array<GenSteerRow, N + M> joined(const std::array<GenSteerRow, N>& a,
-                                                const std::array<GenSteerRow, M>& b) {
-  std::array<GenSteerRow, N + M> out{};
-  std::ranges::copy(a, out.begin());
-  std::ranges::copy(b, out.begin() + N);
-  return out;
+constexpr bool draws_where_kernel() {
+  for (const model::CoverageFeature& f : model::kCoverageCatalogue)
+    if ((kTable[static_cast<std::size_t>(f.id)].toward != nullptr) != f.kernel) return false;
+  return true;
 }
-
-constexpr auto kTable =
-    joined(kind_rows(std::make_index_sequence<model::kLaunchKinds.size()>{}), kRowFeatureRows);
+static_assert(draws_where_kernel(), "a kernel-level feature needs a draw, another none");
 
 } // namespace
 
-std::span<const GenSteerRow> gen_steer_table() {
-  return kTable;
-}
-
-const GenSteerRow* find_gen_steer_row(std::string_view feature) {
-  const auto* row = std::ranges::find(kTable, feature, &GenSteerRow::feature);
-  return row == kTable.end() ? nullptr : row;
+const GenSteerRow* gen_steer_row(model::CoverageFeatureId feature) {
+  const GenSteerRow& row = kTable[static_cast<std::size_t>(feature)];
+  return row.toward == nullptr ? nullptr : &row;
 }
 
 } // namespace mc::fuzz

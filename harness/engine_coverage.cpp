@@ -7,11 +7,13 @@
 namespace mc::harness {
 namespace {
 
-std::string_view prefix_hit_class(std::int32_t computed_tokens, std::int32_t block_size) {
+using F = model::CoverageFeatureId;
+
+F prefix_hit_class(std::int32_t computed_tokens, std::int32_t block_size) {
   const std::int32_t blocks = computed_tokens / block_size;
-  return blocks == 0   ? "prefix-hit-none"
-         : blocks == 1 ? "prefix-hit-1-block"
-                       : "prefix-hit-several-blocks";
+  return blocks == 0   ? F::prefix_hit_none
+         : blocks == 1 ? F::prefix_hit_1_block
+                       : F::prefix_hit_several_blocks;
 }
 
 } // namespace
@@ -47,7 +49,7 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
     if (model::launch_kind_info(l.kind).family == model::LaunchFamily::preprocess_align)
       count_slots(step, l);
     // One row keeps its place in any gather: two or more rows differ in order.
-    if (l.deferred && step.scheduled.size() >= 2) coverage_.add("deferred-postprocess-reordered");
+    if (l.deferred && step.scheduled.size() >= 2) coverage_.add(F::deferred_postprocess_reordered);
   }
 }
 
@@ -60,13 +62,13 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     // A waiting request cannot finish by itself, unless a row of it was in flight when it was
     // preempted (async): otherwise it was aborted.
     if (!aborts && it != requests_.end() && it->second.waiting && !it->second.preempted_in_flight)
-      coverage_.add("abort");
+      coverage_.add(F::abort);
     if (it != requests_.end()) requests_.erase(it);
     running_.erase(id);
   }
-  if (aborts) coverage_.add("abort", *aborts);
+  if (aborts) coverage_.add(F::abort, *aborts);
   if (step.reset_prefix_cache) {
-    coverage_.add("reset");
+    coverage_.add(F::reset);
     for (const std::string& id : running_) {
       Request& r = requests_[id];
       r.waiting = true;
@@ -76,7 +78,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     running_.clear();
   }
   for (const std::string& id : step.preempted_req_ids) {
-    coverage_.add("preemption");
+    coverage_.add(F::preemption);
     Request& r = requests_[id];
     r.waiting = true;
     r.forced = false;
@@ -93,9 +95,9 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     if (!c.resumed) continue;
     Request& r = requests_[c.req_id];
     coverage_.add(prefix_hit_class(c.num_computed_tokens, block_size));
-    if (r.forced) coverage_.add("resume-after-reset");
-    coverage_.add(r.last_accepted > 1 ? "resume-after-accepted-drafts"
-                                      : "resume-without-accepted-drafts");
+    if (r.forced) coverage_.add(F::resume_after_reset);
+    coverage_.add(r.last_accepted > 1 ? F::resume_after_accepted_drafts
+                                      : F::resume_without_accepted_drafts);
     r.waiting = false;
     r.forced = false;
   }
@@ -112,26 +114,26 @@ void EngineCoverageCounter::count_row(const model::ScheduledRequest& s,
       s.num_draft_tokens > 0 || (s.num_scheduled_tokens == 1 && computed_before >= r.prompt_len);
   if (!decode) {
     const std::int64_t crossed = (c + s.num_scheduled_tokens) / B - c / B;
-    coverage_.add(crossed == 0   ? "prefill-crosses-0"
-                  : crossed == 1 ? "prefill-crosses-1"
-                                 : "prefill-crosses-several");
-    if (all_mode && c % B != 0) coverage_.add("all-mode-chunk-mid-block");
+    coverage_.add(crossed == 0   ? F::prefill_crosses_0
+                  : crossed == 1 ? F::prefill_crosses_1
+                                 : F::prefill_crosses_several);
+    if (all_mode && c % B != 0) coverage_.add(F::all_mode_chunk_mid_block);
     return;
   }
-  if (all_mode) coverage_.add("all-mode-decode");
+  if (all_mode) coverage_.add(F::all_mode_decode);
   if (all_mode && s.num_draft_tokens > 0 && s.num_draft_tokens == layout_.config.num_spec_tokens)
-    coverage_.add("all-mode-record");
+    coverage_.add(F::all_mode_record);
   const std::int32_t a = s.num_accepted_tokens;
   if ((c + a) / B == c / B) return;
   ++coverage_.decode_crossings_by_accepted[a];
   if (s.num_draft_tokens == 0)
-    coverage_.add("decode-crosses-no-drafts");
+    coverage_.add(F::decode_crosses_no_drafts);
   else if (a == 1)
-    coverage_.add("decode-crosses-none-accepted");
+    coverage_.add(F::decode_crosses_none_accepted);
   else if (a == 1 + s.num_draft_tokens)
-    coverage_.add("decode-crosses-all-accepted");
+    coverage_.add(F::decode_crosses_all_accepted);
   else
-    coverage_.add("decode-crosses-some-accepted");
+    coverage_.add(F::decode_crosses_some_accepted);
 }
 
 // Async scheduling: a step planned during the one before it, the rows it planned from counts
@@ -140,10 +142,10 @@ void EngineCoverageCounter::count_row(const model::ScheduledRequest& s,
 void EngineCoverageCounter::count_async(const model::Step& step,
                                         const oracle::engine::StepRecord& record) {
   if (step.planned_during < 0) return;
-  coverage_.add("async-deferral");
+  coverage_.add(F::async_deferral);
   for (const model::CachedRequestData& c : step.cached_requests)
-    if (c.num_computed_tokens_optimistic) coverage_.add("async-rollback");
-  coverage_.add("async-held-free", record.frees_held_back);
+    if (c.num_computed_tokens_optimistic) coverage_.add(F::async_rollback);
+  coverage_.add(F::async_held_free, record.frees_held_back);
 }
 
 // The forward's side, from the metadata the oracle derived (model/FORWARD.md): the window
@@ -161,22 +163,22 @@ void EngineCoverageCounter::count_forward(
     const std::int32_t c = it == computed.end() ? 0 : it->second;
     if (all_mode) {
       if (c > 0 && m.block_idx_first_scheduled > m.block_idx_last_computed)
-        coverage_.add("all-mode-first-scheduled-next-block");
+        coverage_.add(F::all_mode_first_scheduled_next_block);
       if (m.block_idx_first_scheduled < m.block_idx_last_scheduled)
-        coverage_.add("all-mode-intermediate-states");
+        coverage_.add(F::all_mode_intermediate_states);
       continue;
     }
     if (c == 0) continue;
     const std::int32_t entry = m.decode && m.num_accepted > 0 ? m.num_accepted - 1 : 0;
-    coverage_.add(entry == 0   ? "read-window-entry-0"
-                  : entry == 1 ? "read-window-entry-1"
-                  : entry == 2 ? "read-window-entry-2"
-                               : "read-window-entry-3-plus");
+    coverage_.add(entry == 0   ? F::read_window_entry_0
+                  : entry == 1 ? F::read_window_entry_1
+                  : entry == 2 ? F::read_window_entry_2
+                               : F::read_window_entry_3_plus);
   }
   if (md.num_prefills == 0 && md.num_decodes > 0 &&
       model::cuda_graph_batch_size(md.num_decodes).has_value()) {
-    coverage_.add("graph-replay");
-    if (md.num_padded > 0) coverage_.add("graph-padded-rows");
+    coverage_.add(F::graph_replay);
+    if (md.num_padded > 0) coverage_.add(F::graph_padded_rows);
   }
 }
 
@@ -191,7 +193,7 @@ void EngineCoverageCounter::count_slots(const model::Step& step,
       slot_owner_.resize(static_cast<std::size_t>(slot) + 1);
     std::string& owner = slot_owner_[static_cast<std::size_t>(slot)];
     const std::string& id = step.scheduled[b].req_id;
-    if (!owner.empty() && owner != id) coverage_.add("v2-slot-reuse");
+    if (!owner.empty() && owner != id) coverage_.add(F::v2_slot_reuse);
     owner = id;
   }
 }

@@ -4,17 +4,19 @@
 // do. They are taken from what ran (the oracle's decisions, arrays and step records), never
 // from what a generator meant to draw.
 //
-// The catalogue is fixed: each feature has one name, a group for the table and the levels that
-// count it. The kernel level counts launches (one per case) and batch rows by their features
-// (model/launch_features.h); the engine level counts scheduler and runner events per step and
-// row, and the launches of its steps. `--require-coverage` names features (or `all`, every
-// feature of the levels that ran) that must have been reached.
+// The catalogue is fixed: model/coverage_features.def gives each feature its enum (what counting
+// sites name), its name, a group for the table and the levels that count it. The kernel level
+// counts launches (one per case) and batch rows by their features (model/launch_features.h);
+// the engine level counts scheduler and runner events per step and row, and the launches of its
+// steps. `--require-coverage` names features (or `all`, every feature of the levels that ran)
+// that must have been reached.
 #pragma once
 
 #include "model/launch_features.h"
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -27,20 +29,46 @@ namespace mc::model {
 enum class CoverageLevel : std::uint8_t { kernel, engine };
 std::string_view to_string(CoverageLevel level);
 
+enum class CoverageFeatureId : std::uint8_t {
+#define X(id, name, group, kernel, engine, what, knobs, draw) id,
+#include "model/coverage_features.def"
+#undef X
+};
+
 struct CoverageFeature {
+  static constexpr bool K = true, E = true, no = false; // the level columns of the .def
+  CoverageFeatureId id;
   std::string_view name;
   std::string_view group; // a line of the table: launches, rows, scheduler, chunks, runner
   bool kernel = false;    // counted by the kernel level
   bool engine = false;    // counted by the engine level
   std::string_view what;  // one line for --help and the docs
-  bool counted_at(CoverageLevel level) const {
+  constexpr bool counted_at(CoverageLevel level) const {
     return level == CoverageLevel::kernel ? kernel : engine;
   }
 };
 
-// Every feature, in table order.
-std::span<const CoverageFeature> coverage_catalogue();
-const CoverageFeature* find_coverage_feature(std::string_view name);
+// Every feature, in table order: entry i is CoverageFeatureId(i).
+inline constexpr std::array kCoverageCatalogue = {
+#define X(id, name, group, kernel, engine, what, knobs, draw)                                      \
+  CoverageFeature{CoverageFeatureId::id,   name, #group, CoverageFeature::kernel,                  \
+                  CoverageFeature::engine, what},
+#include "model/coverage_features.def"
+#undef X
+};
+inline constexpr std::size_t kCoverageFeatureCount = kCoverageCatalogue.size();
+
+constexpr const CoverageFeature& coverage_feature(CoverageFeatureId id) {
+  return kCoverageCatalogue[static_cast<std::size_t>(id)];
+}
+inline std::span<const CoverageFeature> coverage_catalogue() {
+  return kCoverageCatalogue;
+}
+const CoverageFeature* find_coverage_feature(std::string_view name); // null: no such feature
+
+// The launch feature of a kind, and the feature of a row feature: of the same names.
+const CoverageFeature& coverage_feature(LaunchKind kind);
+const CoverageFeature& coverage_feature(RowFeature feature);
 
 // Counts of one level. Reports list every feature the level counts (0: never reached), so what
 // was missed shows as plainly as what was reached.
@@ -52,11 +80,12 @@ struct Coverage {
   std::map<std::int32_t, std::int64_t> decode_crossings_by_accepted;
 
   static Coverage empty(CoverageLevel level);
-  void add(std::string_view feature, std::int64_t n = 1); // a feature of the level (asserted)
-  void merge(const Coverage& other);                      // same level (asserted)
-  std::int64_t count(std::string_view feature) const;
-  std::int64_t features() const; // features the level counts
-  std::int64_t reached() const;  // of those, features with a count above 0
+  void add(CoverageFeatureId feature, std::int64_t n = 1); // a feature of the level (asserted)
+  void merge(const Coverage& other);                       // same level (asserted)
+  std::int64_t count(CoverageFeatureId f) const { return count(coverage_feature(f).name); }
+  std::int64_t count(std::string_view feature) const; // 0 for a name of no feature
+  std::int64_t features() const;                      // features the level counts
+  std::int64_t reached() const;                       // of those, features with a count above 0
 };
 
 // One launch: its kind, and each batch row by every feature of the row that `coverage`'s level

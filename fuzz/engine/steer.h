@@ -2,9 +2,9 @@
 // (`fuzz --level engine --steer`).
 //
 // A knob is one choice of the generator that makes some features likelier (all mode, async
-// scheduling, drafts, a tight pool, shared prompt prefixes, ...). kSteerTable maps every
-// engine-level coverage feature to its knobs: a feature without a knob is one no campaign can
-// be steered to, and a unit test fails on it.
+// scheduling, drafts, a tight pool, shared prompt prefixes, ...). The knobs column of
+// model/coverage_features.def gives every engine-level coverage feature its knobs: a feature
+// without a knob is one no campaign can be steered to, and does not compile.
 //
 // The campaign is cut into epochs of `epoch` cases. The boosts of epoch k come only from the
 // cases of epochs < k (how many cases reached each feature), so they are the same for any
@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 
@@ -74,13 +73,9 @@ struct SteerBoosts {
   bool operator==(const SteerBoosts&) const = default;
 };
 
-// One row of the table: a coverage feature and the knobs that make it likelier.
-struct SteerRow {
-  std::string_view feature;
-  std::array<std::optional<SteerKnob>, 3> knobs;
-};
-std::span<const SteerRow> steer_table();
-const SteerRow* find_steer_row(std::string_view feature);
+// The knobs of a coverage feature: at least one for an engine-level feature, none for another.
+using SteerKnobs = std::array<std::optional<SteerKnob>, 3>;
+const SteerKnobs& steer_knobs(model::CoverageFeatureId feature);
 
 // For each engine feature, the cases that reached it (a count above 0 in the case's coverage).
 struct SteerTally {

@@ -17,6 +17,7 @@ namespace mc::harness {
 namespace {
 
 using Counts = std::map<std::string, std::int64_t>;
+using F = model::CoverageFeatureId;
 
 ReplayResult replay_scenario(const std::string& name) {
   const ReplayResult r = replay_file(default_library_dir() / (name + ".jsonl"), ReplayOptions{});
@@ -44,22 +45,22 @@ std::int64_t launches(const model::Coverage& c) {
 TEST(EngineCoverage, StaleIndexAfterResetCountsEveryResetAndForcedResume) {
   const ReplayResult r = replay_scenario("a-stale-index-after-reset");
   const model::Coverage& c = r.coverage;
-  EXPECT_EQ(c.count("reset"), 2);
-  EXPECT_EQ(c.count("preemption"), 0);
-  EXPECT_EQ(c.count("resume-after-reset"), 6);
-  EXPECT_EQ(c.count("resume-after-accepted-drafts"), 3);
-  EXPECT_EQ(c.count("resume-without-accepted-drafts"), 3);
-  EXPECT_EQ(c.count("prefix-hit-none"), 9);
-  EXPECT_EQ(c.count("prefill-crosses-0"), 6);
-  EXPECT_EQ(c.count("prefill-crosses-1"), 3);
-  EXPECT_EQ(c.count("prefill-crosses-several"), 15);
-  EXPECT_EQ(c.count("decode-crosses-none-accepted"), 1);
-  EXPECT_EQ(c.count("decode-crosses-some-accepted"), 7);
-  EXPECT_EQ(c.count("decode-crosses-all-accepted"), 12);
+  EXPECT_EQ(c.count(F::reset), 2);
+  EXPECT_EQ(c.count(F::preemption), 0);
+  EXPECT_EQ(c.count(F::resume_after_reset), 6);
+  EXPECT_EQ(c.count(F::resume_after_accepted_drafts), 3);
+  EXPECT_EQ(c.count(F::resume_without_accepted_drafts), 3);
+  EXPECT_EQ(c.count(F::prefix_hit_none), 9);
+  EXPECT_EQ(c.count(F::prefill_crosses_0), 6);
+  EXPECT_EQ(c.count(F::prefill_crosses_1), 3);
+  EXPECT_EQ(c.count(F::prefill_crosses_several), 15);
+  EXPECT_EQ(c.count(F::decode_crosses_none_accepted), 1);
+  EXPECT_EQ(c.count(F::decode_crosses_some_accepted), 7);
+  EXPECT_EQ(c.count(F::decode_crosses_all_accepted), 12);
   EXPECT_EQ(c.decode_crossings_by_accepted,
             (std::map<std::int32_t, std::int64_t>{{1, 1}, {2, 7}, {3, 12}}));
-  EXPECT_EQ(c.count("abort"), 0);
-  EXPECT_EQ(c.count("v2-slot-reuse"), 0); // a V1 trace
+  EXPECT_EQ(c.count(F::abort), 0);
+  EXPECT_EQ(c.count(F::v2_slot_reuse), 0); // a V1 trace
   EXPECT_EQ(launches(c), r.stats.launches);
 }
 
@@ -68,29 +69,29 @@ TEST(EngineCoverage, StaleIndexAfterResetCountsEveryResetAndForcedResume) {
 TEST(EngineCoverage, AcceptedAfterPreemptionCountsPreemptionsResumesAndHits) {
   const ReplayResult r = replay_scenario("a-accepted-after-preemption");
   const model::Coverage& c = r.coverage;
-  EXPECT_EQ(c.count("preemption"), 13);
-  EXPECT_EQ(c.count("preemption"), r.stats.preemptions);
-  EXPECT_EQ(c.count("resume-after-accepted-drafts"), 1);
-  EXPECT_EQ(c.count("resume-without-accepted-drafts"), 11);
-  EXPECT_EQ(c.count("resume-after-reset"), 0);
-  EXPECT_EQ(c.count("prefix-hit-none"), 11);
-  EXPECT_EQ(c.count("prefix-hit-1-block"), 0);
-  EXPECT_EQ(c.count("prefix-hit-several-blocks"), 12);
-  EXPECT_EQ(c.count("prefix-hit-several-blocks") + c.count("prefix-hit-1-block"),
+  EXPECT_EQ(c.count(F::preemption), 13);
+  EXPECT_EQ(c.count(F::preemption), r.stats.preemptions);
+  EXPECT_EQ(c.count(F::resume_after_accepted_drafts), 1);
+  EXPECT_EQ(c.count(F::resume_without_accepted_drafts), 11);
+  EXPECT_EQ(c.count(F::resume_after_reset), 0);
+  EXPECT_EQ(c.count(F::prefix_hit_none), 11);
+  EXPECT_EQ(c.count(F::prefix_hit_1_block), 0);
+  EXPECT_EQ(c.count(F::prefix_hit_several_blocks), 12);
+  EXPECT_EQ(c.count(F::prefix_hit_several_blocks) + c.count(F::prefix_hit_1_block),
             r.stats.prefix_hits);
-  EXPECT_EQ(c.count("decode-crosses-none-accepted"), 7);
-  EXPECT_EQ(c.count("decode-crosses-some-accepted"), 11);
-  EXPECT_EQ(c.count("decode-crosses-all-accepted"), 16);
-  EXPECT_EQ(c.count("launch-preprocess_align"), c.count("launch-postprocess_align"));
-  EXPECT_EQ(c.count("launch-postprocess"), 0); // V2
+  EXPECT_EQ(c.count(F::decode_crosses_none_accepted), 7);
+  EXPECT_EQ(c.count(F::decode_crosses_some_accepted), 11);
+  EXPECT_EQ(c.count(F::decode_crosses_all_accepted), 16);
+  EXPECT_EQ(c.count(F::launch_preprocess_align), c.count(F::launch_postprocess_align));
+  EXPECT_EQ(c.count(F::launch_postprocess), 0); // V2
   EXPECT_EQ(launches(c), r.stats.launches);
 }
 
 // Eight requests through fewer slots: each slot a finished request frees is taken by a later one.
 TEST(EngineCoverage, V2SlotReuseIsCountedFromTheLaunchedSlots) {
   const ReplayResult r = replay_scenario("g-v2-slot-reuse");
-  EXPECT_EQ(r.coverage.count("v2-slot-reuse"), 6);
-  EXPECT_EQ(r.coverage.count("prefix-hit-none"), 8);
+  EXPECT_EQ(r.coverage.count(F::v2_slot_reuse), 6);
+  EXPECT_EQ(r.coverage.count(F::prefix_hit_none), 8);
 }
 
 // The same V2 trace with the copy kernels finding tables by slot (#55506) and the postprocess
@@ -104,18 +105,18 @@ TEST(EngineCoverage, SlotTablesAndDeferredPostprocessAreCounted) {
   const ReplayResult r = replay_file(default_library_dir() / "g-v2-slot-reuse.jsonl", o);
   ASSERT_TRUE(r.held()) << r.summary();
   const model::Coverage& c = r.coverage;
-  EXPECT_EQ(c.count("launch-postprocess_align"), 0);
-  EXPECT_EQ(c.count("launch-precopy"), 0);
-  EXPECT_EQ(c.count("launch-postprocess_align_slot_tables"),
-            plain.coverage.count("launch-postprocess_align"));
-  EXPECT_EQ(c.count("launch-precopy_slot_tables"), plain.coverage.count("launch-precopy"));
-  EXPECT_GT(c.count("launch-postprocess_align_slot_tables"), 0);
-  EXPECT_GT(c.count("deferred-postprocess-reordered"), 0);
-  EXPECT_LE(c.count("deferred-postprocess-reordered"),
-            c.count("launch-postprocess_align_slot_tables"));
-  EXPECT_EQ(plain.coverage.count("deferred-postprocess-reordered"), 0);
-  EXPECT_EQ(plain.coverage.count("slot-table-row"), 0);
-  EXPECT_EQ(c.count("copy"), plain.coverage.count("copy")); // the same copies, found by slot
+  EXPECT_EQ(c.count(F::launch_postprocess_align), 0);
+  EXPECT_EQ(c.count(F::launch_precopy), 0);
+  EXPECT_EQ(c.count(F::launch_postprocess_align_slot_tables),
+            plain.coverage.count(F::launch_postprocess_align));
+  EXPECT_EQ(c.count(F::launch_precopy_slot_tables), plain.coverage.count(F::launch_precopy));
+  EXPECT_GT(c.count(F::launch_postprocess_align_slot_tables), 0);
+  EXPECT_GT(c.count(F::deferred_postprocess_reordered), 0);
+  EXPECT_LE(c.count(F::deferred_postprocess_reordered),
+            c.count(F::launch_postprocess_align_slot_tables));
+  EXPECT_EQ(plain.coverage.count(F::deferred_postprocess_reordered), 0);
+  EXPECT_EQ(plain.coverage.count(F::slot_table_row), 0);
+  EXPECT_EQ(c.count(F::copy), plain.coverage.count(F::copy)); // the same copies, found by slot
 }
 
 // A V1 trace on vLLM's fused V1 path: one precopy_v1 launch per step with rows, whether or not
@@ -126,16 +127,16 @@ TEST(EngineCoverage, PrecopyV1LaunchesEveryStepWithRows) {
   o.v1_copy_path = model::V1CopyPath::precopy_v1;
   const ReplayResult r = replay_file(default_library_dir() / "a-stale-index-after-reset.jsonl", o);
   ASSERT_TRUE(r.held()) << r.summary();
-  EXPECT_EQ(r.coverage.count("launch-precopy"), 0);
-  EXPECT_GT(r.coverage.count("launch-precopy_v1"), plain.coverage.count("launch-precopy"));
-  EXPECT_EQ(r.coverage.count("copy"), plain.coverage.count("copy"));
-  EXPECT_EQ(r.coverage.count("launch-postprocess"), plain.coverage.count("launch-postprocess"));
+  EXPECT_EQ(r.coverage.count(F::launch_precopy), 0);
+  EXPECT_GT(r.coverage.count(F::launch_precopy_v1), plain.coverage.count(F::launch_precopy));
+  EXPECT_EQ(r.coverage.count(F::copy), plain.coverage.count(F::copy));
+  EXPECT_EQ(r.coverage.count(F::launch_postprocess), plain.coverage.count(F::launch_postprocess));
 }
 
 TEST(EngineCoverage, AllModeChunksStartingMidBlockAreCounted) {
   const ReplayResult r = replay_scenario("h-all-mode-prefill");
-  EXPECT_GT(r.coverage.count("all-mode-chunk-mid-block"), 0);
-  EXPECT_EQ(r.coverage.count("launch-precopy") + r.coverage.count("launch-postprocess"), 0);
+  EXPECT_GT(r.coverage.count(F::all_mode_chunk_mid_block), 0);
+  EXPECT_EQ(r.coverage.count(F::launch_precopy) + r.coverage.count(F::launch_postprocess), 0);
 }
 
 // All mode with two drafts: 20 decodes, 17 of them full (three near their request's end carry
@@ -144,15 +145,15 @@ TEST(EngineCoverage, AllModeChunksStartingMidBlockAreCounted) {
 TEST(EngineCoverage, AllModeDraftsCountsRecordsAndCrossings) {
   const ReplayResult r = replay_scenario("a-all-mode-drafts");
   const model::Coverage& c = r.coverage;
-  EXPECT_EQ(c.count("all-mode-decode"), 20);
-  EXPECT_EQ(c.count("all-mode-record"), 17);
-  EXPECT_EQ(c.count("decode-crosses-none-accepted"), 1);
-  EXPECT_EQ(c.count("decode-crosses-some-accepted"), 3);
-  EXPECT_EQ(c.count("decode-crosses-all-accepted"), 5);
+  EXPECT_EQ(c.count(F::all_mode_decode), 20);
+  EXPECT_EQ(c.count(F::all_mode_record), 17);
+  EXPECT_EQ(c.count(F::decode_crosses_none_accepted), 1);
+  EXPECT_EQ(c.count(F::decode_crosses_some_accepted), 3);
+  EXPECT_EQ(c.count(F::decode_crosses_all_accepted), 5);
   EXPECT_EQ(c.decode_crossings_by_accepted,
             (std::map<std::int32_t, std::int64_t>{{1, 1}, {2, 3}, {3, 5}}));
-  EXPECT_EQ(c.count("prefix-hit-none"), 3);
-  EXPECT_EQ(c.count("prefix-hit-several-blocks"), 1);
+  EXPECT_EQ(c.count(F::prefix_hit_none), 3);
+  EXPECT_EQ(c.count(F::prefix_hit_several_blocks), 1);
   EXPECT_EQ(launches(c), 0); // all mode launches nothing
 }
 
@@ -176,11 +177,11 @@ TEST(EngineCoverage, RunAndReplayOfItsTraceCountTheSame) {
   const ReplayResult replayed = replay_file(trace, ReplayOptions{});
   ASSERT_TRUE(replayed.held()) << replayed.summary();
   EXPECT_EQ(reached(run.coverage), reached(replayed.coverage));
-  EXPECT_GT(run.coverage.count("preemption"), 0);
-  EXPECT_GT(run.coverage.count("reset"), 0);
-  EXPECT_GT(run.coverage.count("v2-slot-reuse"), 0);
-  EXPECT_EQ(run.coverage.count("preemption"), run.report.preemptions);
-  EXPECT_EQ(run.coverage.count("reset"), run.report.resets);
+  EXPECT_GT(run.coverage.count(F::preemption), 0);
+  EXPECT_GT(run.coverage.count(F::reset), 0);
+  EXPECT_GT(run.coverage.count(F::v2_slot_reuse), 0);
+  EXPECT_EQ(run.coverage.count(F::preemption), run.report.preemptions);
+  EXPECT_EQ(run.coverage.count(F::reset), run.report.resets);
   std::filesystem::remove(trace);
 }
 
@@ -204,14 +205,14 @@ TEST(EngineCoverage, RunAndReplayOfAnAsyncTraceCountTheSame) {
   const ReplayResult replayed = replay_file(trace, ReplayOptions{});
   ASSERT_TRUE(replayed.held()) << replayed.summary();
   EXPECT_EQ(reached(run.coverage), reached(replayed.coverage));
-  EXPECT_EQ(run.coverage.count("async-deferral"), run.report.steps - 1);
-  EXPECT_EQ(run.coverage.count("async-rollback"), 151);
-  EXPECT_EQ(run.coverage.count("async-held-free"), 216);
-  EXPECT_EQ(replayed.coverage.count("async-held-free"), 216); // the shadow held back the same
+  EXPECT_EQ(run.coverage.count(F::async_deferral), run.report.steps - 1);
+  EXPECT_EQ(run.coverage.count(F::async_rollback), 151);
+  EXPECT_EQ(run.coverage.count(F::async_held_free), 216);
+  EXPECT_EQ(replayed.coverage.count(F::async_held_free), 216); // the shadow held back the same
   // Two requests preempted while their rows ran finished by those rows: no abort.
-  EXPECT_EQ(run.coverage.count("abort"), 0);
-  EXPECT_EQ(run.coverage.count("preemption"), run.report.preemptions);
-  EXPECT_EQ(run.coverage.count("reset"), run.report.resets);
+  EXPECT_EQ(run.coverage.count(F::abort), 0);
+  EXPECT_EQ(run.coverage.count(F::preemption), run.report.preemptions);
+  EXPECT_EQ(run.coverage.count(F::reset), run.report.resets);
   std::filesystem::remove(trace);
 }
 

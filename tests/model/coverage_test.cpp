@@ -3,24 +3,24 @@
 
 #include "model/errors.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
-
-#include <set>
 
 namespace mc::model {
 namespace {
 
-TEST(Coverage, EveryFeatureIsCountedAtSomeLevelAndNamedOnce) {
-  std::set<std::string_view> names;
-  for (const CoverageFeature& f : coverage_catalogue()) {
-    EXPECT_TRUE(f.kernel || f.engine) << f.name;
-    EXPECT_TRUE(names.insert(f.name).second) << f.name;
+using F = CoverageFeatureId;
+
+// The launch kinds and row features are kernel-level coverage features of the same names.
+TEST(Coverage, LaunchKindsAndRowFeaturesMapToTheirNames) {
+  for (const LaunchKind k : kAllLaunchKinds) {
+    EXPECT_EQ(coverage_feature(k).name, fmt::format("launch-{}", to_string(k)));
+    EXPECT_TRUE(coverage_feature(k).kernel);
   }
-  // The row features a signature names are kernel-level coverage features too.
   for (std::size_t i = 0; i < kRowFeatureCount; ++i) {
-    const CoverageFeature* f = find_coverage_feature(to_string(static_cast<RowFeature>(i)));
-    ASSERT_NE(f, nullptr) << to_string(static_cast<RowFeature>(i));
-    EXPECT_TRUE(f->kernel);
+    const auto row = static_cast<RowFeature>(i);
+    EXPECT_EQ(coverage_feature(row).name, to_string(row));
+    EXPECT_TRUE(coverage_feature(row).kernel);
   }
 }
 
@@ -56,8 +56,8 @@ TEST(Coverage, AFeatureOfALevelThatDoesNotRunIsBadInput) {
 
 TEST(Coverage, MissingListsRequiredFeaturesNeverReachedOfTheLevel) {
   Coverage c = Coverage::empty(CoverageLevel::engine);
-  c.add("preemption", 3);
-  c.add("reset");
+  c.add(F::preemption, 3);
+  c.add(F::reset);
   EXPECT_EQ(missing_coverage(parse_coverage_requirement({"preemption,reset"}), c),
             std::vector<std::string>{});
   EXPECT_EQ(missing_coverage(parse_coverage_requirement({"reset,abort"}), c),
@@ -72,7 +72,7 @@ TEST(Coverage, MissingListsRequiredFeaturesNeverReachedOfTheLevel) {
 
 TEST(Coverage, JsonRoundTripsAndTheTableMarksWhatWasNeverReached) {
   Coverage c = Coverage::empty(CoverageLevel::engine);
-  c.add("v2-slot-reuse", 7);
+  c.add(F::v2_slot_reuse, 7);
   c.decode_crossings_by_accepted[3] = 2;
   const Coverage back = coverage_from_json(to_json(c));
   EXPECT_EQ(back.counts, c.counts);
@@ -89,12 +89,12 @@ TEST(Coverage, JsonRoundTripsAndTheTableMarksWhatWasNeverReached) {
 TEST(Coverage, MergeAddsCounts) {
   Coverage a = Coverage::empty(CoverageLevel::kernel);
   Coverage b = Coverage::empty(CoverageLevel::kernel);
-  a.add("ds-bias", 2);
-  b.add("ds-bias", 3);
-  b.add("launch-precopy");
+  a.add(F::ds_bias, 2);
+  b.add(F::ds_bias, 3);
+  b.add(F::launch_precopy);
   a.merge(b);
-  EXPECT_EQ(a.count("ds-bias"), 5);
-  EXPECT_EQ(a.count("launch-precopy"), 1);
+  EXPECT_EQ(a.count(F::ds_bias), 5);
+  EXPECT_EQ(a.count(F::launch_precopy), 1);
 }
 
 } // namespace
