@@ -9,6 +9,7 @@
 #include "backends/mutant_backend.h"
 #include "cli/case_print.h"
 #include "cli/commands.h"
+#include "cli/external_option.h"
 #include "cli/output_paths.h"
 #include "fuzz/compare.h"
 #include "fuzz/findings.h"
@@ -134,9 +135,7 @@ backends::Backend checked_backend(const CaseOptions& options) {
   const backends::Backend backend = backends::parse_backend(options.backend);
   if (external && backend != backends::Backend::oracle)
     model::fail_input("--external and --backend: give one of them");
-  if (!(options.external_timeout > 0 && options.external_timeout <= 86400))
-    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
-                      options.external_timeout);
+  check_external_timeout(options.external_timeout);
   if (options.reruns < 0 || options.reruns > 100000)
     model::fail_input("--reruns: expected 0..100000, got {}", options.reruns);
   if (options.reruns > 0 && !options.check) model::fail_input("--reruns: needs --check");

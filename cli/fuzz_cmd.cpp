@@ -6,6 +6,7 @@
 #include "backends/external_backend.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
+#include "cli/external_option.h"
 #include "cli/coverage_option.h"
 #include "cli/duration.h"
 #include "cli/fuzz_engine.h"
@@ -149,14 +150,8 @@ void print_kernel_summary(const fuzz::CampaignOptions& c, const fuzz::CampaignRe
                            r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0,
                            r.total("copies_compared"),
                            static_cast<double>(r.total("arena_bytes_compared")) / (1 << 20));
-  const auto counts = [&r](const char* by) {
-    std::string line;
-    if (const auto it = r.cases_by.find(by); it != r.cases_by.end())
-      for (const auto& [name, n] : it->second)
-        line += fmt::format(" {}={}", name, n);
-    return line;
-  };
-  std::cout << "  kinds:" << counts("kind") << "\n  sizes:" << counts("size_class") << "\n";
+  std::cout << "  kinds:" << counts_line(r, "kind") << "\n  sizes:" << counts_line(r, "size_class")
+            << "\n";
   if (!r.backend_replaced.empty()) std::cout << "kernel level: " << r.backend_replaced << "\n";
   if (!r.stopped.empty()) std::cout << "kernel level: stopped early: " << r.stopped << "\n";
 }
@@ -182,13 +177,8 @@ void print_kernel_finding(const fuzz::CampaignOptions& c, const fuzz::Finding& f
                              cx->shrink_steps, cx->shrink_tried, cx->saved_runs.summary(),
                              cx->description);
   else
-    std::cout << fmt::format("  not shrunk: no smaller case failed on at least half of its reruns "
-                             "({} candidates tried); the original is saved\n",
-                             cx->shrink_tried);
-  if (cx->shrink_timed_out)
-    std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-time): on "
-                             "another machine or load it may stop elsewhere\n",
-                             c.shrink.seconds_max);
+    print_not_shrunk(cx->shrink_tried);
+  if (cx->shrink_timed_out) print_shrink_timed_out(c);
   std::cout << fmt::format("  counterexample: {} (before shrinking: {})\n",
                            cx->shrunk_dir.string(), cx->original_dir.string());
   if (!cx->picture.empty()) std::cout << fmt::format("  picture: {}\n", cx->picture.string());
@@ -253,11 +243,11 @@ LevelResult run_level(const fuzz::CampaignOptions& options, fuzz::CampaignLevel&
   for (const fuzz::Finding& f : r.findings)
     result.junit.push_back(finding_case(
         campaign, f.signature, f.skipped, f.cases, f.failure, f.runs,
-        f.saved ? fmt::format("{}\nreproduce: {}", f.description, f.reproduce) : ""));
+        f.saved() ? fmt::format("{}\nreproduce: {}", f.description, f.reproduce) : ""));
   if (r.interrupted != 0) {
     result.junit.push_back(interrupted_case(level.name(), r.interrupted, r.cases, r.next_case));
     std::cout << interrupted_line(level.name(), r.interrupted, r.cases, r.next_case) << "\n";
-    if (!kernel && c.shard.whole() && cases_planned >= 0 && result.report.contains("steer"))
+    if (result.report.contains("steer"))
       std::cout << "engine level: a steered campaign cannot be resumed (--steer refuses "
                    "--resume-from): run it again from its first case\n";
   }
@@ -417,9 +407,7 @@ void check_campaign_options(const FuzzOptions& o) {
     model::fail_input("--repeat: expected 1..1000, got {}", o.repeat);
   if (o.keep_going && o.stop_at_first)
     model::fail_input("--keep-going and --stop-at-first: give one of them");
-  if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
-    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
-                      o.external_timeout);
+  check_external_timeout(o.external_timeout);
   if (!(o.case_timeout > 0 && o.case_timeout <= 86400))
     model::fail_input("--case-timeout: expected 0 < seconds <= 86400, got {}", o.case_timeout);
 }

@@ -34,6 +34,26 @@ fuzz::EngineLevelOptions engine_level_options(fuzz::CampaignOptions& c, bool cud
   return e;
 }
 
+std::string counts_line(const fuzz::CampaignReport& r, const char* by) {
+  std::string line;
+  if (const auto it = r.cases_by.find(by); it != r.cases_by.end())
+    for (const auto& [name, n] : it->second)
+      line += fmt::format(" {}={}", name, n);
+  return line;
+}
+
+void print_not_shrunk(std::int32_t candidates_tried) {
+  std::cout << fmt::format("  not shrunk: no smaller case failed on at least half of its reruns "
+                           "({} candidates tried); the original is saved\n",
+                           candidates_tried);
+}
+
+void print_shrink_timed_out(const fuzz::CampaignOptions& c) {
+  std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-time): on "
+                           "another machine or load it may stop elsewhere\n",
+                           c.shrink.seconds_max);
+}
+
 void print_engine_summary(const fuzz::CampaignOptions& c, const fuzz::CampaignReport& r,
                           const fuzz::EngineLevel& level) {
   const double s = r.seconds > 0 ? r.seconds : 1e-9;
@@ -45,15 +65,9 @@ void print_engine_summary(const fuzz::CampaignOptions& c, const fuzz::CampaignRe
                            r.seconds, static_cast<double>(r.cases) / s,
                            static_cast<double>(steps) / s,
                            static_cast<double>(r.total("bytes_compared")) / (1 << 20));
-  const auto counts = [&r](const char* by) {
-    std::string line;
-    if (const auto it = r.cases_by.find(by); it != r.cases_by.end())
-      for (const auto& [name, n] : it->second)
-        line += fmt::format(" {}={}", name, n);
-    return line;
-  };
-  std::cout << "  presets:" << counts("preset") << "\n  runners:" << counts("runner")
-            << "\n  scheduling:" << counts("scheduling") << "\n";
+  std::cout << "  presets:" << counts_line(r, "preset") << "\n  runners:"
+            << counts_line(r, "runner") << "\n  scheduling:" << counts_line(r, "scheduling")
+            << "\n";
   if (!r.stopped.empty()) std::cout << "engine level: stopped early: " << r.stopped << "\n";
   if (level.steer_epoch() > 0)
     std::cout << fmt::format("  steer: epochs of {} cases, {} boosted; {} epoch starts waited "
@@ -82,13 +96,8 @@ void print_engine_finding(const fuzz::CampaignOptions& c, const fuzz::Finding& f
                              cx->steps, cx->requests, cx->shrink_steps, cx->shrink_tried,
                              cx->saved_runs.summary(), cx->failure);
   else
-    std::cout << fmt::format("  not shrunk: no smaller case failed on at least half of its reruns "
-                             "({} candidates tried); the original is saved\n",
-                             cx->shrink_tried);
-  if (cx->shrink_timed_out)
-    std::cout << fmt::format("  the shrink stopped at its time bound ({} s, --shrink-time): on "
-                             "another machine or load it may stop elsewhere\n",
-                             c.shrink.seconds_max);
+    print_not_shrunk(cx->shrink_tried);
+  if (cx->shrink_timed_out) print_shrink_timed_out(c);
   std::cout << fmt::format("  case: {}\n", cx->description);
   if (!cx->dir.empty())
     std::cout << fmt::format("  counterexample: {} (before shrinking: {}), report {}\n",

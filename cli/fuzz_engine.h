@@ -28,6 +28,13 @@ fuzz::EngineLevelOptions engine_level_options(fuzz::CampaignOptions& c, bool cud
                                               const EngineExternal* external,
                                               std::unique_ptr<backends::ExternalEngineSource>& adapter);
 
+// A report's cases counted by `by` (CampaignReport::cases_by), as " name=n" pairs.
+std::string counts_line(const fuzz::CampaignReport& r, const char* by);
+
+// What both levels print of a finding's shrink: no smaller case reproduced; the time bound hit.
+void print_not_shrunk(std::int32_t candidates_tried);
+void print_shrink_timed_out(const fuzz::CampaignOptions& c);
+
 void print_engine_summary(const fuzz::CampaignOptions& c, const fuzz::CampaignReport& r,
                           const fuzz::EngineLevel& level);
 void print_engine_finding(const fuzz::CampaignOptions& c, const fuzz::Finding& f);

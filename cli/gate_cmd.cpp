@@ -20,6 +20,7 @@
 #include "backends/external_engine.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
+#include "cli/external_option.h"
 #include "cli/duration.h"
 #include "cli/junit.h"
 #include "cli/mutants_levels.h"
@@ -600,9 +601,7 @@ StageResult mutant_smoke_stage(const GateOptions& o, backends::Backend backend) 
 backends::Backend checked_backend(const GateOptions& o) {
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
-  if (!o.external.empty() && !(o.external_timeout > 0 && o.external_timeout <= 86400))
-    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
-                      o.external_timeout);
+  if (!o.external.empty()) check_external_timeout(o.external_timeout);
   if (o.external.empty() && (!o.variant_command.empty() || o.variants_given))
     model::fail_input("--variants and --variant-command: with --external only");
   const backends::Backend backend = !o.external.empty() ? backends::Backend::host

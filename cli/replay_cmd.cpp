@@ -7,6 +7,7 @@
 #include "cli/replay_run.h"
 
 #include "cli/commands.h"
+#include "cli/external_option.h"
 #include "cli/compare_option.h"
 #include "cli/coverage_option.h"
 #include "cli/junit.h"
@@ -39,9 +40,7 @@ std::unique_ptr<backends::ExternalEngineSource> external_source(const ReplayCliO
   if (o.external.empty()) return nullptr;
   if (o.kernel_mutant != "none" || o.runner_mutant != "none")
     model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
-  if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
-    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
-                      o.external_timeout);
+  check_external_timeout(o.external_timeout);
   return backends::start_external_engine(o.external, o.external_timeout, {});
 }
 
@@ -281,12 +280,7 @@ void add_replay_command(CLI::App& app, Action& action) {
   cmd->add_option("--library", o->library,
                   "Replay every scenario of this directory, clean and with its mutants");
   cmd->add_option("--backend", o->backend, "host or cuda (default host)");
-  cmd->add_option("--external", o->external,
-                  "Run the launches on the kernels of this worker command (the adapter's "
-                  "worker, as `fuzz --external` takes it; docs/adapter.md)");
-  cmd->add_option("--external-timeout", o->external_timeout,
-                  "--external: seconds a launch may take before the worker counts as hung "
-                  "(default 300)");
+  add_external_options(*cmd, o->external, o->external_timeout);
   cmd->add_option("--runner", o->runner, "v1 or v2 (default: the trace's)");
   cmd->add_option("--v1-copy", o->v1_copy,
                   "V1 pre-step copies: precopy, precopy_v1 (vLLM's fused path today) or "

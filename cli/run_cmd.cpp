@@ -6,6 +6,7 @@
 // run's steps as a trace (`mambacheck replay` runs it again); --workload takes the requests from
 // a request-level JSON Lines workload (scenarios/workload_import.h).
 #include "cli/commands.h"
+#include "cli/external_option.h"
 #include "cli/compare_option.h"
 #include "cli/output_paths.h"
 #include "cli/coverage_option.h"
@@ -210,9 +211,7 @@ int run_run(const RunOptions& o) {
   check_output_file("--record", o.record);
   std::unique_ptr<backends::ExternalEngineSource> external;
   if (!o.external.empty()) {
-    if (!(o.external_timeout > 0 && o.external_timeout <= 86400))
-      model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
-                        o.external_timeout);
+    check_external_timeout(o.external_timeout);
     external = backends::start_external_engine(o.external, o.external_timeout, {});
     s.external = external.get();
   }
@@ -310,12 +309,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--requests", o->requests, "Requests in the workload (default 64)");
   cmd->add_option("--seed", o->seed, "Seed of workload and scheduler (default 1)");
   cmd->add_option("--backend", o->backend, "host or cuda (default host)");
-  cmd->add_option("--external", o->external,
-                  "Run the launches on the kernels of this worker command (the adapter's "
-                  "worker, as `fuzz --external` takes it; docs/adapter.md)");
-  cmd->add_option("--external-timeout", o->external_timeout,
-                  "--external: seconds a launch may take before the worker counts as hung "
-                  "(default 300)");
+  add_external_options(*cmd, o->external, o->external_timeout);
   add_engine_options(*cmd, *o);
   add_output_options(*cmd, *o);
   cmd->callback([o, &action] {

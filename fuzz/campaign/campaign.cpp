@@ -171,6 +171,17 @@ CampaignReport run_campaign(const CampaignOptions& o, CampaignLevel& level) {
   return report;
 }
 
+void write_counts(const CampaignReport& r, std::initializer_list<const char*> totals,
+                  std::initializer_list<const char*> counts_by, nlohmann::json& j) {
+  for (const char* total : totals)
+    j[total] = r.total(total);
+  for (const char* by : counts_by) {
+    const auto it = r.cases_by.find(by);
+    j[fmt::format("cases_by_{}", by)] =
+        it == r.cases_by.end() ? nlohmann::json::object() : nlohmann::json(it->second);
+  }
+}
+
 namespace {
 
 nlohmann::json finding_json(const Finding& f) {
@@ -185,7 +196,7 @@ nlohmann::json finding_json(const Finding& f) {
                                {"cases", f.cases},
                                {"skipped", f.skipped},
                                {"failure", f.failure}};
-  if (f.saved) entry["counterexample"] = f.counterexample_json;
+  if (f.saved()) entry["counterexample"] = f.counterexample_json;
   return entry;
 }
 
@@ -194,7 +205,7 @@ nlohmann::json rates_json(const Finding& f) {
                                {"runs", f.runs.runs},
                                {"failed_runs", f.runs.failed}};
   if (!f.rows_in_runs.empty()) rates["what_each_run_saw"] = f.rows_in_runs;
-  if (f.saved) {
+  if (f.saved()) {
     rates["saved_case_runs"] = f.saved_runs.runs;
     rates["saved_case_failed_runs"] = f.saved_runs.failed;
   }

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <any>
+#include <initializer_list>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -115,8 +116,8 @@ struct Finding {
   std::string reproduce;                    // the command that reruns the saved case
   std::filesystem::path counterexample_dir; // where it was saved
   RunTally saved_runs; // reruns of the saved case (when there is one)
-  bool saved = false;  // a counterexample was saved
 
+  bool saved() const { return counterexample.has_value(); }
   template <class T> const T* counterexample_as() const {
     return std::any_cast<T>(&counterexample);
   }
@@ -183,6 +184,11 @@ public:
 };
 
 CampaignReport run_campaign(const CampaignOptions& options, CampaignLevel& level);
+
+// A level's totals and counts by (CampaignReport) as report fields: `total` and `cases_by_BY`,
+// zero or empty where no case counted one.
+void write_counts(const CampaignReport& report, std::initializer_list<const char*> totals,
+                  std::initializer_list<const char*> counts_by, nlohmann::json& j);
 
 // Deterministic for the options: no timings (those go to the terminal); failure rates, which
 // reruns measure, sit apart under "measured".

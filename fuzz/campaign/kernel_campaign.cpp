@@ -147,7 +147,6 @@ public:
                                picture_backend, cx.shrunk_dir);
     f.counterexample_json = counterexample_json(cx, options_);
     f.saved_runs = cx.saved_runs;
-    f.saved = true;
     f.description = cx.description;
     f.reproduce = f.counterexample_json.at("reproduce").get<std::string>();
     f.counterexample_dir = cx.shrunk_dir;
@@ -461,13 +460,7 @@ Finding KernelLevel::record(const CaseRef& c, const CaseResult& result, Campaign
 bool KernelLevel::device_lost(const CaseResult&) const { return state_->device_lost; }
 
 void KernelLevel::report_json(const CampaignReport& r, nlohmann::json& j) const {
-  for (const char* total : {"copies_compared", "arena_bytes_compared"})
-    j[total] = r.total(total);
-  for (const char* by : {"kind", "size_class"}) {
-    const auto it = r.cases_by.find(by);
-    j[fmt::format("cases_by_{}", by)] =
-        it == r.cases_by.end() ? nlohmann::json::object() : nlohmann::json(it->second);
-  }
+  write_counts(r, {"copies_compared", "arena_bytes_compared"}, {"kind", "size_class"}, j);
   // What decides which cases are drawn, so that `mambacheck merge` can refuse shards of
   // different campaigns.
   if (!state_->options.gen.kinds.empty()) {

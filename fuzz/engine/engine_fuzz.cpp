@@ -352,7 +352,6 @@ Finding record_finding(const CampaignOptions& o, const EngineLevelOptions& e,
   EngineCounterexample cx = make_counterexample(o, e, run, c, outcome, f.runs, !device_lost);
   f.counterexample_json = nlohmann::json::parse(counterexample_json(cx).dump());
   f.saved_runs = cx.saved_runs;
-  f.saved = true;
   f.description = cx.description;
   f.reproduce = cx.reproduce;
   f.counterexample_dir = cx.dir;
@@ -605,14 +604,7 @@ StartGate EngineLevel::before_start(std::int64_t next, bool nothing_in_flight, C
 }
 
 void EngineLevel::report_json(const CampaignReport& r, nlohmann::json& j) const {
-  for (const char* total : {"steps", "bytes_compared"})
-    j[total] = r.total(total);
-  for (const char* by : {"preset", "runner", "scheduling"}) {
-    const auto it = r.cases_by.find(by);
-    j[fmt::format("cases_by_{}", by)] = it == r.cases_by.end()
-                                            ? nlohmann::json::object()
-                                            : nlohmann::json(it->second);
-  }
+  write_counts(r, {"steps", "bytes_compared"}, {"preset", "runner", "scheduling"}, j);
   const EngineLevelOptions& o = state_->options;
   if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
   if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;

@@ -1,0 +1,21 @@
+#include "cli/external_option.h"
+
+#include "model/errors.h"
+
+namespace mc::cli {
+
+void add_external_options(CLI::App& cmd, std::string& command, double& timeout_seconds) {
+  cmd.add_option("--external", command,
+                 "Run the launches on the kernels of this worker command (the adapter's "
+                 "worker, as `fuzz --external` takes it; docs/adapter.md)");
+  cmd.add_option("--external-timeout", timeout_seconds,
+                 "--external: seconds a launch may take before the worker counts as hung "
+                 "(default 300)");
+}
+
+void check_external_timeout(double seconds) {
+  if (!(seconds > 0 && seconds <= 86400))
+    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}", seconds);
+}
+
+} // namespace mc::cli

@@ -1,0 +1,17 @@
+// --external and --external-timeout as the engine-level commands declare them, and the one check
+// of the timeout every command that takes one applies.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace mc::cli {
+
+// `run` and `replay`: the launches on the kernels of a worker command.
+void add_external_options(CLI::App& cmd, std::string& command, double& timeout_seconds);
+
+// A timeout outside 0 < seconds <= 86400 is an InputError naming --external-timeout.
+void check_external_timeout(double seconds);
+
+} // namespace mc::cli
