@@ -8,9 +8,8 @@
 namespace mc::backends {
 
 Backend parse_backend(std::string_view name) {
-  if (name == "oracle") return Backend::oracle;
-  if (name == "host") return Backend::host;
-  if (name == "cuda") return Backend::cuda;
+  const std::optional<Backend> b = model::find_backend(name);
+  if (b && *b != Backend::external) return *b;
   model::fail_input("--backend: expected oracle, host or cuda, got '{}'", name);
 }
 
@@ -24,18 +23,6 @@ Backend default_backend() {
   return gpu::cuda_available() ? Backend::cuda : Backend::host;
 }
 
-std::string_view to_string(Backend backend) {
-  switch (backend) {
-  case Backend::oracle:
-    return "oracle";
-  case Backend::host:
-    return "host";
-  case Backend::cuda:
-    return "cuda";
-  }
-  return "?";
-}
-
 model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch_case) {
   switch (backend) {
   case Backend::oracle:
@@ -44,6 +31,8 @@ model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch
     return gpu::run_launch_host(launch_case);
   case Backend::cuda:
     return gpu::run_launch_cuda(launch_case);
+  case Backend::external: // an external worker runs its launches itself
+    break;
   }
   MC_ASSERT(false);
   return {};

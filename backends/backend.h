@@ -2,20 +2,22 @@
 #pragma once
 
 #include "fuzz/run_case.h"
+#include "model/backend.h"
 #include "model/launch.h"
 
 #include <string_view>
 
 namespace mc::backends {
 
-enum class Backend { oracle, host, cuda };
+using model::Backend;
+using model::to_string;
 
-Backend parse_backend(std::string_view name); // InputError for an unknown name
+// oracle, host or cuda; InputError for any other name (external is `--external CMD`).
+Backend parse_backend(std::string_view name);
 // EnvironmentError (exit 3) when the backend cannot run here (cuda without a device).
 void require_backend(Backend backend);
 // The default of campaigns: cuda when a device is present, host otherwise.
 Backend default_backend();
-std::string_view to_string(Backend backend);
 model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch_case);
 // run_backend on `backend`, as the kernel-level checks take a backend (fuzz/run_case.h).
 fuzz::LaunchRunner launch_runner(Backend backend);

@@ -460,13 +460,11 @@ backends::Backend resolve_backend(FuzzOptions& o, std::unique_ptr<MpsSession>& m
   if (backend == backends::Backend::oracle)
     model::fail_input("--backend: fuzz compares the oracle with host or cuda");
   backends::require_backend(backend);
-  const CaseBackend case_backend = !o.external.empty()                  ? CaseBackend::external
-                                   : backend == backends::Backend::cuda ? CaseBackend::cuda
-                                                                        : CaseBackend::host;
+  const model::Backend case_backend = o.external.empty() ? backend : model::Backend::external;
   const std::optional<int> devices_visible =
-      case_backend == CaseBackend::host ? std::optional<int>(0) : gpu::cuda_device_count();
+      case_backend == model::Backend::host ? std::optional<int>(0) : gpu::cuda_device_count();
   o.parallel = resolve_parallel(o.parallel_options, case_backend, o.no_isolate, usable_cores(),
-                                devices_visible, case_backend != CaseBackend::host && mps_available());
+                                devices_visible, case_backend != model::Backend::host && mps_available());
   if (o.parallel.mps) {
     std::string why_not;
     mps = MpsSession::start(why_not);

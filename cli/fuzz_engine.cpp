@@ -17,7 +17,7 @@ fuzz::EngineLevelOptions engine_level_options(fuzz::CampaignOptions& c, bool cud
   fuzz::EngineLevelOptions e{
       .fixed = fixed,
       .steer_epoch = steer_epoch,
-      .executor = cuda ? gpu::engine::ExecutorKind::cuda : gpu::engine::ExecutorKind::host};
+      .run = {.executor = cuda ? model::Backend::cuda : model::Backend::host}};
   fuzz::set_engine_mutant(c.mutant, e);
   if (external == nullptr) return e;
   if (!c.mutant.empty())
@@ -28,7 +28,7 @@ fuzz::EngineLevelOptions engine_level_options(fuzz::CampaignOptions& c, bool cud
   adapter = backends::start_external_engine(
       external->command, external->timeout_seconds,
       std::filesystem::absolute(c.out_dir / "external" / "engine-worker.log"));
-  e.external = adapter.get();
+  e.run.external = adapter.get();
   e.fixed.kinds = adapter->kinds();
   c.isolate = false;
   return e;

@@ -337,11 +337,6 @@ StageResult kernel_fuzz_stage(const GateOptions& o, const Target& t) {
   return s;
 }
 
-gpu::engine::ExecutorKind executor_of(backends::Backend backend) {
-  return backend == backends::Backend::cuda ? gpu::engine::ExecutorKind::cuda
-                                            : gpu::engine::ExecutorKind::host;
-}
-
 StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
   StageResult s;
   std::int64_t steps = 0;
@@ -356,9 +351,9 @@ StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
                             .backend_name = t.name(),
                             .out_dir = t.out / "engine",
                             .shrink = fuzz::kEngineShrinkLimits};
-    fuzz::EngineLevelOptions e{.executor = executor_of(t.backend)};
+    fuzz::EngineLevelOptions e{.run = {.executor = t.backend}};
     if (t.engine != nullptr) {
-      e.external = t.engine;
+      e.run.external = t.engine;
       c.backend_args = fmt::format("--external {}", backends::shell_quote(t.external));
       e.fixed.kinds = t.engine->kinds();
     }
@@ -401,7 +396,7 @@ StageResult library_stage(const GateOptions& o, const Target& t) {
   const std::filesystem::path dir =
       o.library.empty() ? harness::default_library_dir() : std::filesystem::path(o.library);
   harness::ReplayOptions replay;
-  replay.executor = executor_of(t.backend);
+  replay.executor = t.backend;
   replay.external = t.engine;
   StageResult s;
   std::vector<std::string> skipped;

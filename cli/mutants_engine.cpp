@@ -29,10 +29,9 @@ fuzz::MutantOutcome run_engine_mutant(const fuzz::MutantRunOptions& m,
                           .out_dir = m.out_dir / std::string(info.name),
                           .shrink = m.shrink};
   const fuzz::CampaignReport r = fuzz::run_engine_fuzz(
-      o, {.executor = o.backend_name == "cuda" ? gpu::engine::ExecutorKind::cuda
-                                               : gpu::engine::ExecutorKind::host,
-          .runner_mutant = runner_mutant,
-          .scheduler_mutant = scheduler_mutant});
+      o, {.run = {.executor = o.backend_name == "cuda" ? model::Backend::cuda : model::Backend::host,
+                  .runner_mutant = runner_mutant,
+                  .scheduler_mutant = scheduler_mutant}});
   fuzz::MutantOutcome out{.name = std::string(info.name),
                           .level = "engine",
                           .bug_class = info.bug_class,

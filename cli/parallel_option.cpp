@@ -86,13 +86,13 @@ namespace {
 
 // Case workers that use a GPU: cuda's, and --external's where a GPU is visible (an adapter
 // running its kernels there).
-bool workers_on_gpus(CaseBackend backend, std::optional<int> devices_visible) {
-  return backend == CaseBackend::cuda ||
-         (backend == CaseBackend::external && devices_visible.value_or(0) > 0);
+bool workers_on_gpus(model::Backend backend, std::optional<int> devices_visible) {
+  return backend == model::Backend::cuda ||
+         (backend == model::Backend::external && devices_visible.value_or(0) > 0);
 }
 
 // The options that cannot go together, refused before anything starts.
-void check_parallel(const ParallelOptions& o, CaseBackend backend, bool no_isolate,
+void check_parallel(const ParallelOptions& o, model::Backend backend, bool no_isolate,
                     std::optional<int> devices_visible, bool mps_available) {
   if (o.mps != "auto" && o.mps != "on" && o.mps != "off")
     model::fail_input("--mps: expected auto, on or off, got '{}'", o.mps);
@@ -111,7 +111,7 @@ void check_parallel(const ParallelOptions& o, CaseBackend backend, bool no_isola
   if (o.jobs != -1) checked_count("--jobs", o.jobs);
   if (o.workers != -1) {
     checked_count("--workers", o.workers);
-    if (backend != CaseBackend::external)
+    if (backend != model::Backend::external)
       model::fail_input("--workers: starts adapter workers for --external; the host and cuda "
                         "backends take --jobs N");
     if (o.jobs != -1 && o.jobs != o.workers)
@@ -119,24 +119,25 @@ void check_parallel(const ParallelOptions& o, CaseBackend backend, bool no_isola
                         "workers; give one",
                         o.jobs, o.workers);
   }
-  if (!o.devices.empty() && backend == CaseBackend::host)
+  if (!o.devices.empty() && backend == model::Backend::host)
     model::fail_input("--devices: the host backend runs on the CPU; --devices picks the GPUs of "
                       "--backend cuda and --external");
 }
 
 // The case workers when --jobs and --workers leave it open: every core on the host; on cuda
 // every core under MPS, else kCudaJobsPerDevice per GPU; one adapter for --external.
-std::int64_t default_jobs(const ParallelOptions& o, CaseBackend backend, std::int64_t cores,
+std::int64_t default_jobs(const ParallelOptions& o, model::Backend backend, std::int64_t cores,
                           std::int64_t devices, bool mps_available) {
   switch (backend) {
-  case CaseBackend::host:
+  case model::Backend::host:
     return std::min(cores, kJobsMax);
-  case CaseBackend::cuda:
+  case model::Backend::cuda:
     return o.mps != "off" && mps_available
                ? std::min(cores, kJobsMax)
                : std::clamp(std::min(cores, kCudaJobsPerDevice * devices), std::int64_t{1},
                             kJobsMax);
-  case CaseBackend::external:
+  case model::Backend::oracle: // not a campaign's backend
+  case model::Backend::external:
     break;
   }
   return 1;
@@ -144,7 +145,7 @@ std::int64_t default_jobs(const ParallelOptions& o, CaseBackend backend, std::in
 
 } // namespace
 
-Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no_isolate,
+Parallel resolve_parallel(const ParallelOptions& o, model::Backend backend, bool no_isolate,
                           std::int64_t cores, std::optional<int> devices_visible,
                           bool mps_available) {
   MC_ASSERT(cores >= 1);
@@ -162,9 +163,9 @@ Parallel resolve_parallel(const ParallelOptions& o, CaseBackend backend, bool no
   p.workers = true;
   if (!o.devices.empty()) {
     p.devices = parse_devices(o.devices, devices_visible);
-  } else if (backend == CaseBackend::cuda) {
+  } else if (backend == model::Backend::cuda) {
     p.devices = parse_devices("all", devices_visible);
-  } else if (backend == CaseBackend::external && devices_visible.value_or(0) > 1) {
+  } else if (backend == model::Backend::external && devices_visible.value_or(0) > 1) {
     p.devices = parse_devices("all", devices_visible);
   }
   const auto devices = static_cast<std::int64_t>(p.devices.size());

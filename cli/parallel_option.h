@@ -22,6 +22,7 @@
 #pragma once
 
 #include "fuzz/case_workers.h"
+#include "model/backend.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -50,9 +51,6 @@ struct ParallelOptions {
 
 void add_parallel_options(CLI::App& cmd, ParallelOptions& options);
 
-// What runs the kernels of a campaign's cases.
-enum class CaseBackend { host, cuda, external };
-
 struct Parallel {
   int jobs = 1;
   bool workers = false;     // cases in case workers (false: in this process, --no-isolate)
@@ -67,7 +65,7 @@ struct Parallel {
 // use; `devices_visible`: gpu::cuda_device_count(); `mps_available`: cli::mps_available().
 // --mps auto uses MPS for cuda workers where it is available and more than one worker shares a
 // GPU; on requires it; off never uses it.
-Parallel resolve_parallel(const ParallelOptions& options, CaseBackend backend, bool no_isolate,
+Parallel resolve_parallel(const ParallelOptions& options, model::Backend backend, bool no_isolate,
                           std::int64_t cores, std::optional<int> devices_visible,
                           bool mps_available = false);
 

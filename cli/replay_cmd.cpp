@@ -50,7 +50,7 @@ harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
   harness::ReplayOptions r;
   if (o.backend == "cuda") {
     if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
-    r.executor = gpu::engine::ExecutorKind::cuda;
+    r.executor = model::Backend::cuda;
   } else if (o.backend != "host") {
     model::fail_input("--backend: expected host or cuda, got '{}'", o.backend);
   }

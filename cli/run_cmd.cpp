@@ -153,11 +153,11 @@ void apply_runner(const RunOptions& o, harness::SimulationOptions& c) {
   c.engine.runner.deferred_postprocess = o.deferred_postprocess;
 }
 
-gpu::engine::ExecutorKind executor_of(const RunOptions& o) {
-  if (o.backend == "host") return gpu::engine::ExecutorKind::host;
+model::Backend executor_of(const RunOptions& o) {
+  if (o.backend == "host") return model::Backend::host;
   if (o.backend == "cuda") {
     if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
-    return gpu::engine::ExecutorKind::cuda;
+    return model::Backend::cuda;
   }
   model::fail_input("--backend: expected host or cuda, got '{}'", o.backend);
 }

@@ -117,7 +117,7 @@ int show_trace(const ShowOptions& o, const fs::path& trace, const nlohmann::json
   const std::string backend = o.backend.empty() ? "host" : o.backend;
   if (backend == "cuda") {
     if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
-    p.replay.executor = gpu::engine::ExecutorKind::cuda;
+    p.replay.executor = model::Backend::cuda;
   } else if (backend != "host") {
     model::fail_input("--backend: expected host or cuda for a trace, got '{}'", backend);
   }
@@ -136,7 +136,7 @@ int show_trace(const ShowOptions& o, const fs::path& trace, const nlohmann::json
     p.replay.kernel_mutant = *k;
   if (const auto r = gpu::engine::find_runner_mutant(runner.empty() ? "none" : runner))
     p.replay.runner_mutant = *r;
-  if (p.replay.executor == gpu::engine::ExecutorKind::host) p.isolate = fuzz::run_isolated_payload;
+  if (p.replay.executor == model::Backend::host) p.isolate = fuzz::run_isolated_payload;
   std::string mutants;
   if (p.replay.kernel_mutant != gpu::Mutant::none)
     mutants += fmt::format(" --kernel-mutant {}", gpu::to_string(p.replay.kernel_mutant));

@@ -31,7 +31,7 @@
 namespace mc::harness {
 
 struct ReplayOptions {
-  gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
+  model::Backend executor = model::Backend::host;
   // When set, the launches run on its kernels instead (an external worker's); not owned.
   gpu::engine::ExecutorSource* external = nullptr;
   std::optional<model::RunnerFlavour> runner; // default: the trace's config.runner

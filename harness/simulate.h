@@ -30,7 +30,7 @@ struct SimulationOptions {
   std::int32_t num_requests = 8; // generated requests, when `requests` is empty
   std::uint64_t seed = 1;
   oracle::engine::EngineOptions engine; // runner.flavour / v1_copy_path drive both sides
-  gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
+  model::Backend executor = model::Backend::host;
   // When set, the launches run on its kernels instead (an external worker's); not owned.
   gpu::engine::ExecutorSource* external = nullptr;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;

@@ -79,12 +79,8 @@ private:
     if (!options_.workers) return;
     CaseWorkerStart start = *options_.workers;
     start.setup["level"] = level_.name();
-    start.setup["seed"] = options_.seed;
-    start.setup["max_size"] = options_.max_size;
-    start.setup["repeat"] = options_.repeat;
-    const nlohmann::json level_setup = level_.worker_setup();
-    for (const auto& [key, value] : level_setup.items())
-      start.setup[key] = value;
+    start.setup["campaign"] = options_json(options_);
+    start.setup["options"] = level_.worker_setup();
     // A case runs all its repeats in its worker.
     start.options.timeout_seconds = options_.case_timeout_seconds * options_.repeat;
     pool_.emplace(std::move(start), options_.jobs);
@@ -214,35 +210,61 @@ nlohmann::json rates_json(const Finding& f) {
 
 } // namespace
 
-nlohmann::json to_json(const CampaignOptions& o, const CampaignLevel& level,
-                               const CampaignReport& r) {
-  nlohmann::json j{{"version", kReportVersion},
-                           {"level", level.name()},
-                           {"backend", o.backend_name},
-                           {"seed", o.seed},
-                           {"cases_max", o.cases_max},
-                           {"max_size", o.max_size},
-                           {"reruns", o.reruns},
-                           {"cases", r.cases}};
-  level.report_json(r, j);
-  j["failing_cases"] = r.failing_cases();
-  j["coverage"] = model::to_json(r.coverage);
-  j["held"] = r.first_failing() == nullptr;
+nlohmann::json options_json(const CampaignOptions& o) {
+  nlohmann::json j{{"backend", o.backend_name},
+                   {"seed", o.seed},
+                   {"cases_max", o.cases_max},
+                   {"max_size", o.max_size},
+                   {"reruns", o.reruns},
+                   {"shrink",
+                    {{"candidates_max", o.shrink.candidates_max},
+                     {"seconds_max", o.shrink.seconds_max}}}};
   if (!o.mutant.empty()) j["mutant"] = o.mutant;
   if (!o.external.empty()) j["external"] = o.external;
-  if (!r.stopped.empty()) j["stopped"] = r.stopped;
-  if (!r.backend_replaced.empty()) j["backend_replaced"] = r.backend_replaced;
   if (o.first_case > 0) j["first_case"] = o.first_case;
   if (!o.shard.whole()) j["shard"] = {{"index", o.shard.index}, {"count", o.shard.count}};
   if (o.keep_going) j["keep_going"] = true;
   if (!o.skip_signatures.empty()) j["skip_signatures"] = o.skip_signatures;
+  if (o.repeat > 1) j["repeat"] = o.repeat;
+  return j;
+}
+
+CampaignOptions campaign_options_from_json(const nlohmann::json& j) {
+  CampaignOptions o{.seed = j.at("seed").get<std::uint64_t>(),
+                    .cases_max = j.at("cases_max").get<std::int64_t>(),
+                    .first_case = j.value("first_case", std::int64_t{0}),
+                    .max_size = j.at("max_size").get<int>(),
+                    .backend_name = j.at("backend").get<std::string>(),
+                    .external = j.value("external", std::string()),
+                    .mutant = j.value("mutant", std::string()),
+                    .shrink = {.candidates_max = j.at("shrink").at("candidates_max").get<int>(),
+                               .seconds_max = j.at("shrink").at("seconds_max").get<double>()},
+                    .keep_going = j.value("keep_going", false),
+                    .reruns = j.at("reruns").get<int>(),
+                    .repeat = j.value("repeat", 1),
+                    .skip_signatures = j.value("skip_signatures", std::vector<std::string>())};
+  if (j.contains("shard"))
+    o.shard = {.index = j.at("shard").at("index").get<std::int64_t>(),
+               .count = j.at("shard").at("count").get<std::int64_t>()};
+  return o;
+}
+
+nlohmann::json to_json(const CampaignOptions& o, const CampaignLevel& level,
+                       const CampaignReport& r) {
+  nlohmann::json j = options_json(o);
+  j["version"] = kReportVersion;
+  j["level"] = level.name();
+  j["cases"] = r.cases;
+  level.report_json(r, j);
+  j["failing_cases"] = r.failing_cases();
+  j["coverage"] = model::to_json(r.coverage);
+  j["held"] = r.first_failing() == nullptr;
+  if (!r.stopped.empty()) j["stopped"] = r.stopped;
+  if (!r.backend_replaced.empty()) j["backend_replaced"] = r.backend_replaced;
   if (r.interrupted != 0)
     j["interrupted"] = {{"signal", model::signal_name(r.interrupted)},
                         {"cases_done", r.cases},
                         {"resume_from", r.next_case}};
-  if (o.repeat > 1) j["repeat"] = o.repeat;
-  j["shrink"] = {{"candidates_max", o.shrink.candidates_max},
-                 {"seconds_max", o.shrink.seconds_max}};
   nlohmann::json findings = nlohmann::json::array();
   nlohmann::json rates = nlohmann::json::array();
   for (const Finding& f : r.findings) {

@@ -190,6 +190,13 @@ CampaignReport run_campaign(const CampaignOptions& options, CampaignLevel& level
 void write_counts(const CampaignReport& report, std::initializer_list<const char*> totals,
                   std::initializer_list<const char*> counts_by, nlohmann::json& j);
 
+// The options that decide a campaign's cases and what it makes of them, as the report states
+// them and as its case workers receive them (the runner sends them under setup["campaign"]):
+// one writer and one reader, so an option added here reaches both. Not the process-local ones
+// (jobs, workers, isolation, timeouts, the output folder, callbacks).
+nlohmann::json options_json(const CampaignOptions& options);
+CampaignOptions campaign_options_from_json(const nlohmann::json& j);
+
 // Deterministic for the options: no timings (those go to the terminal); failure rates, which
 // reruns measure, sit apart under "measured".
 nlohmann::json to_json(const CampaignOptions& options, const CampaignLevel& level,

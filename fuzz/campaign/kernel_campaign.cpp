@@ -324,11 +324,11 @@ std::optional<SizeClass> parse_size_class(std::string_view name) {
 
 CaseWorkerJob kernel_case_job(const nlohmann::json& setup, LaunchRunner backend) {
   MC_ASSERT(backend != nullptr);
-  const auto seed = setup.at("seed").get<std::uint64_t>();
-  const int max_size = setup.at("max_size").get<int>();
-  const int repeat = setup.at("repeat").get<int>();
+  const CampaignOptions c = campaign_options_from_json(setup.at("campaign"));
+  const auto [seed, max_size, repeat] = std::tuple(c.seed, c.max_size, c.repeat);
   MC_ASSERT(max_size >= 0 && max_size <= 100 && repeat >= 1);
-  const rc::Gen<LaunchSpec> gen = gen_launch_spec(gen_options_from_json(setup.at("gen")));
+  const rc::Gen<LaunchSpec> gen =
+      gen_launch_spec(gen_options_from_json(setup.at("options").at("gen")));
   return CaseWorkerJob{.run = [=](std::int64_t index) {
     const LaunchSpec spec =
         gen(rc::Random(case_seed_of(seed, index)), size_of(index, max_size)).value();

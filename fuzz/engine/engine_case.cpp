@@ -383,6 +383,32 @@ void fit_workload_bounds(EngineCase& c) {
   }
 }
 
+nlohmann::json to_json(const EngineCaseFixed& f) {
+  nlohmann::json j = nlohmann::json::object();
+  if (f.block_size) j["block_size"] = *f.block_size;
+  if (f.token_budget) j["token_budget"] = *f.token_budget;
+  if (f.async_scheduling) j["async"] = true;
+  if (f.steer.any()) j["steer_boosts"] = to_string(f.steer);
+  if (!f.kinds.empty()) {
+    std::vector<std::string> kinds;
+    for (const model::LaunchKind k : f.kinds)
+      kinds.emplace_back(model::to_string(k));
+    j["kinds"] = kinds;
+  }
+  return j;
+}
+
+EngineCaseFixed fixed_from_json(const nlohmann::json& j) {
+  EngineCaseFixed f{.async_scheduling = j.value("async", false)};
+  if (j.contains("block_size")) f.block_size = j.at("block_size").get<std::int32_t>();
+  if (j.contains("token_budget")) f.token_budget = j.at("token_budget").get<std::int32_t>();
+  if (j.contains("steer_boosts"))
+    f.steer = parse_steer_boosts(j.at("steer_boosts").get<std::string>());
+  for (const nlohmann::json& kind : j.value("kinds", nlohmann::json::array()))
+    f.kinds.push_back(model::parse_launch_kind(kind.get<std::string>()));
+  return f;
+}
+
 void validate_fixed(const EngineCaseFixed& fixed) {
   if (fixed.block_size && (*fixed.block_size < 1 || *fixed.block_size > model::kBlockSizeMax))
     model::fail_input("--block-size must be in 1..{}, got {}", model::kBlockSizeMax,
@@ -528,7 +554,7 @@ EngineOutcome run_engine_case_reporting_steps(const EngineCase& c, const EngineR
 namespace {
 
 EngineOutcome run_isolated_case(const EngineCase& c, const EngineRunOptions& run) {
-  MC_ASSERT(run.executor == gpu::engine::ExecutorKind::host);
+  MC_ASSERT(run.executor == model::Backend::host);
   // Runs in the child as soon as it is forked: `c` is still there.
   return isolated_engine_outcome(
       run_isolated([&c, &run] { return to_json(run_engine_case_reporting_steps(c, run)).dump(); },
@@ -538,7 +564,7 @@ EngineOutcome run_isolated_case(const EngineCase& c, const EngineRunOptions& run
 } // namespace
 
 bool runs_here_possible(const EngineRunOptions& run) {
-  return run.executor != gpu::engine::ExecutorKind::cuda || run.external != nullptr ||
+  return run.executor != model::Backend::cuda || run.external != nullptr ||
          gpu::cuda_context_usable();
 }
 

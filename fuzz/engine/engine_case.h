@@ -61,6 +61,11 @@ struct EngineCaseFixed {
   SteerBoosts steer;
 };
 
+// As the report states them and a case worker receives them: block_size, token_budget, async,
+// steer_boosts, kinds, each only where set.
+nlohmann::json to_json(const EngineCaseFixed& fixed);
+EngineCaseFixed fixed_from_json(const nlohmann::json& j);
+
 // Throws InputError for sizes no valid case has (a budget below a fixed block size).
 void validate_fixed(const EngineCaseFixed& fixed);
 
@@ -78,7 +83,7 @@ std::string describe(const EngineCase& c);
 nlohmann::ordered_json to_json(const EngineCase& c);
 
 struct EngineRunOptions {
-  gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
+  model::Backend executor = model::Backend::host;
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   // Rewrites every step the oracle's scheduler makes (harness/scheduler_mutant.h).

@@ -37,12 +37,12 @@ std::string backend_args(const CampaignOptions& o) {
 
 std::string mutant_args(const EngineLevelOptions& o) {
   std::string out;
-  if (o.runner_mutant != gpu::engine::RunnerMutant::none)
-    out += fmt::format(" --mutant {}", gpu::engine::to_string(o.runner_mutant));
-  if (o.kernel_mutant != gpu::Mutant::none)
-    out += fmt::format(" --mutant {}", gpu::to_string(o.kernel_mutant));
-  if (o.scheduler_mutant != harness::SchedulerMutant::none)
-    out += fmt::format(" --mutant {}", harness::to_string(o.scheduler_mutant));
+  if (o.run.runner_mutant != gpu::engine::RunnerMutant::none)
+    out += fmt::format(" --mutant {}", gpu::engine::to_string(o.run.runner_mutant));
+  if (o.run.kernel_mutant != gpu::Mutant::none)
+    out += fmt::format(" --mutant {}", gpu::to_string(o.run.kernel_mutant));
+  if (o.run.scheduler_mutant != harness::SchedulerMutant::none)
+    out += fmt::format(" --mutant {}", harness::to_string(o.run.scheduler_mutant));
   return out;
 }
 
@@ -58,10 +58,10 @@ std::string replay_args(const CampaignOptions& campaign, const EngineLevelOption
     out += fmt::format(" --v2-tables {}", model::to_string(r.v2_table_rows));
   if (r.flavour == model::RunnerFlavour::v2 && r.deferred_postprocess)
     out += " --deferred-postprocess";
-  if (o.runner_mutant != gpu::engine::RunnerMutant::none)
-    out += fmt::format(" --mutant {}", gpu::engine::to_string(o.runner_mutant));
-  if (o.kernel_mutant != gpu::Mutant::none)
-    out += fmt::format(" --mutant {}", gpu::to_string(o.kernel_mutant));
+  if (o.run.runner_mutant != gpu::engine::RunnerMutant::none)
+    out += fmt::format(" --mutant {}", gpu::engine::to_string(o.run.runner_mutant));
+  if (o.run.kernel_mutant != gpu::Mutant::none)
+    out += fmt::format(" --mutant {}", gpu::to_string(o.run.kernel_mutant));
   return out;
 }
 
@@ -84,9 +84,9 @@ std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
                    {"v2_table_rows", model::to_string(c.engine.runner.v2_table_rows)},
                    {"deferred_postprocess", c.engine.runner.deferred_postprocess},
                    {"row_stride_extra", c.engine.runner.row_stride_extra},
-                   {"runner_mutant", std::string(gpu::engine::to_string(o.runner_mutant))},
-                   {"kernel_mutant", std::string(gpu::to_string(o.kernel_mutant))},
-                   {"scheduler_mutant", std::string(harness::to_string(o.scheduler_mutant))}};
+                   {"runner_mutant", std::string(gpu::engine::to_string(o.run.runner_mutant))},
+                   {"kernel_mutant", std::string(gpu::to_string(o.run.kernel_mutant))},
+                   {"scheduler_mutant", std::string(harness::to_string(o.run.scheduler_mutant))}};
   try {
     scenarios::TraceWriter writer(file, header);
     for (const model::Step& step : steps)
@@ -223,12 +223,12 @@ std::filesystem::path write_engine_picture(const EngineCounterexample& cx,
                                            const CampaignOptions& campaign,
                                            const EngineLevelOptions& o, const EngineCase& c) {
   show::EnginePictureOptions p{
-      .isolate = campaign.isolate && o.external == nullptr ? run_isolated_payload : nullptr};
-  p.replay.executor = o.executor;
-  p.replay.external = o.external;
+      .isolate = campaign.isolate && o.run.external == nullptr ? run_isolated_payload : nullptr};
+  p.replay.executor = o.run.executor;
+  p.replay.external = o.run.external;
   p.replay.v1_copy_path = c.engine.runner.v1_copy_path;
-  p.replay.kernel_mutant = o.kernel_mutant;
-  p.replay.runner_mutant = o.runner_mutant;
+  p.replay.kernel_mutant = o.run.kernel_mutant;
+  p.replay.runner_mutant = o.run.runner_mutant;
   p.actual_name = fmt::format("{}{}", campaign.backend_name, mutant_args(o));
   p.header = {.title = fmt::format("engine counterexample: case seed {}, {} steps, {} requests",
                                    cx.case_seed, cx.steps, cx.requests),
@@ -251,9 +251,9 @@ std::filesystem::path write_engine_picture(const EngineCounterexample& cx,
 // `can_rerun` false: the device context is lost, nothing more runs in this process; the
 // original case is saved unshrunk.
 EngineCounterexample make_counterexample(const CampaignOptions& o, const EngineLevelOptions& e,
-                                         const EngineRunOptions& run,
                                          const EngineCase& c, const EngineOutcome& outcome,
                                          const RunTally& runs, bool can_rerun) {
+  const EngineRunOptions& run = e.run;
   ShrinkResult s{.best = c, .outcome = outcome};
   RunTally saved_runs = runs;
   bool kept = false;
@@ -291,10 +291,10 @@ EngineCounterexample make_counterexample(const CampaignOptions& o, const EngineL
                           replay_args(o, e, s.best));
   // A scheduler mutant's steps are what its scheduler sent: the traces hold them as they ran.
   std::string problem = write_trace(cx.original_trace, c, e,
-                                    oracle_steps(c, outcome.steps_run, e.scheduler_mutant));
+                                    oracle_steps(c, outcome.steps_run, e.run.scheduler_mutant));
   if (problem.empty())
     problem = write_trace(cx.shrunk_trace, s.best, e,
-                          oracle_steps(s.best, s.outcome.steps_run, e.scheduler_mutant));
+                          oracle_steps(s.best, s.outcome.steps_run, e.run.scheduler_mutant));
   if (!problem.empty()) cx.replay = fmt::format("(trace not written: {})", problem);
   if (problem.empty() && write_steps_view(cx.shrunk_trace, s.best, cx.dir / "steps.jsonl"))
     cx.steps_view = cx.dir / "steps.jsonl";
@@ -326,9 +326,9 @@ Signature engine_signature(const EngineCase& c, const harness::Difference& d) {
 namespace {
 
 // The first case of a new signature: rerun, classify, shrink, save.
-Finding record_finding(const CampaignOptions& o, const EngineLevelOptions& e,
-                       const EngineRunOptions& run, const EngineCase& c,
+Finding record_finding(const CampaignOptions& o, const EngineLevelOptions& e, const EngineCase& c,
                        const EngineOutcome& outcome) {
+  const EngineRunOptions& run = e.run;
   Finding f{.signature = engine_signature(c, *outcome.failure),
             .first_case_seed = c.case_seed,
             .first_size = c.size,
@@ -349,7 +349,7 @@ Finding record_finding(const CampaignOptions& o, const EngineLevelOptions& e,
   }
   f.signature.classification = f.runs.classify();
   if (f.skipped) return f;
-  EngineCounterexample cx = make_counterexample(o, e, run, c, outcome, f.runs, !device_lost);
+  EngineCounterexample cx = make_counterexample(o, e, c, outcome, f.runs, !device_lost);
   f.counterexample_json = nlohmann::json::parse(counterexample_json(cx).dump());
   f.saved_runs = cx.saved_runs;
   f.description = cx.description;
@@ -368,7 +368,7 @@ int size_of(std::uint64_t case_seed, int max_size) {
 }
 
 nlohmann::json run_options_json(const EngineRunOptions& run) {
-  return {{"executor", run.executor == gpu::engine::ExecutorKind::cuda ? "cuda" : "host"},
+  return {{"executor", run.executor == model::Backend::cuda ? "cuda" : "host"},
           {"kernel_mutant", gpu::to_string(run.kernel_mutant)},
           {"runner_mutant", gpu::engine::to_string(run.runner_mutant)},
           {"scheduler_mutant", harness::to_string(run.scheduler_mutant)}};
@@ -382,8 +382,8 @@ EngineRunOptions run_options_from_json(const nlohmann::json& j) {
     return *found;
   };
   EngineRunOptions run;
-  run.executor = j.at("executor") == "cuda" ? gpu::engine::ExecutorKind::cuda
-                                            : gpu::engine::ExecutorKind::host;
+  run.executor = j.at("executor") == "cuda" ? model::Backend::cuda
+                                            : model::Backend::host;
   if (j.at("kernel_mutant") != "none")
     run.kernel_mutant = named("kernel_mutant", gpu::find_kernel_mutant);
   if (j.at("runner_mutant") != "none")
@@ -436,7 +436,6 @@ const EngineCaseDetail& detail_of(const CaseResult& r) {
 struct EngineLevel::State {
   const CampaignOptions& campaign;
   EngineLevelOptions options;
-  EngineRunOptions run;
   EngineCaseFixed fixed; // the campaign's, with the boosts of the cases now started
   SteerTally tally;      // what the cases counted so far reached, case by case
   std::int64_t epoch_started = 0; // the epoch whose boosts the cases now start with
@@ -469,15 +468,10 @@ void check_engine_options(const CampaignOptions& o, const EngineLevelOptions& e)
 
 EngineLevel::EngineLevel(const CampaignOptions& o, EngineLevelOptions e) {
   check_engine_options(o, e);
-  const EngineRunOptions run{.executor = e.executor,
-                             .kernel_mutant = e.kernel_mutant,
-                             .runner_mutant = e.runner_mutant,
-                             .scheduler_mutant = e.scheduler_mutant,
-                             .isolate = o.isolate && e.external == nullptr,
-                             .timeout_seconds = o.case_timeout_seconds,
-                             .external = e.external};
+  e.run.isolate = o.isolate && e.run.external == nullptr;
+  e.run.timeout_seconds = o.case_timeout_seconds;
   const EngineCaseFixed fixed = e.fixed;
-  state_.reset(new State{.campaign = o, .options = std::move(e), .run = run, .fixed = fixed});
+  state_.reset(new State{.campaign = o, .options = std::move(e), .fixed = fixed});
 }
 
 EngineLevel::~EngineLevel() = default;
@@ -493,13 +487,13 @@ void set_engine_mutant(const std::string& name, EngineLevelOptions& o) {
                       name);
   switch (info->level) {
   case gpu::MutantLevel::runner:
-    o.runner_mutant = *gpu::engine::find_runner_mutant(name);
+    o.run.runner_mutant = *gpu::engine::find_runner_mutant(name);
     break;
   case gpu::MutantLevel::scheduler:
-    o.scheduler_mutant = *harness::find_scheduler_mutant(name);
+    o.run.scheduler_mutant = *harness::find_scheduler_mutant(name);
     break;
   case gpu::MutantLevel::kernel:
-    o.kernel_mutant = *gpu::find_kernel_mutant(name);
+    o.run.kernel_mutant = *gpu::find_kernel_mutant(name);
     break;
   }
 }
@@ -509,28 +503,15 @@ int EngineLevel::size_of(std::int64_t, std::uint64_t case_seed) const {
 }
 
 nlohmann::json EngineLevel::worker_setup() const {
-  const EngineCaseFixed& fixed = state_->options.fixed;
-  nlohmann::json setup{{"run", run_options_json(state_->run)}};
-  if (fixed.block_size) setup["block_size"] = *fixed.block_size;
-  if (fixed.token_budget) setup["token_budget"] = *fixed.token_budget;
-  if (fixed.async_scheduling) setup["async"] = true;
-  if (state_->fixed.steer.any()) setup["steer_boosts"] = to_string(state_->fixed.steer);
-  // The kinds an external worker's kernels cover decide the runners drawn.
-  if (!fixed.kinds.empty()) {
-    nlohmann::json kinds = nlohmann::json::array();
-    for (const model::LaunchKind k : fixed.kinds)
-      kinds.push_back(std::string(model::to_string(k)));
-    setup["kinds"] = std::move(kinds);
-  }
-  return setup;
+  return {{"run", run_options_json(state_->options.run)}, {"fixed", to_json(state_->fixed)}};
 }
 
 CaseResult EngineLevel::run_here(const CaseRef& ref) {
   EngineCase c = generate_engine_case(ref.case_seed, ref.size, state_->fixed);
-  EngineOutcome outcome = run_engine_case(c, state_->run);
+  EngineOutcome outcome = run_engine_case(c, state_->options.run);
   for (int again = 1; again < state_->campaign.repeat && outcome.valid && !outcome.failed();
        ++again)
-    outcome = run_engine_case(c, state_->run);
+    outcome = run_engine_case(c, state_->options.run);
   return result_of(std::move(c), std::move(outcome));
 }
 
@@ -571,7 +552,7 @@ std::string EngineLevel::count(const CaseRef& ref, const CaseResult& result,
 Finding EngineLevel::record(const CaseRef&, const CaseResult& result, CampaignReport&) {
   const EngineCaseDetail& d = detail_of(result);
   MC_ASSERT(d.c.has_value());
-  return record_finding(state_->campaign, state_->options, state_->run, *d.c, d.outcome);
+  return record_finding(state_->campaign, state_->options, *d.c, d.outcome);
 }
 
 // A device fault in a worker cost that worker only; in this process, its CUDA context.
@@ -606,10 +587,7 @@ StartGate EngineLevel::before_start(std::int64_t next, bool nothing_in_flight, C
 void EngineLevel::report_json(const CampaignReport& r, nlohmann::json& j) const {
   write_counts(r, {"steps", "bytes_compared"}, {"preset", "runner", "scheduling"}, j);
   const EngineLevelOptions& o = state_->options;
-  if (o.fixed.block_size) j["block_size"] = *o.fixed.block_size;
-  if (o.fixed.token_budget) j["token_budget"] = *o.fixed.token_budget;
-  if (o.fixed.async_scheduling) j["async"] = true;
-  if (o.fixed.steer.any()) j["steer_boosts"] = to_string(o.fixed.steer);
+  j.update(to_json(o.fixed));
   if (o.steer_epoch == 0) return;
   nlohmann::json epochs = nlohmann::json::array();
   for (const SteerEpoch& e : steer_epochs)
@@ -633,21 +611,13 @@ CampaignReport run_engine_fuzz(const CampaignOptions& campaign, const EngineLeve
 
 CaseWorkerJob engine_case_job(const nlohmann::json& setup,
                               gpu::engine::ExecutorSource* external) {
-  const auto seed = setup.at("seed").get<std::uint64_t>();
-  const int max_size = setup.at("max_size").get<int>();
-  const int repeat = setup.at("repeat").get<int>();
+  const CampaignOptions campaign = campaign_options_from_json(setup.at("campaign"));
+  const auto [seed, max_size, repeat] =
+      std::tuple(campaign.seed, campaign.max_size, campaign.repeat);
   MC_ASSERT(max_size >= 0 && max_size <= kEngineSizeMax && repeat >= 1);
-  EngineCaseFixed fixed;
-  if (setup.contains("block_size")) fixed.block_size = setup.at("block_size").get<std::int32_t>();
-  if (setup.contains("token_budget"))
-    fixed.token_budget = setup.at("token_budget").get<std::int32_t>();
-  fixed.async_scheduling = setup.value("async", false);
-  if (setup.contains("steer_boosts"))
-    fixed.steer = parse_steer_boosts(setup.at("steer_boosts").get<std::string>());
-  if (setup.contains("kinds"))
-    for (const nlohmann::json& kind : setup.at("kinds"))
-      fixed.kinds.push_back(model::parse_launch_kind(kind.get<std::string>()));
-  EngineRunOptions run = run_options_from_json(setup.at("run"));
+  const nlohmann::json& options = setup.at("options");
+  const EngineCaseFixed fixed = fixed_from_json(options.at("fixed"));
+  EngineRunOptions run = run_options_from_json(options.at("run"));
   run.external = external;
   return CaseWorkerJob{.run = [=](std::int64_t index) {
     const std::uint64_t case_seed = case_seed_of(seed, index);

@@ -43,15 +43,13 @@ struct EngineLevelOptions {
   // cases of the epochs before it give; 0: off. Not with a shard or a resumed campaign (the
   // counts of cases it does not run would decide its draws).
   std::int64_t steer_epoch = 0;
-  gpu::engine::ExecutorKind executor = gpu::engine::ExecutorKind::host;
-  gpu::Mutant kernel_mutant = gpu::Mutant::none;
-  gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
-  harness::SchedulerMutant scheduler_mutant = harness::SchedulerMutant::none;
-  // When set, the launches of every run in this process (a finding's reruns and shrink
-  // candidates, the cases themselves without workers) go to its kernels (an external worker's,
-  // not owned; the adapter is a process of its own, so no forked isolation). Case workers then
-  // start adapters of their own from the setup's backend (cli/case_worker_cmd.cpp).
-  gpu::engine::ExecutorSource* external = nullptr;
+  // The executor, the mutants and the external kernels of every run (its isolation and
+  // timeout come from the campaign's). With `run.external` set, the launches of every run in
+  // this process (a finding's reruns and shrink candidates, the cases themselves without
+  // workers) go to those kernels (not owned; the adapter is a process of its own, so no forked
+  // isolation), and case workers start adapters of their own from the setup's backend
+  // (cli/case_worker_cmd.cpp).
+  EngineRunOptions run;
 };
 
 inline constexpr ShrinkLimits kEngineShrinkLimits{.candidates_max = 2000, .seconds_max = 60.0};

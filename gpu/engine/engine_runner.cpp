@@ -11,7 +11,7 @@
 namespace mc::gpu::engine {
 
 EngineRunner::EngineRunner(const model::Layout& layout, const RunnerOptions& options,
-                           ExecutorKind kind, ExecutorSource* external)
+                           model::Backend kind, ExecutorSource* external)
     : layout_(layout), options_(options), decisions_(make_runner_decisions(options.mutant)),
       executor_(external != nullptr ? external->make(layout)
                                     : make_executor(kind, layout, options.kernel_mutant)),

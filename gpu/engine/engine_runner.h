@@ -76,7 +76,7 @@ struct StepRecord {
 class EngineRunner {
 public:
   // With `external`, its executor runs the launches (the kind is then ignored).
-  EngineRunner(const model::Layout& layout, const RunnerOptions& options, ExecutorKind kind,
+  EngineRunner(const model::Layout& layout, const RunnerOptions& options, model::Backend kind,
                ExecutorSource* external = nullptr);
 
   StepRecord execute(const model::Step& step);

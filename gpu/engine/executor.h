@@ -7,6 +7,7 @@
 #include "gpu/engine/forward_kernels.h"
 #include "gpu/engine/forward_types.h"
 #include "gpu/mutant.h"
+#include "model/backend.h"
 #include "model/launch.h"
 
 #include <memory>
@@ -16,8 +17,6 @@
 #include <vector>
 
 namespace mc::gpu::engine {
-
-enum class ExecutorKind : std::uint8_t { host, cuda };
 
 // A decode-only step of a CUDA-graph batch size (model/FORWARD.md, "CUDA graphs"), laid out
 // as the graph captured for its shape reads it: a fixed number of entries per metadata row,
@@ -106,7 +105,7 @@ public:
 // Poisoned arenas of `layout`, as the oracle runner starts; every launch runs the kernels of
 // `kernel_mutant` (gpu/mutant.h; none: the clean kernels). Throws model::EnvironmentError
 // for cuda when the build or the machine has no CUDA.
-std::unique_ptr<Executor> make_executor(ExecutorKind kind, const model::Layout& layout,
+std::unique_ptr<Executor> make_executor(model::Backend kind, const model::Layout& layout,
                                         Mutant kernel_mutant = Mutant::none);
 
 std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,

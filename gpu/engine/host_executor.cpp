@@ -180,10 +180,11 @@ std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,
   return std::make_unique<HostExecutor>(layout, std::move(arenas), kernel_mutant);
 }
 
-std::unique_ptr<Executor> make_executor(ExecutorKind kind, const model::Layout& layout,
+std::unique_ptr<Executor> make_executor(model::Backend kind, const model::Layout& layout,
                                         Mutant kernel_mutant) {
-  return kind == ExecutorKind::host ? make_host_executor(layout, kernel_mutant)
-                                    : make_cuda_executor(layout, kernel_mutant);
+  MC_ASSERT(kind == model::Backend::host || kind == model::Backend::cuda);
+  return kind == model::Backend::host ? make_host_executor(layout, kernel_mutant)
+                                      : make_cuda_executor(layout, kernel_mutant);
 }
 
 } // namespace mc::gpu::engine

@@ -117,7 +117,7 @@ TEST_P(RunnerMutantKilled, ShrunkToAtMost8StepsAnd3Requests) {
   const KillCase& k = GetParam();
   model::testing::TempDir dir;
   CampaignOptions o{.seed = k.seed, .cases_max = k.cases_max, .max_size = k.max_size, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
-  const EngineLevelOptions e{.runner_mutant = k.mutant};
+  const EngineLevelOptions e{.run = {.runner_mutant = k.mutant}};
   const CampaignReport r = run_engine_fuzz(o, e);
   ASSERT_EQ(r.findings.size(), 1u)
       << gpu::engine::to_string(k.mutant) << " survived " << r.cases << " cases";
@@ -219,7 +219,7 @@ TEST(EngineFuzz, ShrinkerNeverReturnsAPassingCase) {
 TEST(EngineFuzz, KeepGoingCountsRepeatsOfASignature) {
   model::testing::TempDir dir;
   CampaignOptions o{.seed = 7, .cases_max = 40, .max_size = 30, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
-  const EngineLevelOptions e{.runner_mutant = RunnerMutant::curr_floor_division};
+  const EngineLevelOptions e{.run = {.runner_mutant = RunnerMutant::curr_floor_division}};
   o.keep_going = true;
   const CampaignReport r = run_engine_fuzz(o, e);
   EXPECT_EQ(r.cases, 40);
@@ -253,7 +253,7 @@ TEST(EngineFuzz, KeepGoingCountsRepeatsOfASignature) {
 TEST(EngineFuzz, IsolatedCasesTurnACrashIntoAFinding) {
   model::testing::TempDir dir;
   CampaignOptions o{.seed = 1, .cases_max = 60, .max_size = 30, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
-  const EngineLevelOptions e{.kernel_mutant = gpu::Mutant::table_row_from_slot};
+  const EngineLevelOptions e{.run = {.kernel_mutant = gpu::Mutant::table_row_from_slot}};
   o.isolate = true;
   o.keep_going = true;
   const CampaignReport r = run_engine_fuzz(o, e);
@@ -283,7 +283,7 @@ TEST(EngineFuzz, IsolatedCasesTurnACrashIntoAFinding) {
 TEST(EngineFuzz, SameSeedSameReport) {
   model::testing::TempDir dir;
   CampaignOptions o{.seed = 7, .cases_max = 40, .max_size = 30, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
-  const EngineLevelOptions e{.runner_mutant = RunnerMutant::curr_floor_division};
+  const EngineLevelOptions e{.run = {.runner_mutant = RunnerMutant::curr_floor_division}};
   const std::string first = report_of(o, e).dump();
   const std::string second = report_of(o, e).dump();
   EXPECT_EQ(first, second);

@@ -57,7 +57,7 @@ TEST_P(SchedulerMutantKilled, ShrunkAndItsTraceReplaysToTheSameFinding) {
   const SchedulerKill& k = GetParam();
   model::testing::TempDir dir;
   CampaignOptions o{.seed = k.seed, .cases_max = k.cases_max, .max_size = 60, .out_dir = dir.path(), .shrink = kEngineShrinkLimits};
-  const EngineLevelOptions e{.scheduler_mutant = k.mutant};
+  const EngineLevelOptions e{.run = {.scheduler_mutant = k.mutant}};
   const CampaignReport r = run_engine_fuzz(o, e);
   ASSERT_EQ(r.findings.size(), 1u) << harness::to_string(k.mutant) << " survived " << r.cases;
   const Finding& f = r.findings.front();

@@ -25,7 +25,7 @@ struct RunCase {
 };
 
 SimulationOptions make_options(const RunCase& rc, std::uint64_t seed,
-                                   gpu::engine::ExecutorKind executor) {
+                                   model::Backend executor) {
   const model::Preset& preset = model::find_preset(rc.preset);
   SimulationOptions o{.config = preset.config, .spec = preset.spec};
   o.config.mode = rc.mode;
@@ -58,7 +58,7 @@ TEST_P(EngineCompare, HostMatchesOracleEveryStep) {
   std::int64_t preemptions = 0;
   for (std::uint64_t seed : {1u, 2u}) {
     const SimulationResult r =
-        simulate(make_options(GetParam(), seed, gpu::engine::ExecutorKind::host));
+        simulate(make_options(GetParam(), seed, model::Backend::host));
     ASSERT_FALSE(r.finding.has_value()) << r.finding->message;
     ASSERT_FALSE(r.mismatch.has_value()) << r.mismatch->text;
     EXPECT_GT(r.steps_compared, 500);
@@ -120,7 +120,7 @@ TEST(EngineDeferredPostprocess, BatchRowTablesCopyThroughAnotherRequestsRow) {
                      24,
                      V2TableRows::batch_row,
                      true};
-    const SimulationResult r = simulate(make_options(rc, seed, gpu::engine::ExecutorKind::host));
+    const SimulationResult r = simulate(make_options(rc, seed, model::Backend::host));
     ASSERT_TRUE(r.finding.has_value()) << "seed " << seed;
     EXPECT_FALSE(r.mismatch.has_value()) << r.mismatch->text; // both sides did the same
     EXPECT_EQ(r.finding->kind, oracle::engine::FindingKind::launch_rejected) << r.finding->message;
@@ -134,7 +134,7 @@ TEST(EngineDeferredPostprocess, BatchRowTablesCopyThroughAnotherRequestsRow) {
 TEST_P(EngineCompare, CudaMatchesOracleEveryStep) {
   if (!gpu::cuda_available()) GTEST_SKIP() << "no CUDA device";
   const SimulationResult r =
-      simulate(make_options(GetParam(), 3, gpu::engine::ExecutorKind::cuda));
+      simulate(make_options(GetParam(), 3, model::Backend::cuda));
   ASSERT_FALSE(r.finding.has_value()) << r.finding->message;
   ASSERT_FALSE(r.mismatch.has_value()) << r.mismatch->text;
   EXPECT_GT(r.steps_compared, 500);

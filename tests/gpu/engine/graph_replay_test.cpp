@@ -19,7 +19,7 @@
 namespace mc::gpu::engine {
 namespace {
 
-class GraphReplay : public ::testing::TestWithParam<ExecutorKind> {
+class GraphReplay : public ::testing::TestWithParam<model::Backend> {
 protected:
   void SetUp() override {
     const model::Preset& preset = model::find_preset("tiny-mamba2");
@@ -138,9 +138,9 @@ TEST_P(GraphReplay, AReadOfTheNullBlockIsUnreadableAndAnUnusedOneReadsNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, GraphReplay,
-                         ::testing::Values(ExecutorKind::host, ExecutorKind::cuda),
-                         [](const ::testing::TestParamInfo<ExecutorKind>& p) {
-                           return p.param == ExecutorKind::host ? std::string("host")
+                         ::testing::Values(model::Backend::host, model::Backend::cuda),
+                         [](const ::testing::TestParamInfo<model::Backend>& p) {
+                           return p.param == model::Backend::host ? std::string("host")
                                                                 : std::string("cuda");
                          });
 
