@@ -64,6 +64,7 @@ harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
     model::fail_input("--v2-tables: expected {}, got '{}'", model::kV2TableRowsNames, o.v2_tables);
   r.v2_table_rows = *v2_tables;
   r.deferred_postprocess = o.deferred_postprocess;
+  r.unordered_writer = o.unordered_writer;
   const std::optional<gpu::Mutant> km = gpu::find_kernel_mutant(o.kernel_mutant);
   if (!km)
     model::fail_input("--kernel-mutant: unknown mutant '{}' (see `mambacheck mutants`)",
@@ -291,6 +292,10 @@ void add_replay_command(CLI::App& app, Action& action) {
   cmd->add_flag("--deferred-postprocess", o->deferred_postprocess,
                 "V2: each step's postprocess runs deferred, after another batch order was "
                 "gathered (pipeline parallelism)");
+  cmd->add_flag("--unordered-writer", o->unordered_writer,
+                "The engine had a writer not ordered with its steps (a KV connector's loads): "
+                "no block the step in flight can touch may be handed out or hit (default: the "
+                "trace header's scheduler.unordered_writer)");
   cmd->add_option("--report", o->report, "Write a JSON report");
   cmd->add_option("--junit", o->junit, "Write JUnit XML");
   add_mutant_option(*cmd, o->mutants, o->kernel_mutant, o->runner_mutant,

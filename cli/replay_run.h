@@ -21,6 +21,7 @@ struct ReplayCliOptions {
   std::string v1_copy = "precopy";
   std::string v2_tables = "batch_row";
   bool deferred_postprocess = false;
+  bool unordered_writer = false;
   std::string report;
   std::string junit;
   std::vector<std::string> mutants; // --mutant: by name, any level a replay runs

@@ -52,6 +52,13 @@ oracle::engine::RunnerOptions oracle_options_of(const model::CacheConfig& config
           .deferred_postprocess = options.deferred_postprocess};
 }
 
+model::SchedulerContract contract_of(const scenarios::TraceHeader& header,
+                                     const ReplayOptions& options) {
+  model::SchedulerContract c = header.contract;
+  c.unordered_writer = c.unordered_writer || options.unordered_writer;
+  return c;
+}
+
 } // namespace
 
 ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& options) {
@@ -60,7 +67,7 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   const model::Layout layout = replay_layout(reader, options, result.config);
   const oracle::engine::RunnerOptions oracle_options = oracle_options_of(result.config, options);
   oracle::engine::Replayer oracle(layout, oracle_options, 64, oracle::engine::Structures::fast,
-                                  header.async_scheduling);
+                                  header.async_scheduling, contract_of(header, options));
   require_covered(options.external, oracle_options, result.config.mode);
   gpu::engine::EngineRunner backend(
       layout, backend_runner_options(oracle_options, options.runner_mutant, options.kernel_mutant),
@@ -116,7 +123,8 @@ std::int64_t view_trace_file(const std::filesystem::path& trace, const ReplayOpt
   const model::Layout layout = replay_layout(reader, options, config);
   oracle::engine::Replayer oracle(layout, oracle_options_of(config, options), 64,
                                   oracle::engine::Structures::fast,
-                                  reader.header().async_scheduling);
+                                  reader.header().async_scheduling,
+                                  contract_of(reader.header(), options));
   TracedSteps steps(reader, oracle);
   StepViewer viewer;
   std::int64_t viewed = 0;

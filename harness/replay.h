@@ -38,6 +38,9 @@ struct ReplayOptions {
   oracle::engine::V1CopyPath v1_copy_path = oracle::engine::V1CopyPath::precopy;
   model::V2TableRows v2_table_rows = model::V2TableRows::batch_row;
   bool deferred_postprocess = false; // V2: model/runner_options.h
+  // The recorded engine had a writer not ordered with its steps (a KV connector's loads): as
+  // the trace header's scheduler.unordered_writer (model/scheduler_contract.h).
+  bool unordered_writer = false;
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   std::int64_t steps_max = -1; // -1: the whole trace

@@ -21,10 +21,7 @@ static_assert(scenarios::kWorkloadSequenceLenMax == oracle::engine::kSequenceLen
 scenarios::TraceHeader record_header(const SimulationOptions& o, const model::CacheConfig& config,
                                      std::int64_t num_requests) {
   scenarios::TraceHeader header{.config = config, .preset = o.preset, .layout_spec = o.spec};
-  if (o.engine.scheduler.async_scheduling) {
-    header.version = scenarios::kTraceFormatVersionAsync;
-    header.async_scheduling = true;
-  }
+  if (o.engine.scheduler.async_scheduling) scenarios::set_async_model_contract(header);
   header.source = {{"recorder", "mambacheck run"},
                    {"version", MC_VERSION},
                    {"seed", o.seed},

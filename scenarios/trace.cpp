@@ -122,6 +122,12 @@ TraceWriter::TraceWriter(std::ostream& out, std::string name, const TraceHeader&
 
 TraceWriter::~TraceWriter() = default;
 
+void set_async_model_contract(TraceHeader& header) {
+  header.async_scheduling = true;
+  header.contract.unordered_writer = true;
+  header.version = kTraceFormatVersionContract;
+}
+
 void TraceWriter::start(const TraceHeader& header) {
   // The header goes through the reader's own checks, so what is written always reads back.
   const std::string line = header_to_json(header).dump();

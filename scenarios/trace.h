@@ -9,6 +9,7 @@
 // pulls steps one at a time from next().
 #pragma once
 
+#include "model/scheduler_contract.h"
 #include "model/config.h"
 #include "model/layout.h"
 #include "model/step.h"
@@ -29,13 +30,15 @@
 namespace mc::scenarios {
 
 inline constexpr std::string_view kTraceFormatName = "mambacheck-trace";
-inline constexpr std::int32_t kTraceFormatVersion = 3;
+inline constexpr std::int32_t kTraceFormatVersion = 4;
 // Version 2 adds the per-step `expect` object, version 3 async scheduling (the header's
 // `async_scheduling`, a step's `planned_during`, a cached request's
 // `num_computed_tokens_optimistic`); a writer states the lowest version its content needs, so a
 // trace without them stays version 1 and older readers take it.
 inline constexpr std::int32_t kTraceFormatVersionExpect = 2;
 inline constexpr std::int32_t kTraceFormatVersionAsync = 3;
+// The header's `scheduler` (model/scheduler_contract.h).
+inline constexpr std::int32_t kTraceFormatVersionContract = 4;
 
 // Limits on what a trace may hold (STYLE.md: a limit on everything read from a user).
 inline constexpr std::size_t kTraceLineBytesMax = std::size_t{64} << 20;
@@ -58,6 +61,9 @@ struct TraceHeader {
   // Recorded with async scheduling: a step may be planned while the one before it runs
   // (model::Step::planned_during).
   bool async_scheduling = false;
+  // What the recorded scheduler's block manager promises beyond its tables; written only
+  // where it differs from the default (then at version kTraceFormatVersionContract).
+  model::SchedulerContract contract;
   model::CacheConfig config;
   // Non-empty: the layout is this preset's (model/presets.h), with layout_spec.num_blocks
   // possibly overridden; layout_spec.groups must then equal the preset's groups.
@@ -70,6 +76,11 @@ struct TraceHeader {
       kDerivedVocabSizeDefault; // only for derived prompts (derived_prompt.h)
   nlohmann::json source;        // free-form object, or null when absent
 };
+
+// An async trace of mambacheck's own engine: its scheduler holds a block freed while a step is
+// in flight back until that step completes, as for an unordered writer, and a replay holds the
+// trace to that (model/scheduler_contract.h).
+void set_async_model_contract(TraceHeader& header);
 
 struct TraceReaderOptions {
   std::size_t line_bytes_max = kTraceLineBytesMax;

@@ -174,6 +174,18 @@ void pools_from_json(const Field& root, TraceHeader& h) {
   h.block_pool_sizes = pools.int32_list(2, num_blocks, num_groups);
 }
 
+void contract_from_json(const Field& f, model::SchedulerContract& c) {
+  f.expect_object({"cache_registration", "eagle", "unordered_writer"});
+  if (f.has("cache_registration")) {
+    const std::string name = f["cache_registration"].string(32);
+    const std::optional<model::CacheRegistration> r = model::find_cache_registration(name);
+    if (!r) f["cache_registration"].fail("expected after_commit or at_schedule, got '{}'", name);
+    c.registration = *r;
+  }
+  c.eagle = f.has("eagle") && f["eagle"].boolean();
+  c.unordered_writer = f.has("unordered_writer") && f["unordered_writer"].boolean();
+}
+
 void check_format_and_version(const Field& root) {
   if (!root.value().is_object()) root.fail("the header line must be a JSON object");
   const std::string format = root["format"].string(64);
@@ -203,6 +215,13 @@ nlohmann::ordered_json header_to_json(const TraceHeader& header) {
                {"block_pool_sizes", resolved_pool_sizes(header)},
                {"derived_vocab_size", header.derived_vocab_size}};
   if (header.async_scheduling) out["async_scheduling"] = true;
+  if (header.contract != model::SchedulerContract{}) {
+    ojson c = ojson::object();
+    c["cache_registration"] = model::to_string(header.contract.registration);
+    if (header.contract.eagle) c["eagle"] = true;
+    if (header.contract.unordered_writer) c["unordered_writer"] = true;
+    out["scheduler"] = std::move(c);
+  }
   if (!header.source.is_null()) out["source"] = ojson::parse(header.source.dump());
   return out;
 }
@@ -211,13 +230,17 @@ TraceHeader header_from_json(const Field& root) {
   check_format_and_version(root);
   TraceHeader h;
   h.version = static_cast<std::int32_t>(root["version"].integer(1, kTraceFormatVersion));
-  if (h.version >= kTraceFormatVersionAsync)
+  if (h.version >= kTraceFormatVersionContract)
+    root.expect_object({"format", "version", "config", "layout", "block_pool_sizes",
+                        "derived_vocab_size", "async_scheduling", "scheduler", "source"});
+  else if (h.version >= kTraceFormatVersionAsync)
     root.expect_object({"format", "version", "config", "layout", "block_pool_sizes",
                         "derived_vocab_size", "async_scheduling", "source"});
   else
     root.expect_object({"format", "version", "config", "layout", "block_pool_sizes",
                         "derived_vocab_size", "source"});
   h.async_scheduling = root.has("async_scheduling") && root["async_scheduling"].boolean();
+  if (root.has("scheduler")) contract_from_json(root["scheduler"], h.contract);
   h.config = config_from_json(root["config"]);
   layout_from_json(root["layout"], h);
   pools_from_json(root, h);

@@ -1,5 +1,5 @@
-"""Record a vLLM run's scheduler steps as a mambacheck trace (scenarios/FORMAT.md, version 1;
-version 3 with async scheduling).
+"""Record a vLLM run's scheduler steps as a mambacheck trace (scenarios/FORMAT.md, version 4:
+the header's "scheduler" says what vLLM's block manager promises beyond its tables).
 
 A vLLM user loads this module in the process that runs the model (the worker, with
 tensor parallelism the rank-0 worker), makes one TraceRecorder, and calls record() once per
@@ -25,6 +25,12 @@ What the recorder has to reconstruct, and how:
   never reaches the scheduler) a stand-in that differs from the token sampled there.
 - The accepted count of a row with drafts is the number of tokens sampled for it (accepted
   drafts plus the bonus token); a row without drafts has 1.
+- The header's "scheduler" object is vLLM's contract as of upstream 6a391a9: allocate_slots
+  registers the boundaries of the known tokens it schedules as it plans a step
+  ("cache_registration": "at_schedule"); with EAGLE or MTP drafting (use_eagle=True, vLLM's
+  speculative_config.use_eagle()) the hybrid coordinator's prefix hit drops the attention
+  group's last block ("eagle"); a KV connector that loads state out of step order
+  (unordered_writer=True) makes vLLM defer frees, and replay then holds the trace to that.
 - Only the mamba KV-cache groups belong in the trace: block ids of attention groups are
   dropped (mamba_group_indices).
 - Sets (resumed, preempted, finished ids) are written sorted, so a trace is deterministic.
@@ -46,6 +52,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 FORMAT_NAME = "mambacheck-trace"
 FORMAT_VERSION = 1
 FORMAT_VERSION_ASYNC = 3
+FORMAT_VERSION_SCHEDULER = 4
 RECORDER_NAME = "mambacheck_recorder"
 DERIVED_VOCAB_SIZE_DEFAULT = 32768
 
@@ -120,11 +127,17 @@ class TraceRecorder:
                  mamba_group_indices: Optional[Sequence[int]] = None,
                  block_pool_sizes: Optional[Sequence[int]] = None,
                  source: Optional[Mapping[str, Any]] = None,
-                 num_spec_tokens: Optional[int] = None, async_scheduling: bool = False):
+                 num_spec_tokens: Optional[int] = None, async_scheduling: bool = False,
+                 use_eagle: bool = False, unordered_writer: bool = False,
+                 scheduler: Optional[Mapping[str, Any]] = None):
         """`layout`: {"preset": NAME[, "num_blocks": N]} or an inline spec (FORMAT.md).
         `mamba_group_indices`: which KV-cache groups of a block_ids tuple are mamba groups,
         in trace group order (default: 0..num_mamba_groups-1, every group is a mamba group).
         `async_scheduling`: vLLM's scheduler_config.async_scheduling (one step in flight).
+        `use_eagle`: vLLM's speculative_config.use_eagle() (EAGLE, EAGLE-3, MTP).
+        `unordered_writer`: a KV connector loads state blocks out of step order.
+        `scheduler`: the header's "scheduler" object as given, instead of vLLM's contract
+        built from the two above ({} writes none: mambacheck's own engine's defaults).
         """
         self._groups = list(range(num_mamba_groups) if mamba_group_indices is None
                             else mamba_group_indices)
@@ -136,13 +149,22 @@ class TraceRecorder:
         self._index = 0
         self._reset_pending = False
         self._async = bool(async_scheduling)
-        version = FORMAT_VERSION_ASYNC if self._async else FORMAT_VERSION
+        if scheduler is None:
+            scheduler = {"cache_registration": "at_schedule"}
+            if use_eagle:
+                scheduler["eagle"] = True
+            if unordered_writer:
+                scheduler["unordered_writer"] = True
+        version = (FORMAT_VERSION_SCHEDULER if scheduler
+                   else FORMAT_VERSION_ASYNC if self._async else FORMAT_VERSION)
         header: dict[str, Any] = {"format": FORMAT_NAME, "version": version,
                                   "config": dict(config), "layout": dict(layout)}
         if block_pool_sizes is not None:
             header["block_pool_sizes"] = [int(n) for n in block_pool_sizes]
         if self._async:
             header["async_scheduling"] = True
+        if scheduler:
+            header["scheduler"] = dict(scheduler)
         header["source"] = {"recorder": f"{RECORDER_NAME} {version}", **(source or {})}
         self._file = open(path, "w", encoding="utf-8", newline="\n")
         self._put(header)

@@ -73,10 +73,7 @@ std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
   header.config.runner = c.engine.runner.flavour;
   header.preset = c.preset_layout ? c.preset : "";
   header.layout_spec = c.spec;
-  if (c.engine.scheduler.async_scheduling) {
-    header.version = scenarios::kTraceFormatVersionAsync;
-    header.async_scheduling = true;
-  }
+  if (c.engine.scheduler.async_scheduling) scenarios::set_async_model_contract(header);
   header.source = {{"tool", "mambacheck fuzz --level engine"},
                    {"case_seed", c.case_seed},
                    {"size", c.size},

@@ -12,9 +12,11 @@
 namespace mc::oracle::engine {
 
 Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
-                   std::int32_t cache_sweep_every, Structures structures, bool async_scheduling)
+                   std::int32_t cache_sweep_every, Structures structures, bool async_scheduling,
+                   model::SchedulerContract contract)
     : layout_(layout), cache_sweep_every_(cache_sweep_every),
       tail_tokens_(model::conv_history_rows_max(layout)), async_(async_scheduling),
+      contract_(contract), hold_in_flight_(contract.unordered_writer || options.deferred_postprocess),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               structures),
       runner_(layout, options, structures), ledger_(structures), checker_(structures) {
@@ -84,7 +86,7 @@ std::optional<Finding> Replayer::check_planned_count(const model::Step& step,
 
 void Replayer::mark_in_flight(const model::Step& step) {
   blocks_.release_in_flight();
-  if (step.planned_during < 0) return;
+  if (step.planned_during < 0 || !hold_in_flight_) return;
   for (const auto& [id, row] : last_rows_)
     if (const RequestBlocks* held = blocks_.find(id)) blocks_.mark_in_flight(*held);
 }
@@ -101,6 +103,7 @@ std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
     const RequestTruth* t = ledger_.find(id);
     if (resumed || t == nullptr) continue;
     blocks_.cache_blocks(id, num_committed, t->hashes, t->tokens, tail_tokens_);
+    note_attention_prefixes(id, t->hashes, num_committed);
   }
   pending_.clear();
   const bool sweep = stats_.steps % cache_sweep_every_ == 0;
@@ -157,20 +160,30 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   // the scheduler's order: resumed requests (at the head of its queue) before new ones.
   // A request the ledger does not know (resumed without ever running) has no hashes: its
   // scheduled row is reported by the ledger.
+  const auto scheduled_of = [&step](const std::string& id) {
+    for (const model::ScheduledRequest& s : step.scheduled)
+      if (s.req_id == id) return s.num_scheduled_tokens;
+    return 0;
+  };
   const auto first = [&](const std::string& id, const model::GroupBlockIds& table,
                          std::int32_t computed, std::span<const model::TokenHash> hashes,
                          std::int32_t num_tokens) -> std::optional<Finding> {
     if (!hashes.empty()) {
-      const std::int32_t longest =
-          longest_prefix_hit(blocks_.pools(), layout_.config.mamba_block_size, hashes, num_tokens);
+      const std::int32_t longest = expected_hit(hashes, num_tokens);
       if (auto f = check_prefix_hit(layout_, step.index, id, computed, longest)) return f;
     }
     if (auto f = check_first_handout(layout_, step, id, table, computed, held_back)) return f;
     stats_.prefix_hits += computed > 0 ? 1 : 0;
     if (auto why = blocks_.adopt_first(id, table, computed))
       return inconsistent(step.index, id, *why, "a table the block manager could give");
+    // Its allocation registers its attention blocks before the next admission looks.
+    if (!hashes.empty())
+      note_attention_prefixes(id, hashes, std::min(computed + scheduled_of(id), num_tokens));
     return std::nullopt;
   };
+  // With EAGLE the attention hit bounds a hit: the running requests' allocations, made before
+  // any admission, registered their attention blocks first.
+  note_running_attention(step, scheduled_of);
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (!c.resumed) continue;
     ++stats_.resumes;
@@ -212,15 +225,90 @@ std::optional<Finding> check_known_drafts(const model::Layout& layout, const mod
   return std::nullopt;
 }
 
+std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
+                                   std::int32_t num_tokens) const {
+  const std::int32_t B = layout_.config.mamba_block_size;
+  if (!contract_.eagle) return longest_prefix_hit(blocks_.pools(), B, hashes, num_tokens);
+  // The attention group's hit: its contiguous cached prefix, at most num_tokens - 1 tokens,
+  // less its last block; the Mamba hit is the rightmost cached boundary at or below it.
+  const std::int32_t b = std::max(layout_.config.attn_block_size, 1);
+  const auto cap = static_cast<std::int32_t>(
+      std::min<std::int64_t>(num_tokens - 1, static_cast<std::int64_t>(hashes.size()) - 1));
+  std::int32_t attention = 0;
+  while (attention + b <= cap &&
+         attention_prefixes_.contains(hashes[static_cast<std::size_t>(attention + b)]))
+    attention += b;
+  return longest_prefix_hit(blocks_.pools(), B, hashes, std::max(attention - b, 0) + 1);
+}
+
+void Replayer::note_attention_prefixes(const std::string& req_id,
+                                       std::span<const model::TokenHash> hashes,
+                                       std::int32_t num_tokens) {
+  if (!contract_.eagle) return;
+  const std::int32_t b = std::max(layout_.config.attn_block_size, 1);
+  std::int32_t& noted = attention_noted_[req_id];
+  for (std::int32_t end = (noted / b + 1) * b; end <= num_tokens; end += b) {
+    attention_prefixes_.insert(hashes[static_cast<std::size_t>(end)]);
+    noted = end;
+  }
+}
+
+void Replayer::note_running_attention(
+    const model::Step& step, const std::function<std::int32_t(const std::string&)>& scheduled) {
+  if (!contract_.eagle || contract_.registration != model::CacheRegistration::at_schedule) return;
+  for (const model::CachedRequestData& c : step.cached_requests) {
+    const RequestTruth* t = c.resumed ? nullptr : ledger_.find(c.req_id);
+    if (t == nullptr) continue;
+    // Known when planned: before the output of the step in flight, if it had a row there.
+    const auto before = async_ ? known_before_output_.find(c.req_id) : known_before_output_.end();
+    const std::int32_t known = before != known_before_output_.end()
+                                   ? before->second
+                                   : static_cast<std::int32_t>(t->tokens.size());
+    note_attention_prefixes(c.req_id, t->hashes,
+                            std::min(c.num_computed_planned() + scheduled(c.req_id), known));
+  }
+}
+
+void Replayer::register_at_schedule(const model::Step& step) {
+  if (contract_.registration != model::CacheRegistration::at_schedule) return;
+  const auto planned_start = [&step](const std::string& id) {
+    for (const model::CachedRequestData& c : step.cached_requests)
+      if (c.req_id == id) return c.resumed ? c.num_computed_tokens : c.num_computed_planned();
+    for (const model::NewRequestData& n : step.new_requests)
+      if (n.req_id == id) return n.num_computed_tokens;
+    MC_ASSERT(false);
+    return 0;
+  };
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    const RequestTruth& t = ledger_.truth(s.req_id);
+    // What its scheduler knew planning the step: the tokens before this step's output, and
+    // under async before the output of the step in flight then, if it had a row there.
+    const auto last = async_ ? known_before_last_output_.find(s.req_id)
+                             : known_before_last_output_.end();
+    const std::int32_t known = last != known_before_last_output_.end()
+                                   ? last->second
+                                   : known_before_output_.at(s.req_id);
+    const std::int32_t count =
+        std::min(planned_start(s.req_id) + s.num_scheduled_tokens, known);
+    blocks_.cache_blocks(s.req_id, count, t.hashes, t.tokens, tail_tokens_);
+    note_attention_prefixes(s.req_id, t.hashes, count);
+  }
+}
+
 void Replayer::commit(const model::Step& step) {
+  // Registered as the step was planned, it is first hit in the next planning: made once the
+  // step ran, so that its own writes into them are the ones registration promised.
+  register_at_schedule(step);
   last_rows_.clear();
   for (const model::ScheduledRequest& s : step.scheduled) {
     const RequestTruth& t = ledger_.truth(s.req_id);
     computed_after_[s.req_id] = t.num_committed;
-    if (async_)
+    if (async_) {
       pending_.emplace_back(s.req_id, t.num_committed);
-    else
+    } else if (contract_.registration == model::CacheRegistration::after_commit) {
       blocks_.cache_blocks(s.req_id, t.num_committed, t.hashes, t.tokens, tail_tokens_);
+      note_attention_prefixes(s.req_id, t.hashes, t.num_committed);
+    }
     last_rows_[s.req_id] = {.start = t.listed_computed, .scheduled = s.num_scheduled_tokens};
     ++stats_.request_steps;
     stats_.tokens += s.num_scheduled_tokens;
@@ -229,7 +317,7 @@ void Replayer::commit(const model::Step& step) {
   last_step_ = step.index;
   if (async_) {
     pending_step_ = step.index;
-    in_flight_accesses_.remember(step, last_record_);
+    if (hold_in_flight_) in_flight_accesses_.remember(step, last_record_);
   }
 }
 
@@ -278,7 +366,13 @@ std::optional<Finding> Replayer::run_step(const model::Step& step) {
         static_cast<std::int64_t>(l.decisions.size());
   }
   if (last_record_.finding) return last_record_.finding;
-  if (auto f = in_flight_accesses_.check(layout_, step, last_record_)) return f;
+  if (hold_in_flight_)
+    if (auto f = in_flight_accesses_.check(layout_, step, last_record_)) return f;
+  std::swap(known_before_last_output_, known_before_output_);
+  known_before_output_.clear();
+  for (const model::ScheduledRequest& s : step.scheduled)
+    known_before_output_[s.req_id] =
+        static_cast<std::int32_t>(ledger_.truth(s.req_id).tokens.size());
   ledger_.end_step(step);
   if (auto f =
           checker_.after_step(step, last_record_, blocks_, runner_, ledger_, stats_.bytes_checked))

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "model/layout.h"
+#include "model/scheduler_contract.h"
 #include "model/step.h"
 #include "oracle/engine/block_manager.h"
 #include "oracle/engine/finding.h"
@@ -32,10 +33,13 @@
 #include "oracle/engine/structures.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -60,9 +64,11 @@ class Replayer {
 public:
   // `layout.config` is the trace's (its runner flavour is ignored: options.flavour counts).
   // `async_scheduling`: the trace's header says so (steps may be planned during another).
+  // `contract`: what the recorded scheduler's block manager promises (the header's
+  // `scheduler`); a deferred postprocess (options) is an unordered writer whatever it says.
   Replayer(const model::Layout& layout, const RunnerOptions& options,
            std::int32_t cache_sweep_every = 64, Structures structures = Structures::fast,
-           bool async_scheduling = false);
+           bool async_scheduling = false, model::SchedulerContract contract = {});
 
   // Runs one step; the first finding stops the replay (step() must not be called again).
   std::optional<Finding> step(const model::Step& step);
@@ -85,6 +91,19 @@ private:
   // replayed, whose departures have no tables left to register.
   std::optional<Finding> commit_pending(const model::Step& step);
   void commit(const model::Step& step);
+  // at_schedule registration: the boundaries of the known tokens each row of `step` schedules,
+  // registered as its scheduler planned it (before the step runs).
+  void register_at_schedule(const model::Step& step);
+  // Every block-aligned prefix of `t` up to `num_tokens` that the attention group has cached
+  // (EAGLE's hit is bounded by the attention hit).
+  void note_attention_prefixes(const std::string& req_id,
+                               std::span<const model::TokenHash> hashes, std::int32_t num_tokens);
+  void note_running_attention(const model::Step& step,
+                              const std::function<std::int32_t(const std::string&)>& scheduled);
+  // The longest hit the shadow offers a request admitted now: the longest cached aligned
+  // prefix, with EAGLE at or below the attention group's hit less its last block.
+  std::int32_t expected_hit(std::span<const model::TokenHash> hashes,
+                            std::int32_t num_tokens) const;
   Finding inconsistent(std::int64_t step, std::string req_id, std::string detail,
                        std::string expected) const;
 
@@ -92,6 +111,9 @@ private:
   std::int32_t cache_sweep_every_ = 64;
   std::int32_t tail_tokens_ = 1;
   bool async_ = false;
+  model::SchedulerContract contract_;
+  // Blocks the step in flight can touch are held back and checked (an unordered writer).
+  bool hold_in_flight_ = false;
   BlockManager blocks_;
   OracleRunner runner_;
   Ledger ledger_;
@@ -110,6 +132,14 @@ private:
   std::int64_t pending_step_ = -1;
   std::vector<std::pair<std::string, std::int32_t>> pending_;
   InFlightAccesses in_flight_accesses_;
+  // at_schedule: the tokens known before the output of each row of the step replayed last,
+  // and of the step before it (what an async scheduler knew planning the step after that).
+  std::unordered_map<std::string, std::int32_t> known_before_output_;
+  std::unordered_map<std::string, std::int32_t> known_before_last_output_;
+  // EAGLE: boundary hashes of block-aligned prefixes the attention group cached, and how far
+  // each request's were noted.
+  std::unordered_set<model::TokenHash> attention_prefixes_;
+  std::unordered_map<std::string, std::int32_t> attention_noted_;
   StepRecord last_record_;
   ReplayStats stats_;
   bool stopped_ = false;

@@ -5,7 +5,10 @@
 // - an optimistic count off by one, or dropped where the step in flight rejected drafts:
 //   inconsistent_step (the count a step planned during another must have been planned from);
 // - a block handed out that the step in flight could still touch (one of the blocks the
-//   shadow block manager held back while replaying that step): in_flight_block_reused;
+//   shadow block manager held back while replaying that step): in_flight_block_reused, since
+//   the trace (a run of mambacheck's engine) says its scheduler holds such frees back; the
+//   same copy under vLLM's ordered contract (the header's unordered_writer dropped) passes
+//   that step (the trace's later steps, recorded without the tamper, may then disagree);
 // and a copy whose step keeps an optimistic count without planned_during is refused as a bad
 // file (exit 2 in the CLI).
 //
@@ -118,7 +121,8 @@ int tampered_block(const std::vector<Json>& lines, const fs::path& dir) {
   mc::model::CacheConfig config = reader.header().config;
   const mc::model::Layout& layout = reader.layout();
   mc::oracle::engine::Replayer replayer(layout, {.flavour = config.runner}, 64,
-                                        mc::oracle::engine::Structures::fast, true);
+                                        mc::oracle::engine::Structures::fast, true,
+                                        reader.header().contract);
   const auto nsb = static_cast<std::size_t>(config.num_spec_blocks);
   for (std::size_t l = 1; l < lines.size(); ++l) {
     std::optional<mc::model::Step> step = reader.next();
@@ -142,9 +146,21 @@ int tampered_block(const std::vector<Json>& lines, const fs::path& dir) {
     std::vector<Json> tampered = lines;
     Json& entry = tampered[l]["cached_requests"][fresh.front().first];
     entry["new_block_ids"][0][fresh.front().second] = held.front();
-    return expect_finding(replay(write_lines(dir / "held_block.jsonl", tampered)),
-                          FindingKind::in_flight_block_reused, step->index,
-                          entry["req_id"].get<std::string>(), "held-back block handed out");
+    if (int rc = expect_finding(replay(write_lines(dir / "held_block.jsonl", tampered)),
+                                FindingKind::in_flight_block_reused, step->index,
+                                entry["req_id"].get<std::string>(), "held-back block handed out"))
+      return rc;
+    // The steps run in order on one stream: the step in flight is done with the block before
+    // the one that takes it runs.
+    tampered[0]["scheduler"].erase("unordered_writer");
+    const mc::harness::ReplayResult ordered =
+        replay(write_lines(dir / "held_block_ordered.jsonl", tampered));
+    if (ordered.finding && (ordered.finding->kind == FindingKind::in_flight_block_reused ||
+                            ordered.stop_step <= step->index))
+      return fail("the handed-out held-back block under the ordered contract: " +
+                  ordered.summary());
+    std::printf("the same under the ordered contract: %s\n", ordered.summary().c_str());
+    return 0;
   }
   return fail("no step hands out a block while another is held back");
 }

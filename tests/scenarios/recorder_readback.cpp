@@ -21,7 +21,10 @@ int fail(const char* what) {
 
 int check(const std::vector<mc::model::Step>& steps, const mc::scenarios::TraceHeader& header) {
   if (header.preset != "tiny-mamba2") return fail("header preset");
-  if (header.source.value("recorder", "") != "mambacheck_recorder 1") return fail("source");
+  if (header.source.value("recorder", "") != "mambacheck_recorder 4") return fail("source");
+  if (header.contract.registration != mc::model::CacheRegistration::at_schedule ||
+      header.contract.eagle || header.contract.unordered_writer)
+    return fail("scheduler: vLLM's contract (at_schedule, no eagle, ordered)");
   if (steps.size() != 5) return fail("expected 5 steps");
   const mc::model::ScheduledRequest& b = steps[1].scheduled.at(0);
   if (b.req_id != "b" || b.num_draft_tokens != 2 || b.num_accepted_tokens != 2 ||

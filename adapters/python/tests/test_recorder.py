@@ -109,7 +109,8 @@ class MainScenario(unittest.TestCase):
     def test_header(self):
         h = self.lines[0]
         self.assertEqual(h["format"], "mambacheck-trace")
-        self.assertEqual(h["version"], 1)
+        self.assertEqual(h["version"], 4)
+        self.assertEqual(h["scheduler"], {"cache_registration": "at_schedule"})
         self.assertEqual(h["config"]["num_spec_blocks"], 2)
         self.assertEqual(h["layout"], {"preset": "tiny-mamba2"})
         self.assertEqual(h["source"]["test"], "recorder_test.py")
@@ -202,9 +203,10 @@ class AsyncByHand(unittest.TestCase):
         self.dir.cleanup()
 
     def test_header(self):
-        self.assertEqual(self.lines[0]["version"], 3)
+        self.assertEqual(self.lines[0]["version"], 4)
         self.assertTrue(self.lines[0]["async_scheduling"])
-        self.assertEqual(self.lines[0]["source"]["recorder"], "mambacheck_recorder 3")
+        self.assertEqual(self.lines[0]["scheduler"], {"cache_registration": "at_schedule"})
+        self.assertEqual(self.lines[0]["source"]["recorder"], "mambacheck_recorder 4")
         self.assertEqual(self.lines[1:], self.steps)
 
     def test_planned_during_the_step_before(self):
@@ -334,6 +336,30 @@ def vllm_async_outputs(steps):
     return out
 
 
+class SchedulerContract(unittest.TestCase):
+    def header(self, **kwargs):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.jsonl")
+            with rec.TraceRecorder(
+                    path, config=rec.cache_config(mamba_block_size=4, attn_block_size=4,
+                                                  num_spec_tokens=2),
+                    layout={"preset": "tiny-mamba2"}, num_mamba_groups=1, **kwargs):
+                pass
+            with open(path, encoding="utf-8") as f:
+                return json.loads(f.readline())
+
+    def test_eagle_and_a_connector_are_said(self):
+        h = self.header(use_eagle=True, unordered_writer=True)
+        self.assertEqual(h["version"], 4)
+        self.assertEqual(h["scheduler"], {"cache_registration": "at_schedule", "eagle": True,
+                                          "unordered_writer": True})
+
+    def test_an_empty_contract_is_mambacheck_s_own_and_written_as_version_1(self):
+        h = self.header(scheduler={})
+        self.assertEqual(h["version"], 1)
+        self.assertNotIn("scheduler", h)
+
+
 class AsyncRoundTrip(unittest.TestCase):
     def test_recorded_trace_is_the_source(self):
         if not ASYNC_SOURCE:
@@ -351,6 +377,7 @@ class AsyncRoundTrip(unittest.TestCase):
             with rec.TraceRecorder(
                     path, config=config, layout=header["layout"], num_mamba_groups=1,
                     mamba_group_indices=[1], async_scheduling=True,
+                    scheduler=header.get("scheduler", {}),
                     source={"test": "recorder_test.py", "from": "mambacheck run --async"}) as r:
                 recorded = [r.record(o, sampled, batch_order=order)
                             for o, sampled, order in vllm_async_outputs(steps)]
