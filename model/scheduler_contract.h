@@ -36,6 +36,14 @@ struct SchedulerContract {
   // until it completes. Without one the steps run in order on one stream, and vLLM frees a
   // block at once, even while the step in flight names it (block_pool.py free_blocks).
   bool unordered_writer = false;
+  // Full-attention groups whose tables the trace carries (attention_block_ids of its new and
+  // cached requests). With them the hit is the rightmost cached Mamba boundary at or below the
+  // attention groups' hit, which evictions shorten too.
+  std::int32_t attention_groups = 0;
+  // Every group, attention and Mamba, takes its blocks from one pool of num_blocks ids (vLLM's
+  // BlockPool, one per coordinator): a block one group takes loses the prefix-cache entry it
+  // held for another, and no block is held by two groups.
+  bool shared_pool = false;
 
   bool operator==(const SchedulerContract&) const = default;
 };

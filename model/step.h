@@ -42,6 +42,9 @@ struct NewRequestData {
   GroupBlockIds block_ids;              // the whole table per group
   std::int32_t num_computed_tokens = 0; // from a prefix hit, a multiple of the mamba block size
   std::int32_t key = -1;
+  // A recorded trace whose scheduler declares attention groups (SchedulerContract): their
+  // whole tables, which share the pool with the mamba groups; empty otherwise.
+  GroupBlockIds attention_block_ids;
 };
 
 struct CachedRequestData {
@@ -53,6 +56,9 @@ struct CachedRequestData {
   // drafts included); absent when it equals num_computed_tokens.
   std::optional<std::int32_t> num_computed_tokens_optimistic;
   std::int32_t key = -1;
+  // As NewRequestData's: appended to the attention groups' tables (the whole tables when
+  // resumed); empty without attention groups.
+  GroupBlockIds attention_block_ids;
 
   // The count the scheduler planned the step from (its tables and frees follow it).
   std::int32_t num_computed_planned() const {

@@ -98,8 +98,9 @@ std::optional<model::Step> TraceReader::next() {
   try {
     if (!lines_->next(line_)) return std::nullopt;
     const nlohmann::json root = parse_line(line_);
-    model::Step step = step_from_json(Field(root), header_.layout_spec.groups.size(),
-                                      header_.derived_vocab_size, header_.version);
+    model::Step step = step_from_json(
+        Field(root), header_.layout_spec.groups.size(), header_.derived_vocab_size,
+        header_.version, static_cast<std::size_t>(header_.contract.attention_groups));
     checker_->check(step);
     return step;
   } catch (const FieldError&) {

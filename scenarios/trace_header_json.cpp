@@ -175,7 +175,8 @@ void pools_from_json(const Field& root, TraceHeader& h) {
 }
 
 void contract_from_json(const Field& f, model::SchedulerContract& c) {
-  f.expect_object({"cache_registration", "eagle", "unordered_writer"});
+  f.expect_object(
+      {"cache_registration", "eagle", "unordered_writer", "attention_groups", "shared_pool"});
   if (f.has("cache_registration")) {
     const std::string name = f["cache_registration"].string(32);
     const std::optional<model::CacheRegistration> r = model::find_cache_registration(name);
@@ -184,6 +185,9 @@ void contract_from_json(const Field& f, model::SchedulerContract& c) {
   }
   c.eagle = f.has("eagle") && f["eagle"].boolean();
   c.unordered_writer = f.has("unordered_writer") && f["unordered_writer"].boolean();
+  if (f.has("attention_groups"))
+    c.attention_groups = f["attention_groups"].int32(0, static_cast<std::int32_t>(model::kGroupsMax));
+  c.shared_pool = f.has("shared_pool") && f["shared_pool"].boolean();
 }
 
 void check_format_and_version(const Field& root) {
@@ -220,6 +224,9 @@ nlohmann::ordered_json header_to_json(const TraceHeader& header) {
     c["cache_registration"] = model::to_string(header.contract.registration);
     if (header.contract.eagle) c["eagle"] = true;
     if (header.contract.unordered_writer) c["unordered_writer"] = true;
+    if (header.contract.attention_groups > 0)
+      c["attention_groups"] = header.contract.attention_groups;
+    if (header.contract.shared_pool) c["shared_pool"] = true;
     out["scheduler"] = std::move(c);
   }
   if (!header.source.is_null()) out["source"] = ojson::parse(header.source.dump());

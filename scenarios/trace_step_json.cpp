@@ -26,6 +26,7 @@ ojson new_to_json(const model::NewRequestData& r) {
   ojson out = {{"req_id", r.req_id}, {"prompt_token_ids", r.prompt_token_ids}};
   if (r.num_computed_tokens != 0) out["num_computed_tokens"] = r.num_computed_tokens;
   out["block_ids"] = r.block_ids;
+  if (!r.attention_block_ids.empty()) out["attention_block_ids"] = r.attention_block_ids;
   return out;
 }
 
@@ -36,6 +37,7 @@ ojson cached_to_json(const model::CachedRequestData& r) {
   out["num_computed_tokens"] = r.num_computed_tokens;
   if (r.num_computed_tokens_optimistic)
     out["num_computed_tokens_optimistic"] = *r.num_computed_tokens_optimistic;
+  if (!all_empty(r.attention_block_ids)) out["attention_block_ids"] = r.attention_block_ids;
   return out;
 }
 
@@ -82,21 +84,39 @@ std::vector<std::int32_t> prompt_from_json(const Field& f, std::int32_t vocab_si
   return derive_prompt(p, vocab_size);
 }
 
+// The attention groups' ids: no null block or pad among them, `num` lists (none: empty).
+model::GroupBlockIds attention_ids_from_json(const Field& f, std::size_t num) {
+  if (num == 0) f.fail("unknown field: the header's scheduler declares no attention_groups");
+  if (f.array_size(model::kGroupsMax) != num)
+    f.fail("{} groups, the header's scheduler declares {}", f.value().size(), num);
+  model::GroupBlockIds ids(num);
+  for (std::size_t g = 0; g < num; ++g)
+    ids[g] = f[g].int32_list(1, kInt32Max, kBlockIdsPerRowMax);
+  return ids;
+}
+
 model::NewRequestData new_from_json(const Field& f, std::size_t num_groups,
-                                    std::int32_t vocab_size) {
+                                    std::int32_t vocab_size, std::size_t attention_groups) {
   f.expect_object({"req_id", "prompt_token_ids", "prompt_len", "prefix_id", "prefix_len",
-                   "suffix_id", "num_computed_tokens", "block_ids"});
+                   "suffix_id", "num_computed_tokens", "block_ids", "attention_block_ids"});
   model::NewRequestData r{.req_id = f["req_id"].string(kReqIdBytesMax)};
   r.prompt_token_ids = prompt_from_json(f, vocab_size);
   r.block_ids = block_ids_from_json(f["block_ids"], num_groups);
+  if (f.has("attention_block_ids"))
+    r.attention_block_ids = attention_ids_from_json(f["attention_block_ids"], attention_groups);
+  else if (attention_groups > 0)
+    f.fail("needs attention_block_ids (the header's scheduler declares attention groups)");
   if (f.has("num_computed_tokens"))
     r.num_computed_tokens = f["num_computed_tokens"].int32(kInt32Min, kInt32Max);
   return r;
 }
 
 model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups,
-                                          std::int32_t version) {
-  if (version >= kTraceFormatVersionAsync)
+                                          std::int32_t version, std::size_t attention_groups) {
+  if (version >= kTraceFormatVersionContract)
+    f.expect_object({"req_id", "resumed", "new_block_ids", "num_computed_tokens",
+                     "num_computed_tokens_optimistic", "attention_block_ids"});
+  else if (version >= kTraceFormatVersionAsync)
     f.expect_object({"req_id", "resumed", "new_block_ids", "num_computed_tokens",
                      "num_computed_tokens_optimistic"});
   else
@@ -114,6 +134,10 @@ model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups
   if (f.has("num_computed_tokens_optimistic"))
     r.num_computed_tokens_optimistic =
         f["num_computed_tokens_optimistic"].int32(kInt32Min, kInt32Max);
+  if (f.has("attention_block_ids"))
+    r.attention_block_ids = attention_ids_from_json(f["attention_block_ids"], attention_groups);
+  else if (attention_groups > 0)
+    r.attention_block_ids.assign(attention_groups, {});
   return r;
 }
 
@@ -222,7 +246,8 @@ std::string step_to_line(const model::Step& step) {
 }
 
 model::Step step_from_json(const Field& root, std::size_t num_groups,
-                           std::int32_t derived_vocab_size, std::int32_t version) {
+                           std::int32_t derived_vocab_size, std::int32_t version,
+                           std::size_t attention_groups) {
   if (version >= kTraceFormatVersionAsync)
     root.expect_object({"index", "planned_during", "new_requests", "cached_requests", "scheduled",
                         "preempted_req_ids", "finished_req_ids", "reset_prefix_cache", "expect"});
@@ -237,11 +262,11 @@ model::Step step_from_json(const Field& root, std::size_t num_groups,
     step.planned_during = root["planned_during"].integer(0, kStepIndexMax);
   step.new_requests =
       list_from_json<model::NewRequestData>(root, "new_requests", [&](const Field& f) {
-        return new_from_json(f, num_groups, derived_vocab_size);
+        return new_from_json(f, num_groups, derived_vocab_size, attention_groups);
       });
   step.cached_requests =
       list_from_json<model::CachedRequestData>(root, "cached_requests", [&](const Field& f) {
-        return cached_from_json(f, num_groups, version);
+        return cached_from_json(f, num_groups, version, attention_groups);
       });
   step.scheduled = list_from_json<model::ScheduledRequest>(root, "scheduled", scheduled_from_json);
   const auto id = [](const Field& f) { return f.string(kReqIdBytesMax); };

@@ -23,9 +23,11 @@ std::string step_to_line(const model::Step& step);
 
 // Throws FieldError. `num_groups` sizes the default of new_block_ids; `derived_vocab_size`
 // expands derived prompts.
-// `version` is the trace's: `expect` exists from version 2 on.
+// `version` is the trace's: `expect` exists from version 2 on. `attention_groups`: the
+// header's scheduler.attention_groups (their tables in attention_block_ids).
 model::Step step_from_json(const Field& root, std::size_t num_groups,
-                           std::int32_t derived_vocab_size, std::int32_t version);
+                           std::int32_t derived_vocab_size, std::int32_t version,
+                           std::size_t attention_groups);
 
 // The fields of one expectation (pre_copy, post_copy, state_col, num_accepted, block_mask) read
 // from `f`, an object whose keys the caller has checked. Throws FieldError.

@@ -129,6 +129,7 @@ class TraceRecorder:
                  source: Optional[Mapping[str, Any]] = None,
                  num_spec_tokens: Optional[int] = None, async_scheduling: bool = False,
                  use_eagle: bool = False, unordered_writer: bool = False,
+                 attention_group_indices: Optional[Sequence[int]] = None,
                  scheduler: Optional[Mapping[str, Any]] = None):
         """`layout`: {"preset": NAME[, "num_blocks": N]} or an inline spec (FORMAT.md).
         `mamba_group_indices`: which KV-cache groups of a block_ids tuple are mamba groups,
@@ -136,6 +137,9 @@ class TraceRecorder:
         `async_scheduling`: vLLM's scheduler_config.async_scheduling (one step in flight).
         `use_eagle`: vLLM's speculative_config.use_eagle() (EAGLE, EAGLE-3, MTP).
         `unordered_writer`: a KV connector loads state blocks out of step order.
+        `attention_group_indices`: the full-attention KV-cache groups of a block_ids tuple;
+        their tables are recorded too (attention_block_ids), and the header says that every
+        group shares one pool (layout num_blocks: kv_cache_config.num_blocks).
         `scheduler`: the header's "scheduler" object as given, instead of vLLM's contract
         built from the two above ({} writes none: mambacheck's own engine's defaults).
         """
@@ -143,6 +147,7 @@ class TraceRecorder:
                             else mamba_group_indices)
         if len(self._groups) != num_mamba_groups or num_mamba_groups < 1:
             raise ValueError("mamba_group_indices must name num_mamba_groups >= 1 groups")
+        self._attention = [int(g) for g in attention_group_indices or ()]
         self._num_spec_tokens = int(config["num_spec_tokens"] if num_spec_tokens is None
                                     else num_spec_tokens)
         self._requests: dict[str, _Request] = {}
@@ -155,6 +160,9 @@ class TraceRecorder:
                 scheduler["eagle"] = True
             if unordered_writer:
                 scheduler["unordered_writer"] = True
+            if self._attention:
+                scheduler["attention_groups"] = len(self._attention)
+                scheduler["shared_pool"] = True
         version = (FORMAT_VERSION_SCHEDULER if scheduler
                    else FORMAT_VERSION_ASYNC if self._async else FORMAT_VERSION)
         header: dict[str, Any] = {"format": FORMAT_NAME, "version": version,
@@ -235,16 +243,19 @@ class TraceRecorder:
 
     # -- one step -----------------------------------------------------------------------
 
-    def _mamba_rows(self, block_ids: Any) -> list[list[int]]:
-        """The mamba groups' rows of a per-KV-cache-group tuple (None: nothing new)."""
+    def _mamba_rows(self, block_ids: Any, groups: Optional[Sequence[int]] = None
+                    ) -> list[list[int]]:
+        """The mamba groups' rows of a per-KV-cache-group tuple (None: nothing new), or those
+        of `groups`."""
+        groups = self._groups if groups is None else groups
         if block_ids is None:
-            return [[] for _ in self._groups]
+            return [[] for _ in groups]
         rows = list(block_ids)
         try:
-            return [[int(b) for b in rows[g]] for g in self._groups]
+            return [[int(b) for b in rows[g]] for g in groups]
         except IndexError:
             raise RecorderError(f"block ids have {len(rows)} groups, the recorder expects "
-                                f"groups {self._groups}") from None
+                                f"groups {list(groups)}") from None
 
     def _new_requests(self, out: Any, computed: dict[str, int]) -> list[dict]:
         entries = []
@@ -260,6 +271,8 @@ class TraceRecorder:
             if computed[req_id]:
                 entry["num_computed_tokens"] = computed[req_id]
             entry["block_ids"] = self._mamba_rows(req.block_ids)
+            if self._attention:
+                entry["attention_block_ids"] = self._mamba_rows(req.block_ids, self._attention)
             entries.append(entry)
         return entries
 
@@ -310,6 +323,10 @@ class TraceRecorder:
             entry["num_computed_tokens"] = computed[req_id]
             if optimistic is not None:
                 entry["num_computed_tokens_optimistic"] = optimistic
+            if self._attention:
+                attention = self._mamba_rows(new_block_ids[i], self._attention)
+                if any(attention):
+                    entry["attention_block_ids"] = attention
             entries.append(entry)
         return entries
 

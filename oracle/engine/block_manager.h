@@ -98,6 +98,12 @@ public:
     return pools_[static_cast<std::size_t>(group)];
   }
   std::span<const BlockPool> pools() const { return pools_; }
+  void allow_duplicate_boundaries() {
+    for (BlockPool& p : pools_)
+      p.allow_duplicate_boundaries();
+  }
+  // Replay of a shared pool: another group's take evicts this group's entry (replay.h).
+  BlockPool& mutable_pool(std::int32_t group) { return pools_[static_cast<std::size_t>(group)]; }
   std::int32_t num_groups() const { return static_cast<std::int32_t>(pools_.size()); }
   // Async scheduling (block_pool.h): every block of `held`'s tables can be touched by the step
   // in flight; release_in_flight() when it completes.

@@ -106,7 +106,10 @@ void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash, std
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   MC_ASSERT(is_cached_[b] == 0);
-  if (!by_hash_.insert(hash, block_id)) return; // another block holds this boundary
+  if (!by_hash_.insert(hash, block_id)) { // another block holds this boundary
+    if (!duplicates_) return;
+    more_holders_[hash].push_back(block_id);
+  }
   CachedBlock& entry = entries_[b];
   entry.hash = hash;
   entry.position = position;
@@ -127,17 +130,38 @@ BlockPool::registered_since(std::uint64_t since) const {
   return std::span(log_).subspan(static_cast<std::size_t>(since - log_base_));
 }
 
+bool BlockPool::taken_elsewhere(std::int32_t block_id) {
+  MC_ASSERT(block_id >= 0 && block_id < num_blocks());
+  if (ref_count(block_id) > 0) return false;
+  if (cached(block_id) != nullptr) evict(block_id);
+  return true;
+}
+
 void BlockPool::evict(std::int32_t block_id) {
   const auto b = static_cast<std::size_t>(block_id);
   if (is_cached_[b] == 0) return;
-  by_hash_.erase(entries_[b].hash);
   is_cached_[b] = 0;
+  const model::TokenHash hash = entries_[b].hash;
+  const auto more = more_holders_.find(hash);
+  if (by_hash_.find(hash) != block_id) { // a later holder
+    MC_ASSERT(more != more_holders_.end());
+    std::erase(more->second, block_id);
+    if (more->second.empty()) more_holders_.erase(more);
+    return;
+  }
+  by_hash_.erase(hash);
+  if (more == more_holders_.end()) return;
+  MC_ASSERT(!more->second.empty()); // an entry is erased with its last holder
+  by_hash_.insert(hash, more->second.front());
+  more->second.erase(more->second.begin());
+  if (more->second.empty()) more_holders_.erase(more);
 }
 
 void BlockPool::reset_cache() {
   for (std::int32_t b = 1; b < num_blocks(); ++b)
     MC_ASSERT(ref_count_[static_cast<std::size_t>(b)] == 0);
   by_hash_.clear();
+  more_holders_.clear();
   std::fill(is_cached_.begin(), is_cached_.end(), 0);
 }
 

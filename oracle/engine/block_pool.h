@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace mc::oracle::engine {
@@ -75,7 +76,9 @@ public:
 
   std::optional<std::int32_t> lookup(model::TokenHash hash) const;
   // Registers the block as holding the boundary `hash` at `position` (CachedBlock); asserts
-  // it is not cached yet. Refused, changing nothing, when another block holds that boundary.
+  // it is not cached yet. Refused, changing nothing, when another block holds that boundary,
+  // unless duplicates are allowed: then lookups find the first holder registered until it is
+  // evicted, then the next (vLLM's BlockPool keeps several blocks per hash).
   void register_block(std::int32_t block_id, model::TokenHash hash, std::int32_t position,
                       std::span<const std::int32_t> tail_tokens);
   // The block's cache entry, or nullptr.
@@ -84,6 +87,10 @@ public:
     const auto b = static_cast<std::size_t>(block_id);
     return is_cached_[b] != 0 ? &entries_[b] : nullptr;
   }
+  // Another group of a shared pool took this block: its cache entry here is gone. False, and
+  // nothing changed, when a request of this group holds it.
+  bool taken_elsewhere(std::int32_t block_id);
+  void allow_duplicate_boundaries() { duplicates_ = true; }
   // Drops every cache entry; asserts no block is referenced (reset_prefix_cache).
   void reset_cache();
 
@@ -110,6 +117,9 @@ private:
   // the block's next registration.
   std::vector<CachedBlock> entries_;
   std::vector<std::uint8_t> is_cached_;
+  // Duplicates allowed: the holders of a boundary after the one by_hash_ finds, oldest first.
+  bool duplicates_ = false;
+  std::unordered_map<model::TokenHash, std::vector<std::int32_t>> more_holders_;
   std::vector<std::int32_t> log_; // registrations numbered log_base_ and later
   std::uint64_t log_base_ = 0;
 };

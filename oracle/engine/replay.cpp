@@ -19,9 +19,14 @@ Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
       contract_(contract), hold_in_flight_(contract.unordered_writer || options.deferred_postprocess),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               structures),
+      attention_(contract.attention_groups, layout.config.attn_block_size),
       runner_(layout, options, structures), ledger_(structures), checker_(structures) {
   MC_ASSERT(cache_sweep_every >= 1);
   MC_ASSERT(layout.config.mode != model::CacheMode::none);
+  // vLLM registers a boundary again in another block while one holds it (BlockPool keeps
+  // every holder; a hit finds the first).
+  if (contract.registration == model::CacheRegistration::at_schedule)
+    blocks_.allow_duplicate_boundaries();
 }
 
 Finding Replayer::inconsistent(std::int64_t step, std::string req_id, std::string detail,
@@ -115,11 +120,13 @@ std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
 std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   for (const model::RequestId& id : step.finished_req_ids) {
     blocks_.free_request(id);
+    attention_.drop(id);
     computed_after_.erase(id);
     ++stats_.finished;
   }
   for (const model::RequestId& id : step.preempted_req_ids) {
     blocks_.free_request(id);
+    attention_.drop(id);
     computed_after_.erase(id);
     ++stats_.preemptions;
   }
@@ -128,6 +135,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
       blocks_.free_request(id);
     computed_after_.clear();
     blocks_.reset_cache();
+    attention_.reset();
     ++stats_.resets;
   }
   // The scheduler freed stale blocks from the tokens committed when it planned (those before
@@ -143,6 +151,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     return blocks_.pool(group).held_back(block);
   };
   model::GroupBlockIds old_row;
+  std::vector<std::int32_t> taken; // by the attention groups
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (c.resumed) continue;
     if (const RequestBlocks* held = step.planned_during >= 0 ? blocks_.find(c.req_id) : nullptr) {
@@ -155,6 +164,10 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     }
     if (auto why = blocks_.adopt_growth(c.req_id, c.new_block_ids))
       return inconsistent(step.index, c.req_id, *why, "a free block");
+    if (auto f = taken_by_mamba(step.index, c.req_id, c.new_block_ids)) return f;
+    taken.clear();
+    attention_.grow(c.req_id, c.attention_block_ids, taken);
+    if (auto f = taken_elsewhere(step.index, c.req_id, -1, taken)) return f;
   }
   // Each hit is held to the longest the shadow cache offers as the request is admitted, in
   // the scheduler's order: resumed requests (at the head of its queue) before new ones.
@@ -166,7 +179,8 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     return 0;
   };
   const auto first = [&](const std::string& id, const model::GroupBlockIds& table,
-                         std::int32_t computed, std::span<const model::TokenHash> hashes,
+                         const model::GroupBlockIds& attention_table, std::int32_t computed,
+                         std::span<const model::TokenHash> hashes,
                          std::int32_t num_tokens) -> std::optional<Finding> {
     if (!hashes.empty()) {
       const std::int32_t longest = expected_hit(hashes, num_tokens);
@@ -176,6 +190,10 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     stats_.prefix_hits += computed > 0 ? 1 : 0;
     if (auto why = blocks_.adopt_first(id, table, computed))
       return inconsistent(step.index, id, *why, "a table the block manager could give");
+    if (auto f = taken_by_mamba(step.index, id, table)) return f;
+    taken.clear();
+    attention_.start(id, attention_table, computed, taken);
+    if (auto f = taken_elsewhere(step.index, id, -1, taken)) return f;
     // Its allocation registers its attention blocks before the next admission looks.
     if (!hashes.empty())
       note_attention_prefixes(id, hashes, std::min(computed + scheduled_of(id), num_tokens));
@@ -189,7 +207,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     ++stats_.resumes;
     const RequestTruth* truth = ledger_.find(c.req_id);
     if (auto f =
-            first(c.req_id, c.new_block_ids, c.num_computed_tokens,
+            first(c.req_id, c.new_block_ids, c.attention_block_ids, c.num_computed_tokens,
                   truth != nullptr ? std::span(truth->hashes) : std::span<const model::TokenHash>(),
                   truth != nullptr ? truth->num_tokens() : 0))
       return f;
@@ -200,7 +218,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     hashes.assign(1, model::kEmptySequenceHash);
     for (const std::int32_t token : n.prompt_token_ids)
       hashes.push_back(model::extend_hash(hashes.back(), token));
-    if (auto f = first(n.req_id, n.block_ids, n.num_computed_tokens, hashes,
+    if (auto f = first(n.req_id, n.block_ids, n.attention_block_ids, n.num_computed_tokens, hashes,
                        static_cast<std::int32_t>(n.prompt_token_ids.size())))
       return f;
   }
@@ -228,6 +246,14 @@ std::optional<Finding> check_known_drafts(const model::Layout& layout, const mod
 std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
                                    std::int32_t num_tokens) const {
   const std::int32_t B = layout_.config.mamba_block_size;
+  if (attention_.active()) {
+    // vLLM's hybrid hit: at most the attention groups' (less a block with EAGLE).
+    const auto cap = static_cast<std::int32_t>(
+        std::min<std::int64_t>(num_tokens - 1, static_cast<std::int64_t>(hashes.size()) - 1));
+    std::int32_t attention = attention_.longest_hit(hashes, cap);
+    if (contract_.eagle) attention = std::max(attention - attention_.block_size(), 0);
+    return longest_prefix_hit(blocks_.pools(), B, hashes, attention + 1);
+  }
   if (!contract_.eagle) return longest_prefix_hit(blocks_.pools(), B, hashes, num_tokens);
   // The attention group's hit: its contiguous cached prefix, at most num_tokens - 1 tokens,
   // less its last block; the Mamba hit is the rightmost cached boundary at or below it.
@@ -244,6 +270,10 @@ std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
 void Replayer::note_attention_prefixes(const std::string& req_id,
                                        std::span<const model::TokenHash> hashes,
                                        std::int32_t num_tokens) {
+  if (attention_.active()) {
+    attention_.register_blocks(req_id, hashes, num_tokens);
+    return;
+  }
   if (!contract_.eagle) return;
   const std::int32_t b = std::max(layout_.config.attn_block_size, 1);
   std::int32_t& noted = attention_noted_[req_id];
@@ -255,7 +285,9 @@ void Replayer::note_attention_prefixes(const std::string& req_id,
 
 void Replayer::note_running_attention(
     const model::Step& step, const std::function<std::int32_t(const std::string&)>& scheduled) {
-  if (!contract_.eagle || contract_.registration != model::CacheRegistration::at_schedule) return;
+  if ((!contract_.eagle && !attention_.active()) ||
+      contract_.registration != model::CacheRegistration::at_schedule)
+    return;
   for (const model::CachedRequestData& c : step.cached_requests) {
     const RequestTruth* t = c.resumed ? nullptr : ledger_.find(c.req_id);
     if (t == nullptr) continue;
@@ -267,6 +299,34 @@ void Replayer::note_running_attention(
     note_attention_prefixes(c.req_id, t->hashes,
                             std::min(c.num_computed_planned() + scheduled(c.req_id), known));
   }
+}
+
+std::optional<Finding> Replayer::taken_elsewhere(std::int64_t step, const std::string& req_id,
+                                                 std::int32_t group,
+                                                 std::span<const std::int32_t> ids) {
+  if (!contract_.shared_pool) return std::nullopt;
+  for (const std::int32_t id : ids) {
+    if (id <= model::kNullBlockId) continue;
+    if (group >= 0) attention_.evict(id);
+    for (std::int32_t h = 0; h < blocks_.num_groups(); ++h) {
+      if (h == group || id >= blocks_.pool(h).num_blocks()) continue;
+      if (!blocks_.mutable_pool(h).taken_elsewhere(id))
+        return inconsistent(step, req_id,
+                            fmt::format("takes block {} for {} while mamba group {} holds it", id,
+                                        group < 0 ? std::string("an attention group")
+                                                  : fmt::format("mamba group {}", group),
+                                        h),
+                            "a block no other group of the shared pool holds");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Finding> Replayer::taken_by_mamba(std::int64_t step, const std::string& req_id,
+                                                const model::GroupBlockIds& tables) {
+  for (std::size_t g = 0; g < tables.size(); ++g)
+    if (auto f = taken_elsewhere(step, req_id, static_cast<std::int32_t>(g), tables[g])) return f;
+  return std::nullopt;
 }
 
 void Replayer::register_at_schedule(const model::Step& step) {

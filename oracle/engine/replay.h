@@ -23,6 +23,7 @@
 #include "model/layout.h"
 #include "model/scheduler_contract.h"
 #include "model/step.h"
+#include "oracle/engine/attention_shadow.h"
 #include "oracle/engine/block_manager.h"
 #include "oracle/engine/finding.h"
 #include "oracle/engine/in_flight.h"
@@ -100,6 +101,12 @@ private:
                                std::span<const model::TokenHash> hashes, std::int32_t num_tokens);
   void note_running_attention(const model::Step& step,
                               const std::function<std::int32_t(const std::string&)>& scheduled);
+  // Shared pool: blocks group `group` (-1: an attention group) took lose the cache entries
+  // other groups kept for them; one another Mamba group holds is a finding.
+  std::optional<Finding> taken_elsewhere(std::int64_t step, const std::string& req_id,
+                                         std::int32_t group, std::span<const std::int32_t> ids);
+  std::optional<Finding> taken_by_mamba(std::int64_t step, const std::string& req_id,
+                                        const model::GroupBlockIds& tables);
   // The longest hit the shadow offers a request admitted now: the longest cached aligned
   // prefix, with EAGLE at or below the attention group's hit less its last block.
   std::int32_t expected_hit(std::span<const model::TokenHash> hashes,
@@ -115,6 +122,7 @@ private:
   // Blocks the step in flight can touch are held back and checked (an unordered writer).
   bool hold_in_flight_ = false;
   BlockManager blocks_;
+  AttentionShadow attention_;
   OracleRunner runner_;
   Ledger ledger_;
   InvariantChecker checker_;

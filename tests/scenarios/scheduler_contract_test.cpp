@@ -80,5 +80,78 @@ TEST(SchedulerContract, EagleDropsTheAttentionHitsLastBlock) {
       << longer.finding->message;
 }
 
+// One attention group shares the pool with the Mamba group (B = 4, 16 blocks). a prefills 8 of
+// its 9 tokens (Mamba block 1 holds the state after 8; attention blocks 2 and 3 hold tokens
+// 0..7), runs its 9th and finishes; then c's attention allocation takes block 1, which evicts
+// a's cached Mamba state; b, sharing a's first 8 tokens, can then hit nothing: the attention
+// hit is 8, but no Mamba boundary at or below it is cached any more.
+std::string shared_pool_trace(bool with_attention) {
+  const auto attention = [with_attention](const char* ids) {
+    return with_attention ? std::string(R"(,"attention_block_ids":)") + ids : std::string();
+  };
+  std::string t =
+      R"({"format":"mambacheck-trace","version":4,)"
+      R"("config":{"mamba_block_size":4,"attn_block_size":4,"num_spec_tokens":0,)"
+      R"("num_spec_blocks":0,"mode":"align","conv_layout":"SD","runner":"v1","tp_size":1},)"
+      R"("layout":{"preset":"tiny-mamba2","num_blocks":16},"scheduler":{)"
+      R"("cache_registration":"at_schedule")" +
+      std::string(with_attention ? R"(,"attention_groups":1,"shared_pool":true)" : "") + "}}\n";
+  t += R"({"index":0,"new_requests":[{"req_id":"a","prompt_token_ids":[1,2,3,4,5,6,7,8,9],)"
+       R"("block_ids":[[0,1]])" +
+       attention("[[2,3]]") +
+       R"(}],"scheduled":[{"req_id":"a","num_scheduled_tokens":8,"token_ids":[1,2,3,4,5,6,7,8]}]})"
+       "\n";
+  t += R"({"index":1,"cached_requests":[{"req_id":"a","new_block_ids":[[4]],)"
+       R"("num_computed_tokens":8)" +
+       attention("[[5]]") +
+       R"(}],"scheduled":[{"req_id":"a","num_scheduled_tokens":1,"token_ids":[9]}]})"
+       "\n";
+  t += R"({"index":2,"finished_req_ids":["a"],"new_requests":[{"req_id":"c",)"
+       R"("prompt_token_ids":[20,21,22,23,24,25,26,27,28],"block_ids":[[0,0,8]])" +
+       attention("[[1,6,7]]") +
+       R"(}],"scheduled":[{"req_id":"c","num_scheduled_tokens":9,)"
+       R"("token_ids":[20,21,22,23,24,25,26,27,28]}]})"
+       "\n";
+  t += R"({"index":3,"new_requests":[{"req_id":"b","prompt_token_ids":[1,2,3,4,5,6,7,8,50],)"
+       R"("block_ids":[[0,0,9]])" +
+       attention("[[10,11,12]]") +
+       R"(}],"cached_requests":[{"req_id":"c","num_computed_tokens":9}],)"
+       R"("scheduled":[{"req_id":"c","num_scheduled_tokens":1,"token_ids":[29]},)"
+       R"({"req_id":"b","num_scheduled_tokens":9,"token_ids":[1,2,3,4,5,6,7,8,50]}]})"
+       "\n";
+  return t;
+}
+
+harness::ReplayResult replay_text(const std::string& text) {
+  std::istringstream in(text);
+  TraceReader reader(in, "shared.jsonl");
+  return harness::replay_trace(reader, {});
+}
+
+TEST(SchedulerContract, AnAttentionAllocationEvictsACachedMambaStateOfTheSharedPool) {
+  const harness::ReplayResult shared = replay_text(shared_pool_trace(true));
+  EXPECT_TRUE(shared.held()) << shared.summary();
+  // Without the attention tables the eviction is invisible: the hit looks lost.
+  const harness::ReplayResult blind = replay_text(shared_pool_trace(false));
+  ASSERT_TRUE(blind.finding.has_value()) << blind.summary();
+  EXPECT_EQ(blind.finding->kind, oracle::engine::FindingKind::wrong_prefix_hit);
+  EXPECT_EQ(blind.stop_step, 3);
+}
+
+TEST(SchedulerContract, ABlockTakenForAttentionWhileAMambaGroupHoldsItIsAFinding) {
+  std::string t = shared_pool_trace(true);
+  // c's attention allocation takes block 4, a's running Mamba block, before a finished.
+  const std::string finish = R"("finished_req_ids":["a"],)";
+  t.replace(t.find(finish), finish.size(), "");
+  t.replace(t.find("[[1,6,7]]"), 9, "[[4,6,7]]");
+  const harness::ReplayResult r = replay_text(t);
+  ASSERT_TRUE(r.finding.has_value()) << r.summary();
+  EXPECT_EQ(r.finding->kind, oracle::engine::FindingKind::inconsistent_step);
+  EXPECT_NE(r.finding->message.find("takes block 4 for an attention group while mamba group 0 "
+                                    "holds it"),
+            std::string::npos)
+      << r.finding->message;
+}
+
 } // namespace
 } // namespace mc::scenarios

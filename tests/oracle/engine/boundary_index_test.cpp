@@ -77,5 +77,56 @@ TEST(BlockPool, RegistrationsAreNumberedAndTheLogIsBounded) {
   EXPECT_FALSE(pool.lookup(1000 + 1998).has_value()); // evicted when 3 was taken again
 }
 
+// vLLM's pool keeps every block registered with a boundary; a lookup finds the first one until
+// it is evicted, then the next. Evicting a later holder first leaves the first in place.
+TEST(BlockPool, DuplicateBoundariesAreFoundInTheOrderTheyWereRegistered) {
+  for (const Structures s : {Structures::fast, Structures::reference}) {
+    BlockPool pool(8, s);
+    pool.allow_duplicate_boundaries();
+    ASSERT_EQ(pool.take(4), (std::vector<std::int32_t>{1, 2, 3, 4}));
+    for (const std::int32_t b : {1, 2, 3})
+      pool.register_block(b, 77, 0, {});
+    pool.register_block(4, 78, 0, {});
+    for (const std::int32_t b : {1, 2, 3, 4})
+      pool.free(b);
+    EXPECT_EQ(pool.lookup(77), 1);
+    EXPECT_TRUE(pool.taken_elsewhere(2)); // a later holder goes: the first stays found
+    EXPECT_EQ(pool.lookup(77), 1);
+    EXPECT_TRUE(pool.taken_elsewhere(1));
+    EXPECT_EQ(pool.lookup(77), 3);
+    EXPECT_TRUE(pool.taken_elsewhere(3));
+    EXPECT_FALSE(pool.lookup(77).has_value());
+    EXPECT_EQ(pool.lookup(78), 4);
+    // The only later holder goes first, then the first: nothing is left behind either.
+    ASSERT_EQ(pool.take(2), (std::vector<std::int32_t>{5, 6}));
+    pool.register_block(5, 88, 0, {});
+    pool.register_block(6, 88, 0, {});
+    pool.free(5);
+    pool.free(6);
+    EXPECT_TRUE(pool.taken_elsewhere(6));
+    EXPECT_EQ(pool.lookup(88), 5);
+    EXPECT_TRUE(pool.taken_elsewhere(5));
+    EXPECT_FALSE(pool.lookup(88).has_value());
+    // Registered again after all its holders went: one holder, none stale behind it.
+    ASSERT_EQ(pool.take(1), std::vector<std::int32_t>{7});
+    pool.register_block(7, 77, 0, {});
+    pool.free(7);
+    EXPECT_TRUE(pool.taken_elsewhere(7));
+    EXPECT_FALSE(pool.lookup(77).has_value());
+  }
+}
+
+TEST(BlockPool, WithoutDuplicatesASecondHolderIsRefused) {
+  BlockPool pool(8, Structures::fast);
+  ASSERT_EQ(pool.take(2), (std::vector<std::int32_t>{1, 2}));
+  pool.register_block(1, 77, 0, {});
+  pool.register_block(2, 77, 0, {});
+  EXPECT_EQ(pool.cached(2), nullptr);
+  pool.free(1);
+  EXPECT_TRUE(pool.taken_elsewhere(1));
+  EXPECT_FALSE(pool.lookup(77).has_value());
+  EXPECT_FALSE(pool.taken_elsewhere(2)); // held
+}
+
 } // namespace
 } // namespace mc::oracle::engine

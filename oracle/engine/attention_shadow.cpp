@@ -1,0 +1,104 @@
+#include "oracle/engine/attention_shadow.h"
+
+#include "model/errors.h"
+
+#include <algorithm>
+
+namespace mc::oracle::engine {
+
+AttentionShadow::AttentionShadow(std::int32_t num_groups, std::int32_t block_size)
+    : num_groups_(num_groups), block_size_(std::max(block_size, 1)),
+      by_block_(static_cast<std::size_t>(num_groups)),
+      holders_(static_cast<std::size_t>(num_groups)) {
+  MC_ASSERT(num_groups >= 0);
+}
+
+void AttentionShadow::note_taken(const std::vector<std::int32_t>& ids, std::size_t from,
+                                 std::vector<std::int32_t>& taken) {
+  for (std::size_t i = from; i < ids.size(); ++i) {
+    evict(ids[i]);
+    taken.push_back(ids[i]);
+  }
+}
+
+void AttentionShadow::start(const std::string& req_id, const model::GroupBlockIds& tables,
+                            std::int32_t hit_tokens, std::vector<std::int32_t>& taken) {
+  if (!active()) return;
+  MC_ASSERT(static_cast<std::int32_t>(tables.size()) == num_groups_);
+  const auto hits = static_cast<std::size_t>(std::max(hit_tokens, 0) / block_size_);
+  for (const std::vector<std::int32_t>& ids : tables)
+    note_taken(ids, std::min(hits, ids.size()), taken);
+  tables_[req_id] = {.groups = tables,
+                     .registered = static_cast<std::int32_t>(hits) * block_size_};
+}
+
+void AttentionShadow::grow(const std::string& req_id, const model::GroupBlockIds& appended,
+                           std::vector<std::int32_t>& taken) {
+  if (!active()) return;
+  MC_ASSERT(static_cast<std::int32_t>(appended.size()) == num_groups_);
+  Tables& t = tables_[req_id];
+  t.groups.resize(appended.size());
+  for (std::size_t g = 0; g < appended.size(); ++g) {
+    note_taken(appended[g], 0, taken);
+    t.groups[g].insert(t.groups[g].end(), appended[g].begin(), appended[g].end());
+  }
+}
+
+void AttentionShadow::drop(const std::string& req_id) { tables_.erase(req_id); }
+
+void AttentionShadow::reset() {
+  tables_.clear();
+  for (auto& m : by_block_)
+    m.clear();
+  for (auto& m : holders_)
+    m.clear();
+}
+
+void AttentionShadow::register_blocks(const std::string& req_id,
+                                      std::span<const model::TokenHash> hashes,
+                                      std::int32_t num_tokens) {
+  const auto it = tables_.find(req_id);
+  if (!active() || it == tables_.end()) return;
+  Tables& t = it->second;
+  const std::int32_t end = std::min<std::int32_t>(
+      num_tokens, static_cast<std::int32_t>(hashes.size()) - 1) / block_size_ * block_size_;
+  for (std::int32_t covered = t.registered + block_size_; covered <= end;
+       covered += block_size_) {
+    const auto p = static_cast<std::size_t>(covered / block_size_ - 1);
+    const model::TokenHash hash = hashes[static_cast<std::size_t>(covered)];
+    for (std::size_t g = 0; g < t.groups.size(); ++g) {
+      if (p >= t.groups[g].size()) continue;
+      const std::int32_t block = t.groups[g][p];
+      if (by_block_[g].contains(block)) continue; // a hit block, or registered before
+      by_block_[g][block] = hash;
+      ++holders_[g][hash];
+    }
+  }
+  t.registered = std::max(t.registered, end);
+}
+
+void AttentionShadow::evict(std::int32_t block_id) {
+  for (std::size_t g = 0; g < by_block_.size(); ++g) {
+    const auto it = by_block_[g].find(block_id);
+    if (it == by_block_[g].end()) continue;
+    const auto h = holders_[g].find(it->second);
+    if (h != holders_[g].end() && --h->second == 0) holders_[g].erase(h);
+    by_block_[g].erase(it);
+  }
+}
+
+std::int32_t AttentionShadow::longest_hit(std::span<const model::TokenHash> hashes,
+                                          std::int32_t cap) const {
+  std::int32_t hit = 0;
+  for (std::int32_t end = block_size_;
+       end <= cap && end < static_cast<std::int32_t>(hashes.size()); end += block_size_) {
+    const model::TokenHash hash = hashes[static_cast<std::size_t>(end)];
+    const bool everywhere = std::all_of(holders_.begin(), holders_.end(),
+                                        [&](const auto& h) { return h.contains(hash); });
+    if (!everywhere) break;
+    hit = end;
+  }
+  return hit;
+}
+
+} // namespace mc::oracle::engine
