@@ -354,6 +354,28 @@ class SchedulerContract(unittest.TestCase):
         self.assertEqual(h["scheduler"], {"cache_registration": "at_schedule", "eagle": True,
                                           "unordered_writer": True})
 
+    def test_attention_groups_are_recorded_with_the_shared_pool(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.jsonl")
+            with rec.TraceRecorder(
+                    path, config=rec.cache_config(mamba_block_size=4, attn_block_size=4,
+                                                  num_spec_tokens=2),
+                    layout={"preset": "tiny-mamba2"}, num_mamba_groups=1,
+                    mamba_group_indices=[1], attention_group_indices=[0]) as r:
+                first = r.record(output(new=[NS(req_id="a", prompt_token_ids=list(range(1, 10)),
+                                                block_ids=([5], [6]), num_computed_tokens=0)],
+                                        counts={"a": 8}), {"a": [9]})
+                second = r.record(output(cached_reqs=cached(["a"], [8], new_block_ids=[([7], [])]),
+                                         counts={"a": 1}), {"a": [40]})
+            with open(path, encoding="utf-8") as f:
+                header = json.loads(f.readline())
+        self.assertEqual(header["scheduler"], {"cache_registration": "at_schedule",
+                                               "attention_groups": 1, "shared_pool": True})
+        self.assertEqual(first["new_requests"][0]["attention_block_ids"], [[5]])
+        self.assertEqual(first["new_requests"][0]["block_ids"], [[6]])
+        self.assertEqual(second["cached_requests"][0]["attention_block_ids"], [[7]])
+        self.assertNotIn("new_block_ids", second["cached_requests"][0])
+
     def test_an_empty_contract_is_mambacheck_s_own_and_written_as_version_1(self):
         h = self.header(scheduler={})
         self.assertEqual(h["version"], 1)
