@@ -253,12 +253,15 @@ void StepChecker::check_row_against_entry(const model::Step& step,
                "{} computed + {} scheduled tokens is past the longest sequence {}", computed,
                row.num_scheduled_tokens, kSequenceTokensMax);
   if (arrived) {
+    // Its drafts may go past the prompt: vLLM pads a 1-token prompt tail to 1 + num_spec
+    // tokens with placeholder drafts (pad_spec_decode), which are always rejected.
     const auto prompt_len =
         static_cast<std::int64_t>(step.new_requests[entry.list_index].prompt_token_ids.size());
-    if (end > prompt_len)
+    const std::int64_t known_end = end - row.num_draft_tokens;
+    if (known_end > prompt_len)
       fail_field(path("num_scheduled_tokens"),
                  "a new request schedules positions {}..{}, past its {}-token prompt", computed,
-                 end - 1, prompt_len);
+                 known_end - 1, prompt_len);
   }
 }
 

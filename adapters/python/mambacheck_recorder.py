@@ -354,9 +354,8 @@ class TraceRecorder:
         """The draft ids of a row, placeholders (-1, async scheduling) filled in."""
         if not any(t < 0 for t in drafts):
             return drafts
-        if not self._async:
-            raise RecorderError(f"request {req_id!r}: placeholder draft ids, but the recorder "
-                                "was made without async_scheduling")
+        # Synchronous scheduling writes -1 drafts where it pads a 1-token prompt tail to a
+        # decode's 1 + num_spec tokens (pad_spec_decode): the rejection sampler rejects them all.
         if given is not None:
             given = [int(t) for t in given]
             if len(given) != len(drafts) or any(t < 0 for t in given):

@@ -153,5 +153,42 @@ TEST(SchedulerContract, ABlockTakenForAttentionWhileAMambaGroupHoldsItIsAFinding
       << r.finding->message;
 }
 
+// vLLM's pad_spec_decode: a 1-token prompt scheduled as 1 + 2 tokens, its two placeholder
+// drafts rejected; the next step decodes from the state after the real token alone.
+TEST(SchedulerContract, APaddedPromptTailIsAcceptedAndJudgedByItsRealToken) {
+  const std::string header =
+      R"({"format":"mambacheck-trace","version":4,)"
+      R"("config":{"mamba_block_size":4,"attn_block_size":4,"num_spec_tokens":2,)"
+      R"("num_spec_blocks":2,"mode":"align","conv_layout":"SD","runner":"v1","tp_size":1},)"
+      R"("layout":{"preset":"tiny-mamba2","num_blocks":16},)"
+      R"("scheduler":{"cache_registration":"at_schedule"}})"
+      "\n";
+  const std::string padded =
+      R"({"index":0,"new_requests":[{"req_id":"a","prompt_token_ids":[7],)"
+      R"("block_ids":[[1,2,3]]}],"scheduled":[{"req_id":"a","num_scheduled_tokens":3,)"
+      R"("num_draft_tokens":2,"token_ids":[7,100,100],"num_accepted_tokens":1}]})"
+      "\n";
+  const std::string next = R"({"index":1,"cached_requests":[{"req_id":"a","num_computed_tokens":1}],)"
+                           R"("scheduled":[{"req_id":"a","num_scheduled_tokens":1,)"
+                           R"("token_ids":[8]}]})"
+                           "\n";
+  const harness::ReplayResult r = replay_text(header + padded + next);
+  EXPECT_TRUE(r.held()) << r.summary();
+  EXPECT_EQ(r.stats.steps, 2);
+  // Known tokens past the prompt (no drafts to be the padding): refused as a bad file.
+  std::string bad = padded;
+  const std::string row = R"("num_scheduled_tokens":3,"num_draft_tokens":2,"token_ids":[7,100,100])";
+  bad.replace(bad.find(row), row.size(), R"("num_scheduled_tokens":2,"token_ids":[7,100])");
+  try {
+    replay_text(header + bad + next);
+    ADD_FAILURE() << "accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a new request schedules positions 0..1, past its "
+                                         "1-token prompt"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 } // namespace
 } // namespace mc::scenarios

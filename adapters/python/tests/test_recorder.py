@@ -271,15 +271,21 @@ class AsyncErrors(unittest.TestCase):
         with self.assertRaisesRegex(rec.RecorderError, "async scheduling"):
             self.rec.note_reset_prefix_cache()
 
-    def test_placeholders_without_async(self):
+    def test_a_padded_prompt_tail_without_async(self):
+        """pad_spec_decode: a new request with one prompt token left, padded to 1 + 2 tokens
+        with -1 drafts, all rejected."""
         with tempfile.TemporaryDirectory() as d:
             r = make_recorder(os.path.join(d, "t.jsonl"))
-            r.record(output(new=[new_req("a", [1, 2, 3], [1, 2, 3])], counts={"a": 3}),
-                     {"a": [4]})
-            with self.assertRaisesRegex(rec.RecorderError, "without async_scheduling"):
-                r.record(output(cached_reqs=cached(["a"], [3]), counts={"a": 3},
-                                spec={"a": [-1, -1]}), {"a": [5]})
+            step = r.record(output(new=[new_req("b", [1, 2, 3, 4, 5], [0, 7, 8, 9],
+                                                num_computed=4)],
+                                   counts={"b": 3}, spec={"b": [-1, -1]}), {"b": [6]})
             r.close()
+        row = step["scheduled"][0]
+        self.assertEqual(row["num_scheduled_tokens"], 3)
+        self.assertEqual(row["num_draft_tokens"], 2)
+        self.assertEqual(row["token_ids"][0], 5)
+        self.assertEqual(row["token_ids"][1:], [7, 7])  # stand-ins, not the sampled 6
+        self.assertNotIn("num_accepted_tokens", row)  # 1: every placeholder rejected
 
 
 def vllm_async_outputs(steps):
