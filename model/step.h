@@ -59,6 +59,9 @@ struct CachedRequestData {
   // As NewRequestData's: appended to the attention groups' tables (the whole tables when
   // resumed); empty without attention groups.
   GroupBlockIds attention_block_ids;
+  // A recorded trace: the request's whole table per mamba group as its block manager holds it
+  // once this step was planned, nulls where it freed (empty: not recorded).
+  GroupBlockIds held_block_ids;
 
   // The count the scheduler planned the step from (its tables and frees follow it).
   std::int32_t num_computed_planned() const {

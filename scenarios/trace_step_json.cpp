@@ -38,6 +38,7 @@ ojson cached_to_json(const model::CachedRequestData& r) {
   if (r.num_computed_tokens_optimistic)
     out["num_computed_tokens_optimistic"] = *r.num_computed_tokens_optimistic;
   if (!all_empty(r.attention_block_ids)) out["attention_block_ids"] = r.attention_block_ids;
+  if (!r.held_block_ids.empty()) out["held_block_ids"] = r.held_block_ids;
   return out;
 }
 
@@ -115,7 +116,7 @@ model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups
                                           std::int32_t version, std::size_t attention_groups) {
   if (version >= kTraceFormatVersionContract)
     f.expect_object({"req_id", "resumed", "new_block_ids", "num_computed_tokens",
-                     "num_computed_tokens_optimistic", "attention_block_ids"});
+                     "num_computed_tokens_optimistic", "attention_block_ids", "held_block_ids"});
   else if (version >= kTraceFormatVersionAsync)
     f.expect_object({"req_id", "resumed", "new_block_ids", "num_computed_tokens",
                      "num_computed_tokens_optimistic"});
@@ -138,6 +139,7 @@ model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups
     r.attention_block_ids = attention_ids_from_json(f["attention_block_ids"], attention_groups);
   else if (attention_groups > 0)
     r.attention_block_ids.assign(attention_groups, {});
+  if (f.has("held_block_ids")) r.held_block_ids = block_ids_from_json(f["held_block_ids"], num_groups);
   return r;
 }
 

@@ -190,7 +190,8 @@ class TraceRecorder:
     def record(self, scheduler_output: Any, sampled_token_ids: Mapping[str, Sequence[int]],
                batch_order: Optional[Sequence[str]] = None,
                draft_token_ids: Optional[Mapping[str, Sequence[int]]] = None,
-               planned_during_previous: Optional[bool] = None) -> dict:
+               planned_during_previous: Optional[bool] = None,
+               held_tables: Optional[Mapping[str, Any]] = None) -> dict:
         """Writes one step and returns it (as the dict written).
 
         `sampled_token_ids`: req_id -> the tokens sampled for it this step (accepted drafts
@@ -200,6 +201,10 @@ class TraceRecorder:
         output holds -1 placeholders (async scheduling); default: reconstructed (module doc).
         `planned_during_previous`: whether the scheduler planned this step while the step
         recorded before it ran; default: with async scheduling every step after the first.
+        `held_tables`: req_id -> its whole table per KV-cache group as the block manager holds
+        it once this step was planned (KVCacheManager.get_blocks(req_id), taken where the
+        scheduler made this output): written for running requests as held_block_ids, so that a
+        replay sees the blocks the manager kept and can judge what it should have freed.
         """
         finished = sorted(r for r in (_field(scheduler_output, "finished_req_ids") or ())
                           if r in self._requests)
@@ -216,6 +221,10 @@ class TraceRecorder:
             step["planned_during"] = planned_during
         new_requests = self._new_requests(scheduler_output, computed)
         cached_requests = self._cached_requests(scheduler_output, computed, planned_during)
+        for entry in cached_requests:
+            held = (held_tables or {}).get(entry["req_id"])
+            if held is not None and not entry.get("resumed"):
+                entry["held_block_ids"] = self._mamba_rows(held)
         scheduled = self._scheduled_rows(scheduler_output, computed, sampled_token_ids,
                                          batch_order, draft_token_ids or {})
         preempted = sorted(_field(scheduler_output, "preempted_req_ids") or ())

@@ -32,6 +32,8 @@ std::string_view to_string(FindingKind kind) {
     return "wrong_prefix_hit";
   case FindingKind::spec_blocks_not_moved:
     return "spec_blocks_not_moved";
+  case FindingKind::excess_retention:
+    return "excess_retention";
   case FindingKind::internal_assertion:
     return "internal_assertion";
   case FindingKind::in_flight_block_reused:

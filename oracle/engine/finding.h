@@ -28,6 +28,7 @@ enum class FindingKind : std::uint8_t {
   inconsistent_step,     // replay: a step contradicts the past (counts, held blocks handed out)
   wrong_prefix_hit,      // a new or resumed request's hit is not the longest cached aligned prefix
   spec_blocks_not_moved, // a growing table leaves an old speculative block before the running one
+  excess_retention,      // a request holds a state block its rules have freed (align: stale)
   internal_assertion,    // an assumption of the engine model broke inside the step (MC_ASSERT)
   // Async scheduling (in_flight.h): a block handed out while the step in flight can touch it,
   // and a block written by this step for one request and touched by the step in flight for

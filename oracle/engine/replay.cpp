@@ -144,8 +144,12 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (c.resumed) continue;
     const auto in_flight = step.planned_during >= 0 ? last_rows_.find(c.req_id) : last_rows_.end();
-    blocks_.remove_skipped(c.req_id, in_flight != last_rows_.end() ? in_flight->second.start
-                                                                   : c.num_computed_tokens);
+    const std::int32_t processed =
+        in_flight != last_rows_.end() ? in_flight->second.start : c.num_computed_tokens;
+    if (!c.held_block_ids.empty())
+      if (auto f = check_retention(layout_, step.index, c.req_id, c.held_block_ids, processed))
+        return f;
+    blocks_.remove_skipped(c.req_id, processed);
   }
   const HeldBack held_back = [this](std::int32_t group, std::int32_t block) {
     return blocks_.pool(group).held_back(block);

@@ -40,6 +40,40 @@ std::optional<Finding> check_prefix_hit(const model::Layout& layout, std::int64_
       fmt::format("a hit of {} tokens", longest_tokens));
 }
 
+std::optional<Finding> check_retention(const model::Layout& layout, std::int64_t step,
+                                       const std::string& req_id, const model::GroupBlockIds& held,
+                                       std::int32_t processed) {
+  if (layout.config.mode != model::CacheMode::align) return std::nullopt;
+  const std::int32_t B = layout.config.mamba_block_size;
+  const auto stale_below = static_cast<std::int32_t>(model::cdiv(std::max(processed, 0), B)) - 1;
+  for (std::size_t g = 0; g < held.size(); ++g) {
+    const auto end = std::min<std::int64_t>(stale_below, static_cast<std::int64_t>(held[g].size()));
+    for (std::int64_t p = 0; p < end; ++p) {
+      const std::int32_t block = held[g][static_cast<std::size_t>(p)];
+      if (block == model::kNullBlockId) continue;
+      std::int32_t kept = 0;
+      bool gap_above = false; // a null between it and the stale threshold
+      for (std::int64_t q = 0; q < end; ++q) {
+        const bool null = held[g][static_cast<std::size_t>(q)] == model::kNullBlockId;
+        kept += null ? 0 : 1;
+        gap_above = gap_above || (q > p && null);
+      }
+      return make_finding(
+          layout, FindingKind::excess_retention, step, req_id, -1, static_cast<std::int32_t>(p),
+          block,
+          fmt::format("group {} still holds block {} at column {} ({} block{} below column {}), "
+                      "though {} tokens were committed when the step was planned: its state "
+                      "is older than the previous running state, which no step reads{}",
+                      g, block, p, kept, kept == 1 ? "" : "s", stale_below, processed,
+                      gap_above ? "; a null column lies above it, where a retirement that walks "
+                                  "down and stops at the first null gives up (vLLM #55450)"
+                                : ""),
+          fmt::format("columns 0..{} null (freed)", stale_below - 1));
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<Finding> check_group_growth(const model::Layout& layout, std::int64_t step,
                                           const std::string& req_id, std::int32_t group,
                                           std::span<const std::int32_t> old_row,

@@ -36,6 +36,15 @@ std::optional<Finding> check_prefix_hit(const model::Layout& layout, std::int64_
                                         const std::string& req_id, std::int32_t hit_tokens,
                                         std::int32_t longest_tokens);
 
+// Align mode: a running request's table as its block manager holds it (`held`, recorded) keeps
+// no state block below the previous running one once that is stale: every column under
+// cdiv(processed, B) - 1 is null, `processed` the tokens committed when the step was planned
+// (vLLM frees by that count since #47728; #55450 fixed a retirement that stopped at a null gap
+// and kept older states). A finding of kind excess_retention naming the group and the column.
+std::optional<Finding> check_retention(const model::Layout& layout, std::int64_t step,
+                                       const std::string& req_id, const model::GroupBlockIds& held,
+                                       std::int32_t processed);
+
 // The first running request of `step` whose appended ids leave an old speculative block before
 // its new running position (align mode), as a finding of kind spec_blocks_not_moved. `row_of`:
 // a request's row before the step as the runner holds it (the ids of every step appended, the

@@ -190,5 +190,47 @@ TEST(SchedulerContract, APaddedPromptTailIsAcceptedAndJudgedByItsRealToken) {
   }
 }
 
+// A recorded table the manager holds (held_block_ids): p caches the state after 4 tokens in
+// block 1; a starts with that 4-token hit (block 1 at column 0), prefills to 12 (running block 3 at column 2, column 1 null); once 12 tokens are
+// committed the hit block is stale, and a manager that still holds it leaks it (vLLM #55450:
+// its retirement walked down from column 1, met the null and stopped).
+std::string retention_trace(const std::string& held) {
+  return std::string(R"({"format":"mambacheck-trace","version":4,)"
+                     R"("config":{"mamba_block_size":4,"attn_block_size":4,"num_spec_tokens":0,)"
+                     R"("num_spec_blocks":0,"mode":"align","conv_layout":"SD","runner":"v1",)"
+                     R"("tp_size":1},"layout":{"preset":"tiny-mamba2","num_blocks":16},)"
+                     R"("scheduler":{"cache_registration":"at_schedule"}})"
+                     "\n") +
+         R"({"index":0,"new_requests":[{"req_id":"p","prompt_token_ids":[1,2,3,4,5],)"
+         R"("block_ids":[[1]]}],"scheduled":[{"req_id":"p","num_scheduled_tokens":4,)"
+         R"("token_ids":[1,2,3,4]}]})"
+         "\n"
+         R"({"index":1,"new_requests":[{"req_id":"a","prompt_token_ids":[1,2,3,4,6,7,8,9,10,11,12,13,14],)"
+         R"("num_computed_tokens":4,"block_ids":[[1,0,3]]}],"cached_requests":[{"req_id":"p",)"
+         R"("new_block_ids":[[2]],"num_computed_tokens":4}],"scheduled":[{"req_id":"p","num_scheduled_tokens":1,)"
+         R"("token_ids":[5]},{"req_id":"a","num_scheduled_tokens":8,)"
+         R"("token_ids":[6,7,8,9,10,11,12,13]}]})"
+         "\n"
+         R"({"index":2,"cached_requests":[{"req_id":"a","num_computed_tokens":12,)"
+         R"("new_block_ids":[[4]],"held_block_ids":)" +
+         held +
+         R"(}],"scheduled":[{"req_id":"a","num_scheduled_tokens":1,"token_ids":[14]}]})"
+         "\n";
+}
+
+TEST(SchedulerContract, AStaleBlockTheManagerStillHoldsIsExcessRetention) {
+  const harness::ReplayResult freed = replay_text(retention_trace("[[0,0,3,4]]"));
+  EXPECT_TRUE(freed.held()) << freed.summary();
+  const harness::ReplayResult leaked = replay_text(retention_trace("[[1,0,3,4]]"));
+  ASSERT_TRUE(leaked.finding.has_value()) << leaked.summary();
+  EXPECT_EQ(leaked.finding->kind, oracle::engine::FindingKind::excess_retention);
+  EXPECT_EQ(leaked.stop_step, 2);
+  EXPECT_NE(leaked.finding->message.find("group 0 still holds block 1 at column 0 (1 block below "
+                                         "column 2), though 12 tokens were committed"),
+            std::string::npos)
+      << leaked.finding->message;
+  EXPECT_NE(leaked.finding->message.find("(vLLM #55450)"), std::string::npos);
+}
+
 } // namespace
 } // namespace mc::scenarios
