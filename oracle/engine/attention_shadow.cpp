@@ -13,6 +13,12 @@ AttentionShadow::AttentionShadow(std::int32_t num_groups, std::int32_t block_siz
   MC_ASSERT(num_groups >= 0);
 }
 
+AttentionShadow AttentionShadow::prefixes_only(std::int32_t block_size) {
+  AttentionShadow a(1, block_size);
+  a.tables_known_ = false;
+  return a;
+}
+
 void AttentionShadow::note_taken(const std::vector<std::int32_t>& ids, std::size_t from,
                                  std::vector<std::int32_t>& taken) {
   for (std::size_t i = from; i < ids.size(); ++i) {
@@ -23,7 +29,7 @@ void AttentionShadow::note_taken(const std::vector<std::int32_t>& ids, std::size
 
 void AttentionShadow::start(const std::string& req_id, const model::GroupBlockIds& tables,
                             std::int32_t hit_tokens, std::vector<std::int32_t>& taken) {
-  if (!active()) return;
+  if (!active() || !tables_known_) return;
   MC_ASSERT(static_cast<std::int32_t>(tables.size()) == num_groups_);
   const auto hits = static_cast<std::size_t>(std::max(hit_tokens, 0) / block_size_);
   for (const std::vector<std::int32_t>& ids : tables)
@@ -34,7 +40,7 @@ void AttentionShadow::start(const std::string& req_id, const model::GroupBlockId
 
 void AttentionShadow::grow(const std::string& req_id, const model::GroupBlockIds& appended,
                            std::vector<std::int32_t>& taken) {
-  if (!active()) return;
+  if (!active() || !tables_known_) return;
   MC_ASSERT(static_cast<std::int32_t>(appended.size()) == num_groups_);
   Tables& t = tables_[req_id];
   t.groups.resize(appended.size());
@@ -57,8 +63,9 @@ void AttentionShadow::reset() {
 void AttentionShadow::register_blocks(const std::string& req_id,
                                       std::span<const model::TokenHash> hashes,
                                       std::int32_t num_tokens) {
-  const auto it = tables_.find(req_id);
-  if (!active() || it == tables_.end()) return;
+  if (!active()) return;
+  const auto it = tables_known_ ? tables_.find(req_id) : tables_.try_emplace(req_id).first;
+  if (it == tables_.end()) return;
   Tables& t = it->second;
   const std::int32_t end = std::min<std::int32_t>(
       num_tokens, static_cast<std::int32_t>(hashes.size()) - 1) / block_size_ * block_size_;
@@ -66,6 +73,10 @@ void AttentionShadow::register_blocks(const std::string& req_id,
        covered += block_size_) {
     const auto p = static_cast<std::size_t>(covered / block_size_ - 1);
     const model::TokenHash hash = hashes[static_cast<std::size_t>(covered)];
+    if (!tables_known_) {
+      holders_[0].try_emplace(hash, 1);
+      continue;
+    }
     for (std::size_t g = 0; g < t.groups.size(); ++g) {
       if (p >= t.groups[g].size()) continue;
       const std::int32_t block = t.groups[g][p];

@@ -2,7 +2,9 @@
 // attention_groups), as far as a replay of its Mamba groups needs them: which block-aligned
 // prefixes their prefix cache holds, since vLLM's hybrid hit is the rightmost cached Mamba
 // boundary at or below theirs, and which blocks they take from the pool they share with the
-// Mamba groups (a block taken loses the cache entry it held for any group).
+// Mamba groups (a block taken loses the cache entry it held for any group). Without their
+// tables in the trace (prefixes_only), the prefixes the requests registered stand for what
+// the attention groups cached, none of them evicted.
 #pragma once
 
 #include "model/stamps.h"
@@ -19,6 +21,7 @@ namespace mc::oracle::engine {
 class AttentionShadow {
 public:
   AttentionShadow(std::int32_t num_groups, std::int32_t block_size);
+  static AttentionShadow prefixes_only(std::int32_t block_size);
 
   bool active() const { return num_groups_ > 0; }
   std::int32_t block_size() const { return block_size_; }
@@ -54,6 +57,7 @@ private:
 
   std::int32_t num_groups_ = 0;
   std::int32_t block_size_ = 1;
+  bool tables_known_ = true; // false: prefixes_only
   std::unordered_map<std::string, Tables> tables_;
   // Per group: the prefix each cached block holds, and how many blocks hold each prefix (vLLM
   // keeps several blocks per hash).

@@ -19,7 +19,10 @@ Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
       contract_(contract), hold_in_flight_(contract.unordered_writer || options.deferred_postprocess),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               structures),
-      attention_(contract.attention_groups, layout.config.attn_block_size),
+      attention_(contract.attention_groups > 0
+                     ? AttentionShadow(contract.attention_groups, layout.config.attn_block_size)
+                 : contract.eagle ? AttentionShadow::prefixes_only(layout.config.attn_block_size)
+                                  : AttentionShadow(0, layout.config.attn_block_size)),
       runner_(layout, options, structures), ledger_(structures), checker_(structures) {
   MC_ASSERT(cache_sweep_every >= 1);
   MC_ASSERT(layout.config.mode != model::CacheMode::none);
@@ -108,7 +111,7 @@ std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
     const RequestTruth* t = ledger_.find(id);
     if (resumed || t == nullptr) continue;
     blocks_.cache_blocks(id, num_committed, t->hashes, t->tokens, tail_tokens_);
-    note_attention_prefixes(id, t->hashes, num_committed);
+    attention_.register_blocks(id, t->hashes, num_committed);
   }
   pending_.clear();
   const bool sweep = stats_.steps % cache_sweep_every_ == 0;
@@ -118,6 +121,7 @@ std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
 // The shadow block manager follows the step: departures free, running requests drop their
 // stale block and grow, new and resumed requests take their first tables.
 std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
+  plan_registrations(step);
   for (const model::RequestId& id : step.finished_req_ids) {
     blocks_.free_request(id);
     attention_.drop(id);
@@ -177,11 +181,6 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   // the scheduler's order: resumed requests (at the head of its queue) before new ones.
   // A request the ledger does not know (resumed without ever running) has no hashes: its
   // scheduled row is reported by the ledger.
-  const auto scheduled_of = [&step](const std::string& id) {
-    for (const model::ScheduledRequest& s : step.scheduled)
-      if (s.req_id == id) return s.num_scheduled_tokens;
-    return 0;
-  };
   const auto first = [&](const std::string& id, const model::GroupBlockIds& table,
                          const model::GroupBlockIds& attention_table, std::int32_t computed,
                          std::span<const model::TokenHash> hashes,
@@ -199,13 +198,13 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     attention_.start(id, attention_table, computed, taken);
     if (auto f = taken_elsewhere(step.index, id, -1, taken)) return f;
     // Its allocation registers its attention blocks before the next admission looks.
-    if (!hashes.empty())
-      note_attention_prefixes(id, hashes, std::min(computed + scheduled_of(id), num_tokens));
+    if (const auto planned = registrations_.find(id); planned != registrations_.end())
+      attention_.register_blocks(id, hashes, planned->second);
     return std::nullopt;
   };
-  // With EAGLE the attention hit bounds a hit: the running requests' allocations, made before
-  // any admission, registered their attention blocks first.
-  note_running_attention(step, scheduled_of);
+  // The attention hit bounds a hit: the running requests' allocations, made before any
+  // admission, registered their attention blocks first.
+  note_running_attention(step);
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (!c.resumed) continue;
     ++stats_.resumes;
@@ -250,58 +249,25 @@ std::optional<Finding> check_known_drafts(const model::Layout& layout, const mod
 std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
                                    std::int32_t num_tokens) const {
   const std::int32_t B = layout_.config.mamba_block_size;
-  if (attention_.active()) {
-    // vLLM's hybrid hit: at most the attention groups' (less a block with EAGLE).
-    const auto cap = static_cast<std::int32_t>(
-        std::min<std::int64_t>(num_tokens - 1, static_cast<std::int64_t>(hashes.size()) - 1));
-    std::int32_t attention = attention_.longest_hit(hashes, cap);
-    if (contract_.eagle) attention = std::max(attention - attention_.block_size(), 0);
-    return longest_prefix_hit(blocks_.pools(), B, hashes, attention + 1);
-  }
-  if (!contract_.eagle) return longest_prefix_hit(blocks_.pools(), B, hashes, num_tokens);
-  // The attention group's hit: its contiguous cached prefix, at most num_tokens - 1 tokens,
-  // less its last block; the Mamba hit is the rightmost cached boundary at or below it.
-  const std::int32_t b = std::max(layout_.config.attn_block_size, 1);
+  if (!attention_.active()) return longest_prefix_hit(blocks_.pools(), B, hashes, num_tokens);
+  // vLLM's hybrid hit: the rightmost cached Mamba boundary at or below the attention groups'
+  // hit (their contiguous cached prefix, at most num_tokens - 1 tokens), less a block with
+  // EAGLE.
   const auto cap = static_cast<std::int32_t>(
       std::min<std::int64_t>(num_tokens - 1, static_cast<std::int64_t>(hashes.size()) - 1));
-  std::int32_t attention = 0;
-  while (attention + b <= cap &&
-         attention_prefixes_.contains(hashes[static_cast<std::size_t>(attention + b)]))
-    attention += b;
-  return longest_prefix_hit(blocks_.pools(), B, hashes, std::max(attention - b, 0) + 1);
+  std::int32_t attention = attention_.longest_hit(hashes, cap);
+  if (contract_.eagle) attention = std::max(attention - attention_.block_size(), 0);
+  return longest_prefix_hit(blocks_.pools(), B, hashes, attention + 1);
 }
 
-void Replayer::note_attention_prefixes(const std::string& req_id,
-                                       std::span<const model::TokenHash> hashes,
-                                       std::int32_t num_tokens) {
-  if (attention_.active()) {
-    attention_.register_blocks(req_id, hashes, num_tokens);
-    return;
-  }
-  if (!contract_.eagle) return;
-  const std::int32_t b = std::max(layout_.config.attn_block_size, 1);
-  std::int32_t& noted = attention_noted_[req_id];
-  for (std::int32_t end = (noted / b + 1) * b; end <= num_tokens; end += b) {
-    attention_prefixes_.insert(hashes[static_cast<std::size_t>(end)]);
-    noted = end;
-  }
-}
-
-void Replayer::note_running_attention(
-    const model::Step& step, const std::function<std::int32_t(const std::string&)>& scheduled) {
-  if ((!contract_.eagle && !attention_.active()) ||
-      contract_.registration != model::CacheRegistration::at_schedule)
+void Replayer::note_running_attention(const model::Step& step) {
+  if (!attention_.active() || contract_.registration != model::CacheRegistration::at_schedule)
     return;
   for (const model::CachedRequestData& c : step.cached_requests) {
     const RequestTruth* t = c.resumed ? nullptr : ledger_.find(c.req_id);
-    if (t == nullptr) continue;
-    // Known when planned: before the output of the step in flight, if it had a row there.
-    const auto before = async_ ? known_before_output_.find(c.req_id) : known_before_output_.end();
-    const std::int32_t known = before != known_before_output_.end()
-                                   ? before->second
-                                   : static_cast<std::int32_t>(t->tokens.size());
-    note_attention_prefixes(c.req_id, t->hashes,
-                            std::min(c.num_computed_planned() + scheduled(c.req_id), known));
+    const auto planned = registrations_.find(c.req_id);
+    if (t != nullptr && planned != registrations_.end())
+      attention_.register_blocks(c.req_id, t->hashes, planned->second);
   }
 }
 
@@ -333,29 +299,42 @@ std::optional<Finding> Replayer::taken_by_mamba(std::int64_t step, const std::st
   return std::nullopt;
 }
 
+void Replayer::plan_registrations(const model::Step& step) {
+  registrations_.clear();
+  if (!plans_registrations()) return;
+  std::unordered_map<std::string_view, std::pair<std::int32_t, std::int32_t>> start_known;
+  for (const model::NewRequestData& n : step.new_requests)
+    start_known.emplace(n.req_id, std::pair(n.num_computed_tokens,
+                                            static_cast<std::int32_t>(n.prompt_token_ids.size())));
+  for (const model::CachedRequestData& c : step.cached_requests) {
+    const RequestTruth* t = ledger_.find(c.req_id);
+    if (t == nullptr) continue; // resumed without ever running: its row is the ledger's finding
+    // What its scheduler knew planning the step: its num_tokens (the last sampled token
+    // counted, known or not), before the output of the step in flight then if it had a row
+    // there.
+    const auto before = async_ ? known_before_output_.find(c.req_id) : known_before_output_.end();
+    start_known.emplace(c.req_id, std::pair(c.resumed ? c.num_computed_tokens
+                                                      : c.num_computed_planned(),
+                                            before != known_before_output_.end()
+                                                ? before->second
+                                                : t->num_tokens()));
+  }
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    const auto it = start_known.find(s.req_id);
+    if (it == start_known.end()) continue;
+    const auto [start, known] = it->second;
+    registrations_.emplace(s.req_id, std::min(start + s.num_scheduled_tokens, known));
+  }
+}
+
 void Replayer::register_at_schedule(const model::Step& step) {
   if (contract_.registration != model::CacheRegistration::at_schedule) return;
-  const auto planned_start = [&step](const std::string& id) {
-    for (const model::CachedRequestData& c : step.cached_requests)
-      if (c.req_id == id) return c.resumed ? c.num_computed_tokens : c.num_computed_planned();
-    for (const model::NewRequestData& n : step.new_requests)
-      if (n.req_id == id) return n.num_computed_tokens;
-    MC_ASSERT(false);
-    return 0;
-  };
   for (const model::ScheduledRequest& s : step.scheduled) {
+    const auto planned = registrations_.find(s.req_id);
+    if (planned == registrations_.end()) continue;
     const RequestTruth& t = ledger_.truth(s.req_id);
-    // What its scheduler knew planning the step: the tokens before this step's output, and
-    // under async before the output of the step in flight then, if it had a row there.
-    const auto last = async_ ? known_before_last_output_.find(s.req_id)
-                             : known_before_last_output_.end();
-    const std::int32_t known = last != known_before_last_output_.end()
-                                   ? last->second
-                                   : known_before_output_.at(s.req_id);
-    const std::int32_t count =
-        std::min(planned_start(s.req_id) + s.num_scheduled_tokens, known);
-    blocks_.cache_blocks(s.req_id, count, t.hashes, t.tokens, tail_tokens_);
-    note_attention_prefixes(s.req_id, t.hashes, count);
+    blocks_.cache_blocks(s.req_id, planned->second, t.hashes, t.tokens, tail_tokens_);
+    attention_.register_blocks(s.req_id, t.hashes, planned->second);
   }
 }
 
@@ -371,7 +350,7 @@ void Replayer::commit(const model::Step& step) {
       pending_.emplace_back(s.req_id, t.num_committed);
     } else if (contract_.registration == model::CacheRegistration::after_commit) {
       blocks_.cache_blocks(s.req_id, t.num_committed, t.hashes, t.tokens, tail_tokens_);
-      note_attention_prefixes(s.req_id, t.hashes, t.num_committed);
+      attention_.register_blocks(s.req_id, t.hashes, t.num_committed);
     }
     last_rows_[s.req_id] = {.start = t.listed_computed, .scheduled = s.num_scheduled_tokens};
     ++stats_.request_steps;
@@ -432,11 +411,11 @@ std::optional<Finding> Replayer::run_step(const model::Step& step) {
   if (last_record_.finding) return last_record_.finding;
   if (hold_in_flight_)
     if (auto f = in_flight_accesses_.check(layout_, step, last_record_)) return f;
-  std::swap(known_before_last_output_, known_before_output_);
   known_before_output_.clear();
-  for (const model::ScheduledRequest& s : step.scheduled)
-    known_before_output_[s.req_id] =
-        static_cast<std::int32_t>(ledger_.truth(s.req_id).tokens.size());
+  if (async_ && plans_registrations())
+    for (const model::ScheduledRequest& s : step.scheduled)
+      known_before_output_[s.req_id] =
+          static_cast<std::int32_t>(ledger_.truth(s.req_id).tokens.size());
   ledger_.end_step(step);
   if (auto f =
           checker_.after_step(step, last_record_, blocks_, runner_, ledger_, stats_.bytes_checked))

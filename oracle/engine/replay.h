@@ -34,13 +34,11 @@
 #include "oracle/engine/structures.h"
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <span>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -92,25 +90,27 @@ private:
   // replayed, whose departures have no tables left to register.
   std::optional<Finding> commit_pending(const model::Step& step);
   void commit(const model::Step& step);
-  // at_schedule registration: the boundaries of the known tokens each row of `step` schedules,
-  // registered as its scheduler planned it (before the step runs).
+  // The tokens the planning of each row of `step` registers (registrations_): those it
+  // schedules that its scheduler knew, the output of the step then in flight not yet among
+  // them. Needed with at_schedule registration, and for the attention groups' prefixes.
+  bool plans_registrations() const {
+    return contract_.registration == model::CacheRegistration::at_schedule || attention_.active();
+  }
+  void plan_registrations(const model::Step& step);
+  // at_schedule: the boundaries registrations_ planned, registered once the step ran.
   void register_at_schedule(const model::Step& step);
-  // Every block-aligned prefix of `t` up to `num_tokens` that the attention group has cached
-  // (EAGLE's hit is bounded by the attention hit).
-  void note_attention_prefixes(const std::string& req_id,
-                               std::span<const model::TokenHash> hashes, std::int32_t num_tokens);
-  void note_running_attention(const model::Step& step,
-                              const std::function<std::int32_t(const std::string&)>& scheduled);
+  // The longest hit the shadow offers a request admitted now: the longest cached aligned
+  // prefix, at or below the attention groups' hit where they are known.
+  std::int32_t expected_hit(std::span<const model::TokenHash> hashes,
+                            std::int32_t num_tokens) const;
+  // The running requests' allocations register their attention blocks before any admission.
+  void note_running_attention(const model::Step& step);
   // Shared pool: blocks group `group` (-1: an attention group) took lose the cache entries
   // other groups kept for them; one another Mamba group holds is a finding.
   std::optional<Finding> taken_elsewhere(std::int64_t step, const std::string& req_id,
                                          std::int32_t group, std::span<const std::int32_t> ids);
   std::optional<Finding> taken_by_mamba(std::int64_t step, const std::string& req_id,
                                         const model::GroupBlockIds& tables);
-  // The longest hit the shadow offers a request admitted now: the longest cached aligned
-  // prefix, with EAGLE at or below the attention group's hit less its last block.
-  std::int32_t expected_hit(std::span<const model::TokenHash> hashes,
-                            std::int32_t num_tokens) const;
   Finding inconsistent(std::int64_t step, std::string req_id, std::string detail,
                        std::string expected) const;
 
@@ -140,14 +140,10 @@ private:
   std::int64_t pending_step_ = -1;
   std::vector<std::pair<std::string, std::int32_t>> pending_;
   InFlightAccesses in_flight_accesses_;
-  // at_schedule: the tokens known before the output of each row of the step replayed last,
-  // and of the step before it (what an async scheduler knew planning the step after that).
+  // Async, with registrations planned: the tokens known before the output of each row of the
+  // step replayed last (what its scheduler knew planning the step after it).
   std::unordered_map<std::string, std::int32_t> known_before_output_;
-  std::unordered_map<std::string, std::int32_t> known_before_last_output_;
-  // EAGLE: boundary hashes of block-aligned prefixes the attention group cached, and how far
-  // each request's were noted.
-  std::unordered_set<model::TokenHash> attention_prefixes_;
-  std::unordered_map<std::string, std::int32_t> attention_noted_;
+  std::unordered_map<std::string, std::int32_t> registrations_; // of the step replayed now
   StepRecord last_record_;
   ReplayStats stats_;
   bool stopped_ = false;
