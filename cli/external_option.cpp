@@ -18,4 +18,19 @@ void check_external_timeout(double seconds) {
     model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}", seconds);
 }
 
+void add_block_manager_options(CLI::App& cmd, std::string& command, double& timeout_seconds) {
+  cmd.add_option("--block-manager", command,
+                 "Make every KV cache manager call on the manager of this worker command, e.g. "
+                 "'python3 -m mambacheck_adapter.block_manager --manager reference' "
+                 "(docs/block-manager.md)");
+  cmd.add_option("--block-manager-timeout", timeout_seconds,
+                 "--block-manager: seconds one call may take before the manager counts as hung "
+                 "(default 60)");
+}
+
+void check_block_manager_timeout(double seconds) {
+  if (!(seconds > 0 && seconds <= 86400))
+    model::fail_input("--block-manager-timeout: expected 0 < seconds <= 86400, got {}", seconds);
+}
+
 } // namespace mc::cli

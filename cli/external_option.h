@@ -14,4 +14,9 @@ void add_external_options(CLI::App& cmd, std::string& command, double& timeout_s
 // A timeout outside 0 < seconds <= 86400 is an InputError naming --external-timeout.
 void check_external_timeout(double seconds);
 
+// `run`, `fuzz --level engine`, `gate` and `bench --engine`: the KV cache calls on the manager
+// of a worker command (backends/block_manager_worker.h; docs/block-manager.md).
+void add_block_manager_options(CLI::App& cmd, std::string& command, double& timeout_seconds);
+void check_block_manager_timeout(double seconds);
+
 } // namespace mc::cli

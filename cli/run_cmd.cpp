@@ -11,6 +11,7 @@
 #include "cli/output_paths.h"
 #include "cli/coverage_option.h"
 #include "cli/steps_out.h"
+#include "backends/block_manager_worker.h"
 #include "backends/external_engine.h"
 #include "gpu/cuda_backend.h"
 #include "harness/simulate.h"
@@ -61,6 +62,9 @@ struct RunOptions {
   std::vector<std::string> require_coverage;       // cli/coverage_option.h
   std::string external; // a worker command running the launches (backends/external_engine.h)
   double external_timeout = 300.0;
+  std::string block_manager; // a worker command serving the KV cache manager
+  double block_manager_timeout = backends::kBlockManagerTimeoutSecondsDefault;
+  bool eagle = false; // EAGLE/MTP drafting: lookahead, the hit's dropped block, the split
   std::string backend_name() const { return external.empty() ? backend : "external"; }
 };
 
@@ -124,6 +128,7 @@ void apply_scheduler(const RunOptions& o, harness::SimulationOptions& c) {
                       "planned from optimistic counts; a freed block is held back only while the "
                       "step in flight can touch it)");
   c.engine.scheduler.async_scheduling = o.async;
+  c.engine.scheduler.drafter_prunes_last_block = o.eagle;
   if (o.pool_blocks != 0) {
     if (o.pool_blocks < 4 || o.pool_blocks > model::kBlocksMax)
       model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
@@ -215,6 +220,13 @@ int run_run(const RunOptions& o) {
     external = backends::start_external_engine(o.external, o.external_timeout, {});
     s.external = external.get();
   }
+  std::unique_ptr<backends::BlockManagerWorker> manager;
+  if (!o.block_manager.empty()) {
+    check_block_manager_timeout(o.block_manager_timeout);
+    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
+        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
+    s.block_manager = manager.get();
+  }
   check_output_file("--steps-out", o.steps_out);
   StepsOutput steps_output(o.steps_out, std::nullopt);
   if (steps_output.wanted()) s.on_view = steps_output.sink();
@@ -279,6 +291,10 @@ void add_engine_options(CLI::App& cmd, RunOptions& o) {
                 "from counts that take its drafts as accepted; a block freed meanwhile that the "
                 "step in flight can touch is held back until it completes");
   cmd.add_flag("--async-frees", o.async_frees, "Replaced by --async")->group("");
+  cmd.add_flag("--eagle", o.eagle,
+                "EAGLE/MTP drafting as vLLM schedules it: prefill chunks stop a block before the "
+                "last boundary, and a block manager gets the drafts as lookahead and drops the "
+                "last block of an attention hit");
 }
 
 // What the run writes, where its requests come from, how it compares.
@@ -310,6 +326,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", o->seed, "Seed of workload and scheduler (default 1)");
   cmd->add_option("--backend", o->backend, "host or cuda (default host)");
   add_external_options(*cmd, o->external, o->external_timeout);
+  add_block_manager_options(*cmd, o->block_manager, o->block_manager_timeout);
   add_engine_options(*cmd, *o);
   add_output_options(*cmd, *o);
   cmd->callback([o, &action] {

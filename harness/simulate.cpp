@@ -2,6 +2,7 @@
 #include "harness/simulate.h"
 
 #include "harness/lockstep.h"
+#include "harness/managed_steps.h"
 #include "model/errors.h"
 #include "model/prng.h"
 #include "scenarios/trace.h"
@@ -19,8 +20,8 @@ static_assert(scenarios::kWorkloadRequestsMax == oracle::engine::kRequestsMax);
 static_assert(scenarios::kWorkloadSequenceLenMax == oracle::engine::kSequenceLenMax);
 
 scenarios::TraceHeader record_header(const SimulationOptions& o, const model::CacheConfig& config,
-                                     std::int64_t num_requests) {
-  scenarios::TraceHeader header{.config = config, .preset = o.preset, .layout_spec = o.spec};
+                                     const model::LayoutSpec& spec, std::int64_t num_requests) {
+  scenarios::TraceHeader header{.config = config, .preset = o.preset, .layout_spec = spec};
   if (o.engine.scheduler.async_scheduling) scenarios::set_async_model_contract(header);
   header.source = {{"recorder", "mambacheck run"},
                    {"version", MC_VERSION},
@@ -55,22 +56,42 @@ gpu::engine::RunnerOptions backend_runner_options(const oracle::engine::RunnerOp
 SimulationResult simulate(const SimulationOptions& o) {
   model::CacheConfig config = o.config;
   config.runner = o.engine.runner.flavour;
-  const model::Layout layout = model::build_layout(config, o.spec);
-  oracle::engine::validate_options(o.engine, layout);
   if (o.num_steps < 0 || o.num_steps > oracle::engine::kStepsMax)
     model::fail_input("--steps must be in 0..{}, got {}", oracle::engine::kStepsMax, o.num_steps);
   std::vector<oracle::engine::RequestSpec> requests = workload(o);
+  model::LayoutSpec spec = o.spec;
+  if (o.block_manager)
+    spec.num_blocks = kv_pool_blocks(config, spec, requests, o.engine, *o.block_manager);
+  const model::Layout layout = model::build_layout(config, spec);
+  oracle::engine::validate_options(o.engine, layout);
   const auto num_requests = static_cast<std::int64_t>(requests.size());
+  std::optional<oracle::engine::Engine> engine;
+  std::optional<ManagedSteps> managed;
+  std::optional<ScheduledSteps> scheduled;
+  SimulationResult result;
+  scenarios::TraceHeader header = record_header(o, config, spec, num_requests);
+  if (o.block_manager) {
+    try {
+      managed.emplace(layout, std::move(requests), o.seed, o.engine, *o.block_manager);
+    } catch (const oracle::engine::KvManagerFault& e) {
+      result.finding = oracle::engine::make_finding(
+          layout, oracle::engine::FindingKind::block_manager_fault, 0, "", -1, -1, -1, e.message,
+          "an answer to setup");
+      return result;
+    }
+    set_manager_contract(header, managed->contract(), o.engine.scheduler.async_scheduling);
+    header.source["block_manager"] = true;
+  } else {
+    engine.emplace(layout, std::move(requests), o.seed, o.engine);
+    scheduled.emplace(*engine);
+  }
+  OracleSide& steps = managed ? static_cast<OracleSide&>(*managed) : *scheduled;
   std::unique_ptr<scenarios::TraceWriter> writer;
-  if (o.record)
-    writer =
-        std::make_unique<scenarios::TraceWriter>(*o.record, record_header(o, config, num_requests));
-  oracle::engine::Engine engine(layout, std::move(requests), o.seed, o.engine);
+  if (o.record) writer = std::make_unique<scenarios::TraceWriter>(*o.record, header);
   require_covered(o.external, o.engine.runner, config.mode);
   gpu::engine::EngineRunner backend(
       layout, backend_runner_options(o.engine.runner, o.runner_mutant, gpu::Mutant::none),
       o.executor, o.external);
-  ScheduledSteps steps(engine);
   LockstepHooks hooks{.arena_compare = o.arena_compare, .stop_on_interrupt = true};
   StepViewer viewer;
   if (o.on_view) hooks.before_step = [&] { viewer.before(steps); };
@@ -80,13 +101,30 @@ SimulationResult simulate(const SimulationOptions& o) {
       if (o.on_view) o.on_view(viewer.after(steps, step));
     };
   const LockstepResult r = run_lockstep(steps, backend, o.num_steps, hooks);
-  SimulationResult result{.report = engine.report(),
-                          .steps_compared = r.steps_compared,
-                          .bytes_compared = r.bytes_compared,
-                          .arenas = r.arenas,
-                          .interrupted = r.interrupted,
-                          .coverage = r.coverage,
-                          .finding = r.finding};
+  if (engine) {
+    result.report = engine->report();
+  } else {
+    const oracle::engine::SchedulerStats& s = managed->stats();
+    result.report = {.steps = r.steps_run,
+                     .request_steps = s.request_steps,
+                     .tokens = s.tokens,
+                     .finished = s.finished,
+                     .aborts = s.aborts,
+                     .preemptions = s.preemptions,
+                     .forced_preemptions = s.forced_preemptions,
+                     .resets = s.resets,
+                     .prefix_hits = s.prefix_hits,
+                     .copies_by_kind = managed->replay_stats().copies_by_kind,
+                     .launches = managed->replay_stats().launches,
+                     .bytes_checked = managed->replay_stats().bytes_checked,
+                     .first_finding = r.finding};
+  }
+  result.steps_compared = r.steps_compared;
+  result.bytes_compared = r.bytes_compared;
+  result.arenas = r.arenas;
+  result.interrupted = r.interrupted;
+  result.coverage = r.coverage;
+  result.finding = r.finding;
   if (r.failure && !r.finding) result.mismatch = r.failure;
   result.report.requests = num_requests;
   return result;

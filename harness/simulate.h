@@ -12,6 +12,7 @@
 #include "model/coverage.h"
 #include "model/layout.h"
 #include "oracle/engine/driver.h"
+#include "oracle/engine/kv_manager.h"
 #include "oracle/engine/workload.h"
 
 #include <cstdint>
@@ -40,6 +41,9 @@ struct SimulationOptions {
   std::string preset;                                // for the trace header (empty: inline layout)
   // When set: what the oracle believes happened, every step it ran (step_view.h).
   std::function<void(const StepView&)> on_view;
+  // When set, every KV cache call goes to this manager under test and the oracle judges its
+  // tables as a trace's (managed_steps.h); not owned.
+  oracle::engine::KvManager* block_manager = nullptr;
 };
 
 struct SimulationResult {

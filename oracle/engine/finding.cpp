@@ -34,6 +34,8 @@ std::string_view to_string(FindingKind kind) {
     return "spec_blocks_not_moved";
   case FindingKind::excess_retention:
     return "excess_retention";
+  case FindingKind::block_manager_fault:
+    return "block_manager_fault";
   case FindingKind::internal_assertion:
     return "internal_assertion";
   case FindingKind::in_flight_block_reused:

@@ -35,6 +35,8 @@ enum class FindingKind : std::uint8_t {
   // another.
   in_flight_block_reused,
   in_flight_write_conflict,
+  // A KV cache manager under test (kv_manager.h) raised, died, hung or answered nonsense.
+  block_manager_fault,
 };
 
 std::string_view to_string(FindingKind kind);

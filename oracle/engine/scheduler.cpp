@@ -62,17 +62,24 @@ bool Scheduler::in_prefill(const SchedRequest& r) const {
   return planned_computed(r) < std::max(r.spec.num_prompt_tokens, planned_tokens(r) - 1);
 }
 
-// REFERENCE.md 3: keep cached states on block boundaries while prefilling (align mode).
+// REFERENCE.md 3: keep cached states on block boundaries while prefilling (align mode). A
+// chunk that ends before the last block boundary ends on one; none runs past the last boundary
+// whose state is cached, which an EAGLE drafter moves one block back (its attention hit drops
+// the last block). That back-off only adds a stop: a chunk past it but short of the last
+// boundary still ends on a boundary, or the boundary it passes mid-chunk, registered from its
+// block, would hold the state of the chunk's end (vLLM Scheduler._mamba_block_aligned_split at
+// upstream 6a391a931a92: every chunk that ends before the prefill's end is block-aligned).
 std::int32_t Scheduler::split_chunk(const SchedRequest& r, std::int32_t num_new) const {
   if (config_.mode != model::CacheMode::align || !in_prefill(r)) return num_new;
   const std::int32_t B = config_.mamba_block_size;
   const std::int32_t computed = planned_computed(r);
   const std::int32_t num_tokens = planned_tokens(r);
-  std::int32_t last = num_tokens - num_tokens % B;
+  const std::int32_t last_boundary = num_tokens - num_tokens % B;
+  std::int32_t last = last_boundary;
   if (options_.drafter_prunes_last_block) last = std::max(last - B, 0);
   const std::int32_t after = computed + num_new;
-  if (after < last) return num_new / B * B;
   if (computed < last && last < after) return last - computed;
+  if (after < last_boundary) return num_new / B * B;
   return num_new;
 }
 
@@ -89,10 +96,10 @@ std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) 
 }
 
 void Scheduler::make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
-                               RequestBlocks& held, model::Step& step) {
+                               RequestBlocks* held, model::Step& step) {
   const std::int32_t computed = planned_computed(r);
   planned_.requests.push_back(static_cast<std::size_t>(&r - requests_.data()));
-  planned_.held.push_back(&held);
+  planned_.held.push_back(held);
   if (spare_scheduled_.empty()) spare_scheduled_.emplace_back();
   step.scheduled.push_back(std::move(spare_scheduled_.back()));
   spare_scheduled_.pop_back();
@@ -155,7 +162,7 @@ void Scheduler::mark_in_flight() {
     if (r.planned.step != in_flight_.step) continue; // its row was committed (a test's update)
     r.in_flight = r.planned;
     r.planned = {};
-    if (r.status != RequestStatus::running) continue; // finished by the update before it
+    if (r.status != RequestStatus::running || kv_) continue; // finished before; or not ours
     const RequestBlocks* held =
         blocks_.find(r.spec.req_id, static_cast<std::int32_t>(in_flight_.requests[b]));
     MC_ASSERT(held != nullptr);
@@ -183,6 +190,7 @@ model::Step Scheduler::schedule(model::Step spent) {
   planned_.step = step.index;
   planned_.requests.clear();
   planned_.held.clear();
+  if (kv_) kv_->new_step_starts();
   admit_arrivals();
   maybe_abort(step);
   const bool reset = rng_.chance(options_.reset_prefix_cache_per_million) || reset_requested_;
@@ -194,7 +202,12 @@ model::Step Scheduler::schedule(model::Step spent) {
   schedule_waiting(step, budget);
   const bool work_left = !running_.empty() || !waiting_.empty();
   idle_steps_ = step.scheduled.empty() && work_left ? idle_steps_ + 1 : 0;
-  MC_ASSERT(idle_steps_ <= 4); // liveness (class H): work left, nothing scheduled for steps
+  // Liveness (class H): work left, nothing scheduled for steps. A manager under test that
+  // refuses every allocation with its pool free is at fault, not the model.
+  if (kv_ && idle_steps_ > 4)
+    throw KvManagerFault{"no request could be scheduled for 5 steps with work left: every "
+                         "allocate_slots or prefix hit was refused"};
+  MC_ASSERT(idle_steps_ <= 4);
   ++step_;
   ++stats_.steps;
   return step;
@@ -221,7 +234,7 @@ void Scheduler::maybe_abort(model::Step& step) {
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(pick - running_.size()));
   }
   SchedRequest& r = requests_[idx];
-  blocks_.free_request(r.spec.req_id);
+  release(r);
   r.status = RequestStatus::finished;
   r.in_flight.stale = r.in_flight.step >= 0;
   r.planned.stale = r.planned.step >= 0;
@@ -233,7 +246,7 @@ void Scheduler::maybe_abort(model::Step& step) {
 void Scheduler::force_preempt_all(model::Step& step) {
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
     SchedRequest& r = requests_[*it];
-    blocks_.free_request(r.spec.req_id);
+    release(r);
     r.num_computed = 0;
     r.status = RequestStatus::waiting;
     r.in_flight.stale = r.in_flight.step >= 0;
@@ -242,7 +255,10 @@ void Scheduler::force_preempt_all(model::Step& step) {
     ++stats_.forced_preemptions;
   }
   running_.clear();
-  blocks_.reset_cache();
+  if (kv_)
+    kv_->reset_prefix_cache(); // one that cannot (a block still held) keeps its cache: vLLM's too
+  else
+    blocks_.reset_cache();
   step.reset_prefix_cache = true; // not listed as preempted: they come back resumed
   ++stats_.resets;
 }
@@ -250,7 +266,7 @@ void Scheduler::force_preempt_all(model::Step& step) {
 void Scheduler::preempt(std::size_t running_index, model::Step& step) {
   const std::size_t idx = running_[running_index];
   SchedRequest& r = requests_[idx];
-  blocks_.free_request(r.spec.req_id);
+  release(r);
   r.num_computed = 0;
   r.status = RequestStatus::waiting;
   r.in_flight.stale = r.in_flight.step >= 0;
@@ -259,6 +275,26 @@ void Scheduler::preempt(std::size_t running_index, model::Step& step) {
   waiting_.push_front(idx);
   step.preempted_req_ids.push_back(r.spec.req_id);
   ++stats_.preemptions;
+}
+
+void Scheduler::release(SchedRequest& r) {
+  if (kv_)
+    kv_->free(r.spec.req_id);
+  else
+    blocks_.free_request(r.spec.req_id);
+}
+
+// vLLM's counters (request.py): num_computed_tokens counts the step in flight as accepted,
+// num_in_flight_tokens its scheduled tokens, num_output_placeholders the outputs it has not
+// delivered (the decode's 1 + drafts, or 1 for the chunk that ends the prompt).
+KvRequest Scheduler::kv_request(const SchedRequest& r, bool fresh) const {
+  const bool in_flight = r.in_flight.step >= 0 && !r.in_flight.stale;
+  const std::int32_t computed = fresh ? 0 : planned_computed(r);
+  return {.id = r.spec.req_id,
+          .tokens = std::span(r.spec.tokens).first(static_cast<std::size_t>(r.num_tokens)),
+          .num_computed = computed,
+          .num_in_flight = in_flight && !fresh ? r.in_flight.tokens : 0,
+          .placeholders = fresh ? 0 : std::max(0, computed + 1 - r.num_tokens)};
 }
 
 } // namespace mc::oracle::engine

@@ -31,6 +31,7 @@
 #include "model/prng.h"
 #include "model/step.h"
 #include "oracle/engine/block_manager.h"
+#include "oracle/engine/kv_manager.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/structures.h"
 #include "oracle/engine/workload.h"
@@ -99,6 +100,14 @@ public:
   // Async: after update() of the step in flight, the true computed counts (the optimistic ones
   // kept as num_computed_tokens_optimistic) and token ids of `step`, planned last.
   void finalize(model::Step& step);
+  // Every call on the KV cache manager goes to `kv` from now on (kv_manager.h), in vLLM's
+  // Scheduler's order; its own BlockManager stays empty. `lookahead`: the tokens an EAGLE/MTP
+  // drafter adds to each allocation (vLLM's num_lookahead_tokens).
+  void use_manager(KvManager& kv, std::int32_t lookahead) {
+    kv_ = &kv;
+    lookahead_ = lookahead;
+  }
+  bool external_manager() const { return kv_ != nullptr; }
   // The next schedule() runs reset_prefix_cache (tests and traces choose the step).
   void request_reset_prefix_cache() { reset_requested_ = true; }
   bool done() const { return num_finished_ == static_cast<std::int64_t>(requests_.size()); }
@@ -119,7 +128,15 @@ private:
   std::int32_t draw_drafts(const SchedRequest& r, std::int32_t budget);
   // Appends r's row to step.scheduled; `held`: r's tables (just allocated).
   void make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
-                      RequestBlocks& held, model::Step& step);
+                      RequestBlocks* held, model::Step& step);
+  // With an external manager (use_manager): r as vLLM's Request shows it (`fresh`: admitted
+  // now, computed 0), a running request's allocation with preemption until it fits (false:
+  // r preempted itself), a waiting request's admission, and r's blocks given back.
+  KvRequest kv_request(const SchedRequest& r, bool fresh) const;
+  bool allocate_running(std::size_t i, std::int32_t num_new, model::Step& step,
+                        model::CachedRequestData& cached);
+  bool admit_external(SchedRequest& r, model::Step& step, std::int32_t& budget);
+  void release(SchedRequest& r);
   // The row's token ids from the request's true sequence at `computed`, drafts last (the
   // first a - 1 of them true, the others not).
   void fill_tokens(const SchedRequest& r, std::int32_t computed, model::ScheduledRequest& s) const;
@@ -165,6 +182,9 @@ private:
   std::int32_t idle_steps_ = 0;
   bool reset_requested_ = false;
   std::int32_t tail_tokens_ = 1;
+  KvManager* kv_ = nullptr; // not owned
+  std::int32_t lookahead_ = 0;
+  KvAllocation allocation_; // the last allocate_slots answer, reused step after step
   SchedulerStats stats_;
 };
 

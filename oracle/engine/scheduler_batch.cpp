@@ -34,6 +34,19 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
     }
     const std::string& id = r.spec.req_id;
     const auto key = static_cast<std::int32_t>(running_[i]);
+    if (kv_) {
+      if (spare_cached_.empty()) spare_cached_.emplace_back();
+      step.cached_requests.push_back(std::move(spare_cached_.back()));
+      spare_cached_.pop_back();
+      if (!allocate_running(i, num_new, step, step.cached_requests.back())) {
+        step.cached_requests.pop_back();
+        break;
+      }
+      make_scheduled(r, num_new, num_draft, nullptr, step);
+      budget -= num_new;
+      ++i;
+      continue;
+    }
     // A running request holds its tables; preempting others below leaves them in place.
     RequestBlocks* held = blocks_.find_held(id, key);
     MC_ASSERT(held != nullptr);
@@ -77,7 +90,7 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
     cached.num_computed_tokens = computed;
     cached.num_computed_tokens_optimistic.reset();
     blocks_.allocate(*held, computed + num_new, cached.new_block_ids);
-    make_scheduled(r, num_new, num_draft, *held, step);
+    make_scheduled(r, num_new, num_draft, held, step);
     budget -= num_new;
     ++i;
   }
@@ -99,6 +112,7 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
   MC_ASSERT(r.num_computed == 0);
   // Async: preempted while its row is in flight; it resumes once that row reported.
   if (r.in_flight.step >= 0) return false;
+  if (kv_) return admit_external(r, step, budget);
   const std::int32_t B = config_.mamba_block_size;
   std::vector<model::TokenHash> boundaries;
   for (std::int32_t p = 0; (p + 1) * B <= r.num_tokens - 1; ++p)
@@ -142,7 +156,7 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
   r.started = true;
   r.status = RequestStatus::running;
   stats_.prefix_hits += hit >= 0 ? 1 : 0;
-  make_scheduled(r, num_new, 0, *rb, step);
+  make_scheduled(r, num_new, 0, rb, step);
   budget -= num_new;
   return true;
 }
@@ -176,7 +190,14 @@ void Scheduler::update(const model::Step& step) {
     }
     MC_ASSERT(r.status == RequestStatus::running && r.num_computed == end - committed);
     r.num_computed = end;
-    if (same_row)
+    if (kv_) {
+      // vLLM's async scheduler registers what the output verified: num_computed_tokens less
+      // num_output_placeholders (async_scheduler.py); the synchronous one registers nothing.
+      if (async_rows) {
+        const KvRequest q = kv_request(r, false);
+        kv_->cache_blocks(q, q.num_computed - q.placeholders);
+      }
+    } else if (same_row)
       blocks_.cache_blocks(*rows.held[b], r.num_computed, r.prefix_hashes, r.spec.tokens,
                            tail_tokens_);
     else
@@ -197,12 +218,75 @@ void Scheduler::finish_waiting(SchedRequest& r) {
 }
 
 void Scheduler::finish(SchedRequest& r) {
-  blocks_.free_request(r.spec.req_id);
+  release(r);
   r.status = RequestStatus::finished;
   running_.erase(std::find(running_.begin(), running_.end(), index_.at(r.spec.req_id)));
   finished_pending_.push_back(r.spec.req_id);
   ++num_finished_;
   ++stats_.finished;
+}
+
+// vLLM's running loop: allocate_slots, and on None preempt the last running request and retry,
+// until it fits or the request itself was the last (scheduler.py _schedule_running).
+bool Scheduler::allocate_running(std::size_t i, std::int32_t num_new, model::Step& step,
+                                 model::CachedRequestData& cached) {
+  SchedRequest& r = requests_[running_[i]];
+  while (!kv_->allocate_slots(kv_request(r, false), num_new, 0, lookahead_, allocation_)) {
+    const bool self = running_.size() - 1 == i;
+    preempt(running_.size() - 1, step);
+    if (self) return false;
+  }
+  cached.req_id = r.spec.req_id;
+  cached.key = static_cast<std::int32_t>(running_[i]);
+  cached.resumed = false;
+  cached.num_computed_tokens = planned_computed(r);
+  cached.num_computed_tokens_optimistic.reset();
+  cached.new_block_ids = allocation_.appended;
+  cached.attention_block_ids = allocation_.attention_appended;
+  cached.held_block_ids = allocation_.held;
+  return true;
+}
+
+// vLLM's waiting loop for one request: the prefix hit, the aligned chunk, allocate_slots with
+// the hit; None admits nothing more this step.
+bool Scheduler::admit_external(SchedRequest& r, model::Step& step, std::int32_t& budget) {
+  const std::int32_t hit = kv_->get_computed_blocks(kv_request(r, true));
+  if (hit < 0 || hit >= r.num_tokens)
+    throw KvManagerFault{fmt::format("get_computed_blocks offered {} computed tokens to request "
+                                     "{} of {} tokens (0 .. {} expected)",
+                                     hit, r.spec.req_id, r.num_tokens, r.num_tokens - 1)};
+  r.num_computed = hit;
+  const std::int32_t num_new = split_chunk(r, std::min(r.num_tokens - hit, budget));
+  if (num_new == 0 ||
+      !kv_->allocate_slots(kv_request(r, true), num_new, hit, lookahead_, allocation_)) {
+    r.num_computed = 0;
+    return false;
+  }
+  const std::string& id = r.spec.req_id;
+  const auto key = static_cast<std::int32_t>(&r - requests_.data());
+  if (!r.started) {
+    step.new_requests.push_back(
+        {.req_id = id,
+         .prompt_token_ids = {r.spec.tokens.begin(),
+                              r.spec.tokens.begin() + r.spec.num_prompt_tokens},
+         .block_ids = allocation_.held,
+         .num_computed_tokens = hit,
+         .key = key,
+         .attention_block_ids = allocation_.attention_held});
+  } else {
+    step.cached_requests.push_back({.req_id = id,
+                                    .resumed = true,
+                                    .new_block_ids = allocation_.held,
+                                    .num_computed_tokens = hit,
+                                    .key = key,
+                                    .attention_block_ids = allocation_.attention_held});
+  }
+  r.started = true;
+  r.status = RequestStatus::running;
+  stats_.prefix_hits += hit > 0 ? 1 : 0;
+  make_scheduled(r, num_new, 0, nullptr, step);
+  budget -= num_new;
+  return true;
 }
 
 } // namespace mc::oracle::engine

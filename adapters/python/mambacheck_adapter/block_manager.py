@@ -1,0 +1,150 @@
+"""Block-manager worker: the KV cache manager under test, driven by mambacheck's scheduler model.
+
+    python3 -m mambacheck_adapter.block_manager [--manager reference|vllm] [--variant NAME[,NAME]]
+
+`mambacheck run|fuzz --level engine|gate|bench --engine --block-manager 'COMMAND'` starts it
+once per case worker and makes, through it, every call vLLM's Scheduler makes on its
+KVCacheManager (docs/block-manager.md). Protocol: one JSON object per line each way.
+- Once the manager is loaded the worker writes one greeting line:
+  `mambacheck-block-manager 1 manager=NAME attention_groups=N variants=NAME,...`: its
+  full-attention groups, whose blocks come from the pool too (mambacheck sizes the pool for
+  them), and the broken variants it knows.
+- Each request line is an object with "op"; the answer is one JSON object, `error: MESSAGE`
+  (the manager raised: a finding against it) or `fatal: MESSAGE` (the worker cannot go on).
+  Requests carry a request's counters as {"id", "tokens" (ids not sent before), "num_tokens",
+  "num_computed", "num_in_flight", "placeholders"}.
+  - setup {block_size, num_spec_blocks, mamba_groups, num_blocks, eagle, async, max_model_len}:
+    a fresh manager for one run; answers {"contract": {...}}, the promises a replay holds the
+    tables to (scenarios/FORMAT.md, the header's `scheduler`).
+  - step: new_step_starts(); {}.
+  - hit {req}: get_computed_blocks(); {"tokens": N}.
+  - allocate {req, num_new, num_new_computed, lookahead}: allocate_slots(); {"ok": false}
+    (None: preempt), or {"ok": true, "new": [...], "attention_new": [...], "held": [...],
+    "attention_held": [...]}: per group, the blocks appended and the whole table held now.
+  - free {id}; cache {req, num_tokens}; reset: {"ok": bool}; pool: {"free", "refs", "hashed"}.
+- End of input: the worker exits 0.
+"""
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+from . import reference_manager
+
+PROTOCOL_VERSION = 1
+MANAGERS = ("reference", "vllm")
+# Both managers are a hybrid coordinator: one full-attention group before the Mamba groups.
+ATTENTION_GROUPS = 1
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m mambacheck_adapter.block_manager",
+                                description="Serve a KV cache manager to mambacheck's "
+                                            "scheduler model, one JSON request per line")
+    p.add_argument("--manager", choices=MANAGERS, default="reference",
+                   help="reference: this adapter's manager; vllm: vLLM's KVCacheManager from "
+                        "the installed vllm package (vllm_manager.py)")
+    p.add_argument("--variant", default="",
+                   help="broken variants of the reference manager, comma-separated")
+    return p.parse_args(argv)
+
+
+class Session:
+    def __init__(self, make_manager):
+        self.make_manager = make_manager
+        self.manager = None
+
+    def answer(self, message):
+        op = message.get("op")
+        if op == "setup":
+            self.manager = self.make_manager(dict(message, attention_groups=ATTENTION_GROUPS))
+            return {"contract": self.manager.contract()}
+        m = self.manager
+        if m is None:
+            raise reference_manager.ManagerError(f"{op!r} before setup")
+        if op == "step":
+            m.new_step_starts()
+            return {}
+        if op == "hit":
+            return {"tokens": m.get_computed_blocks(m.request(message["req"]))}
+        if op == "allocate":
+            req = m.request(message["req"])
+            got = m.allocate_slots(req, message["num_new"], message.get("num_new_computed", 0),
+                                   message.get("lookahead", 0))
+            if got is None:
+                return {"ok": False}
+            new_mamba, new_attention = got
+            held_mamba, held_attention = m.tables(req.id)
+            return {"ok": True, "new": new_mamba, "attention_new": new_attention,
+                    "held": held_mamba, "attention_held": held_attention}
+        if op == "free":
+            m.free(message["id"])
+            return {}
+        if op == "cache":
+            m.cache_blocks(m.request(message["req"]), message["num_tokens"])
+            return {}
+        if op == "reset":
+            return {"ok": bool(m.reset_prefix_cache())}
+        if op == "pool":
+            return m.pool_state()
+        raise reference_manager.ManagerError(f"unknown op {op!r}")
+
+
+def make_factory(args):
+    variants = tuple(v for v in args.variant.split(",") if v)
+    if args.manager == "reference":
+        return lambda setup: reference_manager.ReferenceManager(setup, variants)
+    from . import vllm_manager  # imports vllm: only when asked for
+    if variants:
+        raise ValueError("--variant: the vllm manager has no variants")
+    return vllm_manager.VllmManager
+
+
+def one_line(text):
+    return " ".join(str(text).split()) or "(empty message)"
+
+
+def serve(stdin, stdout, session):
+    for raw in stdin:
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            message = json.loads(line)
+            reply = json.dumps(session.answer(message), separators=(",", ":"))
+        except (reference_manager.ManagerError, KeyError, TypeError, ValueError) as e:
+            reply = f"error: {type(e).__name__}: {one_line(e)}"
+        except Exception as e:  # noqa: BLE001: the manager's own failure is a finding
+            traceback.print_exc(file=sys.stderr)
+            reply = f"error: {type(e).__name__}: {one_line(e)}"
+        stdout.write(reply + "\n")
+        stdout.flush()
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    protocol_out = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        factory = make_factory(args)
+        if args.manager == "reference":
+            reference_manager.ReferenceManager(
+                {"block_size": 16, "num_blocks": 8, "mamba_groups": 1},
+                tuple(v for v in args.variant.split(",") if v))
+    except Exception as e:  # noqa: BLE001: any start-up failure: one line, exit 1
+        print(f"mambacheck_adapter.block_manager: cannot start: {type(e).__name__}: {e}",
+              file=sys.stderr)
+        return 1
+    known = ",".join(reference_manager.VARIANTS) if args.manager == "reference" else ""
+    protocol_out.write(f"mambacheck-block-manager {PROTOCOL_VERSION} manager={args.manager} "
+                       f"attention_groups={ATTENTION_GROUPS} variants={known}\n")
+    protocol_out.flush()
+    return serve(sys.stdin, protocol_out, Session(factory))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

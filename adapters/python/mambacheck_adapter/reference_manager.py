@@ -1,0 +1,403 @@
+"""The reference KV cache manager: a hybrid model's block manager (full-attention groups and
+Mamba groups in align mode on one shared pool), with the API vLLM's scheduler calls, written
+here from the facts of vLLM's KVCacheManager at upstream 6a391a931a92 (2026-08-18) with the
+fixes merged since (docs/block-manager.md). It lets `mambacheck fuzz --block-manager` test its
+own protocol in CI without vLLM, and its broken variants are the block-manager bugs of 2026:
+
+- optimistic_frees (#47728): stale blocks are freed from the optimistic computed count, which
+  under async scheduling counts the tokens of the step still in flight;
+- null_gap_retirement (#55450): retirement walks down from the threshold and stops at the
+  first null, keeping every older state beyond a null gap until the request ends;
+- hit_short_at_boundary (#50409): a prompt whose cacheable length ends exactly on a block
+  boundary gets a hit one block shorter than the cache holds;
+- published_before_written (#56525): a hash registered by this planning is offered to a request
+  admitted in the same planning, before the step that writes its state ran (the same-step
+  guard is missing).
+
+Everything is deterministic: ids come off a free queue whose order the calls fix.
+"""
+
+from collections import OrderedDict
+
+NULL = 0
+
+VARIANTS = ("optimistic_frees", "null_gap_retirement", "hit_short_at_boundary",
+            "published_before_written")
+
+
+class ManagerError(Exception):
+    """A call the manager cannot serve (an unknown request, a double allocation)."""
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+class Pool:
+    """One pool of block ids for every group (id 0 is the null block, never handed out).
+
+    Free blocks wait in one queue: a freed block without a hash goes to its head (it is taken
+    first), one with a hash to its tail, where it stays findable until it is taken (then its
+    hash is evicted)."""
+
+    def __init__(self, num_blocks):
+        self.num_blocks = num_blocks
+        self.ref = [0] * num_blocks
+        self.key_of = [None] * num_blocks
+        self.cached = {}
+        self.free = OrderedDict((b, None) for b in range(1, num_blocks))
+
+    def num_free(self):
+        return len(self.free)
+
+    def take(self, n):
+        if n > len(self.free):
+            raise ManagerError(f"{n} blocks asked for, {len(self.free)} free")
+        out = []
+        for _ in range(n):
+            b, _ = self.free.popitem(last=False)
+            self._evict(b)
+            self.ref[b] = 1
+            out.append(b)
+        return out
+
+    def _evict(self, b):
+        key = self.key_of[b]
+        if key is None:
+            return
+        holders = self.cached[key]
+        holders.remove(b)
+        if not holders:
+            del self.cached[key]
+        self.key_of[b] = None
+
+    def touch(self, blocks):
+        for b in blocks:
+            if b == NULL:
+                continue
+            if self.ref[b] == 0:
+                del self.free[b]
+            self.ref[b] += 1
+
+    def release(self, blocks):
+        head = []
+        for b in blocks:
+            if b == NULL:
+                continue
+            if self.ref[b] <= 0:
+                raise ManagerError(f"block {b} freed with no reference held")
+            self.ref[b] -= 1
+            if self.ref[b] == 0:
+                if self.key_of[b] is None:
+                    head.append(b)
+                else:
+                    self.free[b] = None
+        for b in reversed(head):
+            self.free[b] = None
+            self.free.move_to_end(b, last=False)
+
+    def register(self, b, key):
+        if b == NULL or self.key_of[b] is not None:
+            return False
+        self.key_of[b] = key
+        self.cached.setdefault(key, []).append(b)
+        return True
+
+    def lookup(self, key):
+        holders = self.cached.get(key)
+        return holders[0] if holders else None
+
+    def reset(self):
+        if any(self.ref[b] > 0 for b in range(1, self.num_blocks)):
+            return False
+        for b in range(1, self.num_blocks):
+            self.key_of[b] = None
+        self.cached.clear()
+        return True
+
+
+class Request:
+    """What the scheduler tells the manager about one request (vLLM's Request counters)."""
+
+    def __init__(self, req_id):
+        self.id = req_id
+        self.tokens = []
+        self.prefix_hashes = [0]  # [n]: the hash of the first n tokens
+        self.num_computed = 0
+        self.num_in_flight = 0
+        self.placeholders = 0
+
+    def update(self, message):
+        self.tokens.extend(message.get("tokens", []))
+        if len(self.tokens) != message["num_tokens"]:
+            raise ManagerError(f"request {self.id}: {len(self.tokens)} token ids known, "
+                               f"num_tokens says {message['num_tokens']}")
+        self.num_computed = message["num_computed"]
+        self.num_in_flight = message.get("num_in_flight", 0)
+        self.placeholders = message.get("placeholders", 0)
+        for t in self.tokens[len(self.prefix_hashes) - 1:]:
+            self.prefix_hashes.append(hash((self.prefix_hashes[-1], t)))
+
+    def block_hash(self, p, block_size):
+        """The hash of the prefix block p of `block_size` tokens ends."""
+        return self.prefix_hashes[(p + 1) * block_size]
+
+    @property
+    def num_tokens(self):
+        return len(self.tokens)
+
+
+class AttentionGroup:
+    """A full-attention group: one block per B tokens, all kept while the request runs."""
+
+    def __init__(self, gid, pool, block_size, eagle):
+        self.gid, self.pool, self.B, self.eagle = gid, pool, block_size, eagle
+        self.tables, self.num_cached = {}, {}
+
+    def hit(self, req, max_tokens):
+        blocks = []
+        for p in range(max_tokens // self.B):
+            b = self.pool.lookup((self.gid, req.block_hash(p, self.B)))
+            if b is None:
+                break
+            blocks.append(b)
+        if self.eagle and blocks:
+            blocks.pop()  # the drafter recomputes the last block
+        return blocks
+
+    def start(self, req, blocks):
+        self.pool.touch(blocks)
+        self.tables[req.id] = list(blocks)
+        self.num_cached[req.id] = len(blocks)
+
+    def needed(self, req, num_tokens):
+        return max(0, cdiv(num_tokens, self.B) - len(self.tables.get(req.id, ())))
+
+    def allocate(self, req, num_tokens):
+        table = self.tables.setdefault(req.id, [])
+        self.num_cached.setdefault(req.id, 0)
+        prev = len(table)
+        table.extend(self.pool.take(self.needed(req, num_tokens)))
+        return table[prev:]
+
+    def remove_skipped(self, req, processed):
+        pass
+
+    def cache(self, req, num_tokens, this_step):
+        table = self.tables.get(req.id)
+        if table is None:
+            return
+        end = min(num_tokens // self.B, len(table))
+        for p in range(self.num_cached[req.id], end):
+            self.pool.register(table[p], (self.gid, req.block_hash(p, self.B)))
+        self.num_cached[req.id] = max(self.num_cached[req.id], end)
+
+    def free(self, req_id):
+        table = self.tables.pop(req_id, [])
+        self.num_cached.pop(req_id, None)
+        self.pool.release(reversed(table))
+
+
+class MambaGroup:
+    """A Mamba group in align mode: the running state's block at cdiv(tokens, B) - 1, nsb
+    speculative blocks after it, nulls before it but for the states still needed."""
+
+    def __init__(self, gid, pool, block_size, nsb, variants):
+        self.gid, self.pool, self.B, self.nsb = gid, pool, block_size, nsb
+        self.variants = variants
+        self.tables, self.num_cached, self.allocated, self.last_state = {}, {}, set(), {}
+
+    def cached_at(self, req, p):
+        return self.pool.lookup((self.gid, req.block_hash(p, self.B)))
+
+    def start(self, req, position, block):
+        self.pool.touch([block])
+        self.tables[req.id] = [NULL] * position + [block]
+        self.num_cached[req.id] = position + 1
+        self.last_state[req.id] = position
+
+    def needed(self, req, num_tokens):
+        table = self.tables.get(req.id, [])
+        required = cdiv(num_tokens, self.B) + self.nsb
+        if required <= len(table):
+            return 0
+        if req.id not in self.allocated:
+            return 1 + self.nsb
+        return 1
+
+    def allocate(self, req, num_tokens):
+        table = self.tables.setdefault(req.id, [])
+        self.num_cached.setdefault(req.id, 0)
+        nsb, prev = self.nsb, len(table)
+        required = cdiv(num_tokens, self.B) + nsb
+        if required <= prev:
+            return []
+        allocated = req.id in self.allocated
+        if allocated:
+            self.last_state[req.id] = prev - 1 - nsb
+        running = required - 1 - nsb
+        if prev < running:
+            table.extend([NULL] * (running - prev))
+        if allocated:
+            for i in range(prev - nsb, min(prev, running)):
+                table.append(table[i])  # a speculative block now past the running one
+                table[i] = NULL
+        table.extend(self.pool.take(required - len(table)))
+        self.allocated.add(req.id)
+        return table[prev:]
+
+    def remove_skipped(self, req, processed):
+        table = self.tables.get(req.id)
+        if not table or processed <= 0:
+            return
+        stale = min(cdiv(processed, self.B) - 1, len(table))
+        freed = []
+        if "null_gap_retirement" in self.variants:
+            for i in range(stale - 1, -1, -1):
+                if table[i] == NULL:
+                    break
+                freed.append(table[i])
+                table[i] = NULL
+            last = self.last_state.get(req.id, -1)
+            if 0 <= last < stale and table[last] != NULL:
+                freed.append(table[last])
+                table[last] = NULL
+        else:
+            for i in range(stale):
+                if table[i] != NULL:
+                    freed.append(table[i])
+                    table[i] = NULL
+        self.pool.release(freed)
+
+    def cache(self, req, num_tokens, this_step):
+        table = self.tables.get(req.id)
+        if table is None:
+            return
+        end = min(num_tokens // self.B, len(table))
+        for p in range(self.num_cached[req.id], end):
+            if self.pool.register(table[p], (self.gid, req.block_hash(p, self.B))):
+                this_step.add(table[p])
+        self.num_cached[req.id] = max(self.num_cached[req.id], end)
+
+    def free(self, req_id):
+        table = self.tables.pop(req_id, [])
+        self.num_cached.pop(req_id, None)
+        self.allocated.discard(req_id)
+        self.last_state.pop(req_id, None)
+        self.pool.release(reversed(table))
+
+
+class ReferenceManager:
+    """The manager the worker drives: the calls of vLLM's KVCacheManager, in its order."""
+
+    def __init__(self, setup, variants=()):
+        unknown = set(variants) - set(VARIANTS)
+        if unknown:
+            raise ManagerError(f"unknown variant {sorted(unknown)[0]} (known: "
+                               f"{', '.join(VARIANTS)})")
+        self.variants = set(variants)
+        self.B = setup["block_size"]
+        attention_block_size = setup.get("attention_block_size", self.B)
+        self.nsb = setup.get("num_spec_blocks", 0)
+        self.eagle = bool(setup.get("eagle", False))
+        self.pool = Pool(setup["num_blocks"])
+        gid = 0
+        self.attention = []
+        for _ in range(setup.get("attention_groups", 1)):
+            self.attention.append(AttentionGroup(gid, self.pool, attention_block_size, self.eagle))
+            gid += 1
+        self.mamba = []
+        for _ in range(setup["mamba_groups"]):
+            self.mamba.append(MambaGroup(gid, self.pool, self.B, self.nsb, self.variants))
+            gid += 1
+        self.requests = {}
+        self.hits = {}  # request -> (attention blocks, mamba position, mamba blocks)
+        self.this_step = set()
+
+    def contract(self):
+        return {"registration": "at_schedule", "eagle": self.eagle and bool(self.attention),
+                "attention_groups": len(self.attention), "shared_pool": True,
+                "unordered_writer": False}
+
+    def request(self, message):
+        req_id = message["id"]
+        req = self.requests.get(req_id)
+        if req is None:
+            req = self.requests[req_id] = Request(req_id)
+        req.update(message)
+        return req
+
+    def new_step_starts(self):
+        self.this_step.clear()
+
+    def get_computed_blocks(self, req):
+        max_tokens = req.num_tokens - 1
+        if "hit_short_at_boundary" in self.variants and max_tokens % self.B == 0:
+            max_tokens -= self.B
+        if self.attention:
+            per_group = [g.hit(req, max_tokens) for g in self.attention]
+            max_tokens = min(len(blocks) * g.B for g, blocks in zip(self.attention, per_group))
+        for p in range(max_tokens // self.B - 1, -1, -1):
+            blocks = [g.cached_at(req, p) for g in self.mamba]
+            if all(b is not None for b in blocks):
+                hit = (p + 1) * self.B
+                attention = [found[:cdiv(hit, g.B)] for g, found in zip(self.attention, per_group)]
+                self.hits[req.id] = (attention, p, blocks)
+                return (p + 1) * self.B
+        self.hits.pop(req.id, None)
+        return 0
+
+    def allocate_slots(self, req, num_new, num_new_computed, lookahead):
+        hit = self.hits.pop(req.id, None) if num_new_computed > 0 else None
+        if num_new_computed > 0 and (hit is None or (hit[1] + 1) * self.B != num_new_computed):
+            raise ManagerError(f"request {req.id}: {num_new_computed} computed tokens that "
+                               f"get_computed_blocks did not offer")
+        total = req.num_computed + num_new_computed
+        processed = total if "optimistic_frees" in self.variants else \
+            max(0, total - req.num_in_flight)
+        for g in self.mamba:
+            g.remove_skipped(req, processed)
+        if hit and "published_before_written" not in self.variants and \
+                any(b in self.this_step for b in hit[2]):
+            return None  # registered by this planning: its state is not written yet
+        main = total + num_new
+        with_lookahead = main + lookahead
+        needed = sum(g.needed(req, with_lookahead) for g in self.attention)
+        needed += sum(g.needed(req, main) for g in self.mamba)
+        if hit:
+            needed += sum(1 for blocks in hit[0] for b in blocks if self.pool.ref[b] == 0)
+            needed += sum(1 for b in hit[2] if self.pool.ref[b] == 0)
+        if needed > self.pool.num_free():
+            return None
+        if hit:
+            for g, blocks in zip(self.attention, hit[0]):
+                g.start(req, blocks)
+            for g, b in zip(self.mamba, hit[2]):
+                g.start(req, hit[1], b)
+        new_attention = [g.allocate(req, with_lookahead) for g in self.attention]
+        new_mamba = [g.allocate(req, main) for g in self.mamba]
+        cache_to = min(main, req.num_tokens)
+        for g in self.attention + self.mamba:
+            g.cache(req, cache_to, self.this_step)
+        return new_mamba, new_attention
+
+    def cache_blocks(self, req, num_tokens):
+        for g in self.attention + self.mamba:
+            g.cache(req, num_tokens, self.this_step)
+
+    def free(self, req_id):
+        for g in self.attention + self.mamba:
+            g.free(req_id)
+        self.hits.pop(req_id, None)  # the request object stays: a preempted one resumes
+
+    def reset_prefix_cache(self):
+        return self.pool.reset()
+
+    def tables(self, req_id):
+        return ([list(g.tables.get(req_id, [])) for g in self.mamba],
+                [list(g.tables.get(req_id, [])) for g in self.attention])
+
+    def pool_state(self):
+        return {"free": list(self.pool.free.keys()),
+                "refs": {str(b): r for b, r in enumerate(self.pool.ref) if r > 0},
+                "hashed": [b for b, k in enumerate(self.pool.key_of) if k is not None]}

@@ -1,0 +1,252 @@
+#include "backends/block_manager_worker.h"
+
+#include "model/errors.h"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
+namespace mc::backends {
+namespace {
+
+constexpr std::size_t kLineBytesMax = 1 << 22; // one answer: tables of every group
+constexpr std::size_t kQuotedBytesMax = 300;
+constexpr int kExitWaitMillis = 2000;
+constexpr std::string_view kGreetingWord = "mambacheck-block-manager";
+constexpr std::string_view kProtocolVersion = "1";
+constexpr std::int64_t kRestartsMax = 1 << 16;
+
+std::string excerpt(std::string_view text) {
+  std::string out(text.substr(0, kQuotedBytesMax));
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  if (text.size() > kQuotedBytesMax) out += "...";
+  return out;
+}
+
+model::GroupBlockIds tables_from(const nlohmann::json& j, std::string_view key) {
+  model::GroupBlockIds out;
+  if (!j.contains(key)) return out;
+  for (const nlohmann::json& group : j.at(key))
+    out.push_back(group.get<std::vector<std::int32_t>>());
+  return out;
+}
+
+} // namespace
+
+BlockManagerWorker::BlockManagerWorker(BlockManagerOptions options) : options_(std::move(options)) {
+  MC_ASSERT(!options_.command.empty() && options_.timeout_seconds > 0);
+  ::signal(SIGPIPE, SIG_IGN); // a worker that dies while we write is reported, not our death
+  start();
+}
+
+BlockManagerWorker::~BlockManagerWorker() {
+  stop();
+}
+
+void BlockManagerWorker::start() {
+  buffer_.clear();
+  model::Fd log;
+  if (!options_.log_file.empty()) {
+    log = model::Fd(
+        ::open(options_.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    if (log.get() < 0)
+      throw model::EnvironmentError(fmt::format("--block-manager: cannot open the log {}: {}",
+                                                options_.log_file.string(), std::strerror(errno)));
+  }
+  std::vector<model::ChildFd> fds = {{.at = {STDIN_FILENO}, .child_writes = false},
+                                     {.at = {STDOUT_FILENO}}};
+  if (log.get() >= 0) fds.push_back({.at = {STDERR_FILENO}, .ours = log.get()});
+  try {
+    child_ = model::Child::spawn({.program = "/bin/sh",
+                                  .argv = {"sh", "-c", options_.command},
+                                  .fds = fds,
+                                  .own_group = true,
+                                  .default_signals = {SIGPIPE},
+                                  .what = "--block-manager"});
+  } catch (const std::system_error& e) {
+    throw model::EnvironmentError(
+        fmt::format("--block-manager '{}' cannot be started: {}", excerpt(options_.command),
+                    e.code().message()));
+  }
+  std::string line;
+  const model::ReadEnd end =
+      model::read_line(child_.fd(1), buffer_, line,
+                       model::Deadline::after(options_.timeout_seconds), kLineBytesMax);
+  const bool greeted = end == model::ReadEnd::line && line.starts_with(kGreetingWord) &&
+                       line.substr(kGreetingWord.size()).starts_with(
+                           fmt::format(" {}", kProtocolVersion));
+  if (!greeted) {
+    const std::string said = end == model::ReadEnd::line ? fmt::format("greeted \"{}\"", excerpt(line))
+                             : end == model::ReadEnd::timed_out
+                                 ? fmt::format("did not greet within {} s", options_.timeout_seconds)
+                                 : std::string("closed its output without a greeting");
+    stop();
+    throw model::EnvironmentError(fmt::format(
+        "--block-manager '{}' {}; expected \"{} {} ...\"{}", excerpt(options_.command), said,
+        kGreetingWord, kProtocolVersion,
+        options_.log_file.empty() ? "" : fmt::format(" (log: {})", options_.log_file.string())));
+  }
+  greeting_ = line;
+  crashed_ = false;
+  attention_groups_ = 0;
+  if (const std::size_t at = line.find(" attention_groups="); at != std::string::npos) {
+    const std::string value = line.substr(at + 18, line.find(' ', at + 1) - at - 18);
+    if (value.empty() || value.size() > 2 || !std::ranges::all_of(value, ::isdigit)) {
+      stop();
+      throw model::EnvironmentError(fmt::format("--block-manager '{}' greeted \"{}\": "
+                                                "attention_groups must be 0..99",
+                                                excerpt(options_.command), excerpt(line)));
+    }
+    attention_groups_ = std::stoi(value);
+  }
+}
+
+void BlockManagerWorker::stop() {
+  child_.close(0);
+  if (child_.running()) child_.reap(kExitWaitMillis);
+  child_ = model::Child();
+}
+
+void BlockManagerWorker::fault(std::string_view what, std::string message) {
+  throw oracle::engine::KvManagerFault{fmt::format("the block manager's {}: {}", what, message)};
+}
+
+nlohmann::json BlockManagerWorker::call(const nlohmann::json& message, std::string_view what) {
+  ++calls_;
+  std::string answer;
+  const bool written = model::write_all(child_.fd(0), message.dump() + "\n");
+  const model::ReadEnd end =
+      written ? model::read_line(child_.fd(1), buffer_, answer,
+                                 model::Deadline::after(options_.timeout_seconds), kLineBytesMax)
+              : model::ReadEnd::closed;
+  if (end != model::ReadEnd::line) {
+    std::string how;
+    if (end == model::ReadEnd::timed_out) {
+      how = fmt::format("no answer within {} s; killed", options_.timeout_seconds);
+    } else if (const std::optional<model::ProcessEnd> ended = child_.wait_for(kExitWaitMillis)) {
+      how = fmt::format("the worker {}", ended->describe());
+    } else {
+      how = "the worker closed its output; killed";
+    }
+    child_.kill();
+    stop();
+    crashed_ = true;
+    fault(what, how);
+  }
+  if (answer.starts_with("error:")) fault(what, fmt::format("raised: {}", excerpt(answer.substr(6))));
+  try {
+    nlohmann::json j = nlohmann::json::parse(answer);
+    if (!j.is_object()) throw nlohmann::json::type_error::create(302, "not an object", nullptr);
+    return j;
+  } catch (const nlohmann::json::exception&) {
+    fault(what, fmt::format("answered \"{}\", not a JSON object", excerpt(answer)));
+  }
+}
+
+nlohmann::json BlockManagerWorker::request_json(const oracle::engine::KvRequest& r) {
+  std::size_t& sent = tokens_sent_[std::string(r.id)];
+  nlohmann::json j{{"id", r.id},
+                   {"tokens", r.tokens.subspan(std::min(sent, r.tokens.size()))},
+                   {"num_tokens", r.tokens.size()},
+                   {"num_computed", r.num_computed},
+                   {"num_in_flight", r.num_in_flight},
+                   {"placeholders", r.placeholders}};
+  sent = std::max(sent, r.tokens.size());
+  return j;
+}
+
+model::SchedulerContract BlockManagerWorker::setup(const oracle::engine::KvSetup& s) {
+  if (crashed_) {
+    if (restarts_ >= kRestartsMax)
+      throw model::EnvironmentError(fmt::format("--block-manager '{}' died {} times; not started "
+                                                "again", excerpt(options_.command), restarts_));
+    ++restarts_;
+    start();
+  }
+  tokens_sent_.clear();
+  const nlohmann::json answer = call({{"op", "setup"},
+                                      {"block_size", s.block_size},
+                                      {"attention_block_size", s.attention_block_size},
+                                      {"num_spec_blocks", s.num_spec_blocks},
+                                      {"mamba_groups", s.mamba_groups},
+                                      {"num_blocks", s.num_blocks},
+                                      {"eagle", s.eagle},
+                                      {"async", s.async_scheduling},
+                                      {"max_model_len", s.max_model_len}},
+                                     "setup");
+  model::SchedulerContract c;
+  try {
+    const nlohmann::json& j = answer.at("contract");
+    const auto registration =
+        model::find_cache_registration(j.at("registration").get<std::string>());
+    if (!registration) fault("setup", fmt::format("unknown registration {}", j.at("registration").dump()));
+    c.registration = *registration;
+    c.eagle = j.value("eagle", false);
+    c.unordered_writer = j.value("unordered_writer", false);
+    c.attention_groups = j.value("attention_groups", 0);
+    c.shared_pool = j.value("shared_pool", false);
+  } catch (const nlohmann::json::exception& e) {
+    fault("setup", fmt::format("answered a contract that does not read: {}", e.what()));
+  }
+  return c;
+}
+
+void BlockManagerWorker::new_step_starts() {
+  call({{"op", "step"}}, "new_step_starts");
+}
+
+std::int32_t BlockManagerWorker::get_computed_blocks(const oracle::engine::KvRequest& r) {
+  const nlohmann::json answer = call({{"op", "hit"}, {"req", request_json(r)}},
+                                     "get_computed_blocks");
+  try {
+    return answer.at("tokens").get<std::int32_t>();
+  } catch (const nlohmann::json::exception& e) {
+    fault("get_computed_blocks", fmt::format("answer does not read: {}", e.what()));
+  }
+}
+
+bool BlockManagerWorker::allocate_slots(const oracle::engine::KvRequest& r,
+                                        std::int32_t num_new_tokens,
+                                        std::int32_t num_new_computed_tokens,
+                                        std::int32_t num_lookahead_tokens,
+                                        oracle::engine::KvAllocation& out) {
+  const nlohmann::json answer = call({{"op", "allocate"},
+                                      {"req", request_json(r)},
+                                      {"num_new", num_new_tokens},
+                                      {"num_new_computed", num_new_computed_tokens},
+                                      {"lookahead", num_lookahead_tokens}},
+                                     "allocate_slots");
+  try {
+    if (!answer.at("ok").get<bool>()) return false;
+    out.appended = tables_from(answer, "new");
+    out.held = tables_from(answer, "held");
+    out.attention_appended = tables_from(answer, "attention_new");
+    out.attention_held = tables_from(answer, "attention_held");
+  } catch (const nlohmann::json::exception& e) {
+    fault("allocate_slots", fmt::format("answer does not read: {}", e.what()));
+  }
+  return true;
+}
+
+void BlockManagerWorker::free(std::string_view req_id) {
+  call({{"op", "free"}, {"id", req_id}}, "free");
+}
+
+void BlockManagerWorker::cache_blocks(const oracle::engine::KvRequest& r, std::int32_t num_tokens) {
+  call({{"op", "cache"}, {"req", request_json(r)}, {"num_tokens", num_tokens}}, "cache_blocks");
+}
+
+bool BlockManagerWorker::reset_prefix_cache() {
+  const nlohmann::json answer = call({{"op", "reset"}}, "reset_prefix_cache");
+  return answer.value("ok", false);
+}
+
+} // namespace mc::backends

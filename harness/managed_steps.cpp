@@ -1,0 +1,119 @@
+// The scheduler model's steps with a KV cache manager under test (managed_steps.h).
+#include "harness/managed_steps.h"
+
+#include "model/errors.h"
+#include "model/prng.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mc::harness {
+
+std::int32_t kv_lookahead(const model::Layout& layout,
+                          const oracle::engine::EngineOptions& options) {
+  return options.scheduler.drafter_prunes_last_block ? layout.config.num_spec_tokens : 0;
+}
+
+oracle::engine::KvSetup kv_setup(const model::Layout& layout,
+                                 const oracle::engine::EngineOptions& options) {
+  return {.block_size = layout.config.mamba_block_size,
+          .attention_block_size = layout.config.attn_block_size,
+          .num_spec_blocks = layout.config.num_spec_blocks,
+          .mamba_groups = layout.num_groups(),
+          .num_blocks = static_cast<std::int32_t>(layout.spec.num_blocks),
+          .eagle = options.scheduler.drafter_prunes_last_block,
+          .async_scheduling = options.scheduler.async_scheduling,
+          .max_model_len = oracle::engine::kSequenceLenMax};
+}
+
+std::int64_t kv_pool_blocks(const model::CacheConfig& config, const model::LayoutSpec& spec,
+                            std::span<const oracle::engine::RequestSpec> requests,
+                            const oracle::engine::EngineOptions& options,
+                            const oracle::engine::KvManager& kv) {
+  std::int32_t longest = 0;
+  for (const oracle::engine::RequestSpec& r : requests)
+    longest = std::max(longest, r.max_len);
+  const std::int64_t lookahead =
+      options.scheduler.drafter_prunes_last_block ? config.num_spec_tokens : 0;
+  const std::int64_t per_request =
+      model::cdiv(longest + config.num_spec_tokens + lookahead, std::max(config.attn_block_size, 1));
+  const std::int64_t blocks =
+      static_cast<std::int64_t>(spec.num_blocks) + 2 * per_request * kv.attention_groups();
+  if (blocks > model::kBlocksMax)
+    model::fail_input("--block-manager: its {} attention groups need a pool of {} blocks for "
+                      "these requests, more than {}",
+                      kv.attention_groups(), blocks, model::kBlocksMax);
+  return blocks;
+}
+
+void set_manager_contract(scenarios::TraceHeader& header, const model::SchedulerContract& contract,
+                          bool async_scheduling) {
+  header.async_scheduling = async_scheduling;
+  header.contract = contract;
+  header.version = scenarios::kTraceFormatVersionContract;
+}
+
+ManagedSteps::ManagedSteps(const model::Layout& layout,
+                           std::vector<oracle::engine::RequestSpec> requests, std::uint64_t seed,
+                           const oracle::engine::EngineOptions& options,
+                           oracle::engine::KvManager& kv)
+    : async_(options.scheduler.async_scheduling),
+      contract_(kv.setup(kv_setup(layout, options))),
+      // The seed as the oracle engine mixes it: the same case draws the same steps.
+      scheduler_(layout, options.scheduler, std::move(requests), model::mix64(seed + 1),
+                 options.structures) {
+  scheduler_.use_manager(kv, kv_lookahead(layout, options));
+  replayer_.emplace(layout, options.runner, options.cache_sweep_every, options.structures, async_,
+                    contract_);
+}
+
+std::optional<oracle::engine::Finding> ManagedSteps::plan_and_run() {
+  const std::int64_t index = scheduler_.stats().steps;
+  bool planned = false;
+  try {
+    const model::AssertionsReported reported;
+    model::Step step = scheduler_.schedule(async_ ? model::Step{} : std::move(step_));
+    planned = true;
+    if (async_) {
+      if (in_flight_) scheduler_.update(step_);
+      in_flight_ = false;
+      scheduler_.finalize(step);
+    }
+    step_ = std::move(step);
+  } catch (const oracle::engine::KvManagerFault& e) {
+    if (!planned) step_ = model::Step{.index = index};
+    return oracle::engine::make_finding(replayer_->runner().layout(),
+                                        oracle::engine::FindingKind::block_manager_fault,
+                                        step_.index, "", -1, -1, -1, e.message,
+                                        "an answer to every call of vLLM's scheduler");
+  } catch (const model::AssertionFailure& e) {
+    if (!planned) step_ = model::Step{.index = index};
+    return oracle::engine::internal_assertion(replayer_->runner().layout(), step_.index, e);
+  }
+  if (std::optional<oracle::engine::Finding> f = replayer_->step(step_)) return f;
+  try {
+    if (async_)
+      in_flight_ = true;
+    else
+      scheduler_.update(step_);
+  } catch (const oracle::engine::KvManagerFault& e) {
+    return oracle::engine::make_finding(replayer_->runner().layout(),
+                                        oracle::engine::FindingKind::block_manager_fault,
+                                        step_.index, "", -1, -1, -1, e.message,
+                                        "an answer to every call of vLLM's scheduler");
+  }
+  return std::nullopt;
+}
+
+std::optional<OracleStep> ManagedSteps::next() {
+  if (stopped_ || scheduler_.done()) return std::nullopt;
+  std::optional<oracle::engine::Finding> finding = plan_and_run();
+  stopped_ = finding.has_value();
+  return OracleStep{.step = step_,
+                    .record = replayer_->last_record(),
+                    .finding = std::move(finding),
+                    .last = stopped_ || scheduler_.done()};
+}
+
+} // namespace mc::harness

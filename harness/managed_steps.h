@@ -1,0 +1,72 @@
+// The engine level with a KV cache manager under test (docs/block-manager.md): the oracle's
+// scheduler model plans every step and makes its KV cache calls on the manager
+// (oracle/engine/kv_manager.h), and each step it plans runs on the oracle's Replayer
+// (oracle/engine/replay.h), which holds the manager's tables to the contract the manager
+// declared, exactly as it holds a recorded trace's. So the steps written as a trace replay to
+// the same result without the manager, and a counterexample is a trace.
+#pragma once
+
+#include "harness/lockstep.h"
+#include "model/layout.h"
+#include "model/scheduler_contract.h"
+#include "oracle/engine/kv_manager.h"
+#include "oracle/engine/options.h"
+#include "oracle/engine/replay.h"
+#include "oracle/engine/scheduler.h"
+#include "oracle/engine/workload.h"
+#include "scenarios/trace.h"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace mc::harness {
+
+// The setup a run gives the manager: the layout's sizes and the scheduler's drafting.
+oracle::engine::KvSetup kv_setup(const model::Layout& layout,
+                                 const oracle::engine::EngineOptions& options);
+// The tokens an EAGLE/MTP drafter adds to each allocation (vLLM's num_lookahead_tokens).
+std::int32_t kv_lookahead(const model::Layout& layout, const oracle::engine::EngineOptions& options);
+
+// The pool a run with `kv` needs: the layout's blocks for the Mamba groups, plus, for each of
+// its attention groups, room for two of the longest requests' attention tables (so one
+// request always fits beside another; the pool still runs out under load, which preempts).
+// InputError when that passes model::kBlocksMax.
+std::int64_t kv_pool_blocks(const model::CacheConfig& config, const model::LayoutSpec& spec,
+                            std::span<const oracle::engine::RequestSpec> requests,
+                            const oracle::engine::EngineOptions& options,
+                            const oracle::engine::KvManager& kv);
+
+// A trace's header for steps planned with a manager: its contract, the scheduling mode.
+void set_manager_contract(scenarios::TraceHeader& header, const model::SchedulerContract& contract,
+                          bool async_scheduling);
+
+class ManagedSteps final : public OracleSide {
+public:
+  // Calls kv.setup() (a KvManagerFault escapes: the manager failed before any step).
+  ManagedSteps(const model::Layout& layout, std::vector<oracle::engine::RequestSpec> requests,
+               std::uint64_t seed, const oracle::engine::EngineOptions& options,
+               oracle::engine::KvManager& kv);
+  std::optional<OracleStep> next() override;
+  oracle::engine::OracleRunner& runner() override { return replayer_->runner(); }
+  const oracle::engine::BlockManager& blocks() const override { return replayer_->blocks(); }
+  std::optional<std::int64_t> aborts() const override { return scheduler_.stats().aborts; }
+
+  const model::SchedulerContract& contract() const { return contract_; }
+  const oracle::engine::SchedulerStats& stats() const { return scheduler_.stats(); }
+  const oracle::engine::ReplayStats& replay_stats() const { return replayer_->stats(); }
+
+private:
+  std::optional<oracle::engine::Finding> plan_and_run();
+
+  bool async_ = false;
+  model::SchedulerContract contract_;
+  oracle::engine::Scheduler scheduler_;
+  std::optional<oracle::engine::Replayer> replayer_;
+  model::Step step_;
+  bool in_flight_ = false; // async: step_ ran and waits for the scheduler's commit
+  bool stopped_ = false;
+};
+
+} // namespace mc::harness

@@ -1,0 +1,75 @@
+// A KV cache manager under test, in place of the scheduler model's own BlockManager
+// (docs/block-manager.md): the scheduler model keeps deciding what runs (requests, chunks,
+// drafts, acceptance, preemption, aborts, resets) and makes on it the calls vLLM's Scheduler
+// makes on KVCacheManager (vllm/v1/core/sched/scheduler.py at upstream 6a391a931a92), in the
+// same order. The tables it answers are not trusted: the steps they make are judged by the
+// Replayer (replay.h), as a recorded trace's are, under the contract the manager declares.
+#pragma once
+
+#include "model/step.h"
+#include "model/scheduler_contract.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace mc::oracle::engine {
+
+// One request as vLLM's Request object shows it to the manager.
+struct KvRequest {
+  std::string_view id;
+  std::span<const std::int32_t> tokens; // every token known: prompt and sampled outputs
+  std::int32_t num_computed = 0;        // optimistic under async (the step in flight counted)
+  std::int32_t num_in_flight = 0;       // scheduled tokens of the step in flight
+  std::int32_t placeholders = 0;        // outputs of the step in flight not known yet
+};
+
+// allocate_slots' answer, per group: the blocks it appended (a new or resumed request: its
+// whole table) and the whole table it holds now, for the Mamba groups and the attention groups.
+struct KvAllocation {
+  model::GroupBlockIds appended;
+  model::GroupBlockIds held;
+  model::GroupBlockIds attention_appended;
+  model::GroupBlockIds attention_held;
+};
+
+// The sizes a manager is set up with for one run.
+struct KvSetup {
+  std::int32_t block_size = 0;           // the Mamba groups'
+  std::int32_t attention_block_size = 0; // the attention groups' (vLLM: B in align mode)
+  std::int32_t num_spec_blocks = 0;
+  std::int32_t mamba_groups = 1;
+  std::int32_t num_blocks = 0; // its pool: ids 1 .. num_blocks - 1 (0 is the null block)
+  bool eagle = false;          // EAGLE/MTP drafting: lookahead and the hit's dropped block
+  bool async_scheduling = false;
+  std::int32_t max_model_len = 0;
+};
+
+// The manager under test failed a call: it raised, answered nonsense, died or hung. A finding
+// against the manager at the step being planned, never the tool's crash.
+struct KvManagerFault {
+  std::string message;
+};
+
+class KvManager {
+public:
+  virtual ~KvManager() = default;
+  // A fresh manager for one run; the contract its tables are judged by.
+  virtual model::SchedulerContract setup(const KvSetup& setup) = 0;
+  virtual void new_step_starts() = 0;
+  // get_computed_blocks: the tokens a new or resumed request's prefix hit covers.
+  virtual std::int32_t get_computed_blocks(const KvRequest& r) = 0;
+  // allocate_slots; false: None (the scheduler preempts, or admits nothing more).
+  virtual bool allocate_slots(const KvRequest& r, std::int32_t num_new_tokens,
+                              std::int32_t num_new_computed_tokens,
+                              std::int32_t num_lookahead_tokens, KvAllocation& out) = 0;
+  virtual void free(std::string_view req_id) = 0;
+  virtual void cache_blocks(const KvRequest& r, std::int32_t num_tokens) = 0;
+  virtual bool reset_prefix_cache() = 0;
+  // Its full-attention groups, known before setup: their blocks come from the same pool, which
+  // must then hold them too (harness/managed_steps.h kv_pool_blocks).
+  virtual std::int32_t attention_groups() const = 0;
+};
+
+} // namespace mc::oracle::engine
