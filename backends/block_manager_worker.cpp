@@ -176,10 +176,12 @@ model::SchedulerContract BlockManagerWorker::setup(const oracle::engine::KvSetup
                                       {"block_size", s.block_size},
                                       {"attention_block_size", s.attention_block_size},
                                       {"num_spec_blocks", s.num_spec_blocks},
+                                      {"mode", s.all_mode ? "all" : "align"},
                                       {"mamba_groups", s.mamba_groups},
                                       {"num_blocks", s.num_blocks},
                                       {"eagle", s.eagle},
                                       {"async", s.async_scheduling},
+                                      {"defer_block_free", s.defer_block_free},
                                       {"max_model_len", s.max_model_len}},
                                      "setup");
   model::SchedulerContract c;
@@ -236,12 +238,16 @@ bool BlockManagerWorker::allocate_slots(const oracle::engine::KvRequest& r,
   return true;
 }
 
-void BlockManagerWorker::free(std::string_view req_id) {
-  call({{"op", "free"}, {"id", req_id}}, "free");
+void BlockManagerWorker::free(const oracle::engine::KvRequest& r) {
+  call({{"op", "free"}, {"id", r.id}, {"req", request_json(r)}}, "free");
 }
 
 void BlockManagerWorker::cache_blocks(const oracle::engine::KvRequest& r, std::int32_t num_tokens) {
   call({{"op", "cache"}, {"req", request_json(r)}, {"num_tokens", num_tokens}}, "cache_blocks");
+}
+
+void BlockManagerWorker::output_processed() {
+  call({{"op", "output"}}, "update_from_output");
 }
 
 bool BlockManagerWorker::reset_prefix_cache() {

@@ -45,9 +45,10 @@ public:
   bool allocate_slots(const oracle::engine::KvRequest& r, std::int32_t num_new_tokens,
                       std::int32_t num_new_computed_tokens, std::int32_t num_lookahead_tokens,
                       oracle::engine::KvAllocation& out) override;
-  void free(std::string_view req_id) override;
+  void free(const oracle::engine::KvRequest& r) override;
   void cache_blocks(const oracle::engine::KvRequest& r, std::int32_t num_tokens) override;
   bool reset_prefix_cache() override;
+  void output_processed() override;
 
   const std::string& greeting() const { return greeting_; }
   // Its full-attention groups (greeting attention_groups=N), which take blocks from the pool.

@@ -105,16 +105,6 @@ bool decisions_recorded(const fs::path& result_dir) {
 
 } // namespace
 
-std::string shell_quote(std::string_view text) {
-  std::string out = "'";
-  for (const char ch : text) {
-    if (ch == '\'')
-      out += "'\\''";
-    else
-      out += ch;
-  }
-  return out + "'";
-}
 
 ExternalWorker::ExternalWorker(ExternalOptions options) : options_(std::move(options)) {
   MC_ASSERT(!options_.command.empty());

@@ -144,8 +144,7 @@ private:
 std::string point_campaign_at(std::vector<model::LaunchKind>& drawn, fuzz::LaunchRunner& backend,
                               ExternalWorker& worker);
 
-// `text` as one word for /bin/sh: 'it'\''s'.
-std::string shell_quote(std::string_view text);
+using model::shell_quote;
 
 // Points a kernel campaign at an external worker, started here (point_campaign_at).
 // Returns the worker (keep it alive for the campaign). Prints one line about the worker.

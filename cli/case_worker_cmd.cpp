@@ -11,6 +11,7 @@
 //   engine protocol (backends/external_engine.h), its log engine-worker.log there. An adapter that cannot be started or used is
 //   exit 3 of the whole campaign, as it is for the campaign's own adapter.
 #include "backends/backend.h"
+#include "backends/block_manager_worker.h"
 #include "backends/external_backend.h"
 #include "backends/external_engine.h"
 #include "backends/mutant_backend.h"
@@ -19,6 +20,7 @@
 #include "fuzz/case_workers.h"
 #include "fuzz/engine/engine_fuzz.h"
 #include "gpu/cuda_backend.h"
+#include "model/errors.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -85,15 +87,30 @@ make_engine_source(const nlohmann::json& backend) {
   }
 }
 
+// The engine level's block manager of this worker, where the campaign has one.
+std::unique_ptr<backends::BlockManagerWorker> make_block_manager(const nlohmann::json& setup) {
+  const nlohmann::json& run = setup.at("options").at("run");
+  const std::string command = run.value("block_manager", "");
+  if (command.empty()) return nullptr;
+  try {
+    return std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
+        .command = command, .timeout_seconds = run.value("block_manager_timeout", 60.0)});
+  } catch (const model::EnvironmentError& e) {
+    throw fuzz::CaseWorkerFatal{e.what()};
+  }
+}
+
 int run_case_worker(std::int64_t parent) {
   std::unique_ptr<backends::ExternalWorker> external; // --external: this worker's adapter
   std::unique_ptr<backends::ExternalEngineSource> engine_source; // the same, engine level
+  std::unique_ptr<backends::BlockManagerWorker> manager; // --block-manager: this worker's own
   return fuzz::serve_case_worker(static_cast<pid_t>(parent), [&](const nlohmann::json& setup) {
     const nlohmann::json& backend = setup.at("backend");
     fuzz::CaseWorkerJob job;
     if (setup.at("level") == "engine") {
       engine_source = make_engine_source(backend);
-      job = fuzz::engine_case_job(setup, engine_source.get());
+      manager = make_block_manager(setup);
+      job = fuzz::engine_case_job(setup, engine_source.get(), manager.get());
     } else {
       job = fuzz::kernel_case_job(setup, make_runner(backend, external));
     }

@@ -3,6 +3,7 @@
 // compared exactly; a failure is shrunk and written as case directories, and the exit
 // message prints the command that replays it (exit 1).
 #include "backends/backend.h"
+#include "backends/block_manager_worker.h"
 #include "backends/external_backend.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
@@ -56,6 +57,8 @@ struct FuzzOptions {
   std::string mutant;   // a kernel or runner mutant (engine level: either)
   std::string external; // kernel level: a worker command running the kernels under test
   double external_timeout = backends::kExternalTimeoutSecondsDefault;
+  std::string block_manager; // engine level: a worker command serving the KV cache manager
+  double block_manager_timeout = backends::kBlockManagerTimeoutSecondsDefault;
   bool keep_going = false;    // go on after a finding
   bool stop_at_first = false; // stop at the first finding even under --time-budget
   int reruns = fuzz::kRerunsDefault;
@@ -343,6 +346,12 @@ LevelResult run_engine_level(const FuzzOptions& o, backends::Backend backend, do
                              const model::CoverageRequirement& required) {
   fuzz::CampaignOptions c = campaign_options(o, backend, true, seconds_max);
   std::unique_ptr<backends::ExternalEngineSource> adapter;
+  // The campaign's own block manager: cases run here, reruns, shrinking; each case worker
+  // starts its own from the command.
+  std::unique_ptr<backends::BlockManagerWorker> manager;
+  if (!o.block_manager.empty())
+    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
+        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
   const EngineExternal external{.command = o.external, .timeout_seconds = o.external_timeout};
   fuzz::EngineLevelOptions e;
   try {
@@ -353,6 +362,10 @@ LevelResult run_engine_level(const FuzzOptions& o, backends::Backend backend, do
   } catch (const backends::ExternalWorkerFailure& failure) { // it cannot be used: exit 3
     throw model::EnvironmentError(failure.message);
   }
+  e.run.block_manager = o.block_manager;
+  e.run.block_manager_timeout = o.block_manager_timeout;
+  e.run.manager = manager.get();
+  if (manager) e.run.isolate = false;
   fuzz::EngineLevel level(c, std::move(e));
   return run_level(c, level, cases_in_shard(o, c), required);
 }
@@ -408,6 +421,7 @@ void check_campaign_options(const FuzzOptions& o) {
   if (o.keep_going && o.stop_at_first)
     model::fail_input("--keep-going and --stop-at-first: give one of them");
   check_external_timeout(o.external_timeout);
+  check_block_manager_timeout(o.block_manager_timeout);
   if (!(o.case_timeout > 0 && o.case_timeout <= 86400))
     model::fail_input("--case-timeout: expected 0 < seconds <= 86400, got {}", o.case_timeout);
 }
@@ -569,6 +583,7 @@ void add_backend_options(CLI::App& cmd, FuzzOptions& o) {
                   "(adapters/python/README.md)");
   cmd.add_option("--external-timeout", o.external_timeout,
                   "Seconds the worker may take to start and for each case (default 300)");
+  add_block_manager_options(cmd, o.block_manager, o.block_manager_timeout);
   cmd.add_flag("--no-isolate", o.no_isolate,
                 "Run cases one at a time in this process instead of in worker processes (a "
                 "kernel that faults then ends the campaign)");

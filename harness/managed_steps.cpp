@@ -20,10 +20,14 @@ oracle::engine::KvSetup kv_setup(const model::Layout& layout,
   return {.block_size = layout.config.mamba_block_size,
           .attention_block_size = layout.config.attn_block_size,
           .num_spec_blocks = layout.config.num_spec_blocks,
+          .all_mode = layout.config.mode == model::CacheMode::all,
           .mamba_groups = layout.num_groups(),
           .num_blocks = static_cast<std::int32_t>(layout.spec.num_blocks),
           .eagle = options.scheduler.drafter_prunes_last_block,
           .async_scheduling = options.scheduler.async_scheduling,
+          .defer_block_free = options.scheduler.async_scheduling &&
+                              options.runner.deferred_postprocess &&
+                              options.runner.flavour == model::RunnerFlavour::v2,
           .max_model_len = oracle::engine::kSequenceLenMax};
 }
 
@@ -38,8 +42,9 @@ std::int64_t kv_pool_blocks(const model::CacheConfig& config, const model::Layou
       options.scheduler.drafter_prunes_last_block ? config.num_spec_tokens : 0;
   const std::int64_t per_request =
       model::cdiv(longest + config.num_spec_tokens + lookahead, std::max(config.attn_block_size, 1));
-  const std::int64_t blocks =
-      static_cast<std::int64_t>(spec.num_blocks) + 2 * per_request * kv.attention_groups();
+  const std::int64_t mamba_groups = model::build_layout(config, spec).num_groups();
+  const std::int64_t blocks = (spec.num_blocks - 1) * mamba_groups + 1 +
+                              2 * per_request * kv.attention_groups();
   if (blocks > model::kBlocksMax)
     model::fail_input("--block-manager: its {} attention groups need a pool of {} blocks for "
                       "these requests, more than {}",

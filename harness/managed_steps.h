@@ -29,10 +29,11 @@ oracle::engine::KvSetup kv_setup(const model::Layout& layout,
 // The tokens an EAGLE/MTP drafter adds to each allocation (vLLM's num_lookahead_tokens).
 std::int32_t kv_lookahead(const model::Layout& layout, const oracle::engine::EngineOptions& options);
 
-// The pool a run with `kv` needs: the layout's blocks for the Mamba groups, plus, for each of
-// its attention groups, room for two of the longest requests' attention tables (so one
-// request always fits beside another; the pool still runs out under load, which preempts).
-// InputError when that passes model::kBlocksMax.
+// The pool a run with `kv` needs. vLLM's groups share one pool of ids, where the model gives
+// each Mamba group a pool of spec.num_blocks: the shared pool holds that many for every Mamba
+// group (the same pressure), plus, for each attention group, room for two of the longest
+// requests' attention tables (one request always fits beside another; the pool still runs out
+// under load, which preempts). InputError when that passes model::kBlocksMax.
 std::int64_t kv_pool_blocks(const model::CacheConfig& config, const model::LayoutSpec& spec,
                             std::span<const oracle::engine::RequestSpec> requests,
                             const oracle::engine::EngineOptions& options,

@@ -304,4 +304,15 @@ bool die_with_parent(pid_t parent) {
   return getppid() == parent;
 }
 
+std::string shell_quote(std::string_view text) {
+  std::string out = "'";
+  for (const char ch : text) {
+    if (ch == '\'')
+      out += "'\\''";
+    else
+      out += ch;
+  }
+  return out + "'";
+}
+
 } // namespace mc::model

@@ -135,6 +135,9 @@ private:
   std::vector<Fd> ends_;
 };
 
+// `text` as one word for /bin/sh: 'it'\''s'.
+std::string shell_quote(std::string_view text);
+
 // Writes all of `data`; false when the reader is gone.
 bool write_all(int fd, std::string_view data) noexcept;
 

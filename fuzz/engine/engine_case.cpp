@@ -4,6 +4,7 @@
 #include "fuzz/isolate.h"
 #include "gpu/cuda_backend.h"
 #include "harness/lockstep.h"
+#include "harness/managed_steps.h"
 #include "harness/simulate.h"
 #include "model/errors.h"
 #include "model/presets.h"
@@ -571,19 +572,24 @@ bool runs_here_possible(const EngineRunOptions& run) {
 EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
                               std::vector<model::Step>* steps_out,
                               const std::function<void()>& on_step_started) {
-  if (run.isolate && run.external == nullptr && steps_out == nullptr)
+  if (run.isolate && run.external == nullptr && run.manager == nullptr && steps_out == nullptr)
     return run_isolated_case(c, run);
   EngineOutcome out;
   model::CacheConfig config = c.config;
   config.runner = c.engine.runner.flavour;
   std::optional<model::Layout> layout;
   std::unique_ptr<oracle::engine::Engine> engine;
+  std::unique_ptr<harness::ManagedSteps> managed;
   std::unique_ptr<gpu::engine::EngineRunner> backend;
   try {
-    layout = model::build_layout(config, c.spec);
+    layout = model::build_layout(config, with_manager_pool(c, run.manager).spec);
     oracle::engine::validate_options(c.engine, *layout);
-    engine =
-        std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed, c.engine);
+    if (run.manager != nullptr)
+      managed = std::make_unique<harness::ManagedSteps>(*layout, c.requests, c.scheduler_seed,
+                                                        c.engine, *run.manager);
+    else
+      engine = std::make_unique<oracle::engine::Engine>(*layout, c.requests, c.scheduler_seed,
+                                                        c.engine);
     harness::require_covered(run.external, c.engine.runner, c.config.mode);
     backend = std::make_unique<gpu::engine::EngineRunner>(
         *layout,
@@ -592,6 +598,11 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   } catch (const model::InputError& e) {
     out.valid = false;
     out.invalid_reason = e.what();
+    return out;
+  } catch (const oracle::engine::KvManagerFault& e) { // the manager failed its setup
+    out.failure = harness::Difference{
+        .kind = "block_manager_fault", .step = 0,
+        .text = fmt::format("step 0: block_manager_fault: {}", e.message)};
     return out;
   } catch (const gpu::engine::KernelFailure& e) { // the worker died opening the run
     out.failure = harness::Difference{
@@ -607,8 +618,11 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
         .text = fmt::format("step 0: the device faulted: {}", e.what())};
     return out;
   }
-  harness::ScheduledSteps steps(*engine,
-                                harness::scheduler_mutant_edit(run.scheduler_mutant, *engine));
+  std::optional<harness::ScheduledSteps> scheduled;
+  if (engine)
+    scheduled.emplace(*engine, harness::scheduler_mutant_edit(run.scheduler_mutant, *engine));
+  harness::OracleSide& steps =
+      managed ? static_cast<harness::OracleSide&>(*managed) : *scheduled;
   harness::LockstepHooks hooks{.backend_errors_are_findings = true};
   if (steps_out || on_step_started)
     hooks.on_step = [steps_out, &on_step_started](const harness::OracleStep& o) {
@@ -623,13 +637,32 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   return out;
 }
 
+EngineCase with_manager_pool(const EngineCase& c, const oracle::engine::KvManager* manager) {
+  if (manager == nullptr) return c;
+  EngineCase grown = c;
+  grown.spec.num_blocks = harness::kv_pool_blocks(c.config, c.spec, c.requests, c.engine, *manager);
+  return grown;
+}
+
 std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_max,
-                                      harness::SchedulerMutant mutant) {
+                                      harness::SchedulerMutant mutant,
+                                      oracle::engine::KvManager* manager,
+                                      model::SchedulerContract* contract) {
   model::CacheConfig config = c.config;
   config.runner = c.engine.runner.flavour;
-  const model::Layout layout = model::build_layout(config, c.spec);
-  oracle::engine::Engine engine(layout, c.requests, c.scheduler_seed, c.engine);
-  harness::ScheduledSteps scheduled(engine, harness::scheduler_mutant_edit(mutant, engine));
+  const model::Layout layout = model::build_layout(config, with_manager_pool(c, manager).spec);
+  std::optional<oracle::engine::Engine> engine;
+  std::optional<harness::ScheduledSteps> planned;
+  std::optional<harness::ManagedSteps> managed;
+  if (manager != nullptr) {
+    managed.emplace(layout, c.requests, c.scheduler_seed, c.engine, *manager);
+    if (contract) *contract = managed->contract();
+  } else {
+    engine.emplace(layout, c.requests, c.scheduler_seed, c.engine);
+    planned.emplace(*engine, harness::scheduler_mutant_edit(mutant, *engine));
+  }
+  harness::OracleSide& scheduled =
+      managed ? static_cast<harness::OracleSide&>(*managed) : *planned;
   std::vector<model::Step> steps;
   while (static_cast<std::int64_t>(steps.size()) < steps_max) {
     std::optional<harness::OracleStep> o = scheduled.next();

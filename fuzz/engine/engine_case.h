@@ -15,6 +15,7 @@
 #include "harness/scheduler_mutant.h"
 #include "model/coverage.h"
 #include "oracle/engine/driver.h"
+#include "oracle/engine/kv_manager.h"
 
 #include <nlohmann/json.hpp>
 
@@ -96,6 +97,13 @@ struct EngineRunOptions {
   // When set, the launches run on its kernels (an external worker's; not owned, never
   // isolated: a crash of the worker is already a finding at its step).
   gpu::engine::ExecutorSource* external = nullptr;
+  // A KV cache manager under test (docs/block-manager.md): its worker command, which case
+  // workers start for themselves, and this process's own (not owned; never isolated: the
+  // manager runs in its own process). Every KV cache call of the scheduler model goes to it
+  // and the Replayer judges its tables (harness/managed_steps.h).
+  std::string block_manager;
+  double block_manager_timeout = 60.0;
+  oracle::engine::KvManager* manager = nullptr;
 };
 
 struct EngineOutcome {
@@ -111,8 +119,16 @@ struct EngineOutcome {
 // The first `steps_max` steps the oracle engine schedules for `c` (rewritten by `mutant`),
 // without running any backend: what a counterexample's trace holds (the backend may crash on
 // them).
+// With `manager` the steps are planned through it; `contract`, when given, receives the
+// contract its tables are judged by (a trace's header says it).
 std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_max,
-                                      harness::SchedulerMutant mutant = {});
+                                      harness::SchedulerMutant mutant = {},
+                                      oracle::engine::KvManager* manager = nullptr,
+                                      model::SchedulerContract* contract = nullptr);
+
+// The case as it runs with a KV cache manager under test: its pool grown for the manager's
+// attention groups (harness::kv_pool_blocks); `c` itself without one.
+EngineCase with_manager_pool(const EngineCase& c, const oracle::engine::KvManager* manager);
 
 // An outcome as it travels from an isolated child process back to the campaign.
 nlohmann::ordered_json to_json(const EngineOutcome& outcome);

@@ -2,12 +2,14 @@
 #include "fuzz/engine/engine_fuzz.h"
 
 #include "gpu/mutant.h"
+#include "harness/managed_steps.h"
 #include "harness/replay.h"
 
 #include "model/errors.h"
 #include "model/interrupt.h"
 #include "model/output_file.h"
 #include "model/presets.h"
+#include "model/process.h"
 #include "scenarios/trace.h"
 #include "show/pictures.h"
 
@@ -46,6 +48,16 @@ std::string mutant_args(const EngineLevelOptions& o) {
   return out;
 }
 
+// Reruns plan through the same block manager; a replay needs none (the trace holds its tables).
+std::string manager_args(const EngineLevelOptions& o) {
+  std::string out;
+  if (o.run.block_manager.empty()) return out;
+  out = fmt::format(" --block-manager {}", model::shell_quote(o.run.block_manager));
+  if (o.run.block_manager_timeout != 60.0)
+    out += fmt::format(" --block-manager-timeout {}", o.run.block_manager_timeout);
+  return out;
+}
+
 // `mambacheck replay`'s options for the run of case `c` (the trace holds config and steps).
 std::string replay_args(const CampaignOptions& campaign, const EngineLevelOptions& o,
                         const EngineCase& c) {
@@ -66,14 +78,27 @@ std::string replay_args(const CampaignOptions& campaign, const EngineLevelOption
 }
 
 // Writes `steps` of case `c` as a trace; returns what went wrong, or an empty string.
-std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
-                        const EngineLevelOptions& o, const std::vector<model::Step>& steps) {
+// With a block manager under test the steps are the ones planned through it, the case's pool
+// grown for it and the header its contract.
+std::string write_trace(const std::filesystem::path& file, const EngineCase& case_planned,
+                        const EngineLevelOptions& o, std::int64_t steps_max) {
+  model::SchedulerContract contract;
+  std::vector<model::Step> steps;
+  try {
+    steps = oracle_steps(case_planned, steps_max, o.run.scheduler_mutant, o.run.manager, &contract);
+  } catch (const oracle::engine::KvManagerFault& e) {
+    return e.message;
+  }
+  const EngineCase c = with_manager_pool(case_planned, o.run.manager);
   scenarios::TraceHeader header;
   header.config = c.config;
   header.config.runner = c.engine.runner.flavour;
   header.preset = c.preset_layout ? c.preset : "";
   header.layout_spec = c.spec;
-  if (c.engine.scheduler.async_scheduling) scenarios::set_async_model_contract(header);
+  if (o.run.manager != nullptr)
+    harness::set_manager_contract(header, contract, c.engine.scheduler.async_scheduling);
+  else if (c.engine.scheduler.async_scheduling)
+    scenarios::set_async_model_contract(header);
   header.source = {{"tool", "mambacheck fuzz --level engine"},
                    {"case_seed", c.case_seed},
                    {"size", c.size},
@@ -84,6 +109,7 @@ std::string write_trace(const std::filesystem::path& file, const EngineCase& c,
                    {"runner_mutant", std::string(gpu::engine::to_string(o.run.runner_mutant))},
                    {"kernel_mutant", std::string(gpu::to_string(o.run.kernel_mutant))},
                    {"scheduler_mutant", std::string(harness::to_string(o.run.scheduler_mutant))}};
+  if (!o.run.block_manager.empty()) header.source["block_manager"] = o.run.block_manager;
   try {
     scenarios::TraceWriter writer(file, header);
     for (const model::Step& step : steps)
@@ -278,7 +304,8 @@ EngineCounterexample make_counterexample(const CampaignOptions& o, const EngineL
   cx.reproduce =
       fmt::format("mambacheck fuzz --level engine {} --seed {} --cases 1 "
                   "--max-size {}{}{}",
-                  backend_args(o), c.case_seed, o.max_size, fixed_args(e.fixed, c), mutant_args(e));
+                  backend_args(o), c.case_seed, o.max_size, fixed_args(e.fixed, c),
+                  mutant_args(e) + manager_args(e));
   if (o.out_dir.empty()) return cx;
   cx.dir = o.out_dir / fmt::format("engine-seed{}", c.case_seed);
   std::filesystem::create_directories(cx.dir);
@@ -287,11 +314,8 @@ EngineCounterexample make_counterexample(const CampaignOptions& o, const EngineL
   cx.replay = fmt::format("mambacheck replay {}{}", cx.shrunk_trace.generic_string(),
                           replay_args(o, e, s.best));
   // A scheduler mutant's steps are what its scheduler sent: the traces hold them as they ran.
-  std::string problem = write_trace(cx.original_trace, c, e,
-                                    oracle_steps(c, outcome.steps_run, e.run.scheduler_mutant));
-  if (problem.empty())
-    problem = write_trace(cx.shrunk_trace, s.best, e,
-                          oracle_steps(s.best, s.outcome.steps_run, e.run.scheduler_mutant));
+  std::string problem = write_trace(cx.original_trace, c, e, outcome.steps_run);
+  if (problem.empty()) problem = write_trace(cx.shrunk_trace, s.best, e, s.outcome.steps_run);
   if (!problem.empty()) cx.replay = fmt::format("(trace not written: {})", problem);
   if (problem.empty() && write_steps_view(cx.shrunk_trace, s.best, cx.dir / "steps.jsonl"))
     cx.steps_view = cx.dir / "steps.jsonl";
@@ -368,7 +392,9 @@ nlohmann::json run_options_json(const EngineRunOptions& run) {
   return {{"executor", run.executor == model::Backend::cuda ? "cuda" : "host"},
           {"kernel_mutant", gpu::to_string(run.kernel_mutant)},
           {"runner_mutant", gpu::engine::to_string(run.runner_mutant)},
-          {"scheduler_mutant", harness::to_string(run.scheduler_mutant)}};
+          {"scheduler_mutant", harness::to_string(run.scheduler_mutant)},
+          {"block_manager", run.block_manager},
+          {"block_manager_timeout", run.block_manager_timeout}};
 }
 
 EngineRunOptions run_options_from_json(const nlohmann::json& j) {
@@ -387,6 +413,8 @@ EngineRunOptions run_options_from_json(const nlohmann::json& j) {
     run.runner_mutant = named("runner_mutant", gpu::engine::find_runner_mutant);
   if (j.at("scheduler_mutant") != "none")
     run.scheduler_mutant = named("scheduler_mutant", harness::find_scheduler_mutant);
+  run.block_manager = j.value("block_manager", "");
+  run.block_manager_timeout = j.value("block_manager_timeout", 60.0);
   return run;
 }
 
@@ -465,7 +493,7 @@ void check_engine_options(const CampaignOptions& o, const EngineLevelOptions& e)
 
 EngineLevel::EngineLevel(const CampaignOptions& o, EngineLevelOptions e) {
   check_engine_options(o, e);
-  e.run.isolate = o.isolate && e.run.external == nullptr;
+  e.run.isolate = o.isolate && e.run.external == nullptr && e.run.manager == nullptr;
   e.run.timeout_seconds = o.case_timeout_seconds;
   const EngineCaseFixed fixed = e.fixed;
   state_.reset(new State{.campaign = o, .options = std::move(e), .fixed = fixed});
@@ -606,8 +634,8 @@ CampaignReport run_engine_fuzz(const CampaignOptions& campaign, const EngineLeve
   return run_campaign(campaign, level);
 }
 
-CaseWorkerJob engine_case_job(const nlohmann::json& setup,
-                              gpu::engine::ExecutorSource* external) {
+CaseWorkerJob engine_case_job(const nlohmann::json& setup, gpu::engine::ExecutorSource* external,
+                              oracle::engine::KvManager* manager) {
   const CampaignOptions campaign = campaign_options_from_json(setup.at("campaign"));
   const auto [seed, max_size, repeat] =
       std::tuple(campaign.seed, campaign.max_size, campaign.repeat);
@@ -616,6 +644,7 @@ CaseWorkerJob engine_case_job(const nlohmann::json& setup,
   const EngineCaseFixed fixed = fixed_from_json(options.at("fixed"));
   EngineRunOptions run = run_options_from_json(options.at("run"));
   run.external = external;
+  run.manager = manager;
   return CaseWorkerJob{.run = [=](std::int64_t index) {
     const std::uint64_t case_seed = case_seed_of(seed, index);
     const EngineCase c = generate_engine_case(case_seed, size_of(case_seed, max_size), fixed);

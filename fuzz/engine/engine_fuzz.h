@@ -137,8 +137,11 @@ CampaignReport run_engine_fuzz(const CampaignOptions& campaign, const EngineLeve
 // its progress, its outcome as the payload.
 // With `external` (an adapter worker of this case worker's own, not owned), every run's launches
 // go to its kernels.
+// With `manager` (this case worker's own block manager, not owned), every run plans its steps
+// through it.
 CaseWorkerJob engine_case_job(const nlohmann::json& setup,
-                              gpu::engine::ExecutorSource* external = nullptr);
+                              gpu::engine::ExecutorSource* external = nullptr,
+                              oracle::engine::KvManager* manager = nullptr);
 
 struct ShrinkResult {
   EngineCase best;

@@ -39,10 +39,14 @@ struct KvSetup {
   std::int32_t block_size = 0;           // the Mamba groups'
   std::int32_t attention_block_size = 0; // the attention groups' (vLLM: B in align mode)
   std::int32_t num_spec_blocks = 0;
+  bool all_mode = false;       // mamba_cache_mode "all" (else "align")
   std::int32_t mamba_groups = 1;
   std::int32_t num_blocks = 0; // its pool: ids 1 .. num_blocks - 1 (0 is the null block)
   bool eagle = false;          // EAGLE/MTP drafting: lookahead and the hit's dropped block
   bool async_scheduling = false;
+  // A writer not ordered with the steps (V2's deferred postprocess): vLLM's defer_block_free,
+  // a request's blocks freed while a step is in flight are given back once its output came.
+  bool defer_block_free = false;
   std::int32_t max_model_len = 0;
 };
 
@@ -64,8 +68,13 @@ public:
   virtual bool allocate_slots(const KvRequest& r, std::int32_t num_new_tokens,
                               std::int32_t num_new_computed_tokens,
                               std::int32_t num_lookahead_tokens, KvAllocation& out) = 0;
-  virtual void free(std::string_view req_id) = 0;
+  // `r.num_in_flight`: the tokens of the rows of r that a step not completed yet still runs
+  // (stale ones included), so that a manager that defers frees knows which to defer.
+  virtual void free(const KvRequest& r) = 0;
   virtual void cache_blocks(const KvRequest& r, std::int32_t num_tokens) = 0;
+  // Async: the output of the step in flight was processed (update_from_output), before any
+  // cache_blocks of it; frees deferred until then may be given back.
+  virtual void output_processed() = 0;
   virtual bool reset_prefix_cache() = 0;
   // Its full-attention groups, known before setup: their blocks come from the same pool, which
   // must then hold them too (harness/managed_steps.h kv_pool_blocks).

@@ -16,7 +16,10 @@ Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
                    model::SchedulerContract contract)
     : layout_(layout), cache_sweep_every_(cache_sweep_every),
       tail_tokens_(model::conv_history_rows_max(layout)), async_(async_scheduling),
-      contract_(contract), hold_in_flight_(contract.unordered_writer || options.deferred_postprocess),
+      contract_(contract),
+      // Only V2 runs a postprocess deferred; the flag means nothing to V1.
+      hold_in_flight_(contract.unordered_writer ||
+                      (options.deferred_postprocess && options.flavour == model::RunnerFlavour::v2)),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               structures),
       attention_(contract.attention_groups > 0

@@ -244,6 +244,7 @@ void Scheduler::maybe_abort(model::Step& step) {
 }
 
 void Scheduler::force_preempt_all(model::Step& step) {
+  const std::size_t preempted_before = step.preempted_req_ids.size();
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
     SchedRequest& r = requests_[*it];
     release(r);
@@ -252,14 +253,17 @@ void Scheduler::force_preempt_all(model::Step& step) {
     r.in_flight.stale = r.in_flight.step >= 0;
     r.planned.stale = r.planned.step >= 0;
     waiting_.push_front(*it);
+    step.preempted_req_ids.push_back(r.spec.req_id);
     ++stats_.forced_preemptions;
   }
   running_.clear();
-  if (kv_)
-    kv_->reset_prefix_cache(); // one that cannot (a block still held) keeps its cache: vLLM's too
-  else
-    blocks_.reset_cache();
-  step.reset_prefix_cache = true; // not listed as preempted: they come back resumed
+  // A manager under test that still holds a block (a free it defers) refuses the reset and
+  // keeps its cache, as vLLM's BlockPool.reset_prefix_cache does: the requests were preempted
+  // all the same. A reset that happened lists none of them: they come back resumed.
+  if (kv_ && !kv_->reset_prefix_cache()) return;
+  if (!kv_) blocks_.reset_cache();
+  step.preempted_req_ids.resize(preempted_before);
+  step.reset_prefix_cache = true;
   ++stats_.resets;
 }
 
@@ -278,9 +282,12 @@ void Scheduler::preempt(std::size_t running_index, model::Step& step) {
 }
 
 void Scheduler::release(SchedRequest& r) {
-  if (kv_)
-    kv_->free(r.spec.req_id);
-  else
+  if (kv_) {
+    KvRequest q = kv_request(r, false);
+    q.num_in_flight = (r.in_flight.step >= 0 ? r.in_flight.tokens : 0) +
+                      (r.planned.step >= 0 ? r.planned.tokens : 0);
+    kv_->free(q);
+  } else
     blocks_.free_request(r.spec.req_id);
 }
 

@@ -167,6 +167,7 @@ void Scheduler::update(const model::Step& step) {
   const bool async_rows = in_flight_.step == step.index;
   MC_ASSERT(async_rows || (planned_.step == step.index && step.index == step_ - 1));
   const Rows& rows = async_rows ? in_flight_ : planned_;
+  if (async_rows && kv_) kv_->output_processed();
   if (async_rows) blocks_.release_in_flight();
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];

@@ -13,7 +13,8 @@ KVCacheManager (docs/block-manager.md). Protocol: one JSON object per line each 
   (the manager raised: a finding against it) or `fatal: MESSAGE` (the worker cannot go on).
   Requests carry a request's counters as {"id", "tokens" (ids not sent before), "num_tokens",
   "num_computed", "num_in_flight", "placeholders"}.
-  - setup {block_size, num_spec_blocks, mamba_groups, num_blocks, eagle, async, max_model_len}:
+  - setup {block_size, attention_block_size, num_spec_blocks, mode (align|all), mamba_groups,
+    num_blocks, eagle, async, defer_block_free, max_model_len}:
     a fresh manager for one run; answers {"contract": {...}}, the promises a replay holds the
     tables to (scenarios/FORMAT.md, the header's `scheduler`).
   - step: new_step_starts(); {}.
@@ -21,7 +22,9 @@ KVCacheManager (docs/block-manager.md). Protocol: one JSON object per line each 
   - allocate {req, num_new, num_new_computed, lookahead}: allocate_slots(); {"ok": false}
     (None: preempt), or {"ok": true, "new": [...], "attention_new": [...], "held": [...],
     "attention_held": [...]}: per group, the blocks appended and the whole table held now.
-  - free {id}; cache {req, num_tokens}; reset: {"ok": bool}; pool: {"free", "refs", "hashed"}.
+  - free {id, req} (req's num_in_flight: tokens of its rows a step not completed still runs);
+    cache {req, num_tokens}; reset: {"ok": bool}; pool: {"free", "refs", "hashed"}.
+  - output: the output of the step in flight was processed (async); {}.
 - End of input: the worker exits 0.
 """
 
@@ -80,10 +83,15 @@ class Session:
             return {"ok": True, "new": new_mamba, "attention_new": new_attention,
                     "held": held_mamba, "attention_held": held_attention}
         if op == "free":
+            if "req" in message:
+                m.request(message["req"])
             m.free(message["id"])
             return {}
         if op == "cache":
             m.cache_blocks(m.request(message["req"]), message["num_tokens"])
+            return {}
+        if op == "output":
+            m.output_processed()
             return {}
         if op == "reset":
             return {"ok": bool(m.reset_prefix_cache())}

@@ -46,6 +46,7 @@ class Pool:
         self.key_of = [None] * num_blocks
         self.cached = {}
         self.free = OrderedDict((b, None) for b in range(1, num_blocks))
+        self.hidden = set()  # freed, waiting for the step in flight: not offered as hits
 
     def num_free(self):
         return len(self.free)
@@ -104,7 +105,7 @@ class Pool:
         return True
 
     def lookup(self, key):
-        holders = self.cached.get(key)
+        holders = [b for b in self.cached.get(key, ()) if b not in self.hidden]
         return holders[0] if holders else None
 
     def reset(self):
@@ -181,7 +182,7 @@ class AttentionGroup:
         return table[prev:]
 
     def remove_skipped(self, req, processed):
-        pass
+        return []
 
     def cache(self, req, num_tokens, this_step):
         table = self.tables.get(req.id)
@@ -193,17 +194,20 @@ class AttentionGroup:
         self.num_cached[req.id] = max(self.num_cached[req.id], end)
 
     def free(self, req_id):
-        table = self.tables.pop(req_id, [])
+        """Drops the request's table; the manager gives its blocks back (or defers that)."""
         self.num_cached.pop(req_id, None)
-        self.pool.release(reversed(table))
+        return self.tables.pop(req_id, [])
 
 
 class MambaGroup:
-    """A Mamba group in align mode: the running state's block at cdiv(tokens, B) - 1, nsb
-    speculative blocks after it, nulls before it but for the states still needed."""
+    """A Mamba group. Align mode: the running state's block at cdiv(tokens, B) - 1, nsb
+    speculative blocks after it, nulls before it but for the states still needed. All mode:
+    a block for every B tokens, all kept while the request runs, nsb speculative blocks after
+    the last, which become the blocks of their positions as the table grows."""
 
-    def __init__(self, gid, pool, block_size, nsb, variants):
+    def __init__(self, gid, pool, block_size, nsb, variants, all_mode=False):
         self.gid, self.pool, self.B, self.nsb = gid, pool, block_size, nsb
+        self.all_mode = all_mode
         self.variants = variants
         self.tables, self.num_cached, self.allocated, self.last_state = {}, {}, set(), {}
 
@@ -221,6 +225,8 @@ class MambaGroup:
         required = cdiv(num_tokens, self.B) + self.nsb
         if required <= len(table):
             return 0
+        if self.all_mode:
+            return required - len(table)
         if req.id not in self.allocated:
             return 1 + self.nsb
         return 1
@@ -232,6 +238,10 @@ class MambaGroup:
         required = cdiv(num_tokens, self.B) + nsb
         if required <= prev:
             return []
+        if self.all_mode:
+            table.extend(self.pool.take(required - prev))
+            self.allocated.add(req.id)
+            return table[prev:]
         allocated = req.id in self.allocated
         if allocated:
             self.last_state[req.id] = prev - 1 - nsb
@@ -248,8 +258,8 @@ class MambaGroup:
 
     def remove_skipped(self, req, processed):
         table = self.tables.get(req.id)
-        if not table or processed <= 0:
-            return
+        if not table or processed <= 0 or self.all_mode:
+            return []
         stale = min(cdiv(processed, self.B) - 1, len(table))
         freed = []
         if "null_gap_retirement" in self.variants:
@@ -267,7 +277,7 @@ class MambaGroup:
                 if table[i] != NULL:
                     freed.append(table[i])
                     table[i] = NULL
-        self.pool.release(freed)
+        return freed
 
     def cache(self, req, num_tokens, this_step):
         table = self.tables.get(req.id)
@@ -280,11 +290,10 @@ class MambaGroup:
         self.num_cached[req.id] = max(self.num_cached[req.id], end)
 
     def free(self, req_id):
-        table = self.tables.pop(req_id, [])
         self.num_cached.pop(req_id, None)
         self.allocated.discard(req_id)
         self.last_state.pop(req_id, None)
-        self.pool.release(reversed(table))
+        return self.tables.pop(req_id, [])
 
 
 class ReferenceManager:
@@ -307,9 +316,13 @@ class ReferenceManager:
             self.attention.append(AttentionGroup(gid, self.pool, attention_block_size, self.eagle))
             gid += 1
         self.mamba = []
+        all_mode = setup.get("mode", "align") == "all"
         for _ in range(setup["mamba_groups"]):
-            self.mamba.append(MambaGroup(gid, self.pool, self.B, self.nsb, self.variants))
+            self.mamba.append(MambaGroup(gid, self.pool, self.B, self.nsb, self.variants,
+                                         all_mode))
             gid += 1
+        self.defer_block_free = bool(setup.get("defer_block_free", False))
+        self.deferred = []  # blocks of requests freed while a step was in flight
         self.requests = {}
         self.hits = {}  # request -> (attention blocks, mamba position, mamba blocks)
         self.this_step = set()
@@ -317,7 +330,7 @@ class ReferenceManager:
     def contract(self):
         return {"registration": "at_schedule", "eagle": self.eagle and bool(self.attention),
                 "attention_groups": len(self.attention), "shared_pool": True,
-                "unordered_writer": False}
+                "unordered_writer": self.defer_block_free}
 
     def request(self, message):
         req_id = message["id"]
@@ -356,7 +369,7 @@ class ReferenceManager:
         processed = total if "optimistic_frees" in self.variants else \
             max(0, total - req.num_in_flight)
         for g in self.mamba:
-            g.remove_skipped(req, processed)
+            self.give_back(g.remove_skipped(req, processed), req.num_in_flight > 0)
         if hit and "published_before_written" not in self.variants and \
                 any(b in self.this_step for b in hit[2]):
             return None  # registered by this planning: its state is not written yet
@@ -386,9 +399,26 @@ class ReferenceManager:
             g.cache(req, num_tokens, self.this_step)
 
     def free(self, req_id):
+        req = self.requests.get(req_id)
+        in_flight = req is not None and req.num_in_flight > 0
         for g in self.attention + self.mamba:
-            g.free(req_id)
+            self.give_back(list(reversed(g.free(req_id))), in_flight)
         self.hits.pop(req_id, None)  # the request object stays: a preempted one resumes
+
+    def give_back(self, blocks, in_flight):
+        """Frees blocks in order, or, with a writer not ordered with the steps, once the step
+        in flight that still runs a row of their request reported (vLLM's defer_block_free)."""
+        if self.defer_block_free and in_flight:
+            self.deferred.append(blocks)
+            self.pool.hidden.update(blocks)
+        else:
+            self.pool.release(blocks)
+
+    def output_processed(self):
+        for blocks in self.deferred:
+            self.pool.release(blocks)
+        self.deferred.clear()
+        self.pool.hidden.clear()
 
     def reset_prefix_cache(self):
         return self.pool.reset()
