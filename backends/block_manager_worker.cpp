@@ -141,7 +141,11 @@ nlohmann::json BlockManagerWorker::call(const nlohmann::json& message, std::stri
     crashed_ = true;
     fault(what, how);
   }
-  if (answer.starts_with("error:")) fault(what, fmt::format("raised: {}", excerpt(answer.substr(6))));
+  if (answer.starts_with("error:")) {
+    std::string_view said = std::string_view(answer).substr(6);
+    while (said.starts_with(' ')) said.remove_prefix(1);
+    fault(what, fmt::format("raised: {}", excerpt(said)));
+  }
   try {
     nlohmann::json j = nlohmann::json::parse(answer);
     if (!j.is_object()) throw nlohmann::json::type_error::create(302, "not an object", nullptr);

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""The engine level with a KV cache manager under test, end to end: `run`, `fuzz --level engine`
+and `replay` with `--block-manager` on the adapter's reference manager
+(mambacheck_adapter.block_manager; docs/block-manager.md). Part PART of:
+  clean     a campaign of engine cases through the reference manager holds (exit 0), as do
+            `run` with drafts, EAGLE, async scheduling and a small pool, whose recorded trace
+            replays held without the manager (the trace carries its tables and contract);
+  variants  each broken variant of the reference manager is found by the default campaign
+            (exit 1) with the finding kind it must give, shrunk to a trace that replays to the
+            same finding without the manager; the report's reproduce line names the manager;
+  faults    a manager that raises, dies or hangs is a block_manager_fault finding at the step
+            it reached (exit 1); one that never greets, or greets wrongly, is exit 3 with one
+            line; a bad --block-manager-timeout is exit 2;
+  workers   the same campaign with --jobs 2 (two case workers, each starting a manager of its own)
+            gives the same findings as with none.
+
+Usage: block_manager_cli_test.py MAMBACHECK PYTHON WORK_DIR PART.
+"""
+
+import json
+import os
+import pathlib
+import shlex
+import shutil
+import sys
+
+from cli_checks import expect, run
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+ADAPTER = REPO / "adapters" / "python"
+
+# Each variant and the finding kind that names its bug.
+VARIANTS = {
+    "optimistic_frees": ("inconsistent_step", "in_flight_block_reused"),
+    "null_gap_retirement": ("excess_retention",),
+    "hit_short_at_boundary": ("wrong_prefix_hit",),
+    "published_before_written": ("wrong_prefix_hit",),
+}
+
+
+def manager(python, *extra):
+    return shlex.join([python, "-m", "mambacheck_adapter.block_manager", *extra])
+
+
+def fuzz(mambacheck, command, work, name, cases, expected_rc, *extra):
+    out = work / name
+    shutil.rmtree(out, ignore_errors=True)
+    report = work / f"{name}.json"
+    p = run([mambacheck, "fuzz", "--level", "engine", "--cases", str(cases), "--seed", "7",
+             "--out", str(out), "--report", str(report), "--block-manager", command, *extra],
+            expected_rc)
+    return p, json.loads(report.read_text())
+
+
+def findings(report):
+    level = report.get("engine", report)
+    return level.get("findings", [])
+
+
+def replay_finding(mambacheck, replay_line):
+    args = shlex.split(replay_line)
+    expect(args[:2] == ["mambacheck", "replay"], "a replay line", replay_line)
+    p = run([mambacheck, *args[1:]], 1)
+    line = next((l for l in p.stdout.splitlines() if l.startswith("FINDING")), "")
+    expect(line, "the replay reports a finding", p.stdout)
+    return line
+
+
+def part_clean(mambacheck, python, work):
+    p, report = fuzz(mambacheck, manager(python), work, "clean", 200, 0)
+    expect(not findings(report), "no finding through the reference manager", p.stdout)
+    expect("all cases held" in p.stdout, "the campaign held", p.stdout)
+    trace = work / "run.jsonl"
+    for flags in (["--num-spec", "2", "--async", "--eagle"], ["--pool-blocks", "10"],
+                  ["--num-spec", "1", "--resets-per-million", "30000",
+                   "--aborts-per-million", "30000"]):
+        p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "300", "--requests",
+                 "16", "--seed", "3", "--block-manager", manager(python), "--record", str(trace),
+                 *flags], 0)
+        expect("held: oracle and host agree" in p.stdout, f"run {flags} held", p.stdout)
+        header = json.loads(trace.read_text().splitlines()[0])
+        expect(header["scheduler"] == {"cache_registration": "at_schedule",
+                                       "attention_groups": 1, "shared_pool": True,
+                                       **({"eagle": True} if "--eagle" in flags else {})},
+               "the trace declares the manager's contract", json.dumps(header))
+        expect(header.get("async_scheduling", False) == ("--async" in flags),
+               "the trace says how it was scheduled", json.dumps(header))
+        p = run([mambacheck, "replay", str(trace)], 0)
+        expect("held" in p.stdout, "the recorded trace replays held without the manager",
+               p.stdout)
+
+
+def part_variants(mambacheck, python, work):
+    for variant, kinds in VARIANTS.items():
+        p, report = fuzz(mambacheck, manager(python, "--variant", variant), work, variant, 400, 1)
+        found = findings(report)
+        expect(len(found) == 1, f"{variant}: one finding", p.stdout)
+        cx = found[0]["counterexample"]
+        kind = cx["failure_kind"].removeprefix("finding:")
+        expect(kind in kinds, f"{variant}: a finding of {kinds}", json.dumps(cx))
+        expect(f"--variant {variant}" in cx["reproduce"],
+               f"{variant}: reproduce names the manager", cx["reproduce"])
+        line = replay_finding(mambacheck, cx["replay"])
+        expect(f"FINDING at step {cx['first_difference']['step']} " in line and kind in line,
+               f"{variant}: the shrunk trace replays to the same {kind}", line)
+
+
+def part_faults(mambacheck, python, work):
+    dies = shlex.join([python, "-c",
+                       "import sys\nprint('mambacheck-block-manager 1 attention_groups=0', "
+                       "flush=True)\nsys.stdin.readline()\nprint('{\"contract\": "
+                       "{\"registration\": \"at_schedule\"}}', flush=True)\n"
+                       "sys.stdin.readline()\nsys.exit(3)"])
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "20", "--block-manager",
+             dies], 1)
+    expect("block_manager_fault" in p.stdout and "exited with code 3" in p.stdout,
+           "a manager that dies is a finding naming how it ended", p.stdout)
+    raises = shlex.join([python, "-c",
+                         "import sys\nprint('mambacheck-block-manager 1', flush=True)\n"
+                         "sys.stdin.readline()\nprint('{\"contract\": {\"registration\": "
+                         "\"at_schedule\"}}', flush=True)\nsys.stdin.readline()\n"
+                         "print('error: KeyError: boom', flush=True)\nsys.stdin.read()"])
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "20", "--block-manager",
+             raises], 1)
+    expect("block_manager_fault" in p.stdout and "raised: KeyError: boom" in p.stdout,
+           "a manager that raises is a finding with its message", p.stdout)
+    hangs = shlex.join([python, "-c",
+                        "import sys, time\nprint('mambacheck-block-manager 1', flush=True)\n"
+                        "sys.stdin.readline()\ntime.sleep(60)"])
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "20", "--block-manager",
+             hangs, "--block-manager-timeout", "1"], 1)
+    expect("block_manager_fault" in p.stdout and "no answer within 1 s" in p.stdout,
+           "a manager that hangs is a finding", p.stdout)
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--block-manager", "echo hello"], 3)
+    expect(p.stderr.count("\n") == 1 and "greeted \"hello\"" in p.stderr,
+           "a manager that greets wrongly: one line, exit 3", p.stderr)
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--block-manager", "true"], 3)
+    expect(p.stderr.count("\n") == 1 and "without a greeting" in p.stderr,
+           "a manager that never greets: one line, exit 3", p.stderr)
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--block-manager", manager(python),
+             "--block-manager-timeout", "0"], 2)
+    expect(p.stderr.count("\n") == 1 and "--block-manager-timeout" in p.stderr,
+           "a bad timeout: one line, exit 2", p.stderr)
+
+
+def part_workers(mambacheck, python, work):
+    command = manager(python, "--variant", "null_gap_retirement")
+    _, alone = fuzz(mambacheck, command, work, "alone", 120, 1, "--keep-going", "--jobs", "1",
+                    "--no-isolate")
+    _, workers = fuzz(mambacheck, command, work, "workers", 120, 1, "--keep-going",
+                      "--jobs", "2")
+    key = lambda r: sorted((f["signature"], f["counterexample"]["case_seed"])
+                           for f in findings(r))
+    expect(key(alone) == key(workers) and key(alone),
+           "the same findings with case workers, each with its own manager",
+           json.dumps([key(alone), key(workers)]))
+
+
+def main(argv):
+    if len(argv) != 5:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    mambacheck, python, work, part = argv[1], argv[2], pathlib.Path(argv[3]), argv[4]
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["PYTHONPATH"] = str(ADAPTER)
+    parts = {"clean": part_clean, "variants": part_variants, "faults": part_faults,
+             "workers": part_workers}
+    parts[part](mambacheck, python, work)
+    print(f"block manager {part}: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
