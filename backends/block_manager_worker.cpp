@@ -188,6 +188,11 @@ model::SchedulerContract BlockManagerWorker::setup(const oracle::engine::KvSetup
                                       {"defer_block_free", s.defer_block_free},
                                       {"max_model_len", s.max_model_len}},
                                      "setup");
+  if (answer.contains("refused"))
+    model::fail_input("--block-manager: the manager refuses these sizes: {}",
+                      excerpt(answer.at("refused").is_string()
+                                  ? answer.at("refused").get<std::string>()
+                                  : answer.at("refused").dump()));
   model::SchedulerContract c;
   try {
     const nlohmann::json& j = answer.at("contract");

@@ -59,7 +59,8 @@ struct KvManagerFault {
 class KvManager {
 public:
   virtual ~KvManager() = default;
-  // A fresh manager for one run; the contract its tables are judged by.
+  // A fresh manager for one run; the contract its tables are judged by. model::InputError when
+  // the manager refuses the sizes (a configuration it cannot serve: not a finding).
   virtual model::SchedulerContract setup(const KvSetup& setup) = 0;
   virtual void new_step_starts() = 0;
   // get_computed_blocks: the tokens a new or resumed request's prefix hit covers.

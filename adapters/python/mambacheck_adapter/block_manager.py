@@ -16,7 +16,8 @@ KVCacheManager (docs/block-manager.md). Protocol: one JSON object per line each 
   - setup {block_size, attention_block_size, num_spec_blocks, mode (align|all), mamba_groups,
     num_blocks, eagle, async, defer_block_free, max_model_len}:
     a fresh manager for one run; answers {"contract": {...}}, the promises a replay holds the
-    tables to (scenarios/FORMAT.md, the header's `scheduler`).
+    tables to (scenarios/FORMAT.md, the header's `scheduler`), or {"refused": REASON} for
+    sizes it cannot serve (the run is refused with exit 2; a campaign skips the case).
   - step: new_step_starts(); {}.
   - hit {req}: get_computed_blocks(); {"tokens": N}.
   - allocate {req, num_new, num_new_computed, lookahead}: allocate_slots(); {"ok": false}
@@ -62,6 +63,10 @@ class Session:
     def answer(self, message):
         op = message.get("op")
         if op == "setup":
+            self.manager = None
+            refused = getattr(self.make_manager, "refuses", lambda setup: None)(message)
+            if refused:
+                return {"refused": refused}
             self.manager = self.make_manager(dict(message, attention_groups=ATTENTION_GROUPS))
             return {"contract": self.manager.contract()}
         m = self.manager
@@ -79,7 +84,7 @@ class Session:
             if got is None:
                 return {"ok": False}
             new_mamba, new_attention = got
-            held_mamba, held_attention = m.tables(req.id)
+            held_mamba, held_attention = m.tables(message["req"]["id"])
             return {"ok": True, "new": new_mamba, "attention_new": new_attention,
                     "held": held_mamba, "attention_held": held_attention}
         if op == "free":

@@ -1,0 +1,156 @@
+"""The `vllm` manager of the block-manager worker: vLLM's own KVCacheManager, imported from the
+`vllm` package of this Python, under mambacheck's scheduler model (docs/block-manager.md).
+
+Written against vLLM's API at upstream commit 6a391a931a92 (2026-08-18):
+- `KVCacheManager(kv_cache_config=, max_model_len=, scheduler_block_size=, hash_block_size=,
+  max_in_flight_tokens=, enable_caching=, use_eagle=, num_prefill_lookahead=, log_stats=,
+  enable_kv_cache_events=, dcp_world_size=, pcp_world_size=, metrics_collector=, watermark=)`
+  over a `KVCacheConfig` of one full-attention group and the Mamba groups
+  (`MambaSpec(mamba_cache_mode=..., num_speculative_blocks=nsb)`): the hybrid coordinator, one
+  shared BlockPool;
+- `get_computed_blocks(request) -> (blocks, num_tokens, shared_prefix_boundary)`,
+  `allocate_slots(request, num_new_tokens, num_new_computed_tokens=, new_computed_blocks=,
+  num_lookahead_tokens=)` (None: preempt), `free`, `cache_blocks`, `new_step_starts`,
+  `reset_prefix_cache`, `get_blocks(request_id).get_block_ids()`,
+  `take_kv_cache_block_copies()`;
+- `Request(request_id, prompt_token_ids, sampling_params, pooling_params, arrival_time=,
+  block_hasher=)` with the counters the scheduler keeps (`num_computed_tokens`,
+  `num_in_flight_tokens`, `num_output_placeholders`) and `append_output_token_ids`.
+Hashes are vLLM's own (`get_request_block_hasher` over sha256) at the granularity vLLM picks
+by default, gcd of the attention and Mamba block sizes.
+"""
+
+import math
+
+from .reference_manager import ManagerError
+
+import torch  # vLLM's dtypes; only their names matter to the manager
+from vllm.sampling_params import SamplingParams
+from vllm.utils.hashing import sha256
+from vllm.v1.core import kv_cache_utils
+from vllm.v1.core.kv_cache_manager import KVCacheManager
+from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec,
+                                        MambaSpec)
+from vllm.v1.request import Request
+
+MAX_MODEL_LEN = 1 << 20
+
+
+class VllmManager:
+    @staticmethod
+    def refuses(setup):
+        """Sizes under which vLLM's hybrid coordinator turns on partial-hash hits: an attention
+        block that does not hold a whole Mamba block makes the hash unit smaller than the Mamba
+        block, and the copy-on-write copies of those hits are not in mambacheck's steps yet."""
+        B = setup["block_size"]
+        A = setup.get("attention_block_size", B)
+        if math.gcd(A, B) < B:
+            return (f"attention block {A} and Mamba block {B}: vLLM hashes by {math.gcd(A, B)} "
+                    f"tokens and copies partial hits (copy-on-write), which mambacheck's steps "
+                    f"cannot carry yet")
+        return None
+
+    def __init__(self, setup):
+        self.B = setup["block_size"]
+        self.A = setup.get("attention_block_size", self.B)
+        self.nsb = setup.get("num_spec_blocks", 0)
+        self.eagle = bool(setup.get("eagle", False))
+        self.num_mamba = setup["mamba_groups"]
+        hash_block = math.gcd(self.A, self.B)
+        kv_cache_utils.init_none_hash(sha256)
+        self.hasher = kv_cache_utils.get_request_block_hasher(hash_block, sha256)
+        groups = [KVCacheGroupSpec(["attn.0"], FullAttentionSpec(
+            block_size=self.A, num_kv_heads=1, head_size=8, dtype=torch.float16))]
+        for g in range(self.num_mamba):
+            groups.append(KVCacheGroupSpec([f"mamba.{g}"], MambaSpec(
+                block_size=self.B, shapes=((3, 8), (2, 2, 2)),
+                dtypes=(torch.float16, torch.float32),
+                mamba_cache_mode=setup.get("mode", "align"), num_speculative_blocks=self.nsb)))
+        self.kvm = KVCacheManager(
+            kv_cache_config=KVCacheConfig(num_blocks=setup["num_blocks"], kv_cache_tensors=[],
+                                          kv_cache_groups=groups),
+            max_model_len=MAX_MODEL_LEN, scheduler_block_size=math.lcm(self.A, self.B),
+            hash_block_size=hash_block, max_in_flight_tokens=None, enable_caching=True,
+            use_eagle=self.eagle, num_prefill_lookahead=1 if self.eagle else 0,
+            log_stats=False, enable_kv_cache_events=False, dcp_world_size=1, pcp_world_size=1,
+            metrics_collector=None, watermark=0.0)
+        self.requests = {}
+        self.hits = {}
+
+    def contract(self):
+        return {"registration": "at_schedule", "eagle": self.eagle, "attention_groups": 1,
+                "shared_pool": True, "unordered_writer": False}
+
+    def request(self, message):
+        req_id = message["id"]
+        tokens = message.get("tokens", [])
+        r = self.requests.get(req_id)
+        if r is None:
+            r = Request(request_id=req_id, prompt_token_ids=list(tokens),
+                        sampling_params=SamplingParams(max_tokens=MAX_MODEL_LEN),
+                        pooling_params=None, arrival_time=float(len(self.requests)),
+                        block_hasher=self.hasher)
+            self.requests[req_id] = r
+        else:
+            for t in tokens:
+                r.append_output_token_ids(t)
+        if r.num_tokens != message["num_tokens"]:
+            raise ManagerError(f"request {req_id}: {r.num_tokens} tokens known, num_tokens says "
+                               f"{message['num_tokens']}")
+        r.num_computed_tokens = message["num_computed"]
+        r.num_in_flight_tokens = message.get("num_in_flight", 0)
+        r.num_output_placeholders = message.get("placeholders", 0)
+        return r
+
+    def new_step_starts(self):
+        copies = self.kvm.take_kv_cache_block_copies()  # (source/copy pairs, blocks retained)
+        if any(len(part) for part in copies):
+            raise ManagerError(f"copy-on-write copies {copies!r}: partial-hash hits, which "
+                               f"mambacheck's steps cannot carry yet")
+        self.kvm.new_step_starts()
+
+    def get_computed_blocks(self, r):
+        blocks, num_tokens = self.kvm.get_computed_blocks(r)[:2]
+        self.hits[r.request_id] = blocks
+        return num_tokens
+
+    def split(self, groups):
+        groups = [list(g) for g in groups]
+        return groups[1:], groups[:1]
+
+    def allocate_slots(self, r, num_new, num_new_computed, lookahead):
+        hit = self.hits.pop(r.request_id, None) if num_new_computed > 0 else None
+        got = self.kvm.allocate_slots(
+            r, num_new, num_new_computed_tokens=num_new_computed,
+            new_computed_blocks=hit if hit is not None else self.kvm.empty_kv_cache_blocks,
+            num_lookahead_tokens=lookahead)
+        if got is None:
+            return None
+        fresh = r.num_computed_tokens == 0
+        table = self.kvm.get_blocks(r.request_id).get_block_ids()
+        new_mamba, new_attention = self.split(table if fresh else got.get_block_ids())
+        return new_mamba, new_attention
+
+    def cache_blocks(self, r, num_tokens):
+        self.kvm.cache_blocks(r, num_tokens)
+
+    def free(self, req_id):
+        r = self.requests.get(req_id)
+        if r is not None:
+            self.kvm.free(r)
+        self.hits.pop(req_id, None)
+
+    def output_processed(self):
+        pass
+
+    def reset_prefix_cache(self):
+        return self.kvm.reset_prefix_cache()
+
+    def tables(self, req_id):
+        return self.split(self.kvm.get_blocks(req_id).get_block_ids())
+
+    def pool_state(self):
+        pool = self.kvm.block_pool
+        return {"free": [b.block_id for b in pool.free_block_queue.get_all_free_blocks()],
+                "refs": {str(b.block_id): b.ref_cnt for b in pool.blocks if b.ref_cnt > 0},
+                "hashed": [b.block_id for b in pool.blocks if b.block_hash is not None]}
