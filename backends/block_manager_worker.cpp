@@ -189,10 +189,9 @@ model::SchedulerContract BlockManagerWorker::setup(const oracle::engine::KvSetup
                                       {"max_model_len", s.max_model_len}},
                                      "setup");
   if (answer.contains("refused"))
-    model::fail_input("--block-manager: the manager refuses these sizes: {}",
-                      excerpt(answer.at("refused").is_string()
-                                  ? answer.at("refused").get<std::string>()
-                                  : answer.at("refused").dump()));
+    throw oracle::engine::KvManagerRefusal{excerpt(answer.at("refused").is_string()
+                                                       ? answer.at("refused").get<std::string>()
+                                                       : answer.at("refused").dump())};
   model::SchedulerContract c;
   try {
     const nlohmann::json& j = answer.at("contract");

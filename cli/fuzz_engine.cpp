@@ -69,6 +69,9 @@ void print_engine_summary(const fuzz::CampaignOptions& c, const fuzz::CampaignRe
             << counts_line(r, "runner") << "\n  scheduling:" << counts_line(r, "scheduling")
             << "\n";
   if (!r.stopped.empty()) std::cout << "engine level: stopped early: " << r.stopped << "\n";
+  if (const std::int64_t refused = r.total("refused_by_manager"); refused > 0)
+    std::cout << fmt::format("  block manager: refused the sizes of {} cases (not run)\n",
+                             refused);
   if (level.steer_epoch() > 0)
     std::cout << fmt::format("  steer: epochs of {} cases, {} boosted; {} epoch starts waited "
                              "{:.1f} s for the epoch before to end\n",

@@ -73,6 +73,8 @@ SimulationResult simulate(const SimulationOptions& o) {
   if (o.block_manager) {
     try {
       managed.emplace(layout, std::move(requests), o.seed, o.engine, *o.block_manager);
+    } catch (const oracle::engine::KvManagerRefusal& e) {
+      model::fail_input("--block-manager: the manager refuses these sizes: {}", e.reason);
     } catch (const oracle::engine::KvManagerFault& e) {
       result.finding = oracle::engine::make_finding(
           layout, oracle::engine::FindingKind::block_manager_fault, 0, "", -1, -1, -1, e.message,

@@ -599,6 +599,9 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
     out.valid = false;
     out.invalid_reason = e.what();
     return out;
+  } catch (const oracle::engine::KvManagerRefusal& e) {
+    out.refused_by_manager = e.reason;
+    return out;
   } catch (const oracle::engine::KvManagerFault& e) { // the manager failed its setup
     out.failure = harness::Difference{
         .kind = "block_manager_fault", .step = 0,
@@ -680,6 +683,7 @@ nlohmann::ordered_json to_json(const EngineOutcome& o) {
                            {"bytes_compared", o.bytes_compared},
                            {"coverage", model::to_json(o.coverage)}};
   if (o.failure) j["failure"] = harness::to_json(*o.failure);
+  if (!o.refused_by_manager.empty()) j["refused_by_manager"] = o.refused_by_manager;
   return j;
 }
 
@@ -690,6 +694,7 @@ EngineOutcome outcome_from_json(const nlohmann::ordered_json& j) {
                   .bytes_compared = j.at("bytes_compared").get<std::int64_t>(),
                   .coverage = model::coverage_from_json(j.at("coverage"))};
   if (j.contains("failure")) o.failure = harness::difference_from_json(j.at("failure"));
+  o.refused_by_manager = j.value("refused_by_manager", "");
   return o;
 }
 

@@ -113,6 +113,8 @@ struct EngineOutcome {
   std::int64_t bytes_compared = 0;
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   std::optional<harness::Difference> failure;
+  // The block manager under test refused the case's sizes (KvManagerRefusal): nothing ran.
+  std::string refused_by_manager;
   bool failed() const { return valid && failure.has_value(); }
 };
 

@@ -562,6 +562,7 @@ std::string EngineLevel::count(const CaseRef& ref, const CaseResult& result,
                       outcome.invalid_reason);
   report.totals["steps"] += outcome.steps_run;
   report.totals["bytes_compared"] += outcome.bytes_compared;
+  if (!outcome.refused_by_manager.empty()) ++report.totals["refused_by_manager"];
   ++report.cases_by["preset"][d.preset];
   ++report.cases_by["runner"][d.runner];
   ++report.cases_by["scheduling"][d.scheduling];

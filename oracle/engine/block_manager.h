@@ -92,6 +92,12 @@ public:
                                          std::int32_t num_computed);
   std::optional<std::string> adopt_growth(const std::string& req_id,
                                           const model::GroupBlockIds& appended);
+  // All mode: the blocks a recorded manager no longer holds (`held`: its whole tables, null
+  // where it freed) are freed here too. vLLM's MambaManager retires the blocks of an all-mode
+  // table below the state the next step reads, as in align mode (remove_skipped_blocks at
+  // 6a391a931a92), where the model keeps every block while the request runs; such a block
+  // stays cached and findable. Whether the request still needed it, the reads judge.
+  void adopt_frees(const std::string& req_id, const model::GroupBlockIds& held);
 
   const RequestBlocks* find(const std::string& req_id, std::int32_t key = -1) const;
   const BlockPool& pool(std::int32_t group) const {

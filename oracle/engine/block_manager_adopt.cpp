@@ -100,4 +100,17 @@ std::optional<std::string> BlockManager::adopt_growth(const std::string& req_id,
   return std::nullopt;
 }
 
+void BlockManager::adopt_frees(const std::string& req_id, const model::GroupBlockIds& held) {
+  RequestBlocks* req = requests_.find(req_id);
+  if (req == nullptr || config_.mode != model::CacheMode::all) return;
+  for (std::size_t g = 0; g < pools_.size() && g < held.size(); ++g) {
+    std::vector<std::int32_t>& t = req->groups[g].block_ids;
+    for (std::size_t p = 0; p < t.size() && p < held[g].size(); ++p)
+      if (t[p] != kNullBlockId && held[g][p] == kNullBlockId) {
+        pools_[g].free(t[p]);
+        t[p] = kNullBlockId;
+      }
+  }
+}
+
 } // namespace mc::oracle::engine

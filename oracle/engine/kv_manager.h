@@ -50,6 +50,12 @@ struct KvSetup {
   std::int32_t max_model_len = 0;
 };
 
+// The manager refuses the sizes of a run (a configuration it cannot serve): not a finding; a
+// command exits 2, a campaign counts the case as refused.
+struct KvManagerRefusal {
+  std::string reason;
+};
+
 // The manager under test failed a call: it raised, answered nonsense, died or hung. A finding
 // against the manager at the step being planned, never the tool's crash.
 struct KvManagerFault {
@@ -59,8 +65,8 @@ struct KvManagerFault {
 class KvManager {
 public:
   virtual ~KvManager() = default;
-  // A fresh manager for one run; the contract its tables are judged by. model::InputError when
-  // the manager refuses the sizes (a configuration it cannot serve: not a finding).
+  // A fresh manager for one run; the contract its tables are judged by. KvManagerRefusal when
+  // it cannot serve these sizes.
   virtual model::SchedulerContract setup(const KvSetup& setup) = 0;
   virtual void new_step_starts() = 0;
   // get_computed_blocks: the tokens a new or resumed request's prefix hit covers.

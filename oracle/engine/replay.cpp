@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 namespace mc::oracle::engine {
 
@@ -157,6 +158,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
       if (auto f = check_retention(layout_, step.index, c.req_id, c.held_block_ids, processed))
         return f;
     blocks_.remove_skipped(c.req_id, processed);
+    if (!c.held_block_ids.empty()) blocks_.adopt_frees(c.req_id, c.held_block_ids);
   }
   const HeldBack held_back = [this](std::int32_t group, std::int32_t block) {
     return blocks_.pool(group).held_back(block);
@@ -260,7 +262,11 @@ std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
       std::min<std::int64_t>(num_tokens - 1, static_cast<std::int64_t>(hashes.size()) - 1));
   std::int32_t attention = attention_.longest_hit(hashes, cap);
   if (contract_.eagle) attention = std::max(attention - attention_.block_size(), 0);
-  return longest_prefix_hit(blocks_.pools(), B, hashes, attention + 1);
+  // Every group's hit is a whole number of the scheduler's blocks, lcm of the groups' block
+  // sizes (MambaManager skips boundaries not aligned to it: single_type_kv_cache_manager.py
+  // find_longest_cache_hit, alignment_tokens, at 6a391a931a92).
+  return longest_prefix_hit(blocks_.pools(), B, hashes, attention + 1,
+                            std::lcm(B, attention_.block_size()));
 }
 
 void Replayer::note_running_attention(const model::Step& step) {

@@ -29,7 +29,8 @@ namespace mc::oracle::engine {
 // past its end are not looked at): the largest q * block_size <= num_tokens - 1 whose boundary
 // hash is cached in every pool.
 std::int32_t longest_prefix_hit(std::span<const BlockPool> pools, std::int32_t block_size,
-                                std::span<const model::TokenHash> hashes, std::int32_t num_tokens);
+                                std::span<const model::TokenHash> hashes, std::int32_t num_tokens,
+                                std::int32_t unit = 0);
 
 // A finding of kind wrong_prefix_hit when `hit_tokens` differs from `longest_tokens`.
 std::optional<Finding> check_prefix_hit(const model::Layout& layout, std::int64_t step,

@@ -17,6 +17,7 @@ own protocol in CI without vLLM, and its broken variants are the block-manager b
 Everything is deterministic: ids come off a free queue whose order the calls fix.
 """
 
+import math
 from collections import OrderedDict
 
 NULL = 0
@@ -350,7 +351,11 @@ class ReferenceManager:
         if self.attention:
             per_group = [g.hit(req, max_tokens) for g in self.attention]
             max_tokens = min(len(blocks) * g.B for g, blocks in zip(self.attention, per_group))
+        # A hit is a whole number of the scheduler's blocks (lcm of every group's block size).
+        unit = math.lcm(self.B, *(g.B for g in self.attention))
         for p in range(max_tokens // self.B - 1, -1, -1):
+            if (p + 1) * self.B % unit:
+                continue
             blocks = [g.cached_at(req, p) for g in self.mamba]
             if all(b is not None for b in blocks):
                 hit = (p + 1) * self.B
