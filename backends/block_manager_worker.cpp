@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace mc::backends {
 namespace {
@@ -119,14 +120,43 @@ void BlockManagerWorker::fault(std::string_view what, std::string message) {
   throw oracle::engine::KvManagerFault{fmt::format("the block manager's {}: {}", what, message)};
 }
 
+void BlockManagerWorker::post(const nlohmann::json& message, std::string_view what) {
+  ++calls_;
+  if (!model::write_all(child_.fd(0), message.dump() + "\n")) {
+    read_answer(what); // it died: reported as that call's fault
+    return;
+  }
+  posted_.push_back(what);
+}
+
 nlohmann::json BlockManagerWorker::call(const nlohmann::json& message, std::string_view what) {
   ++calls_;
+  model::write_all(child_.fd(0), message.dump() + "\n"); // one that died is read as such
+  flush();
+  return read_answer(what);
+}
+
+void BlockManagerWorker::flush() {
+  // Every posted answer is read before any is judged, so a fault leaves nothing unread.
+  std::vector<std::string_view> posted = std::move(posted_);
+  posted_.clear();
+  std::optional<oracle::engine::KvManagerFault> first;
+  for (const std::string_view what : posted) {
+    try {
+      read_answer(what);
+    } catch (const oracle::engine::KvManagerFault& e) {
+      if (crashed_) throw; // nothing more can be read
+      if (!first) first = e;
+    }
+  }
+  if (first) throw *first;
+}
+
+nlohmann::json BlockManagerWorker::read_answer(std::string_view what) {
   std::string answer;
-  const bool written = model::write_all(child_.fd(0), message.dump() + "\n");
-  const model::ReadEnd end =
-      written ? model::read_line(child_.fd(1), buffer_, answer,
-                                 model::Deadline::after(options_.timeout_seconds), kLineBytesMax)
-              : model::ReadEnd::closed;
+  const model::ReadEnd end = model::read_line(child_.fd(1), buffer_, answer,
+                                              model::Deadline::after(options_.timeout_seconds),
+                                              kLineBytesMax);
   if (end != model::ReadEnd::line) {
     std::string how;
     if (end == model::ReadEnd::timed_out) {
@@ -139,6 +169,7 @@ nlohmann::json BlockManagerWorker::call(const nlohmann::json& message, std::stri
     child_.kill();
     stop();
     crashed_ = true;
+    posted_.clear();
     fault(what, how);
   }
   if (answer.starts_with("error:")) {
@@ -210,7 +241,7 @@ model::SchedulerContract BlockManagerWorker::setup(const oracle::engine::KvSetup
 }
 
 void BlockManagerWorker::new_step_starts() {
-  call({{"op", "step"}}, "new_step_starts");
+  post({{"op", "step"}}, "new_step_starts");
 }
 
 std::int32_t BlockManagerWorker::get_computed_blocks(const oracle::engine::KvRequest& r) {
@@ -247,15 +278,15 @@ bool BlockManagerWorker::allocate_slots(const oracle::engine::KvRequest& r,
 }
 
 void BlockManagerWorker::free(const oracle::engine::KvRequest& r) {
-  call({{"op", "free"}, {"id", r.id}, {"req", request_json(r)}}, "free");
+  post({{"op", "free"}, {"id", r.id}, {"req", request_json(r)}}, "free");
 }
 
 void BlockManagerWorker::cache_blocks(const oracle::engine::KvRequest& r, std::int32_t num_tokens) {
-  call({{"op", "cache"}, {"req", request_json(r)}, {"num_tokens", num_tokens}}, "cache_blocks");
+  post({{"op", "cache"}, {"req", request_json(r)}, {"num_tokens", num_tokens}}, "cache_blocks");
 }
 
 void BlockManagerWorker::output_processed() {
-  call({{"op", "output"}}, "update_from_output");
+  post({{"op", "output"}}, "update_from_output");
 }
 
 bool BlockManagerWorker::reset_prefix_cache() {

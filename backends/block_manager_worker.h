@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace mc::backends {
 
@@ -49,6 +50,7 @@ public:
   void cache_blocks(const oracle::engine::KvRequest& r, std::int32_t num_tokens) override;
   bool reset_prefix_cache() override;
   void output_processed() override;
+  void flush() override;
 
   const std::string& greeting() const { return greeting_; }
   // Its full-attention groups (greeting attention_groups=N), which take blocks from the pool.
@@ -59,8 +61,14 @@ public:
 private:
   void start();
   void stop();
-  // One call: the answer object; KvManagerFault for `error:`, death, timeout or garbage.
+  // One call: the answer object; KvManagerFault for `error:`, death, timeout or garbage. The
+  // answers of calls posted before it are read first.
   nlohmann::json call(const nlohmann::json& message, std::string_view what);
+  // A call whose answer ({}) nothing waits for (new_step_starts, free, cache_blocks, output):
+  // written now, its answer read before the next call's, so a round trip is saved and a
+  // failure is still reported against the call that failed.
+  void post(const nlohmann::json& message, std::string_view what);
+  nlohmann::json read_answer(std::string_view what);
   [[noreturn]] void fault(std::string_view what, std::string message);
   nlohmann::json request_json(const oracle::engine::KvRequest& r);
 
@@ -69,6 +77,7 @@ private:
   std::string buffer_;
   std::string greeting_;
   std::int32_t attention_groups_ = 0;
+  std::vector<std::string_view> posted_; // calls whose answers are still to be read
   bool crashed_ = false;
   std::int64_t calls_ = 0;
   std::int64_t restarts_ = 0;

@@ -1,5 +1,6 @@
 #include "bench/engine_bench.h"
 
+#include "harness/managed_steps.h"
 #include "model/errors.h"
 #include "model/presets.h"
 
@@ -105,17 +106,64 @@ EngineBenchCase make_engine_bench_case(const std::string& preset_name,
   return c;
 }
 
-EngineBenchResult run_engine_bench(const EngineBenchCase& c) {
-  const model::Layout layout = model::build_layout(c.config, c.spec);
+namespace {
+
+// The bench's loop with the steps planned through a block manager under test.
+EngineBenchResult run_managed(const model::Layout& layout, std::vector<RequestSpec> requests,
+                              KvManager& manager, EngineBenchResult r) {
+  const EngineBenchCase& c = r.bench_case;
+  harness::ManagedSteps steps(layout, std::move(requests), c.seed, c.engine, manager);
+  const double cpu0 = cpu_seconds_now();
+  const auto wall0 = std::chrono::steady_clock::now();
+  std::optional<Finding> finding;
+  std::int64_t run = 0;
+  for (; run < c.steps && !finding; ++run) {
+    std::optional<harness::OracleStep> o = steps.next();
+    if (!o) break;
+    r.rows_max = std::max(r.rows_max, static_cast<std::int64_t>(o->step.scheduled.size()));
+    finding = o->finding;
+    if (o->last) {
+      ++run;
+      break;
+    }
+  }
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.cpu_seconds = cpu_seconds_now() - cpu0;
+  const SchedulerStats& s = steps.stats();
+  r.report = {.steps = run,
+              .request_steps = s.request_steps,
+              .tokens = s.tokens,
+              .requests = c.requests,
+              .finished = s.finished,
+              .aborts = s.aborts,
+              .preemptions = s.preemptions,
+              .forced_preemptions = s.forced_preemptions,
+              .resets = s.resets,
+              .prefix_hits = s.prefix_hits,
+              .copies_by_kind = steps.replay_stats().copies_by_kind,
+              .launches = steps.replay_stats().launches,
+              .bytes_checked = steps.replay_stats().bytes_checked,
+              .first_finding = finding};
+  return r;
+}
+
+} // namespace
+
+EngineBenchResult run_engine_bench(const EngineBenchCase& c, KvManager* manager) {
+  auto rng = model::SplitMix64::from_seed(c.seed);
+  std::vector<RequestSpec> requests =
+      generate_workload(c.engine.workload, c.requests, model::kSpecTokensMax + 2, rng);
+  model::LayoutSpec spec = c.spec;
+  if (manager != nullptr)
+    spec.num_blocks = harness::kv_pool_blocks(c.config, c.spec, requests, c.engine, *manager);
+  const model::Layout layout = model::build_layout(c.config, spec);
   validate_options(c.engine, layout);
   EngineBenchResult r{.bench_case = c};
   for (const model::GroupSpec& g : c.spec.groups)
     r.num_layers += g.num_layers;
   for (const model::ArenaSpec& a : layout.arenas)
     r.arena_bytes += a.size_bytes();
-  auto rng = model::SplitMix64::from_seed(c.seed);
-  std::vector<RequestSpec> requests =
-      generate_workload(c.engine.workload, c.requests, model::kSpecTokensMax + 2, rng);
+  if (manager != nullptr) return run_managed(layout, std::move(requests), *manager, std::move(r));
   Engine engine(layout, std::move(requests), c.seed, c.engine);
   const double cpu0 = cpu_seconds_now();
   const auto wall0 = std::chrono::steady_clock::now();

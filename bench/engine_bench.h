@@ -13,6 +13,7 @@
 #include "model/config.h"
 #include "model/layout.h"
 #include "oracle/engine/driver.h"
+#include "oracle/engine/kv_manager.h"
 #include "oracle/engine/options.h"
 
 #include <cstdint>
@@ -66,7 +67,10 @@ struct EngineBenchResult {
 // Throws InputError naming the option when a value is out of range or the preset unknown.
 EngineBenchCase make_engine_bench_case(const std::string& preset,
                                        const EngineBenchOptions& options);
-EngineBenchResult run_engine_bench(const EngineBenchCase& bench_case);
+// With `manager`, the steps are planned through that block manager under test and judged by
+// the Replayer (harness/managed_steps.h): the cost of the manager's process and protocol.
+EngineBenchResult run_engine_bench(const EngineBenchCase& bench_case,
+                                   KvManager* manager = nullptr);
 // The report of one case: a few lines, every field named.
 std::string describe(const EngineBenchResult& result);
 

@@ -16,12 +16,14 @@
 // process timed on the same cases, the ratio to a baseline worker's, exit 1 on a regression
 // (bench/external_bench.h); works in every build (this build's kernels beside them with CUDA).
 #include "backends/backend.h"
+#include "backends/block_manager_worker.h"
 #include "backends/external_backend.h"
 #include "bench/case_bench.h"
 #include "bench/engine_bench.h"
 #include "bench/external_bench.h"
 #include "bench/kernel_bench.h"
 #include "cli/commands.h"
+#include "cli/external_option.h"
 #include "cli/output_paths.h"
 #include "model/errors.h"
 #include "model/presets.h"
@@ -72,6 +74,8 @@ struct EngineArgs {
   std::string runner = "v1";
   std::uint64_t seed = 1;
   bool reference = false;
+  std::string block_manager; // plan through this block manager under test
+  double block_manager_timeout = backends::kBlockManagerTimeoutSecondsDefault;
   const CLI::App* cmd = nullptr; // which options were given
 };
 
@@ -129,10 +133,24 @@ int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
   std::vector<oracle::engine::EngineBenchCase> cases;
   for (const std::string& p : o.presets) // every option checked before anything runs
     cases.push_back(oracle::engine::make_engine_bench_case(p, o));
+  std::unique_ptr<backends::BlockManagerWorker> manager;
+  if (!a.block_manager.empty()) {
+    check_block_manager_timeout(a.block_manager_timeout);
+    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
+        .command = a.block_manager, .timeout_seconds = a.block_manager_timeout});
+  }
   nlohmann::json report = nlohmann::json::array();
   int rc = kExitOk;
   for (const oracle::engine::EngineBenchCase& c : cases) {
-    const oracle::engine::EngineBenchResult r = oracle::engine::run_engine_bench(c);
+    oracle::engine::EngineBenchResult r;
+    try {
+      r = oracle::engine::run_engine_bench(c, manager.get());
+    } catch (const oracle::engine::KvManagerRefusal& e) {
+      model::fail_input("--block-manager: the manager refuses the sizes of {}: {}", c.preset,
+                        e.reason);
+    } catch (const oracle::engine::KvManagerFault& e) {
+      throw model::EnvironmentError(fmt::format("--block-manager: {}", e.message));
+    }
     std::cout << oracle::engine::describe(r) << std::flush;
     report.push_back(to_json(r));
     if (r.report.first_finding) rc = kExitMismatch;
@@ -245,6 +263,7 @@ void add_engine_bench_options(CLI::App& cmd, EngineArgs& engine, CLI::Option* fl
                   "presets, 2 for production ones)")
       ->needs(flag);
   cmd.add_option("--runner", engine.runner, "--engine: v1 or v2 (default v1)")->needs(flag);
+  add_block_manager_options(cmd, engine.block_manager, engine.block_manager_timeout);
   cmd.add_flag("--reference", engine.reference,
                 "--engine: run the oracle on its plain structures instead of its fast ones (the "
                 "same counters, slower; oracle/engine/structures.h)")

@@ -67,7 +67,8 @@ ManagedSteps::ManagedSteps(const model::Layout& layout,
       contract_(kv.setup(kv_setup(layout, options))),
       // The seed as the oracle engine mixes it: the same case draws the same steps.
       scheduler_(layout, options.scheduler, std::move(requests), model::mix64(seed + 1),
-                 options.structures) {
+                 options.structures),
+      kv_(kv) {
   scheduler_.use_manager(kv, kv_lookahead(layout, options));
   replayer_.emplace(layout, options.runner, options.cache_sweep_every, options.structures, async_,
                     contract_);
@@ -86,6 +87,7 @@ std::optional<oracle::engine::Finding> ManagedSteps::plan_and_run() {
       scheduler_.finalize(step);
     }
     step_ = std::move(step);
+    kv_.flush();
   } catch (const oracle::engine::KvManagerFault& e) {
     if (!planned) step_ = model::Step{.index = index};
     return oracle::engine::make_finding(replayer_->runner().layout(),
@@ -98,10 +100,12 @@ std::optional<oracle::engine::Finding> ManagedSteps::plan_and_run() {
   }
   if (std::optional<oracle::engine::Finding> f = replayer_->step(step_)) return f;
   try {
-    if (async_)
+    if (async_) {
       in_flight_ = true;
-    else
+    } else {
       scheduler_.update(step_);
+      kv_.flush();
+    }
   } catch (const oracle::engine::KvManagerFault& e) {
     return oracle::engine::make_finding(replayer_->runner().layout(),
                                         oracle::engine::FindingKind::block_manager_fault,

@@ -68,6 +68,7 @@ private:
   model::Step step_;
   bool in_flight_ = false; // async: step_ ran and waits for the scheduler's commit
   bool stopped_ = false;
+  oracle::engine::KvManager& kv_;
 };
 
 } // namespace mc::harness

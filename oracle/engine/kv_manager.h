@@ -82,6 +82,9 @@ public:
   // Async: the output of the step in flight was processed (update_from_output), before any
   // cache_blocks of it; frees deferred until then may be given back.
   virtual void output_processed() = 0;
+  // Calls whose answers nothing waited for are done and judged (a manager may answer them
+  // late: KvManagerFault for one that failed). Once a step was planned and committed.
+  virtual void flush() = 0;
   virtual bool reset_prefix_cache() = 0;
   // Its full-attention groups, known before setup: their blocks come from the same pool, which
   // must then hold them too (harness/managed_steps.h kv_pool_blocks).
