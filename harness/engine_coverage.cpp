@@ -74,6 +74,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
       r.waiting = true;
       r.forced = true;
       r.preempted_in_flight = step.planned_during >= 0 && r.last_step == step.planned_during;
+      if (r.preempted_in_flight) coverage_.add(F::preemption_in_flight);
     }
     running_.clear();
   }
@@ -83,6 +84,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     r.waiting = true;
     r.forced = false;
     r.preempted_in_flight = step.planned_during >= 0 && r.last_step == step.planned_during;
+    if (r.preempted_in_flight) coverage_.add(F::preemption_in_flight);
     running_.erase(id);
   }
   const std::int32_t block_size = layout_.config.mamba_block_size;
@@ -90,6 +92,10 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     requests_[n.req_id] =
         Request{.prompt_len = static_cast<std::int32_t>(n.prompt_token_ids.size())};
     coverage_.add(prefix_hit_class(n.num_computed_tokens, block_size));
+    const auto cacheable = static_cast<std::int32_t>(n.prompt_token_ids.size()) - 1;
+    if (n.num_computed_tokens > 0 && n.num_computed_tokens == cacheable &&
+        cacheable % block_size == 0)
+      coverage_.add(F::prefix_hit_at_boundary);
   }
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (!c.resumed) continue;
