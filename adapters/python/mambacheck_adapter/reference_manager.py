@@ -18,7 +18,7 @@ Everything is deterministic: ids come off a free queue whose order the calls fix
 """
 
 import math
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 NULL = 0
 
@@ -47,7 +47,9 @@ class Pool:
         self.key_of = [None] * num_blocks
         self.cached = {}
         self.free = OrderedDict((b, None) for b in range(1, num_blocks))
-        self.hidden = set()  # freed, waiting for the step in flight: not offered as hits
+        # Frees deferred until the step in flight reported, per block: a block they will give
+        # back for good is not offered as a hit meanwhile (one still held elsewhere is).
+        self.pending = Counter()
 
     def num_free(self):
         return len(self.free)
@@ -106,7 +108,8 @@ class Pool:
         return True
 
     def lookup(self, key):
-        holders = [b for b in self.cached.get(key, ()) if b not in self.hidden]
+        holders = [b for b in self.cached.get(key, ())
+                   if not self.pending[b] or self.ref[b] > self.pending[b]]
         return holders[0] if holders else None
 
     def reset(self):
@@ -415,7 +418,7 @@ class ReferenceManager:
         in flight that still runs a row of their request reported (vLLM's defer_block_free)."""
         if self.defer_block_free and in_flight:
             self.deferred.append(blocks)
-            self.pool.hidden.update(blocks)
+            self.pool.pending.update(b for b in blocks if b != NULL)
         else:
             self.pool.release(blocks)
 
@@ -423,7 +426,7 @@ class ReferenceManager:
         for blocks in self.deferred:
             self.pool.release(blocks)
         self.deferred.clear()
-        self.pool.hidden.clear()
+        self.pool.pending.clear()
 
     def reset_prefix_cache(self):
         return self.pool.reset()

@@ -1,0 +1,144 @@
+"""The reference block manager and its worker protocol (mambacheck_adapter.block_manager):
+exact tables, free-queue order, retirement with and without the #55450 variant, the hit rules
+and the answers of the protocol."""
+
+import io
+import json
+import unittest
+
+from mambacheck_adapter import block_manager, reference_manager as rm
+
+
+def setup(**extra):
+    s = {"block_size": 4, "attention_block_size": 4, "num_spec_blocks": 0, "mamba_groups": 1,
+         "num_blocks": 64}
+    s.update(extra)
+    return s
+
+
+def req(m, req_id, tokens, num_computed=0, num_in_flight=0):
+    return m.request({"id": req_id, "tokens": tokens, "num_tokens": len(m.requests[req_id].tokens)
+                      + len(tokens) if req_id in m.requests else len(tokens),
+                      "num_computed": num_computed, "num_in_flight": num_in_flight})
+
+
+class PoolTest(unittest.TestCase):
+    def test_free_queue_order(self):
+        pool = rm.Pool(6)
+        self.assertEqual(pool.take(3), [1, 2, 3])
+        pool.register(2, ("g", 7))
+        pool.release([3, 2, 1])  # 3 and 1 unhashed: head, in that order; 2 hashed: tail
+        self.assertEqual(list(pool.free), [3, 1, 4, 5, 2])
+        self.assertEqual(pool.lookup(("g", 7)), 2)
+        self.assertEqual(pool.take(5), [3, 1, 4, 5, 2])
+        self.assertIsNone(pool.lookup(("g", 7)))  # taken: evicted
+
+    def test_deferred_frees_hide_only_what_they_give_back(self):
+        pool = rm.Pool(4)
+        pool.take(1)
+        pool.touch([1])  # two holders
+        pool.register(1, ("g", 3))
+        pool.pending.update([1])  # one holder's free deferred: the other still holds it
+        self.assertEqual(pool.lookup(("g", 3)), 1)
+        pool.pending.update([1])  # both: it goes back to the pool once the step reported
+        self.assertIsNone(pool.lookup(("g", 3)))
+
+    def test_double_free_raises(self):
+        pool = rm.Pool(4)
+        pool.take(1)
+        pool.release([1])
+        with self.assertRaises(rm.ManagerError):
+            pool.release([1])
+
+
+class RetirementTest(unittest.TestCase):
+    def grow(self, variants):
+        m = rm.ReferenceManager(setup(attention_groups=0), variants)
+        r = req(m, "a", list(range(20)))
+        # A first chunk of 8 tokens, then decodes to 9, 12 and 13 tokens.
+        self.assertEqual(m.allocate_slots(r, 8, 0, 0), ([[0, 1]], []))
+        counts = [(8, 1), (9, 3), (12, 1)]
+        for computed, n in counts:
+            r = req(m, "a", [], num_computed=computed)
+            m.allocate_slots(r, n, 0, 0)
+        return m
+
+    def test_clean_frees_every_stale_state(self):
+        m = self.grow(())
+        # 13 tokens: running column 3; states below cdiv(12, 4) - 1 = 2 are freed.
+        # Block 1 (column 1) was registered, so it waits at the queue's tail: 3 comes first.
+        self.assertEqual(m.tables("a")[0], [[0, 0, 2, 3]])
+
+    def test_null_gap_variant_keeps_the_state_beyond_the_gap(self):
+        def run(variants):
+            m = rm.ReferenceManager(setup(attention_groups=0), variants)
+            # (computed, in flight, new): async growths overwrite the remembered state before
+            # the older ones are stale, leaving states at columns 0 and 2 with a null between.
+            for computed, in_flight, n in ((0, 0, 4), (4, 0, 8), (12, 8, 8), (20, 8, 8),
+                                           (28, 0, 4)):
+                r = req(m, "a", list(range(40)) if computed == 0 else [], computed, in_flight)
+                self.assertIsNotNone(m.allocate_slots(r, n, 0, 0))
+            return m.tables("a")[0][0]
+        self.assertEqual(run(("null_gap_retirement",))[:6], [1, 0, 2, 0, 0, 0])
+        self.assertEqual(run(())[:6], [0, 0, 0, 0, 0, 0])
+
+
+class HitTest(unittest.TestCase):
+    def test_hit_needs_attention_and_mamba_and_the_last_token_is_computed(self):
+        m = rm.ReferenceManager(setup())
+        m.allocate_slots(req(m, "a", list(range(12))), 8, 0, 0)  # Mamba column 1: 8 tokens
+        m.new_step_starts()
+        self.assertEqual(m.get_computed_blocks(req(m, "b", list(range(9)) + [99])), 8)
+        self.assertEqual(m.get_computed_blocks(req(m, "c", list(range(8)) + [5])), 8)
+        # 8 tokens: the last is computed, 7 are cacheable; the 4-token boundary is not cached.
+        self.assertEqual(m.get_computed_blocks(req(m, "d", list(range(8)))), 0)
+
+    def test_same_step_guard_and_its_variant(self):
+        for variants, expect_none in (((), True), (("published_before_written",), False)):
+            m = rm.ReferenceManager(setup(), variants)
+            m.new_step_starts()
+            m.allocate_slots(req(m, "a", list(range(12))), 8, 0, 0)
+            b = req(m, "b", list(range(9)) + [7])
+            hit = m.get_computed_blocks(b)
+            self.assertEqual(hit, 8)
+            self.assertEqual(m.allocate_slots(b, 2, hit, 0) is None, expect_none, variants)
+
+    def test_short_hit_variant_at_an_exact_boundary(self):
+        for variants, expected in (((), 8), (("hit_short_at_boundary",), 0)):
+            m = rm.ReferenceManager(setup(), variants)
+            m.allocate_slots(req(m, "a", list(range(12))), 8, 0, 0)
+            m.new_step_starts()
+            self.assertEqual(m.get_computed_blocks(req(m, "b", list(range(9)))), expected)
+
+
+class ProtocolTest(unittest.TestCase):
+    def serve(self, lines, variant=""):
+        args = block_manager.parse_args(["--variant", variant] if variant else [])
+        out = io.StringIO()
+        block_manager.serve(io.StringIO("\n".join(json.dumps(l) for l in lines) + "\n"), out,
+                            block_manager.Session(block_manager.make_factory(args)))
+        return [l if l.startswith("error:") else json.loads(l)
+                for l in out.getvalue().splitlines()]
+
+    def test_a_run(self):
+        r = {"id": "a", "tokens": list(range(5)), "num_tokens": 5, "num_computed": 0}
+        answers = self.serve([setup(op="setup"), {"op": "step"}, {"op": "hit", "req": r},
+                              {"op": "allocate", "req": dict(r, tokens=[]), "num_new": 5},
+                              {"op": "free", "id": "a"}, {"op": "reset"}])
+        self.assertEqual(answers[0]["contract"], {"registration": "at_schedule", "eagle": False,
+                                                  "attention_groups": 1, "shared_pool": True,
+                                                  "unordered_writer": False})
+        self.assertEqual(answers[2], {"tokens": 0})
+        self.assertEqual(answers[3], {"ok": True, "new": [[0, 3]], "attention_new": [[1, 2]],
+                                      "held": [[0, 3]], "attention_held": [[1, 2]]})
+        self.assertEqual(answers[4], {})
+        self.assertEqual(answers[5], {"ok": True})
+
+    def test_errors_are_answers(self):
+        answers = self.serve([{"op": "step"}, setup(op="setup"), {"op": "nonsense"}])
+        self.assertTrue(answers[0].startswith("error: ManagerError"), answers[0])
+        self.assertTrue(answers[2].startswith("error: ManagerError: unknown op"), answers[2])
+
+
+if __name__ == "__main__":
+    unittest.main()
