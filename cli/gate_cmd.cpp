@@ -16,6 +16,7 @@
 //                  test kernels' variants run instead, on the device the module ran on
 // Exit 0 when every stage passed, 1 otherwise. Counterexamples go under --out.
 #include "backends/backend.h"
+#include "backends/block_manager_worker.h"
 #include "backends/external_backend.h"
 #include "backends/external_engine.h"
 #include "backends/mutant_backend.h"
@@ -75,6 +76,14 @@ struct TestKernels {
 constexpr TestKernels kAdapterTestKernels[] = {{"host", "mambacheck_adapter.reference"},
                                                {"cuda", "mambacheck_adapter.triton_kernels"}};
 
+// The reference block manager's broken variants (mambacheck_adapter/reference_manager.py), the
+// liveness stage of a gate with --block-manager: each a block-manager bug of vLLM's in 2026.
+constexpr const char* kBlockManagerVariants[] = {"optimistic_frees", "null_gap_retirement",
+                                                 "hit_short_at_boundary",
+                                                 "published_before_written"};
+// Engine cases a block-manager variant may take to be caught (each found within 30 at seed 7).
+constexpr std::int64_t kBlockManagerLivenessCases = 400;
+
 struct GateOptions {
   std::string backend;
   std::string out = "mc-out/gate";
@@ -92,6 +101,8 @@ struct GateOptions {
   std::vector<std::string> variants{std::begin(kLivenessVariants), std::end(kLivenessVariants)};
   std::string variant_command; // runs the variants (+ --variant NAME); default: `external`
   bool variants_given = false;
+  std::string block_manager; // the engine stage plans through this manager under test
+  double block_manager_timeout = backends::kBlockManagerTimeoutSecondsDefault;
 };
 
 // Where the stages run: a backend of this program, or the kernels of a worker command.
@@ -101,6 +112,9 @@ struct Target {
   double external_timeout = backends::kExternalTimeoutSecondsDefault;
   // The engine level's worker for `external` (started once for the stages).
   backends::ExternalEngineSource* engine = nullptr;
+  // The block manager under test (--block-manager), its command and its worker.
+  std::string block_manager;
+  oracle::engine::KvManager* manager = nullptr;
   std::filesystem::path out;
   bool verdict_only = false; // no reruns, no shrinking: the liveness stage needs the verdict
   std::string name() const {
@@ -358,9 +372,13 @@ StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
       e.fixed.kinds = t.engine->kinds();
     }
     e.fixed.steer = runs[i].boosts;
+    if (t.manager != nullptr) {
+      e.run.manager = t.manager;
+      e.run.block_manager = t.block_manager;
+    }
     // On the host every run in a forked child, as the kernel stage does: a kernel that faults is
     // a finding of this stage, not the end of the gate.
-    c.isolate = t.engine == nullptr && t.backend == backends::Backend::host;
+    c.isolate = t.engine == nullptr && t.manager == nullptr && t.backend == backends::Backend::host;
     if (t.verdict_only) {
       c.reruns = 0;
       c.shrink.candidates_max = 0;
@@ -592,11 +610,53 @@ StageResult mutant_smoke_stage(const GateOptions& o, backends::Backend backend) 
   return s;
 }
 
+// The block manager's liveness: each broken variant of the reference manager must fail an
+// engine campaign. The variants run on the command under test when it is the adapter's reference
+// manager, else on the reference manager of the same Python (a manager under test such as
+// vLLM's has no variants of its own): the gate is then shown live on the reference manager.
+StageResult block_manager_liveness_stage(const GateOptions& o, const Target& t,
+                                         const backends::BlockManagerWorker& under_test) {
+  std::string base = o.block_manager;
+  std::string on;
+  if (under_test.greeting().find(" manager=reference") == std::string::npos) {
+    const std::string python = o.block_manager.substr(0, o.block_manager.find(' '));
+    base = python + " -m mambacheck_adapter.block_manager --manager reference";
+    on = fmt::format("on the adapter's reference manager ({}): ", base);
+  }
+  StageResult s;
+  LivenessTally v;
+  for (const char* variant : kBlockManagerVariants) {
+    const std::string command = fmt::format("{} --variant {}", base, variant);
+    try {
+      backends::BlockManagerWorker manager(backends::BlockManagerOptions{
+          .command = command, .timeout_seconds = o.block_manager_timeout});
+      fuzz::CampaignOptions c{.seed = kEngineSeeds[0],
+                              .cases_max = kBlockManagerLivenessCases,
+                              .backend_name = t.name(),
+                              .out_dir = t.out / "block-manager-liveness" / variant};
+      c.reruns = 0; // the verdict is enough
+      c.shrink.candidates_max = 0;
+      fuzz::EngineLevelOptions e{.run = {.executor = t.backend}};
+      e.run.manager = &manager;
+      e.run.block_manager = command;
+      const fuzz::CampaignReport r = fuzz::run_engine_fuzz(c, e);
+      s.cases += r.cases;
+      (r.first_failing() != nullptr ? v.caught : v.missed).emplace_back(variant);
+    } catch (const model::EnvironmentError& e) {
+      v.not_run(variant, e.what());
+    }
+  }
+  s.passed = v.missed.empty() && v.could_not_run.empty();
+  s.detail = on + liveness_detail(v, std::size(kBlockManagerVariants), s.passed);
+  return s;
+}
+
 // The options, refused before any stage runs; the backend they name.
 backends::Backend checked_backend(const GateOptions& o) {
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
   if (!o.external.empty()) check_external_timeout(o.external_timeout);
+  if (!o.block_manager.empty()) check_block_manager_timeout(o.block_manager_timeout);
   if (o.external.empty() && (!o.variant_command.empty() || o.variants_given))
     model::fail_input("--variants and --variant-command: with --external only");
   const backends::Backend backend = !o.external.empty() ? backends::Backend::host
@@ -667,6 +727,13 @@ int run_gate(const GateOptions& o) {
     }
     target.engine = engine.get();
   }
+  std::unique_ptr<backends::BlockManagerWorker> manager;
+  if (!o.block_manager.empty()) { // one that cannot start: exit 3 before any stage
+    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
+        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
+    target.block_manager = o.block_manager;
+    target.manager = manager.get();
+  }
   stages.push_back({"kernel-fuzz", [&] { return kernel_fuzz_stage(o, target); }});
   stages.push_back({"engine-fuzz", [&] { return engine_fuzz_stage(o, target); }});
   stages.push_back({"library", [&] { return library_stage(o, target); }});
@@ -674,6 +741,10 @@ int run_gate(const GateOptions& o) {
     stages.push_back({"mutant-smoke", [&] { return mutant_smoke_stage(o, backend); }});
   else
     stages.push_back({"liveness", [&] { return liveness_stage(o, engine->worker()); }});
+  if (manager)
+    stages.push_back({"manager-live", [&] {
+                        return block_manager_liveness_stage(o, target, *manager);
+                      }});
   std::cout << fmt::format("gate on the {} backend: {} stages\n", target.name(), stages.size());
   std::vector<JunitCase> junit;
   bool passed = true;
@@ -746,6 +817,7 @@ void add_gate_command(CLI::App& app, Action& action) {
                   "--external's liveness stage: the worker command that runs the variants, "
                   "with --variant NAME appended (default: --external's; for a module without "
                   "select_variant, the adapter's test kernels on the same device)");
+  add_block_manager_options(*cmd, o->block_manager, o->block_manager_timeout);
   cmd->callback([o, &action] { action = [o] { return run_gate(*o); }; });
 }
 

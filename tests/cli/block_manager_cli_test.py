@@ -11,6 +11,8 @@ and `replay` with `--block-manager` on the adapter's reference manager
   faults    a manager that raises, dies or hangs is a block_manager_fault finding at the step
             it reached (exit 1); one that never greets, or greets wrongly, is exit 3 with one
             line; a bad --block-manager-timeout is exit 2;
+  gate      `gate --block-manager` passes on the reference manager, its manager-live stage
+            catching each broken variant, and fails (exit 1) at the engine stage on a variant;
   workers   the same campaign with --jobs 2 (two case workers, each starting a manager of its own)
             gives the same findings as with none.
 
@@ -143,6 +145,19 @@ def part_faults(mambacheck, python, work):
            "a bad timeout: one line, exit 2", p.stderr)
 
 
+def part_gate(mambacheck, python, work):
+    gate = [mambacheck, "gate", "--backend", "host", "--kernel-cases", "20", "--engine-cases",
+            "5"]
+    p = run([*gate, "--out", str(work / "gate"), "--block-manager", manager(python)], 0)
+    expect("4 of 4 broken variants caught" in p.stdout and "gate passed" in p.stdout,
+           "the gate passes and is live on the reference manager", p.stdout)
+    p = run([*gate, "--out", str(work / "gate-variant"), "--block-manager",
+             manager(python, "--variant", "hit_short_at_boundary")], 1)
+    engine = next((l for l in p.stdout.splitlines() if l.startswith("  engine-fuzz")), "")
+    expect("FAIL" in engine and "wrong_prefix_hit" in engine,
+           "the gate fails at the engine stage on a broken manager", p.stdout)
+
+
 def part_workers(mambacheck, python, work):
     command = manager(python, "--variant", "null_gap_retirement")
     _, alone = fuzz(mambacheck, command, work, "alone", 120, 1, "--keep-going", "--jobs", "1",
@@ -164,7 +179,7 @@ def main(argv):
     work.mkdir(parents=True, exist_ok=True)
     os.environ["PYTHONPATH"] = str(ADAPTER)
     parts = {"clean": part_clean, "variants": part_variants, "faults": part_faults,
-             "workers": part_workers}
+             "gate": part_gate, "workers": part_workers}
     parts[part](mambacheck, python, work)
     print(f"block manager {part}: passed")
     return 0
