@@ -709,31 +709,44 @@ JunitCase run_stage(const Stage& stage) {
                    .details = r.detail};
 }
 
+// The processes the stages run on, started once for them all; one that cannot start is exit 3
+// before any stage.
+struct GateWorkers {
+  std::unique_ptr<backends::ExternalEngineSource> engine;  // --external
+  std::unique_ptr<backends::BlockManagerWorker> manager;   // --block-manager
+};
+
+GateWorkers start_gate_workers(const GateOptions& o, Target& target) {
+  GateWorkers w;
+  if (!o.external.empty()) {
+    try {
+      w.engine = backends::start_external_engine(
+          o.external, o.external_timeout,
+          std::filesystem::absolute(std::filesystem::path(o.out) / "engine-worker.log"));
+    } catch (const backends::ExternalWorkerFailure& failure) {
+      throw model::EnvironmentError(failure.message);
+    }
+    target.engine = w.engine.get();
+  }
+  if (!o.block_manager.empty()) {
+    w.manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
+        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
+    target.block_manager = o.block_manager;
+    target.manager = w.manager.get();
+  }
+  return w;
+}
+
 int run_gate(const GateOptions& o) {
   const backends::Backend backend = checked_backend(o);
   Target target{.backend = backend,
                 .external = o.external,
                 .external_timeout = o.external_timeout,
                 .out = o.out};
-  std::unique_ptr<backends::ExternalEngineSource> engine;
+  const GateWorkers workers = start_gate_workers(o, target);
+  const auto& engine = workers.engine;
+  const auto& manager = workers.manager;
   std::vector<Stage> stages;
-  if (!o.external.empty()) {
-    try { // a worker that cannot start: exit 3 before any stage
-      engine = backends::start_external_engine(
-          o.external, o.external_timeout,
-          std::filesystem::absolute(std::filesystem::path(o.out) / "engine-worker.log"));
-    } catch (const backends::ExternalWorkerFailure& failure) {
-      throw model::EnvironmentError(failure.message);
-    }
-    target.engine = engine.get();
-  }
-  std::unique_ptr<backends::BlockManagerWorker> manager;
-  if (!o.block_manager.empty()) { // one that cannot start: exit 3 before any stage
-    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
-    target.block_manager = o.block_manager;
-    target.manager = manager.get();
-  }
   stages.push_back({"kernel-fuzz", [&] { return kernel_fuzz_stage(o, target); }});
   stages.push_back({"engine-fuzz", [&] { return engine_fuzz_stage(o, target); }});
   stages.push_back({"library", [&] { return library_stage(o, target); }});
