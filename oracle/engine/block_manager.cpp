@@ -3,6 +3,8 @@
 #include "model/block_table.h"
 #include "model/errors.h"
 
+#include <fmt/format.h>
+
 namespace mc::oracle::engine {
 
 using model::kNullBlockId;
@@ -263,6 +265,34 @@ void BlockManager::reset_cache() {
   MC_ASSERT(requests_.empty());
   for (BlockPool& pool : pools_)
     pool.reset_cache();
+}
+
+std::optional<std::string> BlockManager::check_accounting() const {
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    const BlockPool& pool = pools_[g];
+    std::vector<std::int32_t> held(static_cast<std::size_t>(pool.num_blocks()), 0);
+    requests_.for_each([&](const std::string&, const RequestBlocks& r) {
+      if (g < r.groups.size())
+        for (const std::int32_t block : r.groups[g].block_ids)
+          if (block != kNullBlockId) ++held[static_cast<std::size_t>(block)];
+    });
+    for (std::int32_t b = 1; b < pool.num_blocks(); ++b) {
+      const std::int32_t refs = pool.ref_count(b);
+      const std::int32_t tables = held[static_cast<std::size_t>(b)];
+      const bool queued = pool.queued(b);
+      const bool held_back = pool.held_back(b);
+      if (refs != tables)
+        return fmt::format("block {} of group {} has {} references, but {} table entries hold it",
+                           b, g, refs, tables);
+      if (refs > 0 && (queued || held_back))
+        return fmt::format("block {} of group {} is held by a request and {}", b, g,
+                           queued ? "in the free queue" : "held back as freed");
+      if (refs == 0 && queued == held_back)
+        return fmt::format("block {} of group {} is referenced by nobody and {}", b, g,
+                           queued ? "both free and held back" : "neither free nor held back");
+    }
+  }
+  return std::nullopt;
 }
 
 } // namespace mc::oracle::engine

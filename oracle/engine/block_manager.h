@@ -117,6 +117,10 @@ public:
   void release_in_flight();
   std::int64_t frees_held_back() const; // over every group
   void reset_cache(); // all requests must have been freed
+  // Accounting: every block of every pool is in exactly one place: held by as many table
+  // entries as its reference count says, or free (in the queue, cached or not), or held back
+  // for the step in flight. What is wrong, in one line, or nullopt.
+  std::optional<std::string> check_accounting() const;
 
 private:
   std::int32_t num_required(std::int32_t num_tokens) const;

@@ -41,6 +41,7 @@ public:
 
   std::int32_t num_blocks() const { return static_cast<std::int32_t>(ref_count_.size()); }
   std::int32_t num_free() const { return free_.size(); }
+  bool queued(std::int32_t block_id) const { return free_.contains(block_id); } // takeable now
   std::int32_t ref_count(std::int32_t block_id) const {
     MC_ASSERT(block_id >= 0 && block_id < num_blocks());
     return ref_count_[static_cast<std::size_t>(block_id)];

@@ -36,6 +36,8 @@ std::string_view to_string(FindingKind kind) {
     return "excess_retention";
   case FindingKind::block_manager_fault:
     return "block_manager_fault";
+  case FindingKind::block_accounting:
+    return "block_accounting";
   case FindingKind::internal_assertion:
     return "internal_assertion";
   case FindingKind::in_flight_block_reused:

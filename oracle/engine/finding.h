@@ -37,6 +37,8 @@ enum class FindingKind : std::uint8_t {
   in_flight_write_conflict,
   // A KV cache manager under test (kv_manager.h) raised, died, hung or answered nonsense.
   block_manager_fault,
+  // A block in no place or in two (BlockManager::check_accounting), at a periodic sweep.
+  block_accounting,
 };
 
 std::string_view to_string(FindingKind kind);

@@ -158,6 +158,11 @@ std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const B
                                                       std::int64_t& bytes_checked) {
   const model::Layout& layout = runner.layout();
   const std::int32_t B = layout.config.mamba_block_size;
+  if (sweep_all)
+    if (std::optional<std::string> wrong = blocks.check_accounting())
+      return make_finding(layout, FindingKind::block_accounting, step, "", -1, -1, -1, *wrong,
+                          "every block in exactly one place: held (by as many table entries as "
+                          "its references), free, or held back for the step in flight");
   selection_.select(blocks.pools(), sweep_all);
   for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
     const model::StateTensor& t = layout.tensors[i];

@@ -60,6 +60,12 @@ public:
     return it->second.record;
   }
 
+  // f(id, record) for every record, in no particular order.
+  template <typename F> void for_each(F&& f) const {
+    for (const auto& [id, node] : by_id_)
+      f(id, node.record);
+  }
+
   // Erases the record of `id`, if any.
   void erase(const std::string& id) {
     const auto it = by_id_.find(id);

@@ -93,6 +93,27 @@ TEST_P(BlockManagerByHand, AllModeKeepsOneBlockPerBlockSizeTokens) {
   EXPECT_FALSE(m.can_allocate("a", 40)); // 10 blocks > 7 usable
 }
 
+TEST_P(BlockManagerByHand, AccountingPlacesEveryBlockOnceAndNamesOneOutOfPlace) {
+  BlockManager m(align_config(), 1, 16, GetParam());
+  EXPECT_EQ(m.check_accounting(), std::nullopt);
+  m.allocate("a", 4); // blocks 1, 2, 3
+  m.allocate("b", 9); // 4, 5, 6 after two nulls
+  m.mark_in_flight(*m.find("a"));
+  m.free_request("a"); // held back while in flight: referenced by nobody, not free either
+  EXPECT_EQ(m.check_accounting(), std::nullopt);
+  m.release_in_flight();
+  EXPECT_EQ(m.check_accounting(), std::nullopt);
+  m.mutable_pool(0).touch(5); // a reference no table entry accounts for
+  EXPECT_EQ(m.check_accounting(),
+            std::optional<std::string>("block 5 of group 0 has 2 references, but 1 table "
+                                       "entries hold it"));
+  m.mutable_pool(0).free(5);
+  m.mutable_pool(0).free(4); // b's table still names it, the pool has it free
+  EXPECT_EQ(m.check_accounting(),
+            std::optional<std::string>("block 4 of group 0 has 0 references, but 1 table "
+                                       "entries hold it"));
+}
+
 TEST_P(BlockPoolByHand, NullBlockIsNeverHandedOutAndFreesInFlightAreHeldBack) {
   BlockPool p(5, GetParam());
   EXPECT_EQ(p.take(3), (Table{1, 2, 3}));
