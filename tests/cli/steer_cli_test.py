@@ -85,7 +85,7 @@ narrow = {
     ("--cases", "400", "--max-size", "5"): ("resume-after-accepted-drafts", [(347, 1), (273, 5)]),
     ("--cases", "400", "--max-size", "0"): ("prefix-hit-several-blocks", [(366, 1), (354, 3)]),
     ("--cases", "300", "--max-size", "20", "--block-size", "560"):
-        ("prefill-crosses-several", [(None, 0), (257, 38)]),
+        ("prefill-crosses-several", [(None, 0), (257, 44)]),
 }
 for args, (feature, expected) in narrow.items():
     got = first_reached(list(args), feature)
