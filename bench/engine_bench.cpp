@@ -129,21 +129,8 @@ EngineBenchResult run_managed(const model::Layout& layout, std::vector<RequestSp
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.cpu_seconds = cpu_seconds_now() - cpu0;
-  const SchedulerStats& s = steps.stats();
-  r.report = {.steps = run,
-              .request_steps = s.request_steps,
-              .tokens = s.tokens,
-              .requests = c.requests,
-              .finished = s.finished,
-              .aborts = s.aborts,
-              .preemptions = s.preemptions,
-              .forced_preemptions = s.forced_preemptions,
-              .resets = s.resets,
-              .prefix_hits = s.prefix_hits,
-              .copies_by_kind = steps.replay_stats().copies_by_kind,
-              .launches = steps.replay_stats().launches,
-              .bytes_checked = steps.replay_stats().bytes_checked,
-              .first_finding = finding};
+  r.report = steps.report(run, finding);
+  r.report.requests = c.requests;
   return r;
 }
 

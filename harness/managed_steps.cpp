@@ -125,4 +125,23 @@ std::optional<OracleStep> ManagedSteps::next() {
                     .last = stopped_ || scheduler_.done()};
 }
 
+oracle::engine::EngineReport
+ManagedSteps::report(std::int64_t steps, std::optional<oracle::engine::Finding> finding) const {
+  const oracle::engine::SchedulerStats& s = scheduler_.stats();
+  const oracle::engine::ReplayStats& r = replayer_->stats();
+  return {.steps = steps,
+          .request_steps = s.request_steps,
+          .tokens = s.tokens,
+          .finished = s.finished,
+          .aborts = s.aborts,
+          .preemptions = s.preemptions,
+          .forced_preemptions = s.forced_preemptions,
+          .resets = s.resets,
+          .prefix_hits = s.prefix_hits,
+          .copies_by_kind = r.copies_by_kind,
+          .launches = r.launches,
+          .bytes_checked = r.bytes_checked,
+          .first_finding = std::move(finding)};
+}
+
 } // namespace mc::harness

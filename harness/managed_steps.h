@@ -9,6 +9,7 @@
 #include "harness/lockstep.h"
 #include "model/layout.h"
 #include "model/scheduler_contract.h"
+#include "oracle/engine/driver.h"
 #include "oracle/engine/kv_manager.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/replay.h"
@@ -57,6 +58,10 @@ public:
   const model::SchedulerContract& contract() const { return contract_; }
   const oracle::engine::SchedulerStats& stats() const { return scheduler_.stats(); }
   const oracle::engine::ReplayStats& replay_stats() const { return replayer_->stats(); }
+  // The run's counters as the oracle engine reports them, after `steps` steps (requests left
+  // for the caller, who knows the workload).
+  oracle::engine::EngineReport report(std::int64_t steps,
+                                      std::optional<oracle::engine::Finding> finding) const;
 
 private:
   std::optional<oracle::engine::Finding> plan_and_run();

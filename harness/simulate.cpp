@@ -103,24 +103,7 @@ SimulationResult simulate(const SimulationOptions& o) {
       if (o.on_view) o.on_view(viewer.after(steps, step));
     };
   const LockstepResult r = run_lockstep(steps, backend, o.num_steps, hooks);
-  if (engine) {
-    result.report = engine->report();
-  } else {
-    const oracle::engine::SchedulerStats& s = managed->stats();
-    result.report = {.steps = r.steps_run,
-                     .request_steps = s.request_steps,
-                     .tokens = s.tokens,
-                     .finished = s.finished,
-                     .aborts = s.aborts,
-                     .preemptions = s.preemptions,
-                     .forced_preemptions = s.forced_preemptions,
-                     .resets = s.resets,
-                     .prefix_hits = s.prefix_hits,
-                     .copies_by_kind = managed->replay_stats().copies_by_kind,
-                     .launches = managed->replay_stats().launches,
-                     .bytes_checked = managed->replay_stats().bytes_checked,
-                     .first_finding = r.finding};
-  }
+  result.report = engine ? engine->report() : managed->report(r.steps_run, r.finding);
   result.steps_compared = r.steps_compared;
   result.bytes_compared = r.bytes_compared;
   result.arenas = r.arenas;

@@ -136,6 +136,10 @@ private:
   bool allocate_running(std::size_t i, std::int32_t num_new, model::Step& step,
                         model::CachedRequestData& cached);
   bool admit_external(SchedRequest& r, model::Step& step, std::int32_t& budget);
+  // An admitted request's first row: its whole tables listed (new, or resumed), its row made.
+  void start_running(SchedRequest& r, model::GroupBlockIds table,
+                     model::GroupBlockIds attention_table, std::int32_t num_new,
+                     RequestBlocks* held, model::Step& step, std::int32_t& budget);
   void release(SchedRequest& r);
   // The row's token ids from the request's true sequence at `computed`, drafts last (the
   // first a - 1 of them true, the others not).

@@ -137,28 +137,37 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
   model::GroupBlockIds table;
   for (const GroupRow& row : rb->groups)
     table.push_back(row.block_ids);
+  prefix_lookups_.push_back({.req_id = id, .longest_tokens = longest});
+  start_running(r, std::move(table), {}, num_new, rb, step, budget);
+  return true;
+}
+
+void Scheduler::start_running(SchedRequest& r, model::GroupBlockIds table,
+                              model::GroupBlockIds attention_table, std::int32_t num_new,
+                              RequestBlocks* held, model::Step& step, std::int32_t& budget) {
+  const auto key = static_cast<std::int32_t>(&r - requests_.data());
   if (!r.started) {
     step.new_requests.push_back(
-        {.req_id = id,
+        {.req_id = r.spec.req_id,
          .prompt_token_ids = {r.spec.tokens.begin(),
                               r.spec.tokens.begin() + r.spec.num_prompt_tokens},
          .block_ids = std::move(table),
          .num_computed_tokens = r.num_computed,
-         .key = key});
+         .key = key,
+         .attention_block_ids = std::move(attention_table)});
   } else {
-    step.cached_requests.push_back({.req_id = id,
+    step.cached_requests.push_back({.req_id = r.spec.req_id,
                                     .resumed = true,
                                     .new_block_ids = std::move(table),
                                     .num_computed_tokens = r.num_computed,
-                                    .key = key});
+                                    .key = key,
+                                    .attention_block_ids = std::move(attention_table)});
   }
-  prefix_lookups_.push_back({.req_id = id, .longest_tokens = longest});
   r.started = true;
   r.status = RequestStatus::running;
-  stats_.prefix_hits += hit >= 0 ? 1 : 0;
-  make_scheduled(r, num_new, 0, rb, step);
+  stats_.prefix_hits += r.num_computed > 0 ? 1 : 0;
+  make_scheduled(r, num_new, 0, held, step);
   budget -= num_new;
-  return true;
 }
 
 void Scheduler::update(const model::Step& step) {
@@ -263,30 +272,7 @@ bool Scheduler::admit_external(SchedRequest& r, model::Step& step, std::int32_t&
     r.num_computed = 0;
     return false;
   }
-  const std::string& id = r.spec.req_id;
-  const auto key = static_cast<std::int32_t>(&r - requests_.data());
-  if (!r.started) {
-    step.new_requests.push_back(
-        {.req_id = id,
-         .prompt_token_ids = {r.spec.tokens.begin(),
-                              r.spec.tokens.begin() + r.spec.num_prompt_tokens},
-         .block_ids = allocation_.held,
-         .num_computed_tokens = hit,
-         .key = key,
-         .attention_block_ids = allocation_.attention_held});
-  } else {
-    step.cached_requests.push_back({.req_id = id,
-                                    .resumed = true,
-                                    .new_block_ids = allocation_.held,
-                                    .num_computed_tokens = hit,
-                                    .key = key,
-                                    .attention_block_ids = allocation_.attention_held});
-  }
-  r.started = true;
-  r.status = RequestStatus::running;
-  stats_.prefix_hits += hit > 0 ? 1 : 0;
-  make_scheduled(r, num_new, 0, nullptr, step);
-  budget -= num_new;
+  start_running(r, allocation_.held, allocation_.attention_held, num_new, nullptr, step, budget);
   return true;
 }
 
