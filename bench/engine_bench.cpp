@@ -140,10 +140,10 @@ EngineBenchResult run_engine_bench(const EngineBenchCase& c, KvManager* manager)
   auto rng = model::SplitMix64::from_seed(c.seed);
   std::vector<RequestSpec> requests =
       generate_workload(c.engine.workload, c.requests, model::kSpecTokensMax + 2, rng);
+  model::CacheConfig config = c.config;
   model::LayoutSpec spec = c.spec;
-  if (manager != nullptr)
-    spec.num_blocks = harness::kv_pool_blocks(c.config, c.spec, requests, c.engine, *manager);
-  const model::Layout layout = model::build_layout(c.config, spec);
+  if (manager != nullptr) harness::fit_to_manager(config, spec, requests, c.engine, *manager);
+  const model::Layout layout = model::build_layout(config, spec);
   validate_options(c.engine, layout);
   EngineBenchResult r{.bench_case = c};
   for (const model::GroupSpec& g : c.spec.groups)

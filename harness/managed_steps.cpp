@@ -15,6 +15,12 @@ std::int32_t kv_lookahead(const model::Layout& layout,
   return options.scheduler.drafter_prunes_last_block ? layout.config.num_spec_tokens : 0;
 }
 
+std::int32_t vllm_attention_block_size(const model::CacheConfig& config) {
+  return config.mode == model::CacheMode::align
+             ? config.mamba_block_size
+             : std::max(config.attn_block_size, config.mamba_block_size);
+}
+
 oracle::engine::KvSetup kv_setup(const model::Layout& layout,
                                  const oracle::engine::EngineOptions& options) {
   return {.block_size = layout.config.mamba_block_size,
@@ -31,10 +37,11 @@ oracle::engine::KvSetup kv_setup(const model::Layout& layout,
           .max_model_len = oracle::engine::kSequenceLenMax};
 }
 
-std::int64_t kv_pool_blocks(const model::CacheConfig& config, const model::LayoutSpec& spec,
-                            std::span<const oracle::engine::RequestSpec> requests,
-                            const oracle::engine::EngineOptions& options,
-                            const oracle::engine::KvManager& kv) {
+void fit_to_manager(model::CacheConfig& config, model::LayoutSpec& spec,
+                    std::span<const oracle::engine::RequestSpec> requests,
+                    const oracle::engine::EngineOptions& options,
+                    const oracle::engine::KvManager& kv) {
+  config.attn_block_size = vllm_attention_block_size(config);
   std::int32_t longest = 0;
   for (const oracle::engine::RequestSpec& r : requests)
     longest = std::max(longest, r.max_len);
@@ -49,7 +56,7 @@ std::int64_t kv_pool_blocks(const model::CacheConfig& config, const model::Layou
     model::fail_input("--block-manager: its {} attention groups need a pool of {} blocks for "
                       "these requests, more than {}",
                       kv.attention_groups(), blocks, model::kBlocksMax);
-  return blocks;
+  spec.num_blocks = blocks;
 }
 
 void set_manager_contract(scenarios::TraceHeader& header, const model::SchedulerContract& contract,

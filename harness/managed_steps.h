@@ -30,15 +30,25 @@ oracle::engine::KvSetup kv_setup(const model::Layout& layout,
 // The tokens an EAGLE/MTP drafter adds to each allocation (vLLM's num_lookahead_tokens).
 std::int32_t kv_lookahead(const model::Layout& layout, const oracle::engine::EngineOptions& options);
 
-// The pool a run with `kv` needs. vLLM's groups share one pool of ids, where the model gives
-// each Mamba group a pool of spec.num_blocks: the shared pool holds that many for every Mamba
-// group (the same pressure), plus, for each attention group, room for two of the longest
-// requests' attention tables (one request always fits beside another; the pool still runs out
-// under load, which preempts). InputError when that passes model::kBlocksMax.
-std::int64_t kv_pool_blocks(const model::CacheConfig& config, const model::LayoutSpec& spec,
-                            std::span<const oracle::engine::RequestSpec> requests,
-                            const oracle::engine::EngineOptions& options,
-                            const oracle::engine::KvManager& kv);
+// The attention block size vLLM gives a hybrid model's attention groups (upstream 6a391a931a92,
+// vllm/model_executor/models/config.py HybridAttentionMambaModelConfig): in align mode the Mamba
+// block is the attention block, and in all mode the attention block is raised to at least the
+// Mamba block. A run through a manager has vLLM's geometry: its attention groups get this size,
+// whatever the case drew (the drawn size still seeds the model's own runs, where a smaller
+// attention block is a bug source of its own). Hash blocks smaller than the Mamba block are
+// vLLM's prefix_match_unit, not this.
+std::int32_t vllm_attention_block_size(const model::CacheConfig& config);
+
+// A case's geometry as it runs through `kv`: the attention block size above, and the pool.
+// vLLM's groups share one pool of ids, where the model gives each Mamba group a pool of
+// spec.num_blocks: the shared pool holds that many for every Mamba group (the same pressure),
+// plus, for each attention group, room for two of the longest requests' attention tables (one
+// request always fits beside another; the pool still runs out under load, which preempts).
+// InputError when that passes model::kBlocksMax.
+void fit_to_manager(model::CacheConfig& config, model::LayoutSpec& spec,
+                    std::span<const oracle::engine::RequestSpec> requests,
+                    const oracle::engine::EngineOptions& options,
+                    const oracle::engine::KvManager& kv);
 
 // A trace's header for steps planned with a manager: its contract, the scheduling mode.
 void set_manager_contract(scenarios::TraceHeader& header, const model::SchedulerContract& contract,

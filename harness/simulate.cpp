@@ -61,7 +61,7 @@ SimulationResult simulate(const SimulationOptions& o) {
   std::vector<oracle::engine::RequestSpec> requests = workload(o);
   model::LayoutSpec spec = o.spec;
   if (o.block_manager)
-    spec.num_blocks = kv_pool_blocks(config, spec, requests, o.engine, *o.block_manager);
+    fit_to_manager(config, spec, requests, o.engine, *o.block_manager);
   const model::Layout layout = model::build_layout(config, spec);
   oracle::engine::validate_options(o.engine, layout);
   const auto num_requests = static_cast<std::int64_t>(requests.size());

@@ -575,14 +575,15 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   if (run.isolate && run.external == nullptr && run.manager == nullptr && steps_out == nullptr)
     return run_isolated_case(c, run);
   EngineOutcome out;
-  model::CacheConfig config = c.config;
-  config.runner = c.engine.runner.flavour;
   std::optional<model::Layout> layout;
   std::unique_ptr<oracle::engine::Engine> engine;
   std::unique_ptr<harness::ManagedSteps> managed;
   std::unique_ptr<gpu::engine::EngineRunner> backend;
   try {
-    layout = model::build_layout(config, with_manager_pool(c, run.manager).spec);
+    const EngineCase sized = with_manager_pool(c, run.manager);
+    model::CacheConfig config = sized.config;
+    config.runner = c.engine.runner.flavour;
+    layout = model::build_layout(config, sized.spec);
     oracle::engine::validate_options(c.engine, *layout);
     if (run.manager != nullptr)
       managed = std::make_unique<harness::ManagedSteps>(*layout, c.requests, c.scheduler_seed,
@@ -643,7 +644,7 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
 EngineCase with_manager_pool(const EngineCase& c, const oracle::engine::KvManager* manager) {
   if (manager == nullptr) return c;
   EngineCase grown = c;
-  grown.spec.num_blocks = harness::kv_pool_blocks(c.config, c.spec, c.requests, c.engine, *manager);
+  harness::fit_to_manager(grown.config, grown.spec, c.requests, c.engine, *manager);
   return grown;
 }
 
@@ -651,9 +652,10 @@ std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_ma
                                       harness::SchedulerMutant mutant,
                                       oracle::engine::KvManager* manager,
                                       model::SchedulerContract* contract) {
-  model::CacheConfig config = c.config;
+  const EngineCase sized = with_manager_pool(c, manager);
+  model::CacheConfig config = sized.config;
   config.runner = c.engine.runner.flavour;
-  const model::Layout layout = model::build_layout(config, with_manager_pool(c, manager).spec);
+  const model::Layout layout = model::build_layout(config, sized.spec);
   std::optional<oracle::engine::Engine> engine;
   std::optional<harness::ScheduledSteps> planned;
   std::optional<harness::ManagedSteps> managed;

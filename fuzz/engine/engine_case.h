@@ -128,8 +128,9 @@ std::vector<model::Step> oracle_steps(const EngineCase& c, std::int64_t steps_ma
                                       oracle::engine::KvManager* manager = nullptr,
                                       model::SchedulerContract* contract = nullptr);
 
-// The case as it runs with a KV cache manager under test: its pool grown for the manager's
-// attention groups (harness::kv_pool_blocks); `c` itself without one.
+// The case as it runs with a KV cache manager under test: vLLM's attention block size and a
+// pool grown for the manager's attention groups (harness::fit_to_manager); `c` itself without
+// one.
 EngineCase with_manager_pool(const EngineCase& c, const oracle::engine::KvManager* manager);
 
 // An outcome as it travels from an isolated child process back to the campaign.

@@ -87,7 +87,7 @@ public:
   virtual void flush() = 0;
   virtual bool reset_prefix_cache() = 0;
   // Its full-attention groups, known before setup: their blocks come from the same pool, which
-  // must then hold them too (harness/managed_steps.h kv_pool_blocks).
+  // must then hold them too (harness/managed_steps.h fit_to_manager).
   virtual std::int32_t attention_groups() const = 0;
 };
 
