@@ -212,9 +212,9 @@ namespace mc::gpu {
     "them where they are (not moved to the end of the table) and takes fresh blocks instead")      \
   X(async_frees_visible_at_once, 'X',                                                              \
     "with async scheduling the block pool makes a free visible at once, at the head of its free "  \
-    "queue: a block freed while a step is planned (a stale block, a preempted, aborted or reset "  \
-    "request's) is handed out again by that same planning, though the step in flight can still "   \
-    "read or write it")
+    "queue: a block freed while a step is planned that the step in flight can still read or "     \
+    "write (a preempted, aborted or reset request's running or speculative block) is handed out " \
+    "again by that same planning")
 
 enum class Mutant : std::uint8_t {
   none, // the implementation under test, as specified in model/LAUNCH_KINDS.md

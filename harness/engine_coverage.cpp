@@ -18,7 +18,8 @@ F prefix_hit_class(std::int32_t computed_tokens, std::int32_t block_size) {
 
 } // namespace
 
-EngineCoverageCounter::EngineCoverageCounter(const model::Layout& layout) : layout_(layout) {}
+EngineCoverageCounter::EngineCoverageCounter(const model::Layout& layout, std::int32_t lookahead)
+    : layout_(layout), lookahead_(lookahead) {}
 
 void EngineCoverageCounter::count(const model::Step& step, const oracle::engine::StepRecord& record,
                                   std::optional<std::int64_t> aborts) {
@@ -30,6 +31,7 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
   for (const model::CachedRequestData& c : step.cached_requests)
     computed[c.req_id] = c.num_computed_tokens;
   count_async(step, record);
+  coverage_.add(F::retirement_across_null, record.retired_across_null);
   count_forward(step, record, computed);
   for (const model::ScheduledRequest& s : step.scheduled) {
     Request& r = requests_[s.req_id];
@@ -118,6 +120,10 @@ void EngineCoverageCounter::count_row(const model::ScheduledRequest& s,
   const std::int64_t c = computed_before;
   const bool decode =
       s.num_draft_tokens > 0 || (s.num_scheduled_tokens == 1 && computed_before >= r.prompt_len);
+  // The drafter's lookahead reaches into the next page only when the row ends on a boundary:
+  // that page must be allocated all the same (vLLM #57605).
+  if (lookahead_ > 0 && (c + s.num_scheduled_tokens) % B == 0)
+    coverage_.add(F::lookahead_at_page_boundary);
   if (!decode) {
     const std::int64_t crossed = (c + s.num_scheduled_tokens) / B - c / B;
     coverage_.add(crossed == 0   ? F::prefill_crosses_0

@@ -24,7 +24,8 @@ namespace mc::harness {
 
 class EngineCoverageCounter {
 public:
-  explicit EngineCoverageCounter(const model::Layout& layout);
+  // `lookahead`: the tokens a drafter adds to each row's allocation (OracleSide::lookahead).
+  explicit EngineCoverageCounter(const model::Layout& layout, std::int32_t lookahead = 0);
 
   // One step that ran on both sides. `aborts`: the requests the scheduler aborted in this
   // step, when the steps come from a scheduler; nullopt for a trace.
@@ -51,6 +52,7 @@ private:
                      const std::unordered_map<std::string_view, std::int32_t>& computed);
 
   const model::Layout& layout_;
+  std::int32_t lookahead_ = 0;
   model::Coverage coverage_ = model::Coverage::empty(model::CoverageLevel::engine);
   std::unordered_map<std::string, Request> requests_;
   std::unordered_set<std::string> running_; // scheduled and neither finished nor preempted

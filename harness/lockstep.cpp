@@ -29,6 +29,10 @@ std::optional<OracleStep> ScheduledSteps::next() {
 TracedSteps::TracedSteps(scenarios::TraceReader& reader, oracle::engine::Replayer& replayer)
     : reader_(reader), replayer_(replayer) {}
 
+std::int32_t TracedSteps::lookahead() const {
+  return replayer_.contract().eagle ? reader_.header().config.num_spec_tokens : 0;
+}
+
 std::optional<OracleStep> TracedSteps::next() {
   std::optional<model::Step> step = reader_.next();
   if (!step) return std::nullopt;
@@ -51,7 +55,7 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
     result.failure = std::move(d);
   };
   std::int64_t last_compared = -1;
-  EngineCoverageCounter coverage(layout);
+  EngineCoverageCounter coverage(layout, oracle.lookahead());
   while (steps_max < 0 || result.steps_run < steps_max) {
     if (hooks.stop_on_interrupt && model::interrupted()) {
       result.interrupted = true;

@@ -41,6 +41,9 @@ public:
   // Requests aborted so far, where the steps come from a scheduler that knows; a trace lists
   // an abort only as a finished request.
   virtual std::optional<std::int64_t> aborts() const { return std::nullopt; }
+  // The tokens an EAGLE/MTP drafter adds to each row's allocation beyond its scheduled ones
+  // (vLLM's num_lookahead_tokens): the drafts with EAGLE, else 0.
+  virtual std::int32_t lookahead() const = 0;
 };
 
 // The oracle engine schedules every step; `edit`, when set, changes a step before it runs.
@@ -54,6 +57,11 @@ public:
     return engine_.scheduler().blocks();
   }
   std::optional<std::int64_t> aborts() const override { return engine_.report().aborts; }
+  std::int32_t lookahead() const override {
+    return engine_.options().scheduler.drafter_prunes_last_block
+               ? engine_.runner().layout().config.num_spec_tokens
+               : 0;
+  }
 
 private:
   oracle::engine::Engine& engine_;
@@ -68,6 +76,7 @@ public:
   std::optional<OracleStep> next() override;
   oracle::engine::OracleRunner& runner() override { return replayer_.runner(); }
   const oracle::engine::BlockManager& blocks() const override { return replayer_.blocks(); }
+  std::int32_t lookahead() const override;
 
 private:
   scenarios::TraceReader& reader_;

@@ -70,13 +70,13 @@ ManagedSteps::ManagedSteps(const model::Layout& layout,
                            std::vector<oracle::engine::RequestSpec> requests, std::uint64_t seed,
                            const oracle::engine::EngineOptions& options,
                            oracle::engine::KvManager& kv)
-    : async_(options.scheduler.async_scheduling),
+    : async_(options.scheduler.async_scheduling), lookahead_(kv_lookahead(layout, options)),
       contract_(kv.setup(kv_setup(layout, options))),
       // The seed as the oracle engine mixes it: the same case draws the same steps.
       scheduler_(layout, options.scheduler, std::move(requests), model::mix64(seed + 1),
                  options.structures),
       kv_(kv) {
-  scheduler_.use_manager(kv, kv_lookahead(layout, options));
+  scheduler_.use_manager(kv, lookahead_);
   replayer_.emplace(layout, options.runner, options.cache_sweep_every, options.structures, async_,
                     contract_);
 }

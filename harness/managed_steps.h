@@ -64,6 +64,7 @@ public:
   oracle::engine::OracleRunner& runner() override { return replayer_->runner(); }
   const oracle::engine::BlockManager& blocks() const override { return replayer_->blocks(); }
   std::optional<std::int64_t> aborts() const override { return scheduler_.stats().aborts; }
+  std::int32_t lookahead() const override { return lookahead_; }
 
   const model::SchedulerContract& contract() const { return contract_; }
   const oracle::engine::SchedulerStats& stats() const { return scheduler_.stats(); }
@@ -77,6 +78,7 @@ private:
   std::optional<oracle::engine::Finding> plan_and_run();
 
   bool async_ = false;
+  std::int32_t lookahead_ = 0;
   model::SchedulerContract contract_;
   oracle::engine::Scheduler scheduler_;
   std::optional<oracle::engine::Replayer> replayer_;

@@ -148,7 +148,7 @@ std::vector<std::vector<std::int32_t*>> taken_ids(Engine& engine, model::Step& s
 }
 
 // The step a pool that pushes every free at the head of its queue would have given, held-back
-// or not: at each take, the block freed last before it that no take has had yet, else the next
+// or not (of the held-back frees, those the step in flight can touch): at each take, the block freed last before it that no take has had yet, else the next
 // block the real pool gave (those move down the line). The oracle's pool says which blocks it
 // held back and how many blocks had been taken when each was freed.
 void async_frees_visible_at_once(Engine& engine, model::Step& step) {
@@ -156,8 +156,17 @@ void async_frees_visible_at_once(Engine& engine, model::Step& step) {
   const std::span<const BlockPool> pools = engine.scheduler().blocks().pools();
   std::vector<std::vector<std::int32_t*>> taken = taken_ids(engine, step);
   for (std::size_t g = 0; g < pools.size(); ++g) {
-    const std::span<const std::int32_t> held = pools[g].held_back_blocks();
-    const std::span<const std::int64_t> freed_after = pools[g].held_back_after_takes();
+    // The frees the step in flight can still touch (a preempted, aborted or reset request's
+    // running and speculative blocks): a block below the column a row in flight reads is only
+    // held back by the model's policy, and handing it out at once is no bug.
+    std::vector<std::int32_t> held;
+    std::vector<std::int64_t> freed_after;
+    for (std::size_t i = 0; i < pools[g].held_back_blocks().size(); ++i) {
+      const std::int32_t b = pools[g].held_back_blocks()[i];
+      if (!pools[g].held_back_touchable(b)) continue;
+      held.push_back(b);
+      freed_after.push_back(pools[g].held_back_after_takes()[i]);
+    }
     if (held.empty()) continue;
     const std::int64_t first_take =
         pools[g].blocks_taken() - static_cast<std::int64_t>(taken[g].size());

@@ -40,6 +40,7 @@ constexpr int kProductionSizeMin = 40;
 constexpr std::int32_t kProductionPerMillion = 166'667;
 constexpr std::uint64_t kProductionStream = 0x70726f6475637469; // "producti"
 constexpr std::uint64_t kConventionStream = 0x636f6e76656e7469; // "conventi"
+constexpr std::uint64_t kEagleStream = 0x6561676c652d6d74;      // "eagle-mt"
 constexpr std::uint64_t kSteerStream = 0x7374656572696e67;      // "steering"
 
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
@@ -206,9 +207,7 @@ void draw_options(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed, Steerin
   s.async_scheduling = rng.chance(250'000);
   if (steer.forces(SteerKnob::async)) s.async_scheduling = true;
   if (fixed.async_scheduling) s.async_scheduling = true;
-  // Left off: with it the oracle's scheduler lets a prefill chunk run past a block boundary
-  // and still caches that boundary (wrong_cached_state on clean runs; reported, not ours).
-  s.drafter_prunes_last_block = false;
+  s.drafter_prunes_last_block = false; // drawn once the drafts are known (generate_engine_case)
   c.engine.cache_sweep_every = 8;
 }
 
@@ -441,6 +440,14 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
   Rng conventions = Rng::from_seed(model::mix64(case_seed ^ kConventionStream) ^
                                    static_cast<std::uint64_t>(size));
   draw_conventions(c, conventions, steer);
+  // EAGLE/MTP drafting in a quarter of the cases that draft, from the sizes production draws
+  // start at: the split's back-off and, through a block manager, the hit's dropped block and
+  // the lookahead. From a stream of its own too, and above those sizes only, so that the small
+  // campaigns drawn before it (and the reports they wrote) stay what they were.
+  Rng eagle = Rng::from_seed(model::mix64(case_seed ^ kEagleStream) ^
+                             static_cast<std::uint64_t>(size));
+  c.engine.scheduler.drafter_prunes_last_block =
+      size >= kProductionSizeMin && c.config.num_spec_tokens > 0 && eagle.chance(250'000);
   fit_to_kinds(c, fixed.kinds);
   // A tight pool preempts only with several requests running.
   const bool tight_pool = steer.tight_pool;

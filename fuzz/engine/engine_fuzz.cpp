@@ -297,7 +297,8 @@ EngineCounterexample make_counterexample(const CampaignOptions& o, const EngineL
                           .shrink_steps = kept ? s.accepted : 0,
                           .shrink_tried = s.tried,
                           .shrunk = s.best,
-                          .description = describe(s.best),
+                          // the sizes it ran at: a manager's geometry where one planned it
+                          .description = describe(with_manager_pool(s.best, run.manager)),
                           .saved_runs = std::move(saved_runs),
                           .shrink_kept = kept,
                           .shrink_timed_out = s.timed_out};

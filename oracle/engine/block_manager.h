@@ -108,14 +108,24 @@ public:
     for (BlockPool& p : pools_)
       p.allow_duplicate_boundaries();
   }
+  void reach_untouched_held_back() { // BlockPool::reach_untouched_held_back, every group
+    for (BlockPool& p : pools_)
+      p.reach_untouched_held_back();
+  }
   // Replay of a shared pool: another group's take evicts this group's entry (replay.h).
   BlockPool& mutable_pool(std::int32_t group) { return pools_[static_cast<std::size_t>(group)]; }
   std::int32_t num_groups() const { return static_cast<std::int32_t>(pools_.size()); }
-  // Async scheduling (block_pool.h): every block of `held`'s tables can be touched by the step
-  // in flight; release_in_flight() when it completes.
-  void mark_in_flight(const RequestBlocks& held);
+  // Async scheduling (block_pool.h): the blocks of `held`'s tables from column `touched_from`
+  // on can be touched by the step in flight (a row reads at the column of its last computed
+  // token and writes from there on); those below are held back too where `hold_below` (the
+  // model's own scheduler keeps whole tables back, a policy, not a hazard).
+  // release_in_flight() when it completes.
+  void mark_in_flight(const RequestBlocks& held, std::int32_t touched_from, bool hold_below);
   void release_in_flight();
   std::int64_t frees_held_back() const; // over every group
+  // State blocks retired with a null column between them and the column the retirement starts
+  // below: where a walk down from there that stops at the first null gives up (vLLM #55450).
+  std::int64_t retired_across_null() const { return retired_across_null_; }
   void reset_cache(); // all requests must have been freed
   // Accounting: every block of every pool is in exactly one place: held by as many table
   // entries as its reference count says, or free (in the queue, cached or not), or held back
@@ -138,6 +148,7 @@ private:
   bool settle_ = true; // the fast structures: skip a table's settled positions
   std::vector<BlockPool> pools_;
   RequestRecords<RequestBlocks> requests_;
+  std::int64_t retired_across_null_ = 0;
 };
 
 } // namespace mc::oracle::engine

@@ -41,8 +41,12 @@ bool BlockPool::take_block(std::int32_t block_id) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   if (ref_count_[b] != 0) return false;
-  MC_ASSERT(!held_back(block_id));
-  free_.remove(block_id);
+  if (held_back(block_id)) {
+    MC_ASSERT(reachable_held_back(block_id)); // the caller reports a touchable one itself
+    unhold(block_id);
+  } else {
+    free_.remove(block_id);
+  }
   evict(block_id);
   ref_count_[b] = 1;
   ++blocks_taken_;
@@ -52,7 +56,9 @@ bool BlockPool::take_block(std::int32_t block_id) {
 void BlockPool::touch(std::int32_t block_id) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
-  if (ref_count_[b] == 0) {
+  if (ref_count_[b] == 0 && reachable_held_back(block_id)) {
+    unhold(block_id);
+  } else if (ref_count_[b] == 0) {
     MC_ASSERT(free_.contains(block_id)); // a held-back free is not in the cache's reach yet
     free_.remove(block_id);
   }
@@ -73,13 +79,19 @@ void BlockPool::free(std::int32_t block_id) {
   free_.push_back(block_id);
 }
 
-void BlockPool::mark_in_flight(std::int32_t block_id) {
+void BlockPool::mark_in_flight(std::int32_t block_id, bool touchable) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   MC_ASSERT(ref_count_[b] > 0); // a block of a table in flight is held by its request
-  if (in_flight_[b] != 0) return;
-  in_flight_[b] = 1;
-  in_flight_list_.push_back(block_id);
+  if (in_flight_[b] == 0) in_flight_list_.push_back(block_id);
+  in_flight_[b] = std::max(in_flight_[b], touchable ? kTouchable : kHeld);
+}
+
+void BlockPool::unhold(std::int32_t block_id) {
+  const auto at = std::find(held_.begin(), held_.end(), block_id);
+  MC_ASSERT(at != held_.end());
+  held_after_takes_.erase(held_after_takes_.begin() + (at - held_.begin()));
+  held_.erase(at);
 }
 
 void BlockPool::release_in_flight() {
@@ -92,12 +104,14 @@ void BlockPool::release_in_flight() {
   held_after_takes_.clear();
 }
 
-std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash) const {
+std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash, bool strict) const {
   const std::optional<std::int32_t> block = by_hash_.find(hash);
   if (!block) return std::nullopt;
   const auto b = static_cast<std::size_t>(*block);
-  // A held-back free is neither referenced nor in the queue: not reachable until released.
-  if (ref_count_[b] == 0 && !free_.contains(*block)) return std::nullopt;
+  // A held-back free is neither referenced nor in the queue: not reachable until released,
+  // unless the step in flight cannot touch it and this pool judges another's frees.
+  if (ref_count_[b] == 0 && !free_.contains(*block) && (strict || !reachable_held_back(*block)))
+    return std::nullopt;
   return block;
 }
 

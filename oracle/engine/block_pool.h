@@ -56,7 +56,9 @@ public:
   void free(std::int32_t block_id);
 
   // Async: the step in flight can touch this block (a block of its rows' tables).
-  void mark_in_flight(std::int32_t block_id);
+  // `touchable`: the step in flight can read or write it (BlockManager::mark_in_flight); a
+  // block marked both ways stays touchable.
+  void mark_in_flight(std::int32_t block_id, bool touchable = true);
   bool in_flight(std::int32_t block_id) const {
     MC_ASSERT(block_id >= 0 && block_id < num_blocks());
     return in_flight_[static_cast<std::size_t>(block_id)] != 0;
@@ -64,6 +66,17 @@ public:
   // Freed while in flight: referenced by nobody, not takeable yet.
   bool held_back(std::int32_t block_id) const {
     return in_flight(block_id) && ref_count(block_id) == 0;
+  }
+  // Held back, and the step in flight can still read or write it: handing it out is a hazard
+  // (in_flight.h), where a held-back block it cannot touch was only kept by policy.
+  bool held_back_touchable(std::int32_t block_id) const {
+    return held_back(block_id) && in_flight_[static_cast<std::size_t>(block_id)] == kTouchable;
+  }
+  // Replay: a block held back by policy only stays reachable, by a hit (lookup, touch) or a
+  // take, as vLLM's pool hands out a free at once; the model's own scheduler never asks.
+  void reach_untouched_held_back() { reach_untouched_held_back_ = true; }
+  bool reachable_held_back(std::int32_t block_id) const {
+    return reach_untouched_held_back_ && held_back(block_id) && !held_back_touchable(block_id);
   }
   // The step in flight completed: no block is in flight, the held-back ones become free.
   void release_in_flight();
@@ -75,7 +88,10 @@ public:
   std::int64_t blocks_taken() const { return blocks_taken_; }
   std::span<const std::int64_t> held_back_after_takes() const { return held_after_takes_; }
 
-  std::optional<std::int32_t> lookup(model::TokenHash hash) const;
+  // `strict`: a block held back by policy only is out of reach too, whatever this pool's
+  // reach (reach_untouched_held_back): the shortest a hit may be, where the default gives the
+  // longest.
+  std::optional<std::int32_t> lookup(model::TokenHash hash, bool strict = false) const;
   // Registers the block as holding the boundary `hash` at `position` (CachedBlock); asserts
   // it is not cached yet. Refused, changing nothing, when another block holds that boundary,
   // unless duplicates are allowed: then lookups find the first holder registered until it is
@@ -107,7 +123,10 @@ private:
 
   std::vector<std::int32_t> ref_count_;
   FreeQueue free_;
-  std::vector<std::uint8_t> in_flight_;        // by block id
+  void unhold(std::int32_t block_id); // out of held_ (reached before release_in_flight)
+  bool reach_untouched_held_back_ = false;
+  static constexpr std::uint8_t kHeld = 1, kTouchable = 2;
+  std::vector<std::uint8_t> in_flight_;        // by block id: 0, kHeld or kTouchable
   std::vector<std::int32_t> in_flight_list_;   // the marked blocks, to clear them
   std::vector<std::int32_t> held_;             // freed while in flight
   std::vector<std::int64_t> held_after_takes_; // blocks_taken_ when each was freed

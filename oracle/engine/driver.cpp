@@ -28,14 +28,18 @@ bool Engine::step(const std::function<void(model::Step&)>& edit) {
   try {
     const model::AssertionsReported reported; // a broken assumption of the model: a finding
     const std::int64_t held_before = scheduler_.blocks().frees_held_back();
+    const std::int64_t retired_before = scheduler_.blocks().retired_across_null();
     // Async: the step in flight is still needed (its commit comes after this planning).
     step = scheduler_.schedule(async ? model::Step{} : std::move(last_step_));
     scheduled = true;
     const std::int64_t frees_held_back = scheduler_.blocks().frees_held_back() - held_before;
+    const std::int64_t retired_across_null =
+        scheduler_.blocks().retired_across_null() - retired_before;
     if (edit) edit(step);
     probe_step(step.index);
     finding = async ? run_planned_in_flight(step, record) : run_scheduled(step, record);
     record.frees_held_back = frees_held_back;
+    record.retired_across_null = retired_across_null;
   } catch (const model::AssertionFailure& e) {
     if (!scheduled) step = model::Step{.index = index}; // the scheduler failed planning it
     finding = internal_assertion(runner_.layout(), step.index, e);
@@ -119,7 +123,7 @@ std::optional<Finding> Engine::check_tables(const model::Step& step) const {
     return f;
   const BlockManager& blocks = scheduler_.blocks();
   const HeldBack held_back = [&blocks](std::int32_t group, std::int32_t block) {
-    return blocks.pool(group).held_back(block);
+    return blocks.pool(group).held_back_touchable(block);
   };
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (c.resumed) continue;

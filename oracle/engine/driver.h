@@ -65,6 +65,7 @@ public:
   OracleRunner& runner() { return runner_; }
   const Ledger& ledger() const { return ledger_; }
   const EngineReport& report() const { return report_; }
+  const EngineOptions& options() const { return options_; }
 
 private:
   std::optional<Finding> run_scheduled(const model::Step& step, StepRecord& record);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <unordered_set>
 
 namespace mc::oracle::engine {
 
@@ -29,6 +30,7 @@ Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
                                   : AttentionShadow(0, layout.config.attn_block_size)),
       runner_(layout, options, structures), ledger_(structures), checker_(structures) {
   MC_ASSERT(cache_sweep_every >= 1);
+  blocks_.reach_untouched_held_back(); // judged by what the step in flight touches (mark_in_flight)
   MC_ASSERT(layout.config.mode != model::CacheMode::none);
   // vLLM registers a boundary again in another block while one holds it (BlockPool keeps
   // every holder; a hit finds the first).
@@ -96,11 +98,22 @@ std::optional<Finding> Replayer::check_planned_count(const model::Step& step,
                       fmt::format("{} ({})", expected, why));
 }
 
+// What the step in flight can still touch: a row reads its state at the column of its last
+// computed token and writes from there on (the running, boundary and speculative columns, its
+// deferred postprocess too), never below. A block below, retired or freed while that step runs,
+// is nobody's to write, so it may be hit or handed out at once: vLLM's manager does both, even
+// when the writer is not ordered with the steps (a V2 run with a deferred postprocess under
+// async, all mode's retirements below the next read). Whole tables are held back as the model's
+// scheduler holds them (the same frees counted), but only the touchable blocks are out of
+// reach; the others stay reachable (BlockPool::reach_untouched_held_back). Whole tables out of
+// reach made such hits a false wrong_prefix_hit.
 void Replayer::mark_in_flight(const model::Step& step) {
   blocks_.release_in_flight();
   if (step.planned_during < 0 || !hold_in_flight_) return;
+  const std::int32_t B = layout_.config.mamba_block_size;
   for (const auto& [id, row] : last_rows_)
-    if (const RequestBlocks* held = blocks_.find(id)) blocks_.mark_in_flight(*held);
+    if (const RequestBlocks* held = blocks_.find(id))
+      blocks_.mark_in_flight(*held, row.start > 0 ? (row.start - 1) / B : 0, true);
 }
 
 std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
@@ -161,7 +174,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     if (!c.held_block_ids.empty()) blocks_.adopt_frees(c.req_id, c.held_block_ids);
   }
   const HeldBack held_back = [this](std::int32_t group, std::int32_t block) {
-    return blocks_.pool(group).held_back(block);
+    return blocks_.pool(group).held_back_touchable(block);
   };
   model::GroupBlockIds old_row;
   std::vector<std::int32_t> taken; // by the attention groups
@@ -191,8 +204,13 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
                          std::span<const model::TokenHash> hashes,
                          std::int32_t num_tokens) -> std::optional<Finding> {
     if (!hashes.empty()) {
-      const std::int32_t longest = expected_hit(hashes, num_tokens);
-      if (auto f = check_prefix_hit(layout_, step.index, id, computed, longest)) return f;
+      // Longer than the longest reachable is a wrong hit; so is shorter than the longest a
+      // manager must offer. Between the two lie blocks held back by policy only, which a
+      // manager may hit at once (vLLM does) or keep back.
+      const std::int32_t longest = expected_hit(hashes, num_tokens, false);
+      const std::int32_t shortest = expected_hit(hashes, num_tokens, true);
+      const std::int32_t held_to = computed > longest ? longest : std::max(computed, shortest);
+      if (auto f = check_prefix_hit(layout_, step.index, id, computed, held_to)) return f;
     }
     if (auto f = check_first_handout(layout_, step, id, table, computed, held_back)) return f;
     stats_.prefix_hits += computed > 0 ? 1 : 0;
@@ -252,9 +270,10 @@ std::optional<Finding> check_known_drafts(const model::Layout& layout, const mod
 }
 
 std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
-                                   std::int32_t num_tokens) const {
+                                   std::int32_t num_tokens, bool strict) const {
   const std::int32_t B = layout_.config.mamba_block_size;
-  if (!attention_.active()) return longest_prefix_hit(blocks_.pools(), B, hashes, num_tokens);
+  if (!attention_.active())
+    return longest_prefix_hit(blocks_.pools(), B, hashes, num_tokens, 0, strict);
   // vLLM's hybrid hit: the rightmost cached Mamba boundary at or below the attention groups'
   // hit (their contiguous cached prefix, at most num_tokens - 1 tokens), less a block with
   // EAGLE.
@@ -266,7 +285,7 @@ std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
   // sizes (MambaManager skips boundaries not aligned to it: single_type_kv_cache_manager.py
   // find_longest_cache_hit, alignment_tokens, at 6a391a931a92).
   return longest_prefix_hit(blocks_.pools(), B, hashes, attention + 1,
-                            std::lcm(B, attention_.block_size()));
+                            std::lcm(B, attention_.block_size()), strict);
 }
 
 void Replayer::note_running_attention(const model::Step& step) {
@@ -312,6 +331,7 @@ void Replayer::plan_registrations(const model::Step& step) {
   registrations_.clear();
   if (!plans_registrations()) return;
   std::unordered_map<std::string_view, std::pair<std::int32_t, std::int32_t>> start_known;
+  std::unordered_set<std::string_view> samples_nothing;
   for (const model::NewRequestData& n : step.new_requests)
     start_known.emplace(n.req_id, std::pair(n.num_computed_tokens,
                                             static_cast<std::int32_t>(n.prompt_token_ids.size())));
@@ -327,11 +347,22 @@ void Replayer::plan_registrations(const model::Step& step) {
                                             before != known_before_output_.end()
                                                 ? before->second
                                                 : t->num_tokens()));
+    // A row in flight that ends short of the tokens known samples nothing: no token of this
+    // step is a placeholder, so every token it schedules but its drafts was known to its
+    // scheduler. The ledger may know fewer: a resumed request's last sample, the stale output
+    // of the row in flight when it was preempted, is listed first by the row that computes it
+    // (vLLM caches min(num_computed + num_new, num_tokens) with that sample counted).
+    const auto row = last_rows_.find(c.req_id);
+    if (before != known_before_output_.end() && row != last_rows_.end() &&
+        row->second.start + row->second.scheduled < before->second)
+      samples_nothing.insert(c.req_id);
   }
   for (const model::ScheduledRequest& s : step.scheduled) {
     const auto it = start_known.find(s.req_id);
     if (it == start_known.end()) continue;
-    const auto [start, known] = it->second;
+    auto [start, known] = it->second;
+    if (samples_nothing.contains(s.req_id))
+      known = std::max(known, start + s.num_scheduled_tokens - s.num_draft_tokens);
     registrations_.emplace(s.req_id, std::min(start + s.num_scheduled_tokens, known));
   }
 }
@@ -395,6 +426,7 @@ std::optional<Finding> Replayer::run_step(const model::Step& step) {
                                        [this](const std::string& id) { return runner_.row(id); }))
     return f;
   const std::int64_t held_before = blocks_.frees_held_back();
+  const std::int64_t retired_before = blocks_.retired_across_null();
   if (async_) {
     mark_in_flight(step);
     // Planned after every earlier step completed: the last one committed before it.
@@ -403,6 +435,7 @@ std::optional<Finding> Replayer::run_step(const model::Step& step) {
   }
   if (auto f = apply_tables(step)) return f;
   const std::int64_t frees_held_back = blocks_.frees_held_back() - held_before;
+  const std::int64_t retired_across_null = blocks_.retired_across_null() - retired_before;
   if (async_)
     if (auto f = commit_pending(step)) return f;
   if (auto mismatch = ledger_.begin_step(step))
@@ -411,6 +444,7 @@ std::optional<Finding> Replayer::run_step(const model::Step& step) {
   if (auto f = check_known_drafts(layout_, step, ledger_)) return f;
   last_record_ = runner_.execute(step, ledger_);
   last_record_.frees_held_back = frees_held_back;
+  last_record_.retired_across_null = retired_across_null;
   stats_.bytes_checked += last_record_.bytes_checked;
   for (const LaunchRecord& l : last_record_.launches) {
     ++stats_.launches;

@@ -77,6 +77,7 @@ public:
   const BlockManager& blocks() const { return blocks_; }
   const Ledger& ledger() const { return ledger_; }
   const ReplayStats& stats() const { return stats_; }
+  const model::SchedulerContract& contract() const { return contract_; }
 
 private:
   std::optional<Finding> run_step(const model::Step& step);
@@ -100,9 +101,10 @@ private:
   // at_schedule: the boundaries registrations_ planned, registered once the step ran.
   void register_at_schedule(const model::Step& step);
   // The longest hit the shadow offers a request admitted now: the longest cached aligned
-  // prefix, at or below the attention groups' hit where they are known.
-  std::int32_t expected_hit(std::span<const model::TokenHash> hashes,
-                            std::int32_t num_tokens) const;
+  // prefix, at or below the attention groups' hit where they are known. `strict`: without
+  // the blocks held back by policy only (a manager may offer them or keep them back).
+  std::int32_t expected_hit(std::span<const model::TokenHash> hashes, std::int32_t num_tokens,
+                            bool strict) const;
   // The running requests' allocations register their attention blocks before any admission.
   void note_running_attention(const model::Step& step);
   // Shared pool: blocks group `group` (-1: an attention group) took lose the cache entries

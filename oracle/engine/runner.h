@@ -58,6 +58,8 @@ struct StepRecord {
   // Async: blocks freed while this step was planned that the step in flight could touch, held
   // back until it completed (the scheduler's, or in a replay the shadow block manager's).
   std::int64_t frees_held_back = 0;
+  // State blocks this step's planning retired across a null column (BlockManager).
+  std::int64_t retired_across_null = 0;
 };
 
 // Where the next step reads a request's initial state: the column and the accepted count.

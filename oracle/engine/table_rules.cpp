@@ -12,7 +12,7 @@ namespace mc::oracle::engine {
 
 std::int32_t longest_prefix_hit(std::span<const BlockPool> pools, std::int32_t block_size,
                                 std::span<const model::TokenHash> hashes, std::int32_t num_tokens,
-                                std::int32_t unit) {
+                                std::int32_t unit, bool strict) {
   MC_ASSERT(block_size >= 1 && (unit == 0 || unit % block_size == 0));
   const std::int32_t step = unit == 0 ? block_size : unit;
   // The last token is always computed: its logits sample the next one.
@@ -21,7 +21,7 @@ std::int32_t longest_prefix_hit(std::span<const BlockPool> pools, std::int32_t b
   for (std::int32_t end = covered_max / step * step; end > 0; end -= step) {
     const model::TokenHash boundary = hashes[static_cast<std::size_t>(end)];
     const bool everywhere = std::all_of(pools.begin(), pools.end(), [&](const BlockPool& pool) {
-      return pool.lookup(boundary).has_value();
+      return pool.lookup(boundary, strict).has_value();
     });
     if (everywhere) return end;
   }

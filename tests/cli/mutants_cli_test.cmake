@@ -50,16 +50,17 @@ if(NOT OUT MATCHES "FINDING at step 1 \\(line 3\\): wrong_prefix_hit: step 1, re
   message(FATAL_ERROR "replay of the scheduler mutant's trace:\n${OUT}")
 endif()
 # With async scheduling: a pool whose frees are visible at once hands out a block the step in
-# flight can still touch; the trace (version 3) replays to the same finding.
-run(1 fuzz --level engine --backend host --mutant async_frees_visible_at_once --seed 1
+# flight can still touch (r0 finished while its row was in flight; r1 gets its block); the
+# trace (version 3) replays to the same finding.
+run(1 fuzz --level engine --backend host --mutant async_frees_visible_at_once --seed 40
     --cases 20 --max-size 60 --out ${WORK_DIR}/async)
 if(NOT OUT MATCHES "finding:in_flight_block_reused"
-   OR NOT OUT MATCHES "shrunk to 4 steps, 1 requests"
-   OR NOT OUT MATCHES "reproduce: mambacheck fuzz --level engine --backend host --seed 8 --cases 1 --max-size 60 --mutant async_frees_visible_at_once")
+   OR NOT OUT MATCHES "shrunk to 2 steps, 2 requests"
+   OR NOT OUT MATCHES "reproduce: mambacheck fuzz --level engine --backend host --seed 47 --cases 1 --max-size 60 --mutant async_frees_visible_at_once")
   message(FATAL_ERROR "fuzz --mutant async_frees_visible_at_once:\n${OUT}")
 endif()
-run(1 replay ${WORK_DIR}/async/engine-seed8/trace.jsonl --backend host)
-if(NOT OUT MATCHES "FINDING at step 3 \\(line 5\\): in_flight_block_reused: step 3, request r0, column 2, block 1: block 1 of group 0 is handed out")
+run(1 replay ${WORK_DIR}/async/engine-seed47/trace.jsonl --backend host)
+if(NOT OUT MATCHES "FINDING at step 1 \\(line 3\\): in_flight_block_reused: step 1, request r1, column 0, block 1: block 1 of group 0 is handed out")
   message(FATAL_ERROR "replay of the async mutant's trace:\n${OUT}")
 endif()
 run_input_error(fuzz --level kernel --backend host --mutant spec_blocks_left_behind --cases 1)

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -248,6 +249,88 @@ TEST(ReaderCountRules, RefusedWithLineAndField) {
       EXPECT_NE(std::string(e.what()).find(b.reason_part), std::string::npos) << e.what();
     }
   }
+}
+
+// Under async scheduling with a writer not ordered with the steps (V2's deferred postprocess),
+// what the step in flight can still touch is each row's table from the column it reads on. A
+// block below, retired while that step runs, may be hit at once; a block at or above it, freed
+// with its request, may not be handed out. The steps of vLLM's KVCacheManager (upstream
+// 6a391a9, all mode): r2's first chunk wrote the state after 4 tokens in block 21 (column 0);
+// planning step 3 while step 2 runs r2 from 6 tokens (column 1 on), vLLM retires column 0 and
+// r3, whose prompt shares those 4 tokens, hits block 21.
+const std::string kRetiredHitTrace =
+    R"({"format":"mambacheck-trace","version":4,"config":{"mamba_block_size":4,"attn_block_size":4,)"
+    R"("num_spec_tokens":0,"num_spec_blocks":0,"mode":"all","conv_layout":"SD","runner":"v2","tp_si)"
+    R"(ze":1},"layout":{"groups":[{"name":"conv","family":"short_conv","params":{"intermediate_size)"
+    R"(":3,"conv_kernel":4},"num_layers":1,"conv_elem_size":2,"temporal_elem_size":2,"page_policy":)"
+    R"("shared","page_align_bytes":1}],"num_blocks":31},"block_pool_sizes":[31],"derived_vocab_size)"
+    R"(":32768,"async_scheduling":true,"scheduler":{"cache_registration":"at_schedule","attention_g)"
+    R"(roups":1,"shared_pool":true}})"
+    "\n"
+    R"({"index":0,"new_requests":[{"req_id":"r0","prompt_token_ids":[53,24,11,48,53,60,6,31,52,58,3)"
+    R"(6,28,2,30,47,17,57,36,7,23,56,5,30,6,42],"block_ids":[[6,7,8,9,10]],"attention_block_ids":[[)"
+    R"(1,2,3,4,5]]}],"scheduled":[{"req_id":"r0","num_scheduled_tokens":18,"token_ids":[53,24,11,48)"
+    R"(,53,60,6,31,52,58,36,28,2,30,47,17,57,36]}]})"
+    "\n"
+    R"({"index":1,"planned_during":0,"new_requests":[{"req_id":"r1","prompt_token_ids":[13,19,55,13)"
+    R"(,32],"block_ids":[[17,18]],"attention_block_ids":[[15,16]]},{"req_id":"r2","prompt_token_ids)"
+    R"(":[40,34,4,13,53,21,4,7,39,27,24,7,29,45,39,59,32,29,27,6,6,37,22],"block_ids":[[21,22]],"at)"
+    R"(tention_block_ids":[[19,20]]}],"cached_requests":[{"req_id":"r0","new_block_ids":[[13,14]],")"
+    R"(num_computed_tokens":18,"attention_block_ids":[[11,12]],"held_block_ids":[[6,7,8,9,10,13,14])"
+    R"(]}],"scheduled":[{"req_id":"r0","num_scheduled_tokens":7,"token_ids":[7,23,56,5,30,6,42]},{")"
+    R"(req_id":"r1","num_scheduled_tokens":5,"token_ids":[13,19,55,13,32]},{"req_id":"r2","num_sche)"
+    R"(duled_tokens":6,"token_ids":[40,34,4,13,53,21]}]})"
+    "\n"
+    R"({"index":2,"planned_during":1,"cached_requests":[{"req_id":"r0","num_computed_tokens":25,"he)"
+    R"(ld_block_ids":[[0,0,0,0,10,13,14]]},{"req_id":"r1","num_computed_tokens":5,"held_block_ids":)"
+    R"([[17,18]]},{"req_id":"r2","new_block_ids":[[27,28,29,30]],"num_computed_tokens":6,"attention)"
+    R"(_block_ids":[[23,24,25,26]],"held_block_ids":[[21,22,27,28,29,30]]}],"scheduled":[{"req_id":)"
+    R"("r0","num_scheduled_tokens":1,"token_ids":[40]},{"req_id":"r1","num_scheduled_tokens":1,"tok)"
+    R"(en_ids":[17]},{"req_id":"r2","num_scheduled_tokens":16,"token_ids":[4,7,39,27,24,7,29,45,39,)"
+    R"(59,32,29,27,6,6,37]}]})"
+    "\n"
+    R"({"index":3,"planned_during":2,"new_requests":[{"req_id":"r3","prompt_token_ids":[40,34,4,13,)"
+    R"(53],"num_computed_tokens":4,"block_ids":[[21,8]],"attention_block_ids":[[19,9]]}],"cached_re)"
+    R"(quests":[{"req_id":"r0","num_computed_tokens":26,"held_block_ids":[[0,0,0,0,0,0,14]]},{"req_)"
+    R"(id":"r2","num_computed_tokens":22,"held_block_ids":[[0,22,27,28,29,30]]}],"scheduled":[{"req)"
+    R"(_id":"r0","num_scheduled_tokens":1,"token_ids":[22]},{"req_id":"r2","num_scheduled_tokens":1)"
+    R"(,"token_ids":[22]},{"req_id":"r3","num_scheduled_tokens":1,"token_ids":[53]}]})"
+    "\n";
+
+ReplayResult replay_text(const std::string& text) {
+  std::istringstream in(text);
+  scenarios::TraceReader reader(in, "retired_hit.jsonl");
+  return replay_trace(reader, {.v2_table_rows = model::V2TableRows::slot,
+                               .deferred_postprocess = true});
+}
+
+TEST(InFlightHoldBack, ARetiredBlockBelowTheReadColumnIsHitAtOnce) {
+  const ReplayResult r = replay_text(kRetiredHitTrace);
+  EXPECT_TRUE(r.held()) << r.summary();
+  EXPECT_EQ(r.stats.steps, 4);
+  EXPECT_EQ(r.stats.prefix_hits, 1);
+}
+
+TEST(InFlightHoldBack, ABlockTheStepInFlightStillWritesIsNotHandedOut) {
+  // Step 3 preempts r2 instead, and r3's fresh block is r2's block 27 (column 2, written by
+  // r2's row in flight).
+  std::string text = kRetiredHitTrace;
+  const std::size_t step3 = text.find(R"({"index":3)");
+  ASSERT_NE(step3, std::string::npos);
+  std::string line = text.substr(step3);
+  line.pop_back(); // its newline
+  nlohmann::json s = nlohmann::json::parse(line);
+  s["preempted_req_ids"] = {"r2"};
+  s["new_requests"][0]["block_ids"] = {{21, 27}};
+  s["cached_requests"].erase(1);
+  s["scheduled"].erase(1);
+  text = text.substr(0, step3) + s.dump() + "\n";
+  const ReplayResult r = replay_text(text);
+  ASSERT_TRUE(r.finding.has_value()) << r.summary();
+  EXPECT_EQ(r.finding->kind, oracle::engine::FindingKind::in_flight_block_reused);
+  EXPECT_EQ(r.finding->step, 3);
+  EXPECT_EQ(r.finding->req_id, "r3");
+  EXPECT_EQ(r.finding->block_id, 27);
 }
 
 // An imported workload drives the simulator, with prefix hits from shared hash ids.

@@ -5,7 +5,8 @@
 // - an optimistic count off by one, or dropped where the step in flight rejected drafts:
 //   inconsistent_step (the count a step planned during another must have been planned from);
 // - a block handed out that the step in flight could still touch (one of the blocks the
-//   shadow block manager held back while replaying that step): in_flight_block_reused, since
+//   shadow block manager held back while replaying that step, at or above the column its row
+//   reads): in_flight_block_reused, since
 //   the trace (a run of mambacheck's engine) says its scheduler holds such frees back; the
 //   same copy under vLLM's ordered contract (the header's unordered_writer dropped) passes
 //   that step (the trace's later steps, recorded without the tamper, may then disagree);
@@ -141,7 +142,12 @@ int tampered_block(const std::vector<Json>& lines, const fs::path& dir) {
           fresh.emplace_back(i, k);
     }
     if (auto f = replayer.step(*step)) return fail("the clean trace: " + f->message);
-    const auto held = replayer.blocks().pool(0).held_back_blocks();
+    // A block the step in flight can still touch (a block below the column its row reads is
+    // held back by policy only, and vLLM may hand that one out).
+    const mc::oracle::engine::BlockPool& pool = replayer.blocks().pool(0);
+    std::vector<std::int32_t> held;
+    for (const std::int32_t b : pool.held_back_blocks())
+      if (pool.held_back_touchable(b)) held.push_back(b);
     if (held.empty() || fresh.empty()) continue;
     std::vector<Json> tampered = lines;
     Json& entry = tampered[l]["cached_requests"][fresh.front().first];

@@ -377,7 +377,8 @@ class ReferenceManager:
         processed = total if "optimistic_frees" in self.variants else \
             max(0, total - req.num_in_flight)
         for g in self.mamba:
-            self.give_back(g.remove_skipped(req, processed), req.num_in_flight > 0)
+            # Stale blocks lie below the column the row in flight reads: nobody writes them.
+            self.pool.release(g.remove_skipped(req, processed))
         if hit and "published_before_written" not in self.variants and \
                 any(b in self.this_step for b in hit[2]):
             return None  # registered by this planning: its state is not written yet
@@ -409,8 +410,16 @@ class ReferenceManager:
     def free(self, req_id):
         req = self.requests.get(req_id)
         in_flight = req is not None and req.num_in_flight > 0
-        for g in self.attention + self.mamba:
+        for g in self.attention:
             self.give_back(list(reversed(g.free(req_id))), in_flight)
+        # The row in flight reads at the column of its last computed token and writes from
+        # there on: only those blocks wait for it.
+        start = max(0, req.num_computed - req.num_in_flight) if req is not None else 0
+        touched_from = (start - 1) // self.B if start > 0 else 0
+        for g in self.mamba:
+            table = g.free(req_id)
+            self.give_back(list(reversed(table[touched_from:])), in_flight)
+            self.pool.release(list(reversed(table[:touched_from])))
         self.hits.pop(req_id, None)  # the request object stays: a preempted one resumes
 
     def give_back(self, blocks, in_flight):
