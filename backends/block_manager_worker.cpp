@@ -289,6 +289,21 @@ void BlockManagerWorker::output_processed() {
   post({{"op", "output"}}, "update_from_output");
 }
 
+std::vector<std::pair<std::int32_t, std::int32_t>> BlockManagerWorker::referenced_blocks() {
+  const nlohmann::json answer = call({{"op", "pool"}}, "pool");
+  std::vector<std::pair<std::int32_t, std::int32_t>> out;
+  try {
+    for (const auto& [id, refs] : answer.at("refs").items()) {
+      const std::int32_t block = std::stoi(id);
+      if (block != 0) out.emplace_back(block, refs.get<std::int32_t>());
+    }
+  } catch (const std::exception& e) {
+    fault("pool", fmt::format("answer does not read: {}", e.what()));
+  }
+  std::ranges::sort(out);
+  return out;
+}
+
 bool BlockManagerWorker::reset_prefix_cache() {
   const nlohmann::json answer = call({{"op", "reset"}}, "reset_prefix_cache");
   return answer.value("ok", false);

@@ -51,6 +51,7 @@ public:
   bool reset_prefix_cache() override;
   void output_processed() override;
   void flush() override;
+  std::vector<std::pair<std::int32_t, std::int32_t>> referenced_blocks() override;
 
   const std::string& greeting() const { return greeting_; }
   // Its full-attention groups (greeting attention_groups=N), which take blocks from the pool.

@@ -119,7 +119,36 @@ std::optional<oracle::engine::Finding> ManagedSteps::plan_and_run() {
                                         step_.index, "", -1, -1, -1, e.message,
                                         "an answer to every call of vLLM's scheduler");
   }
-  return std::nullopt;
+  return scheduler_.done() ? check_pool_whole() : std::nullopt;
+}
+
+// Every request finished (its frees made, every output processed): the manager's own pool
+// must hold no reference. A block it still counts is a leak the tables cannot show: the
+// shadow frees what the tables drop, the manager keeps its count.
+std::optional<oracle::engine::Finding> ManagedSteps::check_pool_whole() {
+  const model::Layout& layout = replayer_->runner().layout();
+  std::vector<std::pair<std::int32_t, std::int32_t>> held;
+  try {
+    if (async_) kv_.output_processed(); // the last step's: frees deferred to it come back
+    kv_.flush();
+    held = kv_.referenced_blocks();
+  } catch (const oracle::engine::KvManagerFault& e) {
+    return oracle::engine::make_finding(layout, oracle::engine::FindingKind::block_manager_fault,
+                                        step_.index, "", -1, -1, -1, e.message,
+                                        "an answer to every call of vLLM's scheduler");
+  }
+  if (held.empty()) return std::nullopt;
+  std::string blocks;
+  for (std::size_t i = 0; i < held.size() && i < 8; ++i)
+    blocks += fmt::format("{}block {} ({} references)", i > 0 ? ", " : "", held[i].first,
+                          held[i].second);
+  if (held.size() > 8) blocks += fmt::format(" and {} more", held.size() - 8);
+  return oracle::engine::make_finding(
+      layout, oracle::engine::FindingKind::block_accounting, step_.index, "", -1, -1, -1,
+      fmt::format("every request has finished, but the block manager's pool still counts {} "
+                  "blocks as referenced: {}",
+                  held.size(), blocks),
+      "the pool whole once every request finished: no block referenced");
 }
 
 std::optional<OracleStep> ManagedSteps::next() {

@@ -76,6 +76,7 @@ public:
 
 private:
   std::optional<oracle::engine::Finding> plan_and_run();
+  std::optional<oracle::engine::Finding> check_pool_whole();
 
   bool async_ = false;
   std::int32_t lookahead_ = 0;

@@ -13,6 +13,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace mc::oracle::engine {
 
@@ -89,6 +91,9 @@ public:
   // Its full-attention groups, known before setup: their blocks come from the same pool, which
   // must then hold them too (harness/managed_steps.h fit_to_manager).
   virtual std::int32_t attention_groups() const = 0;
+  // The blocks its pool counts as referenced (block id, reference count), the null block
+  // aside, in id order: once every request finished, none (the pool is whole).
+  virtual std::vector<std::pair<std::int32_t, std::int32_t>> referenced_blocks() = 0;
 };
 
 } // namespace mc::oracle::engine

@@ -133,6 +133,25 @@ def part_faults(mambacheck, python, work):
              hangs, "--block-manager-timeout", "1"], 1)
     expect("block_manager_fault" in p.stdout and "no answer within 1 s" in p.stdout,
            "a manager that hangs is a finding", p.stdout)
+    # A manager that forgets a finished request's tables without giving its blocks back: the
+    # tables never show it (the shadow frees what they drop); its own pool does at the end.
+    leaks = shlex.join([python, "-c",
+                        "import sys\nfrom mambacheck_adapter import block_manager, "
+                        "reference_manager as rm\n"
+                        "def leaky_free(self, req_id):\n"
+                        "    for g in self.attention + self.mamba:\n"
+                        "        g.free(req_id)\n"
+                        "    self.hits.pop(req_id, None)\n"
+                        "rm.ReferenceManager.free = leaky_free\n"
+                        "sys.exit(block_manager.main())"])
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "400", "--requests", "3",
+             "--seed", "1", "--block-manager", leaks], 1)
+    expect("FINDING: block_accounting: step 21: every request has finished, but the block "
+           "manager's pool still counts 48 blocks as referenced: block 1 (1 references)" in p.stdout,
+           "a manager that leaks blocks is a finding once every request finished", p.stdout)
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "400", "--requests", "3",
+             "--seed", "1", "--block-manager", manager(python)], 0)
+    expect("held" in p.stdout, "the reference manager's pool is whole at the end", p.stdout)
     p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--block-manager", "echo hello"], 3)
     expect(p.stderr.count("\n") == 1 and "greeted \"hello\"" in p.stderr,
            "a manager that greets wrongly: one line, exit 3", p.stderr)
