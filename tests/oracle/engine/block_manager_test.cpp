@@ -42,6 +42,8 @@ TEST_P(BlockManagerByHand, AlignGrowthMovesSpecBlocksAndFreesTheStaleRunningBloc
   EXPECT_EQ(table(m, "a"), (Table{0, 2, 0, 4, 3, 5}));
   m.remove_skipped("a", 12);
   EXPECT_EQ(table(m, "a"), (Table{0, 0, 0, 4, 3, 5}));
+  // Column 1 sat right below the threshold: a walk down from it reaches it before any null.
+  EXPECT_EQ(m.retired_across_null(), 0);
 }
 
 TEST_P(BlockManagerByHand, LargeChunkPadsNullsAndMovesEverySpecBlock) {
@@ -52,6 +54,12 @@ TEST_P(BlockManagerByHand, LargeChunkPadsNullsAndMovesEverySpecBlock) {
   EXPECT_EQ(m.allocate("a", 20)[0], (Table{0, 2, 3, 4}));
   EXPECT_EQ(table(m, "a"), (Table{1, 0, 0, 0, 2, 3, 4}));
   EXPECT_EQ(m.num_new_blocks("a", 24), 1);
+  // The previous running block (column 0) lies below the nulls the chunk padded: retiring it
+  // crosses a null gap, where vLLM's walk down from the threshold stopped (#55450).
+  EXPECT_EQ(m.retired_across_null(), 0);
+  m.remove_skipped("a", 20);
+  EXPECT_EQ(table(m, "a"), (Table{0, 0, 0, 0, 2, 3, 4}));
+  EXPECT_EQ(m.retired_across_null(), 1);
 }
 
 TEST_P(BlockManagerByHand, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
