@@ -2,6 +2,7 @@
 #include "harness/lockstep.h"
 
 #include "harness/engine_coverage.h"
+#include "harness/managed_steps.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
 
@@ -28,6 +29,10 @@ std::optional<OracleStep> ScheduledSteps::next() {
 
 TracedSteps::TracedSteps(scenarios::TraceReader& reader, oracle::engine::Replayer& replayer)
     : reader_(reader), replayer_(replayer) {}
+
+std::int32_t ScheduledSteps::lookahead() const {
+  return kv_lookahead(engine_.runner().layout(), engine_.options());
+}
 
 std::int32_t TracedSteps::lookahead() const {
   return replayer_.contract().eagle ? reader_.header().config.num_spec_tokens : 0;

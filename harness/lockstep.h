@@ -57,11 +57,7 @@ public:
     return engine_.scheduler().blocks();
   }
   std::optional<std::int64_t> aborts() const override { return engine_.report().aborts; }
-  std::int32_t lookahead() const override {
-    return engine_.options().scheduler.drafter_prunes_last_block
-               ? engine_.runner().layout().config.num_spec_tokens
-               : 0;
-  }
+  std::int32_t lookahead() const override;
 
 private:
   oracle::engine::Engine& engine_;

@@ -97,10 +97,7 @@ std::optional<oracle::engine::Finding> ManagedSteps::plan_and_run() {
     kv_.flush();
   } catch (const oracle::engine::KvManagerFault& e) {
     if (!planned) step_ = model::Step{.index = index};
-    return oracle::engine::make_finding(replayer_->runner().layout(),
-                                        oracle::engine::FindingKind::block_manager_fault,
-                                        step_.index, "", -1, -1, -1, e.message,
-                                        "an answer to every call of vLLM's scheduler");
+    return manager_fault(e);
   } catch (const model::AssertionFailure& e) {
     if (!planned) step_ = model::Step{.index = index};
     return oracle::engine::internal_assertion(replayer_->runner().layout(), step_.index, e);
@@ -114,12 +111,17 @@ std::optional<oracle::engine::Finding> ManagedSteps::plan_and_run() {
       kv_.flush();
     }
   } catch (const oracle::engine::KvManagerFault& e) {
-    return oracle::engine::make_finding(replayer_->runner().layout(),
-                                        oracle::engine::FindingKind::block_manager_fault,
-                                        step_.index, "", -1, -1, -1, e.message,
-                                        "an answer to every call of vLLM's scheduler");
+    return manager_fault(e);
   }
   return scheduler_.done() ? check_pool_whole() : std::nullopt;
+}
+
+oracle::engine::Finding
+ManagedSteps::manager_fault(const oracle::engine::KvManagerFault& e) {
+  return oracle::engine::make_finding(replayer_->runner().layout(),
+                                      oracle::engine::FindingKind::block_manager_fault,
+                                      step_.index, "", -1, -1, -1, e.message,
+                                      "an answer to every call of vLLM's scheduler");
 }
 
 // Every request finished (its frees made, every output processed): the manager's own pool
@@ -133,9 +135,7 @@ std::optional<oracle::engine::Finding> ManagedSteps::check_pool_whole() {
     kv_.flush();
     held = kv_.referenced_blocks();
   } catch (const oracle::engine::KvManagerFault& e) {
-    return oracle::engine::make_finding(layout, oracle::engine::FindingKind::block_manager_fault,
-                                        step_.index, "", -1, -1, -1, e.message,
-                                        "an answer to every call of vLLM's scheduler");
+    return manager_fault(e);
   }
   if (held.empty()) return std::nullopt;
   std::string blocks;

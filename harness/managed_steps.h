@@ -77,6 +77,8 @@ public:
 private:
   std::optional<oracle::engine::Finding> plan_and_run();
   std::optional<oracle::engine::Finding> check_pool_whole();
+  // A call the manager failed, at the step planned (or run) now.
+  oracle::engine::Finding manager_fault(const oracle::engine::KvManagerFault& e);
 
   bool async_ = false;
   std::int32_t lookahead_ = 0;

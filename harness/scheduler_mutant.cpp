@@ -148,8 +148,9 @@ std::vector<std::vector<std::int32_t*>> taken_ids(Engine& engine, model::Step& s
 }
 
 // The step a pool that pushes every free at the head of its queue would have given, held-back
-// or not (of the held-back frees, those the step in flight can touch): at each take, the block freed last before it that no take has had yet, else the next
-// block the real pool gave (those move down the line). The oracle's pool says which blocks it
+// or not (of the held-back frees, those the step in flight can touch): at each take, the block
+// freed last before it that no take has had yet, else the next block the real pool gave (those
+// move down the line). The oracle's pool says which blocks it
 // held back and how many blocks had been taken when each was freed.
 void async_frees_visible_at_once(Engine& engine, model::Step& step) {
   if (step.planned_during < 0) return;

@@ -179,9 +179,9 @@ void BlockManager::remove_skipped(RequestBlocks& held, std::int32_t num_computed
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     GroupRow& row = held.groups[g];
     // The highest column below the threshold that was null before this retirement.
+    const auto below = std::min(stale_below, static_cast<std::int32_t>(row.block_ids.size()));
     std::int32_t gap = -1;
-    for (std::int32_t i = std::min(stale_below, static_cast<std::int32_t>(row.block_ids.size())) - 1;
-         i >= 0 && gap < 0; --i)
+    for (std::int32_t i = below - 1; i >= 0 && gap < 0; --i)
       if (row.block_ids[static_cast<std::size_t>(i)] == kNullBlockId) gap = i;
     const auto drop = [&](std::int32_t idx) {
       std::int32_t& block = row.block_ids[static_cast<std::size_t>(idx)];
@@ -250,16 +250,14 @@ const RequestBlocks* BlockManager::find(const std::string& req_id, std::int32_t 
   return requests_.find(req_id, key);
 }
 
-void BlockManager::mark_in_flight(const RequestBlocks& held, std::int32_t touched_from,
-                                  bool hold_below) {
-  MC_ASSERT(held.groups.size() == pools_.size() && touched_from >= 0);
+void BlockManager::mark_in_flight(const RequestBlocks& held, std::int32_t row_start) {
+  MC_ASSERT(held.groups.size() == pools_.size() && row_start >= 0);
+  const std::int32_t touched_from = row_start > 0 ? (row_start - 1) / config_.mamba_block_size : 0;
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     const std::vector<std::int32_t>& row = held.groups[g].block_ids;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      const bool touched = static_cast<std::int32_t>(i) >= touched_from;
-      if (row[i] != kNullBlockId && (touched || hold_below))
-        pools_[g].mark_in_flight(row[i], touched);
-    }
+    for (std::size_t i = 0; i < row.size(); ++i)
+      if (row[i] != kNullBlockId)
+        pools_[g].mark_in_flight(row[i], static_cast<std::int32_t>(i) >= touched_from);
   }
 }
 

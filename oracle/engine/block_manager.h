@@ -115,12 +115,11 @@ public:
   // Replay of a shared pool: another group's take evicts this group's entry (replay.h).
   BlockPool& mutable_pool(std::int32_t group) { return pools_[static_cast<std::size_t>(group)]; }
   std::int32_t num_groups() const { return static_cast<std::int32_t>(pools_.size()); }
-  // Async scheduling (block_pool.h): the blocks of `held`'s tables from column `touched_from`
-  // on can be touched by the step in flight (a row reads at the column of its last computed
-  // token and writes from there on); those below are held back too where `hold_below` (the
-  // model's own scheduler keeps whole tables back, a policy, not a hazard).
-  // release_in_flight() when it completes.
-  void mark_in_flight(const RequestBlocks& held, std::int32_t touched_from, bool hold_below);
+  // Async scheduling (block_pool.h): every block of `held`'s tables is held back until the step
+  // in flight completes (release_in_flight()); of those, the step can touch the ones from the
+  // column its row reads on, the column of its last computed token (`row_start` tokens were
+  // computed before it), and writes from there on. Those below are held by policy only.
+  void mark_in_flight(const RequestBlocks& held, std::int32_t row_start);
   void release_in_flight();
   std::int64_t frees_held_back() const; // over every group
   // State blocks retired with a null column between them and the column the retirement starts

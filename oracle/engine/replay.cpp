@@ -110,10 +110,8 @@ std::optional<Finding> Replayer::check_planned_count(const model::Step& step,
 void Replayer::mark_in_flight(const model::Step& step) {
   blocks_.release_in_flight();
   if (step.planned_during < 0 || !hold_in_flight_) return;
-  const std::int32_t B = layout_.config.mamba_block_size;
   for (const auto& [id, row] : last_rows_)
-    if (const RequestBlocks* held = blocks_.find(id))
-      blocks_.mark_in_flight(*held, row.start > 0 ? (row.start - 1) / B : 0, true);
+    if (const RequestBlocks* held = blocks_.find(id)) blocks_.mark_in_flight(*held, row.start);
 }
 
 std::optional<Finding> Replayer::commit_pending(const model::Step& step) {

@@ -166,8 +166,7 @@ void Scheduler::mark_in_flight() {
     const RequestBlocks* held =
         blocks_.find(r.spec.req_id, static_cast<std::int32_t>(in_flight_.requests[b]));
     MC_ASSERT(held != nullptr);
-    const std::int32_t start = r.in_flight.start;
-    blocks_.mark_in_flight(*held, start > 0 ? (start - 1) / config_.mamba_block_size : 0, true);
+    blocks_.mark_in_flight(*held, r.in_flight.start);
   }
 }
 

@@ -106,7 +106,7 @@ TEST_P(BlockManagerByHand, AccountingPlacesEveryBlockOnceAndNamesOneOutOfPlace) 
   EXPECT_EQ(m.check_accounting(), std::nullopt);
   m.allocate("a", 4); // blocks 1, 2, 3
   m.allocate("b", 9); // 4, 5, 6 after two nulls
-  m.mark_in_flight(*m.find("a"), 0, true);
+  m.mark_in_flight(*m.find("a"), 0);
   m.free_request("a"); // held back while in flight: referenced by nobody, not free either
   EXPECT_EQ(m.check_accounting(), std::nullopt);
   m.release_in_flight();
