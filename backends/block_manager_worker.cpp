@@ -98,6 +98,7 @@ void BlockManagerWorker::start() {
   greeting_ = line;
   crashed_ = false;
   attention_groups_ = 0;
+  splits_ = line.find(" split=1") != std::string::npos;
   if (const std::size_t at = line.find(" attention_groups="); at != std::string::npos) {
     const std::string value = line.substr(at + 18, line.find(' ', at + 1) - at - 18);
     if (value.empty() || value.size() > 2 || !std::ranges::all_of(value, ::isdigit)) {
@@ -191,6 +192,7 @@ nlohmann::json BlockManagerWorker::request_json(const oracle::engine::KvRequest&
   nlohmann::json j{{"id", r.id},
                    {"tokens", r.tokens.subspan(std::min(sent, r.tokens.size()))},
                    {"num_tokens", r.tokens.size()},
+                   {"num_prompt", r.num_prompt},
                    {"num_computed", r.num_computed},
                    {"num_in_flight", r.num_in_flight},
                    {"placeholders", r.placeholders}};
@@ -217,7 +219,8 @@ model::SchedulerContract BlockManagerWorker::setup(const oracle::engine::KvSetup
                                       {"eagle", s.eagle},
                                       {"async", s.async_scheduling},
                                       {"defer_block_free", s.defer_block_free},
-                                      {"max_model_len", s.max_model_len}},
+                                      {"max_model_len", s.max_model_len},
+                                      {"max_num_scheduled_tokens", s.max_num_scheduled_tokens}},
                                      "setup");
   if (answer.contains("refused"))
     throw oracle::engine::KvManagerRefusal{excerpt(answer.at("refused").is_string()
@@ -275,6 +278,22 @@ bool BlockManagerWorker::allocate_slots(const oracle::engine::KvRequest& r,
     fault("allocate_slots", fmt::format("answer does not read: {}", e.what()));
   }
   return true;
+}
+
+std::optional<std::int32_t> BlockManagerWorker::aligned_split(const oracle::engine::KvRequest& r,
+                                                              std::int32_t num_new_tokens,
+                                                              std::int32_t num_new_computed_tokens) {
+  if (!splits_) return std::nullopt;
+  const nlohmann::json answer = call({{"op", "split"},
+                                      {"req", request_json(r)},
+                                      {"num_new", num_new_tokens},
+                                      {"num_new_computed", num_new_computed_tokens}},
+                                     "_mamba_block_aligned_split");
+  try {
+    return answer.at("tokens").get<std::int32_t>();
+  } catch (const nlohmann::json::exception& e) {
+    fault("_mamba_block_aligned_split", fmt::format("answer does not read: {}", e.what()));
+  }
 }
 
 void BlockManagerWorker::free(const oracle::engine::KvRequest& r) {

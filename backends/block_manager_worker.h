@@ -49,6 +49,9 @@ public:
   void free(const oracle::engine::KvRequest& r) override;
   void cache_blocks(const oracle::engine::KvRequest& r, std::int32_t num_tokens) override;
   bool reset_prefix_cache() override;
+  std::optional<std::int32_t> aligned_split(const oracle::engine::KvRequest& r,
+                                            std::int32_t num_new_tokens,
+                                            std::int32_t num_new_computed_tokens) override;
   void output_processed() override;
   void flush() override;
   std::vector<std::pair<std::int32_t, std::int32_t>> referenced_blocks() override;
@@ -56,6 +59,8 @@ public:
   const std::string& greeting() const { return greeting_; }
   // Its full-attention groups (greeting attention_groups=N), which take blocks from the pool.
   std::int32_t attention_groups() const override { return attention_groups_; }
+  // Greeted split=1: the prefill chunks of align mode are split by the manager's side.
+  bool splits() const { return splits_; }
   std::int64_t calls() const { return calls_; }
   std::int64_t restarts() const { return restarts_; }
 
@@ -78,6 +83,7 @@ private:
   std::string buffer_;
   std::string greeting_;
   std::int32_t attention_groups_ = 0;
+  bool splits_ = false; // greeted split=1: it answers the aligned split (op split)
   std::vector<std::string_view> posted_; // calls whose answers are still to be read
   bool crashed_ = false;
   std::int64_t calls_ = 0;

@@ -34,7 +34,8 @@ oracle::engine::KvSetup kv_setup(const model::Layout& layout,
           .defer_block_free = options.scheduler.async_scheduling &&
                               options.runner.deferred_postprocess &&
                               options.runner.flavour == model::RunnerFlavour::v2,
-          .max_model_len = oracle::engine::kSequenceLenMax};
+          .max_model_len = oracle::engine::kSequenceLenMax,
+          .max_num_scheduled_tokens = options.scheduler.token_budget};
 }
 
 void fit_to_manager(model::CacheConfig& config, model::LayoutSpec& spec,

@@ -10,6 +10,7 @@
 #include "model/scheduler_contract.h"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@ namespace mc::oracle::engine {
 struct KvRequest {
   std::string_view id;
   std::span<const std::int32_t> tokens; // every token known: prompt and sampled outputs
+  std::int32_t num_prompt = 0;          // the prompt's tokens, the first of `tokens`
   std::int32_t num_computed = 0;        // optimistic under async (the step in flight counted)
   std::int32_t num_in_flight = 0;       // scheduled tokens of the step in flight
   std::int32_t placeholders = 0;        // outputs of the step in flight not known yet
@@ -50,6 +52,7 @@ struct KvSetup {
   // a request's blocks freed while a step is in flight are given back once its output came.
   bool defer_block_free = false;
   std::int32_t max_model_len = 0;
+  std::int32_t max_num_scheduled_tokens = 0; // the step's token budget
 };
 
 // The manager refuses the sizes of a run (a configuration it cannot serve): not a finding; a
@@ -88,6 +91,17 @@ public:
   // late: KvManagerFault for one that failed). Once a step was planned and committed.
   virtual void flush() = 0;
   virtual bool reset_prefix_cache() = 0;
+  // vLLM's Scheduler._mamba_block_aligned_split, asked of the manager's side for a prefill
+  // chunk in align mode: how many of `num_new_tokens` the chunk keeps (`num_new_computed_tokens`:
+  // an admitted request's hit, `r` then counting none computed). nullopt: the manager leaves
+  // the split to the scheduler model. The split decides where align mode caches states, and
+  // vLLM's own has had its bugs (#43559), so a manager that can run vLLM's answers here.
+  virtual std::optional<std::int32_t> aligned_split(const KvRequest& r,
+                                                    std::int32_t num_new_tokens,
+                                                    std::int32_t num_new_computed_tokens) {
+    (void)r, (void)num_new_tokens, (void)num_new_computed_tokens;
+    return std::nullopt;
+  }
   // Its full-attention groups, known before setup: their blocks come from the same pool, which
   // must then hold them too (harness/managed_steps.h fit_to_manager).
   virtual std::int32_t attention_groups() const = 0;

@@ -3,6 +3,8 @@
 #include "model/conv_history.h"
 #include "model/errors.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace mc::oracle::engine {
@@ -69,8 +71,12 @@ bool Scheduler::in_prefill(const SchedRequest& r) const {
 // boundary still ends on a boundary, or the boundary it passes mid-chunk, registered from its
 // block, would hold the state of the chunk's end (vLLM Scheduler._mamba_block_aligned_split at
 // upstream 6a391a931a92: every chunk that ends before the prefill's end is block-aligned).
-std::int32_t Scheduler::split_chunk(const SchedRequest& r, std::int32_t num_new) const {
+std::int32_t Scheduler::split_chunk(const SchedRequest& r, std::int32_t remaining,
+                                    std::int32_t budget, bool admitted_now) const {
+  const std::int32_t num_new = std::min(remaining, budget);
   if (config_.mode != model::CacheMode::align || !in_prefill(r)) return num_new;
+  if (kv_ != nullptr)
+    if (const auto kept = manager_split(r, num_new, budget, admitted_now)) return *kept;
   const std::int32_t B = config_.mamba_block_size;
   const std::int32_t computed = planned_computed(r);
   const std::int32_t num_tokens = planned_tokens(r);
@@ -81,6 +87,27 @@ std::int32_t Scheduler::split_chunk(const SchedRequest& r, std::int32_t num_new)
   if (computed < last && last < after) return last - computed;
   if (after < last_boundary) return num_new / B * B;
   return num_new;
+}
+
+std::optional<std::int32_t> Scheduler::manager_split(const SchedRequest& r, std::int32_t num_new,
+                                                     std::int32_t budget,
+                                                     bool admitted_now) const {
+  const std::int32_t hit = admitted_now ? r.num_computed : 0;
+  const std::optional<std::int32_t> kept =
+      kv_->aligned_split(kv_request(r, admitted_now), num_new, hit);
+  if (!kept) return std::nullopt;
+  const std::int32_t start = planned_computed(r);
+  if (*kept < 0 || *kept > num_new)
+    throw KvManagerFault{fmt::format("_mamba_block_aligned_split kept {} of the {} tokens request "
+                                     "{} could schedule from {} (0 .. {} expected)",
+                                     *kept, num_new, r.spec.req_id, start, num_new)};
+  // A split to nothing with the whole budget would never progress (class H).
+  if (*kept == 0 && budget == options_.token_budget)
+    throw KvManagerFault{fmt::format("_mamba_block_aligned_split kept none of the {} tokens "
+                                     "request {} could schedule from {} with the whole budget of "
+                                     "{}: its prefill never progresses",
+                                     num_new, r.spec.req_id, start, budget)};
+  return kept;
 }
 
 std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) {
@@ -299,6 +326,7 @@ KvRequest Scheduler::kv_request(const SchedRequest& r, bool fresh) const {
   const std::int32_t computed = fresh ? 0 : planned_computed(r);
   return {.id = r.spec.req_id,
           .tokens = std::span(r.spec.tokens).first(static_cast<std::size_t>(r.num_tokens)),
+          .num_prompt = r.spec.num_prompt_tokens,
           .num_computed = computed,
           .num_in_flight = in_flight && !fresh ? r.in_flight.tokens : 0,
           .placeholders = fresh ? 0 : std::max(0, computed + 1 - r.num_tokens)};

@@ -8,9 +8,9 @@ and `replay` with `--block-manager` on the adapter's reference manager
   variants  each broken variant of the reference manager is found by the default campaign
             (exit 1) with the finding kind it must give, shrunk to a trace that replays to the
             same finding without the manager; the report's reproduce line names the manager;
-  faults    a manager that raises, dies or hangs is a block_manager_fault finding at the step
-            it reached (exit 1); one that never greets, or greets wrongly, is exit 3 with one
-            line; a bad --block-manager-timeout is exit 2;
+  faults    a manager that raises, dies, hangs or answers a split out of range is a
+            block_manager_fault finding at the step it reached (exit 1); one that never greets,
+            or greets wrongly, is exit 3 with one line; a bad --block-manager-timeout is exit 2;
   gate      `gate --block-manager` passes on the reference manager, its manager-live stage
             catching each broken variant, and fails (exit 1) at the engine stage on a variant;
   workers   the same campaign with --jobs 2 (two case workers, each starting a manager of its own)
@@ -37,6 +37,7 @@ VARIANTS = {
     "null_gap_retirement": ("excess_retention",),
     "hit_short_at_boundary": ("wrong_prefix_hit",),
     "published_before_written": ("wrong_prefix_hit",),
+    "eagle_split_unaligned": ("wrong_cached_state",),
 }
 
 
@@ -133,6 +134,17 @@ def part_faults(mambacheck, python, work):
              hangs, "--block-manager-timeout", "1"], 1)
     expect("block_manager_fault" in p.stdout and "no answer within 1 s" in p.stdout,
            "a manager that hangs is a finding", p.stdout)
+    # A split that keeps more tokens than the request could schedule.
+    overlong = shlex.join([python, "-c",
+                           "import sys\nfrom mambacheck_adapter import block_manager, "
+                           "reference_manager as rm\n"
+                           "rm.ReferenceManager.aligned_split = lambda self, r, n, hit: n + 1\n"
+                           "sys.exit(block_manager.main())"])
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "20", "--block-manager",
+             overlong], 1)
+    expect("block_manager_fault" in p.stdout and "_mamba_block_aligned_split kept" in p.stdout
+           and "(0 .. " in p.stdout, "a split past what the request could schedule is a finding",
+           p.stdout)
     # A manager that forgets a finished request's tables without giving its blocks back: the
     # tables never show it (the shadow frees what they drop); its own pool does at the end.
     leaks = shlex.join([python, "-c",
@@ -176,7 +188,7 @@ def part_gate(mambacheck, python, work):
     gate += ["--library", str(library)]
     p = run([*gate, "--engine-cases", "5", "--out", str(work / "gate"), "--block-manager",
              manager(python)], 0)
-    expect("4 of 4 broken variants caught" in p.stdout and "gate passed" in p.stdout,
+    expect("5 of 5 broken variants caught" in p.stdout and "gate passed" in p.stdout,
            "the gate passes and is live on the reference manager", p.stdout)
     p = run([*gate, "--engine-cases", "40", "--out", str(work / "gate-variant"),
              "--block-manager", manager(python, "--variant", "null_gap_retirement")], 1)

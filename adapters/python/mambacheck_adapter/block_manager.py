@@ -6,19 +6,22 @@
 once per case worker and makes, through it, every call vLLM's Scheduler makes on its
 KVCacheManager (docs/block-manager.md). Protocol: one JSON object per line each way.
 - Once the manager is loaded the worker writes one greeting line:
-  `mambacheck-block-manager 1 manager=NAME attention_groups=N variants=NAME,...`: its
-  full-attention groups, whose blocks come from the pool too (mambacheck sizes the pool for
-  them), and the broken variants it knows.
+  `mambacheck-block-manager 1 manager=NAME attention_groups=N split=0|1 variants=NAME,...`:
+  its full-attention groups, whose blocks come from the pool too (mambacheck sizes the pool for
+  them), whether it answers the aligned split (else mambacheck's model splits), and the broken
+  variants it knows.
 - Each request line is an object with "op"; the answer is one JSON object, `error: MESSAGE`
   (the manager raised: a finding against it) or `fatal: MESSAGE` (the worker cannot go on).
   Requests carry a request's counters as {"id", "tokens" (ids not sent before), "num_tokens",
-  "num_computed", "num_in_flight", "placeholders"}.
+  "num_prompt", "num_computed", "num_in_flight", "placeholders"}.
   - setup {block_size, attention_block_size, num_spec_blocks, mode (align|all), mamba_groups,
-    num_blocks, eagle, async, defer_block_free, max_model_len}:
+    num_blocks, eagle, async, defer_block_free, max_model_len, max_num_scheduled_tokens}:
     a fresh manager for one run; answers {"contract": {...}}, the promises a replay holds the
     tables to (scenarios/FORMAT.md, the header's `scheduler`), or {"refused": REASON} for
     sizes it cannot serve (the run is refused with exit 2; a campaign skips the case).
   - step: new_step_starts(); {}.
+  - split {req, num_new, num_new_computed}: Scheduler._mamba_block_aligned_split for a prefill
+    chunk in align mode (num_new_computed: an admitted request's hit); {"tokens": N}.
   - hit {req}: get_computed_blocks(); {"tokens": N}.
   - allocate {req, num_new, num_new_computed, lookahead}: allocate_slots(); {"ok": false}
     (None: preempt), or {"ok": true, "new": [...], "attention_new": [...], "held": [...],
@@ -77,6 +80,9 @@ class Session:
             return {}
         if op == "hit":
             return {"tokens": m.get_computed_blocks(m.request(message["req"]))}
+        if op == "split":
+            return {"tokens": m.aligned_split(m.request(message["req"]), message["num_new"],
+                                              message.get("num_new_computed", 0))}
         if op == "allocate":
             req = m.request(message["req"])
             got = m.allocate_slots(req, message["num_new"], message.get("num_new_computed", 0),
@@ -153,8 +159,10 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     known = ",".join(reference_manager.VARIANTS) if args.manager == "reference" else ""
+    splits = getattr(factory, "SPLITS", True)
     protocol_out.write(f"mambacheck-block-manager {PROTOCOL_VERSION} manager={args.manager} "
-                       f"attention_groups={ATTENTION_GROUPS} variants={known}\n")
+                       f"attention_groups={ATTENTION_GROUPS} split={int(bool(splits))} "
+                       f"variants={known}\n")
     protocol_out.flush()
     return serve(sys.stdin, protocol_out, Session(factory))
 

@@ -12,7 +12,17 @@ own protocol in CI without vLLM, and its broken variants are the block-manager b
   boundary gets a hit one block shorter than the cache holds;
 - published_before_written (#56525): a hash registered by this planning is offered to a request
   admitted in the same planning, before the step that writes its state ran (the same-step
-  guard is missing).
+  guard is missing);
+- eagle_split_unaligned (#43559, the split before its fix #51113, upstream c56f169d9): chunk
+  ends are kept on block boundaries only below the last cacheable position, which EAGLE backs
+  off by one block, and a chunk starting mid-block stops at the next boundary only below it
+  too; so a chunk past it but short of the prompt's last boundary ends mid-block, and the next
+  one runs across the boundary of that block, which is then registered holding the state of
+  the mid-block end.
+
+The aligned split (`aligned_split`) is vLLM's Scheduler._mamba_block_aligned_split, which the
+worker answers for the scheduler model: where a prefill chunk ends decides where align mode
+keeps states.
 
 Everything is deterministic: ids come off a free queue whose order the calls fix.
 """
@@ -23,7 +33,7 @@ from collections import Counter, OrderedDict
 NULL = 0
 
 VARIANTS = ("optimistic_frees", "null_gap_retirement", "hit_short_at_boundary",
-            "published_before_written")
+            "published_before_written", "eagle_split_unaligned")
 
 
 class ManagerError(Exception):
@@ -131,6 +141,10 @@ class Request:
         self.num_computed = 0
         self.num_in_flight = 0
         self.placeholders = 0
+        self.num_prompt = 0
+        # Where the longest single-group hit ended past the hybrid hit (vLLM's
+        # shared_prefix_boundary, the junction the split stops at so its state gets cached).
+        self.shared_prefix_boundary = 0
 
     def update(self, message):
         self.tokens.extend(message.get("tokens", []))
@@ -140,6 +154,7 @@ class Request:
         self.num_computed = message["num_computed"]
         self.num_in_flight = message.get("num_in_flight", 0)
         self.placeholders = message.get("placeholders", 0)
+        self.num_prompt = message.get("num_prompt", self.num_prompt or len(self.tokens))
         for t in self.tokens[len(self.prefix_hashes) - 1:]:
             self.prefix_hashes.append(hash((self.prefix_hashes[-1], t)))
 
@@ -309,6 +324,7 @@ class ReferenceManager:
             raise ManagerError(f"unknown variant {sorted(unknown)[0]} (known: "
                                f"{', '.join(VARIANTS)})")
         self.variants = set(variants)
+        self.max_prefill_tokens = setup.get("max_num_scheduled_tokens", 0)
         self.B = setup["block_size"]
         attention_block_size = setup.get("attention_block_size", self.B)
         self.nsb = setup.get("num_spec_blocks", 0)
@@ -364,9 +380,43 @@ class ReferenceManager:
                 hit = (p + 1) * self.B
                 attention = [found[:cdiv(hit, g.B)] for g, found in zip(self.attention, per_group)]
                 self.hits[req.id] = (attention, p, blocks)
-                return (p + 1) * self.B
+                req.shared_prefix_boundary = max_tokens if max_tokens > hit else 0
+                return hit
         self.hits.pop(req.id, None)
+        req.shared_prefix_boundary = max_tokens if self.attention and max_tokens > 0 else 0
         return 0
+
+    def aligned_split(self, req, num_new, num_new_computed):
+        """How many of num_new tokens a prefill chunk keeps in align mode (the facts of
+        Scheduler._mamba_block_aligned_split at 6a391a931a92): a chunk that ends before the
+        prefill's end ends on a block boundary (unless the block is wider than a chunk may be,
+        when it advances within the block); one starting mid-block stops at the next boundary;
+        none runs past the last cacheable boundary, which EAGLE backs off by one block (its
+        attention hit drops the last block), nor past the shared-prefix junction, floored to a
+        boundary, so that the junction's state is cached."""
+        B = self.B
+        start = req.num_computed + num_new_computed
+        prefill_end = max(req.num_prompt, req.num_tokens - 1)
+        if start >= prefill_end:
+            return num_new
+        last_cacheable = req.num_tokens - req.num_tokens % B
+        if self.eagle:
+            last_cacheable = max(last_cacheable - B, 0)
+        end = start + num_new
+        unaligned = "eagle_split_unaligned" in self.variants
+        if end < (last_cacheable if unaligned else prefill_end):
+            aligned_end = end // B * B
+            if aligned_end > start or B <= self.max_prefill_tokens:
+                end = aligned_end
+        next_boundary = start // B * B + B if start % B else 0
+        if unaligned and next_boundary > last_cacheable:
+            next_boundary = 0
+        junction = req.shared_prefix_boundary
+        stops = (next_boundary,
+                 last_cacheable,
+                 start + (junction - start) // B * B if start < junction < end else 0)
+        end = min((s for s in stops if start < s < end), default=end)
+        return max(end - start, 0)
 
     def allocate_slots(self, req, num_new, num_new_computed, lookahead):
         hit = self.hits.pop(req.id, None) if num_new_computed > 0 else None

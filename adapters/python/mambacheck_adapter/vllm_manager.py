@@ -15,12 +15,22 @@ Written against vLLM's API at upstream commit 6a391a931a92 (2026-08-18):
   `take_kv_cache_block_copies()`;
 - `Request(request_id, prompt_token_ids, sampling_params, pooling_params, arrival_time=,
   block_hasher=)` with the counters the scheduler keeps (`num_computed_tokens`,
-  `num_in_flight_tokens`, `num_output_placeholders`) and `append_output_token_ids`.
+  `num_in_flight_tokens`, `num_output_placeholders`, `shared_prefix_boundary`) and
+  `append_output_token_ids`;
+- `Scheduler._mamba_block_aligned_split(self, request, num_new_tokens,
+  num_new_local_computed_tokens, num_external_computed_tokens)`, vLLM's own split of a prefill
+  chunk in align mode, called unbound with the few fields of the scheduler it reads
+  (`cache_config.block_size`, `use_eagle`, `max_num_scheduled_tokens`,
+  `scheduler_config.long_prefill_token_threshold`, `hash_block_size`,
+  `mamba_partial_cache_hit`). Where vLLM's scheduler module does not import, the worker greets
+  split=0 and says why on stderr, and mambacheck's model splits.
 Hashes are vLLM's own (`get_request_block_hasher` over sha256) at the granularity vLLM picks
 by default, gcd of the attention and Mamba block sizes.
 """
 
 import math
+import sys
+import types
 
 from .reference_manager import ManagerError
 
@@ -35,8 +45,19 @@ from vllm.v1.request import Request
 
 MAX_MODEL_LEN = 1 << 20
 
+try:
+    from vllm.v1.core.sched.scheduler import Scheduler
+    ALIGNED_SPLIT = Scheduler._mamba_block_aligned_split
+except Exception as e:  # noqa: BLE001: any failure to import the scheduler, said once
+    ALIGNED_SPLIT = None
+    print(f"mambacheck_adapter.vllm_manager: vLLM's Scheduler does not import here "
+          f"({type(e).__name__}: {e}); prefill chunks are split by mambacheck's model",
+          file=sys.stderr)
+
 
 class VllmManager:
+    SPLITS = ALIGNED_SPLIT is not None
+
     @staticmethod
     def refuses(setup):
         """Sizes under which vLLM's hybrid coordinator turns on partial-hash hits: an attention
@@ -76,6 +97,12 @@ class VllmManager:
             metrics_collector=None, watermark=0.0)
         self.requests = {}
         self.hits = {}
+        # The scheduler fields vLLM's split reads (Scheduler.__init__ at 6a391a931a92).
+        self.scheduler_view = types.SimpleNamespace(
+            cache_config=types.SimpleNamespace(block_size=self.B), use_eagle=self.eagle,
+            max_num_scheduled_tokens=setup.get("max_num_scheduled_tokens", 0),
+            scheduler_config=types.SimpleNamespace(long_prefill_token_threshold=0),
+            hash_block_size=hash_block, mamba_partial_cache_hit=False)
 
     def contract(self):
         return {"registration": "at_schedule", "eagle": self.eagle, "attention_groups": 1,
@@ -110,9 +137,12 @@ class VllmManager:
         self.kvm.new_step_starts()
 
     def get_computed_blocks(self, r):
-        blocks, num_tokens = self.kvm.get_computed_blocks(r)[:2]
+        blocks, num_tokens, r.shared_prefix_boundary = self.kvm.get_computed_blocks(r)
         self.hits[r.request_id] = blocks
         return num_tokens
+
+    def aligned_split(self, r, num_new, num_new_computed):
+        return ALIGNED_SPLIT(self.scheduler_view, r, num_new, num_new_computed, 0)
 
     def split(self, groups):
         groups = [list(g) for g in groups]

@@ -111,6 +111,64 @@ class HitTest(unittest.TestCase):
             self.assertEqual(m.get_computed_blocks(req(m, "b", list(range(9)))), expected)
 
 
+class SplitTest(unittest.TestCase):
+    """The aligned split: B = 4, a budget of 64 tokens."""
+
+    def split(self, prompt_len, num_computed, num_new, variants=(), eagle=False, hit=0):
+        m = rm.ReferenceManager(setup(eagle=eagle, max_num_scheduled_tokens=64), variants)
+        r = m.request({"id": "a", "tokens": list(range(prompt_len)), "num_tokens": prompt_len,
+                       "num_prompt": prompt_len, "num_computed": num_computed})
+        return m.aligned_split(r, num_new, hit)
+
+    def test_a_chunk_short_of_the_prefill_end_ends_on_a_boundary(self):
+        self.assertEqual(self.split(30, 0, 10), 8)
+        self.assertEqual(self.split(30, 8, 21), 20)  # 29 floored to 28
+        self.assertEqual(self.split(30, 8, 22), 20)  # the last boundary, 28, is cacheable: stop
+        self.assertEqual(self.split(30, 28, 2), 2)   # the prompt's last chunk: as asked
+        self.assertEqual(self.split(30, 4, 10, hit=4), 8)  # an admitted request from its hit
+
+    def test_a_chunk_starting_mid_block_stops_at_the_next_boundary(self):
+        self.assertEqual(self.split(30, 6, 20), 2)
+
+    def test_eagle_backs_the_last_cacheable_boundary_off_by_a_block(self):
+        # 30 tokens: last cacheable 28, with EAGLE 24; every end short of 29 stays aligned.
+        self.assertEqual(self.split(30, 0, 27, eagle=True), 24)
+        self.assertEqual(self.split(30, 24, 5, eagle=True), 4)
+        self.assertEqual(self.split(30, 24, 6, eagle=True), 6)
+
+    def test_the_unaligned_variant_ends_mid_block_past_the_backed_off_boundary(self):
+        # vLLM #43559: from 24 (the backed-off boundary) a 3-token chunk ends at 27, mid-block,
+        # where the fixed split waits for a budget that reaches 28; from 27 the next chunk runs
+        # across 28 to the end, where the fixed one stops at 28. Below 24 both align.
+        variant = ("eagle_split_unaligned",)
+        self.assertEqual(self.split(30, 24, 3, eagle=True), 0)
+        self.assertEqual(self.split(30, 24, 3, variant, eagle=True), 3)
+        self.assertEqual(self.split(30, 27, 3, eagle=True), 1)
+        self.assertEqual(self.split(30, 27, 3, variant, eagle=True), 3)
+        self.assertEqual(self.split(30, 0, 27, variant, eagle=True), 24)
+        self.assertEqual(self.split(30, 0, 10, variant, eagle=True), 8)
+        # A prompt under two blocks: EAGLE backs the last cacheable boundary off to 0.
+        self.assertEqual(self.split(7, 0, 3, variant, eagle=True), 3)
+        self.assertEqual(self.split(7, 3, 4, variant, eagle=True), 4)
+        self.assertEqual(self.split(7, 3, 4, eagle=True), 1)
+        self.assertEqual(self.split(30, 24, 3, variant), 0)  # without EAGLE: no effect there
+
+    def test_the_shared_prefix_junction_is_a_stop(self):
+        # "a" caches attention blocks up to 16 and its Mamba state at 8 only: a request sharing
+        # 17 tokens hits 8, and its chunk stops at the junction, 16, so that state is cached.
+        m = rm.ReferenceManager(setup(max_num_scheduled_tokens=64))
+        a = req(m, "a", list(range(20)))
+        m.allocate_slots(a, 8, 0, 0)
+        m.allocate_slots(req(m, "a", [], num_computed=8), 8, 0, 0)
+        m.pool._evict(m.mamba[0].tables["a"][3])  # the state at 16 evicted, the KV kept
+        m.new_step_starts()
+        b = m.request({"id": "b", "tokens": list(range(17)) + [99] * 13, "num_tokens": 30,
+                       "num_prompt": 30, "num_computed": 0})
+        hit = m.get_computed_blocks(b)
+        self.assertEqual((hit, b.shared_prefix_boundary), (8, 16))
+        self.assertEqual(m.aligned_split(b, 22, hit), 8)
+
+
 class ProtocolTest(unittest.TestCase):
     def serve(self, lines, variant=""):
         args = block_manager.parse_args(["--variant", variant] if variant else [])
