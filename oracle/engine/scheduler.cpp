@@ -225,8 +225,13 @@ model::Step Scheduler::schedule(model::Step spent) {
   if (reset && !running_.empty()) force_preempt_all(step);
   std::int32_t budget = options_.token_budget;
   prefix_lookups_.clear();
+  const std::size_t preempted_before = step.preempted_req_ids.size();
   schedule_running(step, budget);
-  schedule_waiting(step, budget);
+  // vLLM admits no waiting request in a step that preempted one (scheduler.py at 6a391a9, "if
+  // not preempted_reqs"); a run through a manager under test follows it. The built-in model
+  // keeps admitting (the victim first), so that its campaigns stay as they were drawn.
+  if (kv_ == nullptr || step.preempted_req_ids.size() == preempted_before)
+    schedule_waiting(step, budget);
   const bool work_left = !running_.empty() || !waiting_.empty();
   idle_steps_ = step.scheduled.empty() && work_left ? idle_steps_ + 1 : 0;
   // Liveness (class H): work left, nothing scheduled for steps. A manager under test that
