@@ -2,7 +2,6 @@
 
 #include "cli/output_paths.h"
 
-#include "model/errors.h"
 #include "model/interrupt.h"
 
 #include <fmt/format.h>

@@ -27,9 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
-#include <limits>
 #include <memory>
 
 namespace mc::cli {

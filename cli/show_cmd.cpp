@@ -24,7 +24,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 
 namespace mc::cli {
 namespace {

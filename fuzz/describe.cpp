@@ -5,8 +5,6 @@
 // per-request array and table row, so that a shrunk counterexample reads whole.
 #include "fuzz/gen_launch.h"
 
-#include "model/errors.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -12,7 +12,6 @@
 
 #include <array>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>

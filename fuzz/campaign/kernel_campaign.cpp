@@ -6,7 +6,6 @@
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "model/errors.h"
-#include "model/interrupt.h"
 #include "model/output_file.h"
 #include "model/request_arrays.h"
 #include "oracle/launch.h"
@@ -15,8 +14,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <deque>
 
 namespace mc::fuzz {
 namespace {

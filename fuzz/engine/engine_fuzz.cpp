@@ -6,9 +6,7 @@
 #include "harness/replay.h"
 
 #include "model/errors.h"
-#include "model/interrupt.h"
 #include "model/output_file.h"
-#include "model/presets.h"
 #include "model/process.h"
 #include "scenarios/trace.h"
 #include "show/pictures.h"
@@ -17,7 +15,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <fstream>
 
 namespace mc::fuzz {
