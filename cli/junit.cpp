@@ -2,8 +2,6 @@
 
 #include "cli/output_paths.h"
 
-#include "model/interrupt.h"
-
 #include <fmt/format.h>
 
 #include <sstream>
@@ -61,20 +59,10 @@ std::string xml_escape(const std::string& text) {
 
 } // namespace
 
-std::string interrupted_line(std::string_view level, int signal, std::int64_t cases_done,
-                             std::int64_t resume_from) {
-  return interrupted_line(level, model::signal_name(signal), cases_done, resume_from);
-}
-
 std::string interrupted_line(std::string_view level, std::string_view signal_name,
                              std::int64_t cases_done, std::int64_t resume_from) {
   return fmt::format("{} level: interrupted by {} after {} case{}; continue with --resume-from {}",
                      level, signal_name, cases_done, cases_done == 1 ? "" : "s", resume_from);
-}
-
-JunitCase interrupted_case(std::string_view level, int signal, std::int64_t cases_done,
-                           std::int64_t resume_from) {
-  return interrupted_case(level, model::signal_name(signal), cases_done, resume_from);
 }
 
 JunitCase interrupted_case(std::string_view level, std::string_view signal_name,

@@ -33,12 +33,8 @@ JunitCase finding_case(const std::string& campaign, const std::string& signature
 
 // A campaign stopped by SIGINT or SIGTERM between two cases: one line saying how far it got
 // and how to go on ("kernel level: interrupted by SIGINT after 812 cases; continue with
-// --resume-from 812"), and the same as a skipped test case, so CI shows it.
-std::string interrupted_line(std::string_view level, int signal, std::int64_t cases_done,
-                             std::int64_t resume_from);
-JunitCase interrupted_case(std::string_view level, int signal, std::int64_t cases_done,
-                           std::int64_t resume_from);
-// The same with the signal as a report names it ("SIGTERM").
+// --resume-from 812"), and the same as a skipped test case, so CI shows it. The signal as
+// model::signal_name and a report name it ("SIGTERM").
 std::string interrupted_line(std::string_view level, std::string_view signal_name,
                              std::int64_t cases_done, std::int64_t resume_from);
 JunitCase interrupted_case(std::string_view level, std::string_view signal_name,

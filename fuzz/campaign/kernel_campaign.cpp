@@ -178,9 +178,7 @@ private:
       return;
     }
     const std::string& fingerprint = f.runs.run_failures.back();
-    std::string features;
-    for (const std::string& feature : v.signature.features)
-      features += (features.empty() ? "" : ", ") + feature;
+    const std::string features = fmt::format("{}", fmt::join(v.signature.features, ", "));
     std::string line =
         v.row ? fmt::format("batch row {} ({}): {}", *v.row, features.empty() ? "-" : features,
                             fingerprint)
