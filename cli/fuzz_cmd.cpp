@@ -243,7 +243,8 @@ LevelResult run_level(const fuzz::CampaignOptions& options, fuzz::CampaignLevel&
   if (r.findings.empty()) result.junit.push_back(JunitCase{.name = campaign, .seconds = r.seconds});
   for (const fuzz::Finding& f : r.findings)
     result.junit.push_back(finding_case(
-        campaign, f.signature, f.skipped, f.cases, f.failure, f.runs,
+        campaign, f.signature.to_string(), fuzz::to_string(f.signature.classification), f.skipped,
+        f.cases, f.failure, f.runs.summary(),
         f.saved() ? fmt::format("{}\nreproduce: {}", f.description, f.reproduce) : ""));
   if (r.interrupted != 0) {
     const std::string_view signal = model::signal_name(r.interrupted);

@@ -8,12 +8,6 @@
 
 namespace mc::cli {
 
-JunitCase finding_case(const std::string& campaign, const fuzz::Signature& signature,
-                       bool skipped, std::int64_t cases, const std::string& failure,
-                       const fuzz::RunTally& runs, std::string details) {
-  return finding_case(campaign, signature.to_string(), to_string(signature.classification),
-                      skipped, cases, failure, runs.summary(), std::move(details));
-}
 
 JunitCase finding_case(const std::string& campaign, const std::string& signature,
                        std::string_view classification, bool skipped, std::int64_t cases,
