@@ -18,19 +18,12 @@ namespace mc::backends {
 namespace {
 
 constexpr std::size_t kLineBytesMax = 1 << 22; // one answer: tables of every group
-constexpr std::size_t kQuotedBytesMax = 300;
 constexpr int kExitWaitMillis = 2000;
 constexpr std::string_view kGreetingWord = "mambacheck-block-manager";
 constexpr std::string_view kProtocolVersion = "1";
 constexpr std::int64_t kRestartsMax = 1 << 16;
 
-std::string excerpt(std::string_view text) {
-  std::string out(text.substr(0, kQuotedBytesMax));
-  for (char& ch : out)
-    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
-  if (text.size() > kQuotedBytesMax) out += "...";
-  return out;
-}
+using model::excerpt;
 
 model::GroupBlockIds tables_from(const nlohmann::json& j, std::string_view key) {
   model::GroupBlockIds out;

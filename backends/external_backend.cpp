@@ -26,18 +26,11 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kLineBytesMax = 1 << 20;     // one answer line
 constexpr std::int64_t kLogTailBytesMax = 1 << 12; // read from the log for a message
-constexpr std::size_t kQuotedBytesMax = 300;       // of an answer or log line in a message
 constexpr int kExitWaitMillis = 5000;              // after closing its stdin
 constexpr std::string_view kGreetingWord = "mambacheck-worker";
 constexpr int kProtocolVersion = 1;
 
-std::string excerpt(std::string_view text) {
-  std::string out(text.substr(0, kQuotedBytesMax));
-  for (char& ch : out)
-    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
-  if (text.size() > kQuotedBytesMax) out += "...";
-  return out;
-}
+using model::excerpt;
 
 // The size of the worker's log now (0 when there is none).
 std::int64_t log_size(const fs::path& log_file) {

@@ -9,7 +9,6 @@
 #include <sys/resource.h>
 
 #include <chrono>
-#include <optional>
 #include <utility>
 
 namespace mc::bench {

@@ -32,7 +32,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -207,9 +206,7 @@ int run_external_bench_command(const gpu::BenchOptions& k, const ExternalArgs& a
   if (limited && !(a.max_slowdown >= 1 && a.max_slowdown <= kMaxSlowdownMax))
     model::fail_input("bench: --max-slowdown: expected a ratio in 1..{}, got {}", kMaxSlowdownMax,
                       a.max_slowdown);
-  if (!(a.timeout_seconds > 0 && a.timeout_seconds <= 86400))
-    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}",
-                      a.timeout_seconds);
+  check_external_timeout(a.timeout_seconds);
   create_output_dir("--out", a.out);
   bench::ExternalBenchResult result;
   try {
@@ -224,8 +221,6 @@ int run_external_bench_command(const gpu::BenchOptions& k, const ExternalArgs& a
          .timeout_seconds = a.timeout_seconds,
          .work_dir = a.out},
         std::cout);
-  } catch (const backends::ExternalWorkerFailure& failure) {
-    throw model::EnvironmentError(failure.message);
   } catch (const bench::ExternalBenchKernelFailure& failure) {
     std::cerr << "mambacheck: " << failure.message << "\n";
     return kExitMismatch;

@@ -22,7 +22,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -71,12 +70,8 @@ fuzz::LaunchRunner case_runner(const CaseOptions& options, backends::Backend bac
   if (!options.external.empty())
     return [&options](const model::LaunchCase& c) { return run_external(options, c); };
   if (backend == backends::Backend::oracle) return {};
-  fuzz::LaunchRunner run = backends::launch_runner(backend);
-  if (!options.mutant.empty())
-    run = [mutated = backends::mutant_launch_runner(backend),
-           mutant = backends::parse_kernel_mutant(options.mutant)](const model::LaunchCase& c) {
-      return mutated(c, mutant);
-    };
+  const fuzz::LaunchRunner run = backends::kernel_runner(
+      backend, backends::parse_kernel_mutant(options.mutant.empty() ? "none" : options.mutant));
   if (backend != backends::Backend::host) return run;
   // The host kernels run in this process, where one that faults would end it: a forked child
   // runs them first, and a crash there is the backend failing on the case (a mismatch).

@@ -20,7 +20,6 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 namespace mc::cli {
 namespace {

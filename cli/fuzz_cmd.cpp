@@ -5,6 +5,7 @@
 #include "backends/backend.h"
 #include "backends/block_manager_worker.h"
 #include "backends/external_backend.h"
+#include "backends/external_engine.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
 #include "cli/external_option.h"
@@ -29,7 +30,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -163,9 +163,7 @@ void print_kernel_finding(const fuzz::CampaignOptions& c, const fuzz::Finding& f
   std::cout << fmt::format("{} (case seed {}, size {}): {}\n",
                            f.skipped ? "KNOWN" : "MISMATCH", f.first_case_seed, f.first_size,
                            f.failure);
-  std::string features;
-  for (const std::string& feature : f.signature.features)
-    features += (features.empty() ? "" : ", ") + feature;
+  const std::string features = fmt::format("{}", fmt::join(f.signature.features, ", "));
   std::cout << fmt::format("  signature {} (the failing row: {})\n", f.signature.to_string(),
                            features.empty() ? "none" : features);
   std::cout << fmt::format("  {} ({}); {} failing case{} so far\n", f.runs.summary(),
@@ -245,11 +243,13 @@ LevelResult run_level(const fuzz::CampaignOptions& options, fuzz::CampaignLevel&
   if (r.findings.empty()) result.junit.push_back(JunitCase{.name = campaign, .seconds = r.seconds});
   for (const fuzz::Finding& f : r.findings)
     result.junit.push_back(finding_case(
-        campaign, f.signature, f.skipped, f.cases, f.failure, f.runs,
+        campaign, f.signature.to_string(), fuzz::to_string(f.signature.classification), f.skipped,
+        f.cases, f.failure, f.runs.summary(),
         f.saved() ? fmt::format("{}\nreproduce: {}", f.description, f.reproduce) : ""));
   if (r.interrupted != 0) {
-    result.junit.push_back(interrupted_case(level.name(), r.interrupted, r.cases, r.next_case));
-    std::cout << interrupted_line(level.name(), r.interrupted, r.cases, r.next_case) << "\n";
+    const std::string_view signal = model::signal_name(r.interrupted);
+    result.junit.push_back(interrupted_case(level.name(), signal, r.cases, r.next_case));
+    std::cout << interrupted_line(level.name(), signal, r.cases, r.next_case) << "\n";
     if (result.report.contains("steer"))
       std::cout << "engine level: a steered campaign cannot be resumed (--steer refuses "
                    "--resume-from): run it again from its first case\n";
@@ -322,14 +322,11 @@ LevelResult run_kernel_level(const FuzzOptions& o, backends::Backend backend, do
   std::unique_ptr<backends::ExternalWorker> worker; // --external: the campaign's backend
   if (!o.external.empty()) {
     const std::filesystem::path work = std::filesystem::path(o.out) / "external";
-    try {
-      worker = backends::attach_external_worker(k.gen.kinds, k.backend, {.command = o.external,
-                                                    .work_dir = work,
-                                                    .log_file = work / "worker.log",
-                                                    .timeout_seconds = o.external_timeout});
-    } catch (const backends::ExternalWorkerFailure& failure) {
-      throw model::EnvironmentError(failure.message);
-    }
+    worker = backends::attach_external_worker(k.gen.kinds, k.backend,
+                                              {.command = o.external,
+                                               .work_dir = work,
+                                               .log_file = work / "worker.log",
+                                               .timeout_seconds = o.external_timeout});
   }
   // cuda: a kernel fault loses this process's CUDA context; later runs go to this program as
   // a worker process (`mambacheck worker`), which the external backend restarts after each.
@@ -352,15 +349,24 @@ LevelResult run_engine_level(const FuzzOptions& o, backends::Backend backend, do
   if (!o.block_manager.empty())
     manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
         .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
-  const EngineExternal external{.command = o.external, .timeout_seconds = o.external_timeout};
-  fuzz::EngineLevelOptions e;
-  try {
-    e = engine_level_options(
-        c, backend == backends::Backend::cuda, fixed,
-        steer_epoch(o),
-        o.external.empty() ? nullptr : &external, adapter);
-  } catch (const backends::ExternalWorkerFailure& failure) { // it cannot be used: exit 3
-    throw model::EnvironmentError(failure.message);
+  fuzz::EngineLevelOptions e{
+      .fixed = fixed,
+      .steer_epoch = steer_epoch(o),
+      .run = {.executor = backend == backends::Backend::cuda ? model::Backend::cuda
+                                                             : model::Backend::host}};
+  fuzz::set_engine_mutant(c.mutant, e);
+  if (!o.external.empty()) {
+    if (!c.mutant.empty())
+      model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
+    // The campaign's own adapter runs a finding's reruns and shrink candidates and tells the
+    // launch kinds its kernels cover; the cases run in the workers' adapters where there are
+    // workers.
+    adapter = backends::start_external_engine(
+        o.external, o.external_timeout,
+        std::filesystem::absolute(c.out_dir / "external" / "engine-worker.log"));
+    e.run.external = adapter.get();
+    e.fixed.kinds = adapter->kinds();
+    c.isolate = false;
   }
   e.run.block_manager = o.block_manager;
   e.run.block_manager_timeout = o.block_manager_timeout;

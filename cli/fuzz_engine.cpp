@@ -1,38 +1,11 @@
 // `mambacheck fuzz --level engine`: see fuzz_engine.h.
 #include "cli/fuzz_engine.h"
 
-#include "model/errors.h"
-
 #include <fmt/format.h>
 
 #include <iostream>
 
 namespace mc::cli {
-
-fuzz::EngineLevelOptions engine_level_options(fuzz::CampaignOptions& c, bool cuda,
-                                              const fuzz::EngineCaseFixed& fixed,
-                                              std::int64_t steer_epoch,
-                                              const EngineExternal* external,
-                                              std::unique_ptr<backends::ExternalEngineSource>& adapter) {
-  fuzz::EngineLevelOptions e{
-      .fixed = fixed,
-      .steer_epoch = steer_epoch,
-      .run = {.executor = cuda ? model::Backend::cuda : model::Backend::host}};
-  fuzz::set_engine_mutant(c.mutant, e);
-  if (external == nullptr) return e;
-  if (!c.mutant.empty())
-    model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
-  // The campaign's own adapter runs a finding's reruns and shrink candidates and tells the
-  // launch kinds its kernels cover; the cases run in the workers' adapters where there are
-  // workers.
-  adapter = backends::start_external_engine(
-      external->command, external->timeout_seconds,
-      std::filesystem::absolute(c.out_dir / "external" / "engine-worker.log"));
-  e.run.external = adapter.get();
-  e.fixed.kinds = adapter->kinds();
-  c.isolate = false;
-  return e;
-}
 
 std::string counts_line(const fuzz::CampaignReport& r, const char* by) {
   std::string line;

@@ -1,32 +1,15 @@
 // The engine level of `mambacheck fuzz` (fuzz/engine/engine_fuzz.h), for fuzz_cmd.cpp's
-// `--level engine` and `--level both`: its options, summary and finding message.
+// `--level engine` and `--level both`: its summary and finding message.
 #pragma once
 
-#include "backends/external_engine.h"
 #include "fuzz/campaign/campaign.h"
 #include "fuzz/engine/engine_fuzz.h"
 #include "fuzz/mutants/mutants.h"
 #include "gpu/mutant.h"
 
-#include <memory>
 #include <string>
 
 namespace mc::cli {
-
-// An --external adapter that runs a campaign's engine-level launches in this process (a
-// finding's reruns and shrink candidates; the cases run in the workers' own adapters).
-struct EngineExternal {
-  std::string command;
-  double timeout_seconds = 300.0;
-};
-
-// The engine level's options for campaign `c` on `backend` (the mutant is c.mutant); with
-// `external`, its adapter is started into `adapter` and `c` names it in reproduce lines.
-fuzz::EngineLevelOptions engine_level_options(fuzz::CampaignOptions& c, bool cuda,
-                                              const fuzz::EngineCaseFixed& fixed,
-                                              std::int64_t steer_epoch,
-                                              const EngineExternal* external,
-                                              std::unique_ptr<backends::ExternalEngineSource>& adapter);
 
 // A report's cases counted by `by` (CampaignReport::cases_by), as " name=n" pairs.
 std::string counts_line(const fuzz::CampaignReport& r, const char* by);

@@ -149,7 +149,6 @@ void require_coverage(StageResult& s, const model::CoverageRequirement& required
   s.detail += fmt::format("; NEVER REACHED: {}", fmt::join(missing, ", "));
 }
 
-// What the gate requires of a stage at `level`.
 // The features a stage on kernels that cover only `covered` can reach: all but the launches of
 // the other kinds, and what only the per-slot table kinds make (a slot's table row; a deferred
 // postprocess is drawn only with them).
@@ -174,6 +173,7 @@ std::vector<std::string> reachable_features(model::CoverageLevel level,
   return out;
 }
 
+// What the gate requires of a stage at `level`.
 model::CoverageRequirement
 stage_requirement(const GateOptions& o, model::CoverageLevel level,
                   const std::vector<model::LaunchKind>* covered = nullptr) {
@@ -220,6 +220,26 @@ struct CampaignRun {
   const fuzz::GenSteerRow* toward = nullptr; // a kernel top-up's draw; null: a fixed seed's
   fuzz::SteerBoosts boosts;                  // an engine top-up's; none: a fixed seed's
 };
+// A fuzz stage's first finding, if its campaign of seed `seed` made one, as the stage's failure.
+template <class Counterexample>
+bool failed_on_finding(StageResult& s, const fuzz::CampaignReport& r, std::uint64_t seed) {
+  const fuzz::Finding* f = r.first_failing();
+  if (f == nullptr) return false;
+  const auto* cx = f->counterexample_as<Counterexample>();
+  s.passed = false;
+  s.found = true;
+  s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", seed, cx->failure,
+                         f->signature.to_string(), f->runs.summary(), f->reproduce,
+                         cx->picture.string());
+  return true;
+}
+
+// The liveness stage needs the verdict alone: no reruns, no shrinking.
+void verdict_only(fuzz::CampaignOptions& c) {
+  c.reruns = 0;
+  c.shrink.candidates_max = 0;
+}
+
 template <std::size_t N>
 std::vector<CampaignRun> fixed_runs(const std::uint64_t (&seeds)[N], std::int64_t cases) {
   std::vector<CampaignRun> runs;
@@ -301,10 +321,7 @@ fuzz::CampaignOptions kernel_campaign(const GateOptions& o, const Target& t,
   }
   // After the worker's kinds are known: a draw narrows the kinds to those that make its feature.
   if (run.toward != nullptr) k.gen = run.toward->toward(k.gen);
-  if (t.verdict_only) {
-    c.reruns = 0;
-    c.shrink.candidates_max = 0;
-  }
+  if (t.verdict_only) verdict_only(c);
   c.out_dir = t.out / "kernel";
   return c;
 }
@@ -332,15 +349,7 @@ StageResult kernel_fuzz_stage(const GateOptions& o, const Target& t) {
     const fuzz::CampaignReport r = fuzz::run_kernel_campaign(c, k);
     s.cases += r.cases;
     coverage.merge(r.coverage);
-    if (const fuzz::Finding* f = r.first_failing()) {
-      const auto* cx = f->counterexample_as<fuzz::KernelCounterexample>();
-      s.passed = false;
-      s.found = true;
-      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", runs[i].seed,
-                             cx->failure, f->signature.to_string(), f->runs.summary(),
-                             f->reproduce, cx->picture.string());
-      return s;
-    }
+    if (failed_on_finding<fuzz::KernelCounterexample>(s, r, runs[i].seed)) return s;
     const std::int64_t left = kTopUpFactor * fixed_cases - (s.cases - fixed_cases);
     if (i + 1 < runs.size() || left <= 0 || model::interrupted()) continue;
     for (const CampaignRun& run :
@@ -382,23 +391,12 @@ StageResult engine_fuzz_stage(const GateOptions& o, const Target& t) {
     // On the host every run in a forked child, as the kernel stage does: a kernel that faults is
     // a finding of this stage, not the end of the gate.
     c.isolate = t.engine == nullptr && t.manager == nullptr && t.backend == backends::Backend::host;
-    if (t.verdict_only) {
-      c.reruns = 0;
-      c.shrink.candidates_max = 0;
-    }
+    if (t.verdict_only) verdict_only(c);
     const fuzz::CampaignReport r = fuzz::run_engine_fuzz(c, e);
     s.cases += r.cases;
     steps += r.total("steps");
     coverage.merge(r.coverage);
-    if (const fuzz::Finding* f = r.first_failing()) {
-      const auto* cx = f->counterexample_as<fuzz::EngineCounterexample>();
-      s.passed = false;
-      s.found = true;
-      s.detail = fmt::format("seed {}: {} [{}, {}] (reproduce: {}; picture: {})", runs[i].seed,
-                             cx->failure, f->signature.to_string(), f->runs.summary(),
-                             f->reproduce, cx->picture.string());
-      return s;
-    }
+    if (failed_on_finding<fuzz::EngineCounterexample>(s, r, runs[i].seed)) return s;
     const std::int64_t left = kTopUpFactor * fixed_cases - (s.cases - fixed_cases);
     if (i + 1 < runs.size() || left <= 0 || model::interrupted()) continue;
     const std::vector<std::string> missing = model::missing_coverage(required, coverage);
@@ -637,8 +635,7 @@ StageResult block_manager_liveness_stage(const GateOptions& o, const Target& t,
                               .cases_max = kBlockManagerLivenessCases,
                               .backend_name = t.name(),
                               .out_dir = t.out / "block-manager-liveness" / variant};
-      c.reruns = 0; // the verdict is enough
-      c.shrink.candidates_max = 0;
+      verdict_only(c);
       fuzz::EngineLevelOptions e{.run = {.executor = t.backend}};
       e.run.manager = &manager;
       e.run.block_manager = command;
@@ -722,13 +719,9 @@ struct GateWorkers {
 GateWorkers start_gate_workers(const GateOptions& o, Target& target) {
   GateWorkers w;
   if (!o.external.empty()) {
-    try {
-      w.engine = backends::start_external_engine(
-          o.external, o.external_timeout,
-          std::filesystem::absolute(std::filesystem::path(o.out) / "engine-worker.log"));
-    } catch (const backends::ExternalWorkerFailure& failure) {
-      throw model::EnvironmentError(failure.message);
-    }
+    w.engine = backends::start_external_engine(
+        o.external, o.external_timeout,
+        std::filesystem::absolute(std::filesystem::path(o.out) / "engine-worker.log"));
     target.engine = w.engine.get();
   }
   if (!o.block_manager.empty()) {

@@ -2,21 +2,12 @@
 
 #include "cli/output_paths.h"
 
-#include "model/errors.h"
-#include "model/interrupt.h"
-
 #include <fmt/format.h>
 
 #include <sstream>
 
 namespace mc::cli {
 
-JunitCase finding_case(const std::string& campaign, const fuzz::Signature& signature,
-                       bool skipped, std::int64_t cases, const std::string& failure,
-                       const fuzz::RunTally& runs, std::string details) {
-  return finding_case(campaign, signature.to_string(), to_string(signature.classification),
-                      skipped, cases, failure, runs.summary(), std::move(details));
-}
 
 JunitCase finding_case(const std::string& campaign, const std::string& signature,
                        std::string_view classification, bool skipped, std::int64_t cases,
@@ -62,20 +53,10 @@ std::string xml_escape(const std::string& text) {
 
 } // namespace
 
-std::string interrupted_line(std::string_view level, int signal, std::int64_t cases_done,
-                             std::int64_t resume_from) {
-  return interrupted_line(level, model::signal_name(signal), cases_done, resume_from);
-}
-
 std::string interrupted_line(std::string_view level, std::string_view signal_name,
                              std::int64_t cases_done, std::int64_t resume_from) {
   return fmt::format("{} level: interrupted by {} after {} case{}; continue with --resume-from {}",
                      level, signal_name, cases_done, cases_done == 1 ? "" : "s", resume_from);
-}
-
-JunitCase interrupted_case(std::string_view level, int signal, std::int64_t cases_done,
-                           std::int64_t resume_from) {
-  return interrupted_case(level, model::signal_name(signal), cases_done, resume_from);
 }
 
 JunitCase interrupted_case(std::string_view level, std::string_view signal_name,

@@ -1,8 +1,6 @@
 // JUnit XML for CI systems: one suite, its test cases, failures with a message.
 #pragma once
 
-#include "fuzz/findings.h"
-
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,12 +18,9 @@ struct JunitCase {
 };
 
 // The test case of one finding of a campaign (fuzz/findings.h): failed, or skipped when the
-// finding is known (--skip-signature). `details`: the failure's body (case, reproduce line).
-JunitCase finding_case(const std::string& campaign, const fuzz::Signature& signature,
-                       bool skipped, std::int64_t cases, const std::string& failure,
-                       const fuzz::RunTally& runs, std::string details);
-// The same from a report's fields (`mambacheck merge`): the signature as printed, its
-// classification, and the runs summary ("failed 6 of 6 runs").
+// finding is known (--skip-signature). The signature as printed, its classification, and the
+// runs summary ("failed 6 of 6 runs"), as a report has them; `details`: the failure's body
+// (case, reproduce line).
 JunitCase finding_case(const std::string& campaign, const std::string& signature,
                        std::string_view classification, bool skipped, std::int64_t cases,
                        const std::string& failure, const std::string& runs_summary,
@@ -33,12 +28,8 @@ JunitCase finding_case(const std::string& campaign, const std::string& signature
 
 // A campaign stopped by SIGINT or SIGTERM between two cases: one line saying how far it got
 // and how to go on ("kernel level: interrupted by SIGINT after 812 cases; continue with
-// --resume-from 812"), and the same as a skipped test case, so CI shows it.
-std::string interrupted_line(std::string_view level, int signal, std::int64_t cases_done,
-                             std::int64_t resume_from);
-JunitCase interrupted_case(std::string_view level, int signal, std::int64_t cases_done,
-                           std::int64_t resume_from);
-// The same with the signal as a report names it ("SIGTERM").
+// --resume-from 812"), and the same as a skipped test case, so CI shows it. The signal as
+// model::signal_name and a report name it ("SIGTERM").
 std::string interrupted_line(std::string_view level, std::string_view signal_name,
                              std::int64_t cases_done, std::int64_t resume_from);
 JunitCase interrupted_case(std::string_view level, std::string_view signal_name,

@@ -2,7 +2,6 @@
 // element strides, natural bytes per block, page stride and total bytes.
 #include "cli/commands.h"
 #include "cli/layout_report.h"
-#include "model/errors.h"
 #include "model/presets.h"
 
 #include <fmt/format.h>

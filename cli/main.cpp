@@ -1,4 +1,5 @@
 // mambacheck: the command-line entry point. Subcommands live in their own files.
+#include "backends/external_backend.h"
 #include "cli/commands.h"
 #include "gpu/cuda_backend.h"
 #include "model/errors.h"
@@ -102,6 +103,9 @@ int main(int argc, char** argv) {
     return mc::cli::kExitBadInput;
   } catch (const mc::model::EnvironmentError& e) {
     std::fprintf(stderr, "mambacheck: unavailable: %s\n", e.what());
+    return mc::cli::kExitEnvironment;
+  } catch (const mc::backends::ExternalWorkerFailure& failure) { // a worker that cannot be used
+    std::fprintf(stderr, "mambacheck: unavailable: %s\n", failure.message.c_str());
     return mc::cli::kExitEnvironment;
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the user gave that cannot be created, read or written.

@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <iostream>
@@ -127,11 +126,7 @@ std::vector<fuzz::MutantOutcome> run_jobs(const std::vector<fuzz::MutantJob>& jo
   std::vector<fuzz::MutantOutcome> outcomes;
   for (const fuzz::MutantJob& job : jobs) {
     if (model::interrupted()) break;
-    try {
-      outcomes.push_back(job.run(run));
-    } catch (const backends::ExternalWorkerFailure& failure) { // a device worker that cannot run
-      throw model::EnvironmentError(failure.message);
-    }
+    outcomes.push_back(job.run(run));
     if (model::interrupted() && !outcomes.back().killed) {
       outcomes.pop_back();
       break;

@@ -27,9 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
-#include <limits>
 #include <memory>
 
 namespace mc::cli {
@@ -312,11 +310,7 @@ void add_replay_command(CLI::App& app, Action& action) {
     action = [o] {
       if (o->trace.empty() == o->library.empty())
         model::fail_input("replay: give a trace or --library DIR (one of the two)");
-      try {
-        return o->library.empty() ? replay_one(*o) : replay_library(*o);
-      } catch (const backends::ExternalWorkerFailure& failure) {
-        throw model::EnvironmentError(failure.message);
-      }
+      return o->library.empty() ? replay_one(*o) : replay_library(*o);
     };
   });
 }

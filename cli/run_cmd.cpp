@@ -329,15 +329,7 @@ void add_run_command(CLI::App& app, Action& action) {
   add_block_manager_options(*cmd, o->block_manager, o->block_manager_timeout);
   add_engine_options(*cmd, *o);
   add_output_options(*cmd, *o);
-  cmd->callback([o, &action] {
-    action = [o] {
-      try {
-        return run_run(*o);
-      } catch (const backends::ExternalWorkerFailure& failure) {
-        throw model::EnvironmentError(failure.message);
-      }
-    };
-  });
+  cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
 }
 
 } // namespace

@@ -24,7 +24,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 
 namespace mc::cli {
 namespace {
@@ -77,12 +76,9 @@ int show_kernel(const ShowOptions& o, const fs::path& dir, const std::string& ou
     model::fail_input("--mutant: runs on --backend host or cuda");
   backends::require_backend(backend);
   fuzz::LaunchRunner runner;
-  if (backend != backends::Backend::oracle) runner = backends::launch_runner(backend);
-  if (!mutant.empty())
-    runner = [mutated = backends::mutant_launch_runner(backend),
-              m = backends::parse_kernel_mutant(mutant)](const model::LaunchCase& c) {
-      return mutated(c, m);
-    };
+  if (backend != backends::Backend::oracle)
+    runner = backends::kernel_runner(
+        backend, backends::parse_kernel_mutant(mutant.empty() ? "none" : mutant));
   const model::LaunchCase launch = model::load_case(dir);
   const std::string backend_args =
       fmt::format("--backend {}{}", backend_name, mutant.empty() ? "" : " --mutant " + mutant);

@@ -19,12 +19,12 @@
 #include "gpu/host_backend.h"
 #include "model/case_file.h"
 #include "model/errors.h"
+#include "model/process.h"
 
 #include <fmt/format.h>
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -51,14 +51,8 @@ struct Worker {
 };
 
 void answer(const Worker& w, const std::string& text) {
-  const std::string line = text + "\n";
-  std::size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = write(w.protocol_fd, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw model::EnvironmentError("worker: the campaign stopped reading its answers");
-    done += static_cast<std::size_t>(n);
-  }
+  if (!model::write_all(w.protocol_fd, text + "\n"))
+    throw model::EnvironmentError("worker: the campaign stopped reading its answers");
 }
 
 std::string one_line(std::string text) {

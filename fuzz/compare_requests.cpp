@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
 #include <vector>
 
 namespace mc::fuzz::detail {

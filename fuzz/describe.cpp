@@ -4,8 +4,7 @@
 // and page policy, the pool and table sizes; for small cases it also lists every
 // per-request array and table row, so that a shrunk counterexample reads whole.
 #include "fuzz/gen_launch.h"
-
-#include "model/errors.h"
+#include "model/request_arrays.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -34,23 +33,12 @@ std::string describe_group(const model::Layout& layout, std::int32_t g) {
                      spec.page_align_bytes);
 }
 
-void list_array(std::string& out, std::string_view name, const std::vector<std::int32_t>& v) {
-  if (!v.empty()) out += fmt::format("; {}=[{}]", name, fmt::join(v, ","));
-}
-
+// Every array the case has, in the table's order (model/request_arrays.h).
 std::string list_arrays(const model::RequestArrays& r) {
   std::string out;
-  list_array(out, "idx_mapping", r.idx_mapping);
-  list_array(out, "num_accepted", r.num_accepted);
-  list_array(out, "state_idx", r.state_idx);
-  list_array(out, "num_scheduled", r.num_scheduled);
-  list_array(out, "num_computed", r.num_computed);
-  list_array(out, "num_draft", r.num_draft);
-  list_array(out, "new_num_computed", r.new_num_computed);
-  list_array(out, "query_start_loc", r.query_start_loc);
-  list_array(out, "src_col", r.src_col);
-  list_array(out, "token_bias", r.token_bias);
-  list_array(out, "num_accepted_out", r.num_accepted_out);
+  for (const model::RequestArrayField& f : model::kRequestArrays)
+    if (const std::vector<std::int32_t>& v = r.*f.member; !v.empty())
+      out += fmt::format("; {}=[{}]", f.name, fmt::join(v, ","));
   return out;
 }
 

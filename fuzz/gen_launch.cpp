@@ -10,7 +10,6 @@
 #include "fuzz/gen_pick.h"
 #include "fuzz/gen_rows.h"
 #include "fuzz/gen_tables.h"
-#include "model/errors.h"
 
 #include <algorithm>
 

@@ -2,7 +2,6 @@
 #include "fuzz/gen_layout.h"
 
 #include "fuzz/gen_pick.h"
-#include "model/errors.h"
 
 #include <algorithm>
 

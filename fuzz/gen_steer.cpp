@@ -1,11 +1,8 @@
 // The kernel-level steer table (gen_steer.h).
 #include "fuzz/gen_steer.h"
 
-#include "model/launch_kinds.h"
-
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <vector>
 
 namespace mc::fuzz {

@@ -1,6 +1,5 @@
 #include "fuzz/isolate_frames.h"
 
-#include "model/errors.h"
 #include "model/process.h"
 
 #include <fmt/format.h>
@@ -11,7 +10,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 
 namespace mc::fuzz {

@@ -45,16 +45,11 @@ CaseOutcome run_case(const model::LaunchCase& launch, model::LaunchResult oracle
     outcome.status = CaseStatus::backend_failed;
     outcome.error = e.what();
     return outcome;
-  } catch (const model::DeviceFault& e) {
-    if (findings == BackendFindings::kernel_errors) throw;
-    outcome.status = CaseStatus::backend_failed;
-    outcome.error = e.what();
-    outcome.device_fault = true;
-    return outcome;
   } catch (const std::exception& e) {
     if (findings == BackendFindings::kernel_errors) throw;
     outcome.status = CaseStatus::backend_failed;
     outcome.error = e.what();
+    outcome.device_fault = dynamic_cast<const model::DeviceFault*>(&e) != nullptr;
     return outcome;
   }
   outcome.difference = compare_results(launch, outcome.oracle, outcome.backend);

@@ -18,13 +18,6 @@ namespace {
 // Copy programs the host runs: few, since one host "team" is one thread anyway.
 constexpr std::int64_t kHostProgramsMax = 8;
 
-std::vector<std::uint64_t> arena_addresses(const std::vector<model::Arena>& arenas) {
-  std::vector<std::uint64_t> out;
-  for (const model::Arena& a : arenas)
-    out.push_back(a.address());
-  return out;
-}
-
 template <KernelKind K, class Policy>
 void run_fused_programs(const FusedParams& p, int num_programs) {
   FusedShared shared{};
@@ -146,6 +139,13 @@ void register_case_buffers(model::AddressRangeScope& scope, const model::LaunchC
 }
 
 } // namespace
+
+std::vector<std::uint64_t> arena_addresses(const std::vector<model::Arena>& arenas) {
+  std::vector<std::uint64_t> out;
+  for (const model::Arena& a : arenas)
+    out.push_back(a.address());
+  return out;
+}
 
 void run_launch_host_in_place(const model::LaunchCase& launch, Mutant mutant,
                               const HostArenas& arenas, model::LaunchResult& result) {

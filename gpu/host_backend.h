@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace mc::gpu {
 
@@ -25,6 +26,9 @@ struct HostArenas {
   std::span<const TensorDesc> tensors;
   std::span<const UnitRef> units;
 };
+
+// The addresses of host arenas, one per arena, as HostArenas::arena_addrs takes them.
+std::vector<std::uint64_t> arena_addresses(const std::vector<model::Arena>& arenas);
 
 // Runs a launch that validate_case accepted, in place over `arenas` (the case's own arenas
 // are not read). `result.requests` comes in as prepare_request_arrays(launch); status,

@@ -10,7 +10,6 @@
 #include "harness/arena_compare.h"
 #include "harness/difference.h"
 #include "model/coverage.h"
-#include "model/layout.h"
 #include "model/step.h"
 #include "oracle/engine/driver.h"
 #include "oracle/engine/replay.h"

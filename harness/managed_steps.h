@@ -68,7 +68,6 @@ public:
 
   const model::SchedulerContract& contract() const { return contract_; }
   const oracle::engine::SchedulerStats& stats() const { return scheduler_.stats(); }
-  const oracle::engine::ReplayStats& replay_stats() const { return replayer_->stats(); }
   // The run's counters as the oracle engine reports them, after `steps` steps (requests left
   // for the caller, who knows the workload).
   oracle::engine::EngineReport report(std::int64_t steps,

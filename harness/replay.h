@@ -17,7 +17,6 @@
 #include "harness/step_view.h"
 #include "model/coverage.h"
 #include "oracle/engine/finding.h"
-#include "oracle/engine/options.h"
 #include "oracle/engine/replay.h"
 #include "scenarios/trace.h"
 

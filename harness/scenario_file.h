@@ -18,13 +18,11 @@
 // at most all of them. Requests of one family share their first `len` tokens.
 #pragma once
 
-#include "model/layout.h"
 #include "model/step.h"
 #include "oracle/engine/options.h"
 #include "scenarios/trace.h"
 
 #include <filesystem>
-#include <string>
 #include <vector>
 
 namespace mc::harness {

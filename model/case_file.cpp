@@ -12,7 +12,6 @@
 
 #include <array>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -107,6 +106,10 @@ json meta_json(const StateMeta& m, std::int32_t arena) {
           {"ds_row_count", m.ds_row_count}};
 }
 
+json arena_json(const ArenaSpec& a) {
+  return {{"page_bytes", a.page_bytes}, {"num_blocks", a.num_blocks}};
+}
+
 json layout_json(const Layout& layout) {
   json groups = json::array();
   for (const GroupSpec& g : layout.spec.groups)
@@ -123,7 +126,7 @@ json layout_json(const Layout& layout) {
     tensors.push_back(tensor_json(t));
   json arenas = json::array();
   for (const ArenaSpec& a : layout.arenas)
-    arenas.push_back({{"page_bytes", a.page_bytes}, {"num_blocks", a.num_blocks}});
+    arenas.push_back(arena_json(a));
   return {{"num_blocks", layout.spec.num_blocks},
           {"groups", groups},
           {"tensors", tensors},
@@ -332,40 +335,28 @@ void expect_same(const Field& n, std::string_view rebuilt) {
     n.fail("'{}' does not match the layout rebuilt from the spec ('{}')", stored, rebuilt);
 }
 
-void check_tensor(const Field& n, const StateTensor& t) {
-  expect_same(n["group"], t.group);
-  expect_same(n["layer"], t.layer);
-  expect_same(n["state"], t.state);
-  expect_same(n["name"], t.shape.name);
-  expect_same(n["kind"], to_string(t.kind()));
-  expect_same(n["conv_layout"], to_string(t.conv_layout));
-  const Field dims = n["dims"];
-  if (dims.array_size(kNpyRankMax) != t.shape.dims.size())
-    dims.fail("{} dimensions, the layout rebuilt from the spec has {}", dims.value().size(),
-              t.shape.dims.size());
-  for (std::size_t d = 0; d < t.shape.dims.size(); ++d)
-    expect_same(dims[d], t.shape.dims[d]);
-  expect_same(n["conv_dim"], t.shape.conv_dim);
-  expect_same(n["conv_state_len"], t.shape.conv_state_len);
-  expect_same(n["elem_size"], t.elem_size);
-  expect_same(n["natural_bytes"], t.natural_bytes);
-  expect_same(n["arena"], t.arena);
-  expect_same(n["offset_bytes"], t.offset_bytes);
-  expect_same(n["block_stride_bytes"], t.block_stride_bytes);
-}
-
-void check_meta(const Field& n, const StateMeta& m, std::int32_t arena) {
-  expect_same(n["arena"], arena);
-  if (n["base_addr"].uint64() != m.base_addr)
-    n["base_addr"].fail("{} does not match the layout rebuilt from the spec ({})",
-                        n["base_addr"].uint64(), m.base_addr);
-  expect_same(n["block_stride_bytes"], m.block_stride_bytes);
-  expect_same(n["inner_size"], m.inner_size);
-  expect_same(n["ds_row_stride_bytes"], m.ds_row_stride_bytes);
-  expect_same(n["elem_size"], m.elem_size);
-  expect_same(n["conv_width"], m.conv_width);
-  expect_same(n["group_index"], m.group_index);
-  expect_same(n["ds_row_count"], m.ds_row_count);
+// Every field the writer above makes of what the layout rebuilt from the spec holds
+// (`rebuilt`: tensor_json, meta_json, arena_json) stored the same in `n`, in the writer's order.
+// The one unsigned field is metadata's base_addr.
+void expect_same_fields(const Field& n, const json& rebuilt) {
+  for (const auto& [key, value] : rebuilt.items()) {
+    const Field stored = n[key];
+    if (value.is_string()) {
+      expect_same(stored, value.get<std::string>());
+    } else if (value.is_number_unsigned()) {
+      if (stored.uint64() != value.get<std::uint64_t>())
+        stored.fail("{} does not match the layout rebuilt from the spec ({})", stored.uint64(),
+                    value.get<std::uint64_t>());
+    } else if (value.is_array()) { // a tensor's dims
+      if (stored.array_size(kNpyRankMax) != value.size())
+        stored.fail("{} dimensions, the layout rebuilt from the spec has {}",
+                    stored.value().size(), value.size());
+      for (std::size_t d = 0; d < value.size(); ++d)
+        expect_same(stored[d], value[d].get<std::int64_t>());
+    } else {
+      expect_same(stored, value.get<std::int64_t>());
+    }
+  }
 }
 
 // Every arena together stays under kCaseArenaBytesMax (checked before any product).
@@ -395,15 +386,13 @@ Layout parse_layout(const Field& root) {
     tensors.fail("{} tensors, the layout rebuilt from the spec has {}", tensors.value().size(),
                  layout.tensors.size());
   for (std::size_t i = 0; i < layout.tensors.size(); ++i)
-    check_tensor(tensors[i], layout.tensors[i]);
+    expect_same_fields(tensors[i], tensor_json(layout.tensors[i]));
   const Field arenas = n["arenas"];
   if (arenas.array_size(kJsonListMax) != layout.arenas.size())
     arenas.fail("{} arenas, the layout rebuilt from the spec has {}", arenas.value().size(),
                 layout.arenas.size());
-  for (std::size_t i = 0; i < layout.arenas.size(); ++i) {
-    expect_same(arenas[i]["page_bytes"], layout.arenas[i].page_bytes);
-    expect_same(arenas[i]["num_blocks"], layout.arenas[i].num_blocks);
-  }
+  for (std::size_t i = 0; i < layout.arenas.size(); ++i)
+    expect_same_fields(arenas[i], arena_json(layout.arenas[i]));
   const Field metadata = root["metadata"];
   if (metadata.array_size(kJsonListMax) != layout.tensors.size())
     metadata.fail("{} entries, the layout has {} tensors", metadata.value().size(),
@@ -411,7 +400,7 @@ Layout parse_layout(const Field& root) {
   const std::vector<std::uint64_t> zeros(layout.arenas.size(), 0);
   const std::vector<StateMeta> metas = flatten_metadata(layout, zeros);
   for (std::size_t i = 0; i < metas.size(); ++i)
-    check_meta(metadata[i], metas[i], layout.tensors[i].arena);
+    expect_same_fields(metadata[i], meta_json(metas[i], layout.tensors[i].arena));
   return layout;
 }
 

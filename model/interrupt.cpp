@@ -55,6 +55,4 @@ void ignore_interrupts() {
   std::signal(SIGTERM, SIG_IGN);
 }
 
-void set_interrupt_for_testing(int signal) { g_signal = signal; }
-
 } // namespace mc::model

@@ -24,7 +24,4 @@ std::string_view signal_name(int signal);
 // its process group; the parent decides whether to stop after it.
 void ignore_interrupts();
 
-// For tests: as if `signal` had arrived (0 clears it).
-void set_interrupt_for_testing(int signal);
-
 } // namespace mc::model

@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <climits>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>

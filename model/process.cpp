@@ -315,4 +315,13 @@ std::string shell_quote(std::string_view text) {
   return out + "'";
 }
 
+std::string excerpt(std::string_view text) {
+  constexpr std::size_t kQuotedBytesMax = 300;
+  std::string out(text.substr(0, kQuotedBytesMax));
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  if (text.size() > kQuotedBytesMax) out += "...";
+  return out;
+}
+
 } // namespace mc::model

@@ -138,6 +138,10 @@ private:
 // `text` as one word for /bin/sh: 'it'\''s'.
 std::string shell_quote(std::string_view text);
 
+// At most 300 bytes of what a worker said or was started with, control characters as spaces
+// ("..." after a cut), to quote in a message.
+std::string excerpt(std::string_view text);
+
 // Writes all of `data`; false when the reader is gone.
 bool write_all(int fd, std::string_view data) noexcept;
 

@@ -6,7 +6,6 @@
 #include "fuzz/run_case.h"
 #include "model/case_file.h"
 #include "model/errors.h"
-#include "model/interrupt.h"
 #include "model/output_file.h"
 #include "model/request_arrays.h"
 #include "oracle/launch.h"
@@ -15,8 +14,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <deque>
 
 namespace mc::fuzz {
 namespace {
@@ -181,9 +178,7 @@ private:
       return;
     }
     const std::string& fingerprint = f.runs.run_failures.back();
-    std::string features;
-    for (const std::string& feature : v.signature.features)
-      features += (features.empty() ? "" : ", ") + feature;
+    const std::string features = fmt::format("{}", fmt::join(v.signature.features, ", "));
     std::string line =
         v.row ? fmt::format("batch row {} ({}): {}", *v.row, features.empty() ? "-" : features,
                             fingerprint)
@@ -307,9 +302,6 @@ CaseVerdict verdict_from_json(const nlohmann::json& j) {
 namespace {
 
 // Case `index` of a campaign: drawn from seed + index at a size cycling over 0..max_size.
-std::uint64_t case_seed_of(std::uint64_t seed, std::int64_t index) {
-  return seed + static_cast<std::uint64_t>(index);
-}
 int size_of(std::int64_t index, int max_size) {
   return static_cast<int>(index % (max_size + 1));
 }
@@ -331,7 +323,8 @@ CaseWorkerJob kernel_case_job(const nlohmann::json& setup, LaunchRunner backend)
       gen_launch_spec(gen_options_from_json(setup.at("options").at("gen")));
   return CaseWorkerJob{.run = [=](std::int64_t index) {
     const LaunchSpec spec =
-        gen(rc::Random(case_seed_of(seed, index)), size_of(index, max_size)).value();
+        gen(rc::Random(seed + static_cast<std::uint64_t>(index)), size_of(index, max_size))
+            .value();
     CaseVerdict verdict = judge_case(spec, backend);
     for (int run = 1; run < repeat && !verdict.failure; ++run)
       verdict = judge_case(spec, backend);

@@ -18,7 +18,6 @@
 #include "fuzz/gen_launch.h"
 #include "fuzz/isolate.h"
 #include "fuzz/run_case.h"
-#include "fuzz/shard.h"
 #include "model/coverage.h"
 #include "model/launch.h"
 
@@ -27,7 +26,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>

@@ -8,13 +8,11 @@
 
 #include "fuzz/engine/steer.h"
 #include "fuzz/isolate.h"
-#include "gpu/engine/engine_runner.h"
 #include "gpu/engine/runner_mutant.h"
 #include "gpu/mutant.h"
 #include "harness/difference.h"
 #include "harness/scheduler_mutant.h"
 #include "model/coverage.h"
-#include "oracle/engine/driver.h"
 #include "oracle/engine/kv_manager.h"
 
 #include <nlohmann/json.hpp>

@@ -6,9 +6,7 @@
 #include "harness/replay.h"
 
 #include "model/errors.h"
-#include "model/interrupt.h"
 #include "model/output_file.h"
-#include "model/presets.h"
 #include "model/process.h"
 #include "scenarios/trace.h"
 #include "show/pictures.h"
@@ -17,7 +15,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <fstream>
 
 namespace mc::fuzz {
@@ -37,13 +34,15 @@ std::string backend_args(const CampaignOptions& o) {
   return o.backend_args.empty() ? fmt::format("--backend {}", o.backend_name) : o.backend_args;
 }
 
-std::string mutant_args(const EngineLevelOptions& o) {
+// The mutants as --mutant options; a replay takes no scheduler mutant (`scheduler` false): the
+// trace holds the steps it sent.
+std::string mutant_args(const EngineLevelOptions& o, bool scheduler = true) {
   std::string out;
   if (o.run.runner_mutant != gpu::engine::RunnerMutant::none)
     out += fmt::format(" --mutant {}", gpu::engine::to_string(o.run.runner_mutant));
   if (o.run.kernel_mutant != gpu::Mutant::none)
     out += fmt::format(" --mutant {}", gpu::to_string(o.run.kernel_mutant));
-  if (o.run.scheduler_mutant != harness::SchedulerMutant::none)
+  if (scheduler && o.run.scheduler_mutant != harness::SchedulerMutant::none)
     out += fmt::format(" --mutant {}", harness::to_string(o.run.scheduler_mutant));
   return out;
 }
@@ -70,11 +69,7 @@ std::string replay_args(const CampaignOptions& campaign, const EngineLevelOption
     out += fmt::format(" --v2-tables {}", model::to_string(r.v2_table_rows));
   if (r.flavour == model::RunnerFlavour::v2 && r.deferred_postprocess)
     out += " --deferred-postprocess";
-  if (o.run.runner_mutant != gpu::engine::RunnerMutant::none)
-    out += fmt::format(" --mutant {}", gpu::engine::to_string(o.run.runner_mutant));
-  if (o.run.kernel_mutant != gpu::Mutant::none)
-    out += fmt::format(" --mutant {}", gpu::to_string(o.run.kernel_mutant));
-  return out;
+  return out + mutant_args(o, false);
 }
 
 // Writes `steps` of case `c` as a trace; returns what went wrong, or an empty string.
@@ -382,9 +377,6 @@ Finding record_finding(const CampaignOptions& o, const EngineLevelOptions& e, co
 }
 
 // Case `index` of a campaign: case seed seed + index at size `case seed % (max_size + 1)`.
-std::uint64_t case_seed_of(std::uint64_t seed, std::int64_t index) {
-  return seed + static_cast<std::uint64_t>(index);
-}
 int size_of(std::uint64_t case_seed, int max_size) {
   return static_cast<int>(case_seed % static_cast<std::uint64_t>(max_size + 1));
 }
@@ -648,7 +640,7 @@ CaseWorkerJob engine_case_job(const nlohmann::json& setup, gpu::engine::Executor
   run.external = external;
   run.manager = manager;
   return CaseWorkerJob{.run = [=](std::int64_t index) {
-    const std::uint64_t case_seed = case_seed_of(seed, index);
+    const std::uint64_t case_seed = seed + static_cast<std::uint64_t>(index);
     const EngineCase c = generate_engine_case(case_seed, size_of(case_seed, max_size), fixed);
     EngineOutcome outcome = run_engine_case_reporting_steps(c, run);
     for (int again = 1; again < repeat && outcome.valid && !outcome.failed(); ++again)

@@ -19,16 +19,13 @@
 #include "fuzz/case_workers.h"
 #include "fuzz/engine/engine_case.h"
 #include "fuzz/findings.h"
-#include "fuzz/shard.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>

@@ -3,7 +3,6 @@
 #include "gpu/engine/runner_batch.h"
 
 #include "model/errors.h"
-#include "model/stamps.h"
 
 #include <algorithm>
 #include <optional>

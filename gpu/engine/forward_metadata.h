@@ -8,7 +8,6 @@
 #pragma once
 
 #include "gpu/engine/runner_decisions.h"
-#include "model/block_table.h"
 #include "model/config.h"
 #include "model/forward_metadata.h"
 

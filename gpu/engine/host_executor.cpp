@@ -14,13 +14,6 @@
 namespace mc::gpu::engine {
 namespace {
 
-std::vector<std::uint64_t> arena_addresses(const std::vector<model::Arena>& arenas) {
-  std::vector<std::uint64_t> out;
-  for (const model::Arena& a : arenas)
-    out.push_back(a.address());
-  return out;
-}
-
 std::vector<model::Arena> poisoned_arenas(const model::Layout& layout) {
   std::vector<model::Arena> arenas;
   for (const model::ArenaSpec& a : layout.arenas) {

@@ -5,8 +5,6 @@
 #include "gpu/engine/engine_runner.h"
 #include "gpu/engine/runner_batch.h"
 
-#include "model/errors.h"
-
 namespace mc::gpu::engine {
 
 namespace {

@@ -2,7 +2,6 @@
 #include "oracle/engine/in_flight.h"
 
 #include "model/block_table.h"
-#include "model/errors.h"
 
 #include <fmt/format.h>
 

@@ -111,10 +111,4 @@ const RequestTruth& Ledger::row_truth(const model::Step& step, std::size_t batch
   return *rows_[batch_row];
 }
 
-model::TokenHash Ledger::hash_after(const std::string& req_id, std::int32_t num_tokens) const {
-  const RequestTruth& t = truth(req_id);
-  MC_ASSERT(num_tokens >= 0 && num_tokens < static_cast<std::int32_t>(t.hashes.size()));
-  return t.hashes[static_cast<std::size_t>(num_tokens)];
-}
-
 } // namespace mc::oracle::engine

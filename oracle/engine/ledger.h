@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -51,7 +50,6 @@ public:
   // The truth of batch row `batch_row` of `step`, the step begun last (asserted): truth(its
   // id), which the fast structures keep by batch row.
   const RequestTruth& row_truth(const model::Step& step, std::size_t batch_row) const;
-  model::TokenHash hash_after(const std::string& req_id, std::int32_t num_tokens) const;
 
 private:
   void append(RequestTruth& t, std::int32_t token);

@@ -29,7 +29,6 @@
 #include "oracle/engine/in_flight.h"
 #include "oracle/engine/invariants.h"
 #include "oracle/engine/ledger.h"
-#include "oracle/engine/options.h"
 #include "oracle/engine/runner.h"
 #include "oracle/engine/structures.h"
 

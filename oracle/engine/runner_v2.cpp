@@ -2,7 +2,6 @@
 // by slot, #55506), idx_mapping between them; slots are reused by later requests. A new or resumed
 // request's state_idx is seeded as (num_computed - 1) // B with the MAMBA block size (the attention
 // block size here was #53142, reachable as a mutation).
-#include "model/errors.h"
 #include "oracle/engine/runner.h"
 #include "oracle/engine/runner_step.h"
 

@@ -108,7 +108,6 @@ public:
     kv_ = &kv;
     lookahead_ = lookahead;
   }
-  bool external_manager() const { return kv_ != nullptr; }
   // The next schedule() runs reset_prefix_cache (tests and traces choose the step).
   void request_reset_prefix_cache() { reset_requested_ = true; }
   bool done() const { return num_finished_ == static_cast<std::int64_t>(requests_.size()); }

@@ -8,7 +8,6 @@
 #include "oracle/engine/options.h"
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 namespace mc::oracle::engine {
