@@ -72,11 +72,11 @@ bool Scheduler::in_prefill(const SchedRequest& r) const {
 // block, would hold the state of the chunk's end (vLLM Scheduler._mamba_block_aligned_split at
 // upstream 6a391a931a92: every chunk that ends before the prefill's end is block-aligned).
 std::int32_t Scheduler::split_chunk(const SchedRequest& r, std::int32_t remaining,
-                                    std::int32_t budget, bool admitted_now) const {
+                                    std::int32_t budget) const {
   const std::int32_t num_new = std::min(remaining, budget);
   if (config_.mode != model::CacheMode::align || !in_prefill(r)) return num_new;
   if (kv_ != nullptr)
-    if (const auto kept = manager_split(r, num_new, budget, admitted_now)) return *kept;
+    if (const auto kept = manager_split(r, num_new, budget)) return *kept;
   const std::int32_t B = config_.mamba_block_size;
   const std::int32_t computed = planned_computed(r);
   const std::int32_t num_tokens = planned_tokens(r);
@@ -90,8 +90,10 @@ std::int32_t Scheduler::split_chunk(const SchedRequest& r, std::int32_t remainin
 }
 
 std::optional<std::int32_t> Scheduler::manager_split(const SchedRequest& r, std::int32_t num_new,
-                                                     std::int32_t budget,
-                                                     bool admitted_now) const {
+                                                     std::int32_t budget) const {
+  // vLLM splits an admission from its hit (num_new_local_computed_tokens), the request itself
+  // counting none computed yet.
+  const bool admitted_now = r.status == RequestStatus::waiting;
   const std::int32_t hit = admitted_now ? r.num_computed : 0;
   const std::optional<std::int32_t> kept =
       kv_->aligned_split(kv_request(r, admitted_now), num_new, hit);

@@ -124,13 +124,13 @@ private:
   std::int32_t planned_computed(const SchedRequest& r) const;
   std::int32_t planned_tokens(const SchedRequest& r) const;
   bool in_prefill(const SchedRequest& r) const;
-  // The prefill chunk r runs now, of the `remaining` tokens it could and `budget` left;
-  // `admitted_now`: r's hit (r.num_computed) was just found, its admission not made yet.
-  std::int32_t split_chunk(const SchedRequest& r, std::int32_t remaining, std::int32_t budget,
-                           bool admitted_now) const;
+  // The prefill chunk r runs now, of the `remaining` tokens it could and `budget` left. A
+  // waiting r is being admitted: r.num_computed is the hit just found.
+  std::int32_t split_chunk(const SchedRequest& r, std::int32_t remaining,
+                           std::int32_t budget) const;
   // The manager's split (KvManager::aligned_split), checked; nullopt: the model splits.
   std::optional<std::int32_t> manager_split(const SchedRequest& r, std::int32_t num_new,
-                                            std::int32_t budget, bool admitted_now) const;
+                                            std::int32_t budget) const;
   std::int32_t draw_drafts(const SchedRequest& r, std::int32_t budget);
   // Appends r's row to step.scheduled; `held`: r's tables (just allocated).
   void make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,

@@ -20,7 +20,7 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
     std::int32_t num_draft = 0;
     std::int32_t num_new = 0;
     if (in_prefill(r)) {
-      num_new = split_chunk(r, planned_tokens(r) - computed, budget, false);
+      num_new = split_chunk(r, planned_tokens(r) - computed, budget);
     } else {
       MC_ASSERT(computed == planned_tokens(r) - 1);
       num_draft = draw_drafts(r, budget);
@@ -122,7 +122,7 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
   const std::int32_t longest =
       longest_prefix_hit(blocks_.pools(), B, r.prefix_hashes, r.num_tokens);
   r.num_computed = hit >= 0 ? (hit + 1) * B : 0;
-  const std::int32_t num_new = split_chunk(r, r.num_tokens - r.num_computed, budget, false);
+  const std::int32_t num_new = split_chunk(r, r.num_tokens - r.num_computed, budget);
   const std::string& id = r.spec.req_id;
   if (num_new > 0 && hit >= 0)
     blocks_.start_with_hit(id, hit, boundaries[static_cast<std::size_t>(hit)]);
@@ -266,7 +266,7 @@ bool Scheduler::admit_external(SchedRequest& r, model::Step& step, std::int32_t&
                                      "{} of {} tokens (0 .. {} expected)",
                                      hit, r.spec.req_id, r.num_tokens, r.num_tokens - 1)};
   r.num_computed = hit;
-  const std::int32_t num_new = split_chunk(r, r.num_tokens - hit, budget, true);
+  const std::int32_t num_new = split_chunk(r, r.num_tokens - hit, budget);
   if (num_new == 0 ||
       !kv_->allocate_slots(kv_request(r, true), num_new, hit, lookahead_, allocation_)) {
     r.num_computed = 0;

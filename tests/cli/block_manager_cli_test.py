@@ -108,54 +108,55 @@ def part_variants(mambacheck, python, work):
                f"{variant}: the shrunk trace replays to the same {kind}", line)
 
 
+def patched_reference(python, patch):
+    """The reference manager's worker with `patch` (Python source, `rm` the reference_manager
+    module) applied before it starts."""
+    return shlex.join([python, "-c",
+                       "import sys\nfrom mambacheck_adapter import block_manager, "
+                       f"reference_manager as rm\n{patch}\nsys.exit(block_manager.main())"])
+
+
+def expect_fault(mambacheck, command, texts, what, *extra):
+    """A 20-step run through `command` is a block_manager_fault whose output says each of
+    `texts`."""
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "20", "--block-manager",
+             command, *extra], 1)
+    expect("block_manager_fault" in p.stdout and all(t in p.stdout for t in texts), what,
+           p.stdout)
+
+
 def part_faults(mambacheck, python, work):
     dies = shlex.join([python, "-c",
                        "import sys\nprint('mambacheck-block-manager 1 attention_groups=0', "
                        "flush=True)\nsys.stdin.readline()\nprint('{\"contract\": "
                        "{\"registration\": \"at_schedule\"}}', flush=True)\n"
                        "sys.stdin.readline()\nsys.exit(3)"])
-    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "20", "--block-manager",
-             dies], 1)
-    expect("block_manager_fault" in p.stdout and "exited with code 3" in p.stdout,
-           "a manager that dies is a finding naming how it ended", p.stdout)
+    expect_fault(mambacheck, dies, ["exited with code 3"],
+                 "a manager that dies is a finding naming how it ended")
     raises = shlex.join([python, "-c",
                          "import sys\nprint('mambacheck-block-manager 1', flush=True)\n"
                          "sys.stdin.readline()\nprint('{\"contract\": {\"registration\": "
                          "\"at_schedule\"}}', flush=True)\nsys.stdin.readline()\n"
                          "print('error: KeyError: boom', flush=True)\nsys.stdin.read()"])
-    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "20", "--block-manager",
-             raises], 1)
-    expect("block_manager_fault" in p.stdout and "raised: KeyError: boom" in p.stdout,
-           "a manager that raises is a finding with its message", p.stdout)
+    expect_fault(mambacheck, raises, ["raised: KeyError: boom"],
+                 "a manager that raises is a finding with its message")
     hangs = shlex.join([python, "-c",
                         "import sys, time\nprint('mambacheck-block-manager 1', flush=True)\n"
                         "sys.stdin.readline()\ntime.sleep(60)"])
-    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "20", "--block-manager",
-             hangs, "--block-manager-timeout", "1"], 1)
-    expect("block_manager_fault" in p.stdout and "no answer within 1 s" in p.stdout,
-           "a manager that hangs is a finding", p.stdout)
+    expect_fault(mambacheck, hangs, ["no answer within 1 s"], "a manager that hangs is a finding",
+                 "--block-manager-timeout", "1")
     # A split that keeps more tokens than the request could schedule.
-    overlong = shlex.join([python, "-c",
-                           "import sys\nfrom mambacheck_adapter import block_manager, "
-                           "reference_manager as rm\n"
-                           "rm.ReferenceManager.aligned_split = lambda self, r, n, hit: n + 1\n"
-                           "sys.exit(block_manager.main())"])
-    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "20", "--block-manager",
-             overlong], 1)
-    expect("block_manager_fault" in p.stdout and "_mamba_block_aligned_split kept" in p.stdout
-           and "(0 .. " in p.stdout, "a split past what the request could schedule is a finding",
-           p.stdout)
+    overlong = patched_reference(
+        python, "rm.ReferenceManager.aligned_split = lambda self, r, n, hit: n + 1")
+    expect_fault(mambacheck, overlong, ["_mamba_block_aligned_split kept", "(0 .. "],
+                 "a split past what the request could schedule is a finding")
     # A manager that forgets a finished request's tables without giving its blocks back: the
     # tables never show it (the shadow frees what they drop); its own pool does at the end.
-    leaks = shlex.join([python, "-c",
-                        "import sys\nfrom mambacheck_adapter import block_manager, "
-                        "reference_manager as rm\n"
-                        "def leaky_free(self, req_id):\n"
-                        "    for g in self.attention + self.mamba:\n"
-                        "        g.free(req_id)\n"
-                        "    self.hits.pop(req_id, None)\n"
-                        "rm.ReferenceManager.free = leaky_free\n"
-                        "sys.exit(block_manager.main())"])
+    leaks = patched_reference(python, "def leaky_free(self, req_id):\n"
+                                      "    for g in self.attention + self.mamba:\n"
+                                      "        g.free(req_id)\n"
+                                      "    self.hits.pop(req_id, None)\n"
+                                      "rm.ReferenceManager.free = leaky_free")
     p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "400", "--requests", "3",
              "--seed", "1", "--block-manager", leaks], 1)
     expect("FINDING: block_accounting: step 21: every request has finished, but the block "
