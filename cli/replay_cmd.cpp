@@ -76,6 +76,8 @@ harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
   r.runner_mutant = *rm;
   if (o.steps_max < -1) model::fail_input("--steps: expected -1 (all) or a count");
   r.steps_max = o.steps_max;
+  model::check_layers_max(o.layers);
+  r.layers_max = o.layers;
   r.arena_compare = arena_compare_policy(o.whole_compare_every);
   return r;
 }
@@ -102,6 +104,8 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
                       {"runner", std::string(model::to_string(r.config.runner))},
                       {"mode", std::string(model::to_string(r.config.mode))},
                       {"preset", r.preset},
+                      {"trace_layers", r.trace_layers},
+                      {"layers_max", r.layers_max},
                       {"kernel_mutant", o.kernel_mutant},
                       {"runner_mutant", o.runner_mutant},
                       {"result", r.finding       ? "finding"
@@ -181,9 +185,14 @@ int replay_one(const ReplayCliOptions& given) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const oracle::engine::ReplayStats& s = r.stats;
-  fmt::print("replay: {} (runner {}, mode {}, backend {})\n", o.trace,
+  const std::string depth =
+      r.layers_max > 0 && r.layers_max < r.trace_layers
+          ? fmt::format(", at most {} of the trace's {} layers per group", r.layers_max,
+                        r.trace_layers)
+          : "";
+  fmt::print("replay: {} (runner {}, mode {}, backend {}{})\n", o.trace,
              model::to_string(r.config.runner), model::to_string(r.config.mode),
-             o.external.empty() ? o.backend : "external");
+             o.external.empty() ? o.backend : "external", depth);
   fmt::print("steps {} (compared {}), request-steps {}, arrivals {}, preemptions {}, resumes {}, "
              "resets {}, prefix hits {}, {:.0f} steps/s\n",
              s.steps, r.steps_compared, s.request_steps, s.arrivals, s.preemptions, s.resumes,
@@ -299,6 +308,9 @@ void add_replay_command(CLI::App& app, Action& action) {
   add_mutant_option(*cmd, o->mutants, o->kernel_mutant, o->runner_mutant,
                     "Run the backend's kernels or runner as this mutant (repeatable: one of each)");
   cmd->add_option("--steps", o->steps_max, "Replay at most this many steps (default: all)");
+  cmd->add_option("--layers", o->layers,
+                  "At most this many layers per group (default: the trace's; a trace recorded "
+                  "at a production model's depth holds gigabytes of state per block)");
   cmd->add_option("--steps-out", o->steps_out,
                   "Write what the oracle believes happened, one JSON line per step: per row the "
                   "counts, state columns, num_accepted, pre- and post-step copies, block tables; "

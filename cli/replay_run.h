@@ -28,6 +28,7 @@ struct ReplayCliOptions {
   std::string kernel_mutant = "none"; // --kernel-mutant (hidden), and what --mutant resolves to
   std::string runner_mutant = "none"; // --runner-mutant (hidden), likewise
   std::int64_t steps_max = -1;
+  std::int32_t layers = 0;        // 0: the trace's depth; else at most this many per group
   std::string steps_out;          // one JSON line per step (step_view.h)
   std::int64_t explain = kNoStep; // a step to print as a table
   std::optional<std::int64_t> whole_compare_every; // harness/arena_compare.h

@@ -42,8 +42,7 @@ struct RunOptions {
   std::int64_t pool_blocks = 0; // 0: the preset's
   std::int32_t num_spec = -1;   // -1: the preset's (all mode: 0)
   std::int32_t block_size = 0;
-  std::int32_t layers =
-      0; // 0: the preset's; else at most this many layers per group   // 0: the preset's
+  std::int32_t layers = 0;        // 0: the preset's; else at most this many layers per group
   std::int32_t token_budget = 0; // 0: token_budget_default of the config
   std::int32_t resets_per_million = 0;
   std::int32_t aborts_per_million = 0;
@@ -87,12 +86,7 @@ void apply_sizes(const RunOptions& o, harness::SimulationOptions& c) {
     c.config.num_spec_tokens = 0;
     c.config.num_spec_blocks = 0;
   }
-  if (o.layers != 0) {
-    if (o.layers < 1 || o.layers > 1024)
-      model::fail_input("--layers must be in 1..1024, got {}", o.layers);
-    for (model::GroupSpec& g : c.spec.groups)
-      g.num_layers = std::min(g.num_layers, o.layers);
-  }
+  model::cap_layers(c.spec, o.layers);
   if (o.block_size != 0) {
     if (o.block_size < 1 || o.block_size > model::kBlockSizeMax)
       model::fail_input("--block-size must be in 1..{}, got {}", model::kBlockSizeMax,

@@ -57,6 +57,8 @@ void add_scenario_command(CLI::App& app, Action& action) {
   cmd->add_option("--backend", o->replay.backend, "host or cuda (default host)");
   cmd->add_option("--report", o->replay.report, "Write a JSON report");
   cmd->add_option("--junit", o->replay.junit, "Write JUnit XML");
+  cmd->add_option("--layers", o->replay.layers,
+                  "At most this many layers per group (default: the scenario's)");
   add_mutant_option(*cmd, o->replay.mutants, o->replay.kernel_mutant, o->replay.runner_mutant,
                     "Run the backend's kernels or runner as this mutant (repeatable: one of each)");
   cmd->add_option("--steps-out", o->replay.steps_out,

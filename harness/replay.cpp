@@ -27,13 +27,17 @@ std::string ReplayResult::summary() const {
 
 namespace {
 
-// The trace's config with the replay's runner, and the layout it gives (checked).
+// The trace's config with the replay's runner, and the layout it gives (checked), cut to the
+// replay's depth. A trace names groups and columns, never layers, so every step stays valid.
 model::Layout replay_layout(scenarios::TraceReader& reader, const ReplayOptions& options,
-                            model::CacheConfig& config) {
+                            model::CacheConfig& config, std::int32_t* trace_layers = nullptr) {
   const scenarios::TraceHeader& header = reader.header();
   config = header.config;
   config.runner = options.runner.value_or(header.config.runner);
-  model::Layout layout = model::build_layout(config, header.layout_spec);
+  model::LayoutSpec spec = header.layout_spec;
+  const std::int32_t deepest = model::cap_layers(spec, options.layers_max);
+  if (trace_layers) *trace_layers = deepest;
+  model::Layout layout = model::build_layout(config, spec);
   // The steps are given: only what the engine model can run is checked, never the options
   // of a scheduler (token budget, arrivals) that generated steps would need.
   try {
@@ -63,8 +67,12 @@ model::SchedulerContract contract_of(const scenarios::TraceHeader& header,
 
 ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& options) {
   const scenarios::TraceHeader& header = reader.header();
-  ReplayResult result{.trace = {}, .preset = header.preset, .config = header.config};
-  const model::Layout layout = replay_layout(reader, options, result.config);
+  ReplayResult result{.trace = {},
+                      .preset = header.preset,
+                      .config = header.config,
+                      .layers_max = options.layers_max};
+  const model::Layout layout =
+      replay_layout(reader, options, result.config, &result.trace_layers);
   const oracle::engine::RunnerOptions oracle_options = oracle_options_of(result.config, options);
   oracle::engine::Replayer oracle(layout, oracle_options, 64, oracle::engine::Structures::fast,
                                   header.async_scheduling, contract_of(header, options));

@@ -43,6 +43,8 @@ struct ReplayOptions {
   gpu::Mutant kernel_mutant = gpu::Mutant::none;
   gpu::engine::RunnerMutant runner_mutant = gpu::engine::RunnerMutant::none;
   std::int64_t steps_max = -1; // -1: the whole trace
+  // 0: every layer of the trace; else at most this many per group (model::cap_layers).
+  std::int32_t layers_max = 0;
   ArenaComparePolicy arena_compare; // how much of the arenas each step compares
   // Called after every step that held (progress lines).
   std::function<void(std::int64_t steps_done)> on_step;
@@ -59,6 +61,8 @@ struct ReplayResult {
   std::string trace;         // the file (or stream) name
   std::string preset;        // empty for an inline layout
   model::CacheConfig config; // the trace's, runner as replayed
+  std::int32_t trace_layers = 0; // the most layers a group of the trace has
+  std::int32_t layers_max = 0;   // as replayed: 0 every layer, else at most this many per group
   oracle::engine::ReplayStats stats;
   std::int64_t steps_compared = 0;
   std::int64_t bytes_compared = 0;

@@ -2,6 +2,8 @@
 
 #include "model/errors.h"
 
+#include <algorithm>
+
 namespace mc::model {
 namespace {
 
@@ -70,6 +72,22 @@ void place_layer(const GroupSpec& group, std::vector<StateTensor> states, Layout
 std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
   MC_ASSERT(multiple > 0);
   return (value + multiple - 1) / multiple * multiple;
+}
+
+void check_layers_max(std::int32_t layers_max) {
+  if (layers_max != 0 && (layers_max < 1 || layers_max > kLayersMax))
+    fail_input("--layers must be in 1..{}, got {}", kLayersMax, layers_max);
+}
+
+std::int32_t cap_layers(LayoutSpec& spec, std::int32_t layers_max) {
+  std::int32_t deepest = 0;
+  for (const GroupSpec& g : spec.groups)
+    deepest = std::max(deepest, g.num_layers);
+  check_layers_max(layers_max);
+  if (layers_max == 0) return deepest;
+  for (GroupSpec& g : spec.groups)
+    g.num_layers = std::min(g.num_layers, layers_max);
+  return deepest;
 }
 
 std::int64_t Layout::total_bytes() const {

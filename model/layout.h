@@ -85,4 +85,11 @@ Layout build_layout(const CacheConfig& config, const LayoutSpec& spec);
 
 std::int64_t round_up(std::int64_t value, std::int64_t multiple);
 
+// `--layers N` of run, replay and scenario: each group keeps at most its first N layers, for a
+// quick look at a deep model (every layer of a group is decided alike; depth multiplies the
+// bytes, not the decisions). 0 keeps every layer; N outside 1..kLayersMax is an InputError.
+// Returns the most layers a group had before.
+std::int32_t cap_layers(LayoutSpec& spec, std::int32_t layers_max);
+void check_layers_max(std::int32_t layers_max); // the InputError of cap_layers, alone
+
 } // namespace mc::model

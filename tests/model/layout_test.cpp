@@ -83,6 +83,27 @@ TEST(Layout, RejectsImpossibleSpecs) {
   EXPECT_THROW(find_preset("no-such-model"), InputError);
 }
 
+// --layers of run, replay and scenario: every group keeps at most N layers, the rest of the
+// layout as it was; 0 keeps all, and N outside 1..kLayersMax is refused before anything is cut.
+TEST(Layout, CapLayersKeepsTheFirstLayersOfEveryGroup) {
+  LayoutSpec spec{.groups = {GroupSpec{.name = "a", .num_layers = 5},
+                             GroupSpec{.name = "b", .num_layers = 2}},
+                  .num_blocks = 9};
+  EXPECT_EQ(cap_layers(spec, 0), 5);
+  EXPECT_EQ(spec.groups[0].num_layers, 5);
+  EXPECT_EQ(cap_layers(spec, 3), 5);
+  EXPECT_EQ(spec.groups[0].num_layers, 3);
+  EXPECT_EQ(spec.groups[1].num_layers, 2);
+  EXPECT_EQ(spec.num_blocks, 9);
+  EXPECT_EQ(cap_layers(spec, 1), 3);
+  EXPECT_EQ(spec.groups[0].num_layers, 1);
+  EXPECT_EQ(spec.groups[1].num_layers, 1);
+  EXPECT_THROW(cap_layers(spec, -1), InputError);
+  EXPECT_THROW(cap_layers(spec, kLayersMax + 1), InputError);
+  EXPECT_EQ(spec.groups[0].num_layers, 1);
+  EXPECT_EQ(cap_layers(spec, kLayersMax), 1);
+}
+
 TEST(Layout, EveryPresetBuilds) {
   for (const Preset& p : all_presets()) {
     SCOPED_TRACE(p.name);
