@@ -1,12 +1,11 @@
 #include "bench/case_bench.h"
 
 #include "fuzz/campaign/kernel_campaign.h"
+#include "model/cpu_time.h"
 #include "model/errors.h"
 #include "oracle/launch.h"
 
 #include <fmt/format.h>
-
-#include <sys/resource.h>
 
 #include <chrono>
 #include <utility>
@@ -21,15 +20,6 @@ double since(Clock::time_point& mark) {
   const double seconds = std::chrono::duration<double>(now - mark).count();
   mark = now;
   return seconds;
-}
-
-std::pair<double, double> cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return {seconds(usage.ru_utime), seconds(usage.ru_stime)};
 }
 
 // One case, as judge_case runs it, each phase timed.
@@ -89,14 +79,14 @@ CaseBenchResult run_case_bench(const CaseBenchOptions& o) {
   MC_ASSERT(o.backend != nullptr && o.cases >= 1);
   const rc::Gen<fuzz::LaunchSpec> gen = fuzz::gen_launch_spec(o.gen);
   CaseBenchResult r;
-  const auto [user, system] = cpu_seconds();
+  const model::CpuSeconds before = model::cpu_seconds();
   const Clock::time_point start = Clock::now();
   for (std::int64_t i = 0; i < o.cases; ++i)
     run_one(gen, o, i, r);
   r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const auto [user_after, system_after] = cpu_seconds();
-  r.user_seconds = user_after - user;
-  r.system_seconds = system_after - system;
+  const model::CpuSeconds after = model::cpu_seconds();
+  r.user_seconds = after.user - before.user;
+  r.system_seconds = after.system - before.system;
   return r;
 }
 

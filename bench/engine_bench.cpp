@@ -1,27 +1,17 @@
 #include "bench/engine_bench.h"
 
 #include "harness/managed_steps.h"
+#include "model/cpu_time.h"
 #include "model/errors.h"
 #include "model/presets.h"
 
 #include <fmt/format.h>
-
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 
 namespace mc::oracle::engine {
 namespace {
-
-double cpu_seconds_now() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 
 void require_range(std::int64_t value, std::int64_t lo, std::int64_t hi, const char* option) {
   if (value < lo || value > hi)
@@ -113,7 +103,7 @@ EngineBenchResult run_managed(const model::Layout& layout, std::vector<RequestSp
                               KvManager& manager, EngineBenchResult r) {
   const EngineBenchCase& c = r.bench_case;
   harness::ManagedSteps steps(layout, std::move(requests), c.seed, c.engine, manager);
-  const double cpu0 = cpu_seconds_now();
+  const double cpu0 = model::cpu_seconds().total();
   const auto wall0 = std::chrono::steady_clock::now();
   std::optional<Finding> finding;
   std::int64_t run = 0;
@@ -128,7 +118,7 @@ EngineBenchResult run_managed(const model::Layout& layout, std::vector<RequestSp
     }
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  r.cpu_seconds = cpu_seconds_now() - cpu0;
+  r.cpu_seconds = model::cpu_seconds().total() - cpu0;
   r.report = steps.report(run, finding);
   r.report.requests = c.requests;
   return r;
@@ -152,7 +142,7 @@ EngineBenchResult run_engine_bench(const EngineBenchCase& c, KvManager* manager)
     r.arena_bytes += a.size_bytes();
   if (manager != nullptr) return run_managed(layout, std::move(requests), *manager, std::move(r));
   Engine engine(layout, std::move(requests), c.seed, c.engine);
-  const double cpu0 = cpu_seconds_now();
+  const double cpu0 = model::cpu_seconds().total();
   const auto wall0 = std::chrono::steady_clock::now();
   for (std::int64_t i = 0; i < c.steps; ++i) {
     const bool more = engine.step();
@@ -161,7 +151,7 @@ EngineBenchResult run_engine_bench(const EngineBenchCase& c, KvManager* manager)
     if (!more) break;
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  r.cpu_seconds = cpu_seconds_now() - cpu0;
+  r.cpu_seconds = model::cpu_seconds().total() - cpu0;
   r.report = engine.report();
   r.report.requests = c.requests;
   return r;

@@ -69,7 +69,7 @@ std::string_view to_string(MutantLevel level) {
   return "?";
 }
 
-std::span<const MutantInfo> runner_mutant_entries() {
+std::span<const MutantInfo> runner_mutants() {
   return std::span<const MutantInfo>(kCatalogue).subspan(kKernelCount, kRunnerCount);
 }
 
@@ -91,11 +91,7 @@ std::string_view to_string(Mutant mutant) {
 }
 
 std::optional<Mutant> find_kernel_mutant(std::string_view name) {
-  if (name == "none") return Mutant::none;
-  const std::span<const MutantInfo> kernel = kernel_mutants();
-  for (std::size_t i = 0; i < kernel.size(); ++i)
-    if (kernel[i].name == name) return static_cast<Mutant>(i + 1);
-  return std::nullopt;
+  return find_in_catalogue<Mutant>(kernel_mutants(), name);
 }
 
 } // namespace mc::gpu

@@ -254,8 +254,9 @@ struct MutantInfo {
 std::span<const MutantInfo> mutant_catalogue();
 const MutantInfo* find_mutant(std::string_view name); // null when no mutant has that name
 std::string_view to_string(MutantLevel level);        // "kernel", "runner" or "scheduler"
-// The runner and the scheduler parts of the catalogue.
-std::span<const MutantInfo> runner_mutant_entries();
+// The runner part of the catalogue (entry i describes engine::RunnerMutant(i + 1)) and the
+// scheduler part (entry i describes harness::SchedulerMutant(i + 1)).
+std::span<const MutantInfo> runner_mutants();
 std::span<const MutantInfo> scheduler_mutants();
 std::string_view to_string(MutantSchedule schedule); // "deterministic" or "racy"
 
@@ -263,6 +264,16 @@ std::string_view to_string(MutantSchedule schedule); // "deterministic" or "racy
 std::span<const MutantInfo> kernel_mutants();
 std::string_view to_string(Mutant mutant); // "none" for the clean kernels
 std::optional<Mutant> find_kernel_mutant(std::string_view name);
+
+// The mutant named `name` in `entries`, the part of the catalogue whose entry i describes
+// E(i + 1) (Mutant, engine::RunnerMutant or harness::SchedulerMutant); E::none for "none".
+template <class E>
+std::optional<E> find_in_catalogue(std::span<const MutantInfo> entries, std::string_view name) {
+  if (name == "none") return E::none;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].name == name) return static_cast<E>(i + 1);
+  return std::nullopt;
+}
 
 template <Mutant M> using MutantTag = std::integral_constant<Mutant, M>;
 

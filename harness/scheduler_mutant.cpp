@@ -200,11 +200,7 @@ std::string_view to_string(SchedulerMutant mutant) {
 }
 
 std::optional<SchedulerMutant> find_scheduler_mutant(std::string_view name) {
-  if (name == "none") return SchedulerMutant::none;
-  const std::span<const gpu::MutantInfo> all = gpu::scheduler_mutants();
-  for (std::size_t i = 0; i < all.size(); ++i)
-    if (all[i].name == name) return static_cast<SchedulerMutant>(i + 1);
-  return std::nullopt;
+  return gpu::find_in_catalogue<SchedulerMutant>(gpu::scheduler_mutants(), name);
 }
 
 std::function<void(model::Step&)> scheduler_mutant_edit(SchedulerMutant mutant, Engine& engine) {

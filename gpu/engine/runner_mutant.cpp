@@ -179,10 +179,6 @@ struct graph_buffers_reallocated final : RunnerDecisions {
 
 } // namespace mutants
 
-std::span<const MutantInfo> runner_mutants() {
-  return runner_mutant_entries();
-}
-
 std::string_view to_string(RunnerMutant mutant) {
   if (mutant == RunnerMutant::none) return "none";
   const auto i = static_cast<std::size_t>(mutant) - 1;
@@ -191,11 +187,7 @@ std::string_view to_string(RunnerMutant mutant) {
 }
 
 std::optional<RunnerMutant> find_runner_mutant(std::string_view name) {
-  if (name == "none") return RunnerMutant::none;
-  const std::span<const MutantInfo> runner = runner_mutants();
-  for (std::size_t i = 0; i < runner.size(); ++i)
-    if (runner[i].name == name) return static_cast<RunnerMutant>(i + 1);
-  return std::nullopt;
+  return find_in_catalogue<RunnerMutant>(runner_mutants(), name);
 }
 
 std::unique_ptr<RunnerDecisions> make_runner_decisions(RunnerMutant mutant) {

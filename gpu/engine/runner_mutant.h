@@ -27,8 +27,6 @@ enum class RunnerMutant : std::uint8_t {
 #undef MC_RUNNER_MUTANT_ENUMERATOR
 };
 
-// The runner part of the catalogue (gpu/mutant.h; entry i describes RunnerMutant(i + 1)).
-std::span<const MutantInfo> runner_mutants();
 std::string_view to_string(RunnerMutant mutant); // "none" for the clean runner
 std::optional<RunnerMutant> find_runner_mutant(std::string_view name);
 

@@ -13,16 +13,11 @@ import shutil
 import subprocess
 import sys
 
+from cli_checks import check, finish
+
 MC, WORK = sys.argv[1], sys.argv[2]
 MUTANT = "precopy_reads_unbound_idx_mapping"
 CASES = 40
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def run(args):
@@ -63,7 +58,4 @@ if os.path.exists(report_path):
             check(clean.returncode == 0, f"replay through the clean kernels: exit "
                                          f"{clean.returncode}: {clean.stdout[-500:]}")
 
-if failures:
-    print(f"{len(failures)} failures")
-    sys.exit(1)
-print("all checks passed")
+finish("all checks passed")

@@ -15,14 +15,9 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+from cli_checks import check, finish
+
 MC, WORK = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def start(*args, **kwargs):
@@ -223,7 +218,4 @@ if os.path.exists(path("twice.json")):
     json.load(open(path("twice.json")))  # whole, if the first signal's report got written
 no_temporaries()
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all interrupt checks passed")
+finish("all interrupt checks passed")

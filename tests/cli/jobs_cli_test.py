@@ -17,14 +17,9 @@ import shutil
 import subprocess
 import sys
 
+from cli_checks import check, finish
+
 MC, WORK = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def path(name):
@@ -206,7 +201,4 @@ refused(["--external", "cat", "--no-isolate", "--workers", "2"],
 r = run(["fuzz", "--backend", "host", "--cases", "5", "--max-size", "5", "--no-isolate"])
 check(r.returncode == 0 and "jobs" not in r.stdout, f"--no-isolate runs one at a time: {r.stdout}")
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all jobs checks passed")
+finish("all jobs checks passed")

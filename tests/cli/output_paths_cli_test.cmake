@@ -3,12 +3,6 @@
 # created is one line naming the option, exit 2, and nothing run. A written report leaves no
 # temporary file beside it.
 include("${CMAKE_CURRENT_LIST_DIR}/run_mambacheck.cmake")
-function(expect_in text part)
-  string(FIND "${text}" "${part}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "expected '${part}' in:\n${text}")
-  endif()
-endfunction()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})

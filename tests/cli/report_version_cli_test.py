@@ -13,8 +13,9 @@ import shutil
 import subprocess
 import sys
 
+from cli_checks import check, finish
+
 MC, WORK, DATA = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
 
 # The report file in DATA_DIR and the `fuzz` options that wrote it (with --report and --out).
 CAMPAIGNS = {
@@ -27,12 +28,6 @@ CAMPAIGNS = {
     "both.json": ["--backend", "host", "--level", "both", "--seed", "3", "--cases", "20",
                   "--max-size", "20", "--out", "out2"],
 }
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def run(args):
@@ -89,7 +84,4 @@ for name, options in CAMPAIGNS.items():
     check(any(l["findings"] for l in levels(new)) == (name != "both.json"),
           f"{name}: findings where expected")
 
-if failures:
-    print(f"{len(failures)} failure(s)")
-    sys.exit(1)
-print("report versions: every version-1 report reads as this build's report of the same campaign")
+finish("report versions: every version-1 report reads as this build's report of the same campaign")

@@ -1,7 +1,7 @@
 # Shared by the CLI tests (cmake -P scripts): run(EXPECTED_RC ARGS...) runs ${MAMBACHECK} ARGS,
 # fails the test unless it exits EXPECTED_RC, and leaves its stdout in OUT and stderr in ERR.
 # run_input_error(ARGS...) expects bad input: exit 2 and exactly one non-empty error line (OUT and
-# ERR are set as run sets them).
+# ERR are set as run sets them). expect_in(TEXT PART) fails the test unless PART is in TEXT.
 function(run expected_rc)
   execute_process(COMMAND ${MAMBACHECK} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                   ERROR_VARIABLE err)
@@ -21,4 +21,11 @@ function(run_input_error)
   endif()
   set(OUT "${OUT}" PARENT_SCOPE)
   set(ERR "${ERR}" PARENT_SCOPE)
+endfunction()
+
+function(expect_in text part)
+  string(FIND "${text}" "${part}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "expected '${part}' in:\n${text}")
+  endif()
 endfunction()

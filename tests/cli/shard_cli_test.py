@@ -16,14 +16,9 @@ import shutil
 import subprocess
 import sys
 
+from cli_checks import check, finish
+
 MC, WORK = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def path(name):
@@ -254,7 +249,4 @@ check(partial["partial"] == ["no report has cases 1 to 29 of shard 1/2 (before l
       f"partial: {partial.get('partial')}")
 check(partial["cases"] == 30 + 15, f"partial cases: {partial['cases']}")
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all shard checks passed")
+finish("all shard checks passed")

@@ -14,14 +14,9 @@ import shutil
 import subprocess
 import sys
 
+from cli_checks import check, finish
+
 MC, WORK = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def path(name):
@@ -135,7 +130,4 @@ check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
 r = run(["fuzz", "--level", "engine", "--backend", "host", "--steer", "--shard", "0/2"])
 check("a shard does not see the other shards' coverage counts" in r.stderr, r.stderr)
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("steer: all checks passed")
+finish("steer: all checks passed")

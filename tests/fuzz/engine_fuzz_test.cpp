@@ -23,7 +23,7 @@ nlohmann::json report_of(const CampaignOptions& o, const EngineLevelOptions& e) 
 using gpu::engine::RunnerMutant;
 
 TEST(RunnerMutantCatalogue, NamesAreUniqueAndRoundTrip) {
-  const auto mutants = gpu::engine::runner_mutants();
+  const auto mutants = gpu::runner_mutants();
   EXPECT_GE(mutants.size(), 8u);
   std::set<std::string_view> names;
   for (std::size_t i = 0; i < mutants.size(); ++i) {

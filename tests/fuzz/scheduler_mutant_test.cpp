@@ -35,7 +35,7 @@ TEST(SchedulerMutantCatalogue, ListedAndRoundTrip) {
     EXPECT_FALSE(gpu::engine::find_runner_mutant(all[i].name).has_value());
   }
   EXPECT_EQ(gpu::to_string(gpu::MutantLevel::scheduler), "scheduler");
-  EXPECT_EQ(gpu::engine::runner_mutants().size() + all.size() + gpu::kernel_mutants().size(),
+  EXPECT_EQ(gpu::runner_mutants().size() + all.size() + gpu::kernel_mutants().size(),
             gpu::mutant_catalogue().size());
   EXPECT_FALSE(harness::find_scheduler_mutant("prev_c_division").has_value());
 }

@@ -60,7 +60,7 @@ TEST(KernelMutantCatalogue, OutOfBoundsMutantsComeLastAndSaySo) {
 TEST(MutantCatalogue, KernelThenRunnerThenSchedulerMutantsInOneTable) {
   const std::span<const MutantInfo> all = mutant_catalogue();
   const std::span<const MutantInfo> kernel = kernel_mutants();
-  const std::span<const MutantInfo> runner = runner_mutant_entries();
+  const std::span<const MutantInfo> runner = runner_mutants();
   const std::span<const MutantInfo> scheduler = scheduler_mutants();
   ASSERT_GT(all.size(), kernel.size());
   EXPECT_EQ(all.size(), kernel.size() + runner.size() + scheduler.size());

@@ -192,7 +192,7 @@ TEST(ComparerThroughRuns, TheBlocksWrittenKillWhatTheWholeComparisonKills) {
   for (const auto& [mode, runner] : {std::pair{CacheMode::align, RunnerFlavour::v1},
                                      std::pair{CacheMode::align, RunnerFlavour::v2},
                                      std::pair{CacheMode::all, RunnerFlavour::v1}}) {
-    for (std::size_t m = 0; m <= gpu::engine::runner_mutants().size(); ++m) {
+    for (std::size_t m = 0; m <= gpu::runner_mutants().size(); ++m) {
       const auto mutant = static_cast<gpu::engine::RunnerMutant>(m);
       SimulationOptions s = small_pool_run(mode, runner, mutant);
       const SimulationResult whole = simulate(s);

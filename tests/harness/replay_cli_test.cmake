@@ -3,12 +3,6 @@
 # mutant fails the replay (exit 1, the step and line named), bad traces and workloads are refused
 # with the file, line and field (exit 2), cuda without a device is exit 3.
 include("${CMAKE_CURRENT_LIST_DIR}/../cli/run_mambacheck.cmake")
-function(expect_in text part)
-  string(FIND "${text}" "${part}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "expected '${part}' in:\n${text}")
-  endif()
-endfunction()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})

@@ -4,6 +4,7 @@
 // Under AddressSanitizer the resident size says nothing (its quarantine keeps up to 256 MiB of
 // freed blocks mapped) and the run is ~40x slower, so a sanitized build streams 50,000 steps
 // and checks the live heap instead, which the sanitizer's allocator counts exactly.
+#include "model/cpu_time.h"
 #include "scenarios/trace.h"
 #include "trace_fixtures.h"
 
@@ -98,17 +99,6 @@ std::int64_t current_rss_bytes() {
   return 0;
 }
 
-// User plus system CPU seconds of this process: on a shared machine the wall clock says more
-// about the neighbours than about the code.
-double cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto sec = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return sec(usage.ru_utime) + sec(usage.ru_stime);
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -117,14 +107,14 @@ TEST(TraceStream, MillionStepsWithFlatMemory) {
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / ("mc_trace_stream_" + std::to_string(::getpid()));
   auto start = std::chrono::steady_clock::now();
-  double cpu_start = cpu_seconds();
+  double cpu_start = model::cpu_seconds().total();
   {
     TraceWriter writer(file, testing::mamba2_header());
     for (std::int64_t s = 0; s < kSteps; ++s)
       writer.write(synthetic_step(s));
   }
   const double write_s = seconds_since(start);
-  const double write_cpu_s = cpu_seconds() - cpu_start;
+  const double write_cpu_s = model::cpu_seconds().total() - cpu_start;
 
   TraceReader reader(file);
   std::int64_t steps = 0;
@@ -145,10 +135,10 @@ TEST(TraceStream, MillionStepsWithFlatMemory) {
   const std::int64_t heap_before = live_heap_bytes();
 #endif
   start = std::chrono::steady_clock::now();
-  cpu_start = cpu_seconds();
+  cpu_start = model::cpu_seconds().total();
   read_some(kSteps); // the rest, and one call that sees the end
   const double read_s = seconds_since(start);
-  const double read_cpu_s = cpu_seconds() - cpu_start;
+  const double read_cpu_s = model::cpu_seconds().total() - cpu_start;
   const std::int64_t max_rss_growth = max_rss_bytes() - max_rss_before;
   const std::int64_t rss_growth = current_rss_bytes() - rss_before;
   const auto file_bytes = static_cast<std::int64_t>(std::filesystem::file_size(file));

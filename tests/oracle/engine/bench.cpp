@@ -5,12 +5,11 @@
 // request-steps/s in CPU time (getrusage, what a shared machine still measures fairly) and
 // in wall time. Usage: oracle_engine_bench [repeats [filter]]: repeats 1..100 (default 3; the
 // best time counts), filter a substring of the configuration names to run (default all).
+#include "model/cpu_time.h"
 #include "model/presets.h"
 #include "oracle/engine/driver.h"
 
 #include <fmt/format.h>
-
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -30,15 +29,6 @@ struct BenchCase {
   std::int64_t steps = 0;
   std::int32_t requests = 0;
 };
-
-double cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 
 BenchCase tiny_case(model::RunnerFlavour flavour) {
   const model::Preset& preset = model::find_preset("tiny-mamba2");
@@ -77,10 +67,10 @@ void run(const BenchCase& bc, int repeats) {
   double wall_best = 1e300;
   EngineReport report;
   for (int i = 0; i < repeats; ++i) {
-    const double cpu0 = cpu_seconds();
+    const double cpu0 = model::cpu_seconds().total();
     const auto wall0 = std::chrono::steady_clock::now();
     report = oracle::engine::run_engine(bc.config, bc.spec, bc.steps, bc.requests, 1, bc.options);
-    const double cpu = cpu_seconds() - cpu0;
+    const double cpu = model::cpu_seconds().total() - cpu0;
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     cpu_best = std::min(cpu_best, cpu);
