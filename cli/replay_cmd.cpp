@@ -136,6 +136,13 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
   }
   if (r.finding) j["finding"] = finding_json(*r.finding);
   if (r.expectation) j["expectation"] = harness::to_json(*r.expectation);
+  if (!r.expectations_failed.empty()) {
+    nlohmann::json& failed = j["expectations_failed"] = nlohmann::json::array();
+    for (const harness::ReplayResult::FailedExpectation& f : r.expectations_failed) {
+      failed.push_back(nlohmann::json(harness::to_json(f.difference)));
+      failed.back()["line"] = f.line;
+    }
+  }
   if (r.mismatch) {
     j["mismatch"] = harness::text_after_step(*r.mismatch);
     j["difference"] = harness::to_json(*r.mismatch);
@@ -162,6 +169,36 @@ ReplayCliOptions with_mutants(ReplayCliOptions o) {
   return o;
 }
 
+// What ran (and at what depth), its counters and speed, and the verdict line.
+void print_summary(const ReplayCliOptions& o, const harness::ReplayResult& r, double seconds) {
+  const oracle::engine::ReplayStats& s = r.stats;
+  const std::string depth =
+      r.layers_max > 0 && r.layers_max < r.trace_layers
+          ? fmt::format(", at most {} of the trace's {} layers per group", r.layers_max,
+                        r.trace_layers)
+          : "";
+  fmt::print("replay: {} (runner {}, mode {}, backend {}{})\n", o.trace,
+             model::to_string(r.config.runner), model::to_string(r.config.mode),
+             o.external.empty() ? o.backend : "external", depth);
+  fmt::print("steps {} (compared {}), request-steps {}, arrivals {}, preemptions {}, resumes {}, "
+             "resets {}, prefix hits {}, {:.0f} steps/s\n",
+             s.steps, r.steps_compared, s.request_steps, s.arrivals, s.preemptions, s.resumes,
+             s.resets, s.prefix_hits, seconds > 0 ? static_cast<double>(s.steps) / seconds : 0.0);
+  fmt::print("bytes compared {} ({})\n", r.bytes_compared, r.arenas.text());
+  fmt::print("{}\n", r.summary());
+  // The summary names the first failed expectation unless a finding or difference came first;
+  // every other follows, one line each.
+  const std::size_t named = r.finding || r.mismatch ? 0 : 1;
+  for (std::size_t i = named; i < r.expectations_failed.size(); ++i) {
+    const harness::ReplayResult::FailedExpectation& f = r.expectations_failed[i];
+    fmt::print("EXPECTATION at step {} (line {}): {}\n", f.difference.step, f.line,
+               harness::text_after_step(f.difference));
+  }
+  if (r.expectations_failed.size() > 1)
+    fmt::print("{} of {} expectations failed\n", r.expectations_failed.size(),
+               r.expectations_checked);
+}
+
 } // namespace
 
 int replay_one(const ReplayCliOptions& given) {
@@ -185,20 +222,7 @@ int replay_one(const ReplayCliOptions& given) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const oracle::engine::ReplayStats& s = r.stats;
-  const std::string depth =
-      r.layers_max > 0 && r.layers_max < r.trace_layers
-          ? fmt::format(", at most {} of the trace's {} layers per group", r.layers_max,
-                        r.trace_layers)
-          : "";
-  fmt::print("replay: {} (runner {}, mode {}, backend {}{})\n", o.trace,
-             model::to_string(r.config.runner), model::to_string(r.config.mode),
-             o.external.empty() ? o.backend : "external", depth);
-  fmt::print("steps {} (compared {}), request-steps {}, arrivals {}, preemptions {}, resumes {}, "
-             "resets {}, prefix hits {}, {:.0f} steps/s\n",
-             s.steps, r.steps_compared, s.request_steps, s.arrivals, s.preemptions, s.resumes,
-             s.resets, s.prefix_hits, seconds > 0 ? static_cast<double>(s.steps) / seconds : 0.0);
-  fmt::print("bytes compared {} ({})\n", r.bytes_compared, r.arenas.text());
-  fmt::print("{}\n", r.summary());
+  print_summary(o, r, seconds);
   const bool cut_short = r.held() && r.interrupted;
   const std::string interrupted =
       cut_short ? fmt::format("interrupted by {} after {} steps of the trace (they held)",

@@ -86,8 +86,10 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
     hooks.on_held = [&options, &oracle](std::int64_t) { options.on_step(oracle.stats().steps); };
   std::int64_t expectations_checked = 0;
   hooks.check_step = [&](const OracleStep& o) -> std::optional<Difference> {
-    if (o.step.expect.empty()) return std::nullopt;
-    return check_expectations(steps, o, expectations_checked);
+    for (Difference& d : check_expectations(steps, o, expectations_checked))
+      result.expectations_failed.push_back(
+          {.line = reader.line_number(), .difference = std::move(d)});
+    return std::nullopt;
   };
   StepViewer viewer;
   if (options.on_view) {
@@ -105,15 +107,18 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   result.coverage = r.coverage;
   result.finding = r.finding;
   result.expectations_checked = expectations_checked;
-  if (r.failure && !r.finding) {
-    if (r.failure->kind == "expectation")
-      result.expectation = r.failure;
-    else
-      result.mismatch = r.failure;
-  }
+  if (r.failure && !r.finding) result.mismatch = r.failure;
   if (r.failure) {
     result.stop_step = r.failure->step;
     result.stop_line = reader.line_number();
+  }
+  if (!result.expectations_failed.empty()) {
+    const ReplayResult::FailedExpectation& first = result.expectations_failed.front();
+    result.expectation = first.difference;
+    if (!r.failure) {
+      result.stop_step = first.difference.step;
+      result.stop_line = first.line;
+    }
   }
   return result;
 }

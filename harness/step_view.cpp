@@ -205,8 +205,9 @@ StepView StepViewer::after(OracleSide& oracle, const OracleStep& o) {
   return view;
 }
 
-std::optional<Difference> check_expectations(OracleSide& oracle, const OracleStep& o,
-                                             std::int64_t& checked) {
+std::vector<Difference> check_expectations(OracleSide& oracle, const OracleStep& o,
+                                           std::int64_t& checked) {
+  std::vector<Difference> failed;
   const model::Step& step = o.step;
   const oracle::engine::OracleRunner& runner = oracle.runner();
   for (const model::RowExpectation& e : step.expect) {
@@ -228,35 +229,36 @@ std::optional<Difference> check_expectations(OracleSide& oracle, const OracleSte
       ++checked;
       const std::optional<model::ColumnCopy> got = row_copy(o.record, row, true);
       if (got != *e.pre_copy)
-        return differ("pre_copy", column_copy_text(*e.pre_copy), column_copy_text(got));
+        failed.push_back(differ("pre_copy", column_copy_text(*e.pre_copy), column_copy_text(got)));
     }
     if (e.post_copy) {
       ++checked;
       const std::optional<model::ColumnCopy> got = row_copy(o.record, row, false);
       if (got != *e.post_copy)
-        return differ("post_copy", column_copy_text(*e.post_copy), column_copy_text(got));
+        failed.push_back(
+            differ("post_copy", column_copy_text(*e.post_copy), column_copy_text(got)));
     }
     const std::optional<oracle::engine::ReadPoint> read = runner.read_point(e.req_id);
     if (e.state_col) {
       ++checked;
       if (!read || read->state_idx != *e.state_col)
-        return differ("state_col", std::to_string(*e.state_col),
-                      read ? std::to_string(read->state_idx) : "no column");
+        failed.push_back(differ("state_col", std::to_string(*e.state_col),
+                                read ? std::to_string(read->state_idx) : "no column"));
     }
     if (e.num_accepted) {
       ++checked;
       if (!read || read->num_accepted != *e.num_accepted)
-        return differ("num_accepted", std::to_string(*e.num_accepted),
-                      read ? std::to_string(read->num_accepted) : "none");
+        failed.push_back(differ("num_accepted", std::to_string(*e.num_accepted),
+                                read ? std::to_string(read->num_accepted) : "none"));
     }
     if (e.block_mask) {
       ++checked;
       const std::vector<std::vector<std::int32_t>> got = mask_of(runner.row(e.req_id));
       if (got != *e.block_mask)
-        return differ("block_mask", mask_text(*e.block_mask), mask_text(got));
+        failed.push_back(differ("block_mask", mask_text(*e.block_mask), mask_text(got)));
     }
   }
-  return std::nullopt;
+  return failed;
 }
 
 nlohmann::ordered_json to_json(const StepView& v) {

@@ -91,9 +91,10 @@ nlohmann::ordered_json to_json(const StepView& view);
 std::string explain(const StepView& view);
 
 // The trace's expectations of this step (model::RowExpectation) against what the oracle did:
-// the first that does not hold, as a Difference of kind "expectation" naming the step, the
-// request, the field and both values. Adds the fields checked to `checked`.
-std::optional<Difference> check_expectations(OracleSide& oracle, const OracleStep& step,
-                                             std::int64_t& checked);
+// every one that does not hold, in the order the trace states them, as a Difference of kind
+// "expectation" naming the step, the request, the field and both values. Adds the fields
+// checked to `checked`.
+std::vector<Difference> check_expectations(OracleSide& oracle, const OracleStep& step,
+                                           std::int64_t& checked);
 
 } // namespace mc::harness

@@ -176,11 +176,16 @@ ojson expect_to_json(const std::vector<model::RowExpectation>& expect) {
   return out;
 }
 
+// No copy is null here and [-1, -1] in vLLM's own tests (its fused preprocess buffers hold -1
+// on rows that copy nothing), so a table copied from them reads as written.
 std::optional<model::ColumnCopy> copy_from_json(const Field& f) {
   if (f.value().is_null()) return std::nullopt;
-  if (f.array_size(2) != 2) f.fail("expected [src_col, dst_col] or null");
-  return model::ColumnCopy{.src_col = f[0].int32(0, kInt32Max),
-                           .dst_col = f[1].int32(0, kInt32Max)};
+  if (f.array_size(2) != 2) f.fail("expected [src_col, dst_col], [-1, -1] or null");
+  const std::int32_t src = f[0].int32(-1, kInt32Max);
+  const std::int32_t dst = f[1].int32(-1, kInt32Max);
+  if (src == -1 && dst == -1) return std::nullopt;
+  if (src == -1 || dst == -1) f.fail("expected [src_col, dst_col], [-1, -1] or null");
+  return model::ColumnCopy{.src_col = src, .dst_col = dst};
 }
 
 } // namespace

@@ -196,6 +196,32 @@ string(REPLACE "\"pre_copy\": [4, 8]" "\"pre_copy\": [4, 9]" broken "${text}")
 file(WRITE ${WORK_DIR}/eagle-wrong-dst.json "${broken}")
 run(1 scenario ${WORK_DIR}/eagle-wrong-dst.json --out ${WORK_DIR}/eagle-wrong-dst.jsonl)
 expect_in("${OUT}" "EXPECTATION at step 1 (line 3): request a: expect.pre_copy: the trace expects [4, 9], the oracle has [4, 8]")
+# A failed expectation does not stop the replay: every one is checked, and each that fails is
+# listed with its step and line (two here, of the 19).
+string(REPLACE "\"state_col\": 9," "\"state_col\": 10," broken "${broken}")
+file(WRITE ${WORK_DIR}/eagle-two-wrong.json "${broken}")
+run(1 scenario ${WORK_DIR}/eagle-two-wrong.json --out ${WORK_DIR}/eagle-two-wrong.jsonl
+    --report ${WORK_DIR}/eagle-two-wrong.report.json)
+expect_in("${OUT}" "EXPECTATION at step 1 (line 3): request a: expect.pre_copy: the trace expects [4, 9], the oracle has [4, 8]\nEXPECTATION at step 2 (line 4): request a: expect.state_col: the trace expects 10, the oracle has 9\n2 of 19 expectations failed\n")
+expect_in("${OUT}" "steps 203 (compared 203)") # the whole trace ran
+file(READ ${WORK_DIR}/eagle-two-wrong.report.json report)
+string(JSON failed LENGTH "${report}" expectations_failed)
+string(JSON second_line GET "${report}" expectations_failed 1 line)
+string(JSON result GET "${report}" result)
+if(NOT failed EQUAL 2 OR NOT second_line EQUAL 4 OR NOT result STREQUAL "expectation")
+  message(FATAL_ERROR "two failed expectations, report: ${report}")
+endif()
+# No copy is null here and [-1, -1] in vLLM's tests: both read as no copy; half of it is refused.
+string(REPLACE "\"pre_copy\": null, \"state_col\": 4" "\"pre_copy\": [-1, -1], \"state_col\": 4"
+       vllm_style "${text}")
+file(WRITE ${WORK_DIR}/eagle-vllm-no-copy.json "${vllm_style}")
+run(0 scenario ${WORK_DIR}/eagle-vllm-no-copy.json --out ${WORK_DIR}/eagle-vllm-no-copy.jsonl)
+expect_in("${OUT}" "19 expectations held")
+string(REPLACE "\"pre_copy\": null, \"state_col\": 4" "\"pre_copy\": [-1, 4], \"state_col\": 4"
+       half "${text}")
+file(WRITE ${WORK_DIR}/eagle-half-copy.json "${half}")
+run_input_error(scenario ${WORK_DIR}/eagle-half-copy.json)
+expect_in("${ERR}" "expected [src_col, dst_col], [-1, -1] or null")
 
 # A production preset cut to 2 layers records its groups inline (they are no longer the
 # preset's) and replays at B = 560.
