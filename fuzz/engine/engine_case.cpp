@@ -42,6 +42,7 @@ constexpr std::uint64_t kProductionStream = 0x70726f6475637469; // "producti"
 constexpr std::uint64_t kConventionStream = 0x636f6e76656e7469; // "conventi"
 constexpr std::uint64_t kEagleStream = 0x6561676c652d6d74;      // "eagle-mt"
 constexpr std::uint64_t kSteerStream = 0x7374656572696e67;      // "steering"
+constexpr std::uint64_t kTurnStream = 0x666f6c6c6f772d75;       // "follow-u"
 
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
   return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
@@ -369,6 +370,28 @@ void make_valid(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed,
   MC_ASSERT(false && "generate_engine_case: no valid case");
 }
 
+// A chat's next turn: a third of the later requests become the follow-up of an earlier one,
+// their prompt that request's whole sequence (prompt and output) and then their own, so their
+// hits reach states registered while it decoded. Their own output length stays as drawn. One
+// turn deep (a follow-up is not followed), and no prompt past the production maximum.
+void draw_follow_ups(std::vector<oracle::engine::RequestSpec>& requests, Rng& rng) {
+  std::vector<bool> follow_up(requests.size(), false);
+  for (std::size_t k = 1; k < requests.size(); ++k) {
+    if (!rng.chance(333'333)) continue;
+    const auto j = static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(k) - 1));
+    const oracle::engine::RequestSpec& last = requests[j];
+    oracle::engine::RequestSpec& next = requests[k];
+    if (follow_up[j] || last.max_len + next.num_prompt_tokens > kProductionPromptMax) continue;
+    follow_up[k] = true;
+    const std::int32_t output = next.max_len - next.num_prompt_tokens;
+    std::vector<std::int32_t> tokens(last.tokens.begin(), last.tokens.begin() + last.max_len);
+    tokens.insert(tokens.end(), next.tokens.begin(), next.tokens.end());
+    next.tokens = std::move(tokens);
+    next.num_prompt_tokens += last.max_len;
+    next.max_len = next.num_prompt_tokens + output;
+  }
+}
+
 } // namespace
 
 void fit_workload_bounds(EngineCase& c) {
@@ -462,6 +485,12 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
     num_requests = std::max(num_requests, c.engine.scheduler.max_running);
   c.requests = oracle::engine::generate_workload(c.engine.workload, num_requests,
                                                  model::kSpecTokensMax + 2, rng);
+  // Follow-up turns in a quarter of the cases from the production sizes on, and where steering
+  // forces them; their own stream and sizes, as EAGLE's above.
+  Rng turns = Rng::from_seed(model::mix64(case_seed ^ kTurnStream) ^
+                             static_cast<std::uint64_t>(size));
+  if ((size >= kProductionSizeMin && turns.chance(250'000)) || steer.forces(SteerKnob::follow_ups))
+    draw_follow_ups(c.requests, turns);
   fit_workload_bounds(c);
   const std::int64_t per_request = pool_blocks_min(c);
   // A production family's states are large: its pool stays within a few requests' worth.

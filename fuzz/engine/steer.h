@@ -51,8 +51,9 @@ enum class SteerKnob : std::uint8_t {
   reset,           // reset_prefix_cache on some steps
   abort,           // requests aborted
   wide_batches,    // 8..16 running requests with short prompts: decode-only steps of many rows
+  follow_ups,      // a third of the requests continue an earlier one (a chat's next turn)
 };
-inline constexpr std::size_t kSteerKnobCount = 21;
+inline constexpr std::size_t kSteerKnobCount = 22;
 
 std::string_view to_string(SteerKnob knob);
 std::optional<SteerKnob> find_steer_knob(std::string_view name);

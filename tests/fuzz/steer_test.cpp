@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 namespace mc::fuzz {
@@ -106,6 +107,43 @@ TEST(SteerGenerator, WideBatchesRunManyRequestsAtOnce) {
     EXPECT_LE(c.engine.workload.prompt_len_max, c.config.mamba_block_size);
   }
   EXPECT_EQ(widened, 101); // about half: the missing boost
+}
+
+// How many requests of a case start with an earlier request's whole sequence (its prompt and
+// output) and go on with a prompt of their own: a chat's next turn.
+int count_follow_ups(const EngineCase& c) {
+  int n = 0;
+  for (std::size_t k = 1; k < c.requests.size(); ++k)
+    for (std::size_t j = 0; j < k; ++j) {
+      const oracle::engine::RequestSpec& last = c.requests[j];
+      const oracle::engine::RequestSpec& next = c.requests[k];
+      if (next.num_prompt_tokens > last.max_len &&
+          std::equal(last.tokens.begin(), last.tokens.begin() + last.max_len,
+                     next.tokens.begin())) {
+        ++n;
+        break;
+      }
+    }
+  return n;
+}
+
+// Follow-up turns: none below size 40 unless steered (the small campaigns drawn before them
+// stay what they were), forced by the follow-ups knob, drawn in a quarter of the cases above.
+TEST(SteerGenerator, FollowUpsContinueAnEarlierRequestsWholeSequence) {
+  EngineCaseFixed turns;
+  turns.steer.knobs[static_cast<std::size_t>(SteerKnob::follow_ups)] = SteerBoost::missing;
+  int small = 0, steered = 0, large = 0, large_cases = 0;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    small += count_follow_ups(generate_engine_case(seed, 30, {}));
+    steered += count_follow_ups(generate_engine_case(seed, 30, turns));
+    const int n = count_follow_ups(generate_engine_case(seed, 60, {}));
+    large += n;
+    large_cases += n > 0;
+  }
+  EXPECT_EQ(small, 0);
+  EXPECT_EQ(steered, 182);
+  EXPECT_EQ(large, 334);
+  EXPECT_EQ(large_cases, 58); // about a quarter of the 200
 }
 
 } // namespace
