@@ -3,8 +3,7 @@
 
 #include "model/errors.h"
 #include "model/launch_kinds.h"
-
-#include <algorithm>
+#include "model/stamps.h"
 
 namespace mc::harness {
 namespace {
@@ -23,17 +22,22 @@ F prefix_hit_class(std::int32_t computed_tokens, std::int32_t block_size) {
 EngineCoverageCounter::EngineCoverageCounter(const model::Layout& layout, std::int32_t lookahead)
     : layout_(layout), lookahead_(lookahead) {}
 
-// Whether a hit of `hit` tokens reaches past what every earlier prompt shares with this one: the
-// states it starts from were registered while a request computed its own output (a chat's next
-// turn hitting the answer of the last one), not while one prefilled.
+// Whether a hit of `hit` tokens (a whole number of blocks) reaches past what every earlier
+// prompt shares with this one: the states it starts from were registered while a request
+// computed its own output (a chat's next turn hitting the answer of the last one), not while
+// one prefilled. Then records this prompt's block-aligned prefixes.
 bool EngineCoverageCounter::hit_past_prompts(const std::vector<std::int32_t>& prompt,
-                                             std::int32_t hit) const {
-  const auto n = static_cast<std::size_t>(hit);
-  if (n > prompt.size()) return false; // a hit is below the prompt's end; a trace may say else
-  for (const std::vector<std::int32_t>& other : prompts_)
-    if (other.size() >= n && std::equal(prompt.begin(), prompt.begin() + hit, other.begin()))
-      return false;
-  return true;
+                                             std::int32_t hit) {
+  const auto B = static_cast<std::size_t>(layout_.config.mamba_block_size);
+  bool past = false;
+  std::uint64_t h = 0;
+  for (std::size_t end = B; end <= prompt.size(); end += B) {
+    for (std::size_t t = end - B; t < end; ++t)
+      h = model::mix64(h ^ static_cast<std::uint32_t>(prompt[t]));
+    if (end == static_cast<std::size_t>(hit)) past = !prompt_prefixes_.contains(h);
+    prompt_prefixes_.insert(h);
+  }
+  return past;
 }
 
 void EngineCoverageCounter::count(const model::Step& step, const oracle::engine::StepRecord& record,
@@ -109,9 +113,8 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     requests_[n.req_id] =
         Request{.prompt_len = static_cast<std::int32_t>(n.prompt_token_ids.size())};
     coverage_.add(prefix_hit_class(n.num_computed_tokens, block_size));
-    if (n.num_computed_tokens > 0 && hit_past_prompts(n.prompt_token_ids, n.num_computed_tokens))
+    if (hit_past_prompts(n.prompt_token_ids, n.num_computed_tokens))
       coverage_.add(F::prefix_hit_past_prompts);
-    prompts_.push_back(n.prompt_token_ids);
     const auto cacheable = static_cast<std::int32_t>(n.prompt_token_ids.size()) - 1;
     if (n.num_computed_tokens > 0 && n.num_computed_tokens == cacheable &&
         cacheable % block_size == 0)

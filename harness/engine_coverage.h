@@ -50,7 +50,7 @@ private:
   void count_async(const model::Step& step, const oracle::engine::StepRecord& record);
   void count_forward(const model::Step& step, const oracle::engine::StepRecord& record,
                      const std::unordered_map<std::string_view, std::int32_t>& computed);
-  bool hit_past_prompts(const std::vector<std::int32_t>& prompt, std::int32_t hit) const;
+  bool hit_past_prompts(const std::vector<std::int32_t>& prompt, std::int32_t hit);
 
   const model::Layout& layout_;
   std::int32_t lookahead_ = 0;
@@ -58,7 +58,9 @@ private:
   std::unordered_map<std::string, Request> requests_;
   std::unordered_set<std::string> running_; // scheduled and neither finished nor preempted
   std::vector<std::string> slot_owner_;     // V2: the request each slot served last
-  std::vector<std::vector<std::int32_t>> prompts_; // every new request's, in arrival order
+  // A hash of every block-aligned prefix of every prompt seen: a word per block of prompt, not
+  // per token, so a long recording's replay does not keep its prompts.
+  std::unordered_set<std::uint64_t> prompt_prefixes_;
 };
 
 } // namespace mc::harness

@@ -216,5 +216,55 @@ TEST(EngineCoverage, RunAndReplayOfAnAsyncTraceCountTheSame) {
   std::filesystem::remove(trace);
 }
 
+// A hit past every earlier prompt: a follow-up turn hitting states another request registered
+// while it decoded, on steps written by hand.
+model::Step admit(std::int64_t index, std::string id, std::vector<std::int32_t> prompt,
+                  std::int32_t hit) {
+  model::Step step{.index = index};
+  step.new_requests.push_back({.req_id = id,
+                               .prompt_token_ids = std::move(prompt),
+                               .block_ids = {{1}},
+                               .num_computed_tokens = hit});
+  return step;
+}
+
+// Tokens base, base + 1, ... : `n` of them.
+std::vector<std::int32_t> run_of(std::int32_t base, std::int32_t n) {
+  std::vector<std::int32_t> tokens(static_cast<std::size_t>(n));
+  for (std::int32_t i = 0; i < n; ++i)
+    tokens[static_cast<std::size_t>(i)] = base + i;
+  return tokens;
+}
+
+std::vector<std::int32_t> concat(std::vector<std::int32_t> a, const std::vector<std::int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(EngineCoverage, AHitPastEveryEarlierPromptIsAFollowUpHit) {
+  const model::Preset& p = model::find_preset("tiny-mamba2");
+  const model::Layout layout = model::build_layout(p.config, p.spec);
+  const std::int32_t B = layout.config.mamba_block_size;
+  EngineCoverageCounter counter(layout, 0);
+  const auto past = [&] { return counter.coverage().count(F::prefix_hit_past_prompts); };
+  const std::vector<std::int32_t> first = run_of(1000, 2 * B + 1);
+  counter.count(admit(0, "a", first, 0), {}, std::nullopt);
+  // A prompt sharing a's first two blocks, hit at both: a's prompt holds them.
+  counter.count(admit(1, "b", concat(run_of(1000, 2 * B), run_of(5000, 3)), 2 * B), {},
+                std::nullopt);
+  EXPECT_EQ(past(), 0);
+  // a's prompt, then tokens no prompt holds (a's answer): a hit of three blocks reaches past.
+  const std::vector<std::int32_t> next = concat(first, run_of(9000, 2 * B));
+  counter.count(admit(2, "c", next, 3 * B), {}, std::nullopt);
+  EXPECT_EQ(past(), 1);
+  // The same prompt again: c's prompt holds those blocks now.
+  counter.count(admit(3, "d", next, 3 * B), {}, std::nullopt);
+  EXPECT_EQ(past(), 1);
+  // A hit that is not a whole number of blocks, or longer than the prompt, counts nothing.
+  counter.count(admit(4, "e", concat(first, run_of(7000, 3 * B)), 3 * B + 1), {}, std::nullopt);
+  counter.count(admit(5, "f", run_of(8000, B), 4 * B), {}, std::nullopt);
+  EXPECT_EQ(past(), 1);
+}
+
 } // namespace
 } // namespace mc::harness
