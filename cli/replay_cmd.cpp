@@ -108,10 +108,10 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
                       {"layers_max", r.layers_max},
                       {"kernel_mutant", o.kernel_mutant},
                       {"runner_mutant", o.runner_mutant},
-                      {"result", r.finding       ? "finding"
-                                 : r.mismatch    ? "mismatch"
-                                 : r.expectation ? "expectation"
-                                                 : "held"},
+                      {"result", r.finding         ? "finding"
+                                 : r.mismatch      ? "mismatch"
+                                 : r.expectation() ? "expectation"
+                                                   : "held"},
                       {"expectations_checked", r.expectations_checked},
                       {"steps", s.steps},
                       {"steps_compared", r.steps_compared},
@@ -135,7 +135,7 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
     j["summary"] = r.summary();
   }
   if (r.finding) j["finding"] = finding_json(*r.finding);
-  if (r.expectation) j["expectation"] = harness::to_json(*r.expectation);
+  if (r.expectation()) j["expectation"] = harness::to_json(*r.expectation());
   if (!r.expectations_failed.empty()) {
     nlohmann::json& failed = j["expectations_failed"] = nlohmann::json::array();
     for (const harness::ReplayResult::FailedExpectation& f : r.expectations_failed) {
@@ -189,11 +189,8 @@ void print_summary(const ReplayCliOptions& o, const harness::ReplayResult& r, do
   // The summary names the first failed expectation unless a finding or difference came first;
   // every other follows, one line each.
   const std::size_t named = r.finding || r.mismatch ? 0 : 1;
-  for (std::size_t i = named; i < r.expectations_failed.size(); ++i) {
-    const harness::ReplayResult::FailedExpectation& f = r.expectations_failed[i];
-    fmt::print("EXPECTATION at step {} (line {}): {}\n", f.difference.step, f.line,
-               harness::text_after_step(f.difference));
-  }
+  for (std::size_t i = named; i < r.expectations_failed.size(); ++i)
+    fmt::print("{}\n", r.expectations_failed[i].text());
   if (r.expectations_failed.size() > 1)
     fmt::print("{} of {} expectations failed\n", r.expectations_failed.size(),
                r.expectations_checked);

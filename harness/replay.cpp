@@ -17,12 +17,16 @@ std::string ReplayResult::summary() const {
   const std::string where = fmt::format("step {} (line {})", stop_step, stop_line);
   if (finding) return fmt::format("FINDING at {}: {}", where, finding->message);
   if (mismatch) return fmt::format("MISMATCH at {}: {}", where, text_after_step(*mismatch));
-  if (expectation)
-    return fmt::format("EXPECTATION at {}: {}", where, text_after_step(*expectation));
+  if (!expectations_failed.empty()) return expectations_failed.front().text();
   return fmt::format(
       "held: {} steps, {} request-steps, oracle and backend agree on every step{}", stats.steps,
       stats.request_steps,
       expectations_checked > 0 ? fmt::format("; {} expectations held", expectations_checked) : "");
+}
+
+std::string ReplayResult::FailedExpectation::text() const {
+  return fmt::format("EXPECTATION at step {} (line {}): {}", difference.step, line,
+                     text_after_step(difference));
 }
 
 namespace {
@@ -85,11 +89,10 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   if (options.on_step)
     hooks.on_held = [&options, &oracle](std::int64_t) { options.on_step(oracle.stats().steps); };
   std::int64_t expectations_checked = 0;
-  hooks.check_step = [&](const OracleStep& o) -> std::optional<Difference> {
+  hooks.check_step = [&](const OracleStep& o) {
     for (Difference& d : check_expectations(steps, o, expectations_checked))
       result.expectations_failed.push_back(
           {.line = reader.line_number(), .difference = std::move(d)});
-    return std::nullopt;
   };
   StepViewer viewer;
   if (options.on_view) {
@@ -112,13 +115,10 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
     result.stop_step = r.failure->step;
     result.stop_line = reader.line_number();
   }
-  if (!result.expectations_failed.empty()) {
+  if (!r.failure && !result.expectations_failed.empty()) {
     const ReplayResult::FailedExpectation& first = result.expectations_failed.front();
-    result.expectation = first.difference;
-    if (!r.failure) {
-      result.stop_step = first.difference.step;
-      result.stop_line = first.line;
-    }
+    result.stop_step = first.difference.step;
+    result.stop_line = first.line;
   }
   return result;
 }

@@ -71,19 +71,24 @@ struct ReplayResult {
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::engine);
   std::optional<oracle::engine::Finding> finding; // first broken invariant (oracle side)
   std::optional<Difference> mismatch;             // first oracle vs backend difference
-  std::optional<Difference> expectation;          // first of the trace's expectations that failed
   // Every expectation that failed, in trace order, with its trace line: a failed expectation
   // does not stop the replay (the oracle, not the trace, decides what runs), so a table of an
   // engine's test is checked whole.
   struct FailedExpectation {
     std::int64_t line = -1;
     Difference difference;
+    // "EXPECTATION at step S (line L): request R: expect.FIELD: ..."
+    std::string text() const;
   };
   std::vector<FailedExpectation> expectations_failed;
   std::int64_t expectations_checked = 0;          // fields of `expect` objects checked
   std::int64_t stop_step = -1;                    // step index of the finding or difference
   std::int64_t stop_line = -1;                    // its trace line
-  bool held() const { return !finding && !mismatch && !expectation; }
+  bool held() const { return !finding && !mismatch && expectations_failed.empty(); }
+  // The first of the trace's expectations that failed; null when all held.
+  const Difference* expectation() const {
+    return expectations_failed.empty() ? nullptr : &expectations_failed.front().difference;
+  }
   // One line: "held: N steps ..." or the finding or difference with step and line.
   std::string summary() const;
 };

@@ -75,7 +75,7 @@ std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
 }
 
 void check_layers_max(std::int32_t layers_max) {
-  if (layers_max != 0 && (layers_max < 1 || layers_max > kLayersMax))
+  if (layers_max < 0 || layers_max > kLayersMax)
     fail_input("--layers must be in 1..{}, got {}", kLayersMax, layers_max);
 }
 
