@@ -173,9 +173,13 @@ namespace mc::gpu {
     "more boundary never writes it")                                                               \
   X(all_record_after_any_step, 'A',                                                                \
     "all mode's postprocess records the block of the last scheduled token whenever anything "      \
-    "was scheduled, not only after a full decode (all num_spec drafts): the step after a "         \
-    "prefill chunk or a decode without drafts reads its initial state at a speculative "           \
-    "column past that block instead of the block of its last computed token")                      \
+    "was scheduled, as after a full decode, not only after a decode with drafts: the step "        \
+    "after a prefill chunk or a decode without drafts reads its initial state at a "               \
+    "speculative column past that block instead of the block of its last computed token")          \
+  X(all_record_full_decodes_only, 'A',                                                             \
+    "all mode's postprocess records only after a full decode (1 + num_spec tokens, vLLM "          \
+    "#41233 at 6a391a9): after a decode with fewer drafts that rejected one, the next step "       \
+    "anchors at the block of its last computed token, where no state of its count lies")           \
   X(forward_reads_column_a, 'X',                                                                   \
     "the forward reads a decode's initial temporal state at entry a of its window instead of "     \
     "a - 1: the state after the first rejected draft, or past the window when every draft "        \

@@ -156,6 +156,9 @@ void EngineCoverageCounter::count_row(const model::ScheduledRequest& s,
   if (all_mode) coverage_.add(F::all_mode_decode);
   if (all_mode && s.num_draft_tokens > 0 && s.num_draft_tokens == layout_.config.num_spec_tokens)
     coverage_.add(F::all_mode_record);
+  if (all_mode && s.num_draft_tokens > 0 && s.num_draft_tokens < layout_.config.num_spec_tokens &&
+      s.num_accepted_tokens <= s.num_draft_tokens)
+    coverage_.add(F::all_mode_partial_draft);
   const std::int32_t a = s.num_accepted_tokens;
   if ((c + a) / B == c / B) return;
   ++coverage_.decode_crossings_by_accepted[a];

@@ -95,8 +95,8 @@ ScriptedRequest read_request(const Field& f, std::int32_t index) {
 }
 
 PendingExpect read_expect(const Field& f, std::size_t num_groups) {
-  f.expect_object(
-      {"step", "request", "pre_copy", "post_copy", "state_col", "num_accepted", "block_mask"});
+  f.expect_object({"step", "request", "pre_copy", "post_copy", "state_col", "num_accepted",
+                   "prev_step_anchor", "block_mask"});
   PendingExpect e{.step = f["step"].integer(0, kScenarioStepsMax), .field = f.path()};
   e.row = scenarios::expectation_fields_from_json(f, f["request"].string(256), num_groups);
   return e;

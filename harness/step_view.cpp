@@ -251,6 +251,13 @@ std::vector<Difference> check_expectations(OracleSide& oracle, const OracleStep&
         failed.push_back(differ("num_accepted", std::to_string(*e.num_accepted),
                                 read ? std::to_string(read->num_accepted) : "none"));
     }
+    if (e.prev_step_anchor) {
+      ++checked;
+      if (!read || read->anchor != *e.prev_step_anchor)
+        failed.push_back(differ("prev_step_anchor", std::to_string(*e.prev_step_anchor),
+                                read && read->anchor >= 0 ? std::to_string(read->anchor)
+                                                          : "none (not all mode with drafts)"));
+    }
     if (e.block_mask) {
       ++checked;
       const std::vector<std::vector<std::int32_t>> got = mask_of(runner.row(e.req_id));

@@ -81,6 +81,8 @@ std::optional<MetadataDifference> first_metadata_difference(const ForwardMetadat
     if (auto d = differ(r, br, "block_idx_last_scheduled", x.block_idx_last_scheduled,
                         y.block_idx_last_scheduled))
       return d;
+    if (auto d = differ(r, br, "block_idx_prev_step", x.block_idx_prev_step, y.block_idx_prev_step))
+      return d;
   }
   return std::nullopt;
 }
@@ -95,6 +97,7 @@ std::string describe_metadata_row(const ForwardMetadataRow& row) {
   if (row.block_idx_last_scheduled >= 0)
     out += fmt::format(" blocks {}/{}/{}", row.block_idx_last_computed,
                        row.block_idx_first_scheduled, row.block_idx_last_scheduled);
+  if (row.block_idx_prev_step >= 0) out += fmt::format(" anchor {}", row.block_idx_prev_step);
   return out;
 }
 

@@ -35,6 +35,11 @@ struct ForwardMetadataRow {
   std::int32_t block_idx_last_computed = -1;
   std::int32_t block_idx_first_scheduled = -1;
   std::int32_t block_idx_last_scheduled = -1;
+  // All mode with spec decode (-1 otherwise): block_idx_last_scheduled_token_prev_step, where
+  // the decode kernels anchor the row's read (vLLM #41233): the block of the last scheduled
+  // token of its last decode with drafts when the runner kept that record, else
+  // max((c - 1) // B, 0); 0 on padding rows.
+  std::int32_t block_idx_prev_step = -1;
 
   bool operator==(const ForwardMetadataRow&) const = default;
 };

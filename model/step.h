@@ -94,6 +94,9 @@ struct RowExpectation {
   std::optional<std::optional<ColumnCopy>> post_copy; // postprocess or postprocess_align
   std::optional<std::int32_t> state_col;              // where the next step reads
   std::optional<std::int32_t> num_accepted;           // after the step
+  // All mode with spec decode: the block the next step's metadata anchors its read at (vLLM's
+  // block_idx_last_scheduled_token_prev_step).
+  std::optional<std::int32_t> prev_step_anchor;
   // Per group, per column of the table after the step: 1 a block, 0 the null block.
   std::optional<std::vector<std::vector<std::int32_t>>> block_mask;
 };

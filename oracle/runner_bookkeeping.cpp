@@ -8,13 +8,31 @@
 
 namespace mc::oracle {
 
+namespace {
+
+template <class Map>
+void erase_ids(const std::vector<std::string>& finished_req_ids,
+               const std::vector<std::string>& preempted_req_ids,
+               const std::vector<std::string>& resumed_req_ids, Map& map) {
+  for (const auto* ids : {&finished_req_ids, &preempted_req_ids, &resumed_req_ids})
+    for (const std::string& req_id : *ids)
+      map.erase(req_id);
+}
+
+} // namespace
+
 void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
                              const std::vector<std::string>& preempted_req_ids,
                              const std::vector<std::string>& resumed_req_ids,
                              MambaStateIdx& mamba_state_idx) {
-  for (const auto* ids : {&finished_req_ids, &preempted_req_ids, &resumed_req_ids})
-    for (const std::string& req_id : *ids)
-      mamba_state_idx.erase(req_id);
+  erase_ids(finished_req_ids, preempted_req_ids, resumed_req_ids, mamba_state_idx);
+}
+
+void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
+                             const std::vector<std::string>& preempted_req_ids,
+                             const std::vector<std::string>& resumed_req_ids,
+                             AllModeRecords& records) {
+  erase_ids(finished_req_ids, preempted_req_ids, resumed_req_ids, records);
 }
 
 PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const BatchRequest> batch,
@@ -64,28 +82,37 @@ model::RequestArrays fused_precopy_inputs(const PreprocessPlan& plan) {
 }
 
 void postprocess_mamba_all(std::span<const BatchRequest> batch, std::int32_t block_size,
-                           std::int32_t num_spec_tokens, MambaStateIdx& mamba_state_idx) {
+                           std::int32_t num_spec_tokens, AllModeRecords& records) {
   MC_ASSERT(block_size > 0);
   if (num_spec_tokens <= 0) return;
   for (const BatchRequest& req : batch) {
-    if (req.num_draft_tokens == num_spec_tokens) {
-      MC_ASSERT(req.num_scheduled_tokens == 1 + num_spec_tokens);
+    if (req.num_draft_tokens > 0) {
+      MC_ASSERT(req.num_draft_tokens <= num_spec_tokens);
+      MC_ASSERT(req.num_scheduled_tokens == 1 + req.num_draft_tokens);
       const std::int64_t seq_len = std::int64_t{req.num_computed_tokens} + req.num_scheduled_tokens;
-      mamba_state_idx[req.req_id] = static_cast<std::int32_t>(
-          std::max<std::int64_t>(0, model::floor_div(seq_len - 1, block_size)));
+      records[req.req_id] = {.block = static_cast<std::int32_t>(std::max<std::int64_t>(
+                                 0, model::floor_div(seq_len - 1, block_size))),
+                             .drafts = req.num_draft_tokens};
     } else {
-      mamba_state_idx.erase(req.req_id);
+      records.erase(req.req_id);
     }
   }
 }
 
-std::int32_t all_mode_read_column(std::optional<std::int32_t> record, std::int32_t num_accepted,
-                                  std::int32_t num_spec_tokens, std::int32_t last_computed_col) {
-  MC_ASSERT(last_computed_col >= 0);
-  if (!record) return last_computed_col;
-  MC_ASSERT(*record >= 0);
-  MC_ASSERT(num_accepted >= 1 && num_accepted <= 1 + num_spec_tokens);
-  return num_accepted == 1 + num_spec_tokens ? *record : *record + num_accepted;
+std::int32_t all_mode_anchor(const AllModeRecord* record, std::int32_t num_computed,
+                             std::int32_t block_size) {
+  MC_ASSERT(block_size > 0);
+  if (record != nullptr) return record->block;
+  return static_cast<std::int32_t>(
+      std::max<std::int64_t>(model::floor_div(std::int64_t{num_computed} - 1, block_size), 0));
+}
+
+std::int32_t all_mode_read_column(const AllModeRecord* record, std::int32_t anchor,
+                                  std::int32_t num_accepted) {
+  MC_ASSERT(anchor >= 0);
+  if (record == nullptr) return anchor;
+  MC_ASSERT(num_accepted >= 1 && num_accepted <= 1 + record->drafts);
+  return num_accepted == 1 + record->drafts ? anchor : anchor + num_accepted;
 }
 
 PrefixCachingBlockIndices

@@ -24,10 +24,23 @@ namespace mc::oracle {
 
 using MambaStateIdx = std::unordered_map<std::string, std::int32_t>; // request id -> running column
 
+// "all" mode with drafts: what postprocess_mamba_all keeps of a request's last decode with
+// drafts, for the next step to find its state by.
+struct AllModeRecord {
+  std::int32_t block = 0;  // the block of its last scheduled token, max(0, (c + n - 1) // B)
+  std::int32_t drafts = 0; // d of its 1 + d tokens (a == 1 + d: every draft was accepted)
+  bool operator==(const AllModeRecord&) const = default;
+};
+using AllModeRecords = std::unordered_map<std::string, AllModeRecord>; // request id -> record
+
 void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
                              const std::vector<std::string>& preempted_req_ids,
                              const std::vector<std::string>& resumed_req_ids,
                              MambaStateIdx& mamba_state_idx);
+void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
+                             const std::vector<std::string>& preempted_req_ids,
+                             const std::vector<std::string>& resumed_req_ids,
+                             AllModeRecords& records);
 
 // One request of the batch, in batch order.
 struct BatchRequest {
@@ -69,22 +82,27 @@ PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const Batc
 model::RequestArrays fused_precopy_inputs(const PreprocessPlan& plan);
 
 // "all" mode with spec decode: per request, record the block of the last scheduled token,
-// max(0, (c + s - 1) // B), after a full decode, else drop the entry. No-op without drafts.
-// A full decode is a decode row with all num_spec drafts. vLLM keys on the query length alone
-// (1 + num_spec tokens) because its metadata builder may also run a prefill chunk of that
-// length through the decode kernels; here a chunk is always a prefill (model/FORWARD.md), and
-// a prefill leaves its state where a step without a record reads.
+// max(0, (c + s - 1) // B), and the drafts, after a decode with drafts; drop the entry after
+// any other step. No-op without spec decode. vLLM (6a391a9, #41233) records only after a full
+// decode (all num_spec drafts, keyed on the query length 1 + num_spec), so after a decode
+// with fewer drafts that rejected one its next step reads where no state of its count lies:
+// the runner mutant all_record_full_decodes_only (model/FORWARD.md).
 void postprocess_mamba_all(std::span<const BatchRequest> batch, std::int32_t block_size,
-                           std::int32_t num_spec_tokens, MambaStateIdx& mamba_state_idx);
+                           std::int32_t num_spec_tokens, AllModeRecords& records);
 
-// "all" mode with spec decode: the column the forward reads a request's initial state from.
-// The metadata builder anchors it at the request's record (the last scheduled block of its
-// last step, a full decode) when there is one, else at the block of the last computed token
-// (`last_computed_col`). At a record, the decode left the state after all its tokens in the
-// record's own block and the state after its first a tokens (a < 1 + num_spec) a columns after
-// it (model/FORWARD.md), so the column is record + a unless every draft was accepted.
-std::int32_t all_mode_read_column(std::optional<std::int32_t> record, std::int32_t num_accepted,
-                                  std::int32_t num_spec_tokens, std::int32_t last_computed_col);
+// "all" mode with spec decode: the block the metadata builder anchors a request's read at,
+// block_idx_last_scheduled_token_prev_step: its record's block, else the fallback
+// max((c - 1) // B, 0), the block of the last computed token.
+std::int32_t all_mode_anchor(const AllModeRecord* record, std::int32_t num_computed,
+                             std::int32_t block_size);
+
+// "all" mode with spec decode: the column the forward reads a request's initial state from,
+// given its anchor. At a record, the decode left the state after all its 1 + d tokens in the
+// record's own block and the state after its first a tokens (a < 1 + d) a columns after it
+// (model/FORWARD.md), so the column is anchor + a unless every draft was accepted; without
+// one, the anchor.
+std::int32_t all_mode_read_column(const AllModeRecord* record, std::int32_t anchor,
+                                  std::int32_t num_accepted);
 
 // "all" mode: per request, the block of the last computed token (clamped >= 0), of the first
 // scheduled token, and of the last scheduled token (clamped >= 0; a padded row has seq_len 0).

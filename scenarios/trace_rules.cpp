@@ -223,12 +223,6 @@ void StepChecker::check_row(const model::ScheduledRequest& row, std::size_t inde
                "{} drafts in a row of {} tokens: drafts come only in a decode row (1 + drafts "
                "tokens), never in a prefill chunk",
                row.num_draft_tokens, row.num_scheduled_tokens);
-  if (config_.mode == model::CacheMode::all && row.num_draft_tokens > 0 &&
-      row.num_draft_tokens != config_.num_spec_tokens)
-    fail_field(path("num_draft_tokens"),
-               "{} drafts in all mode, where a decode carries all num_spec_tokens {} or none: "
-               "the record of its last block survives only a full decode (model/FORWARD.md)",
-               row.num_draft_tokens, config_.num_spec_tokens);
   if (row.token_ids.size() != static_cast<std::size_t>(row.num_scheduled_tokens))
     fail_field(path("token_ids"), "{} token ids for {} scheduled tokens", row.token_ids.size(),
                row.num_scheduled_tokens);

@@ -170,6 +170,7 @@ ojson expect_to_json(const std::vector<model::RowExpectation>& expect) {
     if (e.post_copy) row["post_copy"] = copy_to_json(*e.post_copy);
     if (e.state_col) row["state_col"] = *e.state_col;
     if (e.num_accepted) row["num_accepted"] = *e.num_accepted;
+    if (e.prev_step_anchor) row["prev_step_anchor"] = *e.prev_step_anchor;
     if (e.block_mask) row["block_mask"] = *e.block_mask;
     out[e.req_id] = std::move(row);
   }
@@ -197,6 +198,7 @@ model::RowExpectation expectation_fields_from_json(const Field& f, model::Reques
   if (f.has("post_copy")) e.post_copy = copy_from_json(f["post_copy"]);
   if (f.has("state_col")) e.state_col = f["state_col"].int32(0, kInt32Max);
   if (f.has("num_accepted")) e.num_accepted = f["num_accepted"].int32(1, 1 + model::kSpecTokensMax);
+  if (f.has("prev_step_anchor")) e.prev_step_anchor = f["prev_step_anchor"].int32(0, kInt32Max);
   if (f.has("block_mask")) {
     const Field mask = f["block_mask"];
     if (mask.array_size(model::kGroupsMax) != num_groups)
@@ -217,7 +219,8 @@ std::vector<model::RowExpectation> expect_from_json(const Field& f, std::size_t 
   for (const auto& item : f.value().items()) {
     if (item.key().starts_with("x_")) continue;
     const Field row = f[item.key()];
-    row.expect_object({"pre_copy", "post_copy", "state_col", "num_accepted", "block_mask"});
+    row.expect_object(
+        {"pre_copy", "post_copy", "state_col", "num_accepted", "prev_step_anchor", "block_mask"});
     out.push_back(expectation_fields_from_json(row, item.key(), num_groups));
   }
   return out;

@@ -29,8 +29,8 @@ model::Step step_from_json(const Field& root, std::size_t num_groups,
                            std::int32_t derived_vocab_size, std::int32_t version,
                            std::size_t attention_groups);
 
-// The fields of one expectation (pre_copy, post_copy, state_col, num_accepted, block_mask) read
-// from `f`, an object whose keys the caller has checked. Throws FieldError.
+// The fields of one expectation (pre_copy, post_copy, state_col, num_accepted, prev_step_anchor,
+// block_mask) read from `f`, an object whose keys the caller has checked. Throws FieldError.
 model::RowExpectation expectation_fields_from_json(const Field& f, model::RequestId req_id,
                                                    std::size_t num_groups);
 

@@ -220,7 +220,8 @@ StepRecord EngineRunner::execute(const model::Step& step) {
 
 void EngineRunner::execute_all(StepRecord& rec, const Batch& batch) {
   const model::Step& step = *batch.step;
-  std::vector<std::int32_t> accepted, record;
+  std::vector<std::int32_t> accepted;
+  std::vector<AllModeRecord> record;
   for (const std::int32_t slot : batch.slot) {
     const Request& r = slots_[static_cast<std::size_t>(slot)];
     accepted.push_back(r.num_accepted);
@@ -233,7 +234,7 @@ void EngineRunner::execute_all(StepRecord& rec, const Batch& batch) {
     r.all_record = decisions_
                        ->all_mode_record(batch.num_computed[b], s.num_scheduled_tokens,
                                          s.num_draft_tokens, layout_.config)
-                       .value_or(-1);
+                       .value_or(AllModeRecord{});
     r.num_accepted = s.num_draft_tokens > 0 ? s.num_accepted_tokens : 1;
   }
 }

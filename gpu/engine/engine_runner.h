@@ -15,8 +15,8 @@
 //   copies, the forward, postprocess_align when num_spec > 0; the copy launches get the
 //   batch's tables (or, with per-slot tables, every slot's), a deferred postprocess the
 //   batch's rows in another step's order;
-// - all mode: the forward alone, reading each row's initial state at the column its last
-//   full decode recorded (else at the block of its last computed token), then the records
+// - all mode: the forward alone, reading each row's initial state from the block its last
+//   decode with drafts recorded (else at the block of its last computed token), then the records
 //   for the next step (postprocess_mamba_all).
 // The record of a step (launches with decisions and arrays) is what the oracle's StepRecord
 // holds; the comparison lives in fuzz/engine.
@@ -98,9 +98,9 @@ private:
     std::int32_t src_col = -1;   // V2: preprocess_align out, precopy in
     std::int32_t token_bias = 0; // V2
     bool resumed = false;        // came back in resumed ids this step
-    // All mode: the column its last step recorded for this one (-1: none); num_accepted above
+    // All mode: what its last step recorded for this one (block -1: none); num_accepted above
     // is then that step's a.
-    std::int32_t all_record = -1;
+    AllModeRecord all_record;
   };
   struct Batch; // the step's per-row arrays
 
@@ -119,11 +119,11 @@ private:
   model::BlockTables tables_for(const Batch& batch, Tables tables) const;
   bool launch(StepRecord& rec, const Batch& batch, model::LaunchKind kind, std::int32_t num_slots,
               model::RequestArrays arrays, Tables tables = Tables::batch, bool deferred = false);
-  // The step's metadata from each row's a as the forward starts (all mode: and the column its
-  // record names, -1 for none), then the forward through it.
+  // The step's metadata from each row's a as the forward starts (all mode: and its record),
+  // then the forward through it.
   void run_forward(StepRecord& rec, const Batch& batch,
                    const std::vector<std::int32_t>& num_accepted,
-                   const std::vector<std::int32_t>& all_record = {});
+                   const std::vector<AllModeRecord>& all_record = {});
   struct RowForward; // one metadata row's read and writes (runner_forward.cpp)
   struct RowOps {    // one metadata row's share of the forward, its tokens counted from 0
     std::vector<ForwardOp> ops;

@@ -33,6 +33,9 @@ model::ForwardMetadataRow MetadataBuilder::row_of(std::int32_t b, const Metadata
     r.block_idx_first_scheduled = decisions_->first_scheduled_block(c, B);
     r.block_idx_last_scheduled =
         std::max(static_cast<std::int32_t>(model::cdiv(seq_len, B)) - 1, 0);
+    // The builder's anchor: the record where the runner kept one, else (c - 1) // B, clamped.
+    if (config_.num_spec_tokens > 0)
+      r.block_idx_prev_step = in.all_record >= 0 ? in.all_record : std::max(c - 1, 0) / B;
   } else {
     r.window_start = decode ? decisions_->decode_window_start(seq_len, B)
                             : std::max(seq_len - 1, 0) / B;
@@ -82,6 +85,7 @@ void MetadataBuilder::pad_for_graph(model::ForwardMetadata& md) {
       r.block_idx_last_computed = 0;
       r.block_idx_first_scheduled = 0;
       r.block_idx_last_scheduled = 0;
+      if (config_.num_spec_tokens > 0) r.block_idx_prev_step = 0;
     }
     md.rows.push_back(std::move(r));
   }

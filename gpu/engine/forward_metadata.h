@@ -23,6 +23,7 @@ struct MetadataInput {
   std::int32_t num_scheduled = 0; // s, drafts included
   std::int32_t num_draft = 0;     // d
   std::int32_t num_accepted = 1;  // a, as the forward starts
+  std::int32_t all_record = -1;   // all mode: the block its record names (-1: none)
   const model::GroupBlockIds* row = nullptr;
 };
 

@@ -74,14 +74,16 @@ std::vector<AllModeBoundary> RunnerDecisions::all_mode_boundaries(std::int64_t c
   return out;
 }
 
-std::optional<std::int32_t>
+std::optional<AllModeRecord>
 RunnerDecisions::all_mode_record(std::int32_t c, std::int32_t n, std::int32_t d,
                                  const model::CacheConfig& config) const {
   MC_ASSERT(c >= 0);
   MC_ASSERT(n >= 1);
-  if (config.num_spec_tokens == 0 || d != config.num_spec_tokens) return std::nullopt;
+  if (config.num_spec_tokens == 0 || d == 0) return std::nullopt;
   MC_ASSERT(n == 1 + d);
-  return static_cast<std::int32_t>((std::int64_t{c} + n - 1) / config.mamba_block_size);
+  return AllModeRecord{
+      .block = static_cast<std::int32_t>((std::int64_t{c} + n - 1) / config.mamba_block_size),
+      .drafts = d};
 }
 
 std::int32_t RunnerDecisions::decode_window_start(std::int32_t seq_len,

@@ -33,6 +33,13 @@ struct AllModeBoundary {
   std::int64_t pos = 0;
 };
 
+// What an all-mode request keeps of a decode with drafts for its next step: the block of its
+// last scheduled token and its drafts (a == 1 + drafts: all accepted).
+struct AllModeRecord {
+  std::int32_t block = -1; // -1: none
+  std::int32_t drafts = 0;
+};
+
 class RunnerDecisions {
 public:
   virtual ~RunnerDecisions() = default;
@@ -80,13 +87,13 @@ public:
   // strictly inside (c, c + n), (j + 1) * B into column j. The final state is written apart.
   virtual std::vector<AllModeBoundary> all_mode_boundaries(std::int64_t c, std::int64_t n,
                                                            std::int64_t block_size) const;
-  // postprocess_mamba_all: the column an all-mode request keeps for its next step after a step
-  // of n tokens from c, d of them drafts, where that step anchors its read: the block of the
-  // last token, max(0, (c + n - 1) // B), after a full decode (d == num_spec > 0); none after
+  // postprocess_mamba_all: what an all-mode request keeps for its next step after a step of n
+  // tokens from c, d of them drafts: the block of the last token, max(0, (c + n - 1) // B),
+  // where that step anchors its read, and d, after a decode with drafts (d > 0); none after
   // anything else.
-  virtual std::optional<std::int32_t> all_mode_record(std::int32_t c, std::int32_t n,
-                                                      std::int32_t d,
-                                                      const model::CacheConfig& config) const;
+  virtual std::optional<AllModeRecord> all_mode_record(std::int32_t c, std::int32_t n,
+                                                       std::int32_t d,
+                                                       const model::CacheConfig& config) const;
 
   // --- The forward's metadata (forward_metadata.h)
 

@@ -23,7 +23,7 @@ struct EngineRunner::RowForward {
   const model::ForwardMetadata* md = nullptr;
   std::size_t md_row = 0;        // into md->rows
   std::int32_t num_accepted = 1; // the runner's a (all mode's read column)
-  std::int32_t all_record = -1;  // all mode: the column the row's last full decode recorded
+  AllModeRecord all_record;      // all mode: what the row's last decode with drafts recorded
   std::int64_t step = 0;
 };
 
@@ -83,13 +83,14 @@ std::optional<ForwardReadFinding> EngineRunner::add_row_ops(const RowForward& f,
   if (layout_.config.mode == model::CacheMode::all) {
     const std::int32_t B = layout_.config.mamba_block_size;
     const std::int32_t ns = layout_.config.num_spec_tokens;
-    // At a record the full decode left the state after all its tokens in the recorded block
-    // and the state after its first a tokens a columns past it; without one the state sits in
-    // the block of the last computed token (model/FORWARD.md).
+    // At a record the decode left the state after all its tokens in the recorded block (the
+    // metadata's anchor) and the state after its first a tokens a columns past it; without
+    // one the state sits at the anchor's fallback, the block of the last computed token
+    // (model/FORWARD.md).
     const std::int32_t a = f.num_accepted;
-    const std::int32_t r = f.all_record < 0 ? m.block_idx_last_computed
-                           : a == 1 + ns    ? f.all_record
-                                            : f.all_record + a;
+    const std::int32_t anchor = ns > 0 ? m.block_idx_prev_step : m.block_idx_last_computed;
+    const std::int32_t r =
+        f.all_record.block >= 0 && a != 1 + f.all_record.drafts ? anchor + a : anchor;
     if (c > 0) read(m.batch_row, r, r, 0);
     // The chunk's block-aligned intermediate states from the block of its first scheduled
     // token on, a decode's draft prefixes in the columns after its last block, then its final
@@ -226,7 +227,7 @@ ForwardReadFinding EngineRunner::describe_wrong_read(const StepRecord& rec, cons
 
 void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
                                const std::vector<std::int32_t>& num_accepted,
-                               const std::vector<std::int32_t>& all_record) {
+                               const std::vector<AllModeRecord>& all_record) {
   std::vector<MetadataInput> inputs;
   inputs.reserve(batch.slot.size());
   for (std::size_t b = 0; b < batch.slot.size(); ++b) {
@@ -235,6 +236,7 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
                       .num_scheduled = s.num_scheduled_tokens,
                       .num_draft = s.num_draft_tokens,
                       .num_accepted = num_accepted[b],
+                      .all_record = all_record.empty() ? -1 : all_record[b].block,
                       .row = &slots_[static_cast<std::size_t>(batch.slot[b])].row});
   }
   rec.metadata = metadata_builder_.build(inputs);
@@ -252,7 +254,7 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
                        .md = &md,
                        .md_row = i,
                        .num_accepted = num_accepted[b],
-                       .all_record = all_record.empty() ? -1 : all_record[b],
+                       .all_record = all_record.empty() ? AllModeRecord{} : all_record[b],
                        .step = batch.step->index};
     if (std::optional<ForwardReadFinding> bad = add_row_ops(f, rows[i])) {
       rec.forward_read = std::move(bad);

@@ -132,12 +132,27 @@ struct all_boundary_count_from_length final : RunnerDecisions {
   }
 };
 
-// postprocess_mamba_all recording after every scheduled step, full decode or not.
+// postprocess_mamba_all recording after every scheduled step as after a full decode.
 struct all_record_after_any_step final : RunnerDecisions {
-  std::optional<std::int32_t> all_mode_record(std::int32_t c, std::int32_t n, std::int32_t /*d*/,
-                                              const model::CacheConfig& config) const override {
+  std::optional<AllModeRecord> all_mode_record(std::int32_t c, std::int32_t n, std::int32_t /*d*/,
+                                               const model::CacheConfig& config) const override {
     if (config.num_spec_tokens == 0) return std::nullopt;
-    return static_cast<std::int32_t>((std::int64_t{c} + n - 1) / config.mamba_block_size);
+    return AllModeRecord{
+        .block = static_cast<std::int32_t>((std::int64_t{c} + n - 1) / config.mamba_block_size),
+        .drafts = config.num_spec_tokens};
+  }
+};
+
+// vLLM's postprocess_mamba_all at 6a391a9 (#41233): a record only after a full decode, keyed
+// on the query length 1 + num_spec. After a decode with fewer drafts the next step anchors at
+// the block of its last computed token, where a rejected draft left no state of its count.
+struct all_record_full_decodes_only final : RunnerDecisions {
+  std::optional<AllModeRecord> all_mode_record(std::int32_t c, std::int32_t n, std::int32_t d,
+                                               const model::CacheConfig& config) const override {
+    if (n != 1 + config.num_spec_tokens || config.num_spec_tokens == 0) return std::nullopt;
+    return AllModeRecord{
+        .block = static_cast<std::int32_t>((std::int64_t{c} + n - 1) / config.mamba_block_size),
+        .drafts = d};
   }
 };
 

@@ -28,6 +28,7 @@ struct ForwardRow {
   std::int32_t num_computed = 0;
   std::int32_t num_accepted = 1;       // a as the step starts (after the pre-step reset)
   std::int32_t state_idx = 0;          // align: window start; all: the column read
+  std::int32_t anchor = -1;            // all mode with spec decode: the metadata's prev-step anchor
   std::int32_t last_scheduled_col = 0; // all mode
   std::int32_t first_scheduled_col = 0;      // all mode
   const model::GroupBlockIds* row = nullptr; // the runner's block-table row per group

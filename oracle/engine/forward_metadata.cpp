@@ -42,6 +42,7 @@ model::ForwardMetadataRow derive_row(const model::CacheConfig& config, const For
     out.block_idx_first_scheduled = static_cast<std::int32_t>(model::cdiv(computed + 1, B)) - 1;
     out.block_idx_last_scheduled =
         std::max<std::int32_t>(static_cast<std::int32_t>(model::cdiv(seq_len, B)) - 1, 0);
+    out.block_idx_prev_step = fr.anchor; // the runner's, from its record (runner_bookkeeping.h)
   } else {
     // mamba_get_block_table_tensor gathers 1 + num_spec columns from (seq_len - 1) // B,
     // clamped at 0; a decode keeps all of them, a prefill the first.
@@ -94,6 +95,8 @@ model::ForwardMetadata derive_forward_metadata(const model::CacheConfig& config,
       pad.block_idx_last_computed = 0;
       pad.block_idx_first_scheduled = 0;
       pad.block_idx_last_scheduled = 0;
+      // graph capture zero-fills the anchor's tail (mamba_attn.py)
+      if (config.num_spec_tokens > 0) pad.block_idx_prev_step = 0;
     }
     md.rows.push_back(std::move(pad));
   }

@@ -10,8 +10,9 @@
 //   idx_mapping. The copy launches read block tables by batch row (the seed) or by slot
 //   (#55506: the _slot_tables kinds); a deferred postprocess finds the batch-row tables
 //   gathered in another step's order (model::deferred_gather_order).
-// - all mode: the forward at the blocks the attention metadata builder derives (its read at
-//   the request's record of its last full decode, when it has one), then postprocess_mamba_all.
+// - all mode: the forward at the blocks the attention metadata builder derives (its read
+//   anchored at the request's record of its last decode with drafts, when it has one), then
+//   postprocess_mamba_all.
 // Copies run through mc::oracle::run_launch_in_place on one LaunchCase kept for the whole
 // run: it owns the runner's arenas, its block tables are refilled once per step and its
 // arrays once per launch (no arena is ever cloned). Before a pre-step copy runs, its source is
@@ -66,6 +67,9 @@ struct StepRecord {
 struct ReadPoint {
   std::int32_t state_idx = 0;
   std::int32_t num_accepted = 1;
+  // All mode with spec decode: the block the metadata anchors the read at
+  // (block_idx_last_scheduled_token_prev_step); -1 elsewhere.
+  std::int32_t anchor = -1;
 };
 
 class OracleRunner {
@@ -102,6 +106,7 @@ private:
     bool has_accepted = false;
     // V1: its mamba_state_idx entry after that step; all mode: the column the next step reads
     std::int32_t state_idx = 0;
+    std::int32_t anchor = -1;   // all mode with spec decode: the next step's anchor
     std::int32_t slot = -1;     // V2: its slot in that step
   };
   RequestState& state_of(const std::string& req_id, std::int32_t key);
@@ -122,6 +127,7 @@ private:
   enum class Tables : std::uint8_t { batch, deferred_batch, slots };
 
   void update_rows(const model::Step& step);
+  const AllModeRecord* find_record(const std::string& req_id) const;
   void update_slots(const model::Step& step);
   void execute_v1(StepCtx& ctx);
   void execute_v2(StepCtx& ctx);
@@ -152,6 +158,8 @@ private:
   std::vector<RequestState*> last_batch_; // its batch rows' records
   // V1
   MambaStateIdx mamba_state_idx_;
+  // All mode
+  AllModeRecords all_records_;
   // V2
   std::vector<Slot> slots_;
   std::vector<std::int32_t> free_slots_;

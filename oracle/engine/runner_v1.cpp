@@ -138,15 +138,15 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
         out.num_accepted_out[static_cast<std::size_t>(b)];
 }
 
-// All mode: the forward at the blocks the attention metadata builder derives, read at the
-// request's record when its last step was a full decode, then postprocess_mamba_all keeps the
-// records (REFERENCE.md 2 and 3, model/FORWARD.md). No launches.
+// All mode: the forward at the blocks the attention metadata builder derives, read from the
+// request's record when its last step was a decode with drafts, then postprocess_mamba_all
+// keeps the records (REFERENCE.md 2 and 3, model/FORWARD.md). No launches.
 void OracleRunner::execute_all(StepCtx& ctx) {
   const model::Step& step = ctx.step;
   std::vector<std::string> resumed;
   for (const model::CachedRequestData& c : step.cached_requests)
     if (c.resumed) resumed.push_back(c.req_id);
-  cleanup_mamba_state_idx(step.finished_req_ids, step.preempted_req_ids, resumed, mamba_state_idx_);
+  cleanup_mamba_state_idx(step.finished_req_ids, step.preempted_req_ids, resumed, all_records_);
   for (const std::string& id : resumed) // its a went with its old row; a fresh one is neutral
     state_of(id, -1).has_accepted = false;
   const std::int32_t B = layout_.config.mamba_block_size;
@@ -162,15 +162,15 @@ void OracleRunner::execute_all(StepCtx& ctx) {
   rows.reserve(n);
   for (std::size_t b = 0; b < n; ++b) {
     const RequestState& st = *ctx.state[b];
-    const auto record = mamba_state_idx_.find(step.scheduled[b].req_id);
+    const AllModeRecord* record = find_record(step.scheduled[b].req_id);
     const std::int32_t a = st.has_accepted ? st.num_accepted : 1;
+    const std::int32_t anchor = all_mode_anchor(record, ctx.num_computed[b], B);
+    MC_ASSERT(ns > 0 || anchor == idx.last_computed[b]);
     rows.push_back({.scheduled = &step.scheduled[b],
                     .num_computed = ctx.num_computed[b],
                     .num_accepted = a,
-                    .state_idx = all_mode_read_column(record == mamba_state_idx_.end()
-                                                          ? std::nullopt
-                                                          : std::optional(record->second),
-                                                      a, ns, idx.last_computed[b]),
+                    .state_idx = all_mode_read_column(record, anchor, a),
+                    .anchor = ns > 0 ? anchor : -1,
                     .last_scheduled_col = idx.last_scheduled[b],
                     .first_scheduled_col = idx.first_scheduled[b],
                     .row = &ctx.state[b]->row,
@@ -192,7 +192,7 @@ void OracleRunner::execute_all(StepCtx& ctx) {
                      .num_computed_tokens = ctx.num_computed[b],
                      .num_scheduled_tokens = step.scheduled[b].num_scheduled_tokens,
                      .num_draft_tokens = step.scheduled[b].num_draft_tokens});
-  postprocess_mamba_all(batch, B, ns, mamba_state_idx_);
+  postprocess_mamba_all(batch, B, ns, all_records_);
   // Where the next step reads: the record just kept, with this step's a, or the block of the
   // last token this step committed.
   for (std::size_t b = 0; b < n; ++b) {
@@ -200,12 +200,16 @@ void OracleRunner::execute_all(StepCtx& ctx) {
     const model::ScheduledRequest& s = step.scheduled[b];
     st.num_accepted = s.num_draft_tokens > 0 ? s.num_accepted_tokens : 1;
     st.has_accepted = true;
-    const auto record = mamba_state_idx_.find(s.req_id);
-    st.state_idx = all_mode_read_column(
-        record == mamba_state_idx_.end() ? std::nullopt : std::optional(record->second),
-        st.num_accepted, ns,
-        std::max(static_cast<std::int32_t>(model::cdiv(st.next_computed, B)) - 1, 0));
+    const AllModeRecord* record = find_record(s.req_id);
+    const std::int32_t anchor = all_mode_anchor(record, st.next_computed, B);
+    st.state_idx = all_mode_read_column(record, anchor, st.num_accepted);
+    st.anchor = ns > 0 ? anchor : -1;
   }
+}
+
+const AllModeRecord* OracleRunner::find_record(const std::string& req_id) const {
+  const auto it = all_records_.find(req_id);
+  return it == all_records_.end() ? nullptr : &it->second;
 }
 
 OracleRunner::NextRead OracleRunner::next_read(const model::Step& step,
@@ -219,7 +223,9 @@ OracleRunner::NextRead OracleRunner::next_read(const model::Step& step,
   MC_ASSERT(last_batch_.size() == step.scheduled.size());
   const RequestState& st = *last_batch_[batch_row];
   if (layout_.config.mode == model::CacheMode::all)
-    return {ReadPoint{.state_idx = st.state_idx, .num_accepted = st.num_accepted}, &st.row};
+    return {
+        ReadPoint{.state_idx = st.state_idx, .num_accepted = st.num_accepted, .anchor = st.anchor},
+        &st.row};
   if (options_.flavour == model::RunnerFlavour::v2) {
     const Slot& s = slots_[static_cast<std::size_t>(st.slot)];
     return {ReadPoint{.state_idx = s.state_idx, .num_accepted = s.num_accepted}, &st.row};
@@ -233,7 +239,8 @@ std::optional<ReadPoint> OracleRunner::read_point(const std::string& req_id) con
   const RequestState* st = requests_.find(req_id);
   if (st == nullptr || st->scheduled_step != step_index_) return std::nullopt;
   if (layout_.config.mode == model::CacheMode::all)
-    return ReadPoint{.state_idx = st->state_idx, .num_accepted = st->num_accepted};
+    return ReadPoint{
+        .state_idx = st->state_idx, .num_accepted = st->num_accepted, .anchor = st->anchor};
   if (options_.flavour == model::RunnerFlavour::v2) {
     const Slot& s = slots_[static_cast<std::size_t>(slot_of_.at(req_id))];
     return ReadPoint{.state_idx = s.state_idx, .num_accepted = s.num_accepted};

@@ -117,10 +117,6 @@ std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) 
   if (ns == 0) return 0;
   std::int32_t d = rng_.chance(options_.full_drafts_per_million) ? ns : rng_.uniform32(0, ns - 1);
   d = std::min({d, budget - 1, r.spec.max_len - planned_tokens(r)});
-  // All mode: a decode carries every draft or none. Its record of the last scheduled block
-  // survives only a full decode (REFERENCE.md 3), and the draft prefixes' states of a shorter
-  // one would be read nowhere (model/FORWARD.md).
-  if (config_.mode == model::CacheMode::all && d < ns) return 0;
   return std::max(d, 0);
 }
 

@@ -170,6 +170,23 @@ run_input_error(scenario ${WORK_DIR}/late.json)
 expect_in("${ERR}" "late.json: expect[4].step: step 9999 never ran")
 run_input_error(scenario ${WORK_DIR}/no-such-scenario.json)
 
+# All mode with 3 drafts at B = 4, vLLM's numbers (#41233): after a 6-token prefill the next
+# step anchors at the fallback (6 - 1) // 4 = 1; after a full decode that accepted 2 at its
+# record (6 + 4 - 1) // 4 = 2, where the fallback would give (8 - 1) // 4 = 1. Its
+# expectations hold; an anchor at the fallback fails naming step, field and both values; the
+# runner mutant that records after the prefill too reads a column past the state.
+set(anchor b4-all-mode-anchor)
+run(0 scenario ${SOURCE_DIR}/scenarios/examples/${anchor}.json --out ${WORK_DIR}/${anchor}.jsonl)
+expect_in("${OUT}" "11 expectations held")
+run(1 replay ${WORK_DIR}/${anchor}.jsonl --mutant all_record_after_any_step)
+expect_in("${OUT}" "MISMATCH at step 1 (line 3)")
+file(READ ${SOURCE_DIR}/scenarios/examples/${anchor}.json text)
+string(REPLACE "\"step\": 1, \"request\": \"a\", \"prev_step_anchor\": 2"
+               "\"step\": 1, \"request\": \"a\", \"prev_step_anchor\": 1" broken "${text}")
+file(WRITE ${WORK_DIR}/anchor-fallback.json "${broken}")
+run(1 scenario ${WORK_DIR}/anchor-fallback.json --out ${WORK_DIR}/anchor-fallback.jsonl)
+expect_in("${OUT}" "EXPECTATION at step 1 (line 3): request a: expect.prev_step_anchor: the trace expects 1, the oracle has 2")
+
 # vLLM's shape of a production trace: B = 560, 3 drafts, an EAGLE drafter, a 5600-token prompt
 # prefilled in chunks of 2800, 2240 and 560 (the second stops a block short of the prompt's
 # end), then decodes accepting 3 every step. Its expectations hold for V1 on both copy paths

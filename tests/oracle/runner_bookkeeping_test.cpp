@@ -101,7 +101,10 @@ TEST(RunnerBookkeeping, FusedPrecopyInputsMarkRowsThatCopyNothing) {
 }
 
 TEST(RunnerBookkeeping, PostprocessMambaAll) {
-  MambaStateIdx idx{{"prefill", 5}, {"decode", 0}, {"chunk", 1}, {"no-drafts", 3}};
+  AllModeRecords records{{"prefill", {.block = 5, .drafts = 2}},
+                         {"decode", {.block = 0, .drafts = 1}},
+                         {"chunk", {.block = 1, .drafts = 2}},
+                         {"no-drafts", {.block = 3, .drafts = 2}}};
   const std::vector<BatchRequest> batch{
       // a full decode, 1 + 2 tokens: (9 + 3 - 1) // 4 = 2.
       {.req_id = "decode",
@@ -113,26 +116,52 @@ TEST(RunnerBookkeeping, PostprocessMambaAll) {
        .num_computed_tokens = 1,
        .num_scheduled_tokens = 3,
        .num_draft_tokens = 2},
+      // a decode with 1 of the 2 drafts: (6 + 2 - 1) // 4 = 1, kept with its draft count
+      // (vLLM keys on 1 + num_spec tokens and drops it).
+      {.req_id = "partial",
+       .num_computed_tokens = 6,
+       .num_scheduled_tokens = 2,
+       .num_draft_tokens = 1},
       // anything else is dropped: a prefill chunk, one as long as a full decode, a decode
       // without drafts.
       {.req_id = "prefill", .num_computed_tokens = 0, .num_scheduled_tokens = 7},
       {.req_id = "chunk", .num_computed_tokens = 4, .num_scheduled_tokens = 3},
       {.req_id = "no-drafts", .num_computed_tokens = 13, .num_scheduled_tokens = 1}};
-  postprocess_mamba_all(batch, 4, 2, idx);
-  EXPECT_EQ(idx, (MambaStateIdx{{"decode", 2}, {"short", 0}}));
-  MambaStateIdx untouched{{"prefill", 5}};
-  postprocess_mamba_all(batch, 4, 0, untouched); // no drafts: nothing to record
-  EXPECT_EQ(untouched, (MambaStateIdx{{"prefill", 5}}));
+  postprocess_mamba_all(batch, 4, 2, records);
+  EXPECT_EQ(records, (AllModeRecords{{"decode", {.block = 2, .drafts = 2}},
+                                     {"short", {.block = 0, .drafts = 2}},
+                                     {"partial", {.block = 1, .drafts = 1}}}));
+  AllModeRecords untouched{{"prefill", {.block = 5, .drafts = 1}}};
+  postprocess_mamba_all(batch, 4, 0, untouched); // no spec decode: nothing to record
+  EXPECT_EQ(untouched, (AllModeRecords{{"prefill", {.block = 5, .drafts = 1}}}));
+}
+
+// vLLM's numbers (#41233, its V2 runner test): B = 4, a 6-token prefill, then a decode with 3
+// drafts of which 1 was accepted (a = 2).
+TEST(RunnerBookkeeping, AllModeAnchor) {
+  // No record: the fallback (c - 1) // B, clamped at 0.
+  EXPECT_EQ(all_mode_anchor(nullptr, 6, 4), 1);
+  EXPECT_EQ(all_mode_anchor(nullptr, 8, 4), 1);
+  EXPECT_EQ(all_mode_anchor(nullptr, 1, 4), 0);
+  EXPECT_EQ(all_mode_anchor(nullptr, 0, 4), 0);
+  // After the decode, 8 tokens computed: the record (6 + 4 - 1) // 4 = 2, not the fallback 1.
+  const AllModeRecord after{.block = 2, .drafts = 3};
+  EXPECT_EQ(all_mode_anchor(&after, 8, 4), 2);
 }
 
 TEST(RunnerBookkeeping, AllModeReadColumn) {
-  // No record: the block of the last computed token.
-  EXPECT_EQ(all_mode_read_column(std::nullopt, 2, 2, 3), 3);
+  // No record: the anchor, the block of the last computed token.
+  EXPECT_EQ(all_mode_read_column(nullptr, 3, 2), 3);
   // A record of block 5 after a decode of 1 + 2 tokens: every draft accepted reads the block
   // itself, a shorter prefix the a-th column after it.
-  EXPECT_EQ(all_mode_read_column(5, 3, 2, 3), 5);
-  EXPECT_EQ(all_mode_read_column(5, 1, 2, 4), 6);
-  EXPECT_EQ(all_mode_read_column(5, 2, 2, 4), 7);
+  const AllModeRecord full{.block = 5, .drafts = 2};
+  EXPECT_EQ(all_mode_read_column(&full, 5, 3), 5);
+  EXPECT_EQ(all_mode_read_column(&full, 5, 1), 6);
+  EXPECT_EQ(all_mode_read_column(&full, 5, 2), 7);
+  // After a decode of 1 + 1 tokens: a = 2 is every draft, a = 1 the column after the block.
+  const AllModeRecord partial{.block = 5, .drafts = 1};
+  EXPECT_EQ(all_mode_read_column(&partial, 5, 2), 5);
+  EXPECT_EQ(all_mode_read_column(&partial, 5, 1), 6);
 }
 
 TEST(RunnerBookkeeping, PrefixCachingBlockIndices) {

@@ -445,6 +445,23 @@ std::vector<Scenario> all_scenarios() {
     out.push_back(std::move(s));
   }
   {
+    Scenario s{.name = "a-all-mode-trimmed-drafts",
+               .bug_class = 'A',
+               .guards =
+                   "\"all\" mode with 2 drafts, B 4, a 5-token budget shared by two decoding "
+                   "requests: the second one's decodes are trimmed to 1 draft, as vLLM's "
+                   "scheduler trims drafts to the budget, and some reject it; the record of a "
+                   "trimmed decode keeps its draft count, so the next step reads the column past "
+                   "its last block (vLLM keeps a record only after 1 + num_spec tokens and reads "
+                   "the block of the last computed token, #41233)",
+               .runner_mutants = {"all_record_full_decodes_only"}};
+    s.tweak = [](model::CacheConfig& c, model::LayoutSpec&) { c.mode = model::CacheMode::all; };
+    s.options = small_options(5, 2);
+    s.requests = {request("a", 0, 5, 14), request("b", 0, 6, 14)};
+    s.edit = cycle_acceptance;
+    out.push_back(std::move(s));
+  }
+  {
     Scenario s{.name = "a-all-mode-drafts-reset",
                .bug_class = 'A',
                .guards =

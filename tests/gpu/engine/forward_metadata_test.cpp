@@ -94,7 +94,12 @@ TEST(ForwardMetadata, AllModeBlockIndices) {
   EXPECT_EQ(md.rows[1].block_idx_first_scheduled, 2);
   EXPECT_EQ(md.rows[1].block_idx_last_scheduled, 2);
   EXPECT_EQ(md.rows[1].state_indices, batch.r2);
-  const std::vector<oracle::engine::ForwardRow> rows = batch.oracle_rows();
+  // No row keeps a record: every anchor is the fallback (c - 1) // 4 (b, c and a: 1, 1, 1).
+  for (const model::ForwardMetadataRow& r : md.rows)
+    EXPECT_EQ(r.block_idx_prev_step, 1);
+  std::vector<oracle::engine::ForwardRow> rows = batch.oracle_rows();
+  for (oracle::engine::ForwardRow& r : rows)
+    r.anchor = 1;
   EXPECT_EQ(oracle::engine::derive_forward_metadata(config, rows), md);
   // The off-by-one mutant: the block of the last computed token, 1, named by the comparison.
   const std::unique_ptr<gpu::engine::RunnerDecisions> off =
@@ -108,6 +113,56 @@ TEST(ForwardMetadata, AllModeBlockIndices) {
   EXPECT_EQ(d->field, "block_idx_first_scheduled");
   EXPECT_EQ(d->a, "1");
   EXPECT_EQ(d->b, "2");
+}
+
+// vLLM's numbers (#41233): B = 4, 3 drafts, a 6-token prefill, then a full decode that
+// accepted 2. The next decode (c = 8) anchors at the record (6 + 4 - 1) // 4 = 2; without the
+// record the builder falls back to (8 - 1) // 4 = 1. A decode-only batch of one row runs as a
+// graph of one: no padding. Without spec decode there is no anchor.
+TEST(ForwardMetadata, AllModeAnchorIsTheRecordElseTheFallback) {
+  model::CacheConfig config = align_config(3);
+  config.mode = model::CacheMode::all;
+  const gpu::engine::RunnerDecisions clean;
+  const model::GroupBlockIds row{{1, 2, 3, 4, 5, 6, 7}};
+  gpu::engine::MetadataInput in{
+      .num_computed = 8, .num_scheduled = 4, .num_draft = 3, .num_accepted = 2, .row = &row};
+  in.all_record = 2;
+  gpu::engine::MetadataBuilder builder(config, 1, clean);
+  EXPECT_EQ(builder.build(std::span(&in, 1)).rows.at(0).block_idx_prev_step, 2);
+  in.all_record = -1;
+  EXPECT_EQ(builder.build(std::span(&in, 1)).rows.at(0).block_idx_prev_step, 1);
+  config.num_spec_tokens = 0;
+  config.num_spec_blocks = 0;
+  in.num_scheduled = 1;
+  in.num_draft = 0;
+  gpu::engine::MetadataBuilder plain(config, 1, clean);
+  EXPECT_EQ(plain.build(std::span(&in, 1)).rows.at(0).block_idx_prev_step, -1);
+}
+
+// Padding rows of an all-mode graph step anchor at 0 (graph capture zero-fills the tail), on
+// both sides.
+TEST(ForwardMetadata, AllModePaddingRowsAnchorAtZero) {
+  model::CacheConfig config = align_config(2);
+  config.mode = model::CacheMode::all;
+  const gpu::engine::RunnerDecisions clean;
+  const model::GroupBlockIds r1{{1, 2, 3, 4, 5}}, r2{{6, 7, 8, 9, 10}}, r3{{11, 12, 13, 14, 15}};
+  const std::vector<gpu::engine::MetadataInput> in{
+      {.num_computed = 9, .num_scheduled = 1, .all_record = 2, .row = &r1},
+      {.num_computed = 5, .num_scheduled = 1, .row = &r2},
+      {.num_computed = 6, .num_scheduled = 1, .row = &r3}};
+  gpu::engine::MetadataBuilder builder(config, 1, clean);
+  const model::ForwardMetadata md = builder.build(in);
+  ASSERT_EQ(md.num_padded, 1);
+  EXPECT_EQ(md.rows[0].block_idx_prev_step, 2);
+  EXPECT_EQ(md.rows[1].block_idx_prev_step, 1);
+  EXPECT_EQ(md.rows[2].block_idx_prev_step, 1);
+  EXPECT_EQ(md.rows[3].block_idx_prev_step, 0);
+  const model::ScheduledRequest s{.req_id = "x", .num_scheduled_tokens = 1};
+  const std::vector<oracle::engine::ForwardRow> rows{
+      {.scheduled = &s, .num_computed = 9, .anchor = 2, .row = &r1},
+      {.scheduled = &s, .num_computed = 5, .anchor = 1, .row = &r2},
+      {.scheduled = &s, .num_computed = 6, .anchor = 1, .row = &r3}};
+  EXPECT_EQ(oracle::engine::derive_forward_metadata(config, rows), md);
 }
 
 TEST(ForwardMetadata, PaddingRowsCarryTheNullBlockAfterALargerBatch) {
