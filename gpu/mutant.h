@@ -176,6 +176,10 @@ namespace mc::gpu {
     "was scheduled, as after a full decode, not only after a decode with drafts: the step "        \
     "after a prefill chunk or a decode without drafts reads its initial state at a "               \
     "speculative column past that block instead of the block of its last computed token")          \
+  X(padded_tail_as_prefill, 'A',                                                                   \
+    "a row with drafts whose first token is a prompt token (a prompt tail padded with "            \
+    "placeholder drafts for a uniform CUDA-graph shape) is classified as a prefill, which "        \
+    "keeps the state after the placeholders instead of the one after the real token (#55178)")     \
   X(all_record_full_decodes_only, 'A',                                                             \
     "all mode's postprocess records only after a full decode (1 + num_spec tokens, vLLM "          \
     "#41233 at 6a391a9): after a decode with fewer drafts that rejected one, the next step "       \

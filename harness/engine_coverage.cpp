@@ -153,6 +153,7 @@ void EngineCoverageCounter::count_row(const model::ScheduledRequest& s,
     if (all_mode && c % B != 0) coverage_.add(F::all_mode_chunk_mid_block);
     return;
   }
+  if (s.num_draft_tokens > 0 && c < r.prompt_len) coverage_.add(F::padded_prompt_tail);
   if (all_mode) coverage_.add(F::all_mode_decode);
   if (all_mode && s.num_draft_tokens > 0 && s.num_draft_tokens == layout_.config.num_spec_tokens)
     coverage_.add(F::all_mode_record);

@@ -115,8 +115,8 @@ struct Script {
 Script read_script(const nlohmann::json& root_json) {
   const Field root(root_json);
   root.expect_object({"preset", "num_blocks", "config", "v1_copy_path", "token_budget",
-                      "max_running", "drafter_prunes_last_block", "steps_max", "requests",
-                      "expect"});
+                      "max_running", "drafter_prunes_last_block", "pad_prompt_tails", "steps_max",
+                      "requests", "expect"});
   Script s{.preset = root["preset"].string(64)};
   const model::Preset* preset = nullptr;
   try {
@@ -144,6 +144,8 @@ Script read_script(const nlohmann::json& root_json) {
   // block short of the prompt's last boundary (REFERENCE.md 3, chunked prefill).
   if (root.has("drafter_prunes_last_block"))
     s.options.scheduler.drafter_prunes_last_block = root["drafter_prunes_last_block"].boolean();
+  if (root.has("pad_prompt_tails"))
+    s.options.scheduler.pad_prompt_tails = root["pad_prompt_tails"].boolean();
   s.options.scheduler.full_drafts_per_million = 1'000'000; // every decode carries its drafts
   if (root.has("steps_max")) s.steps_max = root["steps_max"].integer(1, kScenarioStepsMax);
   const Field requests = root["requests"];
@@ -164,7 +166,8 @@ Script read_script(const nlohmann::json& root_json) {
   return s;
 }
 
-// Decode rows take their scripted acceptance; prefill rows stay at 1.
+// Decode rows take their scripted acceptance; prefill rows stay at 1, and so does a padded
+// prompt tail (its drafts are placeholders).
 void apply_acceptance(model::Step& step, const std::vector<ScriptedRequest>& requests,
                       std::map<std::string, std::size_t>& decodes) {
   std::map<std::string, std::int32_t> computed;
@@ -174,6 +177,7 @@ void apply_acceptance(model::Step& step, const std::vector<ScriptedRequest>& req
     if (row.num_draft_tokens == 0 || !computed.contains(row.req_id)) continue;
     for (const ScriptedRequest& r : requests) {
       if (r.spec.req_id != row.req_id || r.accept.empty()) continue;
+      if (computed.at(row.req_id) < r.spec.num_prompt_tokens) continue;
       const std::size_t k = decodes[row.req_id]++;
       const std::int32_t a =
           std::min(r.accept[std::min(k, r.accept.size() - 1)], 1 + row.num_draft_tokens);

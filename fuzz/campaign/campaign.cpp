@@ -278,7 +278,21 @@ nlohmann::json to_json(const CampaignOptions& o, const CampaignLevel& level,
 
 namespace {
 
+// Case fields added since a report was written, with the value that means what the case did
+// then: pad_prompt_tails (padded prompt tails were not drawn before it).
+void default_newer_case_fields(nlohmann::json& r) {
+  if (r.value("level", "") != "engine" || !r.contains("findings")) return;
+  for (nlohmann::json& f : r.at("findings")) {
+    if (!f.contains("counterexample")) continue;
+    nlohmann::json& ce = f.at("counterexample");
+    if (ce.contains("shrunk_case") && ce.at("shrunk_case").is_object() &&
+        !ce.at("shrunk_case").contains("pad_prompt_tails"))
+      ce.at("shrunk_case")["pad_prompt_tails"] = false;
+  }
+}
+
 void upgrade_level(nlohmann::json& r) {
+  default_newer_case_fields(r);
   if (r.contains("version")) return;
   r["version"] = kReportVersion;
   if (r.contains("result")) { // the kernel level said it in words

@@ -43,6 +43,7 @@ constexpr std::uint64_t kConventionStream = 0x636f6e76656e7469; // "conventi"
 constexpr std::uint64_t kEagleStream = 0x6561676c652d6d74;      // "eagle-mt"
 constexpr std::uint64_t kSteerStream = 0x7374656572696e67;      // "steering"
 constexpr std::uint64_t kTurnStream = 0x666f6c6c6f772d75;       // "follow-u"
+constexpr std::uint64_t kTailStream = 0x7061642d7461696c;       // "pad-tail"
 
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
   return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
@@ -471,6 +472,13 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
                              static_cast<std::uint64_t>(size));
   c.engine.scheduler.drafter_prunes_last_block =
       size >= kProductionSizeMin && c.config.num_spec_tokens > 0 && eagle.chance(250'000);
+  // Padded prompt tails (vLLM's pad_spec_decode) in half the cases that draft from the same
+  // sizes on, and where steering forces them; a stream of their own, as EAGLE's.
+  Rng tails =
+      Rng::from_seed(model::mix64(case_seed ^ kTailStream) ^ static_cast<std::uint64_t>(size));
+  c.engine.scheduler.pad_prompt_tails =
+      c.config.num_spec_tokens > 0 && ((size >= kProductionSizeMin && tails.chance(500'000)) ||
+                                       steer.forces(SteerKnob::padded_tails));
   fit_to_kinds(c, fixed.kinds);
   // A tight pool preempts only with several requests running.
   const bool tight_pool = steer.tight_pool;
@@ -517,7 +525,7 @@ std::string describe(const EngineCase& c) {
     layers += fmt::format("{}{}", layers.empty() ? "" : "+", g.num_layers);
   return fmt::format(
       "{} (layers {}), {} {} {}{}, B {} attn {}, drafts {}, pool {}, budget {}, running {}, "
-      "resets {}/M, aborts {}/M, full drafts {}/M{}{}, {} requests, {} steps",
+      "resets {}/M, aborts {}/M, full drafts {}/M{}{}{}, {} requests, {} steps",
       c.preset, layers, model::to_string(k.mode), model::to_string(c.engine.runner.flavour),
       model::to_string(k.conv_layout),
       c.engine.runner.flavour == model::RunnerFlavour::v1
@@ -527,7 +535,8 @@ std::string describe(const EngineCase& c) {
       k.mamba_block_size, k.attn_block_size, k.num_spec_tokens, c.spec.num_blocks, s.token_budget,
       s.max_running, s.reset_prefix_cache_per_million, s.abort_per_million,
       s.full_drafts_per_million, s.async_scheduling ? ", async" : "",
-      s.drafter_prunes_last_block ? ", drafter prunes" : "", c.requests.size(), c.num_steps);
+      s.drafter_prunes_last_block ? ", drafter prunes" : "",
+      s.pad_prompt_tails ? ", padded tails" : "", c.requests.size(), c.num_steps);
 }
 
 nlohmann::ordered_json to_json(const EngineCase& c) {
@@ -563,6 +572,7 @@ nlohmann::ordered_json to_json(const EngineCase& c) {
           {"full_drafts_per_million", s.full_drafts_per_million},
           {"async_scheduling", s.async_scheduling},
           {"drafter_prunes_last_block", s.drafter_prunes_last_block},
+          {"pad_prompt_tails", s.pad_prompt_tails},
           {"scheduler_seed", c.scheduler_seed},
           {"num_steps", c.num_steps},
           {"requests", requests}};

@@ -100,7 +100,10 @@ void config_candidates(const EngineCase& c, Candidates& out) {
     EngineCase a = c;
     a.config.num_spec_tokens = s;
     a.config.num_spec_blocks = s; // one speculative block per draft, in both modes
-    if (s == 0) a.engine.scheduler.drafter_prunes_last_block = false;
+    if (s == 0) {
+      a.engine.scheduler.drafter_prunes_last_block = false;
+      a.engine.scheduler.pad_prompt_tails = false;
+    }
     add(out, std::move(a));
   }
   for (const std::int32_t b : smaller(static_cast<std::int32_t>(c.spec.num_blocks), 4)) {
@@ -156,6 +159,8 @@ void option_candidates(const EngineCase& c, Candidates& out) {
     variant([](EngineCase& a) { a.engine.scheduler.async_scheduling = false; });
   if (s.drafter_prunes_last_block)
     variant([](EngineCase& a) { a.engine.scheduler.drafter_prunes_last_block = false; });
+  if (s.pad_prompt_tails)
+    variant([](EngineCase& a) { a.engine.scheduler.pad_prompt_tails = false; });
   if (s.full_drafts_per_million < 1'000'000)
     variant([](EngineCase& a) { a.engine.scheduler.full_drafts_per_million = 1'000'000; });
   if (c.config.conv_layout == model::ConvLayout::DS)

@@ -15,8 +15,8 @@ constexpr std::array<std::string_view, kSteerKnobCount> kKnobNames = {
     "rejected-drafts", "tight-pool", "shared-prefixes", "long-prompts", "big-blocks",
     "ds-layout",       "v1-runner",  "v2-runner",       "batch-copy",   "precopy-v1",
     "slot-tables",     "deferred",   "mixed-preset",    "reset",        "abort",
-    "wide-batches",    "follow-ups"};
-static_assert(static_cast<std::size_t>(SteerKnob::follow_ups) + 1 == kSteerKnobCount);
+    "wide-batches",    "follow-ups", "padded-tails"};
+static_assert(static_cast<std::size_t>(SteerKnob::padded_tails) + 1 == kSteerKnobCount);
 
 // By feature: the knobs column of model/coverage_features.def.
 constexpr std::array<SteerKnobs, model::kCoverageFeatureCount> kKnobs = [] {

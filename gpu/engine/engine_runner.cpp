@@ -103,6 +103,7 @@ void EngineRunner::apply_rows(const model::Step& step) {
   for (const auto& id : step.finished_req_ids) {
     release(id);
     truth_.erase(id);
+    prompt_len_.erase(id);
   }
   for (const auto& id : step.preempted_req_ids) {
     const auto it = slot_index_.find(id);
@@ -113,6 +114,7 @@ void EngineRunner::apply_rows(const model::Step& step) {
   for (const model::NewRequestData& n : step.new_requests) {
     seed(n.req_id, n.block_ids, n.num_computed_tokens, false);
     truth_[n.req_id] = n.prompt_token_ids;
+    prompt_len_[n.req_id] = static_cast<std::int32_t>(n.prompt_token_ids.size());
   }
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (c.resumed) {

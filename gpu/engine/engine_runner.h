@@ -156,6 +156,7 @@ private:
   // Committed tokens per request (prompt, then accepted), kept across preemption: the truth
   // the forward stamps (FORWARD.md), not a decision.
   std::unordered_map<std::string, std::vector<std::int32_t>> truth_;
+  std::unordered_map<std::string, std::int32_t> prompt_len_; // by request, from its arrival
   std::int32_t conv_width_max_ = 0;
   // The shapes of the CUDA graphs the executor has captured, by batch size: a step of that
   // size lays its inputs out as its graph reads them.

@@ -93,16 +93,14 @@ void MetadataBuilder::pad_for_graph(model::ForwardMetadata& md) {
 }
 
 model::ForwardMetadata MetadataBuilder::build(std::span<const MetadataInput> inputs) {
-  // split_decodes_and_prefills over the reordered batch: a query of at most the threshold
-  // (1 + num_spec with spec decode, else 1) is a decode. Here a chunk is always a prefill
-  // (model/FORWARD.md), so a decode also has exactly one new token.
+  // split_decodes_and_prefills over the reordered batch (RunnerDecisions::decode_row).
   const std::int32_t threshold = config_.num_spec_tokens > 0 ? 1 + config_.num_spec_tokens : 1;
   model::ForwardMetadata md;
   for (const bool decodes : {true, false}) {
     for (std::size_t b = 0; b < inputs.size(); ++b) {
       const MetadataInput& in = inputs[b];
       const bool decode =
-          in.num_scheduled <= threshold && in.num_scheduled - in.num_draft == 1;
+          decisions_->decode_row(in.num_scheduled, in.num_draft, in.prompt_token, threshold);
       if (decode != decodes) continue;
       md.rows.push_back(row_of(static_cast<std::int32_t>(b), in, decode));
       ++(decode ? md.num_decodes : md.num_prefills);

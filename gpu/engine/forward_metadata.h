@@ -24,6 +24,7 @@ struct MetadataInput {
   std::int32_t num_draft = 0;     // d
   std::int32_t num_accepted = 1;  // a, as the forward starts
   std::int32_t all_record = -1;   // all mode: the block its record names (-1: none)
+  bool prompt_token = false;      // its first token is a prompt token (c < the prompt's length)
   const model::GroupBlockIds* row = nullptr;
 };
 

@@ -86,6 +86,11 @@ RunnerDecisions::all_mode_record(std::int32_t c, std::int32_t n, std::int32_t d,
       .drafts = d};
 }
 
+bool RunnerDecisions::decode_row(std::int32_t n, std::int32_t d, bool /*prompt_token*/,
+                                 std::int32_t threshold) const {
+  return n <= threshold && n - d == 1;
+}
+
 std::int32_t RunnerDecisions::decode_window_start(std::int32_t seq_len,
                                                   std::int32_t block_size) const {
   return std::max(seq_len - 1, 0) / block_size;

@@ -97,6 +97,14 @@ public:
 
   // --- The forward's metadata (forward_metadata.h)
 
+  // split_decodes_and_prefills: whether a row of n tokens, d of them drafts, is a decode, given
+  // the threshold (1 + num_spec with spec decode, else 1) and whether its first token is a
+  // prompt token: a query of at most the threshold with one token besides its drafts (here a
+  // chunk is always a prefill, model/FORWARD.md). A padded prompt tail (its last token and
+  // num_spec placeholder drafts) is a decode: the state after the real token is kept (#55178).
+  virtual bool decode_row(std::int32_t n, std::int32_t d, bool prompt_token,
+                          std::int32_t threshold) const;
+
   // Align mode: the column a decode row's 1 + num_spec window starts at, for a row whose
   // last scheduled token is token seq_len - 1: (seq_len - 1) // B.
   virtual std::int32_t decode_window_start(std::int32_t seq_len, std::int32_t block_size) const;

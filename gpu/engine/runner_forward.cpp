@@ -237,6 +237,7 @@ void EngineRunner::run_forward(StepRecord& rec, const Batch& batch,
                       .num_draft = s.num_draft_tokens,
                       .num_accepted = num_accepted[b],
                       .all_record = all_record.empty() ? -1 : all_record[b].block,
+                      .prompt_token = batch.num_computed[b] < prompt_len_.at(s.req_id),
                       .row = &slots_[static_cast<std::size_t>(batch.slot[b])].row});
   }
   rec.metadata = metadata_builder_.build(inputs);

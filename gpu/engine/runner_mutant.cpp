@@ -143,6 +143,15 @@ struct all_record_after_any_step final : RunnerDecisions {
   }
 };
 
+// A row with drafts whose first token is a prompt token classified as a prefill (vLLM before
+// #55178): a padded prompt tail then keeps the state after its placeholder drafts.
+struct padded_tail_as_prefill final : RunnerDecisions {
+  bool decode_row(std::int32_t n, std::int32_t d, bool prompt_token,
+                  std::int32_t threshold) const override {
+    return RunnerDecisions::decode_row(n, d, prompt_token, threshold) && !(d > 0 && prompt_token);
+  }
+};
+
 // vLLM's postprocess_mamba_all at 6a391a9 (#41233): a record only after a full decode, keyed
 // on the query length 1 + num_spec. After a decode with fewer drafts the next step anchors at
 // the block of its last computed token, where a rejected draft left no state of its count.

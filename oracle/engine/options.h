@@ -32,11 +32,16 @@ struct SchedulerOptions {
   std::int32_t max_running = 8;                  // max_num_seqs
   std::int32_t reset_prefix_cache_per_million = 0;
   std::int32_t abort_per_million = 0;
-  std::int32_t full_drafts_per_million = 800'000; // else 0..num_spec-1 drafts (all mode: 0)
+  std::int32_t full_drafts_per_million = 800'000; // else 0..num_spec-1 drafts
   // Async scheduling (REFERENCE.md 3): each step is planned while the one before it runs, from
   // optimistic counts; a block that step can still touch is held back when freed.
   bool async_scheduling = false;
   bool drafter_prunes_last_block = false;         // eagle: last cache position one block earlier
+  // A prompt's last token, scheduled alone with spec decode on, goes with num_spec placeholder
+  // drafts, always rejected, so the batch keeps the uniform 1 + num_spec shape of its CUDA
+  // graph (vLLM's pad_spec_decode; the Mamba side must keep the state after the real token,
+  // #55178).
+  bool pad_prompt_tails = false;
 };
 
 using model::RunnerOptions;

@@ -120,6 +120,20 @@ std::int32_t Scheduler::draw_drafts(const SchedRequest& r, std::int32_t budget) 
   return std::max(d, 0);
 }
 
+// The placeholder drafts of a padded prompt tail (SchedulerOptions::pad_prompt_tails): num_spec
+// of them, where the chunk is the prefill's last token alone and the budget and the request's
+// length leave room for them; none otherwise.
+std::int32_t Scheduler::placeholder_drafts(const SchedRequest& r, std::int32_t num_new,
+                                           std::int32_t budget) const {
+  const std::int32_t ns = config_.num_spec_tokens;
+  if (!options_.pad_prompt_tails || ns == 0 || num_new != 1) return 0;
+  const std::int32_t computed = planned_computed(r);
+  const std::int32_t prefill_end = std::max(r.spec.num_prompt_tokens, planned_tokens(r) - 1);
+  if (computed + 1 != prefill_end) return 0;
+  if (budget < 1 + ns || r.spec.max_len - planned_tokens(r) < ns) return 0;
+  return ns;
+}
+
 void Scheduler::make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
                                RequestBlocks* held, model::Step& step) {
   const std::int32_t computed = planned_computed(r);
@@ -136,7 +150,8 @@ void Scheduler::make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32
   s.num_accepted_tokens = 1;
   if (num_draft > 0) {
     MC_ASSERT(num_new == 1 + num_draft);
-    s.num_accepted_tokens = rng_.uniform32(1, 1 + num_draft);
+    // A prompt tail's drafts are placeholders: the sampler rejects every one.
+    s.num_accepted_tokens = in_prefill(r) ? 1 : rng_.uniform32(1, 1 + num_draft);
   }
   fill_tokens(r, computed, s);
   // finalize() corrects the start once the step in flight reported.

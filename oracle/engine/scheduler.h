@@ -132,6 +132,8 @@ private:
   std::optional<std::int32_t> manager_split(const SchedRequest& r, std::int32_t num_new,
                                             std::int32_t budget) const;
   std::int32_t draw_drafts(const SchedRequest& r, std::int32_t budget);
+  std::int32_t placeholder_drafts(const SchedRequest& r, std::int32_t num_new,
+                                  std::int32_t budget) const;
   // Appends r's row to step.scheduled; `held`: r's tables (just allocated).
   void make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
                       RequestBlocks* held, model::Step& step);

@@ -21,6 +21,8 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
     std::int32_t num_new = 0;
     if (in_prefill(r)) {
       num_new = split_chunk(r, planned_tokens(r) - computed, budget);
+      num_draft = placeholder_drafts(r, num_new, budget);
+      num_new += num_draft;
     } else {
       MC_ASSERT(computed == planned_tokens(r) - 1);
       num_draft = draw_drafts(r, budget);

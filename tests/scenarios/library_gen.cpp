@@ -85,10 +85,12 @@ void cycle_acceptance(model::Step& step, const std::vector<RequestSpec>& request
   for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
     model::ScheduledRequest& row = step.scheduled[i];
     if (row.num_draft_tokens == 0 || !computed.contains(row.req_id)) continue;
+    const RequestSpec& spec = spec_of(requests, row.req_id);
+    // A padded prompt tail's drafts are placeholders: never accepted.
+    if (computed.at(row.req_id) < spec.num_prompt_tokens) continue;
     const auto a = static_cast<std::int32_t>(1 + (static_cast<std::int64_t>(i) + step.index) %
                                                      (1 + row.num_draft_tokens));
-    oracle::engine::force_acceptance(row, computed.at(row.req_id),
-                                     spec_of(requests, row.req_id).tokens, a);
+    oracle::engine::force_acceptance(row, computed.at(row.req_id), spec.tokens, a);
   }
 }
 
@@ -171,6 +173,19 @@ std::vector<Scenario> production_scenarios() {
     s.guards = "B = 1024, 7 drafts, V2: one 4096-token chunk crosses four boundaries, a prefix "
                "hit of 4 blocks, decodes of up to 8 tokens across a boundary";
     s.requests = {request("a", 0, 5000, 1300, 4, 4500), request("b", 9, 4600, 1200, 4, 4500)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b560-v1-padded-prompt-tail", 560, 3, v1, 24, 1120);
+    s.runner_mutants = {"padded_tail_as_prefill"};
+    s.guards = "B = 560, 3 drafts, V1 fused precopy, padded prompt tails (vLLM's "
+               "pad_spec_decode): while a decodes with drafts, b's 1121-token prompt goes in "
+               "as chunks ending on block boundaries and then its last token alone, sent with 3 "
+               "placeholder drafts so the batch keeps the 1 + 3 graph shape; the row is a "
+               "decode, none of the placeholders is accepted, and the state kept is the one "
+               "after the real token (#55178)";
+    s.options.scheduler.pad_prompt_tails = true;
+    s.requests = {request("a", 0, 1200, 300), request("b", 3, 1121, 200)};
     out.push_back(std::move(s));
   }
   {

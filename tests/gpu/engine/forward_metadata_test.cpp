@@ -165,6 +165,33 @@ TEST(ForwardMetadata, AllModePaddingRowsAnchorAtZero) {
   EXPECT_EQ(oracle::engine::derive_forward_metadata(config, rows), md);
 }
 
+// A padded prompt tail (#55178): the prompt's last token (c = 8 of 9) with two placeholder
+// drafts. The clean builder makes it a decode by its shape, as the oracle does; the mutant
+// that classifies rows holding a prompt token as prefills makes it a prefill, and the
+// comparison names the field. A row of the same shape past the prompt is a decode for both.
+TEST(ForwardMetadata, APaddedPromptTailIsADecode) {
+  const model::GroupBlockIds row{{1, 2, 3, 4, 5}};
+  gpu::engine::MetadataInput in{
+      .num_computed = 8, .num_scheduled = 3, .num_draft = 2, .prompt_token = true, .row = &row};
+  const gpu::engine::RunnerDecisions clean;
+  gpu::engine::MetadataBuilder builder(align_config(2), 1, clean);
+  const model::ForwardMetadata md = builder.build(std::span(&in, 1));
+  EXPECT_EQ(md.num_decodes, 1);
+  const model::ScheduledRequest s{.req_id = "t", .num_scheduled_tokens = 3, .num_draft_tokens = 2};
+  const oracle::engine::ForwardRow fr{.scheduled = &s, .num_computed = 8, .row = &row};
+  EXPECT_EQ(oracle::engine::derive_forward_metadata(align_config(2), std::span(&fr, 1)), md);
+  const std::unique_ptr<gpu::engine::RunnerDecisions> mutant =
+      gpu::engine::make_runner_decisions(gpu::engine::RunnerMutant::padded_tail_as_prefill);
+  gpu::engine::MetadataBuilder wrong(align_config(2), 1, *mutant);
+  const model::ForwardMetadata bad = wrong.build(std::span(&in, 1));
+  EXPECT_EQ(bad.num_prefills, 1);
+  const std::optional<model::MetadataDifference> d = model::first_metadata_difference(bad, md);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->field, "num_decodes");
+  in.prompt_token = false;
+  EXPECT_EQ(wrong.build(std::span(&in, 1)).num_decodes, 1);
+}
+
 TEST(ForwardMetadata, PaddingRowsCarryTheNullBlockAfterALargerBatch) {
   model::GroupBlockIds rows[5] = {{{1}}, {{2}}, {{3}}, {{4}}, {{5}}};
   std::vector<gpu::engine::MetadataInput> five, three;

@@ -191,5 +191,45 @@ TEST(EngineWalkthrough, PrefixHitBySecondRequest) {
   EXPECT_EQ(e.report().finished, 2);
 }
 
+// A padded prompt tail (vLLM's pad_spec_decode, #55178): r0's 9-token prompt goes in as a
+// chunk of 8 (split at the boundary 8) and its last token alone, which the scheduler sends with
+// both drafts as placeholders so the row has the decode shape 1 + 2: the row is the prompt's
+// token 8 (108) and two placeholders, none accepted, and 9 tokens are committed. The state
+// after the real token is the one kept: the invariants underneath judge the next step's read
+// (and every later one) against it, in V1, V2 and all mode. Without the option the tail is a
+// row of one token.
+class PaddedTail : public ::testing::TestWithParam<int> {};
+
+TEST_P(PaddedTail, IsADecodeRowWhosePlaceholdersAreRejected) {
+  const model::Layout base = tiny_layout();
+  model::CacheConfig config = base.config;
+  EngineOptions o = walk_options();
+  if (GetParam() == 1) o.runner.flavour = model::RunnerFlavour::v2;
+  if (GetParam() == 2) config.mode = model::CacheMode::all;
+  config.runner = o.runner.flavour;
+  const model::Layout layout = model::build_layout(config, base.spec);
+  for (const bool pad : {true, false}) {
+    o.scheduler.pad_prompt_tails = pad;
+    Engine e(layout, {request("r0", 100, 9, 30, 0)}, 1, o);
+    ASSERT_TRUE(e.step());
+    EXPECT_EQ(e.last_step().scheduled[0].num_scheduled_tokens, 8);
+    ASSERT_TRUE(e.step());
+    const model::ScheduledRequest& tail = e.last_step().scheduled[0];
+    EXPECT_EQ(tail.num_scheduled_tokens, pad ? 3 : 1);
+    EXPECT_EQ(tail.num_draft_tokens, pad ? 2 : 0);
+    EXPECT_EQ(tail.num_accepted_tokens, 1);
+    EXPECT_EQ(tail.token_ids.front(), 108);
+    EXPECT_EQ(e.ledger().truth("r0").num_committed, 9);
+    ASSERT_TRUE(e.step());
+    EXPECT_EQ(e.last_step().scheduled[0].token_ids.front(), 109); // the first decode
+    for (int i = 0; i < 40 && e.step(); ++i) {
+    }
+    ASSERT_FALSE(e.report().first_finding.has_value()) << e.report().first_finding->message;
+    EXPECT_EQ(e.report().finished, 1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(V1V2All, PaddedTail, ::testing::Values(0, 1, 2));
+
 } // namespace
 } // namespace mc::oracle::engine
