@@ -95,8 +95,10 @@ ScriptedRequest read_request(const Field& f, std::int32_t index) {
 }
 
 PendingExpect read_expect(const Field& f, std::size_t num_groups) {
-  f.expect_object({"step", "request", "pre_copy", "post_copy", "state_col", "num_accepted",
-                   "prev_step_anchor", "block_mask"});
+  std::vector<std::string_view> known{"step", "request"};
+  known.insert(known.end(), scenarios::kExpectationFields.begin(),
+               scenarios::kExpectationFields.end());
+  f.expect_object(known);
   PendingExpect e{.step = f["step"].integer(0, kScenarioStepsMax), .field = f.path()};
   e.row = scenarios::expectation_fields_from_json(f, f["request"].string(256), num_groups);
   return e;

@@ -109,13 +109,22 @@ std::string column_copy_text(const std::optional<model::ColumnCopy>& c) {
   return c ? fmt::format("[{}, {}]", c->src_col, c->dst_col) : "no copy";
 }
 
-std::optional<model::ColumnCopy> row_copy(const oracle::engine::StepRecord& record,
-                                          std::int32_t row, bool pre_step) {
+std::optional<CopyView> row_copy_view(const oracle::engine::StepRecord& record, std::int32_t row,
+                                      bool pre_step) {
   for (const oracle::engine::LaunchRecord& l : record.launches)
     if (pre_step ? is_pre_step(l.kind) : is_post_step(l.kind))
-      if (const std::optional<CopyView> c = copy_of_row(l, row))
-        return model::ColumnCopy{.src_col = c->src_col, .dst_col = c->dst_col};
+      if (std::optional<CopyView> c = copy_of_row(l, row)) return c;
   return std::nullopt;
+}
+
+// The copy as (source column, destination column), or in vLLM's words (`biased`: the column of
+// the temporal state copied, the source column plus the token bias).
+std::optional<model::ColumnCopy> row_copy(const oracle::engine::StepRecord& record,
+                                          std::int32_t row, bool pre_step, bool biased = false) {
+  const std::optional<CopyView> c = row_copy_view(record, row, pre_step);
+  if (!c) return std::nullopt;
+  return model::ColumnCopy{.src_col = c->src_col + (biased ? c->token_bias : 0),
+                           .dst_col = c->dst_col};
 }
 
 std::vector<std::vector<std::int32_t>> mask_of(const model::GroupBlockIds* table) {
@@ -205,6 +214,53 @@ StepView StepViewer::after(OracleSide& oracle, const OracleStep& o) {
   return view;
 }
 
+namespace {
+
+// The scheduler's table of a request (the block manager's, nulled where freed or moved), as a
+// mask per group.
+std::vector<std::vector<std::int32_t>> kv_mask_of(const oracle::engine::BlockManager& blocks,
+                                                  const std::string& req_id) {
+  std::vector<std::vector<std::int32_t>> mask;
+  const oracle::engine::RequestBlocks* held = blocks.find(req_id);
+  if (held == nullptr) return mask;
+  for (const oracle::engine::GroupRow& g : held->groups) {
+    std::vector<std::int32_t>& m = mask.emplace_back();
+    for (const std::int32_t id : g.block_ids)
+      m.push_back(id == model::kNullBlockId ? 0 : 1);
+  }
+  return mask;
+}
+
+// The fields of an expectation in vLLM's words (model::RowExpectation).
+template <typename Differ>
+void check_vllm_words(const OracleSide& oracle, const OracleStep& o, const model::RowExpectation& e,
+                      std::int32_t row, std::int64_t& checked, const Differ& differ,
+                      std::vector<Difference>& failed) {
+  if (e.kv_block_mask) {
+    ++checked;
+    const std::vector<std::vector<std::int32_t>> got = kv_mask_of(oracle.blocks(), e.req_id);
+    if (got != *e.kv_block_mask)
+      failed.push_back(differ("kv_block_mask", mask_text(*e.kv_block_mask), mask_text(got)));
+  }
+  const auto copy = [&](std::string_view field, const std::optional<model::ColumnCopy>& want,
+                        bool pre_step) {
+    ++checked;
+    const std::optional<model::ColumnCopy> got = row_copy(o.record, row, pre_step, true);
+    if (got != want) failed.push_back(differ(field, column_copy_text(want), column_copy_text(got)));
+  };
+  if (e.preprocess_copy_idx) copy("preprocess_copy_idx", *e.preprocess_copy_idx, true);
+  if (e.postprocess_copy_idx) copy("postprocess_copy_idx", *e.postprocess_copy_idx, false);
+  if (e.token_bias) {
+    ++checked;
+    const std::optional<CopyView> c = row_copy_view(o.record, row, true);
+    const std::int32_t got = c ? c->token_bias : 0;
+    if (got != *e.token_bias)
+      failed.push_back(differ("token_bias", std::to_string(*e.token_bias), std::to_string(got)));
+  }
+}
+
+} // namespace
+
 std::vector<Difference> check_expectations(OracleSide& oracle, const OracleStep& o,
                                            std::int64_t& checked) {
   std::vector<Difference> failed;
@@ -264,6 +320,7 @@ std::vector<Difference> check_expectations(OracleSide& oracle, const OracleStep&
       if (got != *e.block_mask)
         failed.push_back(differ("block_mask", mask_text(*e.block_mask), mask_text(got)));
     }
+    check_vllm_words(oracle, o, e, row, checked, differ, failed);
   }
   return failed;
 }

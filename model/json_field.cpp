@@ -173,6 +173,10 @@ std::string Field::describe() const {
 }
 
 void Field::expect_object(std::initializer_list<std::string_view> known) const {
+  expect_object(std::span(known.begin(), known.size()));
+}
+
+void Field::expect_object(std::span<const std::string_view> known) const {
   if (!value_.is_object()) fail("expected an object, got {}", describe());
   for (const auto& item : value_.items()) {
     const std::string& key = item.key();

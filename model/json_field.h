@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -68,6 +69,7 @@ public:
 
   // Asserts an object whose keys are all in `known` (or start with "x_").
   void expect_object(std::initializer_list<std::string_view> known) const;
+  void expect_object(std::span<const std::string_view> known) const;
   bool has(std::string_view key) const;         // asserts an object
   Field operator[](std::string_view key) const; // a missing key is rejected
   Field operator[](std::size_t index) const;    // asserts index < size

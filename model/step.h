@@ -99,6 +99,15 @@ struct RowExpectation {
   std::optional<std::int32_t> prev_step_anchor;
   // Per group, per column of the table after the step: 1 a block, 0 the null block.
   std::optional<std::vector<std::vector<std::int32_t>>> block_mask;
+  // The same fields in vLLM's words (its e2e prefix-cache tests' StepAction): the scheduler's
+  // table after the step's allocation, per group (1 a block, 0 null: freed and moved columns
+  // are null there, where the runner's row keeps them); the copies as (the column of the
+  // temporal state copied, that is the source column plus the token bias, destination
+  // column); the pre-step copy's token bias (0 without one, as vLLM's fused buffers hold).
+  std::optional<std::vector<std::vector<std::int32_t>>> kv_block_mask;
+  std::optional<std::optional<ColumnCopy>> preprocess_copy_idx;
+  std::optional<std::optional<ColumnCopy>> postprocess_copy_idx;
+  std::optional<std::int32_t> token_bias;
 };
 
 struct Step {

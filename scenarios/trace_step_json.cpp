@@ -172,6 +172,10 @@ ojson expect_to_json(const std::vector<model::RowExpectation>& expect) {
     if (e.num_accepted) row["num_accepted"] = *e.num_accepted;
     if (e.prev_step_anchor) row["prev_step_anchor"] = *e.prev_step_anchor;
     if (e.block_mask) row["block_mask"] = *e.block_mask;
+    if (e.kv_block_mask) row["kv_block_mask"] = *e.kv_block_mask;
+    if (e.preprocess_copy_idx) row["preprocess_copy_idx"] = copy_to_json(*e.preprocess_copy_idx);
+    if (e.postprocess_copy_idx) row["postprocess_copy_idx"] = copy_to_json(*e.postprocess_copy_idx);
+    if (e.token_bias) row["token_bias"] = *e.token_bias;
     out[e.req_id] = std::move(row);
   }
   return out;
@@ -199,14 +203,22 @@ model::RowExpectation expectation_fields_from_json(const Field& f, model::Reques
   if (f.has("state_col")) e.state_col = f["state_col"].int32(0, kInt32Max);
   if (f.has("num_accepted")) e.num_accepted = f["num_accepted"].int32(1, 1 + model::kSpecTokensMax);
   if (f.has("prev_step_anchor")) e.prev_step_anchor = f["prev_step_anchor"].int32(0, kInt32Max);
-  if (f.has("block_mask")) {
-    const Field mask = f["block_mask"];
+  const auto read_mask = [&](const char* key) {
+    const Field mask = f[key];
     if (mask.array_size(model::kGroupsMax) != num_groups)
       mask.fail("{} groups, the layout has {}", mask.value().size(), num_groups);
-    e.block_mask.emplace();
+    std::vector<std::vector<std::int32_t>> out;
     for (std::size_t g = 0; g < num_groups; ++g)
-      e.block_mask->push_back(mask[g].int32_list(0, 1, kBlockIdsPerRowMax));
-  }
+      out.push_back(mask[g].int32_list(0, 1, kBlockIdsPerRowMax));
+    return out;
+  };
+  if (f.has("block_mask")) e.block_mask = read_mask("block_mask");
+  if (f.has("kv_block_mask")) e.kv_block_mask = read_mask("kv_block_mask");
+  if (f.has("preprocess_copy_idx"))
+    e.preprocess_copy_idx = copy_from_json(f["preprocess_copy_idx"]);
+  if (f.has("postprocess_copy_idx"))
+    e.postprocess_copy_idx = copy_from_json(f["postprocess_copy_idx"]);
+  if (f.has("token_bias")) e.token_bias = f["token_bias"].int32(0, model::kSpecTokensMax);
   return e;
 }
 
@@ -219,8 +231,7 @@ std::vector<model::RowExpectation> expect_from_json(const Field& f, std::size_t 
   for (const auto& item : f.value().items()) {
     if (item.key().starts_with("x_")) continue;
     const Field row = f[item.key()];
-    row.expect_object(
-        {"pre_copy", "post_copy", "state_col", "num_accepted", "prev_step_anchor", "block_mask"});
+    row.expect_object(scenarios::kExpectationFields);
     out.push_back(expectation_fields_from_json(row, item.key(), num_groups));
   }
   return out;

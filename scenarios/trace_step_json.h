@@ -9,8 +9,10 @@
 #include "model/json_field.h"
 #include "model/step.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace mc::scenarios {
 
@@ -29,8 +31,15 @@ model::Step step_from_json(const Field& root, std::size_t num_groups,
                            std::int32_t derived_vocab_size, std::int32_t version,
                            std::size_t attention_groups);
 
-// The fields of one expectation (pre_copy, post_copy, state_col, num_accepted, prev_step_anchor,
-// block_mask) read from `f`, an object whose keys the caller has checked. Throws FieldError.
+// The fields an expectation may hold, in the order FORMAT.md lists them.
+inline constexpr std::array<std::string_view, 10> kExpectationFields = {
+    "pre_copy",      "post_copy",           "state_col",
+    "num_accepted",  "prev_step_anchor",    "block_mask",
+    "kv_block_mask", "preprocess_copy_idx", "postprocess_copy_idx",
+    "token_bias"};
+
+// The fields of one expectation (kExpectationFields) read from `f`, an object whose keys the
+// caller has checked. Throws FieldError.
 model::RowExpectation expectation_fields_from_json(const Field& f, model::RequestId req_id,
                                                    std::size_t num_groups);
 

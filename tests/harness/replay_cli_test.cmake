@@ -175,6 +175,28 @@ run_input_error(scenario ${WORK_DIR}/no-such-scenario.json)
 # record (6 + 4 - 1) // 4 = 2, where the fallback would give (8 - 1) // 4 = 1. Its
 # expectations hold; an anchor at the fallback fails naming step, field and both values; the
 # runner mutant that records after the prefill too reads a column past the state.
+# Two of vLLM's own e2e prefix-cache tables (test_mamba_prefix_cache.py, accept_1 and
+# accept_2_1: B = 560, 3 drafts, a 554-token prompt, 1 or 2 tokens accepted per decode), stated
+# in vLLM's words: the scheduler's table (kv_block_mask), the copies with the bias in the source
+# column, the token bias. All 51 hold on V1 with either copy path and on V2; a wrong mask and a
+# copy stated without the bias fail, each naming step, line, request and field.
+set(vllm vllm-b560-accept-1-and-2)
+run(0 scenario ${SOURCE_DIR}/scenarios/examples/${vllm}.json --out ${WORK_DIR}/${vllm}.jsonl)
+expect_in("${OUT}" "51 expectations held")
+foreach(variant "--v1-copy;batch_copy" "--runner;v2")
+  run(0 replay ${WORK_DIR}/${vllm}.jsonl ${variant})
+  expect_in("${OUT}" "51 expectations held")
+endforeach()
+file(READ ${SOURCE_DIR}/scenarios/examples/${vllm}.json text)
+string(REPLACE "\"step\": 8, \"request\": \"a\", \"kv_block_mask\": [[0, 1, 1, 1, 1]]"
+               "\"step\": 8, \"request\": \"a\", \"kv_block_mask\": [[1, 1, 1, 1, 1]]" broken "${text}")
+string(REPLACE "\"preprocess_copy_idx\": [1, 1]" "\"preprocess_copy_idx\": [0, 1]" broken "${broken}")
+file(WRITE ${WORK_DIR}/vllm-broken.json "${broken}")
+run(1 scenario ${WORK_DIR}/vllm-broken.json --out ${WORK_DIR}/vllm-broken.jsonl)
+expect_in("${OUT}" "EXPECTATION at step 8 (line 10): request a: expect.kv_block_mask: the trace expects [11111], the oracle has [01111]")
+expect_in("${OUT}" "EXPECTATION at step 43 (line 45): request b: expect.preprocess_copy_idx: the trace expects [0, 1], the oracle has [1, 1]")
+expect_in("${OUT}" "2 of 51 expectations failed")
+
 set(anchor b4-all-mode-anchor)
 run(0 scenario ${SOURCE_DIR}/scenarios/examples/${anchor}.json --out ${WORK_DIR}/${anchor}.jsonl)
 expect_in("${OUT}" "11 expectations held")
