@@ -64,6 +64,7 @@ struct RunOptions {
   std::string block_manager; // a worker command serving the KV cache manager
   double block_manager_timeout = backends::kBlockManagerTimeoutSecondsDefault;
   bool eagle = false; // EAGLE/MTP drafting: lookahead, the hit's dropped block, the split
+  bool pad_tails = false; // a prompt's last token alone goes with placeholder drafts
   std::string backend_name() const { return external.empty() ? backend : "external"; }
 };
 
@@ -123,6 +124,7 @@ void apply_scheduler(const RunOptions& o, harness::SimulationOptions& c) {
                       "step in flight can touch it)");
   c.engine.scheduler.async_scheduling = o.async;
   c.engine.scheduler.drafter_prunes_last_block = o.eagle;
+  c.engine.scheduler.pad_prompt_tails = o.pad_tails;
   if (o.pool_blocks != 0) {
     if (o.pool_blocks < 4 || o.pool_blocks > model::kBlocksMax)
       model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
@@ -289,6 +291,10 @@ void add_engine_options(CLI::App& cmd, RunOptions& o) {
                 "EAGLE/MTP drafting as vLLM schedules it: prefill chunks stop a block before the "
                 "last boundary, and a block manager gets the drafts as lookahead and drops the "
                 "last block of an attention hit");
+  cmd.add_flag("--pad-tails", o.pad_tails,
+               "vLLM's pad_spec_decode: a prompt's last token scheduled alone goes with "
+               "num_spec placeholder drafts, all rejected, so the batch keeps its 1 + num_spec "
+               "graph shape (#55178)");
 }
 
 // What the run writes, where its requests come from, how it compares.

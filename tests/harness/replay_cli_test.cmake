@@ -146,6 +146,13 @@ if(run_count LESS 1)
   message(FATAL_ERROR "run --steps-out wrote nothing")
 endif()
 
+# run --pad-tails sends a prompt's last token alone with placeholder drafts (vLLM's
+# pad_spec_decode) and holds; without it no tail is padded, and requiring the feature fails.
+run(0 run --preset tiny-mamba2 --steps 400 --requests 16 --pad-tails
+    --require-coverage padded-prompt-tail)
+run(1 run --preset tiny-mamba2 --steps 400 --requests 16 --require-coverage padded-prompt-tail)
+expect_in("${OUT}" "never reached required feature: padded-prompt-tail")
+
 # Scripted scenarios: both worked examples of docs/scenarios.md expand, replay and hold with
 # their expectations; a wrong destination column is exit 1 naming step, request and field; a
 # malformed scenario is exit 2 naming the file and the field.
