@@ -127,14 +127,33 @@ std::optional<model::ColumnCopy> row_copy(const oracle::engine::StepRecord& reco
                            .dst_col = c->dst_col};
 }
 
+// One group's row as a mask: 1 a block, 0 the null block.
+std::vector<std::int32_t> row_mask(const std::vector<std::int32_t>& ids) {
+  std::vector<std::int32_t> m;
+  m.reserve(ids.size());
+  for (const std::int32_t id : ids)
+    m.push_back(id == model::kNullBlockId ? 0 : 1);
+  return m;
+}
+
+// The runner's row of a request, per group.
 std::vector<std::vector<std::int32_t>> mask_of(const model::GroupBlockIds* table) {
   std::vector<std::vector<std::int32_t>> mask;
   if (table == nullptr) return mask;
-  for (const std::vector<std::int32_t>& group : *table) {
-    std::vector<std::int32_t>& m = mask.emplace_back();
-    for (const std::int32_t id : group)
-      m.push_back(id == 0 ? 0 : 1);
-  }
+  for (const std::vector<std::int32_t>& group : *table)
+    mask.push_back(row_mask(group));
+  return mask;
+}
+
+// The scheduler's table of a request (the block manager's, nulled where freed or moved), per
+// group.
+std::vector<std::vector<std::int32_t>> kv_mask_of(const oracle::engine::BlockManager& blocks,
+                                                  const std::string& req_id) {
+  std::vector<std::vector<std::int32_t>> mask;
+  const oracle::engine::RequestBlocks* held = blocks.find(req_id);
+  if (held == nullptr) return mask;
+  for (const oracle::engine::GroupRow& g : held->groups)
+    mask.push_back(row_mask(g.block_ids));
   return mask;
 }
 
@@ -214,53 +233,6 @@ StepView StepViewer::after(OracleSide& oracle, const OracleStep& o) {
   return view;
 }
 
-namespace {
-
-// The scheduler's table of a request (the block manager's, nulled where freed or moved), as a
-// mask per group.
-std::vector<std::vector<std::int32_t>> kv_mask_of(const oracle::engine::BlockManager& blocks,
-                                                  const std::string& req_id) {
-  std::vector<std::vector<std::int32_t>> mask;
-  const oracle::engine::RequestBlocks* held = blocks.find(req_id);
-  if (held == nullptr) return mask;
-  for (const oracle::engine::GroupRow& g : held->groups) {
-    std::vector<std::int32_t>& m = mask.emplace_back();
-    for (const std::int32_t id : g.block_ids)
-      m.push_back(id == model::kNullBlockId ? 0 : 1);
-  }
-  return mask;
-}
-
-// The fields of an expectation in vLLM's words (model::RowExpectation).
-template <typename Differ>
-void check_vllm_words(const OracleSide& oracle, const OracleStep& o, const model::RowExpectation& e,
-                      std::int32_t row, std::int64_t& checked, const Differ& differ,
-                      std::vector<Difference>& failed) {
-  if (e.kv_block_mask) {
-    ++checked;
-    const std::vector<std::vector<std::int32_t>> got = kv_mask_of(oracle.blocks(), e.req_id);
-    if (got != *e.kv_block_mask)
-      failed.push_back(differ("kv_block_mask", mask_text(*e.kv_block_mask), mask_text(got)));
-  }
-  const auto copy = [&](std::string_view field, const std::optional<model::ColumnCopy>& want,
-                        bool pre_step) {
-    ++checked;
-    const std::optional<model::ColumnCopy> got = row_copy(o.record, row, pre_step, true);
-    if (got != want) failed.push_back(differ(field, column_copy_text(want), column_copy_text(got)));
-  };
-  if (e.preprocess_copy_idx) copy("preprocess_copy_idx", *e.preprocess_copy_idx, true);
-  if (e.postprocess_copy_idx) copy("postprocess_copy_idx", *e.postprocess_copy_idx, false);
-  if (e.token_bias) {
-    ++checked;
-    const std::optional<CopyView> c = row_copy_view(o.record, row, true);
-    const std::int32_t got = c ? c->token_bias : 0;
-    if (got != *e.token_bias)
-      failed.push_back(differ("token_bias", std::to_string(*e.token_bias), std::to_string(got)));
-  }
-}
-
-} // namespace
-
 std::vector<Difference> check_expectations(OracleSide& oracle, const OracleStep& o,
                                            std::int64_t& checked) {
   std::vector<Difference> failed;
@@ -281,19 +253,17 @@ std::vector<Difference> check_expectations(OracleSide& oracle, const OracleStep&
                                             "the oracle has {}",
                                             step.index, e.req_id, field, want, got)};
     };
-    if (e.pre_copy) {
+    // A field compared by value: counted, and a Difference where the oracle has another.
+    const auto compare = [&](std::string_view field, const auto& want, const auto& got,
+                             const auto& text) {
       ++checked;
-      const std::optional<model::ColumnCopy> got = row_copy(o.record, row, true);
-      if (got != *e.pre_copy)
-        failed.push_back(differ("pre_copy", column_copy_text(*e.pre_copy), column_copy_text(got)));
-    }
-    if (e.post_copy) {
-      ++checked;
-      const std::optional<model::ColumnCopy> got = row_copy(o.record, row, false);
-      if (got != *e.post_copy)
-        failed.push_back(
-            differ("post_copy", column_copy_text(*e.post_copy), column_copy_text(got)));
-    }
+      if (got != want) failed.push_back(differ(field, text(want), text(got)));
+    };
+    const auto int_text = [](std::int32_t v) { return std::to_string(v); };
+    if (e.pre_copy)
+      compare("pre_copy", *e.pre_copy, row_copy(o.record, row, true), column_copy_text);
+    if (e.post_copy)
+      compare("post_copy", *e.post_copy, row_copy(o.record, row, false), column_copy_text);
     const std::optional<oracle::engine::ReadPoint> read = runner.read_point(e.req_id);
     if (e.state_col) {
       ++checked;
@@ -314,13 +284,21 @@ std::vector<Difference> check_expectations(OracleSide& oracle, const OracleStep&
                                 read && read->anchor >= 0 ? std::to_string(read->anchor)
                                                           : "none (not all mode with drafts)"));
     }
-    if (e.block_mask) {
-      ++checked;
-      const std::vector<std::vector<std::int32_t>> got = mask_of(runner.row(e.req_id));
-      if (got != *e.block_mask)
-        failed.push_back(differ("block_mask", mask_text(*e.block_mask), mask_text(got)));
+    if (e.block_mask)
+      compare("block_mask", *e.block_mask, mask_of(runner.row(e.req_id)), mask_text);
+    // In vLLM's words (model::RowExpectation).
+    if (e.kv_block_mask)
+      compare("kv_block_mask", *e.kv_block_mask, kv_mask_of(oracle.blocks(), e.req_id), mask_text);
+    if (e.preprocess_copy_idx)
+      compare("preprocess_copy_idx", *e.preprocess_copy_idx, row_copy(o.record, row, true, true),
+              column_copy_text);
+    if (e.postprocess_copy_idx)
+      compare("postprocess_copy_idx", *e.postprocess_copy_idx, row_copy(o.record, row, false, true),
+              column_copy_text);
+    if (e.token_bias) {
+      const std::optional<CopyView> c = row_copy_view(o.record, row, true);
+      compare("token_bias", *e.token_bias, c ? c->token_bias : 0, int_text);
     }
-    check_vllm_words(oracle, o, e, row, checked, differ, failed);
   }
   return failed;
 }

@@ -60,8 +60,14 @@ std::int32_t Scheduler::planned_tokens(const SchedRequest& r) const {
   return computed >= r.num_tokens ? computed + 1 : r.num_tokens;
 }
 
+// Where its prefill ends: the prompt, or after a preemption everything known but the token
+// sampled last.
+std::int32_t Scheduler::prefill_end(const SchedRequest& r) const {
+  return std::max(r.spec.num_prompt_tokens, planned_tokens(r) - 1);
+}
+
 bool Scheduler::in_prefill(const SchedRequest& r) const {
-  return planned_computed(r) < std::max(r.spec.num_prompt_tokens, planned_tokens(r) - 1);
+  return planned_computed(r) < prefill_end(r);
 }
 
 // REFERENCE.md 3: keep cached states on block boundaries while prefilling (align mode). A
@@ -127,9 +133,7 @@ std::int32_t Scheduler::placeholder_drafts(const SchedRequest& r, std::int32_t n
                                            std::int32_t budget) const {
   const std::int32_t ns = config_.num_spec_tokens;
   if (!options_.pad_prompt_tails || ns == 0 || num_new != 1) return 0;
-  const std::int32_t computed = planned_computed(r);
-  const std::int32_t prefill_end = std::max(r.spec.num_prompt_tokens, planned_tokens(r) - 1);
-  if (computed + 1 != prefill_end) return 0;
+  if (planned_computed(r) + 1 != prefill_end(r)) return 0;
   if (budget < 1 + ns || r.spec.max_len - planned_tokens(r) < ns) return 0;
   return ns;
 }

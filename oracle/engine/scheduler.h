@@ -123,6 +123,7 @@ private:
   // The counts the planning sees: the committed ones plus a row in flight taken as accepted.
   std::int32_t planned_computed(const SchedRequest& r) const;
   std::int32_t planned_tokens(const SchedRequest& r) const;
+  std::int32_t prefill_end(const SchedRequest& r) const;
   bool in_prefill(const SchedRequest& r) const;
   // The prefill chunk r runs now, of the `remaining` tokens it could and `budget` left. A
   // waiting r is being admitted: r.num_computed is the hit just found.
