@@ -184,6 +184,21 @@ namespace mc::gpu {
     "all mode's postprocess records only after a full decode (1 + num_spec tokens, vLLM "          \
     "#41233 at 6a391a9): after a decode with fewer drafts that rejected one, the next step "       \
     "anchors at the block of its last computed token, where no state of its count lies")           \
+  X(zero_draft_rows_off_spec_path, 'A',                                                            \
+    "a decode row with no drafts in a run with spec decode is marked -1 and leaves the spec "      \
+    "path (as does a whole batch where no row drafted): it carries no accepted count and reads "   \
+    "its initial state at window entry 0, the state before the accepted drafts of its last "       \
+    "step (#56531)")                                                                               \
+  X(accepted_counts_read_after_condense, 'G',                                                      \
+    "V1 under async scheduling reads the accepted counts the step in flight copied to the host "   \
+    "at the input-batch rows the next step's condense() gave its requests, not at the rows they "  \
+    "were written at: a request moved into a finished or unscheduled one's row takes that "        \
+    "request's count (#53919, #51571)")                                                            \
+  X(graph_dispatch_by_shape, 'G',                                                                  \
+    "a batch whose rows all hold 1 + num_spec tokens, one of them a prefill chunk of that "        \
+    "length, replays the spec-verify CUDA graph of its size (dispatch by shape) while the "        \
+    "builder, which refreshes its persistent buffers only for batches without prefills, leaves "   \
+    "the last graph step's block ids and accepted counts in them (#55766)")                        \
   X(forward_reads_column_a, 'X',                                                                   \
     "the forward reads a decode's initial temporal state at entry a of its window instead of "     \
     "a - 1: the state after the first rejected draft, or past the window when every draft "        \

@@ -5,6 +5,8 @@
 #include "model/launch_kinds.h"
 #include "model/stamps.h"
 
+#include <algorithm>
+
 namespace mc::harness {
 namespace {
 
@@ -50,6 +52,7 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
   for (const model::CachedRequestData& c : step.cached_requests)
     computed[c.req_id] = c.num_computed_tokens;
   count_async(step, record);
+  count_condensed(step);
   coverage_.add(F::retirement_across_null, record.retired_across_null);
   count_forward(step, record, computed);
   for (const model::ScheduledRequest& s : step.scheduled) {
@@ -185,6 +188,27 @@ void EngineCoverageCounter::count_async(const model::Step& step,
   coverage_.add(F::async_held_free, record.frees_held_back);
 }
 
+// V1 align mode with spec decode: the rows whose input-batch row moved since the step before,
+// which under async scheduling wrote their accepted counts by its own rows.
+void EngineCoverageCounter::count_condensed(const model::Step& step) {
+  const model::CacheConfig& config = layout_.config;
+  if (config.runner != model::RunnerFlavour::v1 || config.mode != model::CacheMode::align) return;
+  std::vector<std::string> ids;
+  for (const model::ScheduledRequest& s : step.scheduled)
+    ids.push_back(s.req_id);
+  input_batch_.update(ids);
+  std::unordered_map<std::string, std::int32_t> rows;
+  for (const std::string& id : ids) {
+    const std::int32_t row = input_batch_.row_of(id);
+    const auto it = last_rows_.find(id);
+    if (step.planned_during >= 0 && config.num_spec_tokens > 0 && it != last_rows_.end() &&
+        it->second != row)
+      coverage_.add(F::condensed_batch_async);
+    rows[id] = row;
+  }
+  last_rows_ = std::move(rows);
+}
+
 // The forward's side, from the metadata the oracle derived (model/FORWARD.md): the window
 // entry each align-mode read takes, the all-mode block indices a chunk writes by, and the
 // decode-only steps that run as CUDA graphs, padded or not.
@@ -198,6 +222,8 @@ void EngineCoverageCounter::count_forward(
     const model::ScheduledRequest& s = step.scheduled[static_cast<std::size_t>(m.batch_row)];
     const auto it = computed.find(s.req_id);
     const std::int32_t c = it == computed.end() ? 0 : it->second;
+    if (c > 0 && m.decode && s.num_draft_tokens == 0 && m.num_accepted > 1)
+      coverage_.add(F::zero_draft_spec_row);
     if (all_mode) {
       if (c > 0 && m.block_idx_first_scheduled > m.block_idx_last_computed)
         coverage_.add(F::all_mode_first_scheduled_next_block);
@@ -212,6 +238,13 @@ void EngineCoverageCounter::count_forward(
                   : entry == 2 ? F::read_window_entry_2
                                : F::read_window_entry_3_plus);
   }
+  const std::int32_t verify = 1 + layout_.config.num_spec_tokens;
+  if (!all_mode && verify > 1 && md.num_prefills > 0 && !step.scheduled.empty() &&
+      model::cuda_graph_batch_size(static_cast<std::int32_t>(step.scheduled.size())) &&
+      std::ranges::all_of(step.scheduled, [&](const model::ScheduledRequest& s) {
+        return s.num_scheduled_tokens == verify;
+      }))
+    coverage_.add(F::graph_shaped_prefill);
   if (md.num_prefills == 0 && md.num_decodes > 0 &&
       model::cuda_graph_batch_size(md.num_decodes).has_value()) {
     coverage_.add(F::graph_replay);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "model/coverage.h"
+#include "model/input_batch.h"
 #include "model/layout.h"
 #include "model/step.h"
 #include "oracle/engine/runner.h"
@@ -48,6 +49,7 @@ private:
   void count_row(const model::ScheduledRequest& s, std::int32_t computed_before, const Request& r);
   void count_slots(const model::Step& step, const model::LaunchRecord& launch);
   void count_async(const model::Step& step, const oracle::engine::StepRecord& record);
+  void count_condensed(const model::Step& step);
   void count_forward(const model::Step& step, const oracle::engine::StepRecord& record,
                      const std::unordered_map<std::string_view, std::int32_t>& computed);
   bool hit_past_prompts(const std::vector<std::int32_t>& prompt, std::int32_t hit);
@@ -58,6 +60,8 @@ private:
   std::unordered_map<std::string, Request> requests_;
   std::unordered_set<std::string> running_; // scheduled and neither finished nor preempted
   std::vector<std::string> slot_owner_;     // V2: the request each slot served last
+  model::InputBatchRows input_batch_;       // V1 align: the runner's persistent rows
+  std::unordered_map<std::string, std::int32_t> last_rows_; // their rows in the step before
   // A hash of every block-aligned prefix of every prompt seen: a word per block of prompt, not
   // per token, so a long recording's replay does not keep its prompts.
   std::unordered_set<std::uint64_t> prompt_prefixes_;

@@ -26,6 +26,7 @@
 #include "gpu/engine/forward_metadata.h"
 #include "gpu/engine/runner_decisions.h"
 #include "gpu/engine/runner_mutant.h"
+#include "model/input_batch.h"
 #include "model/launch.h"
 #include "model/runner_options.h"
 #include "model/step.h"
@@ -139,6 +140,11 @@ private:
   ForwardReadFinding describe_wrong_read(const StepRecord& rec, const Batch& batch,
                                          const ForwardRead& read, std::int32_t tensor) const;
   void execute_v1(StepRecord& rec, const Batch& batch);
+  void postprocess_v1(StepRecord& rec, const Batch& batch, const std::vector<std::int32_t>& dst);
+  // V1's input batch: its rows for this step, then (async) the counts of the step before read
+  // from the buffer that step wrote them to by its rows; count_accepted writes that buffer.
+  void condense_v1(const Batch& batch);
+  void count_accepted(const Batch& batch);
   void execute_v2(StepRecord& rec, const Batch& batch);
   void execute_all(StepRecord& rec, const Batch& batch);
   model::RequestArrays slot_arrays() const;
@@ -161,6 +167,11 @@ private:
   // The shapes of the CUDA graphs the executor has captured, by batch size: a step of that
   // size lays its inputs out as its graph reads them.
   std::map<std::int32_t, GraphShape> graph_shapes_;
+  // V1: the persistent input batch's rows, and the accepted counts of the last step by the
+  // rows it had then (the pinned host buffer async scheduling reads a step late).
+  model::InputBatchRows input_batch_;
+  std::vector<std::int32_t> counts_by_row_;
+  std::unordered_map<std::string, std::int32_t> counted_rows_;
   // Whether this run has probed the forward kernels' bound on the accepted count
   // (check_forward_kernels_of): once a run is enough to tell a bounded kernel.
   bool count_probed_ = false;

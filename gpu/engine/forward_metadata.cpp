@@ -53,7 +53,8 @@ model::ForwardMetadataRow MetadataBuilder::row_of(std::int32_t b, const Metadata
       r.state_indices.push_back(std::move(window));
     }
   }
-  if (decode && config_.num_spec_tokens > 0) r.num_accepted = in.num_accepted;
+  if (decode && config_.num_spec_tokens > 0 && decisions_->on_spec_path(in.num_draft))
+    r.num_accepted = in.num_accepted;
   return r;
 }
 
@@ -92,6 +93,22 @@ void MetadataBuilder::pad_for_graph(model::ForwardMetadata& md) {
   md.num_padded = *padded - md.num_decodes;
 }
 
+void MetadataBuilder::replay_stale_graph(model::ForwardMetadata& md) const {
+  const auto n = static_cast<std::int32_t>(md.rows.size());
+  const std::optional<std::int32_t> padded = model::cuda_graph_batch_size(n);
+  if (!padded) return;
+  md.rows.resize(static_cast<std::size_t>(*padded), model::ForwardMetadataRow{.batch_row = -1});
+  for (std::size_t i = 0; i < md.rows.size(); ++i) {
+    model::ForwardMetadataRow& r = md.rows[i];
+    r.decode = true;
+    r.state_indices = graph_ids_[i];
+    r.num_accepted = graph_accepted_[i];
+  }
+  md.num_decodes = n;
+  md.num_prefills = 0;
+  md.num_padded = *padded - n;
+}
+
 model::ForwardMetadata MetadataBuilder::build(std::span<const MetadataInput> inputs) {
   // split_decodes_and_prefills over the reordered batch (RunnerDecisions::decode_row).
   const std::int32_t threshold = config_.num_spec_tokens > 0 ? 1 + config_.num_spec_tokens : 1;
@@ -105,6 +122,14 @@ model::ForwardMetadata MetadataBuilder::build(std::span<const MetadataInput> inp
       md.rows.push_back(row_of(static_cast<std::int32_t>(b), in, decode));
       ++(decode ? md.num_decodes : md.num_prefills);
     }
+  }
+  const bool uniform_spec_shape =
+      config_.mode == model::CacheMode::align && threshold > 1 && !inputs.empty() &&
+      std::ranges::all_of(inputs,
+                          [&](const MetadataInput& in) { return in.num_scheduled == threshold; });
+  if (uniform_spec_shape && md.num_prefills > 0 && decisions_->dispatches_graph_by_shape()) {
+    replay_stale_graph(md);
+    return md;
   }
   pad_for_graph(md);
   return md;

@@ -39,6 +39,9 @@ public:
 private:
   model::ForwardMetadataRow row_of(std::int32_t b, const MetadataInput& in, bool decode) const;
   void pad_for_graph(model::ForwardMetadata& md);
+  // A batch of prefills dispatched as the spec-verify graph by its shape: every row, and the
+  // padding past them, as the persistent buffers hold them from the last graph step.
+  void replay_stale_graph(model::ForwardMetadata& md) const;
 
   model::CacheConfig config_;
   std::int32_t num_groups_ = 0;

@@ -91,6 +91,18 @@ bool RunnerDecisions::decode_row(std::int32_t n, std::int32_t d, bool /*prompt_t
   return n <= threshold && n - d == 1;
 }
 
+std::int32_t RunnerDecisions::accepted_count_row(std::int32_t written, std::int32_t /*now*/) const {
+  return written;
+}
+
+bool RunnerDecisions::dispatches_graph_by_shape() const {
+  return false;
+}
+
+bool RunnerDecisions::on_spec_path(std::int32_t /*d*/) const {
+  return true;
+}
+
 std::int32_t RunnerDecisions::decode_window_start(std::int32_t seq_len,
                                                   std::int32_t block_size) const {
   return std::max(seq_len - 1, 0) / block_size;

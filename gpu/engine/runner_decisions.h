@@ -65,6 +65,14 @@ public:
   virtual void preempted(const std::string& req_id, std::int32_t num_accepted);
   virtual std::optional<std::int32_t> accepted_at_seed(const std::string& req_id, bool resumed);
 
+  // --- Async scheduling
+
+  // V1 under async scheduling: the accepted counts of the step in flight reach the host in a
+  // buffer indexed by that step's input-batch rows, after the next step has condensed its
+  // batch (model/input_batch.h). Which row of that buffer a request's count is read from,
+  // given the row it had when the count was written and the row it has now: the former.
+  virtual std::int32_t accepted_count_row(std::int32_t written, std::int32_t now) const;
+
   // --- Launches
 
   // precopy's idx_mapping for the rows of `slots`: each row's own entry in the arrays, its
@@ -105,6 +113,12 @@ public:
   virtual bool decode_row(std::int32_t n, std::int32_t d, bool prompt_token,
                           std::int32_t threshold) const;
 
+  // Whether a decode row of a run with spec decode carries its accepted count, so that the
+  // forward reads its state where the last step's accepted tokens left it: always, whatever
+  // the row drafted (d = 0 included). A row off that path reads entry 0, the state before the
+  // accepted drafts (vLLM before #56531 marked zero-draft rows -1).
+  virtual bool on_spec_path(std::int32_t d) const;
+
   // Align mode: the column a decode row's 1 + num_spec window starts at, for a row whose
   // last scheduled token is token seq_len - 1: (seq_len - 1) // B.
   virtual std::int32_t decode_window_start(std::int32_t seq_len, std::int32_t block_size) const;
@@ -123,6 +137,12 @@ public:
   // Whether a CUDA-graph step copies its inputs into the buffers its graph was captured with:
   // always (else the replay runs on what the capture step left there).
   virtual bool updates_graph_buffers_in_place() const;
+  // Whether a batch whose rows all hold 1 + num_spec tokens runs as the spec-verify CUDA graph
+  // of its size even where a row is a prefill chunk of that length, with the persistent
+  // buffers the builder refreshes only for batches without prefills: never. A step runs as a
+  // graph only where the builder's split finds no prefill (vLLM's dispatcher goes by shape,
+  // #55766).
+  virtual bool dispatches_graph_by_shape() const;
 };
 
 } // namespace mc::gpu::engine

@@ -22,6 +22,7 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
   // Cleanup happened in apply_rows: finished and preempted requests lost their slot, resumed
   // ones were reseeded (no column, no accepted count). The reset of a to 1 where a row copies
   // only matters to what the forward reads, which the oracle checks.
+  condense_v1(batch);
   const std::int32_t B = layout_.config.mamba_block_size;
   const auto n = static_cast<std::int32_t>(batch.slot.size());
   std::vector<std::int32_t> src(static_cast<std::size_t>(n)), dst(src), bias(src);
@@ -70,6 +71,14 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
     r.num_accepted = step.scheduled[b].num_accepted_tokens;
     r.has_accepted = true;
   }
+  postprocess_v1(rec, batch, dst);
+  count_accepted(batch);
+}
+
+void EngineRunner::postprocess_v1(StepRecord& rec, const Batch& batch,
+                                  const std::vector<std::int32_t>& dst) {
+  const model::Step& step = *batch.step;
+  const auto n = static_cast<std::int32_t>(batch.slot.size());
   if (layout_.config.num_spec_tokens == 0 || n == 0) return;
   if (!decisions_->runs_postprocess(step)) return;
   model::RequestArrays post{.state_idx = dst, .num_computed = batch.num_computed};
@@ -85,6 +94,39 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
     Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
     r.num_accepted =
         decisions_->accepted_after_postprocess(out.num_accepted_out[b], r.num_accepted);
+  }
+}
+
+// The step's requests take their input-batch rows (model/input_batch.h). Under async
+// scheduling this step was planned while the one before ran, whose accepted counts reach the
+// host only now, after the condense, in the buffer that step wrote by its own rows.
+void EngineRunner::condense_v1(const Batch& batch) {
+  const model::Step& step = *batch.step;
+  std::vector<std::string> ids;
+  for (const model::ScheduledRequest& s : step.scheduled)
+    ids.push_back(s.req_id);
+  input_batch_.update(ids);
+  if (step.planned_during < 0) return;
+  for (std::size_t b = 0; b < batch.slot.size(); ++b) {
+    Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
+    const auto it = counted_rows_.find(r.req_id);
+    if (!r.has_accepted || r.resumed || it == counted_rows_.end()) continue;
+    const std::int32_t row =
+        decisions_->accepted_count_row(it->second, input_batch_.row_of(r.req_id));
+    if (row >= 0 && row < static_cast<std::int32_t>(counts_by_row_.size()))
+      r.num_accepted = counts_by_row_[static_cast<std::size_t>(row)];
+  }
+}
+
+// The counts a step leaves, by the input-batch rows it ran with.
+void EngineRunner::count_accepted(const Batch& batch) {
+  counts_by_row_.assign(static_cast<std::size_t>(input_batch_.size()), 1);
+  counted_rows_.clear();
+  for (const std::int32_t slot : batch.slot) {
+    const Request& r = slots_[static_cast<std::size_t>(slot)];
+    const std::int32_t row = input_batch_.row_of(r.req_id);
+    counts_by_row_[static_cast<std::size_t>(row)] = r.num_accepted;
+    counted_rows_[r.req_id] = row;
   }
 }
 

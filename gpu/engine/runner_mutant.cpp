@@ -196,6 +196,31 @@ struct unbounded_accepted_read final : RunnerDecisions {
   bool bounds_accepted_read() const override { return false; }
 };
 
+// vLLM's V1 runner and GDN builder before #56531: a decode row that drafted nothing is marked
+// -1 (and a batch where no row drafted leaves the spec path whole), so the row carries no
+// accepted count and its forward reads window entry 0, where the state before the last step's
+// accepted drafts lies.
+struct zero_draft_rows_off_spec_path final : RunnerDecisions {
+  bool on_spec_path(std::int32_t d) const override { return d > 0; }
+};
+
+// vLLM's V1 runner under async scheduling before #53919: the accepted counts copied to the host
+// by the step in flight are read at the rows the next step's condense() gave its requests, so
+// a request moved into a finished one's row takes that request's count.
+struct accepted_counts_read_after_condense final : RunnerDecisions {
+  std::int32_t accepted_count_row(std::int32_t /*written*/, std::int32_t now) const override {
+    return now;
+  }
+};
+
+// vLLM's dispatch by batch shape with the builder's refresh keyed on prefills (#55766, open): a
+// batch of 1 + num_spec tokens a row in which one row is a prefill chunk of that length replays
+// the spec-verify graph on the persistent buffers of the last graph step, another batch's
+// block ids and accepted counts.
+struct graph_dispatch_by_shape final : RunnerDecisions {
+  bool dispatches_graph_by_shape() const override { return true; }
+};
+
 // A CUDA graph's inputs copied into new buffers every step: the graph reads its capture's.
 struct graph_buffers_reallocated final : RunnerDecisions {
   bool updates_graph_buffers_in_place() const override { return false; }

@@ -189,6 +189,42 @@ std::vector<Scenario> production_scenarios() {
     out.push_back(std::move(s));
   }
   {
+    Scenario s = production("p-b560-v1-zero-draft-rows", 560, 3, v1, 24, 1120);
+    s.runner_mutants = {"zero_draft_rows_off_spec_path"};
+    s.guards = "B = 560, 3 drafts, V1 fused precopy, proposals of 0 to 2 drafts: decodes that "
+               "drafted nothing follow decodes that accepted drafts, so their state lies past "
+               "window entry 0; they stay on the spec path with their accepted count, and a "
+               "batch in which no row drafted keeps it too (#56531)";
+    s.options.scheduler.full_drafts_per_million = 0;
+    s.requests = {request("a", 0, 1200, 300), request("b", 3, 1121, 200)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b560-v1-async-condensed-batch", 560, 3, v1, 32, 1120);
+    s.runner_mutants = {"accepted_counts_read_after_condense"};
+    s.guards = "B = 560, 3 drafts, V1 under async scheduling: four requests decode with drafts "
+               "while the first ones finish, so condense() moves the last rows of the input "
+               "batch into their rows; each accepted count reaches the host a step late, in "
+               "the buffer its step wrote by its own rows, and is read at the row it was "
+               "written at (#53919, #51571)";
+    s.options.scheduler.async_scheduling = true;
+    s.edit = nullptr; // the scheduler's own acceptance: an edit would fight the optimistic count
+    s.requests = {request("a", 0, 600, 40), request("b", 0, 700, 90), request("c", 1, 800, 300),
+                  request("d", 1, 900, 300)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b560-v1-graph-shaped-prefill", 560, 3, v1, 24, 564);
+    s.runner_mutants = {"graph_dispatch_by_shape"};
+    s.guards = "B = 560, 3 drafts, V1, a 564-token budget: a decodes alone (4 tokens a step, "
+               "CUDA-graph steps), then b's 564-token prompt goes in as a 560-token chunk and "
+               "a 4-token one beside a's decode, a batch of the spec-verify graph's shape (2 "
+               "rows of 1 + 3 tokens) that holds a prefill; it runs eagerly, where a dispatch "
+               "by shape would replay the graph on the buffers of a's last graph step (#55766)";
+    s.requests = {request("a", 0, 40, 200), request("b", 20, 564, 12), request("c", 60, 1124, 12)};
+    out.push_back(std::move(s));
+  }
+  {
     Scenario s = production("p-b2048-v1-batch-copy", 2048, 3, v1, 16, 8192);
     s.runner_mutants = {"prev_c_division", "curr_floor_division", "postprocess_skipped_no_drafts",
                         "postprocess_reset_dropped", "v2_seed_with_attn_block_size"};
@@ -542,6 +578,7 @@ std::string render(const Scenario& s) {
                      {"runner_mutants", s.runner_mutants}}}};
   if (options.runner.v1_copy_path == oracle::engine::V1CopyPath::batch_copy)
     header.source["scenario"]["v1_copy_path"] = "batch_copy";
+  if (options.scheduler.async_scheduling) scenarios::set_async_model_contract(header);
   std::ostringstream text;
   scenarios::TraceWriter writer(text, s.name, header);
   oracle::engine::Engine engine(layout, s.requests, 7, options);

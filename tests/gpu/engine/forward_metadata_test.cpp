@@ -192,6 +192,87 @@ TEST(ForwardMetadata, APaddedPromptTailIsADecode) {
   EXPECT_EQ(wrong.build(std::span(&in, 1)).num_decodes, 1);
 }
 
+// A decode that drafted nothing, after a step that accepted 2 tokens, keeps its count: the
+// forward reads entry 1 of its window. The runner that sends zero-draft rows off the spec path
+// (vLLM before #56531) drops the count, and the comparison names the field; a row with drafts
+// keeps it under both.
+TEST(ForwardMetadata, AZeroDraftDecodeKeepsItsAcceptedCount) {
+  const model::GroupBlockIds row{{1, 2, 3, 4, 5}};
+  gpu::engine::MetadataInput in{
+      .num_computed = 9, .num_scheduled = 1, .num_draft = 0, .num_accepted = 2, .row = &row};
+  const gpu::engine::RunnerDecisions clean;
+  gpu::engine::MetadataBuilder builder(align_config(2), 1, clean);
+  const model::ForwardMetadata md = builder.build(std::span(&in, 1));
+  ASSERT_EQ(md.num_decodes, 1);
+  EXPECT_EQ(md.rows[0].num_accepted, 2);
+  const model::ScheduledRequest s{.req_id = "t", .num_scheduled_tokens = 1, .num_draft_tokens = 0};
+  const oracle::engine::ForwardRow fr{
+      .scheduled = &s, .num_computed = 9, .num_accepted = 2, .row = &row};
+  EXPECT_EQ(oracle::engine::derive_forward_metadata(align_config(2), std::span(&fr, 1)), md);
+  const std::unique_ptr<gpu::engine::RunnerDecisions> mutant =
+      gpu::engine::make_runner_decisions(gpu::engine::RunnerMutant::zero_draft_rows_off_spec_path);
+  gpu::engine::MetadataBuilder wrong(align_config(2), 1, *mutant);
+  const model::ForwardMetadata bad = wrong.build(std::span(&in, 1));
+  EXPECT_EQ(bad.rows[0].num_accepted, 0);
+  const std::optional<model::MetadataDifference> d = model::first_metadata_difference(bad, md);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->field, "num_accepted");
+  in.num_scheduled = 2;
+  in.num_draft = 1;
+  EXPECT_EQ(wrong.build(std::span(&in, 1)).rows[0].num_accepted, 2);
+}
+
+// Two rows of 1 + 3 tokens, one a prefill chunk: the clean builder splits a decode and a
+// prefill and the step runs eagerly; dispatched by shape (vLLM #55766) it replays the graph
+// for 2 on what the last graph step (two decodes of other requests) left in the buffers.
+TEST(ForwardMetadata, AGraphShapedBatchWithAPrefillRunsEagerly) {
+  const model::GroupBlockIds old_rows[2] = {{{11, 12, 13, 14, 15, 16}}, {{21, 22, 23, 24, 25, 26}}};
+  const model::GroupBlockIds rows[2] = {{{1, 2, 3, 4, 5, 6}}, {{7, 8, 9, 10, 11, 12}}};
+  const std::vector<gpu::engine::MetadataInput> decodes{{.num_computed = 5,
+                                                         .num_scheduled = 4,
+                                                         .num_draft = 3,
+                                                         .num_accepted = 2,
+                                                         .row = &old_rows[0]},
+                                                        {.num_computed = 6,
+                                                         .num_scheduled = 4,
+                                                         .num_draft = 3,
+                                                         .num_accepted = 3,
+                                                         .row = &old_rows[1]}};
+  const std::vector<gpu::engine::MetadataInput> mixed{
+      {.num_computed = 9, .num_scheduled = 4, .num_draft = 3, .num_accepted = 1, .row = &rows[0]},
+      {.num_computed = 8,
+       .num_scheduled = 4,
+       .num_draft = 0,
+       .prompt_token = true,
+       .row = &rows[1]}};
+  for (const auto mutant :
+       {gpu::engine::RunnerMutant::none, gpu::engine::RunnerMutant::graph_dispatch_by_shape}) {
+    const std::unique_ptr<gpu::engine::RunnerDecisions> decisions =
+        gpu::engine::make_runner_decisions(mutant);
+    gpu::engine::MetadataBuilder builder(align_config(3), 1, *decisions);
+    const model::ForwardMetadata graph = builder.build(decodes);
+    ASSERT_EQ(graph.num_decodes, 2);
+    ASSERT_EQ(graph.rows[1].state_indices,
+              (std::vector<std::vector<std::int32_t>>{{23, 24, 25, 26}}));
+    const model::ForwardMetadata md = builder.build(mixed);
+    if (mutant == gpu::engine::RunnerMutant::none) {
+      EXPECT_EQ(md.num_decodes, 1);
+      EXPECT_EQ(md.num_prefills, 1);
+      EXPECT_EQ(md.num_padded, 0);
+      EXPECT_EQ(md.rows[1].state_indices, (std::vector<std::vector<std::int32_t>>{{9}}));
+    } else {
+      EXPECT_EQ(md.num_decodes, 2);
+      EXPECT_EQ(md.num_prefills, 0);
+      ASSERT_EQ(md.rows.size(), 2U);
+      EXPECT_EQ(md.rows[1].batch_row, 1);
+      EXPECT_TRUE(md.rows[1].decode);
+      EXPECT_EQ(md.rows[1].state_indices,
+                (std::vector<std::vector<std::int32_t>>{{23, 24, 25, 26}}));
+      EXPECT_EQ(md.rows[1].num_accepted, 3);
+    }
+  }
+}
+
 TEST(ForwardMetadata, PaddingRowsCarryTheNullBlockAfterALargerBatch) {
   model::GroupBlockIds rows[5] = {{{1}}, {{2}}, {{3}}, {{4}}, {{5}}};
   std::vector<gpu::engine::MetadataInput> five, three;
