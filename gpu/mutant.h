@@ -79,6 +79,9 @@ namespace mc::gpu {
   X(only_group0_copied, 'X', deterministic,                                                        \
     "only the tensors of mamba group 0 are copied (the loop over groups stops after the "          \
     "first); every copy is still recorded")                                                        \
+  X(tables_of_group0, 'X', deterministic,                                                          \
+    "every group's blocks are read from group 0's block table: right only where the groups "       \
+    "hold the same ids, which vLLM's shared pool never gives them")                                \
   X(conv_one_row_short, 'X', deterministic,                                                        \
     "a conv copy moves one token of the window less than w - bias")                                \
   X(only_first_tensor_copied, 'X', deterministic,                                                  \

@@ -63,6 +63,9 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
     r.last_step = step.index;
     running_.insert(s.req_id);
   }
+  for (const model::NewRequestData& n : step.new_requests)
+    if (std::ranges::any_of(n.block_ids, [&](const auto& ids) { return ids != n.block_ids[0]; }))
+      coverage_.add(F::group_tables_differ);
   for (const model::LaunchRecord& l : record.launches) {
     model::count_launch(coverage_, {.layout = &layout_,
                                     .kind = l.kind,

@@ -88,6 +88,9 @@ struct Clean {
                                              std::int32_t slot) {
     return p.tables_by_slot ? slot : b;
   }
+  // The block table a group's blocks are read from: the group's own (in vLLM a hybrid model's
+  // groups take their blocks from one pool, so their tables hold different ids).
+  static MC_HD_INLINE std::int32_t table_group(std::int32_t group) { return group; }
 
   // --- Copy geometry (gpu/kernels/state_copy.cuh)
 

@@ -59,11 +59,12 @@ MC_HD_INLINE void store_row_plan(const FusedParams& p, std::int32_t b, const Row
   out[3] = d.bias;
   const std::int32_t row = Policy::table_row(p, b, d.slot);
   for (std::int32_t g = 0; g < p.num_groups; ++g) {
+    const std::int32_t t = Policy::table_group(g);
     GroupBlocks blocks;
-    if ((p.groups_with_conv >> g) & 1u) blocks.conv_src = block_at(p, g, row, d.src_col);
+    if ((p.groups_with_conv >> g) & 1u) blocks.conv_src = block_at(p, t, row, d.src_col);
     if ((p.groups_with_temporal >> g) & 1u)
-      blocks.temporal_src = block_at(p, g, row, d.src_col + d.bias);
-    blocks.dst = block_at(p, g, row, d.dst_col);
+      blocks.temporal_src = block_at(p, t, row, d.src_col + d.bias);
+    blocks.dst = block_at(p, t, row, d.dst_col);
     p.scratch.row_blocks[static_cast<std::int64_t>(b) * p.num_groups + g] = blocks;
   }
 }

@@ -183,6 +183,10 @@ struct only_first_tensor_copied : Clean {
   }
 };
 
+struct tables_of_group0 : Clean {
+  static MC_HD_INLINE std::int32_t table_group(std::int32_t /*group*/) { return 0; }
+};
+
 struct only_group0_copied : Clean {
   static MC_HD_INLINE bool copy_moves_bytes(const TensorDesc& t, std::int32_t /*tensor*/,
                                             std::int32_t /*src_block_id*/,

@@ -14,8 +14,11 @@ BlockManager::BlockManager(const model::CacheConfig& config, std::int32_t num_gr
     : config_(config), settle_(structures == Structures::fast), requests_(structures) {
   MC_ASSERT(num_groups >= 1 && num_groups <= model::kGroupsMax);
   MC_ASSERT(config.mode != model::CacheMode::none);
+  // Each group's free queue starts elsewhere, so its tables hold other ids than the other
+  // groups' (vLLM's groups take their blocks from one shared pool): a kernel that indexes
+  // every group through one group's table reads the wrong blocks.
   for (std::int32_t g = 0; g < num_groups; ++g)
-    pools_.emplace_back(num_blocks, structures);
+    pools_.emplace_back(num_blocks, structures, 1 + g * (num_blocks - 1) / num_groups);
 }
 
 std::int32_t BlockManager::num_required(std::int32_t num_tokens) const {

@@ -7,15 +7,15 @@
 
 namespace mc::oracle::engine {
 
-BlockPool::BlockPool(std::int32_t num_blocks, Structures structures)
+BlockPool::BlockPool(std::int32_t num_blocks, Structures structures, std::int32_t first)
     : ref_count_(static_cast<std::size_t>(num_blocks), 0), free_(num_blocks, structures),
       in_flight_(static_cast<std::size_t>(num_blocks), 0), by_hash_(num_blocks, structures),
       entries_(static_cast<std::size_t>(num_blocks)),
       is_cached_(static_cast<std::size_t>(num_blocks), 0) {
-  MC_ASSERT(num_blocks >= 2);
+  MC_ASSERT(num_blocks >= 2 && first >= 1 && first < num_blocks);
   ref_count_[0] = 1; // the null block is held forever
-  for (std::int32_t b = 1; b < num_blocks; ++b)
-    free_.push_back(b);
+  for (std::int32_t i = 0; i < num_blocks - 1; ++i)
+    free_.push_back(1 + (first - 1 + i) % (num_blocks - 1));
 }
 
 std::vector<std::int32_t> BlockPool::take(std::int32_t count) {

@@ -37,7 +37,10 @@ struct CachedBlock {
 
 class BlockPool {
 public:
-  BlockPool(std::int32_t num_blocks, Structures structures);
+  // The free queue starts at block `first` and wraps around to block 1: a hybrid model's
+  // groups share one pool in vLLM, so the tables of two groups never hold the same ids; the
+  // block manager gives each group's pool a different first block to draw that.
+  BlockPool(std::int32_t num_blocks, Structures structures, std::int32_t first = 1);
 
   std::int32_t num_blocks() const { return static_cast<std::int32_t>(ref_count_.size()); }
   std::int32_t num_free() const { return free_.size(); }

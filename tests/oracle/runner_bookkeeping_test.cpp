@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 namespace mc::oracle {
 namespace {
 
@@ -66,6 +70,50 @@ TEST(RunnerBookkeeping, PreprocessMamba) {
   EXPECT_EQ(r.decisions[2].batch_row, 3);
   EXPECT_EQ(r.decisions[2].src_block_id, 10);
   EXPECT_EQ(r.decisions[2].dst_block_id, 11);
+}
+
+// vLLM's own case (tests/kernels/mamba/test_precopy_mamba_align.py at 6a391a9,
+// test_preprocess_fused_align_matches_scalar_bookkeeping), B = 4, one speculative block, for
+// token_bias 1 and 2: a fresh request, one that stays in its column, two that cross into
+// column 2 (one from column 0 with a = bias + 1, one from column 1 with a = 2). The scalar
+// bookkeeping copies the crossing rows; the fused buffers hold every row's new column, -1 and
+// 0 on the rows that copy nothing, and copy exactly what the scalar path copies.
+TEST(RunnerBookkeeping, VllmFusedPreprocessMatchesTheScalarBookkeeping) {
+  for (const std::int32_t bias : {1, 2}) {
+    MambaStateIdx columns{{"same", 1}, {"cross_a", 0}, {"cross_b", 1}};
+    const std::vector<BatchRequest> batch{{.req_id = "fresh",
+                                           .num_computed_tokens = 0,
+                                           .num_scheduled_tokens = 1,
+                                           .num_accepted_tokens = bias + 1},
+                                          {.req_id = "same",
+                                           .num_computed_tokens = 5,
+                                           .num_scheduled_tokens = 1,
+                                           .num_accepted_tokens = bias + 1},
+                                          {.req_id = "cross_a",
+                                           .num_computed_tokens = 8,
+                                           .num_scheduled_tokens = 1,
+                                           .num_accepted_tokens = bias + 1},
+                                          {.req_id = "cross_b",
+                                           .num_computed_tokens = 7,
+                                           .num_scheduled_tokens = 2,
+                                           .num_accepted_tokens = 2}};
+    const PreprocessPlan plan = preprocess_mamba({}, batch, 4, 1, columns);
+    EXPECT_EQ(columns, (MambaStateIdx{{"fresh", 0}, {"same", 1}, {"cross_a", 2}, {"cross_b", 2}}));
+    std::vector<std::tuple<std::string, std::int32_t, std::int32_t, std::int32_t>> scalar;
+    for (std::size_t b = 0; b < batch.size(); ++b)
+      if (plan.src_col[b] >= 0 && plan.src_col[b] != plan.state_idx[b])
+        scalar.emplace_back(batch[b].req_id, plan.src_col[b], plan.state_idx[b],
+                            plan.token_bias[b]);
+    using Copy = std::tuple<std::string, std::int32_t, std::int32_t, std::int32_t>;
+    EXPECT_EQ(scalar, (std::vector<Copy>{{"cross_a", 0, 2, bias}, {"cross_b", 1, 2, 1}}));
+    // a after the step's resets: 1 where a copy is planned, as it came in elsewhere.
+    EXPECT_EQ(plan.num_accepted, (I32s{bias + 1, bias + 1, 1, 1}));
+    const model::RequestArrays fused = fused_precopy_inputs(plan);
+    EXPECT_TRUE(fused.idx_mapping.empty());
+    EXPECT_EQ(fused.state_idx, (I32s{0, 1, 2, 2}));
+    EXPECT_EQ(fused.src_col, (I32s{-1, -1, 0, 1}));
+    EXPECT_EQ(fused.token_bias, (I32s{0, 0, bias, 1}));
+  }
 }
 
 // vLLM's fused V1 path stages the same plan for precopy_v1: every row's curr column, and

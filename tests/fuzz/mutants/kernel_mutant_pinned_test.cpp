@@ -51,6 +51,7 @@ constexpr PinnedCase kPinned[] = {
     {"sd_bias_in_elements", 1, 0},
     {"ds_tail_ignores_bias", 21, 20},
     {"only_group0_copied", 4, 3},
+    {"tables_of_group0", 4, 3},
     {"conv_one_row_short", 1, 0},
     {"only_first_tensor_copied", 4, 3},
     {"decide_reads_reset_accepted", 32, 31},
