@@ -196,20 +196,13 @@ void EngineCoverageCounter::count_async(const model::Step& step,
 void EngineCoverageCounter::count_condensed(const model::Step& step) {
   const model::CacheConfig& config = layout_.config;
   if (config.runner != model::RunnerFlavour::v1 || config.mode != model::CacheMode::align) return;
-  std::vector<std::string> ids;
-  for (const model::ScheduledRequest& s : step.scheduled)
-    ids.push_back(s.req_id);
-  input_batch_.update(ids);
-  std::unordered_map<std::string, std::int32_t> rows;
-  for (const std::string& id : ids) {
-    const std::int32_t row = input_batch_.row_of(id);
-    const auto it = last_rows_.find(id);
-    if (step.planned_during >= 0 && config.num_spec_tokens > 0 && it != last_rows_.end() &&
-        it->second != row)
-      coverage_.add(F::condensed_batch_async);
-    rows[id] = row;
+  const model::InputBatchRows before = input_batch_;
+  input_batch_.update(step.scheduled);
+  if (step.planned_during < 0 || config.num_spec_tokens == 0) return;
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    const std::int32_t row = before.row_of(s.req_id);
+    if (row >= 0 && row != input_batch_.row_of(s.req_id)) coverage_.add(F::condensed_batch_async);
   }
-  last_rows_ = std::move(rows);
 }
 
 // The forward's side, from the metadata the oracle derived (model/FORWARD.md): the window

@@ -61,7 +61,6 @@ private:
   std::unordered_set<std::string> running_; // scheduled and neither finished nor preempted
   std::vector<std::string> slot_owner_;     // V2: the request each slot served last
   model::InputBatchRows input_batch_;       // V1 align: the runner's persistent rows
-  std::unordered_map<std::string, std::int32_t> last_rows_; // their rows in the step before
   // A hash of every block-aligned prefix of every prompt seen: a word per block of prompt, not
   // per token, so a long recording's replay does not keep its prompts.
   std::unordered_set<std::uint64_t> prompt_prefixes_;

@@ -36,6 +36,14 @@ void InputBatchRows::update(std::span<const std::string> req_ids) {
   }
 }
 
+void InputBatchRows::update(std::span<const ScheduledRequest> scheduled) {
+  std::vector<std::string> ids;
+  ids.reserve(scheduled.size());
+  for (const ScheduledRequest& s : scheduled)
+    ids.push_back(s.req_id);
+  update(ids);
+}
+
 std::int32_t InputBatchRows::row_of(const std::string& req_id) const {
   const auto it = index_.find(req_id);
   return it == index_.end() ? -1 : it->second;

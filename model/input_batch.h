@@ -8,6 +8,8 @@
 // decision.
 #pragma once
 
+#include "model/step.h"
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -20,6 +22,8 @@ class InputBatchRows {
 public:
   // The rows of the next step, whose scheduled requests are `req_ids` (in any order).
   void update(std::span<const std::string> req_ids);
+  // The same for a step's rows.
+  void update(std::span<const ScheduledRequest> scheduled);
 
   // The request's row; -1 when it has none.
   std::int32_t row_of(const std::string& req_id) const;

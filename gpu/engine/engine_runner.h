@@ -170,8 +170,8 @@ private:
   // V1: the persistent input batch's rows, and the accepted counts of the last step by the
   // rows it had then (the pinned host buffer async scheduling reads a step late).
   model::InputBatchRows input_batch_;
+  model::InputBatchRows counted_batch_; // input_batch_ as the last step left it
   std::vector<std::int32_t> counts_by_row_;
-  std::unordered_map<std::string, std::int32_t> counted_rows_;
   // Whether this run has probed the forward kernels' bound on the accepted count
   // (check_forward_kernels_of): once a run is enough to tell a bounded kernel.
   bool count_probed_ = false;

@@ -102,17 +102,13 @@ void EngineRunner::postprocess_v1(StepRecord& rec, const Batch& batch,
 // host only now, after the condense, in the buffer that step wrote by its own rows.
 void EngineRunner::condense_v1(const Batch& batch) {
   const model::Step& step = *batch.step;
-  std::vector<std::string> ids;
-  for (const model::ScheduledRequest& s : step.scheduled)
-    ids.push_back(s.req_id);
-  input_batch_.update(ids);
+  input_batch_.update(step.scheduled);
   if (step.planned_during < 0) return;
   for (std::size_t b = 0; b < batch.slot.size(); ++b) {
     Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
-    const auto it = counted_rows_.find(r.req_id);
-    if (!r.has_accepted || r.resumed || it == counted_rows_.end()) continue;
-    const std::int32_t row =
-        decisions_->accepted_count_row(it->second, input_batch_.row_of(r.req_id));
+    const std::int32_t written = counted_batch_.row_of(r.req_id);
+    if (!r.has_accepted || r.resumed || written < 0) continue;
+    const std::int32_t row = decisions_->accepted_count_row(written, input_batch_.row_of(r.req_id));
     if (row >= 0 && row < static_cast<std::int32_t>(counts_by_row_.size()))
       r.num_accepted = counts_by_row_[static_cast<std::size_t>(row)];
   }
@@ -120,13 +116,11 @@ void EngineRunner::condense_v1(const Batch& batch) {
 
 // The counts a step leaves, by the input-batch rows it ran with.
 void EngineRunner::count_accepted(const Batch& batch) {
+  counted_batch_ = input_batch_;
   counts_by_row_.assign(static_cast<std::size_t>(input_batch_.size()), 1);
-  counted_rows_.clear();
   for (const std::int32_t slot : batch.slot) {
     const Request& r = slots_[static_cast<std::size_t>(slot)];
-    const std::int32_t row = input_batch_.row_of(r.req_id);
-    counts_by_row_[static_cast<std::size_t>(row)] = r.num_accepted;
-    counted_rows_[r.req_id] = row;
+    counts_by_row_[static_cast<std::size_t>(input_batch_.row_of(r.req_id))] = r.num_accepted;
   }
 }
 
