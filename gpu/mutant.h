@@ -238,9 +238,22 @@ namespace mc::gpu {
     "them where they are (not moved to the end of the table) and takes fresh blocks instead")      \
   X(async_frees_visible_at_once, 'X',                                                              \
     "with async scheduling the block pool makes a free visible at once, at the head of its free "  \
-    "queue: a block freed while a step is planned that the step in flight can still read or "     \
-    "write (a preempted, aborted or reset request's running or speculative block) is handed out " \
-    "again by that same planning")
+    "queue: a block freed while a step is planned that the step in flight can still read or "      \
+    "write (a preempted, aborted or reset request's running or speculative block) is handed out "  \
+    "again by that same planning")                                                                 \
+  X(hit_lost_at_exact_boundary, 'C',                                                               \
+    "a new or resumed request whose cacheable tokens (all but its last) end exactly on a block "   \
+    "boundary gets a hit one block short when the longest hit reaches that boundary: it starts "   \
+    "from the cached boundary before it and recomputes the block (#50409, #52897)")                \
+  X(lookahead_displaces_running_column, 'H',                                                       \
+    "align allocation counts the drafter's lookahead tokens (EAGLE/MTP) into the null padding: "   \
+    "a chunk without drafts that ends within the lookahead of a page boundary (on it, too) gets "  \
+    "a null at its running column and its running block one column right, where the worker, "      \
+    "which places the running state from the scheduled tokens alone, does not look (#57605)")      \
+  X(hit_leaves_free_entry, 'C',                                                                    \
+    "a prefix hit on a cached block nobody holds leaves its free-queue entry valid, so the next "  \
+    "take hands the block out again while the hitting request (or a later turn that hit it "       \
+    "again) still holds it and reads it: the A->B->A corruption of #50630")
 
 enum class Mutant : std::uint8_t {
   none, // the implementation under test, as specified in model/LAUNCH_KINDS.md

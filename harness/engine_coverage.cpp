@@ -42,6 +42,31 @@ bool EngineCoverageCounter::hit_past_prompts(const std::vector<std::int32_t>& pr
   return past;
 }
 
+// Whether a new request is a chat's next turn (its prompt starts with an earlier request's
+// whole prompt) whose hit starts from a prefix that another chat's request hit after that
+// earlier turn came in. Then records this request.
+bool EngineCoverageCounter::hit_a_b_a(const std::vector<std::int32_t>& prompt, std::int32_t hit) {
+  const auto B = static_cast<std::size_t>(layout_.config.mamba_block_size);
+  const std::int64_t order = admitted_++;
+  std::optional<Admitted> earlier;
+  std::uint64_t h = 0;
+  std::uint64_t first_block = 0;
+  for (std::size_t t = 0; t < prompt.size(); ++t) {
+    if (const auto it = prompts_.find(h); t > 0 && it != prompts_.end()) earlier = it->second;
+    h = model::mix64(h ^ static_cast<std::uint32_t>(prompt[t]));
+    if (t + 1 == B) first_block = h;
+  }
+  const Admitted me{.order = order, .chat = earlier ? earlier->chat : order};
+  prompts_.emplace(h, me);
+  if (hit <= 0 || prompt.size() < B) return false;
+  std::vector<Admitted>& hitters = hits_by_first_block_[first_block];
+  const bool between = earlier && std::any_of(hitters.begin(), hitters.end(), [&](auto& b) {
+                         return b.order > earlier->order && b.chat != earlier->chat;
+                       });
+  hitters.push_back(me);
+  return between;
+}
+
 void EngineCoverageCounter::count(const model::Step& step, const oracle::engine::StepRecord& record,
                                   std::optional<std::int64_t> aborts) {
   count_requests(step, aborts);
@@ -121,6 +146,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     coverage_.add(prefix_hit_class(n.num_computed_tokens, block_size));
     if (hit_past_prompts(n.prompt_token_ids, n.num_computed_tokens))
       coverage_.add(F::prefix_hit_past_prompts);
+    if (hit_a_b_a(n.prompt_token_ids, n.num_computed_tokens)) coverage_.add(F::prefix_hit_a_b_a);
     const auto cacheable = static_cast<std::int32_t>(n.prompt_token_ids.size()) - 1;
     if (n.num_computed_tokens > 0 && n.num_computed_tokens == cacheable &&
         cacheable % block_size == 0)

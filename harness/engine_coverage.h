@@ -53,6 +53,7 @@ private:
   void count_forward(const model::Step& step, const oracle::engine::StepRecord& record,
                      const std::unordered_map<std::string_view, std::int32_t>& computed);
   bool hit_past_prompts(const std::vector<std::int32_t>& prompt, std::int32_t hit);
+  bool hit_a_b_a(const std::vector<std::int32_t>& prompt, std::int32_t hit);
 
   const model::Layout& layout_;
   std::int32_t lookahead_ = 0;
@@ -64,6 +65,16 @@ private:
   // A hash of every block-aligned prefix of every prompt seen: a word per block of prompt, not
   // per token, so a long recording's replay does not keep its prompts.
   std::unordered_set<std::uint64_t> prompt_prefixes_;
+  // For prefix-hit-a-b-a, a few words per new request: each whole prompt's hash with the order
+  // the request came in and the first turn of its chat, and per first block, the requests that
+  // took a hit of it, in order.
+  struct Admitted {
+    std::int64_t order = 0;
+    std::int64_t chat = 0; // the order of the chat's first turn
+  };
+  std::unordered_map<std::uint64_t, Admitted> prompts_;
+  std::unordered_map<std::uint64_t, std::vector<Admitted>> hits_by_first_block_;
+  std::int64_t admitted_ = 0;
 };
 
 } // namespace mc::harness

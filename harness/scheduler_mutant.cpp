@@ -1,6 +1,8 @@
 // Each scheduler mutant's rewrite of a step (scheduler_mutant.h).
 #include "harness/scheduler_mutant.h"
 
+#include "harness/managed_steps.h"
+
 #include "model/block_table.h"
 #include "model/errors.h"
 
@@ -54,6 +56,62 @@ void prefix_hit_one_block_short(Engine& engine, model::Step& step) {
     if (c.resumed) shorten_hit(engine, step, c.req_id, c.num_computed_tokens, c.new_block_ids);
   for (model::NewRequestData& n : step.new_requests)
     shorten_hit(engine, step, n.req_id, n.num_computed_tokens, n.block_ids);
+}
+
+// vLLM #50409: the hit's cap (num_tokens - 1) lands on a block boundary and the manager drops
+// the block there, as if the boundary token were the one recomputed.
+void hit_lost_at_exact_boundary(Engine& engine, model::Step& step) {
+  const std::int32_t B = engine.runner().layout().config.mamba_block_size;
+  const auto at_cap = [&](const std::string& id, std::int32_t computed) {
+    const std::int32_t cacheable = engine.scheduler().request(id).num_tokens - 1;
+    // A padded prompt tail (its one token with placeholder drafts) is left as it is.
+    const bool padded = std::any_of(step.scheduled.begin(), step.scheduled.end(), [&](auto& s) {
+      return s.req_id == id && s.num_draft_tokens != 0;
+    });
+    return computed > 0 && computed == cacheable && cacheable % B == 0 && !padded;
+  };
+  for (model::CachedRequestData& c : step.cached_requests)
+    if (c.resumed && at_cap(c.req_id, c.num_computed_tokens))
+      shorten_hit(engine, step, c.req_id, c.num_computed_tokens, c.new_block_ids);
+  for (model::NewRequestData& n : step.new_requests)
+    if (at_cap(n.req_id, n.num_computed_tokens))
+      shorten_hit(engine, step, n.req_id, n.num_computed_tokens, n.block_ids);
+}
+
+// vLLM #57605: the null padding counts the lookahead, so where the chunk's end plus the
+// lookahead reaches the next page the running block sits one column right of
+// cdiv(end, B) - 1, the column the worker writes, which holds a null. Rows with drafts keep
+// their speculative layout; a running block already in the row before the step stays.
+void lookahead_displaces_running_column(Engine& engine, model::Step& step) {
+  const model::CacheConfig& config = engine.runner().layout().config;
+  const std::int32_t lookahead = kv_lookahead(engine.runner().layout(), engine.options());
+  if (config.mode != model::CacheMode::align || lookahead == 0) return;
+  const std::int32_t B = config.mamba_block_size;
+  const auto displace = [&](const std::string& id, std::int64_t first_col,
+                            model::GroupBlockIds& listed) {
+    const oracle::engine::SchedRequest& r = engine.scheduler().request(id);
+    if (r.planned.step != step.index) return;
+    const std::int32_t end = r.planned.start + r.planned.tokens;
+    const std::int64_t running = model::cdiv(end, B) - 1;
+    if (model::cdiv(end + lookahead, B) - 1 == running || running < first_col) return;
+    for (std::vector<std::int32_t>& ids : listed) {
+      const std::int64_t at = running - first_col;
+      if (at >= static_cast<std::int64_t>(ids.size())) return;
+      ids.insert(ids.begin() + at, model::kNullBlockId);
+    }
+  };
+  for (const model::ScheduledRequest& s : step.scheduled) {
+    if (s.num_draft_tokens != 0) continue;
+    for (model::NewRequestData& n : step.new_requests)
+      if (n.req_id == s.req_id) displace(n.req_id, 0, n.block_ids);
+    for (model::CachedRequestData& c : step.cached_requests) {
+      if (c.req_id != s.req_id) continue;
+      const model::GroupBlockIds* row = c.resumed ? nullptr : engine.runner().row(c.req_id);
+      if (!c.resumed && (row == nullptr || row->empty())) continue;
+      displace(c.req_id, c.resumed ? 0 : static_cast<std::int64_t>(row->front().size()),
+               c.new_block_ids);
+    }
+  }
 }
 
 // A block of `pool` that nobody holds and that this step has not handed out yet, preferring
@@ -190,6 +248,49 @@ void async_frees_visible_at_once(Engine& engine, model::Step& step) {
   }
 }
 
+// A block a prefix hit took off the free queue in the pool's eyes only: its stale entry, in a
+// group's pool.
+struct StaleEntry {
+  std::size_t group = 0;
+  std::int32_t block = 0;
+};
+
+// vLLM #50630: each hit that revives a cached block nobody held (the hitter its only holder
+// after the planning) leaves a stale free-queue entry; the first take of that group's pool in
+// a later step pops it and hands the block out again if someone still holds it (a block freed
+// since went back to the queue properly, and the stale entry with it).
+void hit_leaves_free_entry(Engine& engine, model::Step& step, std::vector<StaleEntry>& stale) {
+  const std::span<const BlockPool> pools = engine.scheduler().blocks().pools();
+  const std::int32_t B = engine.runner().layout().config.mamba_block_size;
+  std::vector<std::vector<std::int32_t*>> taken = taken_ids(engine, step);
+  std::vector<StaleEntry> left;
+  for (const StaleEntry& e : stale) {
+    if (pools[e.group].ref_count(e.block) == 0) continue;
+    std::vector<std::int32_t*>& takes = taken[e.group];
+    if (takes.empty()) {
+      left.push_back(e);
+      continue;
+    }
+    *takes.front() = e.block;
+    takes.erase(takes.begin());
+  }
+  stale = std::move(left);
+  const auto revived = [&](const model::GroupBlockIds& table, std::int32_t computed) {
+    if (computed < B) return;
+    const auto col = static_cast<std::size_t>(computed / B - 1);
+    for (std::size_t g = 0; g < table.size() && g < pools.size(); ++g) {
+      if (col >= table[g].size()) continue;
+      const std::int32_t block = table[g][col];
+      if (block != model::kNullBlockId && pools[g].ref_count(block) == 1)
+        stale.push_back({.group = g, .block = block});
+    }
+  };
+  for (const model::CachedRequestData& c : step.cached_requests)
+    if (c.resumed) revived(c.new_block_ids, c.num_computed_tokens);
+  for (const model::NewRequestData& n : step.new_requests)
+    revived(n.block_ids, n.num_computed_tokens);
+}
+
 } // namespace
 
 std::string_view to_string(SchedulerMutant mutant) {
@@ -213,6 +314,14 @@ std::function<void(model::Step&)> scheduler_mutant_edit(SchedulerMutant mutant, 
     return [&engine](model::Step& step) { spec_blocks_left_behind(engine, step); };
   case SchedulerMutant::async_frees_visible_at_once:
     return [&engine](model::Step& step) { async_frees_visible_at_once(engine, step); };
+  case SchedulerMutant::hit_lost_at_exact_boundary:
+    return [&engine](model::Step& step) { hit_lost_at_exact_boundary(engine, step); };
+  case SchedulerMutant::lookahead_displaces_running_column:
+    return [&engine](model::Step& step) { lookahead_displaces_running_column(engine, step); };
+  case SchedulerMutant::hit_leaves_free_entry:
+    return [&engine, stale = std::vector<StaleEntry>{}](model::Step& step) mutable {
+      hit_leaves_free_entry(engine, step, stale);
+    };
   }
   MC_ASSERT(false);
   return {};

@@ -16,6 +16,8 @@
 #include <array>
 #include <cstdio>
 #include <memory>
+#include <span>
+#include <utility>
 
 namespace mc::fuzz {
 namespace {
@@ -44,6 +46,7 @@ constexpr std::uint64_t kEagleStream = 0x6561676c652d6d74;      // "eagle-mt"
 constexpr std::uint64_t kSteerStream = 0x7374656572696e67;      // "steering"
 constexpr std::uint64_t kTurnStream = 0x666f6c6c6f772d75;       // "follow-u"
 constexpr std::uint64_t kTailStream = 0x7061642d7461696c;       // "pad-tail"
+constexpr std::uint64_t kRevisitStream = 0x612d622d612d6869;    // "a-b-a-hi"
 
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
   return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
@@ -374,8 +377,11 @@ void make_valid(EngineCase& c, Rng& rng, const EngineCaseFixed& fixed,
 // A chat's next turn: a third of the later requests become the follow-up of an earlier one,
 // their prompt that request's whole sequence (prompt and output) and then their own, so their
 // hits reach states registered while it decoded. Their own output length stays as drawn. One
-// turn deep (a follow-up is not followed), and no prompt past the production maximum.
-void draw_follow_ups(std::vector<oracle::engine::RequestSpec>& requests, Rng& rng) {
+// turn deep (a follow-up is not followed), and no prompt past the production maximum. Returns
+// the pairs (earlier turn, follow-up).
+std::vector<std::pair<std::size_t, std::size_t>>
+draw_follow_ups(std::vector<oracle::engine::RequestSpec>& requests, Rng& rng) {
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
   std::vector<bool> follow_up(requests.size(), false);
   for (std::size_t k = 1; k < requests.size(); ++k) {
     if (!rng.chance(333'333)) continue;
@@ -390,6 +396,29 @@ void draw_follow_ups(std::vector<oracle::engine::RequestSpec>& requests, Rng& rn
     next.tokens = std::move(tokens);
     next.num_prompt_tokens += last.max_len;
     next.max_len = next.num_prompt_tokens + output;
+    pairs.emplace_back(j, k);
+  }
+  return pairs;
+}
+
+// vLLM #50630: corruption that needs a prefix cached by A, hit by another request B, then hit
+// again by A's next turn. For half the follow-up pairs, a request that arrives between the two
+// turns (not a turn of a chat itself) starts with the first turn's prompt, as far as its own
+// prompt reaches, so its hit lands on the blocks the first turn cached before the follow-up's.
+void draw_revisits(std::vector<oracle::engine::RequestSpec>& requests,
+                   std::span<const std::pair<std::size_t, std::size_t>> pairs, Rng& rng) {
+  std::vector<bool> turn(requests.size(), false);
+  for (const auto& [first, next] : pairs)
+    turn[first] = turn[next] = true;
+  for (const auto& [first, next] : pairs) {
+    if (!rng.chance(500'000) || next - first < 2) continue;
+    const auto between = static_cast<std::size_t>(
+        rng.uniform(static_cast<std::int64_t>(first) + 1, static_cast<std::int64_t>(next) - 1));
+    if (turn[between]) continue;
+    const oracle::engine::RequestSpec& a = requests[first];
+    oracle::engine::RequestSpec& b = requests[between];
+    const std::int32_t shared = std::min(a.num_prompt_tokens, b.num_prompt_tokens);
+    std::copy(a.tokens.begin(), a.tokens.begin() + shared, b.tokens.begin());
   }
 }
 
@@ -497,8 +526,13 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
   // forces them; their own stream and sizes, as EAGLE's above.
   Rng turns = Rng::from_seed(model::mix64(case_seed ^ kTurnStream) ^
                              static_cast<std::uint64_t>(size));
-  if ((size >= kProductionSizeMin && turns.chance(250'000)) || steer.forces(SteerKnob::follow_ups))
-    draw_follow_ups(c.requests, turns);
+  if ((size >= kProductionSizeMin && turns.chance(250'000)) ||
+      steer.forces(SteerKnob::follow_ups)) {
+    const auto pairs = draw_follow_ups(c.requests, turns);
+    Rng revisits =
+        Rng::from_seed(model::mix64(case_seed ^ kRevisitStream) ^ static_cast<std::uint64_t>(size));
+    draw_revisits(c.requests, pairs, revisits);
+  }
   fit_workload_bounds(c);
   const std::int64_t per_request = pool_blocks_min(c);
   // A production family's states are large: its pool stays within a few requests' worth.

@@ -47,6 +47,10 @@ struct RequestBlocks {
   bool allocated = false; // has had its first allocation of new blocks
 };
 
+// Why a table that hands out block `block_id` of `group`, which `ref_count` references hold
+// already, is one no block manager gives (replay's adoption and an edited step's check).
+std::string held_block_message(std::size_t group, std::int32_t block_id, std::int32_t ref_count);
+
 class BlockManager {
 public:
   BlockManager(const model::CacheConfig& config, std::int32_t num_groups, std::int32_t num_blocks,

@@ -17,15 +17,11 @@ namespace mc::oracle::engine {
 
 using model::kNullBlockId;
 
-namespace {
-
-std::string held_message(std::size_t group, std::int32_t block_id, std::int32_t ref_count) {
+std::string held_block_message(std::size_t group, std::int32_t block_id, std::int32_t ref_count) {
   return fmt::format("block {} of group {} is handed out while it is still held ({} "
                      "reference{}): no block manager gives a held block again",
                      block_id, group, ref_count, ref_count == 1 ? "" : "s");
 }
-
-} // namespace
 
 std::optional<std::string> BlockManager::adopt_first(const std::string& req_id,
                                                      const model::GroupBlockIds& table,
@@ -48,7 +44,7 @@ std::optional<std::string> BlockManager::adopt_first(const std::string& req_id,
         continue;
       }
       if (!pools_[g].take_block(block))
-        return held_message(g, block, pools_[g].ref_count(block)) +
+        return held_block_message(g, block, pools_[g].ref_count(block)) +
                fmt::format(" (position {} of {}'s first table)", j, req_id);
     }
     if (hit >= 0) {
@@ -91,7 +87,7 @@ std::optional<std::string> BlockManager::adopt_growth(const std::string& req_id,
       if (moved != old_end) {
         *moved = kNullBlockId;
       } else if (!pools_[g].take_block(block)) {
-        return held_message(g, block, pools_[g].ref_count(block)) +
+        return held_block_message(g, block, pools_[g].ref_count(block)) +
                fmt::format(" (appended to {}'s table at position {})", req_id, t.size());
       }
       t.push_back(block);

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace mc::oracle::engine {
 
 Engine::Engine(const model::Layout& layout, std::vector<RequestSpec> requests, std::uint64_t seed,
@@ -130,6 +132,7 @@ std::optional<Finding> Engine::check_tables(const model::Step& step) const {
     if (const model::GroupBlockIds* row = runner_.row(c.req_id))
       if (auto f = check_growth_handout(layout, step, c.req_id, *row, c.new_block_ids, held_back))
         return f;
+    if (auto f = handed_out_held(step, c.req_id, c.new_block_ids, -1, false)) return f;
   }
   const auto first = [&](const std::string& id, const model::GroupBlockIds& table,
                          std::int32_t hit) -> std::optional<Finding> {
@@ -138,13 +141,53 @@ std::optional<Finding> Engine::check_tables(const model::Step& step) const {
         if (auto f = check_prefix_hit(layout, step.index, id, hit, l.longest_tokens)) return f;
         break;
       } // not admitted by the scheduler this step: an edit added it
-    return check_first_handout(layout, step, id, table, hit, held_back);
+    if (auto f = check_first_handout(layout, step, id, table, hit, held_back)) return f;
+    return handed_out_held(step, id, table, hit / layout.config.mamba_block_size - 1, true);
   };
   for (const model::CachedRequestData& c : step.cached_requests)
     if (c.resumed)
       if (auto f = first(c.req_id, c.new_block_ids, c.num_computed_tokens)) return f;
   for (const model::NewRequestData& n : step.new_requests)
     if (auto f = first(n.req_id, n.block_ids, n.num_computed_tokens)) return f;
+  return std::nullopt;
+}
+
+// The scheduler's own tables are right by construction; an edit may hand out a block another
+// request holds, which replay's adoption of the same step refuses (BlockManager::adopt_first,
+// adopt_growth): the same words here, at the same place in the step.
+std::optional<Finding> Engine::handed_out_held(const model::Step& step, const std::string& req_id,
+                                               const model::GroupBlockIds& listed, std::int32_t hit,
+                                               bool first_table) const {
+  const BlockManager& blocks = scheduler_.blocks();
+  const RequestBlocks* own = blocks.find(req_id);
+  const model::GroupBlockIds* row = first_table ? nullptr : runner_.row(req_id);
+  const bool align = runner_.layout().config.mode == model::CacheMode::align;
+  const std::int32_t nsb = runner_.layout().config.num_spec_blocks;
+  for (std::size_t g = 0; g < listed.size() && g < blocks.pools().size(); ++g) {
+    const std::vector<std::int32_t>* old_ids =
+        row != nullptr && g < row->size() ? &(*row)[g] : nullptr;
+    const std::size_t old_len = old_ids != nullptr ? old_ids->size() : 0;
+    for (std::size_t j = 0; j < listed[g].size(); ++j) {
+      const std::int32_t block = listed[g][j];
+      if (block == model::kNullBlockId || static_cast<std::int32_t>(j) == hit) continue;
+      if (old_ids != nullptr && align &&
+          std::find(old_ids->end() - std::min<std::ptrdiff_t>(nsb, old_len), old_ids->end(),
+                    block) != old_ids->end())
+        continue; // an old speculative block moving to the end
+      const std::size_t col = first_table ? j : old_len + j;
+      if (own != nullptr && g < own->groups.size() && col < own->groups[g].block_ids.size() &&
+          own->groups[g].block_ids[col] == block)
+        continue; // the scheduler's own choice
+      const std::int32_t refs = blocks.pool(static_cast<std::int32_t>(g)).ref_count(block);
+      if (refs == 0) continue;
+      const std::string where =
+          first_table ? fmt::format(" (position {} of {}'s first table)", j, req_id)
+                      : fmt::format(" (appended to {}'s table at position {})", req_id, col);
+      return make_finding(runner_.layout(), FindingKind::inconsistent_step, step.index, req_id, -1,
+                          -1, -1, held_block_message(g, block, refs) + where,
+                          first_table ? "a table the block manager could give" : "a free block");
+    }
+  }
   return std::nullopt;
 }
 

@@ -74,6 +74,11 @@ private:
   // The step as the runner takes it, from the ledger to the invariants after it.
   std::optional<Finding> execute_checked(const model::Step& step, StepRecord& record);
   std::optional<Finding> check_tables(const model::Step& step) const;
+  // A block an edited step hands out to `req_id` (its first table when `first_table`, else the
+  // blocks appended to its row) that the model's pool counts as held by another request.
+  std::optional<Finding> handed_out_held(const model::Step& step, const std::string& req_id,
+                                         const model::GroupBlockIds& listed, std::int32_t hit,
+                                         bool first_table) const;
 
   EngineOptions options_;
   Scheduler scheduler_;

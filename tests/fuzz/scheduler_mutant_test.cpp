@@ -22,10 +22,13 @@ using harness::SchedulerMutant;
 
 TEST(SchedulerMutantCatalogue, ListedAndRoundTrip) {
   const auto all = gpu::scheduler_mutants();
-  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all.size(), 6u);
   EXPECT_EQ(all[0].name, "prefix_hit_one_block_short");
   EXPECT_EQ(all[1].name, "spec_blocks_left_behind");
   EXPECT_EQ(all[2].name, "async_frees_visible_at_once");
+  EXPECT_EQ(all[3].name, "hit_lost_at_exact_boundary");
+  EXPECT_EQ(all[4].name, "lookahead_displaces_running_column");
+  EXPECT_EQ(all[5].name, "hit_leaves_free_entry");
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto m = static_cast<SchedulerMutant>(i + 1);
     EXPECT_EQ(harness::to_string(m), all[i].name);
@@ -92,14 +95,21 @@ TEST_P(SchedulerMutantKilled, ShrunkAndItsTraceReplaysToTheSameFinding) {
 // two blocks past the old one with drafts on, first met by case 54 (run here as its own seed);
 // async_frees_visible_at_once needs an async case whose planning frees a block the step in
 // flight can still touch and takes one, first met by case 47 (r0 finishes while its row is in
-// flight and r1, arriving, gets its block).
+// flight and r1, arriving, gets its block); hit_lost_at_exact_boundary by case 15 (a resumed
+// request whose cacheable tokens end on a cached boundary); lookahead_displaces_running_column
+// by case 42 (an EAGLE case whose first chunk ends on the first page boundary, as in #57605);
+// hit_leaves_free_entry by case 8 (the block r1 revived by its hit comes back to r1 as a new
+// block at the next take, while its hit still holds it).
 INSTANTIATE_TEST_SUITE_P(
     All, SchedulerMutantKilled,
     ::testing::Values(
         SchedulerKill{SchedulerMutant::prefix_hit_one_block_short, "wrong_prefix_hit", 1, 20},
         SchedulerKill{SchedulerMutant::spec_blocks_left_behind, "spec_blocks_not_moved", 54, 1},
         SchedulerKill{SchedulerMutant::async_frees_visible_at_once, "in_flight_block_reused", 47,
-                      1}),
+                      1},
+        SchedulerKill{SchedulerMutant::hit_lost_at_exact_boundary, "wrong_prefix_hit", 15, 1},
+        SchedulerKill{SchedulerMutant::lookahead_displaces_running_column, "bad_index", 42, 1},
+        SchedulerKill{SchedulerMutant::hit_leaves_free_entry, "inconsistent_step", 8, 1}),
     [](const ::testing::TestParamInfo<SchedulerKill>& param_info) {
       return std::string(harness::to_string(param_info.param.mutant));
     });

@@ -78,7 +78,7 @@ TEST(MutantCatalogue, KernelThenRunnerThenSchedulerMutantsInOneTable) {
   }
   EXPECT_EQ(kernel.data(), all.data());
   EXPECT_EQ(runner.back().name, "graph_buffers_reallocated");
-  EXPECT_EQ(all.back().name, "async_frees_visible_at_once");
+  EXPECT_EQ(all.back().name, "hit_leaves_free_entry");
   EXPECT_EQ(find_mutant("none"), nullptr);
   EXPECT_EQ(find_mutant("no_such_mutant"), nullptr);
   EXPECT_EQ(to_string(MutantLevel::kernel), "kernel");

@@ -266,5 +266,31 @@ TEST(EngineCoverage, AHitPastEveryEarlierPromptIsAFollowUpHit) {
   EXPECT_EQ(past(), 1);
 }
 
+// vLLM #50630's order: a caches its prefix, b (another chat) hits it, a's next turn hits it.
+TEST(EngineCoverage, AFollowUpHittingWhatAnotherChatHitSinceIsABA) {
+  const model::Preset& p = model::find_preset("tiny-mamba2");
+  const model::Layout layout = model::build_layout(p.config, p.spec);
+  const std::int32_t B = layout.config.mamba_block_size;
+  EngineCoverageCounter counter(layout, 0);
+  const auto aba = [&] { return counter.coverage().count(F::prefix_hit_a_b_a); };
+  const std::vector<std::int32_t> a = run_of(1000, 2 * B + 1);
+  counter.count(admit(0, "a", a, 0), {}, std::nullopt);
+  // a's next turn with no other hit between: a chat hitting its own prefix only.
+  counter.count(admit(1, "a2", concat(a, run_of(9000, B)), 2 * B), {}, std::nullopt);
+  EXPECT_EQ(aba(), 0);
+  // b shares a's first block and hits it; b's own next turn is b's chat, not another's.
+  const std::vector<std::int32_t> b = concat(run_of(1000, B), run_of(5000, B + 1));
+  counter.count(admit(2, "b", b, B), {}, std::nullopt);
+  counter.count(admit(3, "b2", concat(b, run_of(6000, 2)), B), {}, std::nullopt);
+  EXPECT_EQ(aba(), 0) << "b's earlier turn came in after a2's chat's hit only";
+  // a's third turn (a2's follow-up): b hit a's prefix after a2 came in.
+  counter.count(admit(4, "a3", concat(concat(a, run_of(9000, B)), run_of(7000, 3)), 3 * B), {},
+                std::nullopt);
+  EXPECT_EQ(aba(), 1);
+  // A follow-up without a hit, or a hit of no whole block, counts nothing.
+  counter.count(admit(5, "a4", concat(a, run_of(4000, 2 * B)), 0), {}, std::nullopt);
+  EXPECT_EQ(aba(), 1);
+}
+
 } // namespace
 } // namespace mc::harness
