@@ -161,11 +161,22 @@ void spec_blocks_left_behind(Engine& engine, model::Step& step) {
 // the batch rows' order (running requests, then admissions), each table's new blocks in table
 // order. A running request's old speculative blocks moving to the end are not taken, nor is the
 // block of a new or resumed request's prefix hit.
-std::vector<std::vector<std::int32_t*>> taken_ids(Engine& engine, model::Step& step) {
+// `rows`, when given, gets for each take the index of its request's row in step.scheduled.
+std::vector<std::vector<std::int32_t*>>
+taken_ids(Engine& engine, model::Step& step,
+          std::vector<std::vector<std::size_t>>* rows = nullptr) {
   const model::CacheConfig& config = engine.runner().layout().config;
   const auto num_groups = static_cast<std::size_t>(engine.runner().layout().num_groups());
   std::vector<std::vector<std::int32_t*>> taken(num_groups);
-  for (const model::ScheduledRequest& s : step.scheduled) {
+  if (rows != nullptr) rows->assign(num_groups, {});
+  std::size_t taker = 0;
+  const auto take = [&](std::size_t g, std::int32_t* id) {
+    taken[g].push_back(id);
+    if (rows != nullptr) (*rows)[g].push_back(taker);
+  };
+  for (std::size_t r = 0; r < step.scheduled.size(); ++r) {
+    taker = r;
+    const model::ScheduledRequest& s = step.scheduled[r];
     const auto cached = std::find_if(step.cached_requests.begin(), step.cached_requests.end(),
                                      [&](const auto& c) { return c.req_id == s.req_id; });
     const auto fresh = std::find_if(step.new_requests.begin(), step.new_requests.end(),
@@ -182,7 +193,7 @@ std::vector<std::vector<std::int32_t*>> taken_ids(Engine& engine, model::Step& s
           if (id != model::kNullBlockId &&
               std::find(old_ids.end() - static_cast<std::ptrdiff_t>(nsb), old_ids.end(), id) ==
                   old_ids.end())
-            taken[g].push_back(&id);
+            take(g, &id);
       }
       continue;
     }
@@ -200,7 +211,7 @@ std::vector<std::vector<std::int32_t*>> taken_ids(Engine& engine, model::Step& s
     for (std::size_t g = 0; g < num_groups; ++g)
       for (std::size_t j = 0; j < (*table)[g].size(); ++j)
         if ((*table)[g][j] != model::kNullBlockId && static_cast<std::int64_t>(j) != hit)
-          taken[g].push_back(&(*table)[g][j]);
+          take(g, &(*table)[g][j]);
   }
   return taken;
 }
@@ -256,39 +267,50 @@ struct StaleEntry {
 };
 
 // vLLM #50630: each hit that revives a cached block nobody held (the hitter its only holder
-// after the planning) leaves a stale free-queue entry; the first take of that group's pool in
-// a later step pops it and hands the block out again if someone still holds it (a block freed
-// since went back to the queue properly, and the stale entry with it).
+// after the planning) leaves a stale free-queue entry, which the next take of that group's pool
+// pops: in this step, a take of the reviving request's own allocation or of a row after it;
+// else in a later one. The block goes out again if someone still holds it (one freed since
+// went back to the queue properly, and the stale entry with it).
 void hit_leaves_free_entry(Engine& engine, model::Step& step, std::vector<StaleEntry>& stale) {
   const std::span<const BlockPool> pools = engine.scheduler().blocks().pools();
   const std::int32_t B = engine.runner().layout().config.mamba_block_size;
-  std::vector<std::vector<std::int32_t*>> taken = taken_ids(engine, step);
+  std::vector<std::vector<std::size_t>> rows;
+  std::vector<std::vector<std::int32_t*>> taken = taken_ids(engine, step, &rows);
+  std::vector<std::size_t> next_take(pools.size(), 0); // takes before it are spent
   std::vector<StaleEntry> left;
-  for (const StaleEntry& e : stale) {
-    if (pools[e.group].ref_count(e.block) == 0) continue;
-    std::vector<std::int32_t*>& takes = taken[e.group];
-    if (takes.empty()) {
-      left.push_back(e);
-      continue;
-    }
-    *takes.front() = e.block;
-    takes.erase(takes.begin());
-  }
+  // The first take of group g from row `from` on that no stale entry has had; false: none.
+  const auto pop = [&](const StaleEntry& e, std::size_t from) {
+    std::size_t k = next_take[e.group];
+    while (k < taken[e.group].size() && rows[e.group][k] < from)
+      ++k;
+    if (k == taken[e.group].size()) return false;
+    *taken[e.group][k] = e.block;
+    next_take[e.group] = k + 1;
+    return true;
+  };
+  for (const StaleEntry& e : stale)
+    if (pools[e.group].ref_count(e.block) != 0 && !pop(e, 0)) left.push_back(e);
   stale = std::move(left);
-  const auto revived = [&](const model::GroupBlockIds& table, std::int32_t computed) {
+  const auto revived = [&](const std::string& id, const model::GroupBlockIds& table,
+                           std::int32_t computed) {
     if (computed < B) return;
+    const auto row = static_cast<std::size_t>(
+        std::find_if(step.scheduled.begin(), step.scheduled.end(),
+                     [&](const model::ScheduledRequest& s) { return s.req_id == id; }) -
+        step.scheduled.begin());
     const auto col = static_cast<std::size_t>(computed / B - 1);
     for (std::size_t g = 0; g < table.size() && g < pools.size(); ++g) {
       if (col >= table[g].size()) continue;
       const std::int32_t block = table[g][col];
-      if (block != model::kNullBlockId && pools[g].ref_count(block) == 1)
-        stale.push_back({.group = g, .block = block});
+      if (block == model::kNullBlockId || pools[g].ref_count(block) != 1) continue;
+      const StaleEntry e{.group = g, .block = block};
+      if (!pop(e, row)) stale.push_back(e);
     }
   };
   for (const model::CachedRequestData& c : step.cached_requests)
-    if (c.resumed) revived(c.new_block_ids, c.num_computed_tokens);
+    if (c.resumed) revived(c.req_id, c.new_block_ids, c.num_computed_tokens);
   for (const model::NewRequestData& n : step.new_requests)
-    revived(n.block_ids, n.num_computed_tokens);
+    revived(n.req_id, n.block_ids, n.num_computed_tokens);
 }
 
 } // namespace

@@ -37,6 +37,7 @@ bool Engine::step(const std::function<void(model::Step&)>& edit) {
     const std::int64_t frees_held_back = scheduler_.blocks().frees_held_back() - held_before;
     const std::int64_t retired_across_null =
         scheduler_.blocks().retired_across_null() - retired_before;
+    edited_ = static_cast<bool>(edit);
     if (edit) edit(step);
     probe_step(step.index);
     finding = async ? run_planned_in_flight(step, record) : run_scheduled(step, record);
@@ -158,6 +159,7 @@ std::optional<Finding> Engine::check_tables(const model::Step& step) const {
 std::optional<Finding> Engine::handed_out_held(const model::Step& step, const std::string& req_id,
                                                const model::GroupBlockIds& listed, std::int32_t hit,
                                                bool first_table) const {
+  if (!edited_) return std::nullopt; // the scheduler's own tables are its pool's
   const BlockManager& blocks = scheduler_.blocks();
   const RequestBlocks* own = blocks.find(req_id);
   const model::GroupBlockIds* row = first_table ? nullptr : runner_.row(req_id);
@@ -175,10 +177,23 @@ std::optional<Finding> Engine::handed_out_held(const model::Step& step, const st
                     block) != old_ids->end())
         continue; // an old speculative block moving to the end
       const std::size_t col = first_table ? j : old_len + j;
-      if (own != nullptr && g < own->groups.size() && col < own->groups[g].block_ids.size() &&
-          own->groups[g].block_ids[col] == block)
-        continue; // the scheduler's own choice
-      const std::int32_t refs = blocks.pool(static_cast<std::int32_t>(g)).ref_count(block);
+      // Held by the request itself already (an earlier column of this table, or of its row),
+      // or by another: the scheduler's own table accounts for one reference of its blocks.
+      const bool own_block =
+          own != nullptr && g < own->groups.size() &&
+          std::ranges::find(own->groups[g].block_ids, block) != own->groups[g].block_ids.end();
+      const auto earlier = listed[g].begin() + static_cast<std::ptrdiff_t>(j);
+      bool seen = std::find(listed[g].begin(), earlier, block) != earlier;
+      // Still held at a column of its row before the step (the runner's row keeps the blocks
+      // the request has given back; the scheduler's table after the step does not).
+      if (own != nullptr && g < own->groups.size()) {
+        const std::vector<std::int32_t>& ids = own->groups[g].block_ids;
+        const auto kept = ids.begin() + static_cast<std::ptrdiff_t>(std::min(old_len, ids.size()));
+        seen = seen || std::find(ids.begin(), kept, block) != kept;
+      }
+      const std::int32_t others =
+          blocks.pool(static_cast<std::int32_t>(g)).ref_count(block) - (own_block ? 1 : 0);
+      const std::int32_t refs = others + (seen ? 1 : 0);
       if (refs == 0) continue;
       const std::string where =
           first_table ? fmt::format(" (position {} of {}'s first table)", j, req_id)

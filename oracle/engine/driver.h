@@ -85,6 +85,7 @@ private:
   OracleRunner runner_;
   Ledger ledger_;
   InvariantChecker checker_;
+  bool edited_ = false; // the step running now was edited after the scheduler made it
   model::Step last_step_;
   StepRecord last_record_;
   EngineReport report_;

@@ -8,6 +8,7 @@
 // The traces are deterministic, so the check (ctest scenarios.library_fresh) proves the
 // committed files are what this program writes. The mutant lists are verified by
 // harness_library_test (each scenario fails on each of its mutants).
+#include "harness/scheduler_mutant.h"
 #include "model/errors.h"
 #include "model/presets.h"
 #include "model/prng.h"
@@ -16,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -32,6 +34,10 @@ struct Scenario {
   std::string guards;
   std::vector<std::string> kernel_mutants;
   std::vector<std::string> runner_mutants;
+  // Bugs of the scheduler or block manager: a replay judges the steps a trace holds, so these
+  // are proven here, when the trace is written (and by scenarios.library_fresh): the same
+  // scenario scheduled through the mutant's edit must end in a finding.
+  std::vector<std::string> scheduler_mutants;
   std::string preset = "tiny-mamba2";
   std::function<void(model::CacheConfig&, model::LayoutSpec&)> tweak;
   oracle::engine::EngineOptions options;
@@ -222,6 +228,42 @@ std::vector<Scenario> production_scenarios() {
                "rows of 1 + 3 tokens) that holds a prefill; it runs eagerly, where a dispatch "
                "by shape would replay the graph on the buffers of a's last graph step (#55766)";
     s.requests = {request("a", 0, 40, 200), request("b", 20, 564, 12), request("c", 60, 1124, 12)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b560-v1-hit-at-exact-boundary", 560, 3, v1, 24, 2800);
+    s.bug_class = 'C';
+    s.scheduler_mutants = {"hit_lost_at_exact_boundary"};
+    s.guards = "B = 560, 3 drafts, V1: a's 5601-token prompt is prefilled in chunks of 2800, "
+               "caching the boundaries at 2800 and 5600; b, the same prompt, can cache all but "
+               "its last token, exactly 10 blocks, and hits all 10 (a block lost at that exact "
+               "boundary is #50409)";
+    s.requests = {request("a", 0, 5601, 300, 1, 5601), request("b", 6, 5601, 200, 1, 5601)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b560-v1-eagle-lookahead", 560, 3, v1, 24, 560);
+    s.bug_class = 'H';
+    s.scheduler_mutants = {"lookahead_displaces_running_column"};
+    s.guards = "B = 560, 3 drafts with an EAGLE/MTP drafter (a lookahead of 3): prompts "
+               "prefilled in chunks of one block, each ending on a page boundary, whose running "
+               "state goes to column cdiv(end, B) - 1; null padding counted with the lookahead "
+               "would put a null there (#57605)";
+    s.options.scheduler.drafter_prunes_last_block = true;
+    s.requests = {request("a", 0, 1700, 120), request("b", 3, 1200, 100)};
+    out.push_back(std::move(s));
+  }
+  {
+    Scenario s = production("p-b560-v1-a-b-a", 560, 3, v1, 24, 1120);
+    s.bug_class = 'C';
+    s.scheduler_mutants = {"hit_leaves_free_entry"};
+    s.guards = "B = 560, 3 drafts, V1: a caches the boundary at 1120 and retires it, b (another "
+               "chat) revives it with a hit, and a's next turn, whose prompt is a's whole "
+               "sequence, hits it again: #50630's A->B->A order, with pool takes in between";
+    RequestSpec a = request("a", 0, 1200, 100, 1, 1200);
+    RequestSpec a2 = request("a2", 40, 1400, 60);
+    std::copy(a.tokens.begin(), a.tokens.begin() + a.max_len, a2.tokens.begin());
+    s.requests = {a, request("b", 8, 1320, 100, 1, 1120), a2};
     out.push_back(std::move(s));
   }
   {
@@ -576,9 +618,15 @@ std::string render(const Scenario& s) {
                      {"guards", s.guards},
                      {"kernel_mutants", s.kernel_mutants},
                      {"runner_mutants", s.runner_mutants}}}};
+  if (!s.scheduler_mutants.empty())
+    header.source["scenario"]["scheduler_mutants"] = s.scheduler_mutants;
   if (options.runner.v1_copy_path == oracle::engine::V1CopyPath::batch_copy)
     header.source["scenario"]["v1_copy_path"] = "batch_copy";
   if (options.scheduler.async_scheduling) scenarios::set_async_model_contract(header);
+  if (options.scheduler.drafter_prunes_last_block) { // the replay counts the lookahead's rows
+    header.contract.eagle = true;
+    header.version = scenarios::kTraceFormatVersionContract;
+  }
   std::ostringstream text;
   scenarios::TraceWriter writer(text, s.name, header);
   oracle::engine::Engine engine(layout, s.requests, 7, options);
@@ -595,6 +643,22 @@ std::string render(const Scenario& s) {
   }
   if (s.must_finish && !engine.scheduler().done())
     throw std::runtime_error(s.name + ": not finished in time");
+  for (const std::string& name : s.scheduler_mutants) {
+    const auto mutant = harness::find_scheduler_mutant(name);
+    if (!mutant) throw std::runtime_error(s.name + ": no scheduler mutant " + name);
+    oracle::engine::Engine buggy(layout, s.requests, 7, options);
+    const auto edit = harness::scheduler_mutant_edit(*mutant, buggy);
+    for (std::int64_t i = 0; i < s.steps && !buggy.report().first_finding; ++i) {
+      if (s.before) s.before(buggy, i);
+      const bool more = buggy.step([&](model::Step& step) {
+        if (s.edit) s.edit(step, s.requests);
+        edit(step);
+      });
+      if (!more) break;
+    }
+    if (!buggy.report().first_finding)
+      throw std::runtime_error(s.name + ": scheduler mutant " + name + " held");
+  }
   return text.str();
 }
 
