@@ -78,13 +78,12 @@ constexpr TestKernels kAdapterTestKernels[] = {{"host", "mambacheck_adapter.refe
 
 // The reference block manager's broken variants (mambacheck_adapter/reference_manager.py), the
 // liveness stage of a gate with --block-manager: each a block-manager bug of vLLM's in 2026.
-constexpr const char* kBlockManagerVariants[] = {"optimistic_frees", "null_gap_retirement",
-                                                 "hit_short_at_boundary",
-                                                 "published_before_written",
-                                                 "eagle_split_unaligned"};
+constexpr const char* kBlockManagerVariants[] = {
+    "optimistic_frees",         "null_gap_retirement",   "hit_short_at_boundary",
+    "published_before_written", "eagle_split_unaligned", "lookahead_padding"};
 // Engine cases a block-manager variant may take to be caught (at seed 1 the first four within
-// 30, eagle_split_unaligned at case 156: it needs an EAGLE case whose budget cuts a prefill
-// chunk past the backed-off boundary).
+// 30, lookahead_padding at case 42, eagle_split_unaligned at case 156: both need an EAGLE case,
+// the last one whose budget cuts a prefill chunk past the backed-off boundary).
 constexpr std::int64_t kBlockManagerLivenessCases = 400;
 
 struct GateOptions {

@@ -19,6 +19,9 @@ own protocol in CI without vLLM, and its broken variants are the block-manager b
   too; so a chunk past it but short of the prompt's last boundary ends mid-block, and the next
   one runs across the boundary of that block, which is then registered holding the state of
   the mid-block end.
+- lookahead_padding (#57605): the Mamba tables are laid out for the scheduled tokens plus the
+  drafter's lookahead, so where those reach the next page the running block sits one column
+  past the one the worker writes, which holds a null.
 
 The aligned split (`aligned_split`) is vLLM's Scheduler._mamba_block_aligned_split, which the
 worker answers for the scheduler model: where a prefill chunk ends decides where align mode
@@ -33,7 +36,7 @@ from collections import Counter, OrderedDict
 NULL = 0
 
 VARIANTS = ("optimistic_frees", "null_gap_retirement", "hit_short_at_boundary",
-            "published_before_written", "eagle_split_unaligned")
+            "published_before_written", "eagle_split_unaligned", "lookahead_padding")
 
 
 class ManagerError(Exception):
@@ -239,6 +242,14 @@ class MambaGroup:
         self.num_cached[req.id] = position + 1
         self.last_state[req.id] = position
 
+    def padded(self, num_tokens, lookahead):
+        """The tokens the table is laid out for. vLLM's align allocation lays it out for the
+        scheduled tokens alone; with the drafter's lookahead counted too (the second failure of
+        #57605) the running block moves past the column the worker writes (cdiv(tokens, B) - 1)."""
+        if "lookahead_padding" in self.variants and not self.all_mode:
+            return num_tokens + lookahead
+        return num_tokens
+
     def needed(self, req, num_tokens):
         table = self.tables.get(req.id, [])
         required = cdiv(num_tokens, self.B) + self.nsb
@@ -435,7 +446,7 @@ class ReferenceManager:
         main = total + num_new
         with_lookahead = main + lookahead
         needed = sum(g.needed(req, with_lookahead) for g in self.attention)
-        needed += sum(g.needed(req, main) for g in self.mamba)
+        needed += sum(g.needed(req, g.padded(main, lookahead)) for g in self.mamba)
         if hit:
             needed += sum(1 for blocks in hit[0] for b in blocks if self.pool.ref[b] == 0)
             needed += sum(1 for b in hit[2] if self.pool.ref[b] == 0)
@@ -447,7 +458,7 @@ class ReferenceManager:
             for g, b in zip(self.mamba, hit[2]):
                 g.start(req, hit[1], b)
         new_attention = [g.allocate(req, with_lookahead) for g in self.attention]
-        new_mamba = [g.allocate(req, main) for g in self.mamba]
+        new_mamba = [g.allocate(req, g.padded(main, lookahead)) for g in self.mamba]
         cache_to = min(main, req.num_tokens)
         for g in self.attention + self.mamba:
             g.cache(req, cache_to, self.this_step)
