@@ -403,8 +403,10 @@ draw_follow_ups(std::vector<oracle::engine::RequestSpec>& requests, Rng& rng) {
 
 // vLLM #50630: corruption that needs a prefix cached by A, hit by another request B, then hit
 // again by A's next turn. For half the follow-up pairs, a request that arrives between the two
-// turns (not a turn of a chat itself) starts with the first turn's prompt, as far as its own
-// prompt reaches, so its hit lands on the blocks the first turn cached before the follow-up's.
+// turns (not a turn of a chat itself) starts with the first turn's prompt but its last token,
+// as far as its own prompt reaches, so its hit lands on the blocks the first turn cached before
+// the follow-up's. One token short: B's prompt never extends A's whole prompt, as a next turn of
+// A's chat would.
 void draw_revisits(std::vector<oracle::engine::RequestSpec>& requests,
                    std::span<const std::pair<std::size_t, std::size_t>> pairs, Rng& rng) {
   std::vector<bool> turn(requests.size(), false);
@@ -417,7 +419,7 @@ void draw_revisits(std::vector<oracle::engine::RequestSpec>& requests,
     if (turn[between]) continue;
     const oracle::engine::RequestSpec& a = requests[first];
     oracle::engine::RequestSpec& b = requests[between];
-    const std::int32_t shared = std::min(a.num_prompt_tokens, b.num_prompt_tokens);
+    const std::int32_t shared = std::min(a.num_prompt_tokens - 1, b.num_prompt_tokens);
     std::copy(a.tokens.begin(), a.tokens.begin() + shared, b.tokens.begin());
   }
 }
