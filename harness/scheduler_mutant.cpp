@@ -94,11 +94,12 @@ void lookahead_displaces_running_column(Engine& engine, model::Step& step) {
     const std::int32_t end = r.planned.start + r.planned.tokens;
     const std::int64_t running = model::cdiv(end, B) - 1;
     if (model::cdiv(end + lookahead, B) - 1 == running || running < first_col) return;
-    for (std::vector<std::int32_t>& ids : listed) {
-      const std::int64_t at = running - first_col;
-      if (at >= static_cast<std::int64_t>(ids.size())) return;
+    const std::int64_t at = running - first_col;
+    if (std::any_of(listed.begin(), listed.end(),
+                    [&](const auto& ids) { return at >= static_cast<std::int64_t>(ids.size()); }))
+      return; // every group's table moves, or none
+    for (std::vector<std::int32_t>& ids : listed)
       ids.insert(ids.begin() + at, model::kNullBlockId);
-    }
   };
   for (const model::ScheduledRequest& s : step.scheduled) {
     if (s.num_draft_tokens != 0) continue;
@@ -169,13 +170,11 @@ taken_ids(Engine& engine, model::Step& step,
   const auto num_groups = static_cast<std::size_t>(engine.runner().layout().num_groups());
   std::vector<std::vector<std::int32_t*>> taken(num_groups);
   if (rows != nullptr) rows->assign(num_groups, {});
-  std::size_t taker = 0;
-  const auto take = [&](std::size_t g, std::int32_t* id) {
+  const auto take = [&](std::size_t g, std::size_t row, std::int32_t* id) {
     taken[g].push_back(id);
-    if (rows != nullptr) (*rows)[g].push_back(taker);
+    if (rows != nullptr) (*rows)[g].push_back(row);
   };
   for (std::size_t r = 0; r < step.scheduled.size(); ++r) {
-    taker = r;
     const model::ScheduledRequest& s = step.scheduled[r];
     const auto cached = std::find_if(step.cached_requests.begin(), step.cached_requests.end(),
                                      [&](const auto& c) { return c.req_id == s.req_id; });
@@ -193,7 +192,7 @@ taken_ids(Engine& engine, model::Step& step,
           if (id != model::kNullBlockId &&
               std::find(old_ids.end() - static_cast<std::ptrdiff_t>(nsb), old_ids.end(), id) ==
                   old_ids.end())
-            take(g, &id);
+            take(g, r, &id);
       }
       continue;
     }
@@ -211,7 +210,7 @@ taken_ids(Engine& engine, model::Step& step,
     for (std::size_t g = 0; g < num_groups; ++g)
       for (std::size_t j = 0; j < (*table)[g].size(); ++j)
         if ((*table)[g][j] != model::kNullBlockId && static_cast<std::int64_t>(j) != hit)
-          take(g, &(*table)[g][j]);
+          take(g, r, &(*table)[g][j]);
   }
   return taken;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 
 namespace mc::oracle::engine {
 
@@ -169,6 +170,10 @@ std::optional<Finding> Engine::handed_out_held(const model::Step& step, const st
     const std::vector<std::int32_t>* old_ids =
         row != nullptr && g < row->size() ? &(*row)[g] : nullptr;
     const std::size_t old_len = old_ids != nullptr ? old_ids->size() : 0;
+    // The scheduler's own table of the request after the step (empty when it holds none).
+    const std::span<const std::int32_t> own_ids = own != nullptr && g < own->groups.size()
+                                                      ? std::span(own->groups[g].block_ids)
+                                                      : std::span<const std::int32_t>{};
     for (std::size_t j = 0; j < listed[g].size(); ++j) {
       const std::int32_t block = listed[g][j];
       if (block == model::kNullBlockId || static_cast<std::int32_t>(j) == hit) continue;
@@ -179,18 +184,13 @@ std::optional<Finding> Engine::handed_out_held(const model::Step& step, const st
       const std::size_t col = first_table ? j : old_len + j;
       // Held by the request itself already (an earlier column of this table, or of its row),
       // or by another: the scheduler's own table accounts for one reference of its blocks.
-      const bool own_block =
-          own != nullptr && g < own->groups.size() &&
-          std::ranges::find(own->groups[g].block_ids, block) != own->groups[g].block_ids.end();
+      const bool own_block = std::ranges::find(own_ids, block) != own_ids.end();
       const auto earlier = listed[g].begin() + static_cast<std::ptrdiff_t>(j);
-      bool seen = std::find(listed[g].begin(), earlier, block) != earlier;
       // Still held at a column of its row before the step (the runner's row keeps the blocks
       // the request has given back; the scheduler's table after the step does not).
-      if (own != nullptr && g < own->groups.size()) {
-        const std::vector<std::int32_t>& ids = own->groups[g].block_ids;
-        const auto kept = ids.begin() + static_cast<std::ptrdiff_t>(std::min(old_len, ids.size()));
-        seen = seen || std::find(ids.begin(), kept, block) != kept;
-      }
+      const std::span<const std::int32_t> kept = own_ids.first(std::min(old_len, own_ids.size()));
+      const bool seen = std::find(listed[g].begin(), earlier, block) != earlier ||
+                        std::ranges::find(kept, block) != kept.end();
       const std::int32_t others =
           blocks.pool(static_cast<std::int32_t>(g)).ref_count(block) - (own_block ? 1 : 0);
       const std::int32_t refs = others + (seen ? 1 : 0);
