@@ -244,6 +244,10 @@ public:
     return report;
   }
 
+  // On the shared arenas: the worker uploads the pages they changed before its next launch.
+  void copy_blocks(std::span<const model::BlockCopy> copies) override {
+    host_->copy_blocks(copies);
+  }
   const std::vector<model::Arena>& arenas() override { return host_->arenas(); }
   std::vector<std::span<const std::byte>> read(std::span<const model::ArenaRange> ranges) override {
     return host_->read(ranges);

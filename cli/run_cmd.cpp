@@ -65,6 +65,7 @@ struct RunOptions {
   double block_manager_timeout = backends::kBlockManagerTimeoutSecondsDefault;
   bool eagle = false; // EAGLE/MTP drafting: lookahead, the hit's dropped block, the split
   bool pad_tails = false; // a prompt's last token alone goes with placeholder drafts
+  std::int32_t hash_block_size = 0; // partial-hash hits below the block size (0: none)
   std::string backend_name() const { return external.empty() ? backend : "external"; }
 };
 
@@ -125,6 +126,10 @@ void apply_scheduler(const RunOptions& o, harness::SimulationOptions& c) {
   c.engine.scheduler.async_scheduling = o.async;
   c.engine.scheduler.drafter_prunes_last_block = o.eagle;
   c.engine.scheduler.pad_prompt_tails = o.pad_tails;
+  if (o.hash_block_size != 0 && !o.block_manager.empty())
+    model::fail_input("--hash-block-size with --block-manager: partial-hash hits and their copies "
+                      "do not go through the block-manager protocol yet");
+  c.engine.scheduler.hash_block_size = o.hash_block_size;
   if (o.pool_blocks != 0) {
     if (o.pool_blocks < 4 || o.pool_blocks > model::kBlocksMax)
       model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
@@ -295,6 +300,10 @@ void add_engine_options(CLI::App& cmd, RunOptions& o) {
                "vLLM's pad_spec_decode: a prompt's last token scheduled alone goes with "
                "num_spec placeholder drafts, all rejected, so the batch keeps its 1 + num_spec "
                "graph shape (#55178)");
+  cmd.add_option("--hash-block-size", o.hash_block_size,
+                 "vLLM's hash_block_size: prefix hashes every N tokens, N a divisor of the Mamba "
+                 "block size; below it (align mode) hits end mid-block and are copied on write, "
+                 "and a prompt's last partial block is cached (default: the block size)");
 }
 
 // What the run writes, where its requests come from, how it compares.

@@ -222,6 +222,10 @@ namespace mc::gpu {
     "the forward indexes state_indices_tensor_d[row, a - 1] with no bound: a missing count "       \
     "(no spec decode, num_accepted 0) indexes entry -1, the previous row's last entry or "         \
     "before the tensor, and a count past the row's window a later row's entry (#50021)")           \
+  X(block_copies_skipped, 'A',                                                                     \
+    "the runner drops the step's block copies (copy_kv_cache_blocks_inplace): a partial-hash hit " \
+    "reads its private copy unfilled, and a partial tail's cache entry moves to a block that "     \
+    "never received its state")                                                                    \
   X(graph_buffers_reallocated, 'G',                                                                \
     "a CUDA-graph step copies its state indices, accepted counts and inputs into newly "           \
     "allocated buffers instead of the persistent ones its graph was captured with: the replay "    \

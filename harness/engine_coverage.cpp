@@ -79,6 +79,17 @@ void EngineCoverageCounter::count(const model::Step& step, const oracle::engine:
   count_async(step, record);
   count_condensed(step);
   coverage_.add(F::retirement_across_null, record.retired_across_null);
+  // A copy into no admitted request's table is its producer's (oracle/engine/block_manager.h).
+  const auto admitted_holds = [&step](std::int32_t block) {
+    const auto in = [block](const model::GroupBlockIds& t) {
+      return !t.empty() && std::ranges::find(t[0], block) != t[0].end();
+    };
+    return std::ranges::any_of(step.new_requests, [&](const auto& n) { return in(n.block_ids); }) ||
+           std::ranges::any_of(step.cached_requests,
+                               [&](const auto& c) { return c.resumed && in(c.new_block_ids); });
+  };
+  for (const model::BlockCopy& c : step.block_copies)
+    if (c.group == 0 && !admitted_holds(c.dst)) coverage_.add(F::partial_tail_copy);
   count_forward(step, record, computed);
   for (const model::ScheduledRequest& s : step.scheduled) {
     Request& r = requests_[s.req_id];
@@ -144,6 +155,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     requests_[n.req_id] =
         Request{.prompt_len = static_cast<std::int32_t>(n.prompt_token_ids.size())};
     coverage_.add(prefix_hit_class(n.num_computed_tokens, block_size));
+    if (n.num_computed_tokens % block_size != 0) coverage_.add(F::partial_hit_with_copy);
     if (hit_past_prompts(n.prompt_token_ids, n.num_computed_tokens))
       coverage_.add(F::prefix_hit_past_prompts);
     if (hit_a_b_a(n.prompt_token_ids, n.num_computed_tokens)) coverage_.add(F::prefix_hit_a_b_a);
@@ -156,6 +168,7 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     if (!c.resumed) continue;
     Request& r = requests_[c.req_id];
     coverage_.add(prefix_hit_class(c.num_computed_tokens, block_size));
+    if (c.num_computed_tokens % block_size != 0) coverage_.add(F::partial_hit_with_copy);
     if (r.forced) coverage_.add(F::resume_after_reset);
     coverage_.add(r.last_accepted > 1 ? F::resume_after_accepted_drafts
                                       : F::resume_without_accepted_drafts);

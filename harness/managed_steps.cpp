@@ -60,6 +60,15 @@ void fit_to_manager(model::CacheConfig& config, model::LayoutSpec& spec,
   spec.num_blocks = blocks;
 }
 
+// The manager hashes as it was set up (KvSetup has no hash unit yet: partial-hash hits and their
+// copies do not cross the protocol), so the model's split does not stop at a partial tail.
+namespace {
+oracle::engine::SchedulerOptions without_hash_unit(oracle::engine::SchedulerOptions options) {
+  options.hash_block_size = 0;
+  return options;
+}
+} // namespace
+
 void set_manager_contract(scenarios::TraceHeader& header, const model::SchedulerContract& contract,
                           bool async_scheduling) {
   header.async_scheduling = async_scheduling;
@@ -74,8 +83,8 @@ ManagedSteps::ManagedSteps(const model::Layout& layout,
     : async_(options.scheduler.async_scheduling), lookahead_(kv_lookahead(layout, options)),
       contract_(kv.setup(kv_setup(layout, options))),
       // The seed as the oracle engine mixes it: the same case draws the same steps.
-      scheduler_(layout, options.scheduler, std::move(requests), model::mix64(seed + 1),
-                 options.structures),
+      scheduler_(layout, without_hash_unit(options.scheduler), std::move(requests),
+                 model::mix64(seed + 1), options.structures),
       kv_(kv) {
   scheduler_.use_manager(kv, lookahead_);
   replayer_.emplace(layout, options.runner, options.cache_sweep_every, options.structures, async_,

@@ -23,6 +23,7 @@ scenarios::TraceHeader record_header(const SimulationOptions& o, const model::Ca
                                      const model::LayoutSpec& spec, std::int64_t num_requests) {
   scenarios::TraceHeader header{.config = config, .preset = o.preset, .layout_spec = spec};
   if (o.engine.scheduler.async_scheduling) scenarios::set_async_model_contract(header);
+  scenarios::set_hash_unit(header, o.engine.scheduler.hash_block_size);
   header.source = {{"recorder", "mambacheck run"},
                    {"version", MC_VERSION},
                    {"seed", o.seed},

@@ -44,6 +44,11 @@ struct SchedulerContract {
   // BlockPool, one per coordinator): a block one group takes loses the prefix-cache entry it
   // held for another, and no block is held by two groups.
   bool shared_pool = false;
+  // vLLM's hash_block_size, the tokens a prefix hash covers (0: the Mamba block size). Below
+  // the block size (align mode), a hit may end on any multiple of it, a prompt's last partial
+  // block is cached, and those hits are copied on write: the steps then carry block_copies
+  // (oracle/engine/block_manager.h, partial-hash hits).
+  std::int32_t hash_block_size = 0;
 
   bool operator==(const SchedulerContract&) const = default;
 };

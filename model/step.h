@@ -78,6 +78,16 @@ struct ScheduledRequest {
   std::int32_t key = -1;
 };
 
+// A whole-block copy the block manager asks of the runner for a partial-hash hit (vLLM's
+// KVCacheBlockCopy, run by copy_kv_cache_blocks_inplace before the step's kernels): every state
+// tensor of `group` at block `src` is copied to block `dst`.
+struct BlockCopy {
+  std::int32_t group = 0;
+  std::int32_t src = 0;
+  std::int32_t dst = 0;
+  bool operator==(const BlockCopy&) const = default;
+};
+
 // A copy as a trace expects it: source and destination columns of the request's table.
 struct ColumnCopy {
   std::int32_t src_col = 0;
@@ -121,6 +131,10 @@ struct Step {
   std::vector<RequestId> preempted_req_ids;
   std::vector<RequestId> finished_req_ids; // finished or aborted since the last step
   bool reset_prefix_cache = false;
+  // Run first, before anything else of the step (partial-hash hits; empty otherwise). No block
+  // is both a source and a destination, so the order does not matter (vLLM gathers every
+  // source, then scatters).
+  std::vector<BlockCopy> block_copies;
   std::vector<RowExpectation> expect; // from a trace of version 2; empty otherwise
 };
 

@@ -85,8 +85,9 @@ void TraceReader::read_header() {
     const nlohmann::json root = parse_line(line_);
     header_ = header_from_json(Field(root));
     layout_ = build_checked_layout(header_);
-    checker_ = std::make_unique<StepChecker>(header_.config, header_.block_pool_sizes,
-                                             header_.async_scheduling);
+    checker_ =
+        std::make_unique<StepChecker>(header_.config, header_.block_pool_sizes,
+                                      header_.async_scheduling, header_.contract.hash_block_size);
   } catch (const FieldError&) {
     failed_ = true;
     rethrow_at_line();
@@ -129,6 +130,12 @@ void set_async_model_contract(TraceHeader& header) {
   header.version = kTraceFormatVersionContract;
 }
 
+void set_hash_unit(TraceHeader& header, std::int32_t hash_block_size) {
+  if (hash_block_size == 0 || hash_block_size == header.config.mamba_block_size) return;
+  header.contract.hash_block_size = hash_block_size;
+  header.version = std::max(header.version, kTraceFormatVersionCopies);
+}
+
 void TraceWriter::start(const TraceHeader& header) {
   // The header goes through the reader's own checks, so what is written always reads back.
   const std::string line = header_to_json(header).dump();
@@ -137,8 +144,9 @@ void TraceWriter::start(const TraceHeader& header) {
     const TraceHeader checked = header_from_json(Field(root));
     version_ = checked.version;
     build_checked_layout(checked);
-    checker_ = std::make_unique<StepChecker>(checked.config, checked.block_pool_sizes,
-                                             checked.async_scheduling);
+    checker_ =
+        std::make_unique<StepChecker>(checked.config, checked.block_pool_sizes,
+                                      checked.async_scheduling, checked.contract.hash_block_size);
   } catch (const FieldError& e) {
     model::fail_input("{}: header: {}: {}", name_, e.field, e.reason);
   }
@@ -151,6 +159,9 @@ void TraceWriter::write(const model::Step& step) {
     if (!step.expect.empty() && version_ < kTraceFormatVersionExpect)
       fail_field("expect", "needs a header of version {} or later, this one is {}",
                  kTraceFormatVersionExpect, version_);
+    if (!step.block_copies.empty() && version_ < kTraceFormatVersionCopies)
+      fail_field("block_copies", "needs a header of version {} or later, this one is {}",
+                 kTraceFormatVersionCopies, version_);
     check_expectations(step);
   } catch (const FieldError& e) {
     model::fail_input("{}: step {}: {}: {}", name_, step.index, e.field, e.reason);

@@ -30,7 +30,7 @@
 namespace mc::scenarios {
 
 inline constexpr std::string_view kTraceFormatName = "mambacheck-trace";
-inline constexpr std::int32_t kTraceFormatVersion = 4;
+inline constexpr std::int32_t kTraceFormatVersion = 5;
 // Version 2 adds the per-step `expect` object, version 3 async scheduling (the header's
 // `async_scheduling`, a step's `planned_during`, a cached request's
 // `num_computed_tokens_optimistic`); a writer states the lowest version its content needs, so a
@@ -39,6 +39,8 @@ inline constexpr std::int32_t kTraceFormatVersionExpect = 2;
 inline constexpr std::int32_t kTraceFormatVersionAsync = 3;
 // The header's `scheduler` (model/scheduler_contract.h).
 inline constexpr std::int32_t kTraceFormatVersionContract = 4;
+// Partial-hash hits: the scheduler's `hash_block_size` and a step's `block_copies`.
+inline constexpr std::int32_t kTraceFormatVersionCopies = 5;
 
 // Limits on what a trace may hold (STYLE.md: a limit on everything read from a user).
 inline constexpr std::size_t kTraceLineBytesMax = std::size_t{64} << 20;
@@ -81,6 +83,9 @@ struct TraceHeader {
 // in flight back until that step completes, as for an unordered writer, and a replay holds the
 // trace to that (model/scheduler_contract.h).
 void set_async_model_contract(TraceHeader& header);
+// A run whose prefix hashes cover `hash_block_size` tokens (0 or the block size: no partial
+// hits): the contract says so, at kTraceFormatVersionCopies, where it is below the block size.
+void set_hash_unit(TraceHeader& header, std::int32_t hash_block_size);
 
 struct TraceReaderOptions {
   std::size_t line_bytes_max = kTraceLineBytesMax;

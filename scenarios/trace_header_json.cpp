@@ -174,9 +174,13 @@ void pools_from_json(const Field& root, TraceHeader& h) {
   h.block_pool_sizes = pools.int32_list(2, num_blocks, num_groups);
 }
 
-void contract_from_json(const Field& f, model::SchedulerContract& c) {
-  f.expect_object(
-      {"cache_registration", "eagle", "unordered_writer", "attention_groups", "shared_pool"});
+void contract_from_json(const Field& f, model::SchedulerContract& c, std::int32_t version) {
+  if (version >= kTraceFormatVersionCopies)
+    f.expect_object({"cache_registration", "eagle", "unordered_writer", "attention_groups",
+                     "shared_pool", "hash_block_size"});
+  else
+    f.expect_object(
+        {"cache_registration", "eagle", "unordered_writer", "attention_groups", "shared_pool"});
   if (f.has("cache_registration")) {
     const std::string name = f["cache_registration"].string(32);
     const std::optional<model::CacheRegistration> r = model::find_cache_registration(name);
@@ -188,6 +192,21 @@ void contract_from_json(const Field& f, model::SchedulerContract& c) {
   if (f.has("attention_groups"))
     c.attention_groups = f["attention_groups"].int32(0, static_cast<std::int32_t>(model::kGroupsMax));
   c.shared_pool = f.has("shared_pool") && f["shared_pool"].boolean();
+  if (f.has("hash_block_size"))
+    c.hash_block_size = f["hash_block_size"].int32(1, model::kBlockSizeMax);
+}
+
+// A hash unit below the block size divides it, in align mode (oracle/engine/options.h).
+void check_hash_unit(const Field& root, const TraceHeader& h) {
+  const std::int32_t unit = h.contract.hash_block_size;
+  const std::int32_t B = h.config.mamba_block_size;
+  if (unit == 0 || unit == B) return;
+  const Field f = root["scheduler"]["hash_block_size"];
+  if (unit > B || B % unit != 0) f.fail("{} must divide mamba_block_size {}", unit, B);
+  if (h.config.mode != model::CacheMode::align)
+    f.fail("{} below mamba_block_size {} needs align mode (partial-hash hits)", unit, B);
+  if (h.contract.eagle)
+    f.fail("{} below mamba_block_size {} with an EAGLE drafter is not modelled", unit, B);
 }
 
 void check_format_and_version(const Field& root) {
@@ -227,6 +246,8 @@ nlohmann::ordered_json header_to_json(const TraceHeader& header) {
     if (header.contract.attention_groups > 0)
       c["attention_groups"] = header.contract.attention_groups;
     if (header.contract.shared_pool) c["shared_pool"] = true;
+    if (header.contract.hash_block_size != 0)
+      c["hash_block_size"] = header.contract.hash_block_size;
     out["scheduler"] = std::move(c);
   }
   if (!header.source.is_null()) out["source"] = ojson::parse(header.source.dump());
@@ -247,8 +268,9 @@ TraceHeader header_from_json(const Field& root) {
     root.expect_object({"format", "version", "config", "layout", "block_pool_sizes",
                         "derived_vocab_size", "source"});
   h.async_scheduling = root.has("async_scheduling") && root["async_scheduling"].boolean();
-  if (root.has("scheduler")) contract_from_json(root["scheduler"], h.contract);
+  if (root.has("scheduler")) contract_from_json(root["scheduler"], h.contract, h.version);
   h.config = config_from_json(root["config"]);
+  check_hash_unit(root, h);
   layout_from_json(root["layout"], h);
   pools_from_json(root, h);
   if (root.has("derived_vocab_size"))

@@ -55,8 +55,9 @@ void check_known_ids(const std::vector<model::RequestId>& ids, std::string_view 
 } // namespace
 
 StepChecker::StepChecker(const model::CacheConfig& config, std::vector<std::int32_t> pool_sizes,
-                         bool async_scheduling)
-    : config_(config), pool_sizes_(std::move(pool_sizes)), async_(async_scheduling) {
+                         bool async_scheduling, std::int32_t hash_block_size)
+    : config_(config), pool_sizes_(std::move(pool_sizes)), async_(async_scheduling),
+      hit_unit_(hash_block_size == 0 ? config.mamba_block_size : hash_block_size) {
   MC_ASSERT(!pool_sizes_.empty());
   for (const std::int32_t size : pool_sizes_)
     MC_ASSERT(size >= 1);
@@ -73,12 +74,36 @@ void StepChecker::check(const model::Step& step) {
   if (live_.size() + step.new_requests.size() > kLiveRequestsMax)
     fail_field("new_requests", "more than {} live requests", kLiveRequestsMax);
   check_planned(step);
+  check_copies(step);
   StepRequests in_step;
   check_new(step, in_step);
   check_cached(step, in_step);
   check_scheduled(step, in_step);
   check_departures(step, in_step);
   commit(step);
+}
+
+// Copies come only with partial-hash hits; each of blocks of its group's pool, and no block
+// both a source and a destination in one step (the order of the copies then does not matter).
+void StepChecker::check_copies(const model::Step& step) const {
+  if (step.block_copies.empty()) return;
+  if (hit_unit_ == config_.mamba_block_size)
+    fail_field("block_copies", "copies come only with partial-hash hits (the header's scheduler "
+                               "hash_block_size below mamba_block_size)");
+  for (std::size_t i = 0; i < step.block_copies.size(); ++i) {
+    const model::BlockCopy& c = step.block_copies[i];
+    const std::string at = fmt::format("block_copies[{}]", i);
+    if (c.group < 0 || static_cast<std::size_t>(c.group) >= pool_sizes_.size())
+      fail_field(at, "group {}: the layout has {} groups", c.group, pool_sizes_.size());
+    const std::int32_t size = pool_sizes_[static_cast<std::size_t>(c.group)];
+    for (const std::int32_t block : {c.src, c.dst})
+      if (block < 1 || block >= size)
+        fail_field(at, "block {} is not a block of group {}'s pool (1..{})", block, c.group,
+                   size - 1);
+    for (const model::BlockCopy& o : step.block_copies)
+      if (o.group == c.group && o.src == c.dst)
+        fail_field(at, "block {} of group {} is both a destination and a source", c.dst, c.group);
+  }
 }
 
 // Async scheduling (FORMAT.md): one step in flight, the one right before; an optimistic count
@@ -152,11 +177,10 @@ void StepChecker::check_new(const model::Step& step, StepRequests& in_step) cons
       fail_field(path("num_computed_tokens"),
                  "{} is outside 0..{} (a prefix hit leaves one prompt token)",
                  r.num_computed_tokens, prompt_len - 1);
-    if (r.num_computed_tokens % config_.mamba_block_size != 0)
+    if (r.num_computed_tokens % hit_unit_ != 0)
       fail_field(path("num_computed_tokens"),
-                 "{} is not a multiple of mamba_block_size {} (a prefix hit ends on a block "
-                 "boundary)",
-                 r.num_computed_tokens, config_.mamba_block_size);
+                 "{} is not a multiple of {} {} (a prefix hit ends on a {})", r.num_computed_tokens,
+                 hit_unit(), hit_unit_, hit_boundary());
     if (step.reset_prefix_cache && r.num_computed_tokens > 0)
       fail_field(path("num_computed_tokens"),
                  "{} tokens from a prefix hit in the step that emptied the prefix cache",
@@ -191,11 +215,10 @@ void StepChecker::check_cached(const model::Step& step, StepRequests& in_step) c
                  r.req_id);
     if (r.num_computed_tokens < 0)
       fail_field(path("num_computed_tokens"), "negative count {}", r.num_computed_tokens);
-    if (r.resumed && r.num_computed_tokens % config_.mamba_block_size != 0)
+    if (r.resumed && r.num_computed_tokens % hit_unit_ != 0)
       fail_field(path("num_computed_tokens"),
-                 "a resumed request restarts from a prefix hit: {} is not a multiple of "
-                 "mamba_block_size {}",
-                 r.num_computed_tokens, config_.mamba_block_size);
+                 "a resumed request restarts from a prefix hit: {} is not a multiple of {} {}",
+                 r.num_computed_tokens, hit_unit(), hit_unit_);
     if (r.resumed && step.reset_prefix_cache && r.num_computed_tokens > 0)
       fail_field(path("num_computed_tokens"),
                  "{} tokens from a prefix hit in the step that emptied the prefix cache",

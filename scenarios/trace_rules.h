@@ -25,7 +25,7 @@ public:
   // `pool_sizes`: blocks per group (ids 0..size-1 are valid, 0 the null block);
   // `async_scheduling`: the trace's header allows steps planned during another.
   StepChecker(const model::CacheConfig& config, std::vector<std::int32_t> pool_sizes,
-              bool async_scheduling = false);
+              bool async_scheduling = false, std::int32_t hash_block_size = 0);
 
   void check(const model::Step& step);
   std::size_t num_live() const { return live_.size(); }
@@ -55,11 +55,19 @@ private:
                     const std::function<std::string()>& path) const;
   void commit(const model::Step& step);
 
+  void check_copies(const model::Step& step) const;
   void check_planned(const model::Step& step) const;
 
   model::CacheConfig config_;
   std::vector<std::int32_t> pool_sizes_;
   bool async_ = false;
+  std::int32_t hit_unit_ = 0; // a prefix hit ends on a multiple: the hash unit, or B
+  const char* hit_unit() const {
+    return hit_unit_ == config_.mamba_block_size ? "mamba_block_size" : "hash_block_size";
+  }
+  const char* hit_boundary() const {
+    return hit_unit_ == config_.mamba_block_size ? "block boundary" : "hash boundary";
+  }
   std::unordered_map<std::string, Live> live_;
   std::optional<std::int64_t> last_index_;
 };

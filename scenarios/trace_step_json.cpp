@@ -260,6 +260,12 @@ std::string step_to_line(const model::Step& step) {
   if (!step.preempted_req_ids.empty()) out["preempted_req_ids"] = step.preempted_req_ids;
   if (!step.finished_req_ids.empty()) out["finished_req_ids"] = step.finished_req_ids;
   if (step.reset_prefix_cache) out["reset_prefix_cache"] = true;
+  if (!step.block_copies.empty()) {
+    ojson copies = ojson::array();
+    for (const model::BlockCopy& c : step.block_copies)
+      copies.push_back({c.group, c.src, c.dst});
+    out["block_copies"] = std::move(copies);
+  }
   if (!step.expect.empty()) out["expect"] = expect_to_json(step.expect);
   // Invalid UTF-8 in a request id is replaced, never a throw while writing; the checker
   // rejects control characters before this is reached.
@@ -269,7 +275,11 @@ std::string step_to_line(const model::Step& step) {
 model::Step step_from_json(const Field& root, std::size_t num_groups,
                            std::int32_t derived_vocab_size, std::int32_t version,
                            std::size_t attention_groups) {
-  if (version >= kTraceFormatVersionAsync)
+  if (version >= kTraceFormatVersionCopies)
+    root.expect_object({"index", "planned_during", "new_requests", "cached_requests", "scheduled",
+                        "preempted_req_ids", "finished_req_ids", "reset_prefix_cache",
+                        "block_copies", "expect"});
+  else if (version >= kTraceFormatVersionAsync)
     root.expect_object({"index", "planned_during", "new_requests", "cached_requests", "scheduled",
                         "preempted_req_ids", "finished_req_ids", "reset_prefix_cache", "expect"});
   else if (version >= kTraceFormatVersionExpect)
@@ -294,6 +304,14 @@ model::Step step_from_json(const Field& root, std::size_t num_groups,
   step.preempted_req_ids = list_from_json<model::RequestId>(root, "preempted_req_ids", id);
   step.finished_req_ids = list_from_json<model::RequestId>(root, "finished_req_ids", id);
   step.reset_prefix_cache = root.has("reset_prefix_cache") && root["reset_prefix_cache"].boolean();
+  step.block_copies = list_from_json<model::BlockCopy>(root, "block_copies", [&](const Field& f) {
+    // [group, source block, destination block]; the blocks are checked against the pool later.
+    const std::vector<std::int32_t> v = f.int32_list(0, kInt32Max, 3);
+    if (v.size() != 3) f.fail("expected [group, source block, destination block]");
+    if (static_cast<std::size_t>(v[0]) >= num_groups)
+      f.fail("group {} of a copy: the layout has {} groups", v[0], num_groups);
+    return model::BlockCopy{.group = v[0], .src = v[1], .dst = v[2]};
+  });
   if (root.has("expect")) {
     step.expect = expect_from_json(root["expect"], num_groups);
     check_expectations(step);

@@ -47,6 +47,7 @@ constexpr std::uint64_t kSteerStream = 0x7374656572696e67;      // "steering"
 constexpr std::uint64_t kTurnStream = 0x666f6c6c6f772d75;       // "follow-u"
 constexpr std::uint64_t kTailStream = 0x7061642d7461696c;       // "pad-tail"
 constexpr std::uint64_t kRevisitStream = 0x612d622d612d6869;    // "a-b-a-hi"
+constexpr std::uint64_t kHashUnitStream = 0x686173682d756e69;   // "hash-uni"
 
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
   return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
@@ -99,9 +100,11 @@ std::int64_t arena_bytes(const model::Layout& layout) {
 // Blocks one request needs, as validate_options counts them, plus the null block.
 std::int64_t pool_blocks_min(const EngineCase& c) {
   const oracle::engine::WorkloadOptions& w = c.engine.workload;
+  const std::int32_t unit = c.engine.scheduler.hash_block_size;
+  const bool partial = unit != 0 && unit != c.config.mamba_block_size;
   const std::int64_t per_request =
       c.config.mode == model::CacheMode::align
-          ? 3 + c.config.num_spec_blocks
+          ? 3 + c.config.num_spec_blocks + (partial ? 1 : 0)
           : model::cdiv(w.prompt_len_max + w.output_len_max + 1, c.config.mamba_block_size) + 1 +
                 c.config.num_spec_blocks;
   return per_request + 1;
@@ -478,6 +481,27 @@ void validate_fixed(const EngineCaseFixed& fixed) {
                       *fixed.token_budget, *fixed.block_size);
 }
 
+// vLLM's partial-hash hits: a hash unit below the block size (a proper divisor of it, align
+// mode, no EAGLE drafter: the model has no back-off over partial hits) in a third of the cases
+// from the production sizes on, and where steering forces it. From a stream of its own, as
+// EAGLE's, so that the other choices of a case stay what they were.
+void draw_hash_unit(EngineCase& c, std::uint64_t case_seed, int size, Steering& steer) {
+  const std::int32_t B = c.config.mamba_block_size;
+  if (c.config.mode != model::CacheMode::align || B < 2 ||
+      c.engine.scheduler.drafter_prunes_last_block)
+    return;
+  Rng units =
+      Rng::from_seed(model::mix64(case_seed ^ kHashUnitStream) ^ static_cast<std::uint64_t>(size));
+  if (!((size >= kProductionSizeMin && units.chance(333'333)) ||
+        steer.forces(SteerKnob::partial_hashes)))
+    return;
+  std::vector<std::int32_t> divisors;
+  for (std::int32_t d = 1; d <= B / 2; ++d)
+    if (B % d == 0) divisors.push_back(d);
+  c.engine.scheduler.hash_block_size = divisors[static_cast<std::size_t>(
+      units.uniform(0, static_cast<std::int64_t>(divisors.size()) - 1))];
+}
+
 EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineCaseFixed& fixed) {
   MC_ASSERT(size >= 0 && size <= kEngineSizeMax);
   Rng rng = Rng::from_seed(model::mix64(case_seed) ^ static_cast<std::uint64_t>(size));
@@ -510,6 +534,7 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
   c.engine.scheduler.pad_prompt_tails =
       c.config.num_spec_tokens > 0 && ((size >= kProductionSizeMin && tails.chance(500'000)) ||
                                        steer.forces(SteerKnob::padded_tails));
+  draw_hash_unit(c, case_seed, size, steer);
   fit_to_kinds(c, fixed.kinds);
   // A tight pool preempts only with several requests running.
   const bool tight_pool = steer.tight_pool;
@@ -561,7 +586,7 @@ std::string describe(const EngineCase& c) {
     layers += fmt::format("{}{}", layers.empty() ? "" : "+", g.num_layers);
   return fmt::format(
       "{} (layers {}), {} {} {}{}, B {} attn {}, drafts {}, pool {}, budget {}, running {}, "
-      "resets {}/M, aborts {}/M, full drafts {}/M{}{}{}, {} requests, {} steps",
+      "resets {}/M, aborts {}/M, full drafts {}/M{}{}{}{}, {} requests, {} steps",
       c.preset, layers, model::to_string(k.mode), model::to_string(c.engine.runner.flavour),
       model::to_string(k.conv_layout),
       c.engine.runner.flavour == model::RunnerFlavour::v1
@@ -572,10 +597,14 @@ std::string describe(const EngineCase& c) {
       s.max_running, s.reset_prefix_cache_per_million, s.abort_per_million,
       s.full_drafts_per_million, s.async_scheduling ? ", async" : "",
       s.drafter_prunes_last_block ? ", drafter prunes" : "",
-      s.pad_prompt_tails ? ", padded tails" : "", c.requests.size(), c.num_steps);
+      s.pad_prompt_tails ? ", padded tails" : "",
+      s.hash_block_size != 0 ? fmt::format(", hash unit {}", s.hash_block_size) : "",
+      c.requests.size(), c.num_steps);
 }
 
-nlohmann::ordered_json to_json(const EngineCase& c) {
+namespace {
+
+nlohmann::ordered_json case_fields(const EngineCase& c) {
   const oracle::engine::SchedulerOptions& s = c.engine.scheduler;
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (const model::GroupSpec& g : c.spec.groups)
@@ -612,6 +641,17 @@ nlohmann::ordered_json to_json(const EngineCase& c) {
           {"scheduler_seed", c.scheduler_seed},
           {"num_steps", c.num_steps},
           {"requests", requests}};
+}
+
+} // namespace
+
+nlohmann::ordered_json to_json(const EngineCase& c) {
+  nlohmann::ordered_json j = case_fields(c);
+  // Only where the case draws one, so that a case without (every case drawn before it) reads the
+  // same.
+  const std::int32_t unit = c.engine.scheduler.hash_block_size;
+  if (unit != 0) j["hash_block_size"] = unit;
+  return j;
 }
 
 EngineOutcome isolated_engine_outcome(const IsolatedOutcome& r) {

@@ -94,6 +94,8 @@ std::string write_trace(const std::filesystem::path& file, const EngineCase& cas
     harness::set_manager_contract(header, contract, c.engine.scheduler.async_scheduling);
   else if (c.engine.scheduler.async_scheduling)
     scenarios::set_async_model_contract(header);
+  if (o.run.manager == nullptr)
+    scenarios::set_hash_unit(header, c.engine.scheduler.hash_block_size);
   header.source = {{"tool", "mambacheck fuzz --level engine"},
                    {"case_seed", c.case_seed},
                    {"size", c.size},

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 namespace mc::fuzz {
 namespace {
@@ -140,6 +141,11 @@ void config_candidates(const EngineCase& c, Candidates& out) {
   for (const std::int32_t b : smaller(c.config.mamba_block_size, 1 + c.config.num_spec_tokens)) {
     EngineCase a = c;
     a.config.mamba_block_size = b;
+    // A hash unit stays a proper divisor of the block size, or partial hits are off.
+    if (const std::int32_t unit = c.engine.scheduler.hash_block_size; unit != 0) {
+      const std::int32_t kept = std::gcd(unit, b);
+      a.engine.scheduler.hash_block_size = kept < b ? kept : 0;
+    }
     add(out, std::move(a));
   }
 }
@@ -161,6 +167,8 @@ void option_candidates(const EngineCase& c, Candidates& out) {
     variant([](EngineCase& a) { a.engine.scheduler.drafter_prunes_last_block = false; });
   if (s.pad_prompt_tails)
     variant([](EngineCase& a) { a.engine.scheduler.pad_prompt_tails = false; });
+  if (s.hash_block_size != 0)
+    variant([](EngineCase& a) { a.engine.scheduler.hash_block_size = 0; });
   if (s.full_drafts_per_million < 1'000'000)
     variant([](EngineCase& a) { a.engine.scheduler.full_drafts_per_million = 1'000'000; });
   if (c.config.conv_layout == model::ConvLayout::DS)

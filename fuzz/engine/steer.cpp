@@ -11,12 +11,12 @@ namespace mc::fuzz {
 namespace {
 
 constexpr std::array<std::string_view, kSteerKnobCount> kKnobNames = {
-    "all-mode",        "async",      "drafts",          "no-drafts",    "full-drafts",
-    "rejected-drafts", "tight-pool", "shared-prefixes", "long-prompts", "big-blocks",
-    "ds-layout",       "v1-runner",  "v2-runner",       "batch-copy",   "precopy-v1",
-    "slot-tables",     "deferred",   "mixed-preset",    "reset",        "abort",
-    "wide-batches",    "follow-ups", "padded-tails"};
-static_assert(static_cast<std::size_t>(SteerKnob::padded_tails) + 1 == kSteerKnobCount);
+    "all-mode",        "async",      "drafts",          "no-drafts",     "full-drafts",
+    "rejected-drafts", "tight-pool", "shared-prefixes", "long-prompts",  "big-blocks",
+    "ds-layout",       "v1-runner",  "v2-runner",       "batch-copy",    "precopy-v1",
+    "slot-tables",     "deferred",   "mixed-preset",    "reset",         "abort",
+    "wide-batches",    "follow-ups", "padded-tails",    "partial-hashes"};
+static_assert(static_cast<std::size_t>(SteerKnob::partial_hashes) + 1 == kSteerKnobCount);
 
 // By feature: the knobs column of model/coverage_features.def.
 constexpr std::array<SteerKnobs, model::kCoverageFeatureCount> kKnobs = [] {

@@ -53,8 +53,9 @@ enum class SteerKnob : std::uint8_t {
   wide_batches,    // 8..16 running requests with short prompts: decode-only steps of many rows
   follow_ups,      // a third of the requests continue an earlier one (a chat's next turn)
   padded_tails,    // a prompt's last token alone goes with placeholder drafts (pad_spec_decode)
+  partial_hashes,  // a hash unit below the block size: partial-hash hits and their copies
 };
-inline constexpr std::size_t kSteerKnobCount = 23;
+inline constexpr std::size_t kSteerKnobCount = 24;
 
 std::string_view to_string(SteerKnob knob);
 std::optional<SteerKnob> find_steer_knob(std::string_view name);

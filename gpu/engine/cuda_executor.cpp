@@ -9,6 +9,7 @@
 #include "gpu/engine/executor.h"
 #include "gpu/engine/forward_launch.h"
 #include "gpu/launch_plan.h"
+#include "model/block_copy.h"
 #include "model/errors.h"
 
 #include <algorithm>
@@ -149,6 +150,21 @@ public:
   }
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
+
+  void copy_blocks(std::span<const model::BlockCopy> copies) override {
+    // No block is both a source and a destination (model/block_copy.h): in order is as vLLM's
+    // gather then scatter. Synchronised, as the launches and graphs after it use other streams.
+    on_device([&] {
+      for (const model::BlockCopy& c : copies)
+        for (const model::BlockCopyRange& r : model::block_copy_ranges(layout_, c)) {
+          std::byte* base = arenas_[static_cast<std::size_t>(r.src.arena)].as<std::byte>();
+          MC_CUDA_CHECK(cudaMemcpyAsync(base + r.dst.offset_bytes, base + r.src.offset_bytes,
+                                        static_cast<std::size_t>(r.src.size_bytes),
+                                        cudaMemcpyDeviceToDevice, nullptr));
+        }
+      MC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    });
+  }
 
   const std::vector<model::Arena>& arenas() override {
     on_device([&] {

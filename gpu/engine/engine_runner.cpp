@@ -202,6 +202,8 @@ bool EngineRunner::launch(StepRecord& rec, const Batch& batch, model::LaunchKind
 
 StepRecord EngineRunner::execute(const model::Step& step) {
   StepRecord rec{.step = step.index};
+  if (!step.block_copies.empty() && decisions_->runs_block_copies())
+    executor_->copy_blocks(step.block_copies);
   apply_rows(step);
   Batch batch{.step = &step};
   for (const model::ScheduledRequest& s : step.scheduled) {

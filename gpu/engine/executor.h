@@ -9,6 +9,7 @@
 #include "gpu/mutant.h"
 #include "model/backend.h"
 #include "model/launch.h"
+#include "model/step.h"
 
 #include <memory>
 #include <span>
@@ -71,6 +72,9 @@ public:
     (void)step;
     return {};
   }
+  // The step's block copies (model::Step::block_copies, partial-hash hits) over the executor's
+  // arenas, before the step's launches: every state tensor of the copy's group, whole blocks.
+  virtual void copy_blocks(std::span<const model::BlockCopy> copies) = 0;
   // The arenas as they are now, in host memory (the cuda executor downloads them).
   virtual const std::vector<model::Arena>& arenas() = 0;
   // The bytes of `ranges` as they are now, in host memory, one span per range in order (the

@@ -5,6 +5,7 @@
 #include "gpu/engine/forward.cuh"
 #include "gpu/host_backend.h"
 #include "gpu/launch_plan.h"
+#include "model/block_copy.h"
 #include "model/errors.h"
 
 #include <algorithm>
@@ -94,6 +95,10 @@ public:
     std::fill(g.buffers.front()->read_diffs.begin(), g.buffers.front()->read_diffs.end(), 0);
     run_programs(g.params);
     return g.buffers.back()->read_diffs;
+  }
+
+  void copy_blocks(std::span<const model::BlockCopy> copies) override {
+    model::copy_blocks(layout_, arenas_, copies);
   }
 
   const std::vector<model::Arena>& arenas() override { return arenas_; }

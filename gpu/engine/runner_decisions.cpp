@@ -124,6 +124,10 @@ bool RunnerDecisions::bounds_accepted_read() const {
   return true;
 }
 
+bool RunnerDecisions::runs_block_copies() const {
+  return true;
+}
+
 bool RunnerDecisions::updates_graph_buffers_in_place() const {
   return true;
 }

@@ -143,6 +143,9 @@ public:
   // graph only where the builder's split finds no prefill (vLLM's dispatcher goes by shape,
   // #55766).
   virtual bool dispatches_graph_by_shape() const;
+  // Whether the step's block copies (partial-hash hits: model::Step::block_copies) run before
+  // its launches: always (vLLM's copy_kv_cache_blocks_inplace in _update_states).
+  virtual bool runs_block_copies() const;
 };
 
 } // namespace mc::gpu::engine

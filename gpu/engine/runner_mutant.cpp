@@ -221,6 +221,12 @@ struct graph_dispatch_by_shape final : RunnerDecisions {
   bool dispatches_graph_by_shape() const override { return true; }
 };
 
+// Partial-hash hits without their copies: the hit's column and the moved cache entry hold what
+// those blocks held before.
+struct block_copies_skipped final : RunnerDecisions {
+  bool runs_block_copies() const override { return false; }
+};
+
 // A CUDA graph's inputs copied into new buffers every step: the graph reads its capture's.
 struct graph_buffers_reallocated final : RunnerDecisions {
   bool updates_graph_buffers_in_place() const override { return false; }

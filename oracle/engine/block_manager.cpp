@@ -10,10 +10,13 @@ namespace mc::oracle::engine {
 using model::kNullBlockId;
 
 BlockManager::BlockManager(const model::CacheConfig& config, std::int32_t num_groups,
-                           std::int32_t num_blocks, Structures structures)
-    : config_(config), settle_(structures == Structures::fast), requests_(structures) {
+                           std::int32_t num_blocks, Structures structures, std::int32_t hash_unit)
+    : config_(config), settle_(structures == Structures::fast), requests_(structures),
+      hash_unit_(hash_unit == 0 ? config.mamba_block_size : hash_unit) {
   MC_ASSERT(num_groups >= 1 && num_groups <= model::kGroupsMax);
   MC_ASSERT(config.mode != model::CacheMode::none);
+  MC_ASSERT(hash_unit_ >= 1 && config.mamba_block_size % hash_unit_ == 0);
+  MC_ASSERT(hash_unit_ == config.mamba_block_size || config.mode == model::CacheMode::align);
   // Each group's free queue starts elsewhere, so its tables hold other ids than the other
   // groups' (vLLM's groups take their blocks from one shared pool): a kernel that indexes
   // every group through one group's table reads the wrong blocks.
@@ -34,17 +37,26 @@ std::int32_t BlockManager::find_cache_hit(std::span<const model::TokenHash> boun
       std::min<std::int32_t>(positions_max, static_cast<std::int32_t>(boundary_hashes.size()));
   for (std::int32_t p = n - 1; p >= 0; --p) {
     bool everywhere = true;
-    for (const BlockPool& pool : pools_)
-      everywhere = everywhere && pool.lookup(boundary_hashes[static_cast<std::size_t>(p)]);
-    if (everywhere) return p;
+    bool pending = false;
+    for (std::size_t g = 0; g < pools_.size() && everywhere; ++g) {
+      const auto block = pools_[g].lookup(boundary_hashes[static_cast<std::size_t>(p)]);
+      everywhere = block.has_value();
+      pending = pending || (block && copy_pending(g, *block));
+    }
+    // vLLM's MambaManager defers a hit on a block cached in this very planning.
+    if (everywhere) return pending ? -2 : p;
   }
   return -1;
 }
 
-void BlockManager::start_with_hit(const std::string& req_id, std::int32_t position,
+void BlockManager::start_with_hit(const std::string& req_id, std::int32_t hit_tokens,
                                   model::TokenHash boundary_hash) {
   MC_ASSERT(!requests_.contains(req_id));
+  MC_ASSERT(hit_tokens > 0 && hit_tokens % hash_unit_ == 0);
+  const std::int32_t B = config_.mamba_block_size;
+  const auto position = static_cast<std::int32_t>(model::cdiv(hit_tokens, B)) - 1;
   RequestBlocks& req = requests_.emplace(req_id, -1);
+  if (hit_tokens % B != 0) req.partial_col = position;
   req.groups.resize(pools_.size());
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     const std::optional<std::int32_t> block = pools_[g].lookup(boundary_hash);
@@ -66,14 +78,15 @@ std::int32_t BlockManager::num_new_blocks(const RequestBlocks* found,
   if (found == nullptr) // first allocation: align takes the running and spec blocks only
     return config_.mode == model::CacheMode::align ? 1 + config_.num_spec_blocks : required;
   const RequestBlocks& req = *found;
+  const std::int32_t copy = req.partial_col >= 0 ? 1 : 0;
   const auto prev_len = static_cast<std::int32_t>(req.groups[0].block_ids.size());
-  if (required <= prev_len) return 0;
+  if (required <= prev_len) return copy;
   if (config_.mode != model::CacheMode::align) return required - prev_len;
   const std::int32_t nsb = config_.num_spec_blocks;
   const std::int32_t skipped = required - nsb - 1;
   std::int32_t len = std::max(prev_len, skipped);
   if (req.allocated) len += std::clamp(skipped - (prev_len - nsb), 0, nsb);
-  return required - len;
+  return required - len + copy;
 }
 
 bool BlockManager::can_allocate(const std::string& req_id, std::int32_t num_tokens) const {
@@ -148,6 +161,7 @@ void BlockManager::grow(RequestBlocks& req, bool first, std::int32_t num_tokens,
   for (const BlockPool& pool : pools_)
     MC_ASSERT(pool.num_free() >= needed); // can_allocate
   const std::int32_t required = num_required(num_tokens);
+  if (req.partial_col >= 0) copy_partial(req);
   tails.resize(pools_.size());
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     tails[g].clear();
@@ -162,6 +176,54 @@ void BlockManager::grow(RequestBlocks& req, bool first, std::int32_t num_tokens,
     }
   }
   req.allocated = true;
+}
+
+void BlockManager::copy_partial(RequestBlocks& req) {
+  const auto col = static_cast<std::size_t>(req.partial_col);
+  req.partial_col = -1;
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    BlockPool& pool = pools_[g];
+    std::int32_t& entry = req.groups[g].block_ids[col];
+    const std::int32_t source = entry;
+    const std::int32_t copy = pool.take(1).front();
+    copies_.push_back({.group = static_cast<std::int32_t>(g), .src = source, .dst = copy});
+    if (req.allocated) {
+      // The producer: its table keeps the block, which its next tokens overwrite in place once
+      // the copy has read it; the cached state lives on in the copy.
+      pool.move_entry(source, copy);
+      pool.retain(source);
+      pool.keep_as_retained(copy);
+    } else {
+      // A hit: the shared block is swapped for the private copy, which the request writes.
+      entry = copy;
+      pool.keep_as_retained(source); // the hit's reference
+      pool.retain(copy);
+    }
+    pool.mark_copy_target(copy);
+    retained_.push_back({.group = g, .block = source});
+    retained_.push_back({.group = g, .block = copy, .target = true});
+  }
+}
+
+std::vector<model::BlockCopy> BlockManager::take_copies(std::int64_t step) {
+  for (Retained& r : retained_)
+    if (r.step < 0) r.step = step;
+  return std::exchange(copies_, {});
+}
+
+void BlockManager::release_copies(std::int64_t step) {
+  std::erase_if(retained_, [&](const Retained& r) {
+    if (r.step < 0 || r.step > step) return false;
+    if (r.target) pools_[r.group].release_copy_target(r.block);
+    pools_[r.group].release(r.block);
+    return true;
+  });
+}
+
+bool BlockManager::copy_pending(std::size_t group, std::int32_t block) const {
+  return std::any_of(copies_.begin(), copies_.end(), [&](const model::BlockCopy& c) {
+    return static_cast<std::size_t>(c.group) == group && c.dst == block;
+  });
 }
 
 void BlockManager::remove_skipped(const std::string& req_id, std::int32_t num_computed) {
@@ -217,15 +279,20 @@ void BlockManager::free_request(const std::string& req_id) {
 
 void BlockManager::cache_blocks(const std::string& req_id, std::int32_t num_computed,
                                 std::span<const model::TokenHash> prefix_hashes,
-                                std::span<const std::int32_t> tokens, std::int32_t tail_len) {
+                                std::span<const std::int32_t> tokens, std::int32_t tail_len,
+                                std::int32_t num_prompt) {
   if (RequestBlocks* held = find_held(req_id))
-    cache_blocks(*held, num_computed, prefix_hashes, tokens, tail_len);
+    cache_blocks(*held, num_computed, prefix_hashes, tokens, tail_len, num_prompt);
 }
 
 void BlockManager::cache_blocks(RequestBlocks& held, std::int32_t num_computed,
                                 std::span<const model::TokenHash> prefix_hashes,
-                                std::span<const std::int32_t> tokens, std::int32_t tail_len) {
+                                std::span<const std::int32_t> tokens, std::int32_t tail_len,
+                                std::int32_t num_prompt) {
   const std::int32_t B = config_.mamba_block_size;
+  if (hash_unit_ < B && num_prompt > 0 && held.partial_col < 0 && num_computed % B != 0 &&
+      num_computed == num_prompt / hash_unit_ * hash_unit_)
+    register_partial(held, num_computed, prefix_hashes, tokens, tail_len);
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     GroupRow& row = held.groups[g];
     const std::vector<std::int32_t>& t = row.block_ids;
@@ -241,12 +308,35 @@ void BlockManager::cache_blocks(RequestBlocks& held, std::int32_t num_computed,
       const std::int32_t begin = std::max(0, end - tail_len);
       pools_[g].register_block(
           block, prefix_hashes[static_cast<std::size_t>(end)], p,
-          tokens.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)));
+          tokens.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)),
+          end);
       // Refused when another block holds the boundary: tried again next time.
       settled = settled && pools_[g].cached(block) != nullptr;
       if (settled) row.settled_positions = p + 1;
     }
   }
+}
+
+void BlockManager::register_partial(RequestBlocks& held, std::int32_t num_tokens,
+                                    std::span<const model::TokenHash> prefix_hashes,
+                                    std::span<const std::int32_t> tokens, std::int32_t tail_len) {
+  const std::int32_t col = num_tokens / config_.mamba_block_size;
+  const model::TokenHash hash = prefix_hashes[static_cast<std::size_t>(num_tokens)];
+  // In every group or none: a hit needs every group, and the copy is of every group.
+  for (std::size_t g = 0; g < pools_.size(); ++g) {
+    const std::vector<std::int32_t>& t = held.groups[g].block_ids;
+    if (col >= static_cast<std::int32_t>(t.size())) return;
+    const std::int32_t block = t[static_cast<std::size_t>(col)];
+    if (block == kNullBlockId || pools_[g].cached(block) != nullptr || pools_[g].lookup(hash))
+      return;
+  }
+  const std::int32_t begin = std::max(0, num_tokens - tail_len);
+  const auto tail =
+      tokens.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(num_tokens - begin));
+  for (std::size_t g = 0; g < pools_.size(); ++g)
+    pools_[g].register_block(held.groups[g].block_ids[static_cast<std::size_t>(col)], hash, col,
+                             tail, num_tokens);
+  held.partial_col = col;
 }
 
 const RequestBlocks* BlockManager::find(const std::string& req_id, std::int32_t key) const {
@@ -292,17 +382,17 @@ std::optional<std::string> BlockManager::check_accounting() const {
           if (block != kNullBlockId) ++held[static_cast<std::size_t>(block)];
     });
     for (std::int32_t b = 1; b < pool.num_blocks(); ++b) {
-      const std::int32_t refs = pool.ref_count(b);
+      const std::int32_t refs = pool.ref_count(b) - pool.retained(b);
       const std::int32_t tables = held[static_cast<std::size_t>(b)];
       const bool queued = pool.queued(b);
       const bool held_back = pool.held_back(b);
       if (refs != tables)
         return fmt::format("block {} of group {} has {} references, but {} table entries hold it",
                            b, g, refs, tables);
-      if (refs > 0 && (queued || held_back))
+      if (refs + pool.retained(b) > 0 && (queued || held_back))
         return fmt::format("block {} of group {} is held by a request and {}", b, g,
                            queued ? "in the free queue" : "held back as freed");
-      if (refs == 0 && queued == held_back)
+      if (refs + pool.retained(b) == 0 && queued == held_back)
         return fmt::format("block {} of group {} is referenced by nobody and {}", b, g,
                            queued ? "both free and held back" : "neither free nor held back");
     }

@@ -13,6 +13,18 @@
 // become the blocks of their positions as the table grows.
 // Blocks are cached (registered for prefix reuse) only after the step that wrote them has
 // committed, never in the step that produced them (class C).
+// Partial-hash hits (a hash unit h below B, align mode; vLLM MambaManager at upstream
+// 6a391a931a92, `_cache_partial_tail_block` and the copy-on-write in `allocate_new_blocks`):
+// - a request whose computed tokens end on its prompt's last hash boundary n = num_prompt / h * h,
+//   not a multiple of B, caches that state from the block at column n / B (the model only from a
+//   row without drafts: a padded prompt tail's drafts are in that block's conv window);
+// - a prefix hit may end on any multiple of h: a new request then holds the cached block at
+//   column n / B, and its first allocation swaps it for a private copy (the tokens after n
+//   overwrite that column in place), copying the shared block into it;
+// - the producer's next allocation copies the same way, but keeps its own block (a running
+//   table only grows) and moves the cache entry to the copy;
+// - the copies run when the step they were planned in starts, before its kernels; both ends
+//   stay retained until that step completes, and a hit on a copy not run yet waits a step.
 #pragma once
 
 #include "model/layout.h"
@@ -45,6 +57,9 @@ struct GroupRow {
 struct RequestBlocks {
   std::vector<GroupRow> groups;
   bool allocated = false; // has had its first allocation of new blocks
+  // A partial-hash hit taken, or a partial tail registered, by this request: the column whose
+  // block its next allocation copies on write, in every group (-1: none).
+  std::int32_t partial_col = -1;
 };
 
 // Why a table that hands out block `block_id` of `group`, which `ref_count` references hold
@@ -53,14 +68,19 @@ std::string held_block_message(std::size_t group, std::int32_t block_id, std::in
 
 class BlockManager {
 public:
+  // `hash_unit`: the tokens a prefix hash covers (0: B, hits on block boundaries only); below
+  // B, a divisor of it (align mode), hits and partial tails end on its multiples.
   BlockManager(const model::CacheConfig& config, std::int32_t num_groups, std::int32_t num_blocks,
-               Structures structures);
+               Structures structures, std::int32_t hash_unit = 0);
 
-  // The rightmost position p < positions_max whose boundary hash is cached in every group.
+  std::int32_t hash_unit() const { return hash_unit_; }
+  // The rightmost index i < positions_max whose boundary hash is cached in every group, by a
+  // block no copy planned now writes (a hit on it waits: -2), or -1.
   std::int32_t find_cache_hit(std::span<const model::TokenHash> boundary_hashes,
                               std::int32_t positions_max) const;
-  // A new (or resumed) request starts with p nulls then the hit block of each group.
-  void start_with_hit(const std::string& req_id, std::int32_t position,
+  // A new (or resumed) request starts with nulls then the hit block of each group, at the
+  // column of the state after `hit_tokens` tokens (a partial hit when not a multiple of B).
+  void start_with_hit(const std::string& req_id, std::int32_t hit_tokens,
                       model::TokenHash boundary_hash);
 
   // New blocks the next allocate(num_tokens) takes from each group (the same for all).
@@ -81,12 +101,23 @@ public:
   void remove_skipped(RequestBlocks& held, std::int32_t num_computed);
   void free_request(const std::string& req_id);
   // Registers every real block at a position p with (p+1)*B <= num_computed.
+  // With a hash unit below B, `num_prompt` > 0: also the partial tail, when num_computed is the
+  // prompt's last hash boundary (0: none, as when the request's next row is planned already
+  // and overwrites that block before a copy could run).
   void cache_blocks(const std::string& req_id, std::int32_t num_computed,
                     std::span<const model::TokenHash> prefix_hashes,
-                    std::span<const std::int32_t> tokens, std::int32_t tail_len);
+                    std::span<const std::int32_t> tokens, std::int32_t tail_len,
+                    std::int32_t num_prompt = 0);
   void cache_blocks(RequestBlocks& held, std::int32_t num_computed,
                     std::span<const model::TokenHash> prefix_hashes,
-                    std::span<const std::int32_t> tokens, std::int32_t tail_len);
+                    std::span<const std::int32_t> tokens, std::int32_t tail_len,
+                    std::int32_t num_prompt = 0);
+  // The copies the allocations since the last call planned, for step `step`, whose ends stay
+  // retained until release_copies(step) (its completion).
+  std::vector<model::BlockCopy> take_copies(std::int64_t step);
+  void release_copies(std::int64_t step);
+  // A copy planned and not taken yet writes `block` of `group`.
+  bool copy_pending(std::size_t group, std::int32_t block) const;
 
   // Replay (oracle/engine/replay.h): tables chosen by another scheduler, applied with the rules
   // above. A message when the ids cannot come from this block manager (a held block handed
@@ -96,6 +127,12 @@ public:
                                          std::int32_t num_computed);
   std::optional<std::string> adopt_growth(const std::string& req_id,
                                           const model::GroupBlockIds& appended);
+  // A block copy of the trace's step `step`: `to_hit`, the private copy of a partial-hash hit
+  // (the admitted request's table holds `copy.dst` at its hit column, which adopt_first then
+  // adopts as the hit); else the copy of a producer's own partial tail, whose cache entry moves
+  // from `copy.src` to `copy.dst`. Both ends stay retained until release_copies(step).
+  std::optional<std::string> adopt_copy(const model::BlockCopy& copy, bool to_hit,
+                                        std::int64_t step);
   // All mode: the blocks a recorded manager no longer holds (`held`: its whole tables, null
   // where it freed) are freed here too. vLLM's MambaManager retires the blocks of an all-mode
   // table below the state the next step reads, as in align mode (remove_skipped_blocks at
@@ -141,6 +178,11 @@ private:
   // allocate() of a request that had no tables (`first`) or of one that has, into `tails`
   // (whose vectors keep their capacity: the scheduler reuses them step after step).
   void grow(RequestBlocks& req, bool first, std::int32_t num_tokens, model::GroupBlockIds& tails);
+  // The copy on write of `req`'s partial column, in every group (class comment).
+  void copy_partial(RequestBlocks& req);
+  void register_partial(RequestBlocks& held, std::int32_t num_tokens,
+                        std::span<const model::TokenHash> prefix_hashes,
+                        std::span<const std::int32_t> tokens, std::int32_t tail_len);
   // The row's previous running block is now `idx`; one not freed yet is kept to be freed.
   static void remember_state(GroupRow& row, std::int32_t idx);
   // Appends the new tail of the row to `tail`.
@@ -152,6 +194,15 @@ private:
   std::vector<BlockPool> pools_;
   RequestRecords<RequestBlocks> requests_;
   std::int64_t retired_across_null_ = 0;
+  std::int32_t hash_unit_ = 0;
+  struct Retained {
+    std::int64_t step = -1; // -1: planned now, not taken yet
+    std::size_t group = 0;
+    std::int32_t block = 0;
+    bool target = false; // the copy's destination (BlockPool::copy_target)
+  };
+  std::vector<model::BlockCopy> copies_; // planned now
+  std::vector<Retained> retained_;
 };
 
 } // namespace mc::oracle::engine

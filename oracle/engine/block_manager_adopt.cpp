@@ -27,12 +27,16 @@ std::optional<std::string> BlockManager::adopt_first(const std::string& req_id,
                                                      const model::GroupBlockIds& table,
                                                      std::int32_t num_computed) {
   MC_ASSERT(table.size() == pools_.size());
-  MC_ASSERT(num_computed >= 0 && num_computed % config_.mamba_block_size == 0);
+  MC_ASSERT(num_computed >= 0 && num_computed % hash_unit_ == 0);
   free_request(req_id); // a resumed request's old table is gone already; be sure
   RequestBlocks& req = requests_.emplace(req_id, -1);
   req.groups.resize(pools_.size());
   req.allocated = true;
-  const std::int32_t hit = num_computed / config_.mamba_block_size - 1; // -1: no prefix hit
+  // The column of the state after the hit (-1: no prefix hit); after a partial-hash hit it holds
+  // the hit's private copy (adopt_copy), or a block shared without one, which the reads and
+  // writes then judge.
+  const auto hit =
+      static_cast<std::int32_t>(model::cdiv(num_computed, config_.mamba_block_size)) - 1;
   for (std::size_t g = 0; g < pools_.size(); ++g) {
     GroupRow& row = req.groups[g];
     for (std::size_t j = 0; j < table[g].size(); ++j) {
@@ -58,6 +62,42 @@ std::optional<std::string> BlockManager::adopt_first(const std::string& req_id,
       if (config_.mode == model::CacheMode::align) row.last_state_idx = hit;
     }
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> BlockManager::adopt_copy(const model::BlockCopy& copy, bool to_hit,
+                                                    std::int64_t step) {
+  const auto g = static_cast<std::size_t>(copy.group);
+  BlockPool& pool = pools_[g];
+  const auto unreachable = [&pool](std::int32_t block) {
+    return pool.ref_count(block) == 0 && !pool.queued(block) && !pool.reachable_held_back(block);
+  };
+  if (unreachable(copy.dst))
+    return fmt::format("the destination of a block copy, block {} of group {}, is held back for "
+                       "the step in flight",
+                       copy.dst, g);
+  if (!pool.take_block(copy.dst))
+    return held_block_message(g, copy.dst, pool.ref_count(copy.dst)) +
+           " (the destination of a block copy)";
+  if (to_hit) {
+    if (unreachable(copy.src))
+      return fmt::format("a block copy reads block {} of group {}, held back for the step in "
+                         "flight",
+                         copy.src, g);
+    pool.touch(copy.src); // the hit's reference, kept until the copy ran
+    pool.keep_as_retained(copy.src);
+    pool.keep_as_retained(copy.dst);
+  } else {
+    if (pool.ref_count(copy.src) == 0)
+      return fmt::format("a block copy reads block {} of group {}, which no request holds",
+                         copy.src, g);
+    if (pool.cached(copy.src) != nullptr) pool.move_entry(copy.src, copy.dst);
+    pool.retain(copy.src);
+    pool.keep_as_retained(copy.dst);
+  }
+  pool.mark_copy_target(copy.dst);
+  retained_.push_back({.step = step, .group = g, .block = copy.src});
+  retained_.push_back({.step = step, .group = g, .block = copy.dst, .target = true});
   return std::nullopt;
 }
 

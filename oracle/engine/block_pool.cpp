@@ -8,7 +8,9 @@
 namespace mc::oracle::engine {
 
 BlockPool::BlockPool(std::int32_t num_blocks, Structures structures, std::int32_t first)
-    : ref_count_(static_cast<std::size_t>(num_blocks), 0), free_(num_blocks, structures),
+    : ref_count_(static_cast<std::size_t>(num_blocks), 0),
+      retained_(static_cast<std::size_t>(num_blocks), 0),
+      copy_target_(static_cast<std::size_t>(num_blocks), 0), free_(num_blocks, structures),
       in_flight_(static_cast<std::size_t>(num_blocks), 0), by_hash_(num_blocks, structures),
       entries_(static_cast<std::size_t>(num_blocks)),
       is_cached_(static_cast<std::size_t>(num_blocks), 0) {
@@ -79,6 +81,39 @@ void BlockPool::free(std::int32_t block_id) {
   free_.push_back(block_id);
 }
 
+void BlockPool::retain(std::int32_t block_id) {
+  MC_ASSERT(block_id > 0 && block_id < num_blocks());
+  MC_ASSERT(ref_count_[static_cast<std::size_t>(block_id)] > 0); // a block its request holds
+  ++ref_count_[static_cast<std::size_t>(block_id)];
+  ++retained_[static_cast<std::size_t>(block_id)];
+}
+
+void BlockPool::keep_as_retained(std::int32_t block_id) {
+  MC_ASSERT(block_id > 0 && block_id < num_blocks());
+  const auto b = static_cast<std::size_t>(block_id);
+  MC_ASSERT(ref_count_[b] > retained_[b]);
+  ++retained_[b];
+}
+
+void BlockPool::release(std::int32_t block_id) {
+  MC_ASSERT(block_id > 0 && block_id < num_blocks());
+  const auto b = static_cast<std::size_t>(block_id);
+  MC_ASSERT(retained_[b] > 0);
+  --retained_[b];
+  free(block_id);
+}
+
+void BlockPool::mark_copy_target(std::int32_t block_id) {
+  MC_ASSERT(block_id > 0 && block_id < num_blocks());
+  ++copy_target_[static_cast<std::size_t>(block_id)];
+}
+
+void BlockPool::release_copy_target(std::int32_t block_id) {
+  MC_ASSERT(copy_target(block_id));
+  if (--copy_target_[static_cast<std::size_t>(block_id)] == 0 && cached(block_id) != nullptr)
+    log_registration(block_id);
+}
+
 void BlockPool::mark_in_flight(std::int32_t block_id, bool touchable) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
@@ -116,7 +151,7 @@ std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash, bool strict
 }
 
 void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash, std::int32_t position,
-                               std::span<const std::int32_t> tail_tokens) {
+                               std::span<const std::int32_t> tail_tokens, std::int32_t num_tokens) {
   MC_ASSERT(block_id > 0 && block_id < num_blocks());
   const auto b = static_cast<std::size_t>(block_id);
   MC_ASSERT(is_cached_[b] == 0);
@@ -127,8 +162,13 @@ void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash, std
   CachedBlock& entry = entries_[b];
   entry.hash = hash;
   entry.position = position;
+  entry.num_tokens = num_tokens;
   entry.tail_tokens.assign(tail_tokens.begin(), tail_tokens.end());
   is_cached_[b] = 1;
+  log_registration(block_id);
+}
+
+void BlockPool::log_registration(std::int32_t block_id) {
   const std::size_t log_max = 4 * static_cast<std::size_t>(num_blocks()) + 1024;
   if (log_.size() >= log_max) { // drop the older half (amortised O(1) per registration)
     const std::size_t dropped = log_.size() / 2;
@@ -136,6 +176,14 @@ void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash, std
     log_base_ += dropped;
   }
   log_.push_back(block_id);
+}
+
+void BlockPool::move_entry(std::int32_t from, std::int32_t to) {
+  const CachedBlock* entry = cached(from);
+  MC_ASSERT(entry != nullptr && cached(to) == nullptr && ref_count(to) > 0);
+  const CachedBlock moved = *entry;
+  evict(from);
+  register_block(to, moved.hash, moved.position, moved.tail_tokens, moved.num_tokens);
 }
 
 std::optional<std::span<const std::int32_t>>
@@ -172,8 +220,9 @@ void BlockPool::evict(std::int32_t block_id) {
 }
 
 void BlockPool::reset_cache() {
-  for (std::int32_t b = 1; b < num_blocks(); ++b)
-    MC_ASSERT(ref_count_[static_cast<std::size_t>(b)] == 0);
+  // Only the retained ends of copies of a step in flight may still be referenced.
+  for (std::size_t b = 1; b < ref_count_.size(); ++b)
+    MC_ASSERT(ref_count_[b] == retained_[b]);
   by_hash_.clear();
   more_holders_.clear();
   std::fill(is_cached_.begin(), is_cached_.end(), 0);

@@ -12,7 +12,12 @@
 //   completes. Nothing a step in flight can read or write is handed to another request.
 // A cached block remembers its position p and the boundary it holds: the hash of the first
 // (p+1)*B tokens and the last few of those tokens (the conv history), so its content can be
-// checked against the ground truth at any time.
+// checked against the ground truth at any time. With a hash unit below B (partial-hash hits,
+// block_manager.h) a prompt's last hash boundary n, not a multiple of B, is cached too, from the
+// block at p = n / B that holds the state after n tokens.
+// The two ends of a copy-on-write copy are retained (retain()) until the step that runs the
+// copy completes: a retention is a reference no table entry holds (vLLM keeps them as ref_cnt
+// until Scheduler._free_cow_retained_blocks).
 #pragma once
 
 #include "model/errors.h"
@@ -30,8 +35,9 @@
 namespace mc::oracle::engine {
 
 struct CachedBlock {
-  model::TokenHash hash = 0;             // running hash of the first (position+1)*B tokens
+  model::TokenHash hash = 0;             // running hash of the first num_tokens tokens
   std::int32_t position = 0;             // block-table column it was registered at
+  std::int32_t num_tokens = 0;           // (position+1)*B, or fewer for a partial tail
   std::vector<std::int32_t> tail_tokens; // the last tokens before the boundary, oldest first
 };
 
@@ -57,6 +63,24 @@ public:
   bool take_block(std::int32_t block_id);
   void touch(std::int32_t block_id); // one more reference (a prefix hit)
   void free(std::int32_t block_id);
+  // A copy's end kept until the copy ran: `retain` adds a reference, `keep_as_retained` turns
+  // one the caller held into a retention; `release` drops a retention (free()).
+  void retain(std::int32_t block_id);
+  void keep_as_retained(std::int32_t block_id);
+  void release(std::int32_t block_id);
+  std::int32_t retained(std::int32_t block_id) const {
+    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
+    return retained_[static_cast<std::size_t>(block_id)];
+  }
+  // The destination of a copy whose step has not completed (retained as such): its cache entry,
+  // moved there, holds its state only once the copy ran. `release_copy_target` logs the entry
+  // as a registration again, so that the checker visits it then.
+  void mark_copy_target(std::int32_t block_id);
+  void release_copy_target(std::int32_t block_id);
+  bool copy_target(std::int32_t block_id) const {
+    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
+    return copy_target_[static_cast<std::size_t>(block_id)] != 0;
+  }
 
   // Async: the step in flight can touch this block (a block of its rows' tables).
   // `touchable`: the step in flight can read or write it (BlockManager::mark_in_flight); a
@@ -99,8 +123,12 @@ public:
   // it is not cached yet. Refused, changing nothing, when another block holds that boundary,
   // unless duplicates are allowed: then lookups find the first holder registered until it is
   // evicted, then the next (vLLM's BlockPool keeps several blocks per hash).
+  // `num_tokens`: the tokens the state is after, (position+1)*B for a block boundary.
   void register_block(std::int32_t block_id, model::TokenHash hash, std::int32_t position,
-                      std::span<const std::int32_t> tail_tokens);
+                      std::span<const std::int32_t> tail_tokens, std::int32_t num_tokens);
+  // The cache entry of `from` moves to `to` (not cached, just taken): the copy-on-write of a
+  // partial tail whose block its request goes on writing. Counts as a registration of `to`.
+  void move_entry(std::int32_t from, std::int32_t to);
   // The block's cache entry, or nullptr.
   const CachedBlock* cached(std::int32_t block_id) const {
     MC_ASSERT(block_id >= 0 && block_id < num_blocks());
@@ -123,8 +151,11 @@ public:
 
 private:
   void evict(std::int32_t block_id);
+  void log_registration(std::int32_t block_id);
 
   std::vector<std::int32_t> ref_count_;
+  std::vector<std::int32_t> retained_;    // of ref_count_, the retentions of copies
+  std::vector<std::int32_t> copy_target_; // pending copies into the block
   FreeQueue free_;
   void unhold(std::int32_t block_id); // out of held_ (reached before release_in_flight)
   bool reach_untouched_held_back_ = false;

@@ -17,7 +17,9 @@ void CachedSelection::select(std::span<const BlockPool> pools, bool sweep_all) {
     list.clear();
     const auto consider = [&](std::int32_t block) {
       const CachedBlock* entry = pool.cached(block);
-      if (entry == nullptr) return;
+      // A cache entry moved to a copy not run yet is checked once the copy's step completed
+      // (its release logs it again).
+      if (entry == nullptr || pool.copy_target(block)) return;
       const CheckedBlock& seen = checked[static_cast<std::size_t>(block)];
       if (!sweep_all && seen.seen && seen.hash == entry->hash) return;
       list.emplace_back(block, entry);

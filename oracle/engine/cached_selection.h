@@ -2,8 +2,9 @@
 // registered for prefix reuse holds the ground truth of its boundary).
 //
 // Outside a sweep, the blocks whose entry (a boundary on a block) has not been checked yet; in a
-// sweep, every cached block. By block id either way, so the first finding is the same whichever
-// blocks are visited. Two implementations (structures.h):
+// sweep, every cached block; never a block a copy not run yet is to fill (BlockPool::copy_target).
+// By block id either way, so the first finding is the same whichever blocks are visited. Two
+// implementations (structures.h):
 // - plain: every block of the pool is looked at, and those checked with their entry's hash
 //   already are dropped.
 // - fast: only the blocks registered since the last selection are looked at (BlockPool's

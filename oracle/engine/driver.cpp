@@ -144,7 +144,10 @@ std::optional<Finding> Engine::check_tables(const model::Step& step) const {
         break;
       } // not admitted by the scheduler this step: an edit added it
     if (auto f = check_first_handout(layout, step, id, table, hit, held_back)) return f;
-    return handed_out_held(step, id, table, hit / layout.config.mamba_block_size - 1, true);
+    // The column of the state after the hit (a partial-hash hit's holds its private copy).
+    const auto hit_col =
+        static_cast<std::int32_t>(model::cdiv(hit, layout.config.mamba_block_size)) - 1;
+    return handed_out_held(step, id, table, hit_col, true);
   };
   for (const model::CachedRequestData& c : step.cached_requests)
     if (c.resumed)
@@ -191,8 +194,10 @@ std::optional<Finding> Engine::handed_out_held(const model::Step& step, const st
       const std::span<const std::int32_t> kept = own_ids.first(std::min(old_len, own_ids.size()));
       const bool seen = std::find(listed[g].begin(), earlier, block) != earlier ||
                         std::ranges::find(kept, block) != kept.end();
+      // A copy's retention (block_pool.h) is no request's.
+      const BlockPool& pool = blocks.pool(static_cast<std::int32_t>(g));
       const std::int32_t others =
-          blocks.pool(static_cast<std::int32_t>(g)).ref_count(block) - (own_block ? 1 : 0);
+          pool.ref_count(block) - pool.retained(block) - (own_block ? 1 : 0);
       const std::int32_t refs = others + (seen ? 1 : 0);
       if (refs == 0) continue;
       const std::string where =

@@ -77,6 +77,7 @@ void InFlightAccesses::remember(const model::Step& step, const StepRecord& recor
   step_ = step.index;
   touched_.clear();
   const auto add = [&](const BlockAccess& a) {
+    if (a.batch_row < 0) return; // a block copy: of a block the step's planning took
     const std::string& id = step.scheduled[static_cast<std::size_t>(a.batch_row)].req_id;
     const auto [it, inserted] = touched_.try_emplace(block_key(a.group, a.block_id), Toucher{id});
     if (!inserted && it->second.req_id != id) it->second.several = true;
@@ -97,7 +98,7 @@ std::optional<Finding> InFlightAccesses::check(const model::Layout& layout, cons
   if (step.planned_during < 0 || step.planned_during != step_) return std::nullopt;
   for (const BlockAccess& w : record.access.writes) {
     const auto it = touched_.find(block_key(w.group, w.block_id));
-    if (it == touched_.end()) continue;
+    if (it == touched_.end() || w.batch_row < 0) continue;
     const std::string& id = step.scheduled[static_cast<std::size_t>(w.batch_row)].req_id;
     if (!it->second.several && it->second.req_id == id) continue;
     return make_finding(

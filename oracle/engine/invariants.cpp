@@ -38,7 +38,9 @@ std::optional<std::string> illegal_write(const BlockAccess& w, const BlockManage
   if (!holds(held.of(w.batch_row, w.group), w.col, w.block_id, structures))
     return pool.ref_count(w.block_id) == 0 ? "writes a freed block"
                                            : "writes a block the request does not hold";
-  if (pool.ref_count(w.block_id) > 1) return "writes a block shared with another request";
+  // The retained ends of a copy (block_pool.h) are no other request's.
+  if (pool.ref_count(w.block_id) - pool.retained(w.block_id) > 1)
+    return "writes a block shared with another request";
   if (const CachedBlock* c = pool.cached(w.block_id))
     return fmt::format("writes a block registered in the prefix cache (boundary of position {})",
                        c->position);
@@ -53,11 +55,13 @@ std::optional<Finding> check_accesses(const model::Step& step, const StepRecord&
   const auto req_id = [&step](const BlockAccess& a) -> const std::string& {
     return step.scheduled[static_cast<std::size_t>(a.batch_row)].req_id;
   };
-  for (const BlockAccess& w : record.access.writes)
+  for (const BlockAccess& w : record.access.writes) {
+    if (w.batch_row < 0) continue; // a block copy: the block manager's own, judged by what it holds
     if (auto why = illegal_write(w, blocks, held, layout.spec.num_blocks, structures))
       return make_finding(layout, FindingKind::bad_write, step.index, req_id(w), w.tensor, w.col,
                           w.block_id, fmt::format("{} ({})", *why, w.origin),
                           "a block the request holds alone");
+  }
   for (const BlockAccess& r : record.access.copy_reads) {
     if (r.block_id == model::kNullBlockId ||
         !holds(held.of(r.batch_row, r.group), r.col, r.block_id, structures))
@@ -157,7 +161,6 @@ std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const B
                                                       OracleRunner& runner, bool sweep_all,
                                                       std::int64_t& bytes_checked) {
   const model::Layout& layout = runner.layout();
-  const std::int32_t B = layout.config.mamba_block_size;
   if (sweep_all)
     if (std::optional<std::string> wrong = blocks.check_accounting())
       return make_finding(layout, FindingKind::block_accounting, step, "", -1, -1, -1, *wrong,
@@ -173,7 +176,7 @@ std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const B
                          .tensor_index = static_cast<std::int32_t>(i),
                          .num_blocks = layout.spec.num_blocks,
                          .block_id = block};
-      const std::int32_t n = (entry.position + 1) * B;
+      const std::int32_t n = entry.num_tokens;
       const auto first =
           static_cast<std::int64_t>(n) - static_cast<std::int64_t>(entry.tail_tokens.size());
       std::optional<std::string> wrong =

@@ -19,9 +19,12 @@ void validate_scheduling(const EngineOptions& o, const model::Layout& layout) {
   const model::CacheConfig& c = layout.config;
   const std::int64_t usable = layout.spec.num_blocks - 1;
   const std::int64_t len_max = o.workload.prompt_len_max + o.workload.output_len_max;
+  // A partial-hash hit's copy takes one block more at once.
+  const bool partial =
+      o.scheduler.hash_block_size != 0 && o.scheduler.hash_block_size != c.mamba_block_size;
   const std::int64_t per_request =
       c.mode == model::CacheMode::align
-          ? 3 + c.num_spec_blocks
+          ? 3 + c.num_spec_blocks + (partial ? 1 : 0)
           : model::cdiv(len_max + 1, c.mamba_block_size) + 1 + c.num_spec_blocks;
   if (usable < per_request)
     model::fail_input("engine: a pool of {} blocks cannot hold one request ({} blocks needed)",
@@ -31,6 +34,25 @@ void validate_scheduling(const EngineOptions& o, const model::Layout& layout) {
                       "1 + num_spec_tokens {} (else a block-aligned split never progresses)",
                       o.scheduler.token_budget, token_budget_min(c), c.mamba_block_size,
                       1 + c.num_spec_tokens);
+}
+
+// vLLM's hash_block_size: the Mamba block size or a divisor of it, which only align mode's
+// partial-hash hits use.
+void validate_hash_unit(const SchedulerOptions& s, const model::CacheConfig& c) {
+  const std::int32_t h = s.hash_block_size;
+  if (h == 0 || h == c.mamba_block_size) return;
+  if (h < 0 || h > c.mamba_block_size || c.mamba_block_size % h != 0)
+    model::fail_input("engine: hash_block_size {} must divide mamba_block_size {} (0: the block "
+                      "size)",
+                      h, c.mamba_block_size);
+  if (c.mode != model::CacheMode::align)
+    model::fail_input("engine: hash_block_size {} below mamba_block_size {} needs align mode "
+                      "(partial-hash hits copy align mode's running block)",
+                      h, c.mamba_block_size);
+  if (s.drafter_prunes_last_block)
+    model::fail_input("engine: hash_block_size {} below mamba_block_size {} with an EAGLE drafter "
+                      "is not modelled (its hit back-off over partial hits)",
+                      h, c.mamba_block_size);
 }
 
 } // namespace
@@ -88,6 +110,7 @@ void validate_options(const EngineOptions& o, const model::Layout& layout) {
   } catch (const model::InputError& e) {
     model::fail_input("engine: {}", e.what());
   }
+  validate_hash_unit(s, layout.config);
   validate_scheduling(o, layout);
 }
 

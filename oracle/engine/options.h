@@ -42,6 +42,10 @@ struct SchedulerOptions {
   // graph (vLLM's pad_spec_decode; the Mamba side must keep the state after the real token,
   // #55178).
   bool pad_prompt_tails = false;
+  // Tokens per prefix hash (vLLM's hash_block_size; 0: the Mamba block size B). Below B, a
+  // divisor of it in align mode: hits end on its multiples, and a chunk stops on the prompt's last
+  // multiple of it to cache that partial tail (block_manager.h, partial-hash hits).
+  std::int32_t hash_block_size = 0;
 };
 
 using model::RunnerOptions;

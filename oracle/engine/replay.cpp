@@ -20,10 +20,10 @@ Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
       tail_tokens_(model::conv_history_rows_max(layout)), async_(async_scheduling),
       contract_(contract),
       // Only V2 runs a postprocess deferred; the flag means nothing to V1.
-      hold_in_flight_(contract.unordered_writer ||
-                      (options.deferred_postprocess && options.flavour == model::RunnerFlavour::v2)),
+      hold_in_flight_(contract.unordered_writer || (options.deferred_postprocess &&
+                                                    options.flavour == model::RunnerFlavour::v2)),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
-              structures),
+              structures, contract.hash_block_size),
       attention_(contract.attention_groups > 0
                      ? AttentionShadow(contract.attention_groups, layout.config.attn_block_size)
                  : contract.eagle ? AttentionShadow::prefixes_only(layout.config.attn_block_size)
@@ -47,14 +47,14 @@ Finding Replayer::inconsistent(std::int64_t step, std::string req_id, std::strin
 // A running request continues from what the steps before it committed; a new or resumed one
 // starts from a prefix hit, which ends on a block boundary.
 std::optional<Finding> Replayer::check_counts(const model::Step& step) const {
-  const std::int32_t B = layout_.config.mamba_block_size;
+  const std::int32_t unit = blocks_.hash_unit();
   for (const model::CachedRequestData& c : step.cached_requests) {
     if (c.resumed) {
-      if (c.num_computed_tokens % B != 0)
+      if (c.num_computed_tokens % unit != 0)
         return inconsistent(step.index, c.req_id,
-                            fmt::format("resumed with {} computed tokens, not a block boundary",
+                            fmt::format("resumed with {} computed tokens, not a hash boundary",
                                         c.num_computed_tokens),
-                            fmt::format("a prefix hit of a multiple of {} tokens (or 0)", B));
+                            fmt::format("a prefix hit of a multiple of {} tokens (or 0)", unit));
       continue;
     }
     const auto it = computed_after_.find(c.req_id);
@@ -118,14 +118,20 @@ std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
   if (pending_step_ < 0) return std::nullopt;
   const std::int64_t committed_step = pending_step_;
   pending_step_ = -1;
-  for (const auto& [id, num_committed] : pending_) {
+  for (const auto& [id, num_committed, drafted] : pending_) {
     // Resumed in this step: its table is a new one, and the row in flight committed nothing.
     const bool resumed =
         std::any_of(step.cached_requests.begin(), step.cached_requests.end(),
                     [&](const model::CachedRequestData& c) { return c.resumed && c.req_id == id; });
     const RequestTruth* t = ledger_.find(id);
     if (resumed || t == nullptr) continue;
-    blocks_.cache_blocks(id, num_committed, t->hashes, t->tokens, tail_tokens_);
+    // A partial tail only where this step runs no row of the request, which would overwrite it
+    // (as the model's scheduler registers it).
+    const bool runs_on =
+        std::any_of(step.scheduled.begin(), step.scheduled.end(),
+                    [&](const model::ScheduledRequest& s) { return s.req_id == id; });
+    blocks_.cache_blocks(id, num_committed, t->hashes, t->tokens, tail_tokens_,
+                         runs_on || drafted ? 0 : t->num_prompt_tokens);
     attention_.register_blocks(id, t->hashes, num_committed);
   }
   pending_.clear();
@@ -137,12 +143,16 @@ std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
 // stale block and grow, new and resumed requests take their first tables.
 std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   plan_registrations(step);
+  note_hit_copies(step);
   for (const model::RequestId& id : step.finished_req_ids) {
     blocks_.free_request(id);
     attention_.drop(id);
     computed_after_.erase(id);
     ++stats_.finished;
   }
+  // A request preempted by this very planning may have copied its partial tail first.
+  for (const model::RequestId& id : step.preempted_req_ids)
+    if (auto f = adopt_producer_copies(step, id)) return f;
   for (const model::RequestId& id : step.preempted_req_ids) {
     blocks_.free_request(id);
     attention_.drop(id);
@@ -186,6 +196,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
               check_growth_handout(layout_, step, c.req_id, old_row, c.new_block_ids, held_back))
         return f;
     }
+    if (auto f = adopt_producer_copies(step, c.req_id)) return f;
     if (auto why = blocks_.adopt_growth(c.req_id, c.new_block_ids))
       return inconsistent(step.index, c.req_id, *why, "a free block");
     if (auto f = taken_by_mamba(step.index, c.req_id, c.new_block_ids)) return f;
@@ -211,6 +222,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
       if (auto f = check_prefix_hit(layout_, step.index, id, computed, held_to)) return f;
     }
     if (auto f = check_first_handout(layout_, step, id, table, computed, held_back)) return f;
+    if (auto f = adopt_hit_copies(step, id, computed, hashes)) return f;
     stats_.prefix_hits += computed > 0 ? 1 : 0;
     if (auto why = blocks_.adopt_first(id, table, computed))
       return inconsistent(step.index, id, *why, "a table the block manager could give");
@@ -246,6 +258,79 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
                        static_cast<std::int32_t>(n.prompt_token_ids.size())))
       return f;
   }
+  for (std::size_t i = 0; i < step.block_copies.size(); ++i)
+    if (!copy_adopted_[i]) {
+      const model::BlockCopy& c = step.block_copies[i];
+      return inconsistent(step.index, "",
+                          fmt::format("block copy [{}, {}, {}] serves no allocation of the step: "
+                                      "its source is no admitted request's hit, nor a partial "
+                                      "tail of a request that runs on",
+                                      c.group, c.src, c.dst),
+                          "copies of partial-hash hits and of partial tails only");
+    }
+  return std::nullopt;
+}
+
+void Replayer::note_hit_copies(const model::Step& step) {
+  copy_adopted_.assign(step.block_copies.size(), false);
+  copy_hit_of_.assign(step.block_copies.size(), std::string());
+  if (step.block_copies.empty()) return;
+  const std::int32_t B = layout_.config.mamba_block_size;
+  const auto note = [&](const std::string& id, const model::GroupBlockIds& table,
+                        std::int32_t computed) {
+    if (computed % B == 0) return; // a hit on a block boundary shares its block
+    const auto col = static_cast<std::size_t>(model::cdiv(computed, B) - 1);
+    for (std::size_t i = 0; i < step.block_copies.size(); ++i) {
+      const model::BlockCopy& c = step.block_copies[i];
+      const auto& row = table[static_cast<std::size_t>(c.group)];
+      if (col < row.size() && row[col] == c.dst) copy_hit_of_[i] = id;
+    }
+  };
+  for (const model::NewRequestData& n : step.new_requests)
+    note(n.req_id, n.block_ids, n.num_computed_tokens);
+  for (const model::CachedRequestData& c : step.cached_requests)
+    if (c.resumed) note(c.req_id, c.new_block_ids, c.num_computed_tokens);
+}
+
+std::optional<Finding> Replayer::adopt_producer_copies(const model::Step& step,
+                                                       const std::string& req_id) {
+  const RequestBlocks* held = blocks_.find(req_id);
+  if (held == nullptr) return std::nullopt;
+  for (std::size_t i = 0; i < step.block_copies.size(); ++i) {
+    const model::BlockCopy& c = step.block_copies[i];
+    if (copy_adopted_[i] || !copy_hit_of_[i].empty()) continue;
+    const auto& row = held->groups[static_cast<std::size_t>(c.group)].block_ids;
+    if (std::find(row.begin(), row.end(), c.src) == row.end()) continue;
+    copy_adopted_[i] = true;
+    if (auto why = blocks_.adopt_copy(c, false, step.index))
+      return inconsistent(step.index, req_id, *why, "a copy into a free block");
+  }
+  return std::nullopt;
+}
+
+std::optional<Finding> Replayer::adopt_hit_copies(const model::Step& step,
+                                                  const std::string& req_id, std::int32_t computed,
+                                                  std::span<const model::TokenHash> hashes) {
+  for (std::size_t i = 0; i < step.block_copies.size(); ++i) {
+    if (copy_adopted_[i] || copy_hit_of_[i] != req_id) continue;
+    const model::BlockCopy& c = step.block_copies[i];
+    // The copy reads the block that caches the state after the hit's tokens.
+    const auto holder =
+        static_cast<std::size_t>(computed) < hashes.size()
+            ? blocks_.pool(c.group).lookup(hashes[static_cast<std::size_t>(computed)])
+            : std::nullopt;
+    if (holder != c.src)
+      return inconsistent(step.index, req_id,
+                          fmt::format("copies block {} of group {} for its hit of {} tokens, "
+                                      "which {}",
+                                      c.src, c.group, computed,
+                                      holder ? fmt::format("block {} caches", *holder)
+                                             : std::string("no block caches")),
+                          "a copy of the block the hit found");
+    copy_adopted_[i] = true;
+    if (auto why = blocks_.adopt_copy(c, true, step.index))
+      return inconsistent(step.index, req_id, *why, "a copy into a free block");
+  }
   return std::nullopt;
 }
 
@@ -271,7 +356,7 @@ std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
                                    std::int32_t num_tokens, bool strict) const {
   const std::int32_t B = layout_.config.mamba_block_size;
   if (!attention_.active())
-    return longest_prefix_hit(blocks_.pools(), B, hashes, num_tokens, 0, strict);
+    return longest_prefix_hit(blocks_.pools(), B, hashes, num_tokens, blocks_.hash_unit(), strict);
   // vLLM's hybrid hit: the rightmost cached Mamba boundary at or below the attention groups'
   // hit (their contiguous cached prefix, at most num_tokens - 1 tokens), less a block with
   // EAGLE.
@@ -380,14 +465,18 @@ void Replayer::commit(const model::Step& step) {
   // Registered as the step was planned, it is first hit in the next planning: made once the
   // step ran, so that its own writes into them are the ones registration promised.
   register_at_schedule(step);
+  blocks_.release_copies(step.index); // the step ran its copies
   last_rows_.clear();
   for (const model::ScheduledRequest& s : step.scheduled) {
     const RequestTruth& t = ledger_.truth(s.req_id);
     computed_after_[s.req_id] = t.num_committed;
     if (async_) {
-      pending_.emplace_back(s.req_id, t.num_committed);
+      pending_.push_back({.req_id = s.req_id,
+                          .num_committed = t.num_committed,
+                          .drafted = s.num_draft_tokens > 0});
     } else if (contract_.registration == model::CacheRegistration::after_commit) {
-      blocks_.cache_blocks(s.req_id, t.num_committed, t.hashes, t.tokens, tail_tokens_);
+      blocks_.cache_blocks(s.req_id, t.num_committed, t.hashes, t.tokens, tail_tokens_,
+                           s.num_draft_tokens > 0 ? 0 : t.num_prompt_tokens);
       attention_.register_blocks(s.req_id, t.hashes, t.num_committed);
     }
     last_rows_[s.req_id] = {.start = t.listed_computed, .scheduled = s.num_scheduled_tokens};

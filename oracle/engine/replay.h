@@ -81,6 +81,14 @@ public:
 private:
   std::optional<Finding> run_step(const model::Step& step);
   std::optional<Finding> apply_tables(const model::Step& step);
+  // The step's block copies (partial-hash hits): which admitted request's hit each one serves
+  // (by group and destination block), and the copies of the producers of partial tails, of
+  // `req_id` (empty: of any request), adopted by the shadow block manager.
+  void note_hit_copies(const model::Step& step);
+  std::optional<Finding> adopt_producer_copies(const model::Step& step, const std::string& req_id);
+  std::optional<Finding> adopt_hit_copies(const model::Step& step, const std::string& req_id,
+                                          std::int32_t computed,
+                                          std::span<const model::TokenHash> hashes);
   std::optional<Finding> check_counts(const model::Step& step) const;
   std::optional<Finding> check_planned_count(const model::Step& step,
                                              const model::CachedRequestData& c) const;
@@ -122,6 +130,10 @@ private:
   model::SchedulerContract contract_;
   // Blocks the step in flight can touch are held back and checked (an unordered writer).
   bool hold_in_flight_ = false;
+  // This step's copies: adopted yet, and those that serve an admitted request's hit (by group
+  // and destination block, its request).
+  std::vector<bool> copy_adopted_;
+  std::vector<std::string> copy_hit_of_;
   BlockManager blocks_;
   AttentionShadow attention_;
   OracleRunner runner_;
@@ -139,7 +151,12 @@ private:
   std::unordered_map<std::string, LastRow> last_rows_;
   // Async: its registrations not made yet (request, tokens committed); -1: none pending.
   std::int64_t pending_step_ = -1;
-  std::vector<std::pair<std::string, std::int32_t>> pending_;
+  struct PendingRow {
+    std::string req_id;
+    std::int32_t num_committed = 0;
+    bool drafted = false; // its row had drafts: it caches no partial tail (block_manager.h)
+  };
+  std::vector<PendingRow> pending_;
   InFlightAccesses in_flight_accesses_;
   // Async, with registrations planned: the tokens known before the output of each row of the
   // step replayed last (what its scheduler knew planning the step after it).

@@ -1,4 +1,6 @@
 #include "oracle/engine/runner.h"
+
+#include "model/block_copy.h"
 #include "oracle/engine/runner_step.h"
 
 #include "model/block_table.h"
@@ -173,6 +175,20 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
     return false;
   }
   return true;
+}
+
+void OracleRunner::copy_blocks(const model::Step& step, StepRecord& rec) {
+  if (step.block_copies.empty()) return;
+  model::copy_blocks(layout_, launch_case_.arenas, step.block_copies);
+  for (const model::BlockCopy& c : step.block_copies)
+    for (std::size_t i = 0; i < layout_.tensors.size(); ++i)
+      if (layout_.tensors[i].group == c.group)
+        rec.access.writes.push_back({.batch_row = -1,
+                                     .tensor = static_cast<std::int32_t>(i),
+                                     .group = c.group,
+                                     .col = -1,
+                                     .block_id = c.dst,
+                                     .origin = "block_copy"});
 }
 
 } // namespace mc::oracle::engine

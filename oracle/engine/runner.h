@@ -127,6 +127,9 @@ private:
   enum class Tables : std::uint8_t { batch, deferred_batch, slots };
 
   void update_rows(const model::Step& step);
+  // The step's block copies (partial-hash hits), before anything else, recorded as writes of
+  // no batch row (BlockAccess::batch_row -1).
+  void copy_blocks(const model::Step& step, StepRecord& rec);
   const AllModeRecord* find_record(const std::string& req_id) const;
   void update_slots(const model::Step& step);
   void execute_v1(StepCtx& ctx);

@@ -16,6 +16,7 @@ StepRecord OracleRunner::execute(const model::Step& step, const Ledger& ledger) 
   update_rows(step);
   if (options_.flavour == model::RunnerFlavour::v2) update_slots(step);
   step_index_ = step.index;
+  copy_blocks(step, rec);
   StepCtx ctx{.step = step, .ledger = ledger, .rec = rec};
   const std::size_t n = step.scheduled.size();
   ctx.num_computed.reserve(n);

@@ -24,7 +24,7 @@ Scheduler::Scheduler(const model::Layout& layout, const SchedulerOptions& option
                      std::vector<RequestSpec> requests, std::uint64_t seed, Structures structures)
     : config_(layout.config), options_(options), keep_rows_(structures == Structures::fast),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
-              structures),
+              structures, options.hash_block_size),
       rng_(model::SplitMix64::from_seed(seed)), tail_tokens_(model::conv_history_rows_max(layout)) {
   for (RequestSpec& spec : requests) {
     SchedRequest r{.spec = std::move(spec)};
@@ -90,9 +90,21 @@ std::int32_t Scheduler::split_chunk(const SchedRequest& r, std::int32_t remainin
   std::int32_t last = last_boundary;
   if (options_.drafter_prunes_last_block) last = std::max(last - B, 0);
   const std::int32_t after = computed + num_new;
-  if (computed < last && last < after) return last - computed;
-  if (after < last_boundary) return num_new / B * B;
-  return num_new;
+  std::int32_t end = after;
+  if (computed < last && last < after)
+    end = last;
+  else if (after < last_boundary)
+    end = after / B * B;
+  // The stops vLLM adds, the earliest inside the chunk: after a partial-hash hit the chunk
+  // starts mid-block and ends on that block's boundary (the column it writes in place then holds
+  // a boundary state again); and the prompt's last hash boundary past the last cacheable block
+  // boundary, where the chunk stops so that its partial tail can be cached.
+  if (computed % B != 0) end = std::min(end, (computed / B + 1) * B);
+  const std::int32_t h = blocks_.hash_unit();
+  const std::int32_t tail = r.spec.num_prompt_tokens / h * h;
+  if (h < B && last < tail && tail < r.spec.num_prompt_tokens && computed < tail)
+    end = std::min(end, tail);
+  return std::max(end - computed, 0);
 }
 
 std::optional<std::int32_t> Scheduler::manager_split(const SchedRequest& r, std::int32_t num_new,
@@ -257,6 +269,7 @@ model::Step Scheduler::schedule(model::Step spent) {
     throw KvManagerFault{"no request could be scheduled for 5 steps with work left: every "
                          "allocate_slots or prefix hit was refused"};
   MC_ASSERT(idle_steps_ <= 4);
+  step.block_copies = blocks_.take_copies(step.index);
   ++step_;
   ++stats_.steps;
   return step;

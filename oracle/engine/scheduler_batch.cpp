@@ -115,19 +115,21 @@ bool Scheduler::admit_one(SchedRequest& r, model::Step& step, std::int32_t& budg
   // Async: preempted while its row is in flight; it resumes once that row reported.
   if (r.in_flight.step >= 0) return false;
   if (kv_) return admit_external(r, step, budget);
-  const std::int32_t B = config_.mamba_block_size;
+  // Hits end on multiples of the hash unit (B, or its divisor with partial-hash hits).
+  const std::int32_t unit = blocks_.hash_unit();
   std::vector<model::TokenHash> boundaries;
-  for (std::int32_t p = 0; (p + 1) * B <= r.num_tokens - 1; ++p)
-    boundaries.push_back(r.prefix_hashes[static_cast<std::size_t>((p + 1) * B)]);
+  for (std::int32_t p = 0; (p + 1) * unit <= r.num_tokens - 1; ++p)
+    boundaries.push_back(r.prefix_hashes[static_cast<std::size_t>((p + 1) * unit)]);
   const std::int32_t hit =
       blocks_.find_cache_hit(boundaries, static_cast<std::int32_t>(boundaries.size()));
-  const std::int32_t longest =
-      longest_prefix_hit(blocks_.pools(), B, r.prefix_hashes, r.num_tokens);
-  r.num_computed = hit >= 0 ? (hit + 1) * B : 0;
+  if (hit == -2) return false; // its hit is a copy this step makes: it waits a step
+  const std::int32_t longest = longest_prefix_hit(blocks_.pools(), config_.mamba_block_size,
+                                                  r.prefix_hashes, r.num_tokens, unit);
+  r.num_computed = hit >= 0 ? (hit + 1) * unit : 0;
   const std::int32_t num_new = split_chunk(r, r.num_tokens - r.num_computed, budget);
   const std::string& id = r.spec.req_id;
   if (num_new > 0 && hit >= 0)
-    blocks_.start_with_hit(id, hit, boundaries[static_cast<std::size_t>(hit)]);
+    blocks_.start_with_hit(id, r.num_computed, boundaries[static_cast<std::size_t>(hit)]);
   if (num_new == 0 || !blocks_.can_allocate(id, r.num_computed + num_new)) {
     blocks_.free_request(id); // gives a touched hit block back
     r.num_computed = 0;
@@ -180,6 +182,7 @@ void Scheduler::update(const model::Step& step) {
   const Rows& rows = async_rows ? in_flight_ : planned_;
   if (async_rows && kv_) kv_->output_processed();
   if (async_rows) blocks_.release_in_flight();
+  blocks_.release_copies(step.index); // the step ran its copies
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
     // The row schedule() made, unless a test edited the step (then by id).
@@ -209,11 +212,18 @@ void Scheduler::update(const model::Step& step) {
         const KvRequest q = kv_request(r, false);
         kv_->cache_blocks(q, q.num_computed - q.placeholders);
       }
-    } else if (same_row)
-      blocks_.cache_blocks(*rows.held[b], r.num_computed, r.prefix_hashes, r.spec.tokens,
-                           tail_tokens_);
-    else
-      blocks_.cache_blocks(s.req_id, r.num_computed, r.prefix_hashes, r.spec.tokens, tail_tokens_);
+    } else {
+      // A partial tail only from a row without drafts (a padded prompt tail's drafts stay in
+      // its conv window), and when no later row of r is planned yet: that row overwrites it.
+      const bool partial = s.num_draft_tokens == 0 && r.planned.step < 0;
+      const std::int32_t num_prompt = partial ? r.spec.num_prompt_tokens : 0;
+      if (same_row)
+        blocks_.cache_blocks(*rows.held[b], r.num_computed, r.prefix_hashes, r.spec.tokens,
+                             tail_tokens_, num_prompt);
+      else
+        blocks_.cache_blocks(s.req_id, r.num_computed, r.prefix_hashes, r.spec.tokens, tail_tokens_,
+                             num_prompt);
+    }
     if (r.num_tokens >= r.spec.max_len) finish(r);
   }
 }

@@ -13,7 +13,8 @@ namespace mc::oracle::engine {
 std::int32_t longest_prefix_hit(std::span<const BlockPool> pools, std::int32_t block_size,
                                 std::span<const model::TokenHash> hashes, std::int32_t num_tokens,
                                 std::int32_t unit, bool strict) {
-  MC_ASSERT(block_size >= 1 && (unit == 0 || unit % block_size == 0));
+  // A unit: the attention groups' (a multiple of B), or a hash unit below B (a divisor of it).
+  MC_ASSERT(block_size >= 1 && (unit == 0 || unit % block_size == 0 || block_size % unit == 0));
   const std::int32_t step = unit == 0 ? block_size : unit;
   // The last token is always computed: its logits sample the next one.
   const auto covered_max = static_cast<std::int32_t>(

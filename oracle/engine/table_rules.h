@@ -26,8 +26,8 @@ namespace mc::oracle::engine {
 
 // The longest prefix hit in tokens (0: none) for a request with `num_tokens` tokens (prompt and
 // outputs so far) whose running hashes are `hashes` (hashes[p]: the first p tokens; positions
-// past its end are not looked at): the largest q * block_size <= num_tokens - 1 whose boundary
-// hash is cached in every pool (`strict`: BlockPool::lookup's).
+// past its end are not looked at): the largest q * unit <= num_tokens - 1 whose boundary hash is
+// cached in every pool (`unit` 0: block_size; `strict`: BlockPool::lookup's).
 std::int32_t longest_prefix_hit(std::span<const BlockPool> pools, std::int32_t block_size,
                                 std::span<const model::TokenHash> hashes, std::int32_t num_tokens,
                                 std::int32_t unit = 0, bool strict = false);

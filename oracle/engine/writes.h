@@ -10,12 +10,14 @@
 namespace mc::oracle::engine {
 
 struct BlockAccess {
-  std::int32_t batch_row = 0; // the request: the step's scheduled[batch_row]
+  // The request: the step's scheduled[batch_row]; -1 for a block copy of the step, which no
+  // row makes (model::Step::block_copies).
+  std::int32_t batch_row = 0;
   std::int32_t tensor = 0;
   std::int32_t group = 0;
   std::int32_t col = 0;
   std::int32_t block_id = 0;
-  std::string_view origin; // "forward", "precopy", "batch_copy", "postprocess", ...
+  std::string_view origin; // "forward", "precopy", "batch_copy", "postprocess", "block_copy"...
 };
 
 struct AccessLog {

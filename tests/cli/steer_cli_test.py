@@ -77,10 +77,10 @@ def first_reached(args, feature):
 
 
 narrow = {
-    ("--cases", "400", "--max-size", "5"): ("resume-after-accepted-drafts", [(347, 1), (271, 4)]),
+    ("--cases", "400", "--max-size", "5"): ("resume-after-accepted-drafts", [(347, 1), (271, 5)]),
     ("--cases", "400", "--max-size", "0"): ("prefix-hit-several-blocks", [(366, 1), (286, 11)]),
     ("--cases", "300", "--max-size", "20", "--block-size", "560"):
-        ("prefill-crosses-several", [(None, 0), (257, 47)]),
+        ("prefill-crosses-several", [(None, 0), (257, 65)]),
 }
 for args, (feature, expected) in narrow.items():
     got = first_reached(list(args), feature)

@@ -64,6 +64,33 @@ TEST(EngineFuzz, GeneratorIsDeterministicAndValid) {
   }
 }
 
+// A hash unit below the block size (partial-hash hits) in about a third of the align cases
+// without an EAGLE drafter from size 40 on, always a proper divisor of the block size; none
+// below that size, so the seeds of small campaigns keep their cases.
+TEST(EngineFuzz, SomeAlignCasesHashInUnitsBelowTheBlockSize) {
+  int drawn = 0;
+  int eligible = 0;
+  for (std::uint64_t seed = 1; seed <= 600; ++seed) {
+    const EngineCase c = generate_engine_case(seed, 40 + static_cast<int>(seed % 61));
+    const std::int32_t B = c.config.mamba_block_size;
+    const std::int32_t unit = c.engine.scheduler.hash_block_size;
+    const bool align = c.config.mode == model::CacheMode::align;
+    if (align && B >= 2 && !c.engine.scheduler.drafter_prunes_last_block) ++eligible;
+    if (unit == 0) continue;
+    ++drawn;
+    EXPECT_TRUE(align) << "seed " << seed;
+    EXPECT_FALSE(c.engine.scheduler.drafter_prunes_last_block) << "seed " << seed;
+    EXPECT_LT(unit, B) << "seed " << seed;
+    EXPECT_EQ(B % unit, 0) << "seed " << seed;
+  }
+  EXPECT_GE(drawn, eligible / 5);
+  EXPECT_LE(drawn, eligible / 2);
+  for (std::uint64_t seed = 1; seed <= 300; ++seed)
+    EXPECT_EQ(
+        generate_engine_case(seed, static_cast<int>(seed % 40)).engine.scheduler.hash_block_size, 0)
+        << "seed " << seed;
+}
+
 // Seed 91 at size 91 drew a 64-layer family that also needed its drafts turned off: the layer
 // cuts used up the generator's attempts and it aborted. Every seed of a campaign must give a
 // case (the generator aborts otherwise, so reaching the end is the check).
@@ -166,7 +193,9 @@ TEST_P(RunnerMutantKilled, ShrunkToAtMost8StepsAnd3Requests) {
 // whose last token closes a block (case 3), unbounded_accepted_read a decode without spec
 // decode (case 3); padded_rows_stale_index a decode-only step padded for a CUDA graph after a
 // larger one (case 29), which takes 4 requests at least: 4 decodes, then 3 padded to 4;
-// graph_buffers_reallocated a second decode-only step of one batch size (case 2).
+// graph_buffers_reallocated a second decode-only step of one batch size (case 2);
+// block_copies_skipped the first case that hashes in units below the block size (drawn from
+// size 40 on: case 46 of seed 1), whose first partial tail is copied away.
 INSTANTIATE_TEST_SUITE_P(
     All, RunnerMutantKilled,
     ::testing::Values(KillCase{RunnerMutant::skip_cleanup_of_resumed, 1, 30, 40},
@@ -188,6 +217,7 @@ INSTANTIATE_TEST_SUITE_P(
                       KillCase{RunnerMutant::spec_slice_wrong_start, 1, 30, 40},
                       KillCase{RunnerMutant::padded_rows_stale_index, 1, 30, 40, 4},
                       KillCase{RunnerMutant::unbounded_accepted_read, 1, 30, 40},
+                      KillCase{RunnerMutant::block_copies_skipped, 1, 60, 50},
                       KillCase{RunnerMutant::graph_buffers_reallocated, 1, 30, 40}),
     [](const ::testing::TestParamInfo<KillCase>& param_info) {
       return std::string(gpu::engine::to_string(param_info.param.mutant));

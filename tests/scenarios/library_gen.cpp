@@ -267,6 +267,18 @@ std::vector<Scenario> production_scenarios() {
     out.push_back(std::move(s));
   }
   {
+    Scenario s = production("p-b560-v1-partial-hash-hit", 560, 3, v1, 24, 1120);
+    s.runner_mutants = {"block_copies_skipped"};
+    s.guards = "B = 560, 3 drafts, V1, prefix hashes every 16 tokens (vLLM's partial-hash "
+               "hits): a's 1210-token prompt stops its chunk at 1200, its last hash boundary, "
+               "whose state is cached from the running block and copied away when a runs on; "
+               "b shares a's first 1205 tokens and hits those 1200 mid-block, taking a private "
+               "copy of the cached block before it writes it";
+    s.options.scheduler.hash_block_size = 16;
+    s.requests = {request("a", 0, 1210, 100, 1, 1210), request("b", 8, 1400, 100, 1, 1205)};
+    out.push_back(std::move(s));
+  }
+  {
     Scenario s = production("p-b2048-v1-batch-copy", 2048, 3, v1, 16, 8192);
     s.runner_mutants = {"prev_c_division", "curr_floor_division", "postprocess_skipped_no_drafts",
                         "postprocess_reset_dropped", "v2_seed_with_attn_block_size"};
@@ -623,6 +635,7 @@ std::string render(const Scenario& s) {
   if (options.runner.v1_copy_path == oracle::engine::V1CopyPath::batch_copy)
     header.source["scenario"]["v1_copy_path"] = "batch_copy";
   if (options.scheduler.async_scheduling) scenarios::set_async_model_contract(header);
+  scenarios::set_hash_unit(header, options.scheduler.hash_block_size);
   if (options.scheduler.drafter_prunes_last_block) { // the replay counts the lookahead's rows
     header.contract.eagle = true;
     header.version = scenarios::kTraceFormatVersionContract;

@@ -85,8 +85,8 @@ std::vector<BadTrace> header_catalogue() {
        R"({"format":"mambacheck-trace",)"
        "\n",
        1, "json", "the JSON value is cut short: the line ends at column 29"},
-      {"version from the future", with(R"("version":1)", R"("version":5)"), 1, "version",
-       "format version 5; this mambacheck reads version 4"},
+      {"version from the future", with(R"("version":1)", R"("version":6)"), 1, "version",
+       "format version 6; this mambacheck reads version 5"},
       {"version zero", with(R"("version":1)", R"("version":0)"), 1, "version", "start at 1"},
       {"async flag before version 3",
        with(R"("version":1,)", R"("version":2,"async_scheduling":true,)"), 1, "async_scheduling",
@@ -452,6 +452,75 @@ TEST(TraceReject, EveryCatalogueTraceIsValidWithoutItsFault) {
   while (all_reader.next())
     ++steps;
   EXPECT_EQ(steps, 4);
+}
+
+// Partial-hash hits (version 5): the scheduler's hash_block_size and a step's block_copies.
+std::string partial_header(const std::string& scheduler) {
+  std::string h = kHeader;
+  h.replace(h.find(R"("version":1)"), 11, R"("version":5)");
+  h.insert(h.size() - 1, R"(,"scheduler":)" + scheduler);
+  return h;
+}
+const std::string kUnit2 = R"({"cache_registration":"after_commit","hash_block_size":2})";
+// "b" arrives with a 5-token prompt and a hit of `computed` tokens (2: a hash unit, half a
+// block) whose private copy is block 5, at its hit column 0.
+std::string partial_hit(const std::string& copies, int computed = 2) {
+  std::string tokens;
+  for (int t = computed + 1; t <= 5; ++t)
+    tokens += fmt::format("{}{}", tokens.empty() ? "" : ",", t);
+  return step(1, fmt::format(R"("new_requests":[{{"req_id":"b","prompt_token_ids":[1,2,3,4,5],)"
+                             R"("num_computed_tokens":{},"block_ids":[[5,6,7]]}}],)"
+                             R"("scheduled":[{{"req_id":"b","num_scheduled_tokens":{},)"
+                             R"("token_ids":[{}]}}]{})",
+                             computed, 5 - computed, tokens, copies));
+}
+
+TEST(TraceReject, PartialHashHits) {
+  const std::string h = partial_header(kUnit2);
+  {
+    std::istringstream in(lines({h, kArriveA, partial_hit(R"(,"block_copies":[[0,2,5]])")}));
+    TraceReader reader(in, "partial.jsonl");
+    EXPECT_EQ(reader.header().contract.hash_block_size, 2);
+    ASSERT_TRUE(reader.next());
+    const std::optional<model::Step> s = reader.next();
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->block_copies, (std::vector<model::BlockCopy>{{.group = 0, .src = 2, .dst = 5}}));
+    EXPECT_EQ(s->new_requests[0].num_computed_tokens, 2);
+  }
+  const std::vector<BadTrace> bad = {
+      {"a hash unit that does not divide the block size",
+       lines({partial_header(R"({"cache_registration":"after_commit","hash_block_size":3})")}), 1,
+       "scheduler.hash_block_size", "must divide mamba_block_size 4"},
+      {"a hit off the hash unit", lines({h, kArriveA, partial_hit("", 3)}), 3,
+       "new_requests[0].num_computed_tokens", "not a multiple of hash_block_size 2"},
+      {"copies without partial hits",
+       lines({partial_header(R"({"cache_registration":"at_schedule"})"), kArriveA,
+              partial_hit(R"(,"block_copies":[[0,2,5]])", 0)}),
+       3, "block_copies", "only with partial-hash hits"},
+      {"a copy outside the pool",
+       lines({h, kArriveA, partial_hit(R"(,"block_copies":[[0,2,32]])")}), 3, "block_copies[0]",
+       "not a block of group 0's pool"},
+      {"a copy of the null block",
+       lines({h, kArriveA, partial_hit(R"(,"block_copies":[[0,0,5]])")}), 3, "block_copies[0]",
+       "not a block of group 0's pool"},
+      {"a chain of copies",
+       lines({h, kArriveA, partial_hit(R"(,"block_copies":[[0,2,5],[0,5,9]])")}), 3,
+       "block_copies[0]", "both a destination and a source"},
+      {"a copy of no group", lines({h, kArriveA, partial_hit(R"(,"block_copies":[[1,2,5]])")}), 3,
+       "block_copies[0]", "the layout has 1 groups"},
+      {"a copy that is not [group, source, destination]",
+       lines({h, kArriveA, partial_hit(R"(,"block_copies":[[0,2]])")}), 3, "block_copies[0]",
+       "expected [group, source block, destination block]"},
+  };
+  for (const BadTrace& b : bad)
+    expect_refused(b);
+  // Before version 5 a step has no block copies.
+  std::string v4 = h;
+  v4.replace(v4.find(R"("version":5)"), 11, R"("version":4)");
+  v4.replace(v4.find(R"(,"hash_block_size":2)"), 20, "");
+  expect_refused({"block copies in a version 4 trace",
+                  lines({v4, kArriveA, partial_hit(R"(,"block_copies":[[0,2,5]])", 0)}), 3,
+                  "block_copies", "unknown"});
 }
 
 } // namespace

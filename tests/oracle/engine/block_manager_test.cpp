@@ -77,7 +77,7 @@ TEST_P(BlockManagerByHand, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
   const std::vector<model::TokenHash> boundaries{h[4], h[8], h[12], h[16]};
   EXPECT_EQ(m.find_cache_hit(boundaries, 4), 3); // the rightmost cached boundary
   EXPECT_EQ(m.find_cache_hit(boundaries, 3), 0);
-  m.start_with_hit("b", 3, h[16]);
+  m.start_with_hit("b", 16, h[16]);
   EXPECT_EQ(table(m, "b"), (Table{0, 0, 0, 2}));
   EXPECT_EQ(m.pool(0).ref_count(2), 2);
   EXPECT_EQ(m.num_new_blocks("b", 18), 3);
@@ -86,6 +86,99 @@ TEST_P(BlockManagerByHand, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
   m.free_request("a");
   EXPECT_EQ(m.pool(0).ref_count(2), 1);
   EXPECT_NE(m.pool(0).lookup(h[4]), std::nullopt); // freed but still cached (evictable)
+}
+
+// Partial-hash hits (hash unit 2 below B = 4): the producer caches its prompt's last hash
+// boundary (10 of 11 tokens) from the block at column 2; a hit on it takes a private copy; the
+// producer's next allocation copies its block away and moves the cache entry to the copy. Both
+// ends of each copy stay retained until the copy's step completed.
+TEST_P(BlockManagerByHand, PartialHashHitsCopyOnWrite) {
+  BlockManager m(align_config(), 1, 24, GetParam(), 2);
+  EXPECT_EQ(m.hash_unit(), 2);
+  std::vector<std::int32_t> tokens(40);
+  std::iota(tokens.begin(), tokens.end(), 7);
+  std::vector<model::TokenHash> h{model::kEmptySequenceHash};
+  for (const std::int32_t t : tokens)
+    h.push_back(model::extend_hash(h.back(), t));
+  m.allocate("a", 4);
+  m.cache_blocks("a", 4, h, tokens, 3, 11);
+  m.allocate("a", 8);
+  m.cache_blocks("a", 8, h, tokens, 3, 11);
+  m.allocate("a", 10);
+  m.cache_blocks("a", 9, h, tokens, 3, 11); // not the prompt's last hash boundary: nothing
+  EXPECT_EQ(m.find("a")->partial_col, -1);
+  m.cache_blocks("a", 10, h, tokens, 3, 11);
+  ASSERT_EQ(m.find("a")->partial_col, 2);
+  const std::int32_t source = table(m, "a")[2];
+  ASSERT_NE(m.pool(0).cached(source), nullptr);
+  EXPECT_EQ(m.pool(0).cached(source)->num_tokens, 10);
+  EXPECT_EQ(m.pool(0).cached(source)->position, 2);
+  EXPECT_EQ(m.pool(0).lookup(h[10]), source);
+  EXPECT_TRUE(m.take_copies(3).empty());
+
+  // A hit of 10 tokens: the hit block at column 2, then its private copy there.
+  m.start_with_hit("b", 10, h[10]);
+  EXPECT_EQ(table(m, "b"), (Table{0, 0, source}));
+  EXPECT_EQ(m.find("b")->partial_col, 2);
+  EXPECT_EQ(m.num_new_blocks("b", 12), 3); // the running block, nsb speculative, the copy
+  m.allocate("b", 12);
+  const std::int32_t copy = table(m, "b")[2];
+  EXPECT_NE(copy, source);
+  EXPECT_EQ(m.find("b")->partial_col, -1);
+  EXPECT_TRUE(m.copy_pending(0, copy));
+  EXPECT_EQ(m.take_copies(4),
+            (std::vector<model::BlockCopy>{{.group = 0, .src = source, .dst = copy}}));
+  EXPECT_FALSE(m.copy_pending(0, copy));
+  EXPECT_EQ(m.pool(0).ref_count(source), 2); // a's table and the copy's retention
+  EXPECT_EQ(m.pool(0).retained(source), 1);
+  EXPECT_EQ(m.pool(0).ref_count(copy), 2); // b's table and the retention
+  EXPECT_EQ(m.pool(0).retained(copy), 1);
+  EXPECT_EQ(m.pool(0).cached(copy), nullptr);
+  EXPECT_EQ(m.check_accounting(), std::nullopt);
+  m.release_copies(3); // an earlier step's completion releases nothing of step 4
+  EXPECT_EQ(m.pool(0).retained(copy), 1);
+  m.release_copies(4);
+  EXPECT_EQ(m.pool(0).ref_count(source), 1);
+  EXPECT_EQ(m.pool(0).ref_count(copy), 1);
+  EXPECT_EQ(m.check_accounting(), std::nullopt);
+
+  // The producer runs on: its block stays in its table, the cached state moves to a copy.
+  EXPECT_EQ(m.num_new_blocks("a", 11), 1);
+  m.allocate("a", 11);
+  EXPECT_EQ(table(m, "a")[2], source);
+  const std::vector<model::BlockCopy> copies = m.take_copies(5);
+  ASSERT_EQ(copies.size(), 1U);
+  const std::int32_t moved = copies[0].dst;
+  EXPECT_EQ(copies[0].src, source);
+  EXPECT_EQ(m.pool(0).cached(source), nullptr);
+  ASSERT_NE(m.pool(0).cached(moved), nullptr);
+  EXPECT_EQ(m.pool(0).cached(moved)->num_tokens, 10);
+  EXPECT_EQ(m.pool(0).ref_count(source), 2);
+  EXPECT_EQ(m.pool(0).ref_count(moved), 1); // the retention alone
+  EXPECT_EQ(m.check_accounting(), std::nullopt);
+  m.release_copies(5);
+  EXPECT_EQ(m.pool(0).ref_count(moved), 0);
+  EXPECT_TRUE(m.pool(0).queued(moved));
+  EXPECT_EQ(m.pool(0).lookup(h[10]), moved); // free, and still findable
+  EXPECT_EQ(m.check_accounting(), std::nullopt);
+}
+
+// A hit on a block a copy of this very planning fills waits (vLLM's same-step guard).
+TEST_P(BlockManagerByHand, AHitOnACopyNotRunYetWaits) {
+  BlockManager m(align_config(), 1, 24, GetParam(), 2);
+  std::vector<std::int32_t> tokens(40);
+  std::iota(tokens.begin(), tokens.end(), 7);
+  std::vector<model::TokenHash> h{model::kEmptySequenceHash};
+  for (const std::int32_t t : tokens)
+    h.push_back(model::extend_hash(h.back(), t));
+  m.allocate("a", 4);
+  m.allocate("a", 6);
+  m.cache_blocks("a", 6, h, tokens, 3, 7); // 7 tokens: the tail is 6
+  m.allocate("a", 7);                      // the copy moves the entry
+  const std::vector<model::TokenHash> boundaries{h[2], h[4], h[6]};
+  EXPECT_EQ(m.find_cache_hit(boundaries, 3), -2);
+  m.take_copies(2);
+  EXPECT_EQ(m.find_cache_hit(boundaries, 3), 2);
 }
 
 TEST_P(BlockManagerByHand, AllModeKeepsOneBlockPerBlockSizeTokens) {
@@ -153,7 +246,7 @@ TEST_P(BlockPoolByHand, NullBlockIsNeverHandedOutAndFreesInFlightAreHeldBack) {
 TEST_P(BlockPoolByHand, AHeldBackCachedBlockIsOutOfTheCachesReachUntilReleased) {
   BlockPool p(4, GetParam());
   EXPECT_EQ(p.take(1), (Table{1}));
-  p.register_block(1, 77, 0, {});
+  p.register_block(1, 77, 0, {}, 4);
   p.mark_in_flight(1);
   p.free(1);
   EXPECT_FALSE(p.lookup(77).has_value());

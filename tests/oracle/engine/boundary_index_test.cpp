@@ -51,9 +51,9 @@ TEST(BlockPool, RegistrationsAreNumberedAndTheLogIsBounded) {
   EXPECT_EQ(pool.num_registrations(), 0u);
   const std::vector<std::int32_t> blocks = pool.take(7); // every block but the null one
   ASSERT_EQ(blocks, (std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 7}));
-  pool.register_block(2, 100, 0, {});
-  pool.register_block(3, 100, 1, {}); // refused: block 2 holds that boundary; not numbered
-  pool.register_block(1, 200, 1, {});
+  pool.register_block(2, 100, 0, {}, 4);
+  pool.register_block(3, 100, 1, {}, 8); // refused: block 2 holds that boundary; not numbered
+  pool.register_block(1, 200, 1, {}, 8);
   EXPECT_EQ(pool.num_registrations(), 2u);
   const auto all = pool.registered_since(0);
   ASSERT_TRUE(all.has_value());
@@ -65,7 +65,7 @@ TEST(BlockPool, RegistrationsAreNumberedAndTheLogIsBounded) {
   for (int i = 0; i < 2000; ++i) {
     pool.free(3);
     ASSERT_EQ(pool.take(1), std::vector<std::int32_t>{3}) << i; // 3 is the only free block
-    pool.register_block(3, 1000 + static_cast<std::uint64_t>(i), 2, {});
+    pool.register_block(3, 1000 + static_cast<std::uint64_t>(i), 2, {}, 12);
   }
   pool.free(3);
   EXPECT_EQ(pool.num_registrations(), 2002u);
@@ -85,8 +85,8 @@ TEST(BlockPool, DuplicateBoundariesAreFoundInTheOrderTheyWereRegistered) {
     pool.allow_duplicate_boundaries();
     ASSERT_EQ(pool.take(4), (std::vector<std::int32_t>{1, 2, 3, 4}));
     for (const std::int32_t b : {1, 2, 3})
-      pool.register_block(b, 77, 0, {});
-    pool.register_block(4, 78, 0, {});
+      pool.register_block(b, 77, 0, {}, 4);
+    pool.register_block(4, 78, 0, {}, 4);
     for (const std::int32_t b : {1, 2, 3, 4})
       pool.free(b);
     EXPECT_EQ(pool.lookup(77), 1);
@@ -99,8 +99,8 @@ TEST(BlockPool, DuplicateBoundariesAreFoundInTheOrderTheyWereRegistered) {
     EXPECT_EQ(pool.lookup(78), 4);
     // The only later holder goes first, then the first: nothing is left behind either.
     ASSERT_EQ(pool.take(2), (std::vector<std::int32_t>{5, 6}));
-    pool.register_block(5, 88, 0, {});
-    pool.register_block(6, 88, 0, {});
+    pool.register_block(5, 88, 0, {}, 4);
+    pool.register_block(6, 88, 0, {}, 4);
     pool.free(5);
     pool.free(6);
     EXPECT_TRUE(pool.taken_elsewhere(6));
@@ -109,7 +109,7 @@ TEST(BlockPool, DuplicateBoundariesAreFoundInTheOrderTheyWereRegistered) {
     EXPECT_FALSE(pool.lookup(88).has_value());
     // Registered again after all its holders went: one holder, none stale behind it.
     ASSERT_EQ(pool.take(1), std::vector<std::int32_t>{7});
-    pool.register_block(7, 77, 0, {});
+    pool.register_block(7, 77, 0, {}, 4);
     pool.free(7);
     EXPECT_TRUE(pool.taken_elsewhere(7));
     EXPECT_FALSE(pool.lookup(77).has_value());
@@ -119,8 +119,8 @@ TEST(BlockPool, DuplicateBoundariesAreFoundInTheOrderTheyWereRegistered) {
 TEST(BlockPool, WithoutDuplicatesASecondHolderIsRefused) {
   BlockPool pool(8, Structures::fast);
   ASSERT_EQ(pool.take(2), (std::vector<std::int32_t>{1, 2}));
-  pool.register_block(1, 77, 0, {});
-  pool.register_block(2, 77, 0, {});
+  pool.register_block(1, 77, 0, {}, 4);
+  pool.register_block(2, 77, 0, {}, 4);
   EXPECT_EQ(pool.cached(2), nullptr);
   pool.free(1);
   EXPECT_TRUE(pool.taken_elsewhere(1));

@@ -189,7 +189,7 @@ TEST(CachedSelection, FastAndPlainSelectTheSameBlocks) {
             mine[static_cast<std::size_t>(draw(rng, 0, static_cast<int>(mine.size()) - 1))];
         if (pool.cached(block) == nullptr)
           pool.register_block(block, static_cast<model::TokenHash>(draw(rng, 0, 20)),
-                              draw(rng, 0, 5), {});
+                              draw(rng, 0, 5), {}, 4);
       }
     }
     fallbacks += pools[0].registered_since(registrations_before).has_value() ? 0 : 1;
@@ -292,8 +292,8 @@ private:
     ASSERT_EQ(fast_.find_cache_hit(boundaries, n), hit);
     r.num_computed = hit >= 0 ? (hit + 1) * B : 0;
     if (hit >= 0) {
-      fast_.start_with_hit(r.id, hit, boundaries[static_cast<std::size_t>(hit)]);
-      plain_.start_with_hit(r.id, hit, boundaries[static_cast<std::size_t>(hit)]);
+      fast_.start_with_hit(r.id, r.num_computed, boundaries[static_cast<std::size_t>(hit)]);
+      plain_.start_with_hit(r.id, r.num_computed, boundaries[static_cast<std::size_t>(hit)]);
     }
     const std::int32_t tokens = r.num_computed + num_new;
     const bool can = plain_.can_allocate(r.id, tokens);

@@ -166,8 +166,8 @@ TEST(LongestPrefixHit, BoundedByTheLastTokenAndTheHashesKnown) {
   std::vector<model::TokenHash> h(13);
   std::iota(h.begin(), h.end(), model::TokenHash{1000});
   const std::vector<std::int32_t> no_tail;
-  pool.register_block(3, h[8], 1, no_tail);
-  pool.register_block(5, h[12], 2, no_tail);
+  pool.register_block(3, h[8], 1, no_tail, 8);
+  pool.register_block(5, h[12], 2, no_tail, 12);
   const std::span<const BlockPool> pools(&pool, 1);
   EXPECT_EQ(longest_prefix_hit(pools, 4, h, 13), 12);
   EXPECT_EQ(longest_prefix_hit(pools, 4, h, 12), 8); // 12 tokens: boundary 12 is the last token
