@@ -83,9 +83,9 @@ public:
   // dies or times out on this case, and ExternalWorkerFailure when it cannot be used.
   model::LaunchResult run(const model::LaunchCase& launch_case);
 
-  // One line of the engine or bench protocol (backends/external_engine.h,
-  // bench/external_bench.h) and its answer line, first starting the worker again if it died
-  // before. Throws as run() does: ExternalKernelError for `error:`, ExternalWorkerCrash,
+  // One line of a protocol (run()'s case line, the engine or bench protocol's:
+  // backends/external_engine.h, bench/external_bench.h) and its answer line, first starting the
+  // worker again if it died before. Throws as run() does: ExternalKernelError for `error:`, ExternalWorkerCrash,
   // ExternalWorkerFailure for `fatal:` (naming `what` the request was) or no answer.
   std::string request(const std::string& line, std::string_view what = "an engine launch");
 
