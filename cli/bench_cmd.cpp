@@ -154,9 +154,7 @@ int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
     report.push_back(to_json(r));
     if (r.report.first_finding) rc = kExitMismatch;
   }
-  if (!k.json_path.empty()) {
-    write_file_atomically("--json", k.json_path, report.dump(2) + "\n");
-  }
+  write_json_file("--json", k.json_path, report);
   return rc;
 }
 
@@ -184,8 +182,7 @@ int run_case_bench_command(const gpu::BenchOptions& k, const CaseArgs& a, std::u
   if (backend == backends::Backend::cuda) o.gen.weights.grid *= 2; // as `fuzz` draws for cuda
   const bench::CaseBenchResult r = bench::run_case_bench(o);
   std::cout << bench::describe(o, r) << std::flush;
-  if (!k.json_path.empty())
-    write_file_atomically("--json", k.json_path, bench::to_json(o, r).dump(2) + "\n");
+  write_json_file("--json", k.json_path, bench::to_json(o, r));
   return r.failed > 0 ? kExitMismatch : kExitOk;
 }
 
@@ -225,8 +222,7 @@ int run_external_bench_command(const gpu::BenchOptions& k, const ExternalArgs& a
     std::cerr << "mambacheck: " << failure.message << "\n";
     return kExitMismatch;
   }
-  if (!k.json_path.empty())
-    write_file_atomically("--json", k.json_path, result.report.dump(2) + "\n");
+  write_json_file("--json", k.json_path, result.report);
   if (limited)
     std::cout << (result.regression
                       ? fmt::format("REGRESSION: {} of {} cases slower than {}x the baseline\n",

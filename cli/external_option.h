@@ -1,6 +1,8 @@
 // --external and --external-timeout as the engine-level commands declare them, and the one check
-// of the timeout every command that takes one applies.
+// of the timeout every command that takes one applies; the engine commands' --backend.
 #pragma once
+
+#include "model/backend.h"
 
 #include <CLI/CLI.hpp>
 
@@ -18,5 +20,9 @@ void check_external_timeout(double seconds);
 // of a worker command (backends/block_manager_worker.h; docs/block-manager.md).
 void add_block_manager_options(CLI::App& cmd, std::string& command, double& timeout_seconds);
 void check_block_manager_timeout(double seconds);
+
+// `run`, `replay` and `show`: the executor --backend names, host or cuda (`what` follows "host
+// or cuda" in the refusal of another name); EnvironmentError for cuda without a device.
+model::Backend engine_executor(const std::string& backend, std::string_view what = "");
 
 } // namespace mc::cli

@@ -293,7 +293,6 @@ fuzz::LaunchRunner device_worker_runner(const FuzzOptions& o,
       [worker](const model::LaunchCase& launch) { return worker->run(launch); });
 }
 
-// The kernel level of `fuzz`.
 LevelResult run_kernel_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
                              const model::CoverageRequirement& required) {
   const fuzz::CampaignOptions c = campaign_options(o, backend, false, seconds_max);
@@ -337,7 +336,6 @@ LevelResult run_kernel_level(const FuzzOptions& o, backends::Backend backend, do
   return run_level(c, level, cases_in_shard(o, c), required);
 }
 
-// The engine level of `fuzz`.
 LevelResult run_engine_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
                              const fuzz::EngineCaseFixed& fixed,
                              const model::CoverageRequirement& required) {
@@ -539,7 +537,7 @@ int run_fuzz(FuzzOptions o) {
   if (o.level != "kernel" && !model::interrupted())
     add("engine", run_engine_level(o, backend, seconds_each, fixed, required));
   if (o.parallel.mps) print_mps_fault_caveat(report);
-  if (!o.report.empty()) write_file_atomically("--report", o.report, report.dump(2) + "\n");
+  write_json_file("--report", o.report, report);
   if (!o.junit.empty()) write_junit(o.junit, "mambacheck.fuzz", junit);
   if (model::interrupted()) return 128 + model::interrupt_signal();
   return exit_code;

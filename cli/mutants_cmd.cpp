@@ -102,8 +102,7 @@ std::string format_catalogue(const std::vector<fuzz::MutantJob>& jobs) {
 
 void write_reports(const MutantsOptions& o, const fuzz::MutantRunOptions& run,
                    const std::vector<fuzz::MutantOutcome>& outcomes) {
-  if (!o.report.empty())
-    write_file_atomically("--report", o.report, fuzz::to_json(run, outcomes, true).dump(2) + "\n");
+  write_json_file("--report", o.report, fuzz::to_json(run, outcomes, true));
   if (o.junit.empty()) return;
   std::vector<JunitCase> cases;
   for (const fuzz::MutantOutcome& m : outcomes) {
