@@ -132,12 +132,8 @@ int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
   std::vector<oracle::engine::EngineBenchCase> cases;
   for (const std::string& p : o.presets) // every option checked before anything runs
     cases.push_back(oracle::engine::make_engine_bench_case(p, o));
-  std::unique_ptr<backends::BlockManagerWorker> manager;
-  if (!a.block_manager.empty()) {
-    check_block_manager_timeout(a.block_manager_timeout);
-    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = a.block_manager, .timeout_seconds = a.block_manager_timeout});
-  }
+  const std::unique_ptr<backends::BlockManagerWorker> manager =
+      start_block_manager(a.block_manager, a.block_manager_timeout);
   nlohmann::json report = nlohmann::json::array();
   int rc = kExitOk;
   for (const oracle::engine::EngineBenchCase& c : cases) {

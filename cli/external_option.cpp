@@ -34,6 +34,14 @@ void check_block_manager_timeout(double seconds) {
     model::fail_input("--block-manager-timeout: expected 0 < seconds <= 86400, got {}", seconds);
 }
 
+std::unique_ptr<backends::BlockManagerWorker> start_block_manager(const std::string& command,
+                                                                  double timeout_seconds) {
+  if (command.empty()) return nullptr;
+  check_block_manager_timeout(timeout_seconds);
+  return std::make_unique<backends::BlockManagerWorker>(
+      backends::BlockManagerOptions{.command = command, .timeout_seconds = timeout_seconds});
+}
+
 model::Backend engine_executor(const std::string& backend, std::string_view what) {
   if (backend == "host") return model::Backend::host;
   if (backend != "cuda")

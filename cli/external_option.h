@@ -2,10 +2,12 @@
 // of the timeout every command that takes one applies; the engine commands' --backend.
 #pragma once
 
+#include "backends/block_manager_worker.h"
 #include "model/backend.h"
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 
 namespace mc::cli {
@@ -20,6 +22,9 @@ void check_external_timeout(double seconds);
 // of a worker command (backends/block_manager_worker.h; docs/block-manager.md).
 void add_block_manager_options(CLI::App& cmd, std::string& command, double& timeout_seconds);
 void check_block_manager_timeout(double seconds);
+// --block-manager's worker, started once its timeout is checked; null without the option.
+std::unique_ptr<backends::BlockManagerWorker> start_block_manager(const std::string& command,
+                                                                  double timeout_seconds);
 
 // `run`, `replay` and `show`: the executor --backend names, host or cuda (`what` follows "host
 // or cuda" in the refusal of another name); EnvironmentError for cuda without a device.

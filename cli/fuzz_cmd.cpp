@@ -343,10 +343,8 @@ LevelResult run_engine_level(const FuzzOptions& o, backends::Backend backend, do
   std::unique_ptr<backends::ExternalEngineSource> adapter;
   // The campaign's own block manager: cases run here, reruns, shrinking; each case worker
   // starts its own from the command.
-  std::unique_ptr<backends::BlockManagerWorker> manager;
-  if (!o.block_manager.empty())
-    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
+  const std::unique_ptr<backends::BlockManagerWorker> manager =
+      start_block_manager(o.block_manager, o.block_manager_timeout);
   fuzz::EngineLevelOptions e{
       .fixed = fixed,
       .steer_epoch = steer_epoch(o),

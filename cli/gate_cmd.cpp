@@ -723,9 +723,8 @@ GateWorkers start_gate_workers(const GateOptions& o, Target& target) {
         std::filesystem::absolute(std::filesystem::path(o.out) / "engine-worker.log"));
     target.engine = w.engine.get();
   }
-  if (!o.block_manager.empty()) {
-    w.manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
+  w.manager = start_block_manager(o.block_manager, o.block_manager_timeout);
+  if (w.manager) {
     target.block_manager = o.block_manager;
     target.manager = w.manager.get();
   }

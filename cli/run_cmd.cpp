@@ -206,13 +206,9 @@ int run_run(const RunOptions& o) {
     external = backends::start_external_engine(o.external, o.external_timeout, {});
     s.external = external.get();
   }
-  std::unique_ptr<backends::BlockManagerWorker> manager;
-  if (!o.block_manager.empty()) {
-    check_block_manager_timeout(o.block_manager_timeout);
-    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
-    s.block_manager = manager.get();
-  }
+  const std::unique_ptr<backends::BlockManagerWorker> manager =
+      start_block_manager(o.block_manager, o.block_manager_timeout);
+  s.block_manager = manager.get();
   check_output_file("--steps-out", o.steps_out);
   StepsOutput steps_output(o.steps_out, std::nullopt);
   if (steps_output.wanted()) s.on_view = steps_output.sink();
