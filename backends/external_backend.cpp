@@ -339,6 +339,15 @@ std::string point_campaign_at(std::vector<model::LaunchKind>& drawn, fuzz::Launc
   return names;
 }
 
+std::unique_ptr<ExternalWorker> start_worker_in(const std::string& command,
+                                                const fs::path& work_dir, double timeout_seconds) {
+  fs::create_directories(work_dir);
+  return std::make_unique<ExternalWorker>(ExternalOptions{.command = command,
+                                                          .work_dir = work_dir,
+                                                          .log_file = work_dir / "worker.log",
+                                                          .timeout_seconds = timeout_seconds});
+}
+
 std::unique_ptr<ExternalWorker> attach_external_worker(std::vector<model::LaunchKind>& drawn,
                                                        fuzz::LaunchRunner& backend,
                                                        ExternalOptions options) {

@@ -145,6 +145,13 @@ std::string point_campaign_at(std::vector<model::LaunchKind>& drawn, fuzz::Launc
 
 using model::shell_quote;
 
+// A worker whose case files and log (worker.log) go in `work_dir`, created first
+// (std::filesystem::filesystem_error when it cannot be); ExternalWorkerFailure as the
+// constructor.
+std::unique_ptr<ExternalWorker> start_worker_in(const std::string& command,
+                                                const std::filesystem::path& work_dir,
+                                                double timeout_seconds);
+
 // Points a kernel campaign at an external worker, started here (point_campaign_at).
 // Returns the worker (keep it alive for the campaign). Prints one line about the worker.
 std::unique_ptr<ExternalWorker> attach_external_worker(std::vector<model::LaunchKind>& drawn,

@@ -276,14 +276,9 @@ fuzz::LaunchRunner device_worker_runner(const FuzzOptions& o,
       "exec {} worker --backend cuda",
       backends::shell_quote(std::filesystem::read_symlink("/proc/self/exe").string()));
   if (!o.mutant.empty()) command += fmt::format(" --mutant {}", o.mutant);
-  const std::filesystem::path work = std::filesystem::path(o.out) / "device-worker";
   try {
-    std::filesystem::create_directories(work);
-    worker = std::make_shared<backends::ExternalWorker>(
-        backends::ExternalOptions{.command = command,
-                                  .work_dir = work,
-                                  .log_file = work / "worker.log",
-                                  .timeout_seconds = o.case_timeout});
+    worker = backends::start_worker_in(command, std::filesystem::path(o.out) / "device-worker",
+                                       o.case_timeout);
   } catch (const backends::ExternalWorkerFailure& failure) {
     throw model::EnvironmentError(failure.message);
   } catch (const std::filesystem::filesystem_error& e) {

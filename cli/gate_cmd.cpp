@@ -329,15 +329,8 @@ StageResult kernel_fuzz_stage(const GateOptions& o, const Target& t) {
   StageResult s;
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::kernel);
   std::unique_ptr<backends::ExternalWorker> worker;
-  if (!t.external.empty()) {
-    const std::filesystem::path work = t.out / "kernel-worker";
-    std::filesystem::create_directories(work);
-    worker = std::make_unique<backends::ExternalWorker>(
-        backends::ExternalOptions{.command = t.external,
-                                  .work_dir = work,
-                                  .log_file = work / "worker.log",
-                                  .timeout_seconds = t.external_timeout});
-  }
+  if (!t.external.empty())
+    worker = backends::start_worker_in(t.external, t.out / "kernel-worker", t.external_timeout);
   const model::CoverageRequirement required =
       stage_requirement(o, model::CoverageLevel::kernel, worker ? &worker->kinds() : nullptr);
   std::vector<CampaignRun> runs = fixed_runs(kKernelSeeds, o.kernel_cases);
