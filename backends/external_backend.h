@@ -85,8 +85,9 @@ public:
 
   // One line of a protocol (run()'s case line, the engine or bench protocol's:
   // backends/external_engine.h, bench/external_bench.h) and its answer line, first starting the
-  // worker again if it died before. Throws as run() does: ExternalKernelError for `error:`, ExternalWorkerCrash,
-  // ExternalWorkerFailure for `fatal:` (naming `what` the request was) or no answer.
+  // worker again if it died before. Throws as run() does: ExternalKernelError for `error:`,
+  // ExternalWorkerCrash, ExternalWorkerFailure for `fatal:` (naming `what` the request was) or no
+  // answer.
   std::string request(const std::string& line, std::string_view what = "an engine launch");
 
   const std::vector<model::LaunchKind>& kinds() const { return kinds_; }
