@@ -240,14 +240,18 @@ void BlockManagerWorker::new_step_starts() {
   post({{"op", "step"}}, "new_step_starts");
 }
 
-std::int32_t BlockManagerWorker::get_computed_blocks(const oracle::engine::KvRequest& r) {
-  const nlohmann::json answer = call({{"op", "hit"}, {"req", request_json(r)}},
-                                     "get_computed_blocks");
+std::int32_t BlockManagerWorker::call_for_tokens(const nlohmann::json& message,
+                                                 std::string_view what) {
+  const nlohmann::json answer = call(message, what);
   try {
     return answer.at("tokens").get<std::int32_t>();
   } catch (const nlohmann::json::exception& e) {
-    fault("get_computed_blocks", fmt::format("answer does not read: {}", e.what()));
+    fault(what, fmt::format("answer does not read: {}", e.what()));
   }
+}
+
+std::int32_t BlockManagerWorker::get_computed_blocks(const oracle::engine::KvRequest& r) {
+  return call_for_tokens({{"op", "hit"}, {"req", request_json(r)}}, "get_computed_blocks");
 }
 
 bool BlockManagerWorker::allocate_slots(const oracle::engine::KvRequest& r,
@@ -277,16 +281,11 @@ std::optional<std::int32_t> BlockManagerWorker::aligned_split(const oracle::engi
                                                               std::int32_t num_new_tokens,
                                                               std::int32_t num_new_computed_tokens) {
   if (!splits_) return std::nullopt;
-  const nlohmann::json answer = call({{"op", "split"},
-                                      {"req", request_json(r)},
-                                      {"num_new", num_new_tokens},
-                                      {"num_new_computed", num_new_computed_tokens}},
-                                     "_mamba_block_aligned_split");
-  try {
-    return answer.at("tokens").get<std::int32_t>();
-  } catch (const nlohmann::json::exception& e) {
-    fault("_mamba_block_aligned_split", fmt::format("answer does not read: {}", e.what()));
-  }
+  return call_for_tokens({{"op", "split"},
+                          {"req", request_json(r)},
+                          {"num_new", num_new_tokens},
+                          {"num_new_computed", num_new_computed_tokens}},
+                         "_mamba_block_aligned_split");
 }
 
 void BlockManagerWorker::free(const oracle::engine::KvRequest& r) {

@@ -70,6 +70,8 @@ private:
   // One call: the answer object; KvManagerFault for `error:`, death, timeout or garbage. The
   // answers of calls posted before it are read first.
   nlohmann::json call(const nlohmann::json& message, std::string_view what);
+  // A call whose answer is {"tokens": N} (hit, split): N.
+  std::int32_t call_for_tokens(const nlohmann::json& message, std::string_view what);
   // A call whose answer ({}) nothing waits for (new_step_starts, free, cache_blocks, output):
   // written now, its answer read before the next call's, so a round trip is saved and a
   // failure is still reported against the call that failed.

@@ -281,16 +281,9 @@ model::LaunchResult ExternalWorker::run(const model::LaunchCase& launch_case) {
   fs::remove_all(case_dir, ec);
   fs::remove_all(result_dir, ec);
   model::save_case(launch_case, case_dir);
-  log_bytes_at_case_ = log_size(options_.log_file);
-  std::string answer;
-  const model::ReadEnd end = write_line(case_dir.string() + "\t" + result_dir.string())
-                                 ? read_line(answer)
-                                 : model::ReadEnd::closed;
   ++cases_run_;
-  if (end != model::ReadEnd::line) crashed_on_case(end);
-  if (starts_with(answer, "error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
-  if (starts_with(answer, "fatal:"))
-    fail(fmt::format("gave up on {}: {}", case_dir.string(), excerpt(trimmed(answer.substr(6)))));
+  const std::string answer =
+      request(case_dir.string() + "\t" + result_dir.string(), case_dir.string());
   const fs::path answered = trimmed(answer);
   if (answered.empty() || !model::has_result(answered))
     fail(fmt::format("answered \"{}\", which is neither a result directory (DIR/{}/result.json) "
@@ -344,6 +337,15 @@ std::string point_campaign_at(std::vector<model::LaunchKind>& drawn, fuzz::Launc
   ExternalWorker* w = &worker;
   backend = [w](const model::LaunchCase& launch_case) { return w->run(launch_case); };
   return names;
+}
+
+std::unique_ptr<ExternalWorker> start_worker_in(const std::string& command,
+                                                const fs::path& work_dir, double timeout_seconds) {
+  fs::create_directories(work_dir);
+  return std::make_unique<ExternalWorker>(ExternalOptions{.command = command,
+                                                          .work_dir = work_dir,
+                                                          .log_file = work_dir / "worker.log",
+                                                          .timeout_seconds = timeout_seconds});
 }
 
 std::unique_ptr<ExternalWorker> attach_external_worker(std::vector<model::LaunchKind>& drawn,

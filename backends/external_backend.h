@@ -83,10 +83,11 @@ public:
   // dies or times out on this case, and ExternalWorkerFailure when it cannot be used.
   model::LaunchResult run(const model::LaunchCase& launch_case);
 
-  // One line of the engine or bench protocol (backends/external_engine.h,
-  // bench/external_bench.h) and its answer line, first starting the worker again if it died
-  // before. Throws as run() does: ExternalKernelError for `error:`, ExternalWorkerCrash,
-  // ExternalWorkerFailure for `fatal:` (naming `what` the request was) or no answer.
+  // One line of a protocol (run()'s case line, the engine or bench protocol's:
+  // backends/external_engine.h, bench/external_bench.h) and its answer line, first starting the
+  // worker again if it died before. Throws as run() does: ExternalKernelError for `error:`,
+  // ExternalWorkerCrash, ExternalWorkerFailure for `fatal:` (naming `what` the request was) or no
+  // answer.
   std::string request(const std::string& line, std::string_view what = "an engine launch");
 
   const std::vector<model::LaunchKind>& kinds() const { return kinds_; }
@@ -144,6 +145,13 @@ std::string point_campaign_at(std::vector<model::LaunchKind>& drawn, fuzz::Launc
                               ExternalWorker& worker);
 
 using model::shell_quote;
+
+// A worker whose case files and log (worker.log) go in `work_dir`, created first
+// (std::filesystem::filesystem_error when it cannot be); ExternalWorkerFailure as the
+// constructor.
+std::unique_ptr<ExternalWorker> start_worker_in(const std::string& command,
+                                                const std::filesystem::path& work_dir,
+                                                double timeout_seconds);
 
 // Points a kernel campaign at an external worker, started here (point_campaign_at).
 // Returns the worker (keep it alive for the campaign). Prints one line about the worker.

@@ -132,12 +132,8 @@ int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
   std::vector<oracle::engine::EngineBenchCase> cases;
   for (const std::string& p : o.presets) // every option checked before anything runs
     cases.push_back(oracle::engine::make_engine_bench_case(p, o));
-  std::unique_ptr<backends::BlockManagerWorker> manager;
-  if (!a.block_manager.empty()) {
-    check_block_manager_timeout(a.block_manager_timeout);
-    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = a.block_manager, .timeout_seconds = a.block_manager_timeout});
-  }
+  const std::unique_ptr<backends::BlockManagerWorker> manager =
+      start_block_manager(a.block_manager, a.block_manager_timeout);
   nlohmann::json report = nlohmann::json::array();
   int rc = kExitOk;
   for (const oracle::engine::EngineBenchCase& c : cases) {
@@ -154,9 +150,7 @@ int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
     report.push_back(to_json(r));
     if (r.report.first_finding) rc = kExitMismatch;
   }
-  if (!k.json_path.empty()) {
-    write_file_atomically("--json", k.json_path, report.dump(2) + "\n");
-  }
+  write_json_file("--json", k.json_path, report);
   return rc;
 }
 
@@ -184,8 +178,7 @@ int run_case_bench_command(const gpu::BenchOptions& k, const CaseArgs& a, std::u
   if (backend == backends::Backend::cuda) o.gen.weights.grid *= 2; // as `fuzz` draws for cuda
   const bench::CaseBenchResult r = bench::run_case_bench(o);
   std::cout << bench::describe(o, r) << std::flush;
-  if (!k.json_path.empty())
-    write_file_atomically("--json", k.json_path, bench::to_json(o, r).dump(2) + "\n");
+  write_json_file("--json", k.json_path, bench::to_json(o, r));
   return r.failed > 0 ? kExitMismatch : kExitOk;
 }
 
@@ -225,8 +218,7 @@ int run_external_bench_command(const gpu::BenchOptions& k, const ExternalArgs& a
     std::cerr << "mambacheck: " << failure.message << "\n";
     return kExitMismatch;
   }
-  if (!k.json_path.empty())
-    write_file_atomically("--json", k.json_path, result.report.dump(2) + "\n");
+  write_json_file("--json", k.json_path, result.report);
   if (limited)
     std::cout << (result.regression
                       ? fmt::format("REGRESSION: {} of {} cases slower than {}x the baseline\n",

@@ -51,10 +51,6 @@ model::LaunchResult run_external(const CaseOptions& options, const model::Launch
   }
 }
 
-void write_report(const std::string& path, const nlohmann::json& report) {
-  write_file_atomically("--report", path, report.dump(2) + "\n");
-}
-
 std::string summary(const model::LaunchResult& result) {
   if (result.status == model::LaunchStatus::unsupported)
     return fmt::format("unsupported: {}", result.unsupported_reason);
@@ -92,13 +88,13 @@ int report_kernel_error(const CaseOptions& options, const model::LaunchCase& lau
   std::cout << fmt::format("{}: {} on {} ({} rows): MISMATCH: the backend failed: {}\n",
                            options.dir, model::to_string(launch_case.kind), backend_name,
                            launch_case.num_reqs, error);
-  if (!options.report.empty())
-    write_report(options.report, {{"case", options.dir},
-                                  {"kind", model::to_string(launch_case.kind)},
-                                  {"backend", backend_name},
-                                  {"external", options.external},
-                                  {"difference", error},
-                                  {"exit_code", kExitMismatch}});
+  write_json_file("--report", options.report,
+                  {{"case", options.dir},
+                   {"kind", model::to_string(launch_case.kind)},
+                   {"backend", backend_name},
+                   {"external", options.external},
+                   {"difference", error},
+                   {"exit_code", kExitMismatch}});
   return kExitMismatch;
 }
 
@@ -247,7 +243,7 @@ int run_case_command(const CaseOptions& options) {
   const int exit_code =
       options.check ? check_result(options, launch_case, backend, outcome, report) : kExitOk;
   report["exit_code"] = exit_code;
-  if (!options.report.empty()) write_report(options.report, report);
+  write_json_file("--report", options.report, report);
   return exit_code;
 }
 

@@ -16,6 +16,7 @@
 #include "backends/external_engine.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
+#include "cli/external_option.h"
 #include "fuzz/campaign/kernel_campaign.h"
 #include "fuzz/case_workers.h"
 #include "fuzz/engine/engine_fuzz.h"
@@ -90,11 +91,9 @@ make_engine_source(const nlohmann::json& backend) {
 // The engine level's block manager of this worker, where the campaign has one.
 std::unique_ptr<backends::BlockManagerWorker> make_block_manager(const nlohmann::json& setup) {
   const nlohmann::json& run = setup.at("options").at("run");
-  const std::string command = run.value("block_manager", "");
-  if (command.empty()) return nullptr;
   try {
-    return std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = command, .timeout_seconds = run.value("block_manager_timeout", 60.0)});
+    return start_block_manager(run.value("block_manager", ""),
+                               run.value("block_manager_timeout", 60.0));
   } catch (const model::EnvironmentError& e) {
     throw fuzz::CaseWorkerFatal{e.what()};
   }

@@ -1,5 +1,6 @@
 #include "cli/external_option.h"
 
+#include "gpu/cuda_backend.h"
 #include "model/errors.h"
 
 namespace mc::cli {
@@ -31,6 +32,22 @@ void add_block_manager_options(CLI::App& cmd, std::string& command, double& time
 void check_block_manager_timeout(double seconds) {
   if (!(seconds > 0 && seconds <= 86400))
     model::fail_input("--block-manager-timeout: expected 0 < seconds <= 86400, got {}", seconds);
+}
+
+std::unique_ptr<backends::BlockManagerWorker> start_block_manager(const std::string& command,
+                                                                  double timeout_seconds) {
+  if (command.empty()) return nullptr;
+  check_block_manager_timeout(timeout_seconds);
+  return std::make_unique<backends::BlockManagerWorker>(
+      backends::BlockManagerOptions{.command = command, .timeout_seconds = timeout_seconds});
+}
+
+model::Backend engine_executor(const std::string& backend, std::string_view what) {
+  if (backend == "host") return model::Backend::host;
+  if (backend != "cuda")
+    model::fail_input("--backend: expected host or cuda{}, got '{}'", what, backend);
+  if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
+  return model::Backend::cuda;
 }
 
 } // namespace mc::cli

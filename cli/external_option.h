@@ -1,9 +1,13 @@
 // --external and --external-timeout as the engine-level commands declare them, and the one check
-// of the timeout every command that takes one applies.
+// of the timeout every command that takes one applies; the engine commands' --backend.
 #pragma once
+
+#include "backends/block_manager_worker.h"
+#include "model/backend.h"
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 
 namespace mc::cli {
@@ -18,5 +22,12 @@ void check_external_timeout(double seconds);
 // of a worker command (backends/block_manager_worker.h; docs/block-manager.md).
 void add_block_manager_options(CLI::App& cmd, std::string& command, double& timeout_seconds);
 void check_block_manager_timeout(double seconds);
+// --block-manager's worker, started once its timeout is checked; null without the option.
+std::unique_ptr<backends::BlockManagerWorker> start_block_manager(const std::string& command,
+                                                                  double timeout_seconds);
+
+// `run`, `replay` and `show`: the executor --backend names, host or cuda (`what` follows "host
+// or cuda" in the refusal of another name); EnvironmentError for cuda without a device.
+model::Backend engine_executor(const std::string& backend, std::string_view what = "");
 
 } // namespace mc::cli

@@ -276,14 +276,9 @@ fuzz::LaunchRunner device_worker_runner(const FuzzOptions& o,
       "exec {} worker --backend cuda",
       backends::shell_quote(std::filesystem::read_symlink("/proc/self/exe").string()));
   if (!o.mutant.empty()) command += fmt::format(" --mutant {}", o.mutant);
-  const std::filesystem::path work = std::filesystem::path(o.out) / "device-worker";
   try {
-    std::filesystem::create_directories(work);
-    worker = std::make_shared<backends::ExternalWorker>(
-        backends::ExternalOptions{.command = command,
-                                  .work_dir = work,
-                                  .log_file = work / "worker.log",
-                                  .timeout_seconds = o.case_timeout});
+    worker = backends::start_worker_in(command, std::filesystem::path(o.out) / "device-worker",
+                                       o.case_timeout);
   } catch (const backends::ExternalWorkerFailure& failure) {
     throw model::EnvironmentError(failure.message);
   } catch (const std::filesystem::filesystem_error& e) {
@@ -293,7 +288,6 @@ fuzz::LaunchRunner device_worker_runner(const FuzzOptions& o,
       [worker](const model::LaunchCase& launch) { return worker->run(launch); });
 }
 
-// The kernel level of `fuzz`.
 LevelResult run_kernel_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
                              const model::CoverageRequirement& required) {
   const fuzz::CampaignOptions c = campaign_options(o, backend, false, seconds_max);
@@ -337,7 +331,6 @@ LevelResult run_kernel_level(const FuzzOptions& o, backends::Backend backend, do
   return run_level(c, level, cases_in_shard(o, c), required);
 }
 
-// The engine level of `fuzz`.
 LevelResult run_engine_level(const FuzzOptions& o, backends::Backend backend, double seconds_max,
                              const fuzz::EngineCaseFixed& fixed,
                              const model::CoverageRequirement& required) {
@@ -345,10 +338,8 @@ LevelResult run_engine_level(const FuzzOptions& o, backends::Backend backend, do
   std::unique_ptr<backends::ExternalEngineSource> adapter;
   // The campaign's own block manager: cases run here, reruns, shrinking; each case worker
   // starts its own from the command.
-  std::unique_ptr<backends::BlockManagerWorker> manager;
-  if (!o.block_manager.empty())
-    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
+  const std::unique_ptr<backends::BlockManagerWorker> manager =
+      start_block_manager(o.block_manager, o.block_manager_timeout);
   fuzz::EngineLevelOptions e{
       .fixed = fixed,
       .steer_epoch = steer_epoch(o),
@@ -539,7 +530,7 @@ int run_fuzz(FuzzOptions o) {
   if (o.level != "kernel" && !model::interrupted())
     add("engine", run_engine_level(o, backend, seconds_each, fixed, required));
   if (o.parallel.mps) print_mps_fault_caveat(report);
-  if (!o.report.empty()) write_file_atomically("--report", o.report, report.dump(2) + "\n");
+  write_json_file("--report", o.report, report);
   if (!o.junit.empty()) write_junit(o.junit, "mambacheck.fuzz", junit);
   if (model::interrupted()) return 128 + model::interrupt_signal();
   return exit_code;

@@ -329,15 +329,8 @@ StageResult kernel_fuzz_stage(const GateOptions& o, const Target& t) {
   StageResult s;
   model::Coverage coverage = model::Coverage::empty(model::CoverageLevel::kernel);
   std::unique_ptr<backends::ExternalWorker> worker;
-  if (!t.external.empty()) {
-    const std::filesystem::path work = t.out / "kernel-worker";
-    std::filesystem::create_directories(work);
-    worker = std::make_unique<backends::ExternalWorker>(
-        backends::ExternalOptions{.command = t.external,
-                                  .work_dir = work,
-                                  .log_file = work / "worker.log",
-                                  .timeout_seconds = t.external_timeout});
-  }
+  if (!t.external.empty())
+    worker = backends::start_worker_in(t.external, t.out / "kernel-worker", t.external_timeout);
   const model::CoverageRequirement required =
       stage_requirement(o, model::CoverageLevel::kernel, worker ? &worker->kinds() : nullptr);
   std::vector<CampaignRun> runs = fixed_runs(kKernelSeeds, o.kernel_cases);
@@ -723,9 +716,8 @@ GateWorkers start_gate_workers(const GateOptions& o, Target& target) {
         std::filesystem::absolute(std::filesystem::path(o.out) / "engine-worker.log"));
     target.engine = w.engine.get();
   }
-  if (!o.block_manager.empty()) {
-    w.manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
+  w.manager = start_block_manager(o.block_manager, o.block_manager_timeout);
+  if (w.manager) {
     target.block_manager = o.block_manager;
     target.manager = w.manager.get();
   }

@@ -31,22 +31,15 @@ std::string xml_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (const char c : text) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    default:
+    const std::string_view entity = c == '&'   ? "&amp;"
+                                    : c == '<' ? "&lt;"
+                                    : c == '>' ? "&gt;"
+                                    : c == '"' ? "&quot;"
+                                               : "";
+    if (entity.empty())
       out += c;
-    }
+    else
+      out += entity;
   }
   return out;
 }

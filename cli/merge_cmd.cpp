@@ -194,8 +194,7 @@ int run_merge(const MergeOptions& o) {
       junit.push_back(std::move(jc));
     fails = fails || level_fails(*level);
   }
-  if (!o.report.empty())
-    write_file_atomically("--report", o.report, merged.report.dump(2) + "\n");
+  write_json_file("--report", o.report, merged.report);
   if (!o.junit.empty()) write_junit(o.junit, "mambacheck.fuzz", junit);
   if (merged.interrupted_signal != 0) return 128 + merged.interrupted_signal;
   return fails ? kExitMismatch : kExitOk;

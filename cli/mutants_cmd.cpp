@@ -43,18 +43,16 @@ fuzz::MutantLaunchRunner device_worker_runner(const std::string& out) {
     std::shared_ptr<backends::ExternalWorker>& worker = (*workers)[mutant];
     if (!worker) {
       const std::string name(gpu::kernel_mutants()[static_cast<std::size_t>(mutant) - 1].name);
-      const std::filesystem::path work = std::filesystem::path(out) / "device-worker" / name;
       // A worker that cannot start says nothing of the mutant: it must end the run (exit 3),
       // never count as the case's finding, which any std::exception from here would.
       try {
-        std::filesystem::create_directories(work);
-        worker = std::make_shared<backends::ExternalWorker>(backends::ExternalOptions{
-            .command = fmt::format(
+        worker = backends::start_worker_in(
+            fmt::format(
                 "exec {} worker --backend cuda --mutant {}",
                 backends::shell_quote(std::filesystem::read_symlink("/proc/self/exe").string()),
                 name),
-            .work_dir = work,
-            .log_file = work / "worker.log"});
+            std::filesystem::path(out) / "device-worker" / name,
+            backends::kExternalTimeoutSecondsDefault);
       } catch (const std::exception& e) {
         throw backends::ExternalWorkerFailure{
             fmt::format("the device worker of mutant {} did not start: {}", name, e.what())};
@@ -102,8 +100,7 @@ std::string format_catalogue(const std::vector<fuzz::MutantJob>& jobs) {
 
 void write_reports(const MutantsOptions& o, const fuzz::MutantRunOptions& run,
                    const std::vector<fuzz::MutantOutcome>& outcomes) {
-  if (!o.report.empty())
-    write_file_atomically("--report", o.report, fuzz::to_json(run, outcomes, true).dump(2) + "\n");
+  write_json_file("--report", o.report, fuzz::to_json(run, outcomes, true));
   if (o.junit.empty()) return;
   std::vector<JunitCase> cases;
   for (const fuzz::MutantOutcome& m : outcomes) {

@@ -5,6 +5,7 @@
 #include "model/output_file.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -76,6 +77,11 @@ void write_file_atomically(std::string_view option, const std::string& path,
                            std::string_view content) {
   check_output_file(option, path);
   model::write_whole_file(path, content, option);
+}
+
+void write_json_file(std::string_view option, const std::string& path,
+                     const nlohmann::json& report) {
+  if (!path.empty()) write_file_atomically(option, path, report.dump(2) + "\n");
 }
 
 } // namespace mc::cli

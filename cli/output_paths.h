@@ -4,6 +4,8 @@
 // killed while writing never leaves half a report.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 #include <string_view>
 
@@ -26,5 +28,10 @@ void create_output_dir(std::string_view option, const std::string& path);
 // written (a full disk, /dev/full), model::InputError when the place cannot be.
 void write_file_atomically(std::string_view option, const std::string& path,
                            std::string_view content);
+
+// A JSON report (--report, --json): `report` indented by 2 and a newline, written atomically to
+// `path`; nothing when `path` is empty (the option not given).
+void write_json_file(std::string_view option, const std::string& path,
+                     const nlohmann::json& report);
 
 } // namespace mc::cli

@@ -6,17 +6,16 @@
 // its mutants: a scenario passes when it holds clean and fails on every mutant it names).
 #include "cli/replay_run.h"
 
+#include "backends/external_engine.h"
 #include "cli/commands.h"
-#include "cli/external_option.h"
 #include "cli/compare_option.h"
 #include "cli/coverage_option.h"
+#include "cli/external_option.h"
 #include "cli/junit.h"
 #include "cli/mutant_option.h"
 #include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "cli/steps_out.h"
-#include "backends/external_engine.h"
-#include "gpu/cuda_backend.h"
 #include "gpu/engine/runner_mutant.h"
 #include "harness/library.h"
 #include "harness/replay.h"
@@ -46,12 +45,7 @@ harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
   if (!o.external.empty() && o.backend != "host")
     model::fail_input("--external and --backend: give one of them");
   harness::ReplayOptions r;
-  if (o.backend == "cuda") {
-    if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
-    r.executor = model::Backend::cuda;
-  } else if (o.backend != "host") {
-    model::fail_input("--backend: expected host or cuda, got '{}'", o.backend);
-  }
+  r.executor = engine_executor(o.backend);
   if (!o.runner.empty()) r.runner = model::parse_runner(o.runner);
   const std::optional<model::V1CopyPath> v1_copy = model::parse_v1_copy_path(o.v1_copy);
   if (!v1_copy)
@@ -150,10 +144,6 @@ nlohmann::json result_json(const ReplayCliOptions& o, const harness::ReplayResul
   return j;
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  write_file_atomically("--report", path, j.dump(2) + "\n");
-}
-
 constexpr model::CoverageLevel kEngineLevel[] = {model::CoverageLevel::engine};
 
 // `o` with --mutant sorted into its kernel and runner mutant.
@@ -237,7 +227,7 @@ int replay_one(const ReplayCliOptions& given) {
       j["interrupted"] = interrupted;
     }
     if (!required.empty()) j["coverage_missing"] = missing;
-    write_json(o.report, j);
+    write_json_file("--report", o.report, j);
   }
   if (!o.junit.empty())
     write_junit(o.junit, "mambacheck.replay",
@@ -290,7 +280,7 @@ int replay_library(const ReplayCliOptions& o) {
                       {"clean", r.clean.summary()},
                       {"mutants", mutants}});
   }
-  if (!o.report.empty()) write_json(o.report, report);
+  write_json_file("--report", o.report, report);
   if (!o.junit.empty()) write_junit(o.junit, "mambacheck.library", cases);
   fmt::print("{} of {} scenarios passed\n",
              std::count_if(results.begin(), results.end(),

@@ -5,15 +5,14 @@
 // is printed), 2 on bad options, 3 when cuda is asked for and unavailable. --record writes the
 // run's steps as a trace (`mambacheck replay` runs it again); --workload takes the requests from
 // a request-level JSON Lines workload (scenarios/workload_import.h).
-#include "cli/commands.h"
-#include "cli/external_option.h"
-#include "cli/compare_option.h"
-#include "cli/output_paths.h"
-#include "cli/coverage_option.h"
-#include "cli/steps_out.h"
 #include "backends/block_manager_worker.h"
 #include "backends/external_engine.h"
-#include "gpu/cuda_backend.h"
+#include "cli/commands.h"
+#include "cli/compare_option.h"
+#include "cli/coverage_option.h"
+#include "cli/external_option.h"
+#include "cli/output_paths.h"
+#include "cli/steps_out.h"
 #include "harness/simulate.h"
 #include "model/conv_history.h"
 #include "model/errors.h"
@@ -159,15 +158,6 @@ void apply_runner(const RunOptions& o, harness::SimulationOptions& c) {
   c.engine.runner.deferred_postprocess = o.deferred_postprocess;
 }
 
-model::Backend executor_of(const RunOptions& o) {
-  if (o.backend == "host") return model::Backend::host;
-  if (o.backend == "cuda") {
-    if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
-    return model::Backend::cuda;
-  }
-  model::fail_input("--backend: expected host or cuda, got '{}'", o.backend);
-}
-
 harness::SimulationOptions simulation_options(const RunOptions& o) {
   const model::Preset& preset = model::find_preset(o.preset);
   harness::SimulationOptions c{.config = preset.config, .spec = preset.spec, .preset = o.preset};
@@ -182,7 +172,7 @@ harness::SimulationOptions simulation_options(const RunOptions& o) {
   c.num_steps = o.steps;
   c.num_requests = o.requests;
   c.seed = o.seed;
-  c.executor = executor_of(o);
+  c.executor = engine_executor(o.backend);
   return c;
 }
 
@@ -221,13 +211,9 @@ int run_run(const RunOptions& o) {
     external = backends::start_external_engine(o.external, o.external_timeout, {});
     s.external = external.get();
   }
-  std::unique_ptr<backends::BlockManagerWorker> manager;
-  if (!o.block_manager.empty()) {
-    check_block_manager_timeout(o.block_manager_timeout);
-    manager = std::make_unique<backends::BlockManagerWorker>(backends::BlockManagerOptions{
-        .command = o.block_manager, .timeout_seconds = o.block_manager_timeout});
-    s.block_manager = manager.get();
-  }
+  const std::unique_ptr<backends::BlockManagerWorker> manager =
+      start_block_manager(o.block_manager, o.block_manager_timeout);
+  s.block_manager = manager.get();
   check_output_file("--steps-out", o.steps_out);
   StepsOutput steps_output(o.steps_out, std::nullopt);
   if (steps_output.wanted()) s.on_view = steps_output.sink();

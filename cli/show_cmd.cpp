@@ -9,6 +9,7 @@
 #include "backends/backend.h"
 #include "backends/mutant_backend.h"
 #include "cli/commands.h"
+#include "cli/external_option.h"
 #include "cli/output_paths.h"
 #include "fuzz/isolate.h"
 #include "gpu/cuda_backend.h"
@@ -111,12 +112,7 @@ int show_trace(const ShowOptions& o, const fs::path& trace, const nlohmann::json
   };
   show::EnginePictureOptions p;
   const std::string backend = o.backend.empty() ? "host" : o.backend;
-  if (backend == "cuda") {
-    if (!gpu::cuda_available()) throw model::EnvironmentError("--backend cuda: no CUDA device");
-    p.replay.executor = model::Backend::cuda;
-  } else if (backend != "host") {
-    model::fail_input("--backend: expected host or cuda for a trace, got '{}'", backend);
-  }
+  p.replay.executor = engine_executor(backend, " for a trace");
   if (from_source("v1_copy_path") == "batch_copy")
     p.replay.v1_copy_path = oracle::engine::V1CopyPath::batch_copy;
   std::string kernel = from_source("kernel_mutant"), runner = from_source("runner_mutant");
