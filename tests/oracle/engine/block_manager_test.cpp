@@ -21,6 +21,16 @@ Table table(const BlockManager& m, const std::string& id) {
   return m.find(id)->groups[0].block_ids;
 }
 
+// 40 tokens 7, 8, ... and their running hashes (h[p]: the first p tokens).
+std::pair<std::vector<std::int32_t>, std::vector<model::TokenHash>> tokens_and_hashes() {
+  std::vector<std::int32_t> tokens(40);
+  std::iota(tokens.begin(), tokens.end(), 7);
+  std::vector<model::TokenHash> h{model::kEmptySequenceHash};
+  for (const std::int32_t t : tokens)
+    h.push_back(model::extend_hash(h.back(), t));
+  return {tokens, h};
+}
+
 class BlockManagerByHand : public ::testing::TestWithParam<Structures> {};
 class BlockPoolByHand : public ::testing::TestWithParam<Structures> {};
 
@@ -64,11 +74,7 @@ TEST_P(BlockManagerByHand, LargeChunkPadsNullsAndMovesEverySpecBlock) {
 
 TEST_P(BlockManagerByHand, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
   BlockManager m(align_config(), 1, 16, GetParam());
-  std::vector<std::int32_t> tokens(40);
-  std::iota(tokens.begin(), tokens.end(), 7);
-  std::vector<model::TokenHash> h{model::kEmptySequenceHash};
-  for (const std::int32_t t : tokens)
-    h.push_back(model::extend_hash(h.back(), t));
+  const auto [tokens, h] = tokens_and_hashes();
   m.allocate("a", 4);                    // [1 2 3]
   m.allocate("a", 14);                   // [1 0 0 2 3 4]: block 2 runs at position 3
   m.cache_blocks("a", 16, h, tokens, 3); // positions 0 (block 1) and 3 (block 2)
@@ -95,11 +101,7 @@ TEST_P(BlockManagerByHand, PrefixHitStartsWithNullsThenTheSingleHitBlock) {
 TEST_P(BlockManagerByHand, PartialHashHitsCopyOnWrite) {
   BlockManager m(align_config(), 1, 24, GetParam(), 2);
   EXPECT_EQ(m.hash_unit(), 2);
-  std::vector<std::int32_t> tokens(40);
-  std::iota(tokens.begin(), tokens.end(), 7);
-  std::vector<model::TokenHash> h{model::kEmptySequenceHash};
-  for (const std::int32_t t : tokens)
-    h.push_back(model::extend_hash(h.back(), t));
+  const auto [tokens, h] = tokens_and_hashes();
   m.allocate("a", 4);
   m.cache_blocks("a", 4, h, tokens, 3, 11);
   m.allocate("a", 8);
@@ -166,11 +168,7 @@ TEST_P(BlockManagerByHand, PartialHashHitsCopyOnWrite) {
 // A hit on a block a copy of this very planning fills waits (vLLM's same-step guard).
 TEST_P(BlockManagerByHand, AHitOnACopyNotRunYetWaits) {
   BlockManager m(align_config(), 1, 24, GetParam(), 2);
-  std::vector<std::int32_t> tokens(40);
-  std::iota(tokens.begin(), tokens.end(), 7);
-  std::vector<model::TokenHash> h{model::kEmptySequenceHash};
-  for (const std::int32_t t : tokens)
-    h.push_back(model::extend_hash(h.back(), t));
+  const auto [tokens, h] = tokens_and_hashes();
   m.allocate("a", 4);
   m.allocate("a", 6);
   m.cache_blocks("a", 6, h, tokens, 3, 7); // 7 tokens: the tail is 6
