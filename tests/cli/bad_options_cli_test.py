@@ -37,7 +37,7 @@ COMMANDS = [
         "--v1-copy": NAME, "--num-spec": COUNT + ["17"], "--block-size": COUNT,
         "--layers": COUNT, "--token-budget": COUNT, "--resets-per-million": COUNT,
         "--aborts-per-million": COUNT + ["1000001"], "--step-ms": SECONDS,
-        "--whole-compare-every": COUNT + ["0"]}),
+        "--whole-compare-every": COUNT + ["0"], "--hash-block-size": COUNT + ["3", "8"]}),
     ("replay", [TRACE, "--steps", "1"], {
         "--backend": NAME, "--runner": NAME, "--v1-copy": NAME, "--mutant": NAME,
         "--kernel-mutant": NAME, "--runner-mutant": NAME, "--steps": COUNT, "--explain": COUNT,
