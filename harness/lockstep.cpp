@@ -11,6 +11,21 @@
 #include <exception>
 
 namespace mc::harness {
+namespace {
+
+// A difference in the destination of one of the step's block copies (partial-hash hits) says
+// so: that copy runs before the step's kernels, and may be what the backend got wrong.
+void name_block_copy(const model::Step& step, Difference& d) {
+  for (const model::BlockCopy& c : step.block_copies)
+    if (c.group == d.group && c.dst == d.block) {
+      d.text += fmt::format(" (the destination of the step's block copy [{}, {}, {}], run "
+                            "before its kernels)",
+                            c.group, c.src, c.dst);
+      return;
+    }
+}
+
+} // namespace
 
 ScheduledSteps::ScheduledSteps(oracle::engine::Engine& engine,
                                std::function<void(model::Step&)> edit)
@@ -104,9 +119,11 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
     }
     std::optional<Difference> d = difference_of_forward(o->step, o->record, record);
     if (!d) d = difference_of_step(layout, o->step, o->record, record);
-    if (!d)
+    if (!d) {
       d = arenas.after_step(oracle.runner().arenas(), backend_arenas, o->record.access.writes,
                             o->step.index);
+      if (d) name_block_copy(o->step, *d);
+    }
     ++result.steps_compared;
     last_compared = o->step.index;
     if (d) {

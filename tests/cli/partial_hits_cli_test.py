@@ -46,6 +46,10 @@ hits = [s for s in copies if hit_blocks(s)]
 expect(len(copies) >= 20 and hits, f"{len(copies)} steps with copies, {len(hits)} with a hit's")
 r = run([MC, "replay", trace], 0)
 expect(r.stdout.count("held:") == 1, "the replay holds", r.stdout)
+# A runner that drops the copies: the first copy's destination differs, and says it is one.
+r = run([MC, "replay", trace, "--mutant", "block_copies_skipped"], 1)
+expect("MISMATCH at step" in r.stdout and "the destination of the step's block copy" in r.stdout,
+       "block_copies_skipped: the copy's destination differs", r.stdout)
 
 
 def without(name, drop):
