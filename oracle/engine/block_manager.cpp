@@ -186,23 +186,34 @@ void BlockManager::copy_partial(RequestBlocks& req) {
     std::int32_t& entry = req.groups[g].block_ids[col];
     const std::int32_t source = entry;
     const std::int32_t copy = pool.take(1).front();
-    copies_.push_back({.group = static_cast<std::int32_t>(g), .src = source, .dst = copy});
-    if (req.allocated) {
-      // The producer: its table keeps the block, which its next tokens overwrite in place once
-      // the copy has read it; the cached state lives on in the copy.
-      pool.move_entry(source, copy);
-      pool.retain(source);
-      pool.keep_as_retained(copy);
-    } else {
-      // A hit: the shared block is swapped for the private copy, which the request writes.
+    const model::BlockCopy planned{
+        .group = static_cast<std::int32_t>(g), .src = source, .dst = copy};
+    copies_.push_back(planned);
+    // The producer's table keeps its block, which its next tokens overwrite in place once the
+    // copy has read it (the cached state lives on in the copy); a hit's shared block is swapped
+    // for the private copy, which the request then writes.
+    retain_copy_ends(planned, /*producer=*/req.allocated, -1);
+    if (!req.allocated) {
       entry = copy;
-      pool.keep_as_retained(source); // the hit's reference
-      pool.retain(copy);
+      pool.touch(copy); // the table's reference, beside the retention
     }
-    pool.mark_copy_target(copy);
-    retained_.push_back({.group = g, .block = source});
-    retained_.push_back({.group = g, .block = copy, .target = true});
   }
+}
+
+void BlockManager::retain_copy_ends(const model::BlockCopy& copy, bool producer,
+                                    std::int64_t step) {
+  const auto g = static_cast<std::size_t>(copy.group);
+  BlockPool& pool = pools_[g];
+  if (producer) {
+    if (pool.cached(copy.src) != nullptr) pool.move_entry(copy.src, copy.dst);
+    pool.retain(copy.src);
+  } else {
+    pool.keep_as_retained(copy.src); // the hit's reference, kept until the copy ran
+  }
+  pool.keep_as_retained(copy.dst); // its reference from the take
+  pool.mark_copy_target(copy.dst);
+  retained_.push_back({.step = step, .group = g, .block = copy.src});
+  retained_.push_back({.step = step, .group = g, .block = copy.dst, .target = true});
 }
 
 std::vector<model::BlockCopy> BlockManager::take_copies(std::int64_t step) {

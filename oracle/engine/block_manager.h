@@ -180,6 +180,10 @@ private:
   void grow(RequestBlocks& req, bool first, std::int32_t num_tokens, model::GroupBlockIds& tails);
   // The copy on write of `req`'s partial column, in every group (class comment).
   void copy_partial(RequestBlocks& req);
+  // Both ends of `copy` (its destination just taken) retained until release_copies(step) (-1:
+  // the step being planned, take_copies): a producer's source gains a reference and its cache
+  // entry moves to the destination; a hit's source keeps the reference the hit took.
+  void retain_copy_ends(const model::BlockCopy& copy, bool producer, std::int64_t step);
   void register_partial(RequestBlocks& held, std::int32_t num_tokens,
                         std::span<const model::TokenHash> prefix_hashes,
                         std::span<const std::int32_t> tokens, std::int32_t tail_len);

@@ -84,20 +84,12 @@ std::optional<std::string> BlockManager::adopt_copy(const model::BlockCopy& copy
       return fmt::format("a block copy reads block {} of group {}, held back for the step in "
                          "flight",
                          copy.src, g);
-    pool.touch(copy.src); // the hit's reference, kept until the copy ran
-    pool.keep_as_retained(copy.src);
-    pool.keep_as_retained(copy.dst);
-  } else {
-    if (pool.ref_count(copy.src) == 0)
-      return fmt::format("a block copy reads block {} of group {}, which no request holds",
-                         copy.src, g);
-    if (pool.cached(copy.src) != nullptr) pool.move_entry(copy.src, copy.dst);
-    pool.retain(copy.src);
-    pool.keep_as_retained(copy.dst);
+    pool.touch(copy.src); // the hit's reference (adopt_first adds the copy's table reference)
+  } else if (pool.ref_count(copy.src) == 0) {
+    return fmt::format("a block copy reads block {} of group {}, which no request holds", copy.src,
+                       g);
   }
-  pool.mark_copy_target(copy.dst);
-  retained_.push_back({.step = step, .group = g, .block = copy.src});
-  retained_.push_back({.step = step, .group = g, .block = copy.dst, .target = true});
+  retain_copy_ends(copy, /*producer=*/!to_hit, step);
   return std::nullopt;
 }
 
