@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -213,8 +214,10 @@ model::SchedulerContract BlockManagerWorker::setup(const oracle::engine::KvSetup
                                       {"async", s.async_scheduling},
                                       {"defer_block_free", s.defer_block_free},
                                       {"max_model_len", s.max_model_len},
-                                      {"max_num_scheduled_tokens", s.max_num_scheduled_tokens}},
+                                      {"max_num_scheduled_tokens", s.max_num_scheduled_tokens},
+                                      {"hash_block_size", s.hash_block_size}},
                                      "setup");
+  copies_ = s.hash_block_size > 0 && s.hash_block_size < s.block_size;
   if (answer.contains("refused"))
     throw oracle::engine::KvManagerRefusal{excerpt(answer.at("refused").is_string()
                                                        ? answer.at("refused").get<std::string>()
@@ -230,6 +233,12 @@ model::SchedulerContract BlockManagerWorker::setup(const oracle::engine::KvSetup
     c.unordered_writer = j.value("unordered_writer", false);
     c.attention_groups = j.value("attention_groups", 0);
     c.shared_pool = j.value("shared_pool", false);
+    c.hash_block_size = j.value("hash_block_size", 0);
+    if (c.hash_block_size < 0 || c.hash_block_size > s.block_size ||
+        (c.hash_block_size > 0 && s.block_size % c.hash_block_size != 0))
+      fault("setup", fmt::format("answered hash_block_size {}, not a divisor of the block size {}",
+                                 c.hash_block_size, s.block_size));
+    if (c.hash_block_size == s.block_size) c.hash_block_size = 0;
   } catch (const nlohmann::json::exception& e) {
     fault("setup", fmt::format("answered a contract that does not read: {}", e.what()));
   }
@@ -238,6 +247,21 @@ model::SchedulerContract BlockManagerWorker::setup(const oracle::engine::KvSetup
 
 void BlockManagerWorker::new_step_starts() {
   post({{"op", "step"}}, "new_step_starts");
+}
+
+std::vector<model::BlockCopy> BlockManagerWorker::take_block_copies() {
+  if (!copies_) return {};
+  const nlohmann::json answer = call({{"op", "copies"}}, "take_kv_cache_block_copies");
+  std::vector<model::BlockCopy> out;
+  try {
+    for (const nlohmann::json& c : answer.at("copies")) {
+      const auto [group, src, dst] = c.get<std::array<std::int32_t, 3>>();
+      out.push_back({.group = group, .src = src, .dst = dst});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fault("take_kv_cache_block_copies", fmt::format("answer does not read: {}", e.what()));
+  }
+  return out;
 }
 
 std::int32_t BlockManagerWorker::call_for_tokens(const nlohmann::json& message,

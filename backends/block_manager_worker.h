@@ -42,6 +42,7 @@ public:
 
   model::SchedulerContract setup(const oracle::engine::KvSetup& setup) override;
   void new_step_starts() override;
+  std::vector<model::BlockCopy> take_block_copies() override;
   std::int32_t get_computed_blocks(const oracle::engine::KvRequest& r) override;
   bool allocate_slots(const oracle::engine::KvRequest& r, std::int32_t num_new_tokens,
                       std::int32_t num_new_computed_tokens, std::int32_t num_lookahead_tokens,
@@ -86,6 +87,7 @@ private:
   std::string greeting_;
   std::int32_t attention_groups_ = 0;
   bool splits_ = false; // greeted split=1: it answers the aligned split (op split)
+  bool copies_ = false; // set up with a hash unit below the block size: it may copy (op copies)
   std::vector<std::string_view> posted_; // calls whose answers are still to be read
   bool crashed_ = false;
   std::int64_t calls_ = 0;

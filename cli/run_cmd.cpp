@@ -125,9 +125,6 @@ void apply_scheduler(const RunOptions& o, harness::SimulationOptions& c) {
   c.engine.scheduler.async_scheduling = o.async;
   c.engine.scheduler.drafter_prunes_last_block = o.eagle;
   c.engine.scheduler.pad_prompt_tails = o.pad_tails;
-  if (o.hash_block_size != 0 && !o.block_manager.empty())
-    model::fail_input("--hash-block-size with --block-manager: partial-hash hits and their copies "
-                      "do not go through the block-manager protocol yet");
   c.engine.scheduler.hash_block_size = o.hash_block_size;
   if (o.pool_blocks != 0) {
     if (o.pool_blocks < 4 || o.pool_blocks > model::kBlocksMax)

@@ -1,6 +1,7 @@
 // The scheduler model's steps with a KV cache manager under test (managed_steps.h).
 #include "harness/managed_steps.h"
 
+#include "model/block_copy.h"
 #include "model/errors.h"
 #include "model/prng.h"
 
@@ -31,11 +32,14 @@ oracle::engine::KvSetup kv_setup(const model::Layout& layout,
           .num_blocks = static_cast<std::int32_t>(layout.spec.num_blocks),
           .eagle = options.scheduler.drafter_prunes_last_block,
           .async_scheduling = options.scheduler.async_scheduling,
+          // V2 defers its postprocess, which runs only with drafts.
           .defer_block_free = options.scheduler.async_scheduling &&
                               options.runner.deferred_postprocess &&
-                              options.runner.flavour == model::RunnerFlavour::v2,
+                              options.runner.flavour == model::RunnerFlavour::v2 &&
+                              layout.config.num_spec_tokens > 0,
           .max_model_len = oracle::engine::kSequenceLenMax,
-          .max_num_scheduled_tokens = options.scheduler.token_budget};
+          .max_num_scheduled_tokens = options.scheduler.token_budget,
+          .hash_block_size = options.scheduler.hash_block_size};
 }
 
 void fit_to_manager(model::CacheConfig& config, model::LayoutSpec& spec,
@@ -60,20 +64,12 @@ void fit_to_manager(model::CacheConfig& config, model::LayoutSpec& spec,
   spec.num_blocks = blocks;
 }
 
-// The manager hashes as it was set up (KvSetup has no hash unit yet: partial-hash hits and their
-// copies do not cross the protocol), so the model's split does not stop at a partial tail.
-namespace {
-oracle::engine::SchedulerOptions without_hash_unit(oracle::engine::SchedulerOptions options) {
-  options.hash_block_size = 0;
-  return options;
-}
-} // namespace
-
 void set_manager_contract(scenarios::TraceHeader& header, const model::SchedulerContract& contract,
                           bool async_scheduling) {
   header.async_scheduling = async_scheduling;
   header.contract = contract;
   header.version = scenarios::kTraceFormatVersionContract;
+  scenarios::set_hash_unit(header, contract.hash_block_size);
 }
 
 ManagedSteps::ManagedSteps(const model::Layout& layout,
@@ -83,8 +79,8 @@ ManagedSteps::ManagedSteps(const model::Layout& layout,
     : async_(options.scheduler.async_scheduling), lookahead_(kv_lookahead(layout, options)),
       contract_(kv.setup(kv_setup(layout, options))),
       // The seed as the oracle engine mixes it: the same case draws the same steps.
-      scheduler_(layout, without_hash_unit(options.scheduler), std::move(requests),
-                 model::mix64(seed + 1), options.structures),
+      scheduler_(layout, options.scheduler, std::move(requests), model::mix64(seed + 1),
+                 options.structures),
       kv_(kv) {
   scheduler_.use_manager(kv, lookahead_);
   replayer_.emplace(layout, options.runner, options.cache_sweep_every, options.structures, async_,
@@ -105,12 +101,15 @@ std::optional<oracle::engine::Finding> ManagedSteps::plan_and_run() {
     }
     step_ = std::move(step);
     kv_.flush();
+    model::validate_block_copies(replayer_->runner().layout(), step_.block_copies);
   } catch (const oracle::engine::KvManagerFault& e) {
     if (!planned) step_ = model::Step{.index = index};
     return manager_fault(e);
   } catch (const model::AssertionFailure& e) {
     if (!planned) step_ = model::Step{.index = index};
     return oracle::engine::internal_assertion(replayer_->runner().layout(), step_.index, e);
+  } catch (const model::InputError& e) { // the copies it answered are outside the pool
+    return manager_fault(oracle::engine::KvManagerFault{e.what()});
   }
   if (std::optional<oracle::engine::Finding> f = replayer_->step(step_)) return f;
   try {

@@ -1,5 +1,6 @@
 """Record a vLLM run's scheduler steps as a mambacheck trace (scenarios/FORMAT.md, version 4:
-the header's "scheduler" says what vLLM's block manager promises beyond its tables).
+the header's "scheduler" says what vLLM's block manager promises beyond its tables; version 5
+with partial-hash hits: the hash unit, and each step's block copies).
 
 A vLLM user loads this module in the process that runs the model (the worker, with
 tensor parallelism the rank-0 worker), makes one TraceRecorder, and calls record() once per
@@ -33,6 +34,11 @@ What the recorder has to reconstruct, and how:
   (unordered_writer=True) makes vLLM defer frees, and replay then holds the trace to that.
 - Only the mamba KV-cache groups belong in the trace: block ids of attention groups are
   dropped (mamba_group_indices).
+- Partial-hash hits (hash_block_size below the mamba block size): the SchedulerOutput's
+  kv_cache_block_copies name a source and a destination block, no group. The recorder knows
+  each block's group from the tables it saw (a hit's copy lands in the new request's table, a
+  producer's copy reads its own table's block) and writes the mamba groups' copies as
+  [group, source, destination]; the attention groups' copies are dropped with their tables.
 - Sets (resumed, preempted, finished ids) are written sorted, so a trace is deterministic.
 - Finished ids of requests the recorder never saw scheduled (aborted while waiting) are
   dropped: the format only lists live requests.
@@ -53,6 +59,7 @@ FORMAT_NAME = "mambacheck-trace"
 FORMAT_VERSION = 1
 FORMAT_VERSION_ASYNC = 3
 FORMAT_VERSION_SCHEDULER = 4
+FORMAT_VERSION_COPIES = 5
 RECORDER_NAME = "mambacheck_recorder"
 DERIVED_VOCAB_SIZE_DEFAULT = 32768
 
@@ -130,7 +137,8 @@ class TraceRecorder:
                  num_spec_tokens: Optional[int] = None, async_scheduling: bool = False,
                  use_eagle: bool = False, unordered_writer: bool = False,
                  attention_group_indices: Optional[Sequence[int]] = None,
-                 scheduler: Optional[Mapping[str, Any]] = None):
+                 scheduler: Optional[Mapping[str, Any]] = None,
+                 hash_block_size: Optional[int] = None):
         """`layout`: {"preset": NAME[, "num_blocks": N]} or an inline spec (FORMAT.md).
         `mamba_group_indices`: which KV-cache groups of a block_ids tuple are mamba groups,
         in trace group order (default: 0..num_mamba_groups-1, every group is a mamba group).
@@ -142,6 +150,9 @@ class TraceRecorder:
         group shares one pool (layout num_blocks: kv_cache_config.num_blocks).
         `scheduler`: the header's "scheduler" object as given, instead of vLLM's contract
         built from the two above ({} writes none: mambacheck's own engine's defaults).
+        `hash_block_size`: vLLM's hash_block_size (cache_config.prefix_match_unit, or the gcd
+        of the groups' block sizes); below the mamba block size (align mode: partial-hash
+        hits) the header says it and each step carries its kv_cache_block_copies.
         """
         self._groups = list(range(num_mamba_groups) if mamba_group_indices is None
                             else mamba_group_indices)
@@ -154,6 +165,11 @@ class TraceRecorder:
         self._index = 0
         self._reset_pending = False
         self._async = bool(async_scheduling)
+        # block id -> (the KV-cache group it was last seen in, the step that showed it)
+        self._group_of: dict[int, tuple[int, int]] = {}
+        mamba_block_size = int(config.get("mamba_block_size", 0))
+        partial = bool(hash_block_size) and int(hash_block_size) < mamba_block_size
+        self._copies = partial or bool(scheduler and scheduler.get("hash_block_size"))
         if scheduler is None:
             scheduler = {"cache_registration": "at_schedule"}
             if use_eagle:
@@ -163,7 +179,10 @@ class TraceRecorder:
             if self._attention:
                 scheduler["attention_groups"] = len(self._attention)
                 scheduler["shared_pool"] = True
-        version = (FORMAT_VERSION_SCHEDULER if scheduler
+            if partial:
+                scheduler["hash_block_size"] = int(hash_block_size)
+        version = (FORMAT_VERSION_COPIES if self._copies
+                   else FORMAT_VERSION_SCHEDULER if scheduler
                    else FORMAT_VERSION_ASYNC if self._async else FORMAT_VERSION)
         header: dict[str, Any] = {"format": FORMAT_NAME, "version": version,
                                   "config": dict(config), "layout": dict(layout)}
@@ -224,13 +243,15 @@ class TraceRecorder:
         for entry in cached_requests:
             held = (held_tables or {}).get(entry["req_id"])
             if held is not None and not entry.get("resumed"):
+                self._note_groups(held)
                 entry["held_block_ids"] = self._mamba_rows(held)
+        copies = self._block_copies(scheduler_output)
         scheduled = self._scheduled_rows(scheduler_output, computed, sampled_token_ids,
                                          batch_order, draft_token_ids or {})
         preempted = sorted(_field(scheduler_output, "preempted_req_ids") or ())
         for key, value in (("new_requests", new_requests), ("cached_requests", cached_requests),
                            ("scheduled", scheduled), ("preempted_req_ids", preempted),
-                           ("finished_req_ids", finished)):
+                           ("finished_req_ids", finished), ("block_copies", copies)):
             if value:
                 step[key] = value
         if self._reset_pending:
@@ -266,6 +287,36 @@ class TraceRecorder:
             raise RecorderError(f"block ids have {len(rows)} groups, the recorder expects "
                                 f"groups {list(groups)}") from None
 
+    def _note_groups(self, block_ids: Any) -> None:
+        """Remembers the KV-cache group of every block of a per-group tuple."""
+        for g, row in enumerate(block_ids or ()):
+            for b in row or ():
+                self._group_of[int(b)] = (g, self._index)
+
+    def _block_copies(self, out: Any) -> list[list[int]]:
+        """The step's kv_cache_block_copies as [group, source, destination] of the mamba
+        groups. vLLM's copies name blocks only: a hit's copy is in this step's new table of its
+        group, a producer's source in its own table (its destination, fresh, is in none: a
+        table that showed it before held it as another block); the attention groups' copies
+        (their KV, which a trace does not hold) are dropped."""
+        copies = []
+        for c in _field(out, "kv_cache_block_copies") or ():
+            src = int(_field(c, "src_block_id", c[0] if isinstance(c, (tuple, list)) else None))
+            dst = int(_field(c, "dst_block_id", c[1] if isinstance(c, (tuple, list)) else None))
+            g, seen = self._group_of.get(dst, (None, -1))
+            if seen != self._index:
+                g, _ = self._group_of.get(src, (None, -1))
+            if g in self._attention:
+                continue
+            if g not in self._groups:
+                raise RecorderError(f"block copy {src} -> {dst}: neither block is in a table "
+                                    f"the recorder saw")
+            if not self._copies:
+                raise RecorderError("block copies (partial-hash hits) need the recorder made "
+                                    "with hash_block_size below the mamba block size")
+            copies.append([self._groups.index(g), src, dst])
+        return copies
+
     def _new_requests(self, out: Any, computed: dict[str, int]) -> list[dict]:
         entries = []
         for req in _field(out, "scheduled_new_reqs") or ():
@@ -276,6 +327,7 @@ class TraceRecorder:
                                     "(prompt embeddings cannot be recorded)")
             self._requests[req_id] = _Request(prompt)
             computed[req_id] = int(req.num_computed_tokens)
+            self._note_groups(req.block_ids)
             entry: dict[str, Any] = {"req_id": req_id, "prompt_token_ids": [int(t) for t in prompt]}
             if computed[req_id]:
                 entry["num_computed_tokens"] = computed[req_id]
@@ -326,6 +378,7 @@ class TraceRecorder:
             entry: dict[str, Any] = {"req_id": req_id}
             if resumed:
                 entry["resumed"] = True
+            self._note_groups(new_block_ids[i])
             rows = self._mamba_rows(new_block_ids[i])
             if resumed or any(rows):
                 entry["new_block_ids"] = rows

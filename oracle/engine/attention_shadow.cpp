@@ -9,6 +9,7 @@ namespace mc::oracle::engine {
 AttentionShadow::AttentionShadow(std::int32_t num_groups, std::int32_t block_size)
     : num_groups_(num_groups), block_size_(std::max(block_size, 1)),
       by_block_(static_cast<std::size_t>(num_groups)),
+      partial_by_block_(static_cast<std::size_t>(num_groups)),
       holders_(static_cast<std::size_t>(num_groups)) {
   MC_ASSERT(num_groups >= 0);
 }
@@ -56,13 +57,15 @@ void AttentionShadow::reset() {
   tables_.clear();
   for (auto& m : by_block_)
     m.clear();
+  for (auto& m : partial_by_block_)
+    m.clear();
   for (auto& m : holders_)
     m.clear();
 }
 
 void AttentionShadow::register_blocks(const std::string& req_id,
                                       std::span<const model::TokenHash> hashes,
-                                      std::int32_t num_tokens) {
+                                      std::int32_t num_tokens, std::int32_t num_prompt) {
   if (!active()) return;
   const auto it = tables_known_ ? tables_.find(req_id) : tables_.try_emplace(req_id).first;
   if (it == tables_.end()) return;
@@ -86,29 +89,52 @@ void AttentionShadow::register_blocks(const std::string& req_id,
     }
   }
   t.registered = std::max(t.registered, end);
+  if (hash_unit_ <= 0) return;
+  const std::int32_t tail = num_prompt / hash_unit_ * hash_unit_;
+  if (tail == 0 || tail % block_size_ == 0 ||
+      tail > std::min<std::int32_t>(num_tokens, static_cast<std::int32_t>(hashes.size()) - 1))
+    return;
+  const model::TokenHash hash = hashes[static_cast<std::size_t>(tail)];
+  if (!tables_known_) {
+    holders_[0].try_emplace(hash, 1);
+    return;
+  }
+  const auto p = static_cast<std::size_t>(tail / block_size_);
+  for (std::size_t g = 0; g < t.groups.size(); ++g) {
+    if (p >= t.groups[g].size()) continue;
+    const std::int32_t block = t.groups[g][p];
+    if (partial_by_block_[g].contains(block)) continue;
+    partial_by_block_[g][block] = hash;
+    ++holders_[g][hash];
+  }
 }
 
 void AttentionShadow::evict(std::int32_t block_id) {
-  for (std::size_t g = 0; g < by_block_.size(); ++g) {
-    const auto it = by_block_[g].find(block_id);
-    if (it == by_block_[g].end()) continue;
-    const auto h = holders_[g].find(it->second);
-    if (h != holders_[g].end() && --h->second == 0) holders_[g].erase(h);
-    by_block_[g].erase(it);
-  }
+  for (std::size_t g = 0; g < by_block_.size(); ++g)
+    for (auto* entries : {&by_block_[g], &partial_by_block_[g]}) {
+      const auto it = entries->find(block_id);
+      if (it == entries->end()) continue;
+      const auto h = holders_[g].find(it->second);
+      if (h != holders_[g].end() && --h->second == 0) holders_[g].erase(h);
+      entries->erase(it);
+    }
 }
 
 std::int32_t AttentionShadow::longest_hit(std::span<const model::TokenHash> hashes,
                                           std::int32_t cap) const {
-  std::int32_t hit = 0;
-  for (std::int32_t end = block_size_;
-       end <= cap && end < static_cast<std::int32_t>(hashes.size()); end += block_size_) {
+  const auto cached = [&](std::int32_t end) {
     const model::TokenHash hash = hashes[static_cast<std::size_t>(end)];
-    const bool everywhere = std::all_of(holders_.begin(), holders_.end(),
-                                        [&](const auto& h) { return h.contains(hash); });
-    if (!everywhere) break;
-    hit = end;
-  }
+    return std::all_of(holders_.begin(), holders_.end(),
+                       [&](const auto& h) { return h.contains(hash); });
+  };
+  const std::int32_t last = std::min(cap, static_cast<std::int32_t>(hashes.size()) - 1);
+  std::int32_t hit = 0;
+  while (hit + block_size_ <= last && cached(hit + block_size_))
+    hit += block_size_;
+  if (hash_unit_ <= 0 || hash_unit_ >= block_size_) return hit;
+  for (std::int32_t end = std::min(hit + block_size_ - hash_unit_, last / hash_unit_ * hash_unit_);
+       end > hit; end -= hash_unit_)
+    if (cached(end)) return end;
   return hit;
 }
 

@@ -338,7 +338,8 @@ void BlockManager::register_partial(RequestBlocks& held, std::int32_t num_tokens
     const std::vector<std::int32_t>& t = held.groups[g].block_ids;
     if (col >= static_cast<std::int32_t>(t.size())) return;
     const std::int32_t block = t[static_cast<std::size_t>(col)];
-    if (block == kNullBlockId || pools_[g].cached(block) != nullptr || pools_[g].lookup(hash))
+    if (block == kNullBlockId || pools_[g].cached(block) != nullptr ||
+        (!duplicates_ && pools_[g].lookup(hash)))
       return;
   }
   const std::int32_t begin = std::max(0, num_tokens - tail_len);

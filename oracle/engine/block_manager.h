@@ -146,6 +146,7 @@ public:
   }
   std::span<const BlockPool> pools() const { return pools_; }
   void allow_duplicate_boundaries() {
+    duplicates_ = true;
     for (BlockPool& p : pools_)
       p.allow_duplicate_boundaries();
   }
@@ -199,6 +200,7 @@ private:
   RequestRecords<RequestBlocks> requests_;
   std::int64_t retired_across_null_ = 0;
   std::int32_t hash_unit_ = 0;
+  bool duplicates_ = false; // allow_duplicate_boundaries
   struct Retained {
     std::int64_t step = -1; // -1: planned now, not taken yet
     std::size_t group = 0;

@@ -53,6 +53,9 @@ struct KvSetup {
   bool defer_block_free = false;
   std::int32_t max_model_len = 0;
   std::int32_t max_num_scheduled_tokens = 0; // the step's token budget
+  // vLLM's hash_block_size: prefix hashes every N tokens (0: every block). Below block_size,
+  // align mode's partial-hash hits, with copy-on-write copies (take_block_copies).
+  std::int32_t hash_block_size = 0;
 };
 
 // The manager refuses the sizes of a run (a configuration it cannot serve): not a finding; a
@@ -74,6 +77,10 @@ public:
   // it cannot serve these sizes.
   virtual model::SchedulerContract setup(const KvSetup& setup) = 0;
   virtual void new_step_starts() = 0;
+  // take_kv_cache_block_copies, once the step is planned: the copies it runs before its
+  // kernels (partial-hash hits), group being the Mamba group. The manager keeps both ends of
+  // each until the step ran, as vLLM's scheduler does (_free_cow_retained_blocks).
+  virtual std::vector<model::BlockCopy> take_block_copies() = 0;
   // get_computed_blocks: the tokens a new or resumed request's prefix hit covers.
   virtual std::int32_t get_computed_blocks(const KvRequest& r) = 0;
   // allocate_slots; false: None (the scheduler preempts, or admits nothing more).

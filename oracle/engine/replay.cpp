@@ -19,9 +19,11 @@ Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
     : layout_(layout), cache_sweep_every_(cache_sweep_every),
       tail_tokens_(model::conv_history_rows_max(layout)), async_(async_scheduling),
       contract_(contract),
-      // Only V2 runs a postprocess deferred; the flag means nothing to V1.
+      // Only V2 runs a postprocess deferred, and only with drafts (none runs without: the step
+      // in flight's kernels are ordered before the next step's); the flag means nothing to V1.
       hold_in_flight_(contract.unordered_writer || (options.deferred_postprocess &&
-                                                    options.flavour == model::RunnerFlavour::v2)),
+                                                    options.flavour == model::RunnerFlavour::v2 &&
+                                                    layout.config.num_spec_tokens > 0)),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               structures, contract.hash_block_size),
       attention_(contract.attention_groups > 0
@@ -31,6 +33,7 @@ Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
       runner_(layout, options, structures), ledger_(structures), checker_(structures) {
   MC_ASSERT(cache_sweep_every >= 1);
   blocks_.reach_untouched_held_back(); // judged by what the step in flight touches (mark_in_flight)
+  attention_.set_hash_unit(contract.hash_block_size);
   MC_ASSERT(layout.config.mode != model::CacheMode::none);
   // vLLM registers a boundary again in another block while one holds it (BlockPool keeps
   // every holder; a hit finds the first).
@@ -132,7 +135,7 @@ std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
                     [&](const model::ScheduledRequest& s) { return s.req_id == id; });
     blocks_.cache_blocks(id, num_committed, t->hashes, t->tokens, tail_tokens_,
                          runs_on || drafted ? 0 : t->num_prompt_tokens);
-    attention_.register_blocks(id, t->hashes, num_committed);
+    attention_.register_blocks(id, t->hashes, num_committed, t->num_prompt_tokens);
   }
   pending_.clear();
   const bool sweep = stats_.steps % cache_sweep_every_ == 0;
@@ -210,8 +213,8 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   // scheduled row is reported by the ledger.
   const auto first = [&](const std::string& id, const model::GroupBlockIds& table,
                          const model::GroupBlockIds& attention_table, std::int32_t computed,
-                         std::span<const model::TokenHash> hashes,
-                         std::int32_t num_tokens) -> std::optional<Finding> {
+                         std::span<const model::TokenHash> hashes, std::int32_t num_tokens,
+                         std::int32_t num_prompt) -> std::optional<Finding> {
     if (!hashes.empty()) {
       // Longer than the longest reachable is a wrong hit; so is shorter than the longest a
       // manager must offer. Between the two lie blocks held back by policy only, which a
@@ -232,7 +235,7 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     if (auto f = taken_elsewhere(step.index, id, -1, taken)) return f;
     // Its allocation registers its attention blocks before the next admission looks.
     if (const auto planned = registrations_.find(id); planned != registrations_.end())
-      attention_.register_blocks(id, hashes, planned->second);
+      attention_.register_blocks(id, hashes, planned->second, num_prompt);
     return std::nullopt;
   };
   // The attention hit bounds a hit: the running requests' allocations, made before any
@@ -245,7 +248,8 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     if (auto f =
             first(c.req_id, c.new_block_ids, c.attention_block_ids, c.num_computed_tokens,
                   truth != nullptr ? std::span(truth->hashes) : std::span<const model::TokenHash>(),
-                  truth != nullptr ? truth->num_tokens() : 0))
+                  truth != nullptr ? truth->num_tokens() : 0,
+                  truth != nullptr ? truth->num_prompt_tokens : 0))
       return f;
   }
   std::vector<model::TokenHash> hashes;
@@ -254,8 +258,9 @@ std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
     hashes.assign(1, model::kEmptySequenceHash);
     for (const std::int32_t token : n.prompt_token_ids)
       hashes.push_back(model::extend_hash(hashes.back(), token));
+    const auto num_prompt = static_cast<std::int32_t>(n.prompt_token_ids.size());
     if (auto f = first(n.req_id, n.block_ids, n.attention_block_ids, n.num_computed_tokens, hashes,
-                       static_cast<std::int32_t>(n.prompt_token_ids.size())))
+                       num_prompt, num_prompt))
       return f;
   }
   for (std::size_t i = 0; i < step.block_copies.size(); ++i)
@@ -304,6 +309,8 @@ std::optional<Finding> Replayer::adopt_producer_copies(const model::Step& step,
     copy_adopted_[i] = true;
     if (auto why = blocks_.adopt_copy(c, false, step.index))
       return inconsistent(step.index, req_id, *why, "a copy into a free block");
+    // Its destination is in no table, but taken from the shared pool all the same.
+    if (auto f = taken_elsewhere(step.index, req_id, c.group, std::span(&c.dst, 1))) return f;
   }
   return std::nullopt;
 }
@@ -365,10 +372,12 @@ std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
   std::int32_t attention = attention_.longest_hit(hashes, cap);
   if (contract_.eagle) attention = std::max(attention - attention_.block_size(), 0);
   // Every group's hit is a whole number of the scheduler's blocks, lcm of the groups' block
-  // sizes (MambaManager skips boundaries not aligned to it: single_type_kv_cache_manager.py
-  // find_longest_cache_hit, alignment_tokens, at 6a391a931a92).
-  return longest_prefix_hit(blocks_.pools(), B, hashes, attention + 1,
-                            std::lcm(B, attention_.block_size()), strict);
+  // sizes, or of the hash unit with partial-hash hits (MambaManager skips boundaries not
+  // aligned to it: single_type_kv_cache_manager.py find_longest_cache_hit, alignment_tokens,
+  // at 6a391a931a92).
+  const std::int32_t unit =
+      blocks_.hash_unit() < B ? blocks_.hash_unit() : std::lcm(B, attention_.block_size());
+  return longest_prefix_hit(blocks_.pools(), B, hashes, attention + 1, unit, strict);
 }
 
 void Replayer::note_running_attention(const model::Step& step) {
@@ -378,7 +387,7 @@ void Replayer::note_running_attention(const model::Step& step) {
     const RequestTruth* t = c.resumed ? nullptr : ledger_.find(c.req_id);
     const auto planned = registrations_.find(c.req_id);
     if (t != nullptr && planned != registrations_.end())
-      attention_.register_blocks(c.req_id, t->hashes, planned->second);
+      attention_.register_blocks(c.req_id, t->hashes, planned->second, t->num_prompt_tokens);
   }
 }
 
@@ -412,6 +421,7 @@ std::optional<Finding> Replayer::taken_by_mamba(std::int64_t step, const std::st
 
 void Replayer::plan_registrations(const model::Step& step) {
   registrations_.clear();
+  tail_rows_.clear();
   if (!plans_registrations()) return;
   std::unordered_map<std::string_view, std::pair<std::int32_t, std::int32_t>> start_known;
   std::unordered_set<std::string_view> samples_nothing;
@@ -446,7 +456,9 @@ void Replayer::plan_registrations(const model::Step& step) {
     auto [start, known] = it->second;
     if (samples_nothing.contains(s.req_id))
       known = std::max(known, start + s.num_scheduled_tokens - s.num_draft_tokens);
-    registrations_.emplace(s.req_id, std::min(start + s.num_scheduled_tokens, known));
+    const std::int32_t registered = std::min(start + s.num_scheduled_tokens, known);
+    registrations_.emplace(s.req_id, registered);
+    if (start < registered) tail_rows_.insert(s.req_id);
   }
 }
 
@@ -456,8 +468,13 @@ void Replayer::register_at_schedule(const model::Step& step) {
     const auto planned = registrations_.find(s.req_id);
     if (planned == registrations_.end()) continue;
     const RequestTruth& t = ledger_.truth(s.req_id);
-    blocks_.cache_blocks(s.req_id, planned->second, t.hashes, t.tokens, tail_tokens_);
-    attention_.register_blocks(s.req_id, t.hashes, planned->second);
+    // The partial tail from the planning of the row that computes its last token (vLLM's
+    // MambaManager._cache_partial_tail_block at 6a391a931a92), a padded prompt tail's too: the
+    // row's state after its first token is its running block's. Not from a row planned past
+    // it while the row that wrote it was in flight, which goes on writing that block.
+    blocks_.cache_blocks(s.req_id, planned->second, t.hashes, t.tokens, tail_tokens_,
+                         tail_rows_.contains(s.req_id) ? t.num_prompt_tokens : 0);
+    attention_.register_blocks(s.req_id, t.hashes, planned->second, t.num_prompt_tokens);
   }
 }
 
@@ -477,7 +494,7 @@ void Replayer::commit(const model::Step& step) {
     } else if (contract_.registration == model::CacheRegistration::after_commit) {
       blocks_.cache_blocks(s.req_id, t.num_committed, t.hashes, t.tokens, tail_tokens_,
                            s.num_draft_tokens > 0 ? 0 : t.num_prompt_tokens);
-      attention_.register_blocks(s.req_id, t.hashes, t.num_committed);
+      attention_.register_blocks(s.req_id, t.hashes, t.num_committed, t.num_prompt_tokens);
     }
     last_rows_[s.req_id] = {.start = t.listed_computed, .scheduled = s.num_scheduled_tokens};
     ++stats_.request_steps;

@@ -35,9 +35,10 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <string>
 #include <span>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -162,6 +163,9 @@ private:
   // step replayed last (what its scheduler knew planning the step after it).
   std::unordered_map<std::string, std::int32_t> known_before_output_;
   std::unordered_map<std::string, std::int32_t> registrations_; // of the step replayed now
+  // The rows of that step whose registration reaches past their start: the one among them
+  // that ends on a prompt's partial tail caches it.
+  std::unordered_set<std::string> tail_rows_;
   StepRecord last_record_;
   ReplayStats stats_;
   bool stopped_ = false;

@@ -269,7 +269,7 @@ model::Step Scheduler::schedule(model::Step spent) {
     throw KvManagerFault{"no request could be scheduled for 5 steps with work left: every "
                          "allocate_slots or prefix hit was refused"};
   MC_ASSERT(idle_steps_ <= 4);
-  step.block_copies = blocks_.take_copies(step.index);
+  step.block_copies = kv_ ? kv_->take_block_copies() : blocks_.take_copies(step.index);
   ++step_;
   ++stats_.steps;
   return step;

@@ -14,7 +14,12 @@ and `replay` with `--block-manager` on the adapter's reference manager
   gate      `gate --block-manager` passes on the reference manager, its manager-live stage
             catching each broken variant, and fails (exit 1) at the engine stage on a variant;
   workers   the same campaign with --jobs 2 (two case workers, each starting a manager of its own)
-            gives the same findings as with none.
+            gives the same findings as with none;
+  partial   partial-hash hits through the protocol: runs with a hash unit of 1 and 2 hold and
+            record the manager's copies (format 5), which replay held without it; a campaign
+            steered to hash units holds and reaches both copy features; a manager that keeps
+            its copies to itself is found, one that answers a copy outside the pool is a
+            block_manager_fault.
 
 Usage: block_manager_cli_test.py MAMBACHECK PYTHON WORK_DIR PART.
 """
@@ -212,6 +217,41 @@ def part_workers(mambacheck, python, work):
            json.dumps([key(alone), key(workers)]))
 
 
+def part_partial(mambacheck, python, work):
+    trace = work / "partial.jsonl"
+    for unit in ("1", "2"):
+        p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "400",
+                 "--hash-block-size", unit, "--block-manager", manager(python), "--record",
+                 str(trace)], 0)
+        expect("held: oracle and host agree" in p.stdout, f"unit {unit}: the run held", p.stdout)
+        lines = trace.read_text().splitlines()
+        header = json.loads(lines[0])
+        expect(header["version"] == 5 and header["scheduler"]["hash_block_size"] == int(unit),
+               f"unit {unit}: a format 5 trace with the manager's hash unit", lines[0])
+        copies = [c for line in lines[1:] for c in json.loads(line).get("block_copies", [])]
+        expect(copies and all(len(c) == 3 and c[0] == 0 for c in copies),
+               f"unit {unit}: the manager's copies are recorded with their group", str(copies))
+        p = run([mambacheck, "replay", str(trace)], 0)
+        expect("held" in p.stdout, f"unit {unit}: the trace replays held", p.stdout)
+    p, report = fuzz(mambacheck, manager(python), work, "partial", 120, 0,
+                     "--steer-boosts", "partial-hashes=missing")
+    counts = report["coverage"]["counts"]
+    expect(not findings(report) and counts["partial-hit-with-copy"] > 0 and
+           counts["partial-tail-copy"] > 0,
+           "a campaign steered to hash units holds and copies both ways", p.stdout)
+    silent = patched_reference(python, "orig = rm.ReferenceManager.take_copies\n"
+                                       "rm.ReferenceManager.take_copies = "
+                                       "lambda self: (orig(self), [])[1]")
+    p = run([mambacheck, "run", "--preset", "tiny-mamba2", "--steps", "400",
+             "--hash-block-size", "1", "--block-manager", silent], 1)
+    expect("FINDING: bad_write" in p.stdout, "copies the manager does not say are found",
+           p.stdout)
+    expect_fault(mambacheck, patched_reference(
+        python, "rm.ReferenceManager.take_copies = lambda self: [[3, 1, 2]]"),
+        ["block_copies: group 3 of a copy is not a group of the layout"],
+        "a copy of no group is the manager's fault", "--hash-block-size", "1")
+
+
 def main(argv):
     if len(argv) != 5:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
@@ -220,7 +260,7 @@ def main(argv):
     work.mkdir(parents=True, exist_ok=True)
     os.environ["PYTHONPATH"] = str(ADAPTER)
     parts = {"clean": part_clean, "variants": part_variants, "faults": part_faults,
-             "gate": part_gate, "workers": part_workers}
+             "gate": part_gate, "workers": part_workers, "partial": part_partial}
     parts[part](mambacheck, python, work)
     print(f"block manager {part}: passed")
     return 0

@@ -84,9 +84,7 @@ expect(f"FINDING at step {first}" in r.stdout and "wrong_read" in r.stdout,
 
 for args, part in ((["--hash-block-size", "3"], "must divide mamba_block_size 4"),
                    (["--hash-block-size", "2", "--mode", "all"], "needs align mode"),
-                   (["--hash-block-size", "2", "--eagle"], "EAGLE"),
-                   (["--hash-block-size", "2", "--block-manager", "python3 -m nothing"],
-                    "block-manager protocol")):
+                   (["--hash-block-size", "2", "--eagle"], "EAGLE")):
     r = run([MC, "run", "--preset", "tiny-mamba2", "--steps", "5", *args], 2)
     err = r.stderr.strip().splitlines()
     expect(len(err) == 1 and part in err[0], f"{args}: one line saying '{part}'", r.stderr)

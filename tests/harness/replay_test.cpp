@@ -311,12 +311,15 @@ TEST(InFlightHoldBack, ARetiredBlockBelowTheReadColumnIsHitAtOnce) {
   EXPECT_EQ(r.stats.prefix_hits, 1);
 }
 
-TEST(InFlightHoldBack, ABlockTheStepInFlightStillWritesIsNotHandedOut) {
-  // Step 3 preempts r2 instead, and r3's fresh block is r2's block 27 (column 2, written by
-  // r2's row in flight).
+// Step 3 preempts r2 instead, and r3's fresh block is r2's block 27 (column 2, written by r2's
+// row in flight); with `unordered_writer` the header says a writer not ordered with the steps.
+std::string handed_out_in_flight(bool unordered_writer) {
   std::string text = kRetiredHitTrace;
+  if (unordered_writer) {
+    const std::string shared = R"("shared_pool":true)";
+    text.replace(text.find(shared), shared.size(), R"("shared_pool":true,"unordered_writer":true)");
+  }
   const std::size_t step3 = text.find(R"({"index":3)");
-  ASSERT_NE(step3, std::string::npos);
   std::string line = text.substr(step3);
   line.pop_back(); // its newline
   nlohmann::json s = nlohmann::json::parse(line);
@@ -324,13 +327,24 @@ TEST(InFlightHoldBack, ABlockTheStepInFlightStillWritesIsNotHandedOut) {
   s["new_requests"][0]["block_ids"] = {{21, 27}};
   s["cached_requests"].erase(1);
   s["scheduled"].erase(1);
-  text = text.substr(0, step3) + s.dump() + "\n";
-  const ReplayResult r = replay_text(text);
+  return text.substr(0, step3) + s.dump() + "\n";
+}
+
+TEST(InFlightHoldBack, ABlockTheStepInFlightStillWritesIsNotHandedOut) {
+  const ReplayResult r = replay_text(handed_out_in_flight(true));
   ASSERT_TRUE(r.finding.has_value()) << r.summary();
   EXPECT_EQ(r.finding->kind, oracle::engine::FindingKind::in_flight_block_reused);
   EXPECT_EQ(r.finding->step, 3);
   EXPECT_EQ(r.finding->req_id, "r3");
   EXPECT_EQ(r.finding->block_id, 27);
+}
+
+TEST(InFlightHoldBack, WithoutDraftsV2DefersNoPostprocessAndHoldsNothingBack) {
+  // The same handout under V2's deferred postprocess alone: without drafts V2 runs no
+  // postprocess, and the row in flight's kernels come before the next step's on the stream.
+  const ReplayResult r = replay_text(handed_out_in_flight(false));
+  EXPECT_TRUE(r.held()) << r.summary();
+  EXPECT_EQ(r.stats.steps, 4);
 }
 
 // An imported workload drives the simulator, with prefix hits from shared hash ids.

@@ -15,11 +15,15 @@ KVCacheManager (docs/block-manager.md). Protocol: one JSON object per line each 
   Requests carry a request's counters as {"id", "tokens" (ids not sent before), "num_tokens",
   "num_prompt", "num_computed", "num_in_flight", "placeholders"}.
   - setup {block_size, attention_block_size, num_spec_blocks, mode (align|all), mamba_groups,
-    num_blocks, eagle, async, defer_block_free, max_model_len, max_num_scheduled_tokens}:
+    num_blocks, eagle, async, defer_block_free, max_model_len, max_num_scheduled_tokens,
+    hash_block_size (0: the block size)}:
     a fresh manager for one run; answers {"contract": {...}}, the promises a replay holds the
     tables to (scenarios/FORMAT.md, the header's `scheduler`), or {"refused": REASON} for
     sizes it cannot serve (the run is refused with exit 2; a campaign skips the case).
   - step: new_step_starts(); {}.
+  - copies (set up with a hash_block_size below block_size, once a step is planned):
+    take_kv_cache_block_copies(); {"copies": [[group, source, destination], ...]}, group a
+    Mamba group (0 first); the manager releases both ends of each once the step ran.
   - split {req, num_new, num_new_computed}: Scheduler._mamba_block_aligned_split for a prefill
     chunk in align mode (num_new_computed: an admitted request's hit); {"tokens": N}.
   - hit {req}: get_computed_blocks(); {"tokens": N}.
@@ -78,6 +82,8 @@ class Session:
         if op == "step":
             m.new_step_starts()
             return {}
+        if op == "copies":
+            return {"copies": m.take_copies()}
         if op == "hit":
             return {"tokens": m.get_computed_blocks(m.request(message["req"]))}
         if op == "split":

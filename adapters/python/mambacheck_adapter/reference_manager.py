@@ -58,6 +58,8 @@ class Pool:
         self.num_blocks = num_blocks
         self.ref = [0] * num_blocks
         self.key_of = [None] * num_blocks
+        # Partial-hash entries beside a block's own key (vLLM keeps every key of a block).
+        self.partial_of = [()] * num_blocks
         self.cached = {}
         self.free = OrderedDict((b, None) for b in range(1, num_blocks))
         # Frees deferred until the step in flight reported, per block: a block they will give
@@ -79,14 +81,16 @@ class Pool:
         return out
 
     def _evict(self, b):
-        key = self.key_of[b]
-        if key is None:
-            return
-        holders = self.cached[key]
-        holders.remove(b)
-        if not holders:
-            del self.cached[key]
+        for key in self.keys(b):
+            holders = self.cached[key]
+            holders.remove(b)
+            if not holders:
+                del self.cached[key]
         self.key_of[b] = None
+        self.partial_of[b] = ()
+
+    def keys(self, b):
+        return ((self.key_of[b],) if self.key_of[b] is not None else ()) + self.partial_of[b]
 
     def touch(self, blocks):
         for b in blocks:
@@ -105,7 +109,7 @@ class Pool:
                 raise ManagerError(f"block {b} freed with no reference held")
             self.ref[b] -= 1
             if self.ref[b] == 0:
-                if self.key_of[b] is None:
+                if not self.keys(b):
                     head.append(b)
                 else:
                     self.free[b] = None
@@ -120,6 +124,25 @@ class Pool:
         self.cached.setdefault(key, []).append(b)
         return True
 
+    def register_partial(self, b, key):
+        """A partial-hash entry on block b (vLLM's BlockPool.cache_partial_block): True when b
+        holds it now, registered by this call or before."""
+        if b == NULL:
+            return False
+        if key not in self.keys(b):
+            self.partial_of[b] += (key,)
+            self.cached.setdefault(key, []).append(b)
+        return True
+
+    def move(self, src, dst):
+        """Every key of src now names dst (vLLM's BlockPool.move_block_hashes): dst is about
+        to receive src's state by a copy, and src is about to be overwritten."""
+        keys, partial = self.key_of[src], self.partial_of[src]
+        self._evict(src)
+        self.key_of[dst], self.partial_of[dst] = keys, partial
+        for key in self.keys(dst):
+            self.cached.setdefault(key, []).append(dst)
+
     def lookup(self, key):
         holders = [b for b in self.cached.get(key, ())
                    if not self.pending[b] or self.ref[b] > self.pending[b]]
@@ -130,6 +153,7 @@ class Pool:
             return False
         for b in range(1, self.num_blocks):
             self.key_of[b] = None
+            self.partial_of[b] = ()
         self.cached.clear()
         return True
 
@@ -171,34 +195,57 @@ class Request:
 
 
 class AttentionGroup:
-    """A full-attention group: one block per B tokens, all kept while the request runs."""
+    """A full-attention group: one block per B tokens, all kept while the request runs. With a
+    hash unit h below B, a prompt's partial tail (its last multiple of h, inside a block) is
+    cached too once computed (the block's KV is append-only, so it keeps that prefix), a hit
+    may end on it, and the hit's shared partial block is then copied on write."""
 
-    def __init__(self, gid, pool, block_size, eagle):
+    def __init__(self, gid, pool, block_size, eagle, hash_unit, copies):
         self.gid, self.pool, self.B, self.eagle = gid, pool, block_size, eagle
-        self.tables, self.num_cached = {}, {}
+        self.h = hash_unit
+        self.copies = copies  # the manager's pending copy-on-write copies (group, src, dst)
+        self.tables, self.num_cached, self.partial_hit = {}, {}, {}
 
     def hit(self, req, max_tokens):
+        """The blocks of the longest cached prefix of at most max_tokens, and its tokens."""
         blocks = []
         for p in range(max_tokens // self.B):
-            b = self.pool.lookup((self.gid, req.block_hash(p, self.B)))
+            b = self.pool.lookup((self.gid, req.prefix_hashes[(p + 1) * self.B]))
             if b is None:
                 break
             blocks.append(b)
+        tokens = len(blocks) * self.B
+        if self.h < self.B:
+            for end in range(min(tokens + self.B - self.h, max_tokens // self.h * self.h),
+                             tokens, -self.h):
+                b = self.pool.lookup((self.gid, req.prefix_hashes[end]))
+                if b is not None:
+                    return blocks + [b], end
         if self.eagle and blocks:
             blocks.pop()  # the drafter recomputes the last block
-        return blocks
+            tokens -= self.B
+        return blocks, tokens
 
-    def start(self, req, blocks):
+    def start(self, req, blocks, tokens):
         self.pool.touch(blocks)
         self.tables[req.id] = list(blocks)
-        self.num_cached[req.id] = len(blocks)
+        self.num_cached[req.id] = tokens // self.B
+        if tokens % self.B:
+            self.partial_hit[req.id] = (len(blocks) - 1, blocks[-1])
 
-    def needed(self, req, num_tokens):
-        return max(0, cdiv(num_tokens, self.B) - len(self.tables.get(req.id, ())))
+    def needed(self, req, num_tokens, partial=False):
+        grow = max(0, cdiv(num_tokens, self.B) - len(self.tables.get(req.id, ())))
+        return grow + int(partial)
 
     def allocate(self, req, num_tokens):
         table = self.tables.setdefault(req.id, [])
         self.num_cached.setdefault(req.id, 0)
+        if req.id in self.partial_hit:
+            col, src = self.partial_hit.pop(req.id)
+            cow = self.pool.take(1)[0]
+            table[col] = cow
+            self.pool.touch([cow])  # both ends retained until the step ran the copy
+            self.copies.append((None, src, cow))
         prev = len(table)
         table.extend(self.pool.take(self.needed(req, num_tokens)))
         return table[prev:]
@@ -206,18 +253,23 @@ class AttentionGroup:
     def remove_skipped(self, req, processed):
         return []
 
-    def cache(self, req, num_tokens, this_step):
+    def cache(self, req, num_tokens, this_step, partial_tail=False):
         table = self.tables.get(req.id)
         if table is None:
             return
         end = min(num_tokens // self.B, len(table))
         for p in range(self.num_cached[req.id], end):
-            self.pool.register(table[p], (self.gid, req.block_hash(p, self.B)))
+            self.pool.register(table[p], (self.gid, req.prefix_hashes[(p + 1) * self.B]))
         self.num_cached[req.id] = max(self.num_cached[req.id], end)
+        tail = req.num_prompt // self.h * self.h
+        if self.h < self.B and 0 < tail <= num_tokens and tail % self.B and \
+                tail // self.B < len(table):
+            self.pool.register_partial(table[tail // self.B], (self.gid, req.prefix_hashes[tail]))
 
     def free(self, req_id):
         """Drops the request's table; the manager gives its blocks back (or defers that)."""
         self.num_cached.pop(req_id, None)
+        self.partial_hit.pop(req_id, None)
         return self.tables.pop(req_id, [])
 
 
@@ -227,20 +279,31 @@ class MambaGroup:
     a block for every B tokens, all kept while the request runs, nsb speculative blocks after
     the last, which become the blocks of their positions as the table grows."""
 
-    def __init__(self, gid, pool, block_size, nsb, variants, all_mode=False):
+    def __init__(self, gid, pool, block_size, nsb, variants, all_mode, hash_unit, copies, index):
         self.gid, self.pool, self.B, self.nsb = gid, pool, block_size, nsb
         self.all_mode = all_mode
         self.variants = variants
+        self.h = hash_unit
+        self.copies, self.index = copies, index  # index: among the Mamba groups
         self.tables, self.num_cached, self.allocated, self.last_state = {}, {}, set(), {}
+        # A partial state to copy on the request's next allocation, (column, block): a hit that
+        # ends mid-block (its copy replaces the shared block in the table), or the request's
+        # own partial tail (its copy takes the cache entry, the table keeps the block, which
+        # the next tokens overwrite in place). vLLM's MambaManager._partial_hit_reqs.
+        self.partial_hit, self.tail_cached = {}, set()
 
-    def cached_at(self, req, p):
-        return self.pool.lookup((self.gid, req.block_hash(p, self.B)))
+    def cached_at(self, req, tokens):
+        """The block whose state is the one after the first `tokens` tokens, if cached."""
+        return self.pool.lookup((self.gid, req.prefix_hashes[tokens]))
 
-    def start(self, req, position, block):
+    def start(self, req, position, block, tokens):
         self.pool.touch([block])
         self.tables[req.id] = [NULL] * position + [block]
         self.num_cached[req.id] = position + 1
         self.last_state[req.id] = position
+        if tokens % self.B:
+            self.partial_hit[req.id] = (position, block)
+            self.num_cached[req.id] = position
 
     def padded(self, num_tokens, lookahead):
         """The tokens the table is laid out for. vLLM's align allocation lays it out for the
@@ -250,23 +313,26 @@ class MambaGroup:
             return num_tokens + lookahead
         return num_tokens
 
-    def needed(self, req, num_tokens):
+    def needed(self, req, num_tokens, partial=False):
         table = self.tables.get(req.id, [])
+        partial = partial or req.id in self.partial_hit
         required = cdiv(num_tokens, self.B) + self.nsb
         if required <= len(table):
-            return 0
+            return int(partial)
         if self.all_mode:
             return required - len(table)
         if req.id not in self.allocated:
-            return 1 + self.nsb
-        return 1
+            return 1 + self.nsb + int(partial)
+        return 1 + int(partial)
 
     def allocate(self, req, num_tokens):
         table = self.tables.setdefault(req.id, [])
         self.num_cached.setdefault(req.id, 0)
         nsb, prev = self.nsb, len(table)
+        self.copy_partial(req, table)
         required = cdiv(num_tokens, self.B) + nsb
         if required <= prev:
+            self.allocated.add(req.id)
             return []
         if self.all_mode:
             table.extend(self.pool.take(required - prev))
@@ -285,6 +351,24 @@ class MambaGroup:
         table.extend(self.pool.take(required - len(table)))
         self.allocated.add(req.id)
         return table[prev:]
+
+    def copy_partial(self, req, table):
+        """The copy on write of a partial state, before the request's tokens run: a hit's
+        shared block gives way to a private copy; a producer's own block keeps running in
+        place, and its cache entry moves to the copy. Both ends stay retained until the step
+        ran the copy (the manager releases them)."""
+        if req.id not in self.partial_hit:
+            return
+        col, src = self.partial_hit.pop(req.id)
+        cow = self.pool.take(1)[0]
+        if req.id in self.allocated:
+            self.pool.move(src, cow)
+            self.pool.touch([src])
+            self.this_step.add(cow)  # filled by this step's copy: no hit on it before
+        else:
+            table[col] = cow
+            self.pool.touch([cow])
+        self.copies.append((self.index, src, cow))
 
     def remove_skipped(self, req, processed):
         table = self.tables.get(req.id)
@@ -309,7 +393,7 @@ class MambaGroup:
                     table[i] = NULL
         return freed
 
-    def cache(self, req, num_tokens, this_step):
+    def cache(self, req, num_tokens, this_step, partial_tail=False):
         table = self.tables.get(req.id)
         if table is None:
             return
@@ -318,8 +402,32 @@ class MambaGroup:
             if self.pool.register(table[p], (self.gid, req.block_hash(p, self.B))):
                 this_step.add(table[p])
         self.num_cached[req.id] = max(self.num_cached[req.id], end)
+        if partial_tail:
+            self.cache_partial_tail(req, num_tokens, this_step)
+
+    def cache_partial_tail(self, req, num_tokens, this_step):
+        """With a hash unit h below B, the state after the prompt's last multiple of h (when
+        that is inside a block) is cached from the block of the chunk that ends on it
+        (vLLM's MambaManager._cache_partial_tail_block). Once per request: a later call (the
+        output of that chunk, under async) may find the block running on already, or the
+        entry moved to a copy."""
+        tail = req.num_prompt // self.h * self.h
+        if self.h >= self.B or self.all_mode or num_tokens != tail or \
+                tail % self.B == 0 or req.id in self.tail_cached:
+            return
+        table = self.tables[req.id]
+        col = tail // self.B
+        if col >= len(table) or table[col] == NULL:
+            return
+        if self.pool.register_partial(table[col], (self.gid, req.prefix_hashes[tail])):
+            self.tail_cached.add(req.id)
+            self.partial_hit[req.id] = (col, table[col])
+            self.num_cached[req.id] = col
+            this_step.add(table[col])
 
     def free(self, req_id):
+        self.partial_hit.pop(req_id, None)
+        self.tail_cached.discard(req_id)
         self.num_cached.pop(req_id, None)
         self.allocated.discard(req_id)
         self.last_state.pop(req_id, None)
@@ -340,28 +448,43 @@ class ReferenceManager:
         attention_block_size = setup.get("attention_block_size", self.B)
         self.nsb = setup.get("num_spec_blocks", 0)
         self.eagle = bool(setup.get("eagle", False))
+        all_mode = setup.get("mode", "align") == "all"
+        # vLLM's hash_block_size (prefix_match_unit): below the Mamba block, in align mode,
+        # hits end on its multiples and partial states are copied on write.
+        self.h = setup.get("hash_block_size") or self.B
+        if self.h < self.B and (all_mode or self.B % self.h or attention_block_size % self.h):
+            raise ManagerError(f"hash_block_size {self.h}: not a divisor of every group's block "
+                               f"size in align mode")
         self.pool = Pool(setup["num_blocks"])
+        self.copies = []  # (Mamba group index or None for attention, source, destination)
+        self.this_step = set()
         gid = 0
         self.attention = []
         for _ in range(setup.get("attention_groups", 1)):
-            self.attention.append(AttentionGroup(gid, self.pool, attention_block_size, self.eagle))
+            self.attention.append(AttentionGroup(gid, self.pool, attention_block_size, self.eagle,
+                                                 self.h, self.copies))
             gid += 1
         self.mamba = []
-        all_mode = setup.get("mode", "align") == "all"
-        for _ in range(setup["mamba_groups"]):
-            self.mamba.append(MambaGroup(gid, self.pool, self.B, self.nsb, self.variants,
-                                         all_mode))
+        for index in range(setup["mamba_groups"]):
+            g = MambaGroup(gid, self.pool, self.B, self.nsb, self.variants, all_mode, self.h,
+                           self.copies, index)
+            g.this_step = self.this_step
+            self.mamba.append(g)
             gid += 1
         self.defer_block_free = bool(setup.get("defer_block_free", False))
         self.deferred = []  # blocks of requests freed while a step was in flight
+        # Copy ends retained until the step that runs the copy reported: (steps planned when
+        # taken, blocks), with defer_block_free; released at once otherwise.
+        self.retained = []
+        self.steps_planned = self.steps_processed = 0
         self.requests = {}
-        self.hits = {}  # request -> (attention blocks, mamba position, mamba blocks)
-        self.this_step = set()
+        self.hits = {}  # request -> (attention blocks, mamba position, mamba blocks, tokens)
 
     def contract(self):
         return {"registration": "at_schedule", "eagle": self.eagle and bool(self.attention),
                 "attention_groups": len(self.attention), "shared_pool": True,
-                "unordered_writer": self.defer_block_free}
+                "unordered_writer": self.defer_block_free,
+                "hash_block_size": self.h if self.h < self.B else 0}
 
     def request(self, message):
         req_id = message["id"]
@@ -373,24 +496,39 @@ class ReferenceManager:
 
     def new_step_starts(self):
         self.this_step.clear()
+        self.steps_planned += 1
+
+    def take_copies(self):
+        """The step's copy-on-write copies of the Mamba groups, [group, source, destination]
+        (KVCacheManager.take_kv_cache_block_copies); the attention groups' copies are the
+        runner's business alone. Their ends are released as vLLM's scheduler does
+        (_free_cow_retained_blocks): at once, since the steps run in order, or, with
+        defer_block_free, once this step reported."""
+        taken, self.copies[:] = list(self.copies), []
+        ends = [b for _, src, dst in taken for b in (src, dst)]
+        if self.defer_block_free and ends:
+            self.retained.append((self.steps_planned, ends))
+        else:
+            self.pool.release(ends)
+        return [[g, src, dst] for g, src, dst in taken if g is not None]
 
     def get_computed_blocks(self, req):
         max_tokens = req.num_tokens - 1
         if "hit_short_at_boundary" in self.variants and max_tokens % self.B == 0:
             max_tokens -= self.B
+        per_group = []
         if self.attention:
             per_group = [g.hit(req, max_tokens) for g in self.attention]
-            max_tokens = min(len(blocks) * g.B for g, blocks in zip(self.attention, per_group))
-        # A hit is a whole number of the scheduler's blocks (lcm of every group's block size).
-        unit = math.lcm(self.B, *(g.B for g in self.attention))
-        for p in range(max_tokens // self.B - 1, -1, -1):
-            if (p + 1) * self.B % unit:
-                continue
-            blocks = [g.cached_at(req, p) for g in self.mamba]
+            max_tokens = min(tokens for _, tokens in per_group)
+        # A hit is a whole number of the scheduler's blocks (lcm of every group's block size),
+        # or of the hash unit with partial-hash hits.
+        unit = self.h if self.h < self.B else math.lcm(self.B, *(g.B for g in self.attention))
+        for hit in range(max_tokens // unit * unit, 0, -unit):
+            blocks = [g.cached_at(req, hit) for g in self.mamba]
             if all(b is not None for b in blocks):
-                hit = (p + 1) * self.B
-                attention = [found[:cdiv(hit, g.B)] for g, found in zip(self.attention, per_group)]
-                self.hits[req.id] = (attention, p, blocks)
+                attention = [found[:cdiv(hit, g.B)]
+                             for g, (found, _) in zip(self.attention, per_group)]
+                self.hits[req.id] = (attention, (hit - 1) // self.B, blocks, hit)
                 req.shared_prefix_boundary = max_tokens if max_tokens > hit else 0
                 return hit
         self.hits.pop(req.id, None)
@@ -423,15 +561,19 @@ class ReferenceManager:
         if unaligned and next_boundary > last_cacheable:
             next_boundary = 0
         junction = req.shared_prefix_boundary
+        # With partial-hash hits, the prompt's last hash boundary past the last cacheable
+        # block boundary: only a chunk that ends there caches the partial tail.
+        tail = req.num_prompt // self.h * self.h if self.h < B else 0
         stops = (next_boundary,
                  last_cacheable,
+                 tail if last_cacheable < tail < req.num_prompt else 0,
                  start + (junction - start) // B * B if start < junction < end else 0)
         end = min((s for s in stops if start < s < end), default=end)
         return max(end - start, 0)
 
     def allocate_slots(self, req, num_new, num_new_computed, lookahead):
         hit = self.hits.pop(req.id, None) if num_new_computed > 0 else None
-        if num_new_computed > 0 and (hit is None or (hit[1] + 1) * self.B != num_new_computed):
+        if num_new_computed > 0 and (hit is None or hit[3] != num_new_computed):
             raise ManagerError(f"request {req.id}: {num_new_computed} computed tokens that "
                                f"get_computed_blocks did not offer")
         total = req.num_computed + num_new_computed
@@ -445,8 +587,10 @@ class ReferenceManager:
             return None  # registered by this planning: its state is not written yet
         main = total + num_new
         with_lookahead = main + lookahead
-        needed = sum(g.needed(req, with_lookahead) for g in self.attention)
-        needed += sum(g.needed(req, g.padded(main, lookahead)) for g in self.mamba)
+        tokens = hit[3] if hit else 0
+        needed = sum(g.needed(req, with_lookahead, tokens % g.B != 0) for g in self.attention)
+        needed += sum(g.needed(req, g.padded(main, lookahead), tokens % self.B != 0)
+                      for g in self.mamba)
         if hit:
             needed += sum(1 for blocks in hit[0] for b in blocks if self.pool.ref[b] == 0)
             needed += sum(1 for b in hit[2] if self.pool.ref[b] == 0)
@@ -454,14 +598,17 @@ class ReferenceManager:
             return None
         if hit:
             for g, blocks in zip(self.attention, hit[0]):
-                g.start(req, blocks)
+                g.start(req, blocks, tokens)
             for g, b in zip(self.mamba, hit[2]):
-                g.start(req, hit[1], b)
+                g.start(req, hit[1], b, tokens)
         new_attention = [g.allocate(req, with_lookahead) for g in self.attention]
         new_mamba = [g.allocate(req, g.padded(main, lookahead)) for g in self.mamba]
         cache_to = min(main, req.num_tokens)
         for g in self.attention + self.mamba:
-            g.cache(req, cache_to, self.this_step)
+            # A partial tail from the row that computes its last token (a padded prompt tail
+            # too: its running block holds the state after its first token), not from one
+            # planned past it while that row is in flight.
+            g.cache(req, cache_to, self.this_step, partial_tail=total < cache_to)
         return new_mamba, new_attention
 
     def cache_blocks(self, req, num_tokens):
@@ -497,6 +644,9 @@ class ReferenceManager:
             self.pool.release(blocks)
         self.deferred.clear()
         self.pool.pending.clear()
+        self.steps_processed += 1
+        while self.retained and self.retained[0][0] <= self.steps_processed:
+            self.pool.release(self.retained.pop(0)[1])
 
     def reset_prefix_cache(self):
         return self.pool.reset()
@@ -508,4 +658,4 @@ class ReferenceManager:
     def pool_state(self):
         return {"free": list(self.pool.free.keys()),
                 "refs": {str(b): r for b, r in enumerate(self.pool.ref) if r > 0},
-                "hashed": [b for b, k in enumerate(self.pool.key_of) if k is not None]}
+                "hashed": [b for b in range(1, self.pool.num_blocks) if self.pool.keys(b)]}

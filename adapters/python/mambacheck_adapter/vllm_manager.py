@@ -11,8 +11,11 @@ Written against vLLM's API at upstream commit 6a391a931a92 (2026-08-18):
 - `get_computed_blocks(request) -> (blocks, num_tokens, shared_prefix_boundary)`,
   `allocate_slots(request, num_new_tokens, num_new_computed_tokens=, new_computed_blocks=,
   num_lookahead_tokens=)` (None: preempt), `free`, `cache_blocks`, `new_step_starts`,
-  `reset_prefix_cache`, `get_blocks(request_id).get_block_ids()`,
-  `take_kv_cache_block_copies()`;
+  `reset_prefix_cache`, `get_blocks(request_id).get_block_ids()`, and the copy-on-write copies
+  of partial-hash hits as `take_kv_cache_block_copies()` drains them, group by group
+  (`coordinator.single_type_managers[i].take_pending_cow_copies()`, whose order it keeps), so
+  that each copy is said with its Mamba group; both ends are freed as the Scheduler's
+  `_free_cow_retained_blocks` does (at once, or with defer_block_free once the step reported);
 - `Request(request_id, prompt_token_ids, sampling_params, pooling_params, arrival_time=,
   block_hasher=)` with the counters the scheduler keeps (`num_computed_tokens`,
   `num_in_flight_tokens`, `num_output_placeholders`, `shared_prefix_boundary`) and
@@ -24,8 +27,10 @@ Written against vLLM's API at upstream commit 6a391a931a92 (2026-08-18):
   `scheduler_config.long_prefill_token_threshold`, `hash_block_size`,
   `mamba_partial_cache_hit`). Where vLLM's scheduler module does not import, the worker greets
   split=0 and says why on stderr, and mambacheck's model splits.
-Hashes are vLLM's own (`get_request_block_hasher` over sha256) at the granularity vLLM picks
-by default, gcd of the attention and Mamba block sizes.
+Hashes are vLLM's own (`get_request_block_hasher` over sha256) every `hash_block_size` tokens
+as mambacheck sets it up (vLLM's `prefix_match_unit`), else at the granularity vLLM picks by
+default, gcd of the attention and Mamba block sizes. Below the Mamba block, in align mode, that
+turns on partial-hash hits (`coordinator.enable_partial_hash_hits`).
 """
 
 import math
@@ -60,15 +65,15 @@ class VllmManager:
 
     @staticmethod
     def refuses(setup):
-        """Sizes under which vLLM's hybrid coordinator turns on partial-hash hits: an attention
-        block that does not hold a whole Mamba block makes the hash unit smaller than the Mamba
-        block, and the copy-on-write copies of those hits are not in mambacheck's steps yet."""
+        """Sizes whose hash unit vLLM derives below the Mamba block outside align mode (an
+        attention block that does not hold a whole Mamba block in all mode): vLLM turns on no
+        partial-hash hits there, and mambacheck's model has no such hashing."""
         B = setup["block_size"]
         A = setup.get("attention_block_size", B)
-        if math.gcd(A, B) < B:
+        if not setup.get("hash_block_size") and math.gcd(A, B) < B:
             return (f"attention block {A} and Mamba block {B}: vLLM hashes by {math.gcd(A, B)} "
-                    f"tokens and copies partial hits (copy-on-write), which mambacheck's steps "
-                    f"cannot carry yet")
+                    f"tokens in {setup.get('mode', 'align')} mode, which mambacheck's model "
+                    f"does not")
         return None
 
     def __init__(self, setup):
@@ -77,7 +82,7 @@ class VllmManager:
         self.nsb = setup.get("num_spec_blocks", 0)
         self.eagle = bool(setup.get("eagle", False))
         self.num_mamba = setup["mamba_groups"]
-        hash_block = math.gcd(self.A, self.B)
+        hash_block = setup.get("hash_block_size") or math.gcd(self.A, self.B)
         kv_cache_utils.init_none_hash(sha256)
         self.hasher = kv_cache_utils.get_request_block_hasher(hash_block, sha256)
         groups = [KVCacheGroupSpec(["attn.0"], FullAttentionSpec(
@@ -97,16 +102,24 @@ class VllmManager:
             metrics_collector=None, watermark=0.0)
         self.requests = {}
         self.hits = {}
+        self.partial = (setup.get("mode", "align") == "align" and hash_block < self.B and
+                        self.kvm.coordinator.enable_partial_hash_hits)
+        self.hash_block = hash_block
+        self.defer_block_free = bool(setup.get("defer_block_free", False))
+        # Copy ends retained until a step reported: (steps planned when taken, blocks).
+        self.retained = []
+        self.steps_planned = self.steps_processed = 0
         # The scheduler fields vLLM's split reads (Scheduler.__init__ at 6a391a931a92).
         self.scheduler_view = types.SimpleNamespace(
             cache_config=types.SimpleNamespace(block_size=self.B), use_eagle=self.eagle,
             max_num_scheduled_tokens=setup.get("max_num_scheduled_tokens", 0),
             scheduler_config=types.SimpleNamespace(long_prefill_token_threshold=0),
-            hash_block_size=hash_block, mamba_partial_cache_hit=False)
+            hash_block_size=hash_block, mamba_partial_cache_hit=self.partial)
 
     def contract(self):
         return {"registration": "at_schedule", "eagle": self.eagle, "attention_groups": 1,
-                "shared_pool": True, "unordered_writer": False}
+                "shared_pool": True, "unordered_writer": False,
+                "hash_block_size": self.hash_block if self.partial else 0}
 
     def request(self, message):
         req_id = message["id"]
@@ -130,11 +143,24 @@ class VllmManager:
         return r
 
     def new_step_starts(self):
-        copies = self.kvm.take_kv_cache_block_copies()  # (source/copy pairs, blocks retained)
-        if any(len(part) for part in copies):
-            raise ManagerError(f"copy-on-write copies {copies!r}: partial-hash hits, which "
-                               f"mambacheck's steps cannot carry yet")
+        self.steps_planned += 1
         self.kvm.new_step_starts()
+
+    def take_copies(self):
+        """take_kv_cache_block_copies, each copy with its group: the Mamba groups' said as
+        [group, source, destination], the attention group's (the runner copies its KV, which
+        mambacheck does not hold) only freed."""
+        copies, retained = [], []
+        for i, mgr in enumerate(self.kvm.coordinator.single_type_managers):
+            for src, dst in mgr.take_pending_cow_copies():
+                retained += [src, dst]
+                if i >= 1:
+                    copies.append([i - 1, src.block_id, dst.block_id])
+        if self.defer_block_free and retained:
+            self.retained.append((self.steps_planned, retained))
+        elif retained:
+            self.kvm.block_pool.free_blocks(retained)
+        return copies
 
     def get_computed_blocks(self, r):
         blocks, num_tokens, r.shared_prefix_boundary = self.kvm.get_computed_blocks(r)
@@ -171,7 +197,9 @@ class VllmManager:
         self.hits.pop(req_id, None)
 
     def output_processed(self):
-        pass
+        self.steps_processed += 1
+        while self.retained and self.retained[0][0] <= self.steps_processed:
+            self.kvm.block_pool.free_blocks(self.retained.pop(0)[1])
 
     def reset_prefix_cache(self):
         return self.kvm.reset_prefix_cache()

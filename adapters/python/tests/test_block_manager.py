@@ -111,6 +111,69 @@ class HitTest(unittest.TestCase):
             self.assertEqual(m.get_computed_blocks(req(m, "b", list(range(9)))), expected)
 
 
+class PartialHashHitTest(unittest.TestCase):
+    """hash_block_size 2 under blocks of 4: a prompt of 11 tokens caches its partial tail after
+    10 tokens; a hit on it is copied on write, and so is the producer's own block."""
+
+    def setUp(self):
+        self.m = rm.ReferenceManager(setup(hash_block_size=2))
+        self.m.new_step_starts()
+        a = req(self.m, "a", list(range(11)))
+        # The chunk ends on the tail: attention blocks 1 2 3, the Mamba running block 4.
+        self.assertEqual(self.m.allocate_slots(a, 10, 0, 0), ([[0, 0, 4]], [[1, 2, 3]]))
+        self.assertEqual(self.m.take_copies(), [])
+
+    def test_a_hit_on_the_tail_copies_the_shared_blocks(self):
+        m = self.m
+        m.new_step_starts()
+        b = req(m, "b", list(range(10)) + [77, 78])
+        self.assertEqual(m.get_computed_blocks(b), 10)
+        self.assertEqual(m.allocate_slots(b, 2, 10, 0), ([[]], [[]]))  # the hit fills both
+        self.assertEqual(m.tables("b"), ([[0, 0, 6]], [[1, 2, 5]]))
+        # The attention copy (3 -> 5) is the runner's alone; the Mamba copy is said.
+        self.assertEqual(m.take_copies(), [[0, 4, 6]])
+        self.assertEqual(m.pool_state()["refs"], {"1": 2, "2": 2, "3": 1, "4": 1, "5": 1, "6": 1})
+
+    def test_the_producer_moves_its_entry_to_a_copy_and_runs_on_in_place(self):
+        m = self.m
+        m.new_step_starts()
+        a = req(m, "a", [], num_computed=10)
+        self.assertEqual(m.allocate_slots(a, 1, 0, 0), ([[]], [[]]))
+        self.assertEqual(m.tables("a"), ([[0, 0, 4]], [[1, 2, 3]]))
+        self.assertEqual(m.take_copies(), [[0, 4, 5]])
+        m.new_step_starts()
+        c = req(m, "c", list(range(10)) + [55, 56, 57])
+        self.assertEqual(m.get_computed_blocks(c), 10)
+        self.assertEqual(m.hits["c"][2], [5])  # the copy holds the entry now
+
+    def test_a_hit_waits_for_a_copy_made_this_step(self):
+        m = self.m
+        m.new_step_starts()
+        m.allocate_slots(req(m, "a", [], num_computed=10), 1, 0, 0)
+        c = req(m, "c", list(range(10)) + [55])
+        self.assertEqual(m.get_computed_blocks(c), 10)
+        self.assertIsNone(m.allocate_slots(c, 1, 10, 0))
+
+    def test_deferred_frees_keep_the_copy_ends_until_the_step_reported(self):
+        m = rm.ReferenceManager(setup(hash_block_size=2, defer_block_free=True))
+        m.new_step_starts()
+        m.allocate_slots(req(m, "a", list(range(11))), 10, 0, 0)
+        m.new_step_starts()
+        m.allocate_slots(req(m, "a", [], num_computed=10), 1, 0, 0)
+        self.assertEqual(m.take_copies(), [[0, 4, 5]])
+        m.output_processed()  # the first step's
+        self.assertEqual(m.pool.ref[5], 1)
+        m.output_processed()  # the step that ran the copy
+        self.assertEqual((m.pool.ref[4], m.pool.ref[5]), (1, 0))
+
+    def test_the_split_stops_at_the_tail(self):
+        m = self.m
+        d = req(m, "d", list(range(100, 119)))  # 19 tokens: tail 18, past the boundary 16
+        self.assertEqual(m.aligned_split(d, 19, 0), 16)
+        d = req(m, "d", [], num_computed=16)
+        self.assertEqual(m.aligned_split(d, 3, 0), 2)
+
+
 class SplitTest(unittest.TestCase):
     """The aligned split: B = 4, a budget of 64 tokens."""
 
@@ -185,7 +248,7 @@ class ProtocolTest(unittest.TestCase):
                               {"op": "free", "id": "a"}, {"op": "reset"}])
         self.assertEqual(answers[0]["contract"], {"registration": "at_schedule", "eagle": False,
                                                   "attention_groups": 1, "shared_pool": True,
-                                                  "unordered_writer": False})
+                                                  "unordered_writer": False, "hash_block_size": 0})
         self.assertEqual(answers[2], {"tokens": 0})
         self.assertEqual(answers[3], {"ok": True, "new": [[0, 3]], "attention_new": [[1, 2]],
                                       "held": [[0, 3]], "attention_held": [[1, 2]]})

@@ -35,6 +35,8 @@ import mambacheck_recorder as rec  # noqa: E402
 TRACE_OUT = None  # set from --trace-out
 ASYNC_SOURCE = None  # set from --async-source
 ASYNC_TRACE_OUT = None  # set from --async-trace-out
+PARTIAL_SOURCE = None  # set from --partial-source
+PARTIAL_TRACE_OUT = None  # set from --partial-trace-out
 
 ATTN = [90, 91]  # the attention group's row: the recorder must drop it
 
@@ -50,10 +52,12 @@ def cached(req_ids, num_computed, new_block_ids=None, resumed=()):
               num_computed_tokens=num_computed)
 
 
-def output(new=(), cached_reqs=None, counts=None, spec=None, preempted=None, finished=()):
+def output(new=(), cached_reqs=None, counts=None, spec=None, preempted=None, finished=(),
+           copies=()):
     return NS(scheduled_new_reqs=list(new), scheduled_cached_reqs=cached_reqs or cached([], []),
               num_scheduled_tokens=dict(counts or {}), scheduled_spec_decode_tokens=dict(spec or {}),
-              preempted_req_ids=preempted, finished_req_ids=set(finished))
+              preempted_req_ids=preempted, finished_req_ids=set(finished),
+              kv_cache_block_copies=[NS(src_block_id=s, dst_block_id=d) for s, d in copies])
 
 
 def make_recorder(path, async_scheduling=False):
@@ -288,10 +292,13 @@ class AsyncErrors(unittest.TestCase):
         self.assertNotIn("num_accepted_tokens", row)  # 1: every placeholder rejected
 
 
-def vllm_async_outputs(steps):
+def vllm_async_outputs(steps, attention=False):
     """What vLLM's async scheduler and runner hand over for each step of a trace a mambacheck
     async run wrote: SchedulerOutput stand-ins (optimistic counts, -1 placeholder drafts, the
-    attention group's row ahead of the mamba group's) and each row's sampled tokens."""
+    attention group's row ahead of the mamba group's: the trace's own with `attention`, else
+    a stand-in; the block copies without their group), each row's sampled tokens, the batch
+    order and the tables held."""
+    no_row = [] if attention else ATTN
     truth = {}  # (req_id, position) -> token, from every row's tokens the step committed
     for step in steps:
         computed = {e["req_id"]: e.get("num_computed_tokens", 0)
@@ -305,15 +312,20 @@ def vllm_async_outputs(steps):
     out = []
     for step in steps:
         cached_entries = step.get("cached_requests", [])
+        # The attention group's row: the trace's own (a run through a block manager), else a
+        # stand-in the recorder drops.
         cached_out = cached(
             [e["req_id"] for e in cached_entries],
             [e.get("num_computed_tokens_optimistic", e["num_computed_tokens"])
              for e in cached_entries],
-            [(ATTN, e["new_block_ids"][0]) if "new_block_ids" in e else None
+            [(e.get("attention_block_ids", [no_row])[0], e.get("new_block_ids", [[]])[0])
+             if "new_block_ids" in e or "attention_block_ids" in e else None
              for e in cached_entries],
             resumed=[e["req_id"] for e in cached_entries if e.get("resumed")])
-        new = [new_req(e["req_id"], e["prompt_token_ids"], e["block_ids"][0],
-                       e.get("num_computed_tokens", 0)) for e in step.get("new_requests", [])]
+        new = [NS(req_id=e["req_id"], prompt_token_ids=e["prompt_token_ids"],
+                  block_ids=(e.get("attention_block_ids", [no_row])[0], e["block_ids"][0]),
+                  num_computed_tokens=e.get("num_computed_tokens", 0))
+               for e in step.get("new_requests", [])]
         computed = {e["req_id"]: e.get("num_computed_tokens", 0)
                     for e in step.get("new_requests", []) + cached_entries}
         prompt_len = {e["req_id"]: len(e["prompt_token_ids"]) for e in step.get("new_requests", [])}
@@ -337,8 +349,11 @@ def vllm_async_outputs(steps):
                            spec={r["req_id"]: [-1] * r["num_draft_tokens"]
                                  for r in step.get("scheduled", []) if r.get("num_draft_tokens")},
                            preempted=set(step.get("preempted_req_ids", [])),
-                           finished=set(step.get("finished_req_ids", []))),
-                    sampled, [r["req_id"] for r in step.get("scheduled", [])]))
+                           finished=set(step.get("finished_req_ids", [])),
+                           copies=[(c[1], c[2]) for c in step.get("block_copies", [])]),
+                    sampled, [r["req_id"] for r in step.get("scheduled", [])],
+                    {e["req_id"]: ([], e["held_block_ids"][0]) for e in cached_entries
+                     if "held_block_ids" in e}))
     return out
 
 
@@ -408,7 +423,7 @@ class AsyncRoundTrip(unittest.TestCase):
                     scheduler=header.get("scheduler", {}),
                     source={"test": "recorder_test.py", "from": "mambacheck run --async"}) as r:
                 recorded = [r.record(o, sampled, batch_order=order)
-                            for o, sampled, order in vllm_async_outputs(steps)]
+                            for o, sampled, order, _ in vllm_async_outputs(steps)]
         self.assertEqual(len(recorded), len(steps))
         rejected_past_first = 0
         for want, got in zip(steps, recorded):
@@ -420,6 +435,59 @@ class AsyncRoundTrip(unittest.TestCase):
                 g["token_ids"][first_unseen:] = w["token_ids"][first_unseen:]
             self.assertEqual(got, want)
         self.assertGreater(rejected_past_first, 0)
+
+
+class PartialHashRoundTrip(unittest.TestCase):
+    """A run through the reference block manager with partial-hash hits (async, attention
+    tables in a shared pool, the manager's copies), handed over as vLLM would and recorded:
+    the trace is the source, copies and their groups included."""
+
+    def test_recorded_trace_is_the_source(self):
+        if not PARTIAL_SOURCE:
+            self.skipTest("no --partial-source")
+        with open(PARTIAL_SOURCE, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        header, steps = lines[0], lines[1:]
+        self.assertEqual(header["version"], 5)
+        self.assertGreater(sum(len(s.get("block_copies", [])) for s in steps), 0)
+        with tempfile.TemporaryDirectory() as d:
+            path = PARTIAL_TRACE_OUT or os.path.join(d, "partial.jsonl")
+            with rec.TraceRecorder(
+                    path, config=header["config"], layout=header["layout"],
+                    num_mamba_groups=1, mamba_group_indices=[1], attention_group_indices=[0],
+                    async_scheduling=True,
+                    hash_block_size=header["scheduler"]["hash_block_size"],
+                    source={"test": "recorder_test.py", "from": "mambacheck run --async "
+                            "--hash-block-size --block-manager"}) as r:
+                recorded = [r.record(o, sampled, batch_order=order, held_tables=held)
+                            for o, sampled, order, held in vllm_async_outputs(steps, True)]
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(json.loads(f.readline())["scheduler"], header["scheduler"])
+        for want, got in zip(steps, recorded):
+            for w, g in zip(want.get("scheduled", []), got.get("scheduled", [])):
+                first_unseen = (len(w["token_ids"]) - w.get("num_draft_tokens", 0)
+                                + w.get("num_accepted_tokens", 1))
+                g["token_ids"][first_unseen:] = w["token_ids"][first_unseen:]
+            if "preempted_req_ids" in want:  # a set to vLLM: the recorder sorts it
+                want["preempted_req_ids"].sort()
+            self.assertEqual(got, want)
+
+    def test_copies_of_attention_blocks_are_dropped_and_unknown_blocks_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            with rec.TraceRecorder(
+                    os.path.join(d, "t.jsonl"),
+                    config=rec.cache_config(mamba_block_size=4, attn_block_size=4,
+                                            num_spec_tokens=0),
+                    layout={"preset": "tiny-mamba2"}, num_mamba_groups=1,
+                    mamba_group_indices=[1], attention_group_indices=[0],
+                    hash_block_size=2) as r:
+                step = r.record(output(new=[NS(req_id="a", prompt_token_ids=list(range(1, 10)),
+                                               block_ids=([5, 6], [0, 7]),
+                                               num_computed_tokens=6)],
+                                       counts={"a": 2}, copies=[(3, 6), (4, 7)]), {})
+                self.assertEqual(step["block_copies"], [[0, 4, 7]])
+                with self.assertRaisesRegex(rec.RecorderError, "neither block is in a table"):
+                    r.record(output(copies=[(40, 41)]), {})
 
 
 class OlderVllm(unittest.TestCase):
@@ -451,8 +519,14 @@ if __name__ == "__main__":
     parser.add_argument("--trace-out", help="leave the main scenario's trace here")
     parser.add_argument("--async-source", help="an async trace of `mambacheck run --async`")
     parser.add_argument("--async-trace-out", help="leave the async round trip's trace here")
+    parser.add_argument("--partial-source", help="an async trace of `mambacheck run --async "
+                        "--hash-block-size N --block-manager ...` (the reference manager)")
+    parser.add_argument("--partial-trace-out", help="leave the partial-hash round trip's "
+                        "trace here")
     args, rest = parser.parse_known_args()
     TRACE_OUT = args.trace_out
     ASYNC_SOURCE = args.async_source
     ASYNC_TRACE_OUT = args.async_trace_out
+    PARTIAL_SOURCE = args.partial_source
+    PARTIAL_TRACE_OUT = args.partial_trace_out
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
