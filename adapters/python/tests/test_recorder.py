@@ -37,6 +37,8 @@ ASYNC_SOURCE = None  # set from --async-source
 ASYNC_TRACE_OUT = None  # set from --async-trace-out
 PARTIAL_SOURCE = None  # set from --partial-source
 PARTIAL_TRACE_OUT = None  # set from --partial-trace-out
+PARTIAL_SYNC_SOURCE = None  # set from --partial-sync-source
+PARTIAL_SYNC_TRACE_OUT = None  # set from --partial-sync-trace-out
 
 ATTN = [90, 91]  # the attention group's row: the recorder must drop it
 
@@ -438,39 +440,56 @@ class AsyncRoundTrip(unittest.TestCase):
 
 
 class PartialHashRoundTrip(unittest.TestCase):
-    """A run through the reference block manager with partial-hash hits (async, attention
-    tables in a shared pool, the manager's copies), handed over as vLLM would and recorded:
-    the trace is the source, copies and their groups included."""
+    """Runs through the reference block manager with partial-hash hits (attention tables in a
+    shared pool, the manager's copies), async and sync, handed over as vLLM would and recorded:
+    each trace is its source, copies and their groups included."""
 
-    def test_recorded_trace_is_the_source(self):
-        if not PARTIAL_SOURCE:
-            self.skipTest("no --partial-source")
-        with open(PARTIAL_SOURCE, encoding="utf-8") as f:
+    def round_trip(self, source_path, trace_out, async_scheduling):
+        with open(source_path, encoding="utf-8") as f:
             lines = [json.loads(line) for line in f]
         header, steps = lines[0], lines[1:]
         self.assertEqual(header["version"], 5)
+        self.assertEqual(header.get("async_scheduling", False), async_scheduling)
         self.assertGreater(sum(len(s.get("block_copies", [])) for s in steps), 0)
+        outputs = vllm_async_outputs(steps, True)
+        if not async_scheduling:  # a synchronous scheduler hands the drafts over themselves
+            for (o, _, _, _), step in zip(outputs, steps):
+                for row in step.get("scheduled", []):
+                    if row.get("num_draft_tokens"):
+                        o.scheduled_spec_decode_tokens[row["req_id"]] = \
+                            row["token_ids"][-row["num_draft_tokens"]:]
         with tempfile.TemporaryDirectory() as d:
-            path = PARTIAL_TRACE_OUT or os.path.join(d, "partial.jsonl")
+            path = trace_out or os.path.join(d, "partial.jsonl")
             with rec.TraceRecorder(
                     path, config=header["config"], layout=header["layout"],
                     num_mamba_groups=1, mamba_group_indices=[1], attention_group_indices=[0],
-                    async_scheduling=True,
+                    async_scheduling=async_scheduling,
                     hash_block_size=header["scheduler"]["hash_block_size"],
-                    source={"test": "recorder_test.py", "from": "mambacheck run --async "
+                    source={"test": "recorder_test.py", "from": "mambacheck run "
                             "--hash-block-size --block-manager"}) as r:
                 recorded = [r.record(o, sampled, batch_order=order, held_tables=held)
-                            for o, sampled, order, held in vllm_async_outputs(steps, True)]
+                            for o, sampled, order, held in outputs]
             with open(path, encoding="utf-8") as f:
                 self.assertEqual(json.loads(f.readline())["scheduler"], header["scheduler"])
         for want, got in zip(steps, recorded):
             for w, g in zip(want.get("scheduled", []), got.get("scheduled", [])):
                 first_unseen = (len(w["token_ids"]) - w.get("num_draft_tokens", 0)
                                 + w.get("num_accepted_tokens", 1))
-                g["token_ids"][first_unseen:] = w["token_ids"][first_unseen:]
+                if async_scheduling:  # rejected drafts past the first never reach vLLM
+                    g["token_ids"][first_unseen:] = w["token_ids"][first_unseen:]
             if "preempted_req_ids" in want:  # a set to vLLM: the recorder sorts it
                 want["preempted_req_ids"].sort()
             self.assertEqual(got, want)
+
+    def test_async_recorded_trace_is_the_source(self):
+        if not PARTIAL_SOURCE:
+            self.skipTest("no --partial-source")
+        self.round_trip(PARTIAL_SOURCE, PARTIAL_TRACE_OUT, True)
+
+    def test_sync_recorded_trace_is_the_source(self):
+        if not PARTIAL_SYNC_SOURCE:
+            self.skipTest("no --partial-sync-source")
+        self.round_trip(PARTIAL_SYNC_SOURCE, PARTIAL_SYNC_TRACE_OUT, False)
 
     def test_copies_of_attention_blocks_are_dropped_and_unknown_blocks_refused(self):
         with tempfile.TemporaryDirectory() as d:
@@ -523,10 +542,14 @@ if __name__ == "__main__":
                         "--hash-block-size N --block-manager ...` (the reference manager)")
     parser.add_argument("--partial-trace-out", help="leave the partial-hash round trip's "
                         "trace here")
+    parser.add_argument("--partial-sync-source", help="the same, synchronous")
+    parser.add_argument("--partial-sync-trace-out", help="leave its round trip's trace here")
     args, rest = parser.parse_known_args()
     TRACE_OUT = args.trace_out
     ASYNC_SOURCE = args.async_source
     ASYNC_TRACE_OUT = args.async_trace_out
     PARTIAL_SOURCE = args.partial_source
     PARTIAL_TRACE_OUT = args.partial_trace_out
+    PARTIAL_SYNC_SOURCE = args.partial_sync_source
+    PARTIAL_SYNC_TRACE_OUT = args.partial_sync_trace_out
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
