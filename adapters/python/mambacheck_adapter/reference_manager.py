@@ -22,6 +22,11 @@ own protocol in CI without vLLM, and its broken variants are the block-manager b
 - lookahead_padding (#57605): the Mamba tables are laid out for the scheduled tokens plus the
   drafter's lookahead, so where those reach the next page the running block sits one column
   past the one the worker writes, which holds a null.
+- partial_tail_cached_again (vLLM at 6a391a9, found by mambacheck): with a hash unit below the
+  block, a prompt's partial tail is cached by every cache_blocks call whose count is the tail,
+  the async output of the chunk that computed it too, after the next planning's copy-on-write
+  moved the entry away: it is cached again on the producer's block, which the row in flight
+  overwrites, and copied again from there.
 
 The aligned split (`aligned_split`) is vLLM's Scheduler._mamba_block_aligned_split, which the
 worker answers for the scheduler model: where a prefill chunk ends decides where align mode
@@ -36,7 +41,8 @@ from collections import Counter, OrderedDict
 NULL = 0
 
 VARIANTS = ("optimistic_frees", "null_gap_retirement", "hit_short_at_boundary",
-            "published_before_written", "eagle_split_unaligned", "lookahead_padding")
+            "published_before_written", "eagle_split_unaligned", "lookahead_padding",
+            "partial_tail_cached_again")
 
 
 class ManagerError(Exception):
@@ -412,8 +418,9 @@ class MambaGroup:
         output of that chunk, under async) may find the block running on already, or the
         entry moved to a copy."""
         tail = req.num_prompt // self.h * self.h
+        again = "partial_tail_cached_again" in self.variants
         if self.h >= self.B or self.all_mode or num_tokens != tail or \
-                tail % self.B == 0 or req.id in self.tail_cached:
+                tail % self.B == 0 or (req.id in self.tail_cached and not again):
             return
         table = self.tables[req.id]
         col = tail // self.B
@@ -612,8 +619,9 @@ class ReferenceManager:
         return new_mamba, new_attention
 
     def cache_blocks(self, req, num_tokens):
+        again = "partial_tail_cached_again" in self.variants  # the output's call caches it too
         for g in self.attention + self.mamba:
-            g.cache(req, num_tokens, self.this_step)
+            g.cache(req, num_tokens, self.this_step, partial_tail=again)
 
     def free(self, req_id):
         req = self.requests.get(req_id)
