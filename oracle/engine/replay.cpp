@@ -458,7 +458,11 @@ void Replayer::plan_registrations(const model::Step& step) {
       known = std::max(known, start + s.num_scheduled_tokens - s.num_draft_tokens);
     const std::int32_t registered = std::min(start + s.num_scheduled_tokens, known);
     registrations_.emplace(s.req_id, registered);
-    if (start < registered) tail_rows_.insert(s.req_id);
+    // A partial tail only from the row that computes its last token and keeps its state in the
+    // tail's column: a padded tail whose drafts cross into the next block runs its state there.
+    const std::int32_t B = layout_.config.mamba_block_size;
+    if (start < registered && (start + s.num_scheduled_tokens - 1) / B == registered / B)
+      tail_rows_.insert(s.req_id);
   }
 }
 
@@ -469,9 +473,9 @@ void Replayer::register_at_schedule(const model::Step& step) {
     if (planned == registrations_.end()) continue;
     const RequestTruth& t = ledger_.truth(s.req_id);
     // The partial tail from the planning of the row that computes its last token (vLLM's
-    // MambaManager._cache_partial_tail_block at 6a391a931a92), a padded prompt tail's too: the
-    // row's state after its first token is its running block's. Not from a row planned past
-    // it while the row that wrote it was in flight, which goes on writing that block.
+    // MambaManager._cache_partial_tail_block at 6a391a931a92), a padded prompt tail's too while
+    // its drafts stay in the tail's block. Not from a row planned past it while the row that
+    // wrote it was in flight, which goes on writing that block.
     blocks_.cache_blocks(s.req_id, planned->second, t.hashes, t.tokens, tail_tokens_,
                          tail_rows_.contains(s.req_id) ? t.num_prompt_tokens : 0);
     attention_.register_blocks(s.req_id, t.hashes, planned->second, t.num_prompt_tokens);

@@ -613,9 +613,10 @@ class ReferenceManager:
         cache_to = min(main, req.num_tokens)
         for g in self.attention + self.mamba:
             # A partial tail from the row that computes its last token (a padded prompt tail
-            # too: its running block holds the state after its first token), not from one
-            # planned past it while that row is in flight.
-            g.cache(req, cache_to, self.this_step, partial_tail=total < cache_to)
+            # too, while its drafts stay in the tail's block: past it the state runs in the next
+            # column), not from one planned past it while that row is in flight.
+            g.cache(req, cache_to, self.this_step,
+                    partial_tail=total < cache_to and (main - 1) // self.B == cache_to // self.B)
         return new_mamba, new_attention
 
     def cache_blocks(self, req, num_tokens):
