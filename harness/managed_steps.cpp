@@ -32,11 +32,9 @@ oracle::engine::KvSetup kv_setup(const model::Layout& layout,
           .num_blocks = static_cast<std::int32_t>(layout.spec.num_blocks),
           .eagle = options.scheduler.drafter_prunes_last_block,
           .async_scheduling = options.scheduler.async_scheduling,
-          // V2 defers its postprocess, which runs only with drafts.
-          .defer_block_free = options.scheduler.async_scheduling &&
-                              options.runner.deferred_postprocess &&
-                              options.runner.flavour == model::RunnerFlavour::v2 &&
-                              layout.config.num_spec_tokens > 0,
+          .defer_block_free =
+              options.scheduler.async_scheduling &&
+              model::postprocess_writes_out_of_order(options.runner, layout.config.num_spec_tokens),
           .max_model_len = oracle::engine::kSequenceLenMax,
           .max_num_scheduled_tokens = options.scheduler.token_budget,
           .hash_block_size = options.scheduler.hash_block_size};

@@ -46,6 +46,15 @@ struct RunnerOptions {
   std::int32_t row_stride_extra = 3; // block-table row stride beyond the width (gap poison)
 };
 
+// Whether the step in flight still writes blocks out of step order: V2's deferred postprocess,
+// which runs only with drafts (without them the step in flight's kernels come before the next
+// step's on the one stream). The flag means nothing to V1.
+inline bool postprocess_writes_out_of_order(const RunnerOptions& options,
+                                            std::int32_t num_spec_tokens) {
+  return options.deferred_postprocess && options.flavour == RunnerFlavour::v2 &&
+         num_spec_tokens > 0;
+}
+
 // The gather a deferred postprocess finds in the batch-ordered tables: position b holds the
 // table row of batch row order[b] of the step that produced it. Modelled as the step's rows
 // rotated by one (b + 1 mod n): a later batch that lost or gained a request in front, which

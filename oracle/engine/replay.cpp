@@ -19,11 +19,8 @@ Replayer::Replayer(const model::Layout& layout, const RunnerOptions& options,
     : layout_(layout), cache_sweep_every_(cache_sweep_every),
       tail_tokens_(model::conv_history_rows_max(layout)), async_(async_scheduling),
       contract_(contract),
-      // Only V2 runs a postprocess deferred, and only with drafts (none runs without: the step
-      // in flight's kernels are ordered before the next step's); the flag means nothing to V1.
-      hold_in_flight_(contract.unordered_writer || (options.deferred_postprocess &&
-                                                    options.flavour == model::RunnerFlavour::v2 &&
-                                                    layout.config.num_spec_tokens > 0)),
+      hold_in_flight_(contract.unordered_writer || model::postprocess_writes_out_of_order(
+                                                       options, layout.config.num_spec_tokens)),
       blocks_(layout.config, layout.num_groups(), static_cast<std::int32_t>(layout.spec.num_blocks),
               structures, contract.hash_block_size),
       attention_(contract.attention_groups > 0

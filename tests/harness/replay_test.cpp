@@ -317,9 +317,12 @@ std::string handed_out_in_flight(bool unordered_writer) {
   std::string text = kRetiredHitTrace;
   if (unordered_writer) {
     const std::string shared = R"("shared_pool":true)";
-    text.replace(text.find(shared), shared.size(), R"("shared_pool":true,"unordered_writer":true)");
+    const std::size_t at = text.find(shared);
+    EXPECT_NE(at, std::string::npos);
+    text.replace(at, shared.size(), R"("shared_pool":true,"unordered_writer":true)");
   }
   const std::size_t step3 = text.find(R"({"index":3)");
+  EXPECT_NE(step3, std::string::npos);
   std::string line = text.substr(step3);
   line.pop_back(); // its newline
   nlohmann::json s = nlohmann::json::parse(line);

@@ -164,6 +164,34 @@ class Pool:
         return True
 
 
+class CopyRetention:
+    """The ends of a step's copy-on-write copies, kept referenced until the step that runs the
+    copies ran, as vLLM's Scheduler._free_cow_retained_blocks does: given back at once when the
+    steps run in order, or, with defer_block_free, once that step's output came. `free` gives
+    a list of blocks back to the manager's pool."""
+
+    def __init__(self, deferred, free):
+        self.deferred, self.free = deferred, free
+        self.held = []  # (steps planned when taken, blocks)
+        self.steps_planned = self.steps_processed = 0
+
+    def step_planned(self):
+        self.steps_planned += 1
+
+    def taken(self, ends):
+        if not ends:
+            return
+        if self.deferred:
+            self.held.append((self.steps_planned, ends))
+        else:
+            self.free(ends)
+
+    def output_processed(self):
+        self.steps_processed += 1
+        while self.held and self.held[0][0] <= self.steps_processed:
+            self.free(self.held.pop(0)[1])
+
+
 class Request:
     """What the scheduler tells the manager about one request (vLLM's Request counters)."""
 
@@ -480,10 +508,7 @@ class ReferenceManager:
             gid += 1
         self.defer_block_free = bool(setup.get("defer_block_free", False))
         self.deferred = []  # blocks of requests freed while a step was in flight
-        # Copy ends retained until the step that runs the copy reported: (steps planned when
-        # taken, blocks), with defer_block_free; released at once otherwise.
-        self.retained = []
-        self.steps_planned = self.steps_processed = 0
+        self.retention = CopyRetention(self.defer_block_free, self.pool.release)
         self.requests = {}
         self.hits = {}  # request -> (attention blocks, mamba position, mamba blocks, tokens)
 
@@ -503,20 +528,15 @@ class ReferenceManager:
 
     def new_step_starts(self):
         self.this_step.clear()
-        self.steps_planned += 1
+        self.retention.step_planned()
 
     def take_copies(self):
         """The step's copy-on-write copies of the Mamba groups, [group, source, destination]
         (KVCacheManager.take_kv_cache_block_copies); the attention groups' copies are the
         runner's business alone. Their ends are released as vLLM's scheduler does
-        (_free_cow_retained_blocks): at once, since the steps run in order, or, with
-        defer_block_free, once this step reported."""
+        (CopyRetention)."""
         taken, self.copies[:] = list(self.copies), []
-        ends = [b for _, src, dst in taken for b in (src, dst)]
-        if self.defer_block_free and ends:
-            self.retained.append((self.steps_planned, ends))
-        else:
-            self.pool.release(ends)
+        self.retention.taken([b for _, src, dst in taken for b in (src, dst)])
         return [[g, src, dst] for g, src, dst in taken if g is not None]
 
     def get_computed_blocks(self, req):
@@ -653,9 +673,7 @@ class ReferenceManager:
             self.pool.release(blocks)
         self.deferred.clear()
         self.pool.pending.clear()
-        self.steps_processed += 1
-        while self.retained and self.retained[0][0] <= self.steps_processed:
-            self.pool.release(self.retained.pop(0)[1])
+        self.retention.output_processed()
 
     def reset_prefix_cache(self):
         return self.pool.reset()

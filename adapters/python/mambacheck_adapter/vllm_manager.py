@@ -37,7 +37,7 @@ import math
 import sys
 import types
 
-from .reference_manager import ManagerError
+from .reference_manager import CopyRetention, ManagerError
 
 import torch  # vLLM's dtypes; only their names matter to the manager
 from vllm.sampling_params import SamplingParams
@@ -105,10 +105,8 @@ class VllmManager:
         self.partial = (setup.get("mode", "align") == "align" and hash_block < self.B and
                         self.kvm.coordinator.enable_partial_hash_hits)
         self.hash_block = hash_block
-        self.defer_block_free = bool(setup.get("defer_block_free", False))
-        # Copy ends retained until a step reported: (steps planned when taken, blocks).
-        self.retained = []
-        self.steps_planned = self.steps_processed = 0
+        self.retention = CopyRetention(bool(setup.get("defer_block_free", False)),
+                                       self.kvm.block_pool.free_blocks)
         # The scheduler fields vLLM's split reads (Scheduler.__init__ at 6a391a931a92).
         self.scheduler_view = types.SimpleNamespace(
             cache_config=types.SimpleNamespace(block_size=self.B), use_eagle=self.eagle,
@@ -143,7 +141,7 @@ class VllmManager:
         return r
 
     def new_step_starts(self):
-        self.steps_planned += 1
+        self.retention.step_planned()
         self.kvm.new_step_starts()
 
     def take_copies(self):
@@ -156,10 +154,7 @@ class VllmManager:
                 retained += [src, dst]
                 if i >= 1:
                     copies.append([i - 1, src.block_id, dst.block_id])
-        if self.defer_block_free and retained:
-            self.retained.append((self.steps_planned, retained))
-        elif retained:
-            self.kvm.block_pool.free_blocks(retained)
+        self.retention.taken(retained)
         return copies
 
     def get_computed_blocks(self, r):
@@ -197,9 +192,7 @@ class VllmManager:
         self.hits.pop(req_id, None)
 
     def output_processed(self):
-        self.steps_processed += 1
-        while self.retained and self.retained[0][0] <= self.steps_processed:
-            self.kvm.block_pool.free_blocks(self.retained.pop(0)[1])
+        self.retention.output_processed()
 
     def reset_prefix_cache(self):
         return self.kvm.reset_prefix_cache()
