@@ -73,6 +73,7 @@ harness::ReplayOptions replay_options(const ReplayCliOptions& o) {
   model::check_layers_max(o.layers);
   r.layers_max = o.layers;
   r.arena_compare = arena_compare_policy(o.whole_compare_every);
+  if (o.reference) r.structures = oracle::engine::Structures::reference;
   return r;
 }
 
@@ -328,6 +329,9 @@ void add_replay_command(CLI::App& app, Action& action) {
                   "blocks freed and cached");
   cmd->add_option("--explain", o->explain, "Print that step (its index) as a table");
   add_whole_compare_option(*cmd, o->whole_compare_every);
+  cmd->add_flag("--reference", o->reference,
+                "Run the oracle on its plain structures and the bytes of every state instead of "
+                "what each block means: the same steps, verdicts and texts, slower");
   add_require_coverage_option(*cmd, o->require_coverage);
   cmd->callback([o, &action] {
     action = [o] {

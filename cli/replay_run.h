@@ -32,6 +32,7 @@ struct ReplayCliOptions {
   std::string steps_out;          // one JSON line per step (step_view.h)
   std::int64_t explain = kNoStep; // a step to print as a table
   std::optional<std::int64_t> whole_compare_every; // harness/arena_compare.h
+  bool reference = false;                          // the oracle's plain structures and byte states
   std::vector<std::string> require_coverage;       // cli/coverage_option.h
   std::string external; // a worker command running the launches (backends/external_engine.h)
   double external_timeout = 300.0;

@@ -304,8 +304,9 @@ void add_output_options(CLI::App& cmd, RunOptions& o) {
       ->needs(workload);
   add_whole_compare_option(cmd, o.whole_compare_every);
   cmd.add_flag("--reference", o.reference,
-                "Run the oracle on its plain structures instead of its fast ones: the same steps, "
-                "counters and trace, slower (oracle/engine/structures.h)");
+               "Run the oracle on its plain structures and the bytes of every state instead of "
+               "its fast ones and what each block means: the same steps, counters and trace, "
+               "slower (oracle/engine/structures.h, state_store.h)");
   add_require_coverage_option(cmd, o.require_coverage);
 }
 

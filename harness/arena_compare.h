@@ -11,6 +11,7 @@
 
 #include "harness/difference.h"
 #include "model/arena.h"
+#include "model/expected_bytes.h"
 #include "model/layout.h"
 #include "oracle/engine/writes.h"
 
@@ -27,12 +28,31 @@ namespace mc::harness {
 struct ArenaComparePolicy {
   std::int64_t whole_bytes_max = std::int64_t{64} << 20;
   std::int64_t whole_every = 64; // 1: whole arenas after every step, whatever their size
+  // Compare through the backend's compare() (the oracle describes, the backend makes the
+  // expected bytes) even where it reads its bytes to the host to do it: the cuda executor
+  // always compares so; this makes the host executor take the same path (tests).
+  bool backend_compares = false;
+};
+
+// The oracle's side of a comparison (oracle::engine::StateStore: the default oracle keeps what
+// each block means and makes bytes only here).
+struct OracleStates {
+  // The bytes of `range` as the oracle holds them, into `out`.
+  std::function<void(const model::ArenaRange& range, std::span<std::byte> out)> read;
+  // Optional: what `ranges` must hold, or what every byte must (`ranges` empty: the whole
+  // arenas), for a backend that compares where its bytes are; false where the oracle cannot
+  // say it so.
+  std::function<bool(std::span<const model::ArenaRange> ranges, model::ExpectedStates& out)>
+      describe;
 };
 
 // The backend's side of a comparison (gpu::engine::EngineRunner's arenas() and read()).
 struct BackendArenas {
   std::function<const std::vector<model::Arena>&()> whole;
   std::function<std::vector<std::span<const std::byte>>(std::span<const model::ArenaRange>)> read;
+  // Optional: compares its bytes with `expected` where they are (a device) and returns per
+  // range the first byte that differs, -1 where every byte holds.
+  std::function<std::vector<std::int64_t>(const model::ExpectedStates& expected)> compare;
 };
 
 // How a run compared its arenas, for its summary.
@@ -54,14 +74,13 @@ public:
 
   // After step `step` held its records: the blocks in `writes` (those the oracle wrote in the
   // step), or the whole arenas when it is their turn.
-  std::optional<Difference> after_step(const std::vector<model::Arena>& oracle,
-                                       const BackendArenas& backend,
+  std::optional<Difference> after_step(const OracleStates& oracle, const BackendArenas& backend,
                                        std::span<const oracle::engine::BlockAccess> writes,
                                        std::int64_t step);
   // After the last compared step `step`: the whole arenas, unless after_step just compared
   // them.
-  std::optional<Difference> finish(const std::vector<model::Arena>& oracle,
-                                   const BackendArenas& backend, std::int64_t step);
+  std::optional<Difference> finish(const OracleStates& oracle, const BackendArenas& backend,
+                                   std::int64_t step);
 
   std::int64_t bytes_compared() const { return bytes_compared_; }
   ArenaCoverage coverage() const {
@@ -76,8 +95,21 @@ public:
       const model::Layout& layout, std::span<const oracle::engine::BlockAccess> writes);
 
 private:
-  std::optional<Difference> compare_whole(const std::vector<model::Arena>& oracle,
-                                          const BackendArenas& backend, std::int64_t step);
+  std::optional<Difference> compare_whole(const OracleStates& oracle, const BackendArenas& backend,
+                                          std::int64_t step);
+  // The first run of differing bytes of the whole arenas, in arena order.
+  std::optional<Difference> first_whole_difference(const OracleStates& oracle,
+                                                   const std::vector<model::Arena>& theirs);
+  // The same where the backend compares (BackendArenas::compare): only the run's bytes are
+  // read back.
+  std::optional<Difference> first_whole_difference_compared(const OracleStates& oracle,
+                                                            const BackendArenas& backend);
+  // `ranges` compared by the backend against what the oracle says they hold; `compared` false
+  // (and nothing compared) when either side cannot (then compare the bytes).
+  std::optional<Difference> compare_ranges_there(const OracleStates& oracle,
+                                                 const BackendArenas& backend,
+                                                 std::span<const model::ArenaRange> ranges,
+                                                 bool& compared);
 
   const model::Layout& layout_;
   ArenaComparePolicy policy_;
@@ -87,6 +119,8 @@ private:
   bool last_was_whole_ = false;
   std::int64_t bytes_compared_ = 0;
   std::int64_t whole_comparisons_ = 0;
+  std::vector<std::byte> ours_;    // the oracle's bytes of the range being compared
+  model::ExpectedStates expected_; // what the ranges being compared hold, for the backend
 };
 
 } // namespace mc::harness

@@ -178,23 +178,6 @@ Difference arena_difference(const model::Layout& layout, std::int32_t arena, std
   return d;
 }
 
-std::optional<Difference> difference_of_arenas(const model::Layout& layout,
-                                               const std::vector<model::Arena>& oa,
-                                               const std::vector<model::Arena>& ga,
-                                               std::int64_t& bytes_compared) {
-  MC_ASSERT(oa.size() == ga.size());
-  for (std::size_t i = 0; i < oa.size(); ++i) {
-    const std::int64_t at = oa[i].first_difference(ga[i]);
-    bytes_compared += oa[i].size_bytes();
-    if (at < 0) continue;
-    std::int64_t end = at;
-    while (end < oa[i].size_bytes() && oa[i].data()[end] != ga[i].data()[end])
-      ++end;
-    return arena_difference(layout, static_cast<std::int32_t>(i), at, end);
-  }
-  return std::nullopt;
-}
-
 std::string text_after_step(const Difference& d) {
   const std::string prefix = fmt::format("step {}: ", d.step);
   return d.text.starts_with(prefix) ? d.text.substr(prefix.size()) : d.text;

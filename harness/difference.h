@@ -56,12 +56,6 @@ std::optional<Difference> difference_of_forward(const model::Step& step,
                                                 const oracle::engine::StepRecord& oracle_record,
                                                 const gpu::engine::StepRecord& backend_record);
 
-// The first arena byte that differs; adds the bytes looked at to `bytes_compared`.
-std::optional<Difference> difference_of_arenas(const model::Layout& layout,
-                                               const std::vector<model::Arena>& oracle_arenas,
-                                               const std::vector<model::Arena>& backend_arenas,
-                                               std::int64_t& bytes_compared);
-
 // The differing bytes [at, end) of arena `arena`, named by tensor, block and range within the
 // block (or "outside every state").
 Difference arena_difference(const model::Layout& layout, std::int32_t arena, std::int64_t at,

@@ -66,9 +66,19 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
   const model::Layout& layout = backend.layout();
   LockstepResult result;
   ArenaComparer arenas(layout, hooks.arena_compare);
-  const BackendArenas backend_arenas{
+  const OracleStates oracle_states{
+      .read = [&](const model::ArenaRange& r,
+                  std::span<std::byte> out) { oracle.runner().states().read(r, out); },
+      .describe =
+          [&](std::span<const model::ArenaRange> ranges, model::ExpectedStates& out) {
+            oracle::engine::StateStore& states = oracle.runner().states();
+            return ranges.empty() ? states.describe_whole(out) : states.describe(ranges, out);
+          }};
+  BackendArenas backend_arenas{
       .whole = [&]() -> const std::vector<model::Arena>& { return backend.arenas(); },
       .read = [&](std::span<const model::ArenaRange> r) { return backend.read(r); }};
+  if (backend.compares_where_bytes_are() || hooks.arena_compare.backend_compares)
+    backend_arenas.compare = [&](const model::ExpectedStates& e) { return backend.compare(e); };
   const auto stop_at = [&](std::int64_t step, Difference d) {
     d.step = step;
     if (!d.text.starts_with("step ")) d.text = fmt::format("step {}: {}", step, d.text);
@@ -120,8 +130,7 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
     std::optional<Difference> d = difference_of_forward(o->step, o->record, record);
     if (!d) d = difference_of_step(layout, o->step, o->record, record);
     if (!d) {
-      d = arenas.after_step(oracle.runner().arenas(), backend_arenas, o->record.access.writes,
-                            o->step.index);
+      d = arenas.after_step(oracle_states, backend_arenas, o->record.access.writes, o->step.index);
       if (d) name_block_copy(o->step, *d);
     }
     ++result.steps_compared;
@@ -138,8 +147,7 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
     if (o->last) break;
   }
   if (!result.failure && last_compared >= 0)
-    if (std::optional<Difference> d =
-            arenas.finish(oracle.runner().arenas(), backend_arenas, last_compared))
+    if (std::optional<Difference> d = arenas.finish(oracle_states, backend_arenas, last_compared))
       stop_at(last_compared, std::move(*d));
   result.bytes_compared = arenas.bytes_compared();
   result.arenas = arenas.coverage();

@@ -78,7 +78,7 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   const model::Layout layout =
       replay_layout(reader, options, result.config, &result.trace_layers);
   const oracle::engine::RunnerOptions oracle_options = oracle_options_of(result.config, options);
-  oracle::engine::Replayer oracle(layout, oracle_options, 64, oracle::engine::Structures::fast,
+  oracle::engine::Replayer oracle(layout, oracle_options, 64, options.structures,
                                   header.async_scheduling, contract_of(header, options));
   require_covered(options.external, oracle_options, result.config.mode);
   gpu::engine::EngineRunner backend(
@@ -101,7 +101,7 @@ ReplayResult replay_trace(scenarios::TraceReader& reader, const ReplayOptions& o
   }
   const LockstepResult r = run_lockstep(steps, backend, options.steps_max, hooks);
   if (r.failure && options.on_failure)
-    options.on_failure(*r.failure, oracle.runner().arenas(), backend.arenas());
+    options.on_failure(*r.failure, oracle.runner().states().arenas(), backend.arenas());
   result.stats = oracle.stats();
   result.steps_compared = r.steps_compared;
   result.bytes_compared = r.bytes_compared;
@@ -135,8 +135,7 @@ std::int64_t view_trace_file(const std::filesystem::path& trace, const ReplayOpt
   model::CacheConfig config;
   const model::Layout layout = replay_layout(reader, options, config);
   oracle::engine::Replayer oracle(layout, oracle_options_of(config, options), 64,
-                                  oracle::engine::Structures::fast,
-                                  reader.header().async_scheduling,
+                                  options.structures, reader.header().async_scheduling,
                                   contract_of(reader.header(), options));
   TracedSteps steps(reader, oracle);
   StepViewer viewer;

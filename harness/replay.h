@@ -45,6 +45,9 @@ struct ReplayOptions {
   std::int64_t steps_max = -1; // -1: the whole trace
   // 0: every layer of the trace; else at most this many per group (model::cap_layers).
   std::int32_t layers_max = 0;
+  // reference: the oracle on its plain structures and byte states (oracle/engine/structures.h,
+  // state_store.h); the same steps, verdicts and texts, slower.
+  oracle::engine::Structures structures = oracle::engine::Structures::fast;
   ArenaComparePolicy arena_compare; // how much of the arenas each step compares
   // Called after every step that held (progress lines).
   std::function<void(std::int64_t steps_done)> on_step;

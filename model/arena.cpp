@@ -65,6 +65,23 @@ bool in_spans(const std::vector<ByteSpan>& spans, std::size_t& cursor, std::int6
 
 } // namespace
 
+const std::uint8_t* poison_pattern_bytes() {
+  return poison_pattern().data();
+}
+
+void fill_poison(std::span<std::byte> out, std::int64_t offset_bytes) {
+  MC_ASSERT(offset_bytes >= 0);
+  const auto& pattern = poison_pattern();
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const auto phase =
+        static_cast<std::size_t>((offset_bytes + static_cast<std::int64_t>(done)) % kPoisonPeriod);
+    const std::size_t n = std::min(out.size() - done, pattern.size() - phase);
+    std::memcpy(out.data() + done, pattern.data() + phase, n);
+    done += n;
+  }
+}
+
 std::uint8_t poison_byte(std::int64_t offset_bytes) {
   MC_ASSERT(offset_bytes >= 0);
   return poison_pattern()[static_cast<std::size_t>(offset_bytes % kPoisonPeriod)];
@@ -142,15 +159,7 @@ void Arena::poison() {
 
 void Arena::poison_range(std::int64_t offset_bytes, std::int64_t size_bytes) {
   MC_ASSERT(offset_bytes >= 0 && size_bytes >= 0 && offset_bytes + size_bytes <= size_bytes_);
-  const auto& pattern = poison_pattern();
-  std::int64_t off = offset_bytes;
-  const std::int64_t end = offset_bytes + size_bytes;
-  while (off < end) {
-    const std::int64_t phase = off % kPoisonPeriod;
-    const std::int64_t n = std::min(end - off, kPoisonPeriod - phase);
-    std::memcpy(data_ + off, pattern.data() + phase, static_cast<std::size_t>(n));
-    off += n;
-  }
+  fill_poison({data_ + offset_bytes, static_cast<std::size_t>(size_bytes)}, offset_bytes);
 }
 
 std::int64_t Arena::first_difference(const Arena& other) const {

@@ -20,6 +20,11 @@ inline constexpr std::int64_t kPoisonPeriod = 4099; // prime: no block stride is
 
 // The poison byte at arena offset `offset_bytes`.
 std::uint8_t poison_byte(std::int64_t offset_bytes);
+// The poison pattern itself, kPoisonPeriod bytes: byte i is the poison of every offset
+// congruent to i (what a device that makes poison is given).
+const std::uint8_t* poison_pattern_bytes();
+// The poison of arena bytes [offset_bytes, offset_bytes + out.size()), into `out`.
+void fill_poison(std::span<std::byte> out, std::int64_t offset_bytes);
 
 // A byte range of one arena of a layout (model/layout.h).
 struct ArenaRange {

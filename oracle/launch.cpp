@@ -68,7 +68,7 @@ void apply_copies(model::LaunchCase& launch_case,
 
 } // namespace
 
-model::LaunchResult run_launch_in_place(model::LaunchCase& launch_case) {
+model::LaunchResult run_launch_in_place(model::LaunchCase& launch_case, Copies copies) {
   model::validate_launch_shape(launch_case);
   // Outputs go to a copy first: every decision reads the arrays as the launch started, and
   // nothing of the case may change before the last check has passed.
@@ -87,7 +87,7 @@ model::LaunchResult run_launch_in_place(model::LaunchCase& launch_case) {
   }
   // Every check passed: from here on nothing throws.
   std::swap(launch_case.requests, requests_after);
-  apply_copies(launch_case, decisions);
+  if (copies == Copies::apply) apply_copies(launch_case, decisions);
   result.decisions = std::move(decisions);
   return result;
 }

@@ -26,6 +26,10 @@ mc::model::LaunchResult run_launch(const mc::model::LaunchCase& launch_case);
 //   arrays after it; batch_copy's unsupported status changes nothing, as run_launch.
 // - The result holds status, reason and decisions only: its `arenas` and `requests` are
 //   EMPTY (they are the case's own, read them there).
-mc::model::LaunchResult run_launch_in_place(mc::model::LaunchCase& launch_case);
+// - `copies` = Copies::decide_only leaves the arenas as they are: the caller applies the
+//   decisions to states it keeps elsewhere (the engine oracle's meanings).
+enum class Copies : bool { apply, decide_only };
+mc::model::LaunchResult run_launch_in_place(mc::model::LaunchCase& launch_case,
+                                            Copies copies = Copies::apply);
 
 } // namespace mc::oracle

@@ -6,6 +6,7 @@
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_memory.h"
+#include "gpu/engine/compare_launch.h"
 #include "gpu/engine/executor.h"
 #include "gpu/engine/forward_launch.h"
 #include "gpu/launch_plan.h"
@@ -52,6 +53,9 @@ public:
       device_units_ = upload_vector<UnitRef>(units_);
       device_forward_tensors_ =
           upload_vector<ForwardTensor>(make_forward_tensors(layout_, arena_addrs_));
+      device_arena_addrs_ = upload_vector<std::uint64_t>(arena_addrs_);
+      device_poison_ = upload_vector<std::uint8_t>(
+          std::span(model::poison_pattern_bytes(), static_cast<std::size_t>(model::kPoisonPeriod)));
     });
   }
 
@@ -175,6 +179,44 @@ public:
     return host_arenas_;
   }
 
+  // The expected bytes made on the device (compare_kernel.cu): per range only its first
+  // differing byte comes back.
+  std::vector<std::int64_t> compare(const model::ExpectedStates& expected) override {
+    const auto n = expected.ranges.size();
+    std::vector<std::int64_t> tile_starts(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i)
+      tile_starts[i + 1] =
+          tile_starts[i] +
+          (expected.ranges[i].range.size_bytes + kCompareTileBytes - 1) / kCompareTileBytes;
+    std::vector<unsigned long long> first(n, ~0ULL);
+    if (n == 0) return {};
+    on_device([&] {
+      const DeviceBuffer d_ranges = upload_vector<model::ExpectedRange>(expected.ranges);
+      const DeviceBuffer d_rows(std::max<std::int64_t>(
+          static_cast<std::int64_t>(expected.rows.size() * sizeof(model::ExpectedRow)), 1));
+      if (!expected.rows.empty())
+        upload_bytes(d_rows, expected.rows.data(),
+                     static_cast<std::int64_t>(expected.rows.size() * sizeof(model::ExpectedRow)));
+      const DeviceBuffer d_starts = upload_vector<std::int64_t>(tile_starts);
+      const DeviceBuffer d_first = upload_vector<unsigned long long>(first);
+      launch_compare({.ranges = d_ranges.as<model::ExpectedRange>(),
+                      .num_ranges = static_cast<std::int32_t>(n),
+                      .rows = d_rows.as<model::ExpectedRow>(),
+                      .tile_starts = d_starts.as<std::int64_t>(),
+                      .arena_addrs = device_arena_addrs_.as<std::uint64_t>(),
+                      .poison = device_poison_.as<std::uint8_t>(),
+                      .first = d_first.as<unsigned long long>()},
+                     tile_starts[n], nullptr);
+      MC_CUDA_CHECK(cudaDeviceSynchronize());
+      first = download_vector<unsigned long long>(d_first, n);
+    });
+    std::vector<std::int64_t> out(n);
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = first[i] == ~0ULL ? -1 : static_cast<std::int64_t>(first[i]);
+    return out;
+  }
+  bool compares_where_bytes_are() const override { return true; }
+
   std::vector<std::span<const std::byte>> read(std::span<const model::ArenaRange> ranges) override {
     std::int64_t total = 0;
     for (const model::ArenaRange& r : ranges)
@@ -263,6 +305,8 @@ private:
   DeviceBuffer device_tensors_;
   DeviceBuffer device_units_;
   DeviceBuffer device_forward_tensors_;
+  DeviceBuffer device_arena_addrs_;            // arena_addrs_, for the compare kernel
+  DeviceBuffer device_poison_;                 // the arena poison pattern, for the compare kernel
   std::vector<model::Arena> host_arenas_;      // the last download
   std::vector<std::byte> staging_;             // the last read()
   cudaStream_t stream_ = nullptr;              // the graphs' (created at the first)

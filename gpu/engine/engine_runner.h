@@ -84,6 +84,10 @@ public:
 
   const model::Layout& layout() const { return layout_; }
   const std::vector<model::Arena>& arenas() { return executor_->arenas(); }
+  std::vector<std::int64_t> compare(const model::ExpectedStates& expected) {
+    return executor_->compare(expected);
+  }
+  bool compares_where_bytes_are() const { return executor_->compares_where_bytes_are(); }
   std::vector<std::span<const std::byte>> read(std::span<const model::ArenaRange> ranges) {
     return executor_->read(ranges);
   }

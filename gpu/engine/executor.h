@@ -8,6 +8,7 @@
 #include "gpu/engine/forward_types.h"
 #include "gpu/mutant.h"
 #include "model/backend.h"
+#include "model/expected_bytes.h"
 #include "model/launch.h"
 #include "model/step.h"
 
@@ -81,6 +82,20 @@ public:
   // cuda executor downloads only these). Valid until the next read() or arenas().
   virtual std::vector<std::span<const std::byte>>
   read(std::span<const model::ArenaRange> ranges) = 0;
+  // Compares its bytes with `expected` and returns per range the first byte that differs, -1
+  // where every byte holds. Here the bytes are read() and the expected ones made on the host;
+  // the cuda executor makes them on the device and reads back only the answers.
+  virtual std::vector<std::int64_t> compare(const model::ExpectedStates& expected) {
+    std::vector<model::ArenaRange> ranges;
+    ranges.reserve(expected.ranges.size());
+    for (const model::ExpectedRange& r : expected.ranges)
+      ranges.push_back(r.range);
+    const std::vector<std::span<const std::byte>> bytes = read(ranges);
+    return model::first_differences(expected, bytes);
+  }
+  // Whether compare() runs where the bytes are, so that no state's bytes cross to the host: the
+  // lockstep loop then compares through it.
+  virtual bool compares_where_bytes_are() const { return false; }
   // false: launches report effects only (status, arrays, arena bytes), no copy decisions.
   virtual bool records_decisions() const { return true; }
 };

@@ -19,6 +19,7 @@
 #include "model/stamps.h"
 
 #include <cstdint>
+#include <cstring>
 
 namespace mc::gpu::engine {
 
@@ -34,6 +35,33 @@ MC_HD_INLINE std::uint64_t load_le(const unsigned char* src, std::int32_t bytes)
   for (std::int32_t i = 0; i < bytes; ++i)
     value |= static_cast<std::uint64_t>(src[i]) << (8 * i);
   return value;
+}
+
+// A whole little-endian word: one access where `at` is 8-aligned (the natural bytes of a
+// temporal state start on an element boundary, and the production layouts' on 8 bytes), byte by
+// byte elsewhere. The host's access is a memcpy, which its compiler makes one move.
+MC_HD_INLINE void store_word(unsigned char* dst, std::uint64_t value) {
+#if defined(__CUDA_ARCH__)
+  if (reinterpret_cast<std::uintptr_t>(dst) % 8 == 0) {
+    *reinterpret_cast<std::uint64_t*>(dst) = value;
+    return;
+  }
+  store_le(dst, value, 8);
+#else
+  std::memcpy(dst, &value, sizeof(value)); // little-endian host
+#endif
+}
+
+MC_HD_INLINE std::uint64_t load_word(const unsigned char* src) {
+#if defined(__CUDA_ARCH__)
+  if (reinterpret_cast<std::uintptr_t>(src) % 8 == 0)
+    return *reinterpret_cast<const std::uint64_t*>(src);
+  return load_le(src, 8);
+#else
+  std::uint64_t value = 0;
+  std::memcpy(&value, src, sizeof(value)); // little-endian host
+  return value;
+#endif
 }
 
 MC_HD_INLINE std::uint64_t low_bytes_mask(std::int32_t bytes) {
@@ -64,11 +92,15 @@ MC_HD_INLINE std::uint64_t read_carry(const ForwardParams& p, const ForwardOp& o
 MC_HD_INLINE void forward_temporal(const ForwardOp& op, const ForwardTensor& t, std::int32_t tensor,
                                    std::uint64_t carry, unsigned char* block, std::int64_t lane,
                                    std::int64_t lanes) {
+  // temporal_word(hash, tensor, w), its seed mixed once.
+  const std::uint64_t seed = model::temporal_seed(op.hash ^ carry, tensor);
   const std::int64_t num_words = (t.natural_bytes + 7) / 8;
   for (std::int64_t w = lane; w < num_words; w += lanes) {
     const std::int64_t left = t.natural_bytes - 8 * w;
-    store_le(block + 8 * w, model::temporal_word(op.hash ^ carry, tensor, w),
-             static_cast<std::int32_t>(left < 8 ? left : 8));
+    if (left >= 8)
+      store_word(block + 8 * w, model::temporal_value(seed, w));
+    else
+      store_le(block + 8 * w, model::temporal_value(seed, w), static_cast<std::int32_t>(left));
   }
 }
 
@@ -121,12 +153,17 @@ MC_HD_INLINE std::uint64_t forward_read_diff(const ForwardParams& p, std::int64_
   if (block == nullptr) return lane == 0 ? 1 : 0;
   std::uint64_t diff = 0;
   if (t.is_temporal != 0) {
+    const std::uint64_t seed = model::temporal_seed(rd.hash, tensor);
     const std::int64_t num_words = (t.natural_bytes + 7) / 8;
     for (std::int64_t w = lane; w < num_words; w += lanes) {
       const std::int64_t left = t.natural_bytes - 8 * w;
-      const auto bytes = static_cast<std::int32_t>(left < 8 ? left : 8);
-      diff |= (load_le(block + 8 * w, bytes) ^ model::temporal_word(rd.hash, tensor, w)) &
-              low_bytes_mask(bytes);
+      if (left >= 8) {
+        diff |= load_word(block + 8 * w) ^ model::temporal_value(seed, w);
+        continue;
+      }
+      const auto bytes = static_cast<std::int32_t>(left);
+      diff |=
+          (load_le(block + 8 * w, bytes) ^ model::temporal_value(seed, w)) & low_bytes_mask(bytes);
     }
     return diff;
   }

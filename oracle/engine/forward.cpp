@@ -28,16 +28,12 @@ struct TensorStep {
 
   // The block at `col` of the request's row, or nothing when it is no block to touch
   // (bad_block() then says why).
-  std::optional<BlockRef> block_at(std::int32_t col) const {
+  std::optional<std::int32_t> block_at(std::int32_t col) const {
     const std::vector<std::int32_t>& ids = (*row.row)[static_cast<std::size_t>(t.group)];
     if (col < 0 || col >= static_cast<std::int32_t>(ids.size())) return std::nullopt;
     const std::int32_t block = ids[static_cast<std::size_t>(col)];
     if (block <= model::kNullBlockId || block >= ctx.layout->spec.num_blocks) return std::nullopt;
-    return BlockRef{.arena = &(*ctx.arenas)[static_cast<std::size_t>(t.arena)],
-                    .tensor = &t,
-                    .tensor_index = tensor,
-                    .num_blocks = ctx.layout->spec.num_blocks,
-                    .block_id = block};
+    return block;
   }
 
   Finding bad_block(std::int32_t col, std::string_view role) const {
@@ -76,19 +72,20 @@ struct TensorStep {
 };
 
 std::optional<Finding> check_read(const TensorStep& ts, std::int32_t col, std::int32_t offset) {
-  const std::optional<BlockRef> ref = ts.block_at(col);
-  if (!ref) return ts.bad_block(col, "read");
-  const BlockRef& b = *ref;
+  const std::optional<std::int32_t> block = ts.block_at(col);
+  if (!block) return ts.bad_block(col, "read");
   const std::int32_t c = ts.row.num_computed;
+  StateStore& states = *ts.ctx.states;
   std::optional<std::string> wrong;
   if (ts.t.kind() == model::StateKind::temporal) {
-    wrong = check_temporal(b, ts.truth.hashes[static_cast<std::size_t>(c)], ts.truth.hashes);
+    wrong = states.check_temporal(ts.tensor, *block, ts.truth.hashes[static_cast<std::size_t>(c)],
+                                  ts.truth.hashes);
   } else {
-    wrong = check_conv(b, ts.history(), c, offset, ts.committed());
+    wrong = states.check_conv(ts.tensor, *block, ts.history(), c, offset, ts.committed());
   }
   *ts.ctx.bytes_checked += ts.t.natural_bytes;
   if (!wrong) return std::nullopt;
-  return ts.finding(FindingKind::wrong_read, col, b.block_id,
+  return ts.finding(FindingKind::wrong_read, col, *block,
                     fmt::format("the forward reads its initial state with a = {}: {}",
                                 ts.row.num_accepted, *wrong),
                     fmt::format("the state after {} tokens", c));
@@ -96,15 +93,14 @@ std::optional<Finding> check_read(const TensorStep& ts, std::int32_t col, std::i
 
 std::optional<Finding> write_state(const TensorStep& ts, std::int32_t col, model::TokenHash hash,
                                    std::int64_t running) {
-  const std::optional<BlockRef> ref = ts.block_at(col);
-  if (!ref) return ts.bad_block(col, "write");
-  const BlockRef& b = *ref;
+  const std::optional<std::int32_t> block = ts.block_at(col);
+  if (!block) return ts.bad_block(col, "write");
   if (ts.t.kind() == model::StateKind::temporal) {
-    write_temporal(b, hash);
+    ts.ctx.states->write_temporal(ts.tensor, *block, hash);
   } else {
-    write_conv(b, ts.history(), running, ts.processed());
+    ts.ctx.states->write_conv(ts.tensor, *block, ts.history(), running, ts.processed());
   }
-  ts.log_write(col, b.block_id);
+  ts.log_write(col, *block);
   return std::nullopt;
 }
 

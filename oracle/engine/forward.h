@@ -9,11 +9,11 @@
 // Every write is logged. The first wrong read or bad index stops the step with a finding.
 #pragma once
 
-#include "model/arena.h"
 #include "model/layout.h"
 #include "model/step.h"
 #include "oracle/engine/finding.h"
 #include "oracle/engine/ledger.h"
+#include "oracle/engine/state_store.h"
 #include "oracle/engine/writes.h"
 
 #include <cstdint>
@@ -37,7 +37,7 @@ struct ForwardRow {
 
 struct ForwardContext {
   const model::Layout* layout = nullptr;
-  std::vector<model::Arena>* arenas = nullptr;
+  StateStore* states = nullptr;
   std::int64_t step = 0;
   AccessLog* log = nullptr;
   std::int64_t* bytes_checked = nullptr;

@@ -133,16 +133,13 @@ std::optional<Finding> InvariantChecker::after_step(const model::Step& step,
       if (block <= model::kNullBlockId || block >= layout.spec.num_blocks) {
         wrong = fmt::format("the column holds {}", block == 0 ? "the null block" : "no block");
       } else {
-        const BlockRef ref{.arena = &runner.arenas()[static_cast<std::size_t>(t.arena)],
-                           .tensor = &t,
-                           .tensor_index = static_cast<std::int32_t>(i),
-                           .num_blocks = layout.spec.num_blocks,
-                           .block_id = block};
-        wrong =
-            temporal
-                ? check_temporal(ref, truth.hashes[static_cast<std::size_t>(c)], truth.hashes)
-                : check_conv(ref, runner.conv_history()[i], c, bias,
-                             {.head = std::span(truth.tokens).first(static_cast<std::size_t>(c))});
+        const auto tensor = static_cast<std::int32_t>(i);
+        wrong = temporal
+                    ? runner.states().check_temporal(
+                          tensor, block, truth.hashes[static_cast<std::size_t>(c)], truth.hashes)
+                    : runner.states().check_conv(
+                          tensor, block, runner.conv_history()[i], c, bias,
+                          {.head = std::span(truth.tokens).first(static_cast<std::size_t>(c))});
         bytes_checked += t.natural_bytes;
       }
       if (wrong)
@@ -171,19 +168,15 @@ std::optional<Finding> InvariantChecker::after_commit(std::int64_t step, const B
     const model::StateTensor& t = layout.tensors[i];
     for (const auto& [block, entry_ptr] : selection_.selected(static_cast<std::size_t>(t.group))) {
       const CachedBlock& entry = *entry_ptr;
-      const BlockRef ref{.arena = &runner.arenas()[static_cast<std::size_t>(t.arena)],
-                         .tensor = &t,
-                         .tensor_index = static_cast<std::int32_t>(i),
-                         .num_blocks = layout.spec.num_blocks,
-                         .block_id = block};
+      const auto tensor = static_cast<std::int32_t>(i);
       const std::int32_t n = entry.num_tokens;
       const auto first =
           static_cast<std::int64_t>(n) - static_cast<std::int64_t>(entry.tail_tokens.size());
       std::optional<std::string> wrong =
           t.kind() == model::StateKind::temporal
-              ? check_temporal(ref, entry.hash, {})
-              : check_conv(ref, runner.conv_history()[i], n, 0,
-                           {.first = first, .head = entry.tail_tokens});
+              ? runner.states().check_temporal(tensor, block, entry.hash, {})
+              : runner.states().check_conv(tensor, block, runner.conv_history()[i], n, 0,
+                                           {.first = first, .head = entry.tail_tokens});
       bytes_checked += t.natural_bytes;
       if (wrong)
         return make_finding(

@@ -19,16 +19,14 @@ namespace mc::oracle::engine {
 OracleRunner::OracleRunner(const model::Layout& layout, const RunnerOptions& options,
                            Structures structures)
     : layout_(layout), options_(options), keep_rows_(structures == Structures::fast),
-      requests_(structures), listed_(structures) {
+      states_(make_state_store(layout, structures)), requests_(structures), listed_(structures) {
   launch_case_.layout = layout;
   for (std::size_t i = 0; i < layout.tensors.size(); ++i)
     conv_history_.push_back(layout.tensors[i].kind() == model::StateKind::conv
                                 ? model::conv_history_rows(layout, static_cast<std::int32_t>(i))
                                 : 0);
-  for (const model::ArenaSpec& a : layout.arenas) {
+  for (const model::ArenaSpec& a : layout.arenas)
     launch_case_.arenas.emplace_back(a.size_bytes());
-    launch_case_.arenas.back().poison(); // a byte nothing wrote shows
-  }
   launch_case_.block_tables.groups.resize(static_cast<std::size_t>(layout.num_groups()));
 }
 
@@ -143,13 +141,15 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
   launch_case_.requests = std::move(arrays);
   model::LaunchResult result;
   try {
-    result = run_launch_in_place(launch_case_); // an InputError leaves the arenas untouched
+    // An InputError leaves the states untouched.
+    result = run_launch_in_place(launch_case_, Copies::decide_only);
   } catch (const model::InputError& e) {
     ctx.rec.finding =
         make_finding(layout_, FindingKind::launch_rejected, ctx.step.index, "", -1, -1, -1,
                      fmt::format("{} launch: {}", to_string(kind), e.what()), "a valid launch");
     return false;
   }
+  states_->apply_copies(result.decisions); // none when unsupported
   ctx.rec.access.copy_reads.reserve(ctx.rec.access.copy_reads.size() + result.decisions.size());
   ctx.rec.access.writes.reserve(ctx.rec.access.writes.size() + result.decisions.size());
   const std::string_view origin = to_string(kind);
@@ -179,7 +179,7 @@ bool OracleRunner::launch(StepCtx& ctx, model::LaunchKind kind, std::int32_t num
 
 void OracleRunner::copy_blocks(const model::Step& step, StepRecord& rec) {
   if (step.block_copies.empty()) return;
-  model::copy_blocks(layout_, launch_case_.arenas, step.block_copies);
+  states_->copy_blocks(step.block_copies);
   for (const model::BlockCopy& c : step.block_copies)
     for (std::size_t i = 0; i < layout_.tensors.size(); ++i)
       if (layout_.tensors[i].group == c.group)

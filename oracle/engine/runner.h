@@ -32,11 +32,13 @@
 #include "oracle/engine/listed_rows.h"
 #include "oracle/engine/options.h"
 #include "oracle/engine/request_records.h"
+#include "oracle/engine/state_store.h"
 #include "oracle/engine/structures.h"
 #include "oracle/engine/writes.h"
 #include "oracle/runner_bookkeeping.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -79,7 +81,8 @@ public:
   StepRecord execute(const model::Step& step, const Ledger& ledger);
 
   const model::Layout& layout() const { return layout_; }
-  std::vector<model::Arena>& arenas() { return launch_case_.arenas; }
+  // The pool's states (state_store.h): meanings on the fast structures, bytes on the plain.
+  StateStore& states() { return *states_; }
   // model::conv_history_rows of every tensor (0 for temporal ones), computed once.
   std::span<const std::int64_t> conv_history() const { return conv_history_; }
   // After execute(): where the next step will read (align and all mode).
@@ -152,9 +155,11 @@ private:
   RunnerOptions options_;
   bool keep_rows_ = true; // the fast structures: last_batch_ is kept
   std::vector<std::int64_t> conv_history_;
-  // The run's arenas, this step's block tables (by batch row) and the arrays of the launch
-  // in flight; the layout is copied once.
+  // This step's block tables (by batch row) and the arrays of the launch in flight; the layout
+  // is copied once. Its arenas are never touched (the launches only decide; the states are
+  // states_'s): they are there, sparse, because a launch case holds its layout's arenas.
   model::LaunchCase launch_case_;
+  std::unique_ptr<StateStore> states_;
   RequestRecords<RequestState> requests_; // erased when finished or preempted
   ListedRows<RequestState> listed_;       // this step's new and cached records, for its batch rows
   std::int64_t step_index_ = -1;          // of the step executed last

@@ -49,16 +49,13 @@ bool OracleRunner::check_copy_sources(StepCtx& ctx, const std::vector<std::int32
                 : c <= 0                     ? "the request has no computed tokens to copy"
                                              : "it lies outside the row (a pad slot)";
       } else {
-        const BlockRef ref{.arena = &launch_case_.arenas[static_cast<std::size_t>(t.arena)],
-                           .tensor = &t,
-                           .tensor_index = static_cast<std::int32_t>(i),
-                           .num_blocks = layout_.spec.num_blocks,
-                           .block_id = block};
-        wrong =
-            temporal
-                ? check_temporal(ref, truth.hashes[static_cast<std::size_t>(c)], truth.hashes)
-                : check_conv(ref, conv_history_[i], c, token_bias[b],
-                             {.head = std::span(truth.tokens).first(static_cast<std::size_t>(c))});
+        const auto tensor = static_cast<std::int32_t>(i);
+        wrong = temporal
+                    ? states_->check_temporal(
+                          tensor, block, truth.hashes[static_cast<std::size_t>(c)], truth.hashes)
+                    : states_->check_conv(
+                          tensor, block, conv_history_[i], c, token_bias[b],
+                          {.head = std::span(truth.tokens).first(static_cast<std::size_t>(c))});
         ctx.rec.bytes_checked += t.natural_bytes;
       }
       if (!wrong) continue;

@@ -58,7 +58,7 @@ bool OracleRunner::forward(StepCtx& ctx, const std::vector<std::int32_t>& state_
                     .row = &ctx.state[b]->row,
                     .truth = ctx.truth[b]});
   const ForwardContext fctx{.layout = &layout_,
-                            .arenas = &launch_case_.arenas,
+                            .states = states_.get(),
                             .step = ctx.step.index,
                             .log = &ctx.rec.access,
                             .bytes_checked = &ctx.rec.bytes_checked,
@@ -178,7 +178,7 @@ void OracleRunner::execute_all(StepCtx& ctx) {
                     .truth = ctx.truth[b]});
   }
   const ForwardContext fctx{.layout = &layout_,
-                            .arenas = &launch_case_.arenas,
+                            .states = states_.get(),
                             .step = step.index,
                             .log = &ctx.rec.access,
                             .bytes_checked = &ctx.rec.bytes_checked,

@@ -5,12 +5,15 @@
 // a whole comparison after every step kills, the blocks-written comparison kills at the same
 // step.
 #include "harness/arena_compare.h"
+#include "harness/replay.h"
 #include "harness/simulate.h"
 #include "model/errors.h"
 #include "model/presets.h"
+#include "tests/model/temp_dir.h"
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +34,10 @@ protected:
       theirs_.emplace_back(a.size_bytes());
       theirs_.back().poison();
     }
+    oracle_.read = [this](const model::ArenaRange& r, std::span<std::byte> out) {
+      std::memcpy(out.data(), ours_[static_cast<std::size_t>(r.arena)].data() + r.offset_bytes,
+                  out.size());
+    };
     backend_ = {.whole = [this]() -> const std::vector<model::Arena>& {
                   ++whole_reads_;
                   return theirs_;
@@ -60,6 +67,7 @@ protected:
 
   model::Layout layout_;
   std::vector<model::Arena> ours_, theirs_;
+  OracleStates oracle_;
   BackendArenas backend_;
   int whole_reads_ = 0;
   int ranges_read_ = 0;
@@ -69,7 +77,7 @@ TEST_F(Comparer, SmallArenasAreComparedWholeAfterEveryStep) {
   ArenaComparer c(layout_, {});
   EXPECT_TRUE(c.whole_every_step());
   byte(theirs_, 1, 5, 7) ^= std::byte{1}; // a block the step did not write
-  const std::optional<Difference> d = c.after_step(ours_, backend_, wrote(0, 3), 0);
+  const std::optional<Difference> d = c.after_step(oracle_, backend_, wrote(0, 3), 0);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->kind, "arena");
   EXPECT_EQ(d->tensor, 1);
@@ -79,7 +87,7 @@ TEST_F(Comparer, SmallArenasAreComparedWholeAfterEveryStep) {
   EXPECT_EQ(d->text.find("found when"), std::string::npos) << d->text;
   EXPECT_EQ(whole_reads_, 1);
   EXPECT_EQ(ranges_read_, 0);
-  EXPECT_FALSE(c.finish(ours_, backend_, 0)); // the step's comparison was whole already
+  EXPECT_FALSE(c.finish(oracle_, backend_, 0)); // the step's comparison was whole already
 }
 
 TEST_F(Comparer, ABlockTheStepWroteIsComparedThatStep) {
@@ -87,9 +95,9 @@ TEST_F(Comparer, ABlockTheStepWroteIsComparedThatStep) {
   EXPECT_FALSE(c.whole_every_step());
   byte(ours_, 1, 4, 10) = std::byte{0x11};
   byte(theirs_, 1, 4, 10) = std::byte{0x11}; // both wrote the same: held
-  EXPECT_FALSE(c.after_step(ours_, backend_, wrote(1, 4), 0));
+  EXPECT_FALSE(c.after_step(oracle_, backend_, wrote(1, 4), 0));
   byte(ours_, 1, 4, 12) = std::byte{0x22}; // the backend missed this write
-  const std::optional<Difference> d = c.after_step(ours_, backend_, wrote(1, 4), 1);
+  const std::optional<Difference> d = c.after_step(oracle_, backend_, wrote(1, 4), 1);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->tensor, 1);
   EXPECT_EQ(d->block, 4);
@@ -103,9 +111,9 @@ TEST_F(Comparer, ABlockTheStepWroteIsComparedThatStep) {
 TEST_F(Comparer, AWriteOutsideTheStepsBlocksIsFoundByTheNextWholeComparison) {
   ArenaComparer c(layout_, {.whole_bytes_max = 0, .whole_every = 3});
   byte(theirs_, 2, 6, 0) ^= std::byte{0x80}; // a stray write at step 0
-  EXPECT_FALSE(c.after_step(ours_, backend_, wrote(0, 3), 0));
-  EXPECT_FALSE(c.after_step(ours_, backend_, wrote(0, 3), 1));
-  const std::optional<Difference> d = c.after_step(ours_, backend_, wrote(0, 3), 2);
+  EXPECT_FALSE(c.after_step(oracle_, backend_, wrote(0, 3), 0));
+  EXPECT_FALSE(c.after_step(oracle_, backend_, wrote(0, 3), 1));
+  const std::optional<Difference> d = c.after_step(oracle_, backend_, wrote(0, 3), 2);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->tensor, 2);
   EXPECT_EQ(d->block, 6);
@@ -118,11 +126,11 @@ TEST_F(Comparer, AWriteOutsideTheStepsBlocksIsFoundByTheNextWholeComparison) {
 
 TEST_F(Comparer, TheWholeDifferenceSaysWhenTheArenasLastMatched) {
   ArenaComparer c(layout_, {.whole_bytes_max = 0, .whole_every = 2});
-  EXPECT_FALSE(c.after_step(ours_, backend_, {}, 10));
-  EXPECT_FALSE(c.after_step(ours_, backend_, {}, 11)); // whole, held
-  EXPECT_FALSE(c.after_step(ours_, backend_, {}, 12));
+  EXPECT_FALSE(c.after_step(oracle_, backend_, {}, 10));
+  EXPECT_FALSE(c.after_step(oracle_, backend_, {}, 11)); // whole, held
+  EXPECT_FALSE(c.after_step(oracle_, backend_, {}, 12));
   byte(theirs_, 3, 2, 1) ^= std::byte{1};
-  const std::optional<Difference> d = c.after_step(ours_, backend_, {}, 13);
+  const std::optional<Difference> d = c.after_step(oracle_, backend_, {}, 13);
   ASSERT_TRUE(d);
   EXPECT_NE(d->text.find("after step 13; they last matched whole after step 11"),
             std::string::npos)
@@ -132,9 +140,9 @@ TEST_F(Comparer, TheWholeDifferenceSaysWhenTheArenasLastMatched) {
 
 TEST_F(Comparer, FinishComparesWholeWhenTheLastStepDidNot) {
   ArenaComparer c(layout_, {.whole_bytes_max = 0, .whole_every = 64});
-  EXPECT_FALSE(c.after_step(ours_, backend_, wrote(0, 1), 0));
+  EXPECT_FALSE(c.after_step(oracle_, backend_, wrote(0, 1), 0));
   byte(theirs_, 0, 9, 3) ^= std::byte{4};
-  const std::optional<Difference> d = c.finish(ours_, backend_, 0);
+  const std::optional<Difference> d = c.finish(oracle_, backend_, 0);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->block, 9);
   EXPECT_EQ(c.coverage().text(),
@@ -220,6 +228,75 @@ TEST(ComparerThroughRuns, TheBlocksWrittenKillWhatTheWholeComparisonKills) {
   // metadata differs first). accepted_counts_read_after_condense needs async scheduling, which
   // this run does not use.
   EXPECT_EQ(killed, 37);
+}
+
+// The oracle keeps what each block means; `--reference` keeps the bytes (state_store.h). Every
+// runner mutant and every kernel mutant ends a run on both at the same step with the same text,
+// and a clean run compares the same bytes; so does the comparison made by the backend from the
+// oracle's descriptions (the cuda executor's path, here on the host executor).
+void expect_same_outcome(const std::string& name, const std::optional<Difference>& meant,
+                         const std::optional<Difference>& held_bytes) {
+  ASSERT_EQ(meant.has_value(), held_bytes.has_value()) << name;
+  if (!meant) return;
+  EXPECT_EQ(meant->step, held_bytes->step) << name;
+  EXPECT_EQ(meant->kind, held_bytes->kind) << name;
+  EXPECT_EQ(meant->text, held_bytes->text) << name;
+}
+
+TEST(MeaningsAndBytes, EveryRunnerMutantEndsTheSameOnBoth) {
+  int killed = 0;
+  using model::CacheMode, model::RunnerFlavour;
+  for (const auto& [mode, runner] : {std::pair{CacheMode::align, RunnerFlavour::v1},
+                                     std::pair{CacheMode::align, RunnerFlavour::v2},
+                                     std::pair{CacheMode::all, RunnerFlavour::v1}}) {
+    for (std::size_t m = 0; m <= gpu::runner_mutants().size(); ++m) {
+      const auto mutant = static_cast<gpu::engine::RunnerMutant>(m);
+      SimulationOptions s = small_pool_run(mode, runner, mutant);
+      s.arena_compare = {.whole_bytes_max = 0, .whole_every = 7}; // both ways of comparing
+      const SimulationResult meant = simulate(s);
+      s.arena_compare.backend_compares = true; // the path of the cuda executor
+      const SimulationResult there = simulate(s);
+      s.arena_compare.backend_compares = false;
+      s.engine.structures = oracle::engine::Structures::reference;
+      const SimulationResult bytes = simulate(s);
+      const std::string name{gpu::engine::to_string(mutant)};
+      ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, meant.mismatch, bytes.mismatch));
+      ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, there.mismatch, bytes.mismatch));
+      EXPECT_EQ(there.bytes_compared, bytes.bytes_compared) << name;
+      ASSERT_EQ(meant.finding.has_value(), bytes.finding.has_value()) << name;
+      EXPECT_EQ(meant.bytes_compared, bytes.bytes_compared) << name;
+      EXPECT_EQ(meant.report.bytes_checked, bytes.report.bytes_checked) << name;
+      killed += meant.held() ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(killed, 37); // as the comparison of the blocks written kills them
+}
+
+TEST(MeaningsAndBytes, EveryKernelMutantEndsTheSameOnBoth) {
+  model::testing::TempDir dir;
+  SimulationOptions s = small_pool_run(model::CacheMode::align, model::RunnerFlavour::v1,
+                                       gpu::engine::RunnerMutant::none);
+  s.record = dir.path() / "clean.jsonl";
+  ASSERT_TRUE(simulate(s).held());
+  int killed = 0;
+  for (std::size_t m = 1; m <= gpu::kernel_mutants().size(); ++m) {
+    const auto mutant = static_cast<gpu::Mutant>(m);
+    if (!gpu::kernel_mutants()[m - 1].memory_safe) continue; // may fault the host executor
+    ReplayOptions o{.kernel_mutant = mutant};
+    o.arena_compare = {.whole_bytes_max = 0, .whole_every = 5};
+    const ReplayResult meant = replay_file(*s.record, o);
+    o.arena_compare.backend_compares = true;
+    const ReplayResult there = replay_file(*s.record, o);
+    o.arena_compare.backend_compares = false;
+    o.structures = oracle::engine::Structures::reference;
+    const ReplayResult bytes = replay_file(*s.record, o);
+    const std::string name{gpu::to_string(mutant)};
+    ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, meant.mismatch, bytes.mismatch));
+    ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, there.mismatch, bytes.mismatch));
+    EXPECT_EQ(meant.bytes_compared, bytes.bytes_compared) << name;
+    killed += meant.held() ? 0 : 1;
+  }
+  EXPECT_GT(killed, 10);
 }
 
 } // namespace

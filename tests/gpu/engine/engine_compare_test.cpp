@@ -2,12 +2,16 @@
 // batch_copy) and V2, align and all (with and without drafts), SD and DS, small pools so that
 // preemption and reset_prefix_cache happen; decisions, arrays and every arena byte equal after
 // every step.
-#include "harness/simulate.h"
 #include "gpu/cuda_backend.h"
+#include "gpu/mutant.h"
+#include "harness/simulate.h"
 #include "model/errors.h"
 #include "model/presets.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
 
 namespace mc::harness {
 namespace {
@@ -139,6 +143,52 @@ TEST_P(EngineCompare, CudaMatchesOracleEveryStep) {
   ASSERT_FALSE(r.mismatch.has_value()) << r.mismatch->text;
   EXPECT_GT(r.steps_compared, 500);
   EXPECT_GT(r.bytes_compared, 0);
+}
+
+// The cuda executor compares where its bytes are (compare_kernel.cu, from the oracle's
+// descriptions of what each block means): every runner mutant ends a run there at the step and
+// with the text that the host executor and the oracle's bytes (`--reference`) give, clean runs
+// compare as many bytes, and a whole comparison every 7 steps covers the sweep's path too.
+TEST(DeviceCompare, EveryRunnerMutantEndsOnCudaAsOnTheHostsBytes) {
+  if (!gpu::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  int killed = 0;
+  using model::CacheMode, model::RunnerFlavour;
+  for (const auto& [mode, runner] : {std::pair{CacheMode::align, RunnerFlavour::v1},
+                                     std::pair{CacheMode::align, RunnerFlavour::v2},
+                                     std::pair{CacheMode::all, RunnerFlavour::v1}}) {
+    for (std::size_t m = 0; m <= gpu::runner_mutants().size(); ++m) {
+      const model::Preset& preset = model::find_preset("tiny-mamba2");
+      SimulationOptions s{.config = preset.config, .spec = preset.spec, .preset = "tiny-mamba2"};
+      s.config.mode = mode;
+      if (mode == CacheMode::all) {
+        s.config.num_spec_tokens = 0;
+        s.config.num_spec_blocks = 0;
+      }
+      s.spec.num_blocks = mode == CacheMode::all ? 24 : 12;
+      s.engine.runner.flavour = runner;
+      s.engine.scheduler.reset_prefix_cache_per_million = 30'000;
+      s.engine.scheduler.abort_per_million = 20'000;
+      s.num_steps = 300;
+      s.num_requests = 40;
+      s.seed = 3;
+      s.runner_mutant = static_cast<gpu::engine::RunnerMutant>(m);
+      s.arena_compare = {.whole_bytes_max = 0, .whole_every = 7};
+      s.executor = model::Backend::cuda;
+      const SimulationResult there = simulate(s);
+      s.executor = model::Backend::host;
+      s.engine.structures = oracle::engine::Structures::reference;
+      const SimulationResult bytes = simulate(s);
+      const std::string name{gpu::engine::to_string(s.runner_mutant)};
+      ASSERT_EQ(there.mismatch.has_value(), bytes.mismatch.has_value()) << name;
+      ASSERT_EQ(there.finding.has_value(), bytes.finding.has_value()) << name;
+      EXPECT_EQ(there.bytes_compared, bytes.bytes_compared) << name;
+      if (!there.mismatch) continue;
+      ++killed;
+      EXPECT_EQ(there.mismatch->step, bytes.mismatch->step) << name;
+      EXPECT_EQ(there.mismatch->text, bytes.mismatch->text) << name;
+    }
+  }
+  EXPECT_GT(killed, 30);
 }
 
 } // namespace

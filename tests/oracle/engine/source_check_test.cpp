@@ -73,16 +73,18 @@ std::optional<PlannedCopy> first_copy(const SeededRun& run, const RowFilter& wan
   return std::nullopt;
 }
 
-// Reruns `run` and flips every byte of the planned copy's source block just before its step.
+// Reruns `run` and overwrites the planned copy's source block just before its step: a
+// temporal state with the state of a sequence no request has, a conv window with no tokens.
 std::optional<Finding> run_with_damaged_source(const SeededRun& run, const PlannedCopy& planned) {
   Engine engine(run.layout, run.requests, run.seed, run.options);
   const model::StateTensor& t = run.layout.tensors[static_cast<std::size_t>(planned.copy.tensor)];
   auto damage = [&](model::Step& step) {
     if (step.index != planned.step) return;
-    std::byte* block = engine.runner().arenas()[static_cast<std::size_t>(t.arena)].data() +
-                       t.block_offset_bytes(planned.copy.src_block_id);
-    for (std::int64_t k = 0; k < t.natural_bytes; ++k)
-      block[k] ^= std::byte{0xFF};
+    StateStore& states = engine.runner().states();
+    if (t.kind() == model::StateKind::temporal)
+      states.write_temporal(planned.copy.tensor, planned.copy.src_block_id, 0x5EED);
+    else
+      states.write_conv(planned.copy.tensor, planned.copy.src_block_id, 1, 0, {});
   };
   while (engine.step(damage) && engine.last_step().index < planned.step) {
   }
