@@ -14,6 +14,7 @@
 #include "model/errors.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 
@@ -179,36 +180,46 @@ public:
     return host_arenas_;
   }
 
-  // The expected bytes made on the device (compare_kernel.cu): per range only its first
-  // differing byte comes back.
+  // The expected bytes made on the device (compare_kernel.cu): the description goes up in one
+  // copy into a buffer kept for the run, and per range only its first differing byte comes back.
   std::vector<std::int64_t> compare(const model::ExpectedStates& expected) override {
-    const auto n = expected.ranges.size();
-    std::vector<std::int64_t> tile_starts(n + 1, 0);
+    const std::size_t n = expected.ranges.size();
+    if (n == 0) return {};
+    // One upload: [ranges | rows | tile starts | first differences], each part 8-aligned.
+    const std::size_t ranges_bytes = n * sizeof(model::ExpectedRange);
+    const std::size_t rows_bytes = expected.rows.size() * sizeof(model::ExpectedRow);
+    const std::size_t starts_bytes = (n + 1) * sizeof(std::int64_t);
+    const std::size_t first_bytes = n * sizeof(unsigned long long);
+    static_assert(sizeof(model::ExpectedRange) % 8 == 0 && sizeof(model::ExpectedRow) % 8 == 0);
+    compare_staging_.resize(ranges_bytes + rows_bytes + starts_bytes + first_bytes);
+    std::byte* up = compare_staging_.data();
+    std::memcpy(up, expected.ranges.data(), ranges_bytes);
+    if (rows_bytes > 0) std::memcpy(up + ranges_bytes, expected.rows.data(), rows_bytes);
+    auto* tile_starts = reinterpret_cast<std::int64_t*>(up + ranges_bytes + rows_bytes);
+    tile_starts[0] = 0;
     for (std::size_t i = 0; i < n; ++i)
       tile_starts[i + 1] =
           tile_starts[i] +
           (expected.ranges[i].range.size_bytes + kCompareTileBytes - 1) / kCompareTileBytes;
-    std::vector<unsigned long long> first(n, ~0ULL);
-    if (n == 0) return {};
+    std::memset(up + ranges_bytes + rows_bytes + starts_bytes, 0xFF, first_bytes);
+    std::vector<unsigned long long> first(n);
     on_device([&] {
-      const DeviceBuffer d_ranges = upload_vector<model::ExpectedRange>(expected.ranges);
-      const DeviceBuffer d_rows(std::max<std::int64_t>(
-          static_cast<std::int64_t>(expected.rows.size() * sizeof(model::ExpectedRow)), 1));
-      if (!expected.rows.empty())
-        upload_bytes(d_rows, expected.rows.data(),
-                     static_cast<std::int64_t>(expected.rows.size() * sizeof(model::ExpectedRow)));
-      const DeviceBuffer d_starts = upload_vector<std::int64_t>(tile_starts);
-      const DeviceBuffer d_first = upload_vector<unsigned long long>(first);
-      launch_compare({.ranges = d_ranges.as<model::ExpectedRange>(),
-                      .num_ranges = static_cast<std::int32_t>(n),
-                      .rows = d_rows.as<model::ExpectedRow>(),
-                      .tile_starts = d_starts.as<std::int64_t>(),
-                      .arena_addrs = device_arena_addrs_.as<std::uint64_t>(),
-                      .poison = device_poison_.as<std::uint8_t>(),
-                      .first = d_first.as<unsigned long long>()},
-                     tile_starts[n], nullptr);
-      MC_CUDA_CHECK(cudaDeviceSynchronize());
-      first = download_vector<unsigned long long>(d_first, n);
+      const auto total = static_cast<std::int64_t>(compare_staging_.size());
+      if (compare_buffer_.size_bytes() < total) compare_buffer_ = DeviceBuffer(2 * total);
+      std::byte* down = compare_buffer_.as<std::byte>();
+      MC_CUDA_CHECK(cudaMemcpy(down, up, compare_staging_.size(), cudaMemcpyHostToDevice));
+      auto* d_first =
+          reinterpret_cast<unsigned long long*>(down + ranges_bytes + rows_bytes + starts_bytes);
+      launch_compare(
+          {.ranges = reinterpret_cast<const model::ExpectedRange*>(down),
+           .num_ranges = static_cast<std::int32_t>(n),
+           .rows = reinterpret_cast<const model::ExpectedRow*>(down + ranges_bytes),
+           .tile_starts = reinterpret_cast<const std::int64_t*>(down + ranges_bytes + rows_bytes),
+           .arena_addrs = device_arena_addrs_.as<std::uint64_t>(),
+           .poison = device_poison_.as<std::uint8_t>(),
+           .first = d_first},
+          tile_starts[n], nullptr);
+      MC_CUDA_CHECK(cudaMemcpy(first.data(), d_first, first_bytes, cudaMemcpyDeviceToHost));
     });
     std::vector<std::int64_t> out(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -307,6 +318,8 @@ private:
   DeviceBuffer device_forward_tensors_;
   DeviceBuffer device_arena_addrs_;            // arena_addrs_, for the compare kernel
   DeviceBuffer device_poison_;                 // the arena poison pattern, for the compare kernel
+  DeviceBuffer compare_buffer_;            // compare()'s description and answers, grown as needed
+  std::vector<std::byte> compare_staging_; // the same on the host
   std::vector<model::Arena> host_arenas_;      // the last download
   std::vector<std::byte> staging_;             // the last read()
   cudaStream_t stream_ = nullptr;              // the graphs' (created at the first)
