@@ -9,6 +9,7 @@
 #include "harness/simulate.h"
 #include "model/errors.h"
 #include "model/presets.h"
+#include "tests/harness/mutant_runs.h"
 #include "tests/model/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -171,54 +172,27 @@ TEST(ComparerPolicy, ZeroStepsBetweenWholeComparisonsIsRefused) {
   EXPECT_THROW(ArenaComparer(layout, {.whole_every = 0}), model::InputError);
 }
 
-SimulationOptions small_pool_run(model::CacheMode mode, model::RunnerFlavour runner,
-                                 gpu::engine::RunnerMutant mutant) {
-  const model::Preset& preset = model::find_preset("tiny-mamba2");
-  SimulationOptions s{.config = preset.config, .spec = preset.spec, .preset = "tiny-mamba2"};
-  s.config.mode = mode;
-  if (mode == model::CacheMode::all) { // all mode runs without drafts
-    s.config.num_spec_tokens = 0;
-    s.config.num_spec_blocks = 0;
-  }
-  s.spec.num_blocks = mode == model::CacheMode::all ? 24 : 12; // all mode: a block per B tokens
-  s.engine.runner.flavour = runner;
-  s.engine.scheduler.reset_prefix_cache_per_million = 30'000;
-  s.engine.scheduler.abort_per_million = 20'000;
-  s.num_steps = 300;
-  s.num_requests = 40;
-  s.seed = 3;
-  s.runner_mutant = mutant;
-  return s;
-}
-
 // Every runner mutant a whole comparison after every step kills on this run, the blocks-written
 // comparison (no whole comparison until after the last step) kills at the same step with the
 // same difference.
 TEST(ComparerThroughRuns, TheBlocksWrittenKillWhatTheWholeComparisonKills) {
   int killed = 0;
-  using model::CacheMode, model::RunnerFlavour;
-  for (const auto& [mode, runner] : {std::pair{CacheMode::align, RunnerFlavour::v1},
-                                     std::pair{CacheMode::align, RunnerFlavour::v2},
-                                     std::pair{CacheMode::all, RunnerFlavour::v1}}) {
-    for (std::size_t m = 0; m <= gpu::runner_mutants().size(); ++m) {
-      const auto mutant = static_cast<gpu::engine::RunnerMutant>(m);
-      SimulationOptions s = small_pool_run(mode, runner, mutant);
-      const SimulationResult whole = simulate(s);
-      s.arena_compare = {.whole_bytes_max = 0, .whole_every = 1'000'000};
-      const SimulationResult blocks = simulate(s);
-      const std::string name{gpu::engine::to_string(mutant)};
-      ASSERT_EQ(whole.held(), blocks.held()) << name;
-      if (whole.held()) { // clean, or a mutant of another mode or runner
-        EXPECT_FALSE(blocks.arenas.whole_every_step);
-        EXPECT_EQ(blocks.arenas.whole_comparisons, 1);
-        continue;
-      }
-      ++killed;
-      ASSERT_EQ(whole.mismatch.has_value(), blocks.mismatch.has_value()) << name;
-      if (whole.mismatch) {
-        EXPECT_EQ(whole.mismatch->step, blocks.mismatch->step) << name;
-        EXPECT_EQ(whole.mismatch->text, blocks.mismatch->text) << name;
-      }
+  for (SimulationOptions s : testing::runner_mutant_runs()) {
+    const SimulationResult whole = simulate(s);
+    s.arena_compare = {.whole_bytes_max = 0, .whole_every = 1'000'000};
+    const SimulationResult blocks = simulate(s);
+    const std::string name{gpu::engine::to_string(s.runner_mutant)};
+    ASSERT_EQ(whole.held(), blocks.held()) << name;
+    if (whole.held()) { // clean, or a mutant of another mode or runner
+      EXPECT_FALSE(blocks.arenas.whole_every_step);
+      EXPECT_EQ(blocks.arenas.whole_comparisons, 1);
+      continue;
+    }
+    ++killed;
+    ASSERT_EQ(whole.mismatch.has_value(), blocks.mismatch.has_value()) << name;
+    if (whole.mismatch) {
+      EXPECT_EQ(whole.mismatch->step, blocks.mismatch->step) << name;
+      EXPECT_EQ(whole.mismatch->text, blocks.mismatch->text) << name;
     }
   }
   // The mutant-and-runner pairs this workload reaches: 22 before the forward's five mutants,
@@ -245,37 +219,30 @@ void expect_same_outcome(const std::string& name, const std::optional<Difference
 
 TEST(MeaningsAndBytes, EveryRunnerMutantEndsTheSameOnBoth) {
   int killed = 0;
-  using model::CacheMode, model::RunnerFlavour;
-  for (const auto& [mode, runner] : {std::pair{CacheMode::align, RunnerFlavour::v1},
-                                     std::pair{CacheMode::align, RunnerFlavour::v2},
-                                     std::pair{CacheMode::all, RunnerFlavour::v1}}) {
-    for (std::size_t m = 0; m <= gpu::runner_mutants().size(); ++m) {
-      const auto mutant = static_cast<gpu::engine::RunnerMutant>(m);
-      SimulationOptions s = small_pool_run(mode, runner, mutant);
-      s.arena_compare = {.whole_bytes_max = 0, .whole_every = 7}; // both ways of comparing
-      const SimulationResult meant = simulate(s);
-      s.arena_compare.backend_compares = true; // the path of the cuda executor
-      const SimulationResult there = simulate(s);
-      s.arena_compare.backend_compares = false;
-      s.engine.structures = oracle::engine::Structures::reference;
-      const SimulationResult bytes = simulate(s);
-      const std::string name{gpu::engine::to_string(mutant)};
-      ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, meant.mismatch, bytes.mismatch));
-      ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, there.mismatch, bytes.mismatch));
-      EXPECT_EQ(there.bytes_compared, bytes.bytes_compared) << name;
-      ASSERT_EQ(meant.finding.has_value(), bytes.finding.has_value()) << name;
-      EXPECT_EQ(meant.bytes_compared, bytes.bytes_compared) << name;
-      EXPECT_EQ(meant.report.bytes_checked, bytes.report.bytes_checked) << name;
-      killed += meant.held() ? 0 : 1;
-    }
+  for (SimulationOptions s : testing::runner_mutant_runs()) {
+    s.arena_compare = {.whole_bytes_max = 0, .whole_every = 7}; // both ways of comparing
+    const SimulationResult meant = simulate(s);
+    s.arena_compare.backend_compares = true; // the path of the cuda executor
+    const SimulationResult there = simulate(s);
+    s.arena_compare.backend_compares = false;
+    s.engine.structures = oracle::engine::Structures::reference;
+    const SimulationResult bytes = simulate(s);
+    const std::string name{gpu::engine::to_string(s.runner_mutant)};
+    ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, meant.mismatch, bytes.mismatch));
+    ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, there.mismatch, bytes.mismatch));
+    EXPECT_EQ(there.bytes_compared, bytes.bytes_compared) << name;
+    ASSERT_EQ(meant.finding.has_value(), bytes.finding.has_value()) << name;
+    EXPECT_EQ(meant.bytes_compared, bytes.bytes_compared) << name;
+    EXPECT_EQ(meant.report.bytes_checked, bytes.report.bytes_checked) << name;
+    killed += meant.held() ? 0 : 1;
   }
   EXPECT_EQ(killed, 37); // as the comparison of the blocks written kills them
 }
 
 TEST(MeaningsAndBytes, EveryKernelMutantEndsTheSameOnBoth) {
   model::testing::TempDir dir;
-  SimulationOptions s = small_pool_run(model::CacheMode::align, model::RunnerFlavour::v1,
-                                       gpu::engine::RunnerMutant::none);
+  SimulationOptions s = testing::small_pool_run(model::CacheMode::align, model::RunnerFlavour::v1,
+                                                gpu::engine::RunnerMutant::none);
   s.record = dir.path() / "clean.jsonl";
   ASSERT_TRUE(simulate(s).held());
   int killed = 0;

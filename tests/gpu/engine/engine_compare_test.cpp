@@ -7,6 +7,7 @@
 #include "harness/simulate.h"
 #include "model/errors.h"
 #include "model/presets.h"
+#include "tests/harness/mutant_runs.h"
 
 #include <gtest/gtest.h>
 
@@ -152,41 +153,21 @@ TEST_P(EngineCompare, CudaMatchesOracleEveryStep) {
 TEST(DeviceCompare, EveryRunnerMutantEndsOnCudaAsOnTheHostsBytes) {
   if (!gpu::cuda_available()) GTEST_SKIP() << "no CUDA device";
   int killed = 0;
-  using model::CacheMode, model::RunnerFlavour;
-  for (const auto& [mode, runner] : {std::pair{CacheMode::align, RunnerFlavour::v1},
-                                     std::pair{CacheMode::align, RunnerFlavour::v2},
-                                     std::pair{CacheMode::all, RunnerFlavour::v1}}) {
-    for (std::size_t m = 0; m <= gpu::runner_mutants().size(); ++m) {
-      const model::Preset& preset = model::find_preset("tiny-mamba2");
-      SimulationOptions s{.config = preset.config, .spec = preset.spec, .preset = "tiny-mamba2"};
-      s.config.mode = mode;
-      if (mode == CacheMode::all) {
-        s.config.num_spec_tokens = 0;
-        s.config.num_spec_blocks = 0;
-      }
-      s.spec.num_blocks = mode == CacheMode::all ? 24 : 12;
-      s.engine.runner.flavour = runner;
-      s.engine.scheduler.reset_prefix_cache_per_million = 30'000;
-      s.engine.scheduler.abort_per_million = 20'000;
-      s.num_steps = 300;
-      s.num_requests = 40;
-      s.seed = 3;
-      s.runner_mutant = static_cast<gpu::engine::RunnerMutant>(m);
-      s.arena_compare = {.whole_bytes_max = 0, .whole_every = 7};
-      s.executor = model::Backend::cuda;
-      const SimulationResult there = simulate(s);
-      s.executor = model::Backend::host;
-      s.engine.structures = oracle::engine::Structures::reference;
-      const SimulationResult bytes = simulate(s);
-      const std::string name{gpu::engine::to_string(s.runner_mutant)};
-      ASSERT_EQ(there.mismatch.has_value(), bytes.mismatch.has_value()) << name;
-      ASSERT_EQ(there.finding.has_value(), bytes.finding.has_value()) << name;
-      EXPECT_EQ(there.bytes_compared, bytes.bytes_compared) << name;
-      if (!there.mismatch) continue;
-      ++killed;
-      EXPECT_EQ(there.mismatch->step, bytes.mismatch->step) << name;
-      EXPECT_EQ(there.mismatch->text, bytes.mismatch->text) << name;
-    }
+  for (SimulationOptions s : testing::runner_mutant_runs()) {
+    s.arena_compare = {.whole_bytes_max = 0, .whole_every = 7};
+    s.executor = model::Backend::cuda;
+    const SimulationResult there = simulate(s);
+    s.executor = model::Backend::host;
+    s.engine.structures = oracle::engine::Structures::reference;
+    const SimulationResult bytes = simulate(s);
+    const std::string name{gpu::engine::to_string(s.runner_mutant)};
+    ASSERT_EQ(there.mismatch.has_value(), bytes.mismatch.has_value()) << name;
+    ASSERT_EQ(there.finding.has_value(), bytes.finding.has_value()) << name;
+    EXPECT_EQ(there.bytes_compared, bytes.bytes_compared) << name;
+    if (!there.mismatch) continue;
+    ++killed;
+    EXPECT_EQ(there.mismatch->step, bytes.mismatch->step) << name;
+    EXPECT_EQ(there.mismatch->text, bytes.mismatch->text) << name;
   }
   EXPECT_GT(killed, 30);
 }

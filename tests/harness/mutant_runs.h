@@ -1,0 +1,48 @@
+// The small simulated runs the comparison tests end with every runner mutant: tiny-mamba2 with a
+// pool small enough for preemptions, resets and aborts, in three mode and runner pairs (align V1
+// and V2, all mode V1), each clean and with every runner mutant.
+#pragma once
+
+#include "gpu/mutant.h"
+#include "harness/simulate.h"
+#include "model/presets.h"
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace mc::harness::testing {
+
+inline SimulationOptions small_pool_run(model::CacheMode mode, model::RunnerFlavour runner,
+                                        gpu::engine::RunnerMutant mutant) {
+  const model::Preset& preset = model::find_preset("tiny-mamba2");
+  SimulationOptions s{.config = preset.config, .spec = preset.spec, .preset = "tiny-mamba2"};
+  s.config.mode = mode;
+  if (mode == model::CacheMode::all) { // all mode runs without drafts
+    s.config.num_spec_tokens = 0;
+    s.config.num_spec_blocks = 0;
+  }
+  s.spec.num_blocks = mode == model::CacheMode::all ? 24 : 12; // all mode: a block per B tokens
+  s.engine.runner.flavour = runner;
+  s.engine.scheduler.reset_prefix_cache_per_million = 30'000;
+  s.engine.scheduler.abort_per_million = 20'000;
+  s.num_steps = 300;
+  s.num_requests = 40;
+  s.seed = 3;
+  s.runner_mutant = mutant;
+  return s;
+}
+
+// Every pair's run, clean first, then with each runner mutant in catalogue order.
+inline std::vector<SimulationOptions> runner_mutant_runs() {
+  using model::CacheMode, model::RunnerFlavour;
+  std::vector<SimulationOptions> runs;
+  for (const auto& [mode, runner] : {std::pair{CacheMode::align, RunnerFlavour::v1},
+                                     std::pair{CacheMode::align, RunnerFlavour::v2},
+                                     std::pair{CacheMode::all, RunnerFlavour::v1}})
+    for (std::size_t m = 0; m <= gpu::runner_mutants().size(); ++m)
+      runs.push_back(small_pool_run(mode, runner, static_cast<gpu::engine::RunnerMutant>(m)));
+  return runs;
+}
+
+} // namespace mc::harness::testing
