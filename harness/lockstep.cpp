@@ -77,7 +77,10 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
   BackendArenas backend_arenas{
       .whole = [&]() -> const std::vector<model::Arena>& { return backend.arenas(); },
       .read = [&](std::span<const model::ArenaRange> r) { return backend.read(r); }};
-  if (backend.compares_where_bytes_are() || hooks.arena_compare.backend_compares)
+  // The backend compares against the oracle's descriptions where its bytes are on a device, or
+  // where the oracle keeps no bytes to compare with (a large pool's meanings alone).
+  if (backend.compares_where_bytes_are() || !oracle.runner().states().keeps_bytes() ||
+      hooks.arena_compare.backend_compares)
     backend_arenas.compare = [&](const model::ExpectedStates& e) { return backend.compare(e); };
   const auto stop_at = [&](std::int64_t step, Difference d) {
     d.step = step;

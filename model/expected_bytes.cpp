@@ -1,25 +1,110 @@
-// The host's form of a compare against expected bytes (expected_bytes.h).
+// The host's form of a compare against expected bytes (expected_bytes.h): each kind of range
+// compared in one pass over the bytes, without making the expected ones first.
 #include "model/expected_bytes.h"
 
 #include "model/errors.h"
 
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
 namespace mc::model {
+namespace {
+
+// The first of `n` bytes at `got` that differs from `want`, or -1.
+std::int64_t first_mismatch(const std::byte* got, const std::uint8_t* want, std::int64_t n) {
+  if (std::memcmp(got, want, static_cast<std::size_t>(n)) == 0) return -1;
+  std::int64_t k = 0;
+  while (static_cast<std::uint8_t>(got[k]) == want[k])
+    ++k;
+  return k;
+}
+
+std::int64_t first_poison_difference(std::uint64_t origin, std::span<const std::byte> bytes) {
+  const std::uint8_t* pattern = poison_pattern_bytes();
+  const auto size = static_cast<std::int64_t>(bytes.size());
+  for (std::int64_t done = 0; done < size;) {
+    const auto phase =
+        static_cast<std::int64_t>((origin + static_cast<std::uint64_t>(done)) % kPoisonPeriod);
+    const std::int64_t n = std::min(size - done, kPoisonPeriod - phase);
+    if (const std::int64_t k = first_mismatch(bytes.data() + done, pattern + phase, n); k >= 0)
+      return done + k;
+    done += n;
+  }
+  return -1;
+}
+
+std::int64_t first_temporal_difference(std::uint64_t seed, std::span<const std::byte> bytes) {
+  const auto size = static_cast<std::int64_t>(bytes.size());
+  std::int64_t word = 0;
+  for (; 8 * word + 8 <= size; ++word) {
+    std::uint64_t got = 0;
+    std::memcpy(&got, bytes.data() + 8 * word, sizeof(got)); // little-endian host
+    if (const std::uint64_t diff = got ^ temporal_value(seed, word); diff != 0)
+      return 8 * word + std::countr_zero(diff) / 8;
+  }
+  const std::uint64_t last = temporal_value(seed, word);
+  for (std::int64_t k = 8 * word; k < size; ++k)
+    if (static_cast<std::uint8_t>(bytes[static_cast<std::size_t>(k)]) !=
+        static_cast<std::uint8_t>(last >> (8 * (k % 8))))
+      return k;
+  return -1;
+}
+
+// A conv state element by element: a stamp or zero compared whole, poison byte by byte.
+std::int64_t first_conv_difference(const ExpectedRange& r, const ExpectedRow* rows,
+                                   std::span<const std::byte> bytes) {
+  const std::int64_t row_stride = r.ds ? 1 : r.conv_dim;
+  const std::int64_t channel_stride = r.ds ? r.state_len : 1;
+  std::int64_t first = -1;
+  for (std::int64_t row = 0; row < r.state_len; ++row) {
+    const ExpectedRow& w = rows[r.first_row + row];
+    for (std::int64_t ch = 0; ch < r.conv_dim; ++ch) {
+      const std::int64_t at = (row * row_stride + ch * channel_stride) * r.elem_size;
+      if (first >= 0 && at >= first) continue; // an earlier byte already differs
+      std::int64_t k = -1;
+      if (w.kind == ConvRowMeaning::Kind::poison) {
+        k = first_poison_difference(
+            w.value + static_cast<std::uint64_t>((w.poison_row * row_stride + ch * channel_stride) *
+                                                 r.elem_size),
+            bytes.subspan(static_cast<std::size_t>(at), static_cast<std::size_t>(r.elem_size)));
+      } else {
+        const std::uint64_t want = w.kind == ConvRowMeaning::Kind::stamp
+                                       ? conv_channel_value(w.value, ch, r.elem_size)
+                                       : 0;
+        std::uint64_t got = 0;
+        std::memcpy(&got, bytes.data() + at, static_cast<std::size_t>(r.elem_size));
+        if (const std::uint64_t diff = got ^ want; diff != 0) k = std::countr_zero(diff) / 8;
+      }
+      if (k >= 0) first = at + k;
+    }
+  }
+  return first;
+}
+
+} // namespace
+
+std::int64_t first_difference(const ExpectedRange& r, const ExpectedRow* rows,
+                              std::span<const std::byte> bytes) {
+  MC_ASSERT(static_cast<std::int64_t>(bytes.size()) == r.range.size_bytes);
+  switch (r.kind) {
+  case ExpectedKind::poison:
+    return first_poison_difference(r.seed, bytes);
+  case ExpectedKind::temporal:
+    return first_temporal_difference(r.seed, bytes);
+  case ExpectedKind::conv:
+    return first_conv_difference(r, rows, bytes);
+  }
+  MC_ASSERT(false);
+  return -1;
+}
 
 std::vector<std::int64_t> first_differences(const ExpectedStates& expected,
                                             std::span<const std::span<const std::byte>> bytes) {
   MC_ASSERT(bytes.size() == expected.ranges.size());
-  const std::uint8_t* poison = poison_pattern_bytes();
   std::vector<std::int64_t> first(expected.ranges.size(), -1);
-  for (std::size_t i = 0; i < expected.ranges.size(); ++i) {
-    const ExpectedRange& r = expected.ranges[i];
-    MC_ASSERT(static_cast<std::int64_t>(bytes[i].size()) == r.range.size_bytes);
-    for (std::int64_t k = 0; k < r.range.size_bytes; ++k)
-      if (static_cast<std::uint8_t>(bytes[i][static_cast<std::size_t>(k)]) !=
-          expected_byte(r, expected.rows.data(), poison, k)) {
-        first[i] = k;
-        break;
-      }
-  }
+  for (std::size_t i = 0; i < expected.ranges.size(); ++i)
+    first[i] = first_difference(expected.ranges[i], expected.rows.data(), bytes[i]);
   return first;
 }
 

@@ -85,8 +85,12 @@ MC_HD_INLINE std::uint8_t expected_byte(const ExpectedRange& r, const ExpectedRo
   return poison[(w.value + static_cast<std::uint64_t>(from + byte)) % kPoisonPeriod];
 }
 
-// Per range, the first byte of bytes[i] that differs from what expected.ranges[i] says, or -1:
-// byte by byte on the host (what a device compare does where the bytes are).
+// The first byte of `bytes` (the range's) that differs from what `r` says, or -1: one pass on
+// the host, a temporal state a word at a time, poison against the pattern, a conv state by
+// element (what a device compare does where its bytes are).
+std::int64_t first_difference(const ExpectedRange& r, const ExpectedRow* rows,
+                              std::span<const std::byte> bytes);
+// The same for every range of `expected`, bytes[i] being range i's.
 std::vector<std::int64_t> first_differences(const ExpectedStates& expected,
                                             std::span<const std::span<const std::byte>> bytes);
 

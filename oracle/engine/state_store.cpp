@@ -60,6 +60,7 @@ public:
     return false;
   }
   bool describe_whole(model::ExpectedStates&) override { return false; }
+  bool keeps_bytes() const override { return true; }
   const std::vector<model::Arena>& arenas() override { return arenas_; }
 
 private:
@@ -104,7 +105,8 @@ void store_element(std::byte* at, std::uint64_t value, std::int32_t elem_size) {
 
 class MeaningStates final : public StateStore {
 public:
-  explicit MeaningStates(const model::Layout& layout);
+  // With a byte mirror when `mirror` (state_store.h says when).
+  MeaningStates(const model::Layout& layout, bool mirror);
 
   std::optional<std::string> check_temporal(std::int32_t tensor, std::int32_t block,
                                             model::TokenHash hash,
@@ -115,6 +117,7 @@ public:
   }
   void write_temporal(std::int32_t tensor, std::int32_t block, model::TokenHash hash) override {
     temporal(tensor, block) = {.poisoned = false, .value = hash};
+    if (mirror_) mirror_->write_temporal(tensor, block, hash);
   }
   std::optional<std::string> check_conv(std::int32_t tensor, std::int32_t block,
                                         std::int64_t history, std::int64_t num_tokens,
@@ -128,6 +131,7 @@ public:
   void read(const model::ArenaRange& range, std::span<std::byte> out) override;
   bool describe(std::span<const model::ArenaRange> ranges, model::ExpectedStates& out) override;
   bool describe_whole(model::ExpectedStates& out) override;
+  bool keeps_bytes() const override { return mirror_ != nullptr; }
   const std::vector<model::Arena>& arenas() override;
 
 private:
@@ -171,11 +175,13 @@ private:
   std::vector<model::Arena> scratch_; // sparse: only failing blocks are ever made there
   std::vector<model::Arena> whole_;   // arenas()
   std::vector<std::byte> block_bytes_;
+  std::unique_ptr<ByteStates> mirror_; // a small pool's bytes, written alongside
 };
 
-MeaningStates::MeaningStates(const model::Layout& layout)
+MeaningStates::MeaningStates(const model::Layout& layout, bool mirror)
     : layout_(layout), temporal_(layout.tensors.size()), conv_(layout.tensors.size()),
-      tensors_of_arena_(layout.arenas.size()) {
+      tensors_of_arena_(layout.arenas.size()),
+      mirror_(mirror ? std::make_unique<ByteStates>(layout) : nullptr) {
   const std::int64_t num_blocks = layout.spec.num_blocks;
   for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
     const model::StateTensor& t = layout.tensors[i];
@@ -225,9 +231,11 @@ void MeaningStates::write_conv(std::int32_t tensor, std::int32_t block, std::int
     rows[r] = token ? ConvRow{.kind = ConvRow::Kind::stamp, .token = *token, .at = pos}
                     : ConvRow{.kind = ConvRow::Kind::empty};
   }
+  if (mirror_) mirror_->write_conv(tensor, block, history, running, tokens);
 }
 
 void MeaningStates::apply_copies(std::span<const model::CopyDecision> decisions) {
+  if (mirror_) mirror_->apply_copies(decisions);
   std::vector<ConvRow> moved;
   for (const model::CopyDecision& d : decisions) {
     const model::StateTensor& t = tensor_at(d.tensor);
@@ -245,6 +253,7 @@ void MeaningStates::apply_copies(std::span<const model::CopyDecision> decisions)
 }
 
 void MeaningStates::copy_blocks(std::span<const model::BlockCopy> copies) {
+  if (mirror_) mirror_->copy_blocks(copies);
   for (const model::BlockCopy& c : copies)
     for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
       if (layout_.tensors[i].group != c.group) continue;
@@ -326,6 +335,7 @@ BlockRef MeaningStates::made_in_scratch(std::int32_t tensor, std::int32_t block)
 
 void MeaningStates::read(const model::ArenaRange& range, std::span<std::byte> out) {
   MC_ASSERT(static_cast<std::int64_t>(out.size()) == range.size_bytes);
+  if (mirror_) return mirror_->read(range, out);
   const std::int64_t begin = range.offset_bytes;
   const std::int64_t end = begin + range.size_bytes;
   // The common case, one state's natural bytes (the blocks a step wrote): made in place.
@@ -429,6 +439,7 @@ bool MeaningStates::describe_whole(model::ExpectedStates& out) {
 }
 
 const std::vector<model::Arena>& MeaningStates::arenas() {
+  if (mirror_) return mirror_->arenas();
   whole_.clear();
   for (const model::ArenaSpec& a : layout_.arenas) {
     whole_.emplace_back(a.size_bytes());
@@ -448,9 +459,25 @@ const std::vector<model::Arena>& MeaningStates::arenas() {
 
 } // namespace
 
-std::unique_ptr<StateStore> make_state_store(const model::Layout& layout, Structures structures) {
+namespace {
+std::int64_t mirror_bytes_max_set = -1; // -1: the default
+} // namespace
+
+std::int64_t byte_mirror_bytes_max() {
+  return mirror_bytes_max_set >= 0 ? mirror_bytes_max_set : std::int64_t{64} << 20;
+}
+
+void set_byte_mirror_bytes_max_for_testing(std::int64_t bytes) {
+  mirror_bytes_max_set = bytes;
+}
+
+std::unique_ptr<StateStore> make_state_store(const model::Layout& layout, Structures structures,
+                                             std::int64_t mirror_bytes_max) {
   if (structures == Structures::reference) return std::make_unique<ByteStates>(layout);
-  return std::make_unique<MeaningStates>(layout);
+  std::int64_t pool_bytes = 0;
+  for (const model::ArenaSpec& a : layout.arenas)
+    pool_bytes += a.size_bytes();
+  return std::make_unique<MeaningStates>(layout, pool_bytes <= mirror_bytes_max);
 }
 
 } // namespace mc::oracle::engine

@@ -11,6 +11,10 @@
 //   costs O(rows) whatever the state's size; bytes are made only where the backend's are
 //   compared (read()) or where a check fails: the failing block is made into a scratch arena
 //   and checked there by the byte check itself, so the finding's text is the reference's.
+// A small pool (up to byte_mirror_bytes_max(), 64 MiB: every fuzz case at the default sizes, the
+// tiny presets) also keeps a byte mirror beside its meanings, written as the byte states are:
+// such a pool is compared whole after every step, and a memcmp against a mirror is cheaper than
+// making every stamp again each step. Its checks still read the meanings.
 // Bytes the oracle never writes (the page padding past a state's natural bytes, the gaps of an
 // arena) hold the arena's poison (model/arena.h) in both.
 #pragma once
@@ -62,12 +66,24 @@ public:
   virtual bool describe(std::span<const model::ArenaRange> ranges, model::ExpectedStates& out) = 0;
   // The same for every byte of the arenas: ranges that cover them, in arena order.
   virtual bool describe_whole(model::ExpectedStates& out) = 0;
+  // Whether read() hands out bytes it keeps (the byte states, a mirror) rather than making them:
+  // a comparison on the host then compares those; else it asks the backend to compare against
+  // describe()'s ranges where its bytes are.
+  virtual bool keeps_bytes() const = 0;
   // The whole arenas, for a counterexample's files: the meaning states make them on each call
   // (the pool's size in memory; only after a failure).
   virtual const std::vector<model::Arena>& arenas() = 0;
 };
 
-// The meaning states for `fast`, the byte states for `reference`.
-std::unique_ptr<StateStore> make_state_store(const model::Layout& layout, Structures structures);
+// Pools up to this many bytes keep a byte mirror (64 MiB unless a test set it).
+std::int64_t byte_mirror_bytes_max();
+// Tests: 0 drives the meanings alone at any size; negative restores the default.
+void set_byte_mirror_bytes_max_for_testing(std::int64_t bytes);
+
+// The meaning states for `fast` (with a mirror up to `mirror_bytes_max` bytes of pool), the
+// byte states for `reference`.
+std::unique_ptr<StateStore>
+make_state_store(const model::Layout& layout, Structures structures,
+                 std::int64_t mirror_bytes_max = byte_mirror_bytes_max());
 
 } // namespace mc::oracle::engine

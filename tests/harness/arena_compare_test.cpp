@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -206,8 +207,9 @@ TEST(ComparerThroughRuns, TheBlocksWrittenKillWhatTheWholeComparisonKills) {
 
 // The oracle keeps what each block means; `--reference` keeps the bytes (state_store.h). Every
 // runner mutant and every kernel mutant ends a run on both at the same step with the same text,
-// and a clean run compares the same bytes; so does the comparison made by the backend from the
-// oracle's descriptions (the cuda executor's path, here on the host executor).
+// and a clean run compares the same bytes: with the meanings alone, which the backend compares
+// against from the oracle's descriptions (a large pool's path, and the cuda executor's), and with
+// the byte mirror a small pool keeps beside them.
 void expect_same_outcome(const std::string& name, const std::optional<Difference>& meant,
                          const std::optional<Difference>& held_bytes) {
   ASSERT_EQ(meant.has_value(), held_bytes.has_value()) << name;
@@ -217,29 +219,46 @@ void expect_same_outcome(const std::string& name, const std::optional<Difference
   EXPECT_EQ(meant->text, held_bytes->text) << name;
 }
 
-TEST(MeaningsAndBytes, EveryRunnerMutantEndsTheSameOnBoth) {
+// The meanings alone, without the byte mirror a tiny preset's small pool keeps, while it lives.
+struct MeaningsAlone {
+  MeaningsAlone() { oracle::engine::set_byte_mirror_bytes_max_for_testing(0); }
+  ~MeaningsAlone() { oracle::engine::set_byte_mirror_bytes_max_for_testing(-1); }
+  MeaningsAlone(const MeaningsAlone&) = delete;
+  MeaningsAlone& operator=(const MeaningsAlone&) = delete;
+};
+
+template <class Run, class Result = std::invoke_result_t<Run, oracle::engine::Structures>>
+void expect_three_agree(const std::string& name, Run run, int& killed) {
+  Result meant;
+  {
+    const MeaningsAlone alone;
+    meant = run(oracle::engine::Structures::fast);
+  }
+  const Result mirrored = run(oracle::engine::Structures::fast);
+  const Result bytes = run(oracle::engine::Structures::reference);
+  ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, meant.mismatch, bytes.mismatch));
+  ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, mirrored.mismatch, bytes.mismatch));
+  ASSERT_EQ(meant.finding.has_value(), bytes.finding.has_value()) << name;
+  EXPECT_EQ(meant.bytes_compared, bytes.bytes_compared) << name;
+  EXPECT_EQ(mirrored.bytes_compared, bytes.bytes_compared) << name;
+  killed += meant.mismatch || meant.finding ? 1 : 0;
+}
+
+TEST(MeaningsAndBytes, EveryRunnerMutantEndsTheSameOnAll) {
   int killed = 0;
   for (SimulationOptions s : testing::runner_mutant_runs()) {
     s.arena_compare = {.whole_bytes_max = 0, .whole_every = 7}; // both ways of comparing
-    const SimulationResult meant = simulate(s);
-    s.arena_compare.backend_compares = true; // the path of the cuda executor
-    const SimulationResult there = simulate(s);
-    s.arena_compare.backend_compares = false;
-    s.engine.structures = oracle::engine::Structures::reference;
-    const SimulationResult bytes = simulate(s);
-    const std::string name{gpu::engine::to_string(s.runner_mutant)};
-    ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, meant.mismatch, bytes.mismatch));
-    ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, there.mismatch, bytes.mismatch));
-    EXPECT_EQ(there.bytes_compared, bytes.bytes_compared) << name;
-    ASSERT_EQ(meant.finding.has_value(), bytes.finding.has_value()) << name;
-    EXPECT_EQ(meant.bytes_compared, bytes.bytes_compared) << name;
-    EXPECT_EQ(meant.report.bytes_checked, bytes.report.bytes_checked) << name;
-    killed += meant.held() ? 0 : 1;
+    const auto run = [&](oracle::engine::Structures structures) {
+      s.engine.structures = structures;
+      return simulate(s);
+    };
+    ASSERT_NO_FATAL_FAILURE(
+        expect_three_agree(std::string(gpu::engine::to_string(s.runner_mutant)), run, killed));
   }
   EXPECT_EQ(killed, 37); // as the comparison of the blocks written kills them
 }
 
-TEST(MeaningsAndBytes, EveryKernelMutantEndsTheSameOnBoth) {
+TEST(MeaningsAndBytes, EveryKernelMutantEndsTheSameOnAll) {
   model::testing::TempDir dir;
   SimulationOptions s = testing::small_pool_run(model::CacheMode::align, model::RunnerFlavour::v1,
                                                 gpu::engine::RunnerMutant::none);
@@ -251,17 +270,11 @@ TEST(MeaningsAndBytes, EveryKernelMutantEndsTheSameOnBoth) {
     if (!gpu::kernel_mutants()[m - 1].memory_safe) continue; // may fault the host executor
     ReplayOptions o{.kernel_mutant = mutant};
     o.arena_compare = {.whole_bytes_max = 0, .whole_every = 5};
-    const ReplayResult meant = replay_file(*s.record, o);
-    o.arena_compare.backend_compares = true;
-    const ReplayResult there = replay_file(*s.record, o);
-    o.arena_compare.backend_compares = false;
-    o.structures = oracle::engine::Structures::reference;
-    const ReplayResult bytes = replay_file(*s.record, o);
-    const std::string name{gpu::to_string(mutant)};
-    ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, meant.mismatch, bytes.mismatch));
-    ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, there.mismatch, bytes.mismatch));
-    EXPECT_EQ(meant.bytes_compared, bytes.bytes_compared) << name;
-    killed += meant.held() ? 0 : 1;
+    const auto run = [&](oracle::engine::Structures structures) {
+      o.structures = structures;
+      return replay_file(*s.record, o);
+    };
+    ASSERT_NO_FATAL_FAILURE(expect_three_agree(std::string(gpu::to_string(mutant)), run, killed));
   }
   EXPECT_GT(killed, 10);
 }

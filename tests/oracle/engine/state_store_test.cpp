@@ -1,7 +1,8 @@
 // The engine oracle's two state stores (oracle/engine/state_store.h): the same random writes,
-// launch copies (same-block shifts and aliasing included) and block copies on the meanings and
-// on the bytes leave the same bytes everywhere (every block, the page padding, the whole
-// arenas), and every check, right or wrong, answers the same text.
+// launch copies (same-block shifts and aliasing included) and block copies on the meanings
+// (alone, and with a small pool's byte mirror) and on the bytes leave the same bytes everywhere
+// (every block, the page padding, the whole arenas), and every check, right or wrong, answers the
+// same text.
 #include "oracle/engine/state_store.h"
 
 #include "model/presets.h"
@@ -30,7 +31,8 @@ protected:
     model::CacheConfig config = p.config;
     config.conv_layout = GetParam().conv_layout;
     layout_ = model::build_layout(config, p.spec);
-    meanings_ = make_state_store(layout_, Structures::fast);
+    meanings_ = make_state_store(layout_, Structures::fast, 0); // the meanings alone
+    mirrored_ = make_state_store(layout_, Structures::fast);
     bytes_ = make_state_store(layout_, Structures::reference);
     tokens_.resize(64);
     for (std::size_t i = 0; i < tokens_.size(); ++i)
@@ -63,15 +65,15 @@ protected:
       if (at(t).kind() == model::StateKind::temporal) {
         const model::TokenHash h = hashes_[static_cast<std::size_t>(below(20))];
         const std::int32_t b = block();
-        meanings_->write_temporal(t, b, h);
-        bytes_->write_temporal(t, b, h);
+        for (StateStore* store : {meanings_.get(), mirrored_.get(), bytes_.get()})
+          store->write_temporal(t, b, h);
       } else {
         const TokenWindow w = window(tail);
         const std::int64_t history = 1 + below(at(t).shape.conv_state_len);
         const std::int64_t running = below(70);
         const std::int32_t b = block();
-        meanings_->write_conv(t, b, history, running, w);
-        bytes_->write_conv(t, b, history, running, w);
+        for (StateStore* store : {meanings_.get(), mirrored_.get(), bytes_.get()})
+          store->write_conv(t, b, history, running, w);
       }
       return;
     case 1:
@@ -86,15 +88,15 @@ protected:
           d.token_bias = 0;
         decisions.push_back(d);
       }
-      meanings_->apply_copies(decisions);
-      bytes_->apply_copies(decisions);
+      for (StateStore* store : {meanings_.get(), mirrored_.get(), bytes_.get()})
+        store->apply_copies(decisions);
       return;
     }
     default: {
       const model::BlockCopy c{.group = at(t).group, .src = block(), .dst = block()};
       if (c.src == c.dst) return; // a block copy never has one block at both ends
-      meanings_->copy_blocks(std::span(&c, 1));
-      bytes_->copy_blocks(std::span(&c, 1));
+      for (StateStore* store : {meanings_.get(), mirrored_.get(), bytes_.get()})
+        store->copy_blocks(std::span(&c, 1));
     }
     }
   }
@@ -108,8 +110,9 @@ protected:
       const std::size_t p = static_cast<std::size_t>(below(20));
       const std::span<const model::TokenHash> known =
           below(2) == 0 ? std::span<const model::TokenHash>{} : std::span(hashes_);
-      EXPECT_EQ(meanings_->check_temporal(t, b, hashes_[p], known),
-                bytes_->check_temporal(t, b, hashes_[p], known));
+      const std::optional<std::string> want = bytes_->check_temporal(t, b, hashes_[p], known);
+      EXPECT_EQ(meanings_->check_temporal(t, b, hashes_[p], known), want);
+      EXPECT_EQ(mirrored_->check_temporal(t, b, hashes_[p], known), want);
       return;
     }
     const TokenWindow w = window(tail);
@@ -117,8 +120,10 @@ protected:
     const std::int64_t history = 1 + below(L);
     const std::int64_t num_tokens = below(70);
     const std::int64_t offset = below(L);
-    EXPECT_EQ(meanings_->check_conv(t, b, history, num_tokens, offset, w),
-              bytes_->check_conv(t, b, history, num_tokens, offset, w));
+    const std::optional<std::string> want =
+        bytes_->check_conv(t, b, history, num_tokens, offset, w);
+    EXPECT_EQ(meanings_->check_conv(t, b, history, num_tokens, offset, w), want);
+    EXPECT_EQ(mirrored_->check_conv(t, b, history, num_tokens, offset, w), want);
   }
 
   // What the meanings describe for a device (model/expected_bytes.h) is the bytes: the whole
@@ -155,11 +160,13 @@ protected:
 
   void expect_same_bytes() {
     // Every byte of every arena, as a counterexample takes them.
-    const std::vector<model::Arena>& made = meanings_->arenas();
     const std::vector<model::Arena>& held = bytes_->arenas();
-    ASSERT_EQ(made.size(), held.size());
-    for (std::size_t a = 0; a < made.size(); ++a)
-      ASSERT_EQ(made[a].first_difference(held[a]), -1) << "arena " << a;
+    for (StateStore* store : {meanings_.get(), mirrored_.get()}) {
+      const std::vector<model::Arena>& made = store->arenas();
+      ASSERT_EQ(made.size(), held.size());
+      for (std::size_t a = 0; a < made.size(); ++a)
+        ASSERT_EQ(made[a].first_difference(held[a]), -1) << "arena " << a;
+    }
     // Ranges as a comparison reads them: one state's natural bytes, and ranges across blocks,
     // padding and several tensors.
     for (int k = 0; k < 40; ++k) {
@@ -174,15 +181,18 @@ protected:
       }
       std::vector<std::byte> ours(static_cast<std::size_t>(r.size_bytes));
       std::vector<std::byte> theirs(ours.size());
-      meanings_->read(r, ours);
       bytes_->read(r, theirs);
-      ASSERT_EQ(ours, theirs) << "arena " << r.arena << " bytes " << r.offset_bytes << " + "
-                              << r.size_bytes;
+      for (StateStore* store : {meanings_.get(), mirrored_.get()}) {
+        store->read(r, ours);
+        ASSERT_EQ(ours, theirs) << "arena " << r.arena << " bytes " << r.offset_bytes << " + "
+                                << r.size_bytes;
+      }
     }
   }
 
   model::Layout layout_;
   std::unique_ptr<StateStore> meanings_;
+  std::unique_ptr<StateStore> mirrored_; // meanings with a byte mirror (a small pool's default)
   std::unique_ptr<StateStore> bytes_;
   model::SplitMix64 rng_ = model::SplitMix64::from_seed(11);
   std::vector<std::int32_t> tokens_;
@@ -190,6 +200,9 @@ protected:
 };
 
 TEST_P(BothStores, SameBytesAndTextsAfterRandomWritesAndCopies) {
+  EXPECT_FALSE(meanings_->keeps_bytes());
+  EXPECT_TRUE(mirrored_->keeps_bytes()); // a tiny preset's pool is far below 64 MiB
+  EXPECT_TRUE(bytes_->keeps_bytes());
   ASSERT_NO_FATAL_FAILURE(expect_same_bytes()); // poison everywhere
   for (int round = 0; round < 30; ++round) {
     for (int k = 0; k < 20; ++k)
@@ -206,16 +219,16 @@ TEST_P(BothStores, RightStatesPassOnBoth) {
   for (std::size_t i = 0; i < layout_.tensors.size(); ++i) {
     const auto t = static_cast<std::int32_t>(i);
     if (at(t).kind() == model::StateKind::temporal) {
-      meanings_->write_temporal(t, 3, hashes_[5]);
-      bytes_->write_temporal(t, 3, hashes_[5]);
+      for (StateStore* store : {meanings_.get(), mirrored_.get(), bytes_.get()})
+        store->write_temporal(t, 3, hashes_[5]);
       EXPECT_FALSE(meanings_->check_temporal(t, 3, hashes_[5], hashes_));
       EXPECT_FALSE(bytes_->check_temporal(t, 3, hashes_[5], hashes_));
       continue;
     }
     const TokenWindow w{.head = std::span(tokens_).first(9)};
     const std::int64_t history = std::max<std::int64_t>(at(t).shape.conv_state_len - 1, 1);
-    meanings_->write_conv(t, 3, history, 9, w);
-    bytes_->write_conv(t, 3, history, 9, w);
+    for (StateStore* store : {meanings_.get(), mirrored_.get(), bytes_.get()})
+      store->write_conv(t, 3, history, 9, w);
     EXPECT_FALSE(meanings_->check_conv(t, 3, history, 9, 0, w));
     EXPECT_FALSE(bytes_->check_conv(t, 3, history, 9, 0, w));
     const std::optional<std::string> wrong = meanings_->check_conv(t, 3, history, 8, 0, w);
