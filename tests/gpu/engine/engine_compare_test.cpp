@@ -4,10 +4,12 @@
 // every step.
 #include "gpu/cuda_backend.h"
 #include "gpu/mutant.h"
+#include "harness/replay.h"
 #include "harness/simulate.h"
 #include "model/errors.h"
 #include "model/presets.h"
 #include "tests/harness/mutant_runs.h"
+#include "tests/model/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -170,6 +172,36 @@ TEST(DeviceCompare, EveryRunnerMutantEndsOnCudaAsOnTheHostsBytes) {
     EXPECT_EQ(there.mismatch->text, bytes.mismatch->text) << name;
   }
   EXPECT_GT(killed, 30);
+}
+
+// The same for every kernel mutant whose bug shows on every run (not the racy ones, which on
+// cuda show only under some interleavings), through a replay of one clean recorded run.
+TEST(DeviceCompare, EveryKernelMutantEndsOnCudaAsOnTheHostsBytes) {
+  if (!gpu::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  model::testing::TempDir dir;
+  SimulationOptions s = testing::small_pool_run(model::CacheMode::align, model::RunnerFlavour::v1,
+                                                gpu::engine::RunnerMutant::none);
+  s.record = dir.path() / "clean.jsonl";
+  ASSERT_TRUE(simulate(s).held());
+  int killed = 0;
+  for (std::size_t m = 1; m <= gpu::kernel_mutants().size(); ++m) {
+    const gpu::MutantInfo& info = gpu::kernel_mutants()[m - 1];
+    if (!info.memory_safe || info.schedule == gpu::MutantSchedule::racy) continue;
+    ReplayOptions o{.executor = model::Backend::cuda, .kernel_mutant = static_cast<gpu::Mutant>(m)};
+    o.arena_compare = {.whole_bytes_max = 0, .whole_every = 5};
+    const ReplayResult there = replay_file(*s.record, o);
+    o.executor = model::Backend::host;
+    o.structures = oracle::engine::Structures::reference;
+    const ReplayResult bytes = replay_file(*s.record, o);
+    const std::string name{info.name};
+    ASSERT_EQ(there.mismatch.has_value(), bytes.mismatch.has_value()) << name;
+    EXPECT_EQ(there.bytes_compared, bytes.bytes_compared) << name;
+    if (!there.mismatch) continue;
+    ++killed;
+    EXPECT_EQ(there.mismatch->step, bytes.mismatch->step) << name;
+    EXPECT_EQ(there.mismatch->text, bytes.mismatch->text) << name;
+  }
+  EXPECT_GT(killed, 10);
 }
 
 } // namespace
