@@ -51,38 +51,76 @@ std::int64_t first_temporal_difference(std::uint64_t seed, std::span<const std::
   return -1;
 }
 
+// Element `ch` of conv row `row` of `r`: where it lies in the state's bytes, and where its
+// poison comes from (for a poison row) or its value (else).
+struct ConvElement {
+  std::int64_t at = 0;
+  std::uint64_t poison_at = 0;
+  std::uint64_t value = 0;
+};
+ConvElement conv_element(const ExpectedRange& r, const ExpectedRow& w, std::int64_t row,
+                         std::int64_t ch) {
+  const ConvStrides s = conv_strides(r);
+  ConvElement e{.at = (row * s.row + ch * s.channel) * r.elem_size};
+  if (w.kind == ConvRowMeaning::Kind::poison)
+    e.poison_at =
+        w.value + static_cast<std::uint64_t>((w.poison_row * s.row + ch * s.channel) * r.elem_size);
+  else if (w.kind == ConvRowMeaning::Kind::stamp)
+    e.value = conv_channel_value(w.value, ch, r.elem_size);
+  return e;
+}
+
 // A conv state element by element: a stamp or zero compared whole, poison byte by byte.
 std::int64_t first_conv_difference(const ExpectedRange& r, const ExpectedRow* rows,
                                    std::span<const std::byte> bytes) {
-  const std::int64_t row_stride = r.ds ? 1 : r.conv_dim;
-  const std::int64_t channel_stride = r.ds ? r.state_len : 1;
   std::int64_t first = -1;
   for (std::int64_t row = 0; row < r.state_len; ++row) {
     const ExpectedRow& w = rows[r.first_row + row];
     for (std::int64_t ch = 0; ch < r.conv_dim; ++ch) {
-      const std::int64_t at = (row * row_stride + ch * channel_stride) * r.elem_size;
-      if (first >= 0 && at >= first) continue; // an earlier byte already differs
+      const ConvElement e = conv_element(r, w, row, ch);
+      if (first >= 0 && e.at >= first) continue; // an earlier byte already differs
+      const std::span<const std::byte> got =
+          bytes.subspan(static_cast<std::size_t>(e.at), static_cast<std::size_t>(r.elem_size));
       std::int64_t k = -1;
       if (w.kind == ConvRowMeaning::Kind::poison) {
-        k = first_poison_difference(
-            w.value + static_cast<std::uint64_t>((w.poison_row * row_stride + ch * channel_stride) *
-                                                 r.elem_size),
-            bytes.subspan(static_cast<std::size_t>(at), static_cast<std::size_t>(r.elem_size)));
+        k = first_poison_difference(e.poison_at, got);
       } else {
-        const std::uint64_t want = w.kind == ConvRowMeaning::Kind::stamp
-                                       ? conv_channel_value(w.value, ch, r.elem_size)
-                                       : 0;
-        std::uint64_t got = 0;
-        std::memcpy(&got, bytes.data() + at, static_cast<std::size_t>(r.elem_size));
-        if (const std::uint64_t diff = got ^ want; diff != 0) k = std::countr_zero(diff) / 8;
+        std::uint64_t have = 0;
+        std::memcpy(&have, got.data(), got.size()); // little-endian host
+        if (const std::uint64_t diff = have ^ e.value; diff != 0) k = std::countr_zero(diff) / 8;
       }
-      if (k >= 0) first = at + k;
+      if (k >= 0) first = e.at + k;
     }
   }
   return first;
 }
 
 } // namespace
+
+void make_expected(const ExpectedRange& r, const ExpectedRow* rows, std::span<std::byte> out) {
+  MC_ASSERT(static_cast<std::int64_t>(out.size()) == r.range.size_bytes);
+  switch (r.kind) {
+  case ExpectedKind::poison:
+    return fill_poison(out, static_cast<std::int64_t>(r.seed));
+  case ExpectedKind::temporal:
+    return fill_temporal_seeded(out, r.seed);
+  case ExpectedKind::conv:
+    for (std::int64_t row = 0; row < r.state_len; ++row) {
+      const ExpectedRow& w = rows[r.first_row + row];
+      for (std::int64_t ch = 0; ch < r.conv_dim; ++ch) {
+        const ConvElement e = conv_element(r, w, row, ch);
+        const std::span<std::byte> to =
+            out.subspan(static_cast<std::size_t>(e.at), static_cast<std::size_t>(r.elem_size));
+        if (w.kind == ConvRowMeaning::Kind::poison)
+          fill_poison(to, static_cast<std::int64_t>(e.poison_at));
+        else
+          std::memcpy(to.data(), &e.value, to.size()); // little-endian host
+      }
+    }
+    return;
+  }
+  MC_ASSERT(false);
+}
 
 std::int64_t first_difference(const ExpectedRange& r, const ExpectedRow* rows,
                               std::span<const std::byte> bytes) {

@@ -63,6 +63,15 @@ struct ExpectedStates {
   std::vector<ExpectedRow> rows;
 };
 
+// The element strides of a conv range's row step and channel step (SD [L x dim], DS [dim x L]).
+struct ConvStrides {
+  std::int64_t row = 0;
+  std::int64_t channel = 0;
+};
+MC_HD_INLINE ConvStrides conv_strides(const ExpectedRange& r) {
+  return {.row = r.ds ? 1 : r.conv_dim, .channel = r.ds ? r.state_len : 1};
+}
+
 // Byte `k` of `r`; `poison` is the arena's poison pattern (kPoisonPeriod bytes).
 MC_HD_INLINE std::uint8_t expected_byte(const ExpectedRange& r, const ExpectedRow* rows,
                                         const std::uint8_t* poison, std::int64_t k) {
@@ -79,11 +88,13 @@ MC_HD_INLINE std::uint8_t expected_byte(const ExpectedRange& r, const ExpectedRo
   if (w.kind == ConvRowMeaning::Kind::stamp)
     return static_cast<std::uint8_t>(conv_channel_value(w.value, channel, r.elem_size) >>
                                      (8 * byte));
-  const std::int64_t row_stride = r.ds ? 1 : r.conv_dim;
-  const std::int64_t channel_stride = r.ds ? r.state_len : 1;
-  const std::int64_t from = (w.poison_row * row_stride + channel * channel_stride) * r.elem_size;
+  const ConvStrides s = conv_strides(r);
+  const std::int64_t from = (w.poison_row * s.row + channel * s.channel) * r.elem_size;
   return poison[(w.value + static_cast<std::uint64_t>(from + byte)) % kPoisonPeriod];
 }
+
+// The bytes `r` says, into `out` (the range's size), on the host.
+void make_expected(const ExpectedRange& r, const ExpectedRow* rows, std::span<std::byte> out);
 
 // The first byte of `bytes` (the range's) that differs from what `r` says, or -1: one pass on
 // the host, a temporal state a word at a time, poison against the pattern, a conv state by

@@ -12,8 +12,11 @@ TokenHash sequence_hash(std::span<const std::int32_t> tokens) {
 }
 
 void fill_temporal(std::span<std::byte> out, TokenHash hash, std::int32_t tensor) {
+  fill_temporal_seeded(out, temporal_seed(hash, tensor));
+}
+
+void fill_temporal_seeded(std::span<std::byte> out, std::uint64_t seed) {
   const std::size_t num_words = out.size() / 8;
-  const std::uint64_t seed = temporal_seed(hash, tensor);
   for (std::size_t i = 0; i < num_words; ++i) {
     const std::uint64_t w = temporal_value(seed, static_cast<std::int64_t>(i));
     std::memcpy(out.data() + 8 * i, &w, 8); // little-endian host (x86-64, aarch64)

@@ -51,6 +51,8 @@ TokenHash sequence_hash(std::span<const std::int32_t> tokens);
 // The temporal state after the sequence hashed `hash`, for tensor index `tensor` (index into
 // Layout::tensors): writes out.size() bytes (the natural bytes of one block).
 void fill_temporal(std::span<std::byte> out, TokenHash hash, std::int32_t tensor);
+// The same from the state's seed (temporal_seed(hash, tensor)).
+void fill_temporal_seeded(std::span<std::byte> out, std::uint64_t seed);
 
 // The seed of the temporal state of tensor `tensor` after the sequence hashed `hash`: mixed
 // once per state; each word then costs one multiply and one xor-shift (temporal_value). The

@@ -88,21 +88,6 @@ struct TemporalMeaning {
 
 using ConvRow = model::ConvRowMeaning;
 
-// The element strides of a conv block's row step and channel step (SD [L x dim], DS [dim x L]).
-struct ConvStrides {
-  std::int64_t row = 0;
-  std::int64_t channel = 0;
-};
-
-ConvStrides conv_strides(const model::StateTensor& t) {
-  const bool sd = t.conv_layout == model::ConvLayout::SD;
-  return {.row = sd ? t.shape.conv_dim : 1, .channel = sd ? 1 : t.shape.conv_state_len};
-}
-
-void store_element(std::byte* at, std::uint64_t value, std::int32_t elem_size) {
-  std::memcpy(at, &value, static_cast<std::size_t>(elem_size)); // little-endian host
-}
-
 class MeaningStates final : public StateStore {
 public:
   // With a byte mirror when `mirror` (state_store.h says when).
@@ -161,10 +146,9 @@ private:
   }
   // Whether the block holds the poison it started with (its bytes are the arena's poison).
   bool untouched(std::int32_t tensor, std::int32_t block);
-  // The block's natural bytes, into `out`.
+  // The block's natural bytes, into `out`: made from its description, the bytes a backend
+  // compares against.
   void make(std::int32_t tensor, std::int32_t block, std::span<std::byte> out);
-  void make_conv_row(const model::StateTensor& t, std::int32_t tensor, std::int64_t r,
-                     const ConvRow& row, std::span<std::byte> out) const;
   // The block made at its own offset in a scratch arena, for the byte check's text.
   BlockRef made_in_scratch(std::int32_t tensor, std::int32_t block);
 
@@ -175,6 +159,7 @@ private:
   std::vector<model::Arena> scratch_; // sparse: only failing blocks are ever made there
   std::vector<model::Arena> whole_;   // arenas()
   std::vector<std::byte> block_bytes_;
+  model::ExpectedStates described_;    // make()'s description of one block
   std::unique_ptr<ByteStates> mirror_; // a small pool's bytes, written alongside
 };
 
@@ -282,43 +267,11 @@ bool MeaningStates::untouched(std::int32_t tensor, std::int32_t block) {
   return true;
 }
 
-void MeaningStates::make_conv_row(const model::StateTensor& t, std::int32_t tensor, std::int64_t r,
-                                  const ConvRow& row, std::span<std::byte> out) const {
-  const ConvStrides s = conv_strides(t);
-  const std::int32_t elem = t.elem_size;
-  const std::uint64_t seed =
-      row.kind == ConvRow::Kind::stamp ? model::conv_row_seed(row.token, row.at, tensor) : 0;
-  for (std::int64_t ch = 0; ch < t.shape.conv_dim; ++ch) {
-    std::byte* to = out.data() + (r * s.row + ch * s.channel) * elem;
-    switch (row.kind) {
-    case ConvRow::Kind::stamp:
-      store_element(to, model::conv_channel_value(seed, ch, elem), elem);
-      break;
-    case ConvRow::Kind::empty:
-      store_element(to, 0, elem);
-      break;
-    case ConvRow::Kind::poison:
-      model::fill_poison({to, static_cast<std::size_t>(elem)},
-                         row.at + (row.poison_row * s.row + ch * s.channel) * elem);
-      break;
-    }
-  }
-}
-
 void MeaningStates::make(std::int32_t tensor, std::int32_t block, std::span<std::byte> out) {
-  const model::StateTensor& t = tensor_at(tensor);
-  MC_ASSERT(static_cast<std::int64_t>(out.size()) == t.natural_bytes);
-  if (t.kind() == model::StateKind::temporal) {
-    const TemporalMeaning m = temporal(tensor, block);
-    if (m.poisoned)
-      model::fill_poison(out, static_cast<std::int64_t>(m.value));
-    else
-      model::fill_temporal(out, m.value, tensor);
-    return;
-  }
-  const std::span<ConvRow> rows = conv(tensor, block);
-  for (std::size_t r = 0; r < rows.size(); ++r)
-    make_conv_row(t, tensor, static_cast<std::int64_t>(r), rows[r], out);
+  described_.ranges.clear();
+  described_.rows.clear();
+  describe_state(tensor, block, described_);
+  model::make_expected(described_.ranges.front(), described_.rows.data(), out);
 }
 
 BlockRef MeaningStates::made_in_scratch(std::int32_t tensor, std::int32_t block) {
