@@ -28,11 +28,6 @@ namespace mc::harness {
 struct ArenaComparePolicy {
   std::int64_t whole_bytes_max = std::int64_t{64} << 20;
   std::int64_t whole_every = 64; // 1: whole arenas after every step, whatever their size
-  // Compare through the backend's compare() (the oracle describes, the backend makes the
-  // expected bytes where its bytes are) even where the oracle keeps a byte mirror: the cuda
-  // executor always compares so, and so does any backend against a large pool's meanings;
-  // this makes a host executor on a small pool take the same path (tests).
-  bool backend_compares = false;
 };
 
 // The oracle's side of a comparison (oracle::engine::StateStore: the default oracle keeps what

@@ -79,8 +79,7 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
       .read = [&](std::span<const model::ArenaRange> r) { return backend.read(r); }};
   // The backend compares against the oracle's descriptions where its bytes are on a device, or
   // where the oracle keeps no bytes to compare with (a large pool's meanings alone).
-  if (backend.compares_where_bytes_are() || !oracle.runner().states().keeps_bytes() ||
-      hooks.arena_compare.backend_compares)
+  if (backend.compares_where_bytes_are() || !oracle.runner().states().keeps_bytes())
     backend_arenas.compare = [&](const model::ExpectedStates& e) { return backend.compare(e); };
   const auto stop_at = [&](std::int64_t step, Difference d) {
     d.step = step;
