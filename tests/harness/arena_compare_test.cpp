@@ -210,15 +210,6 @@ TEST(ComparerThroughRuns, TheBlocksWrittenKillWhatTheWholeComparisonKills) {
 // and a clean run compares the same bytes: with the meanings alone, which the backend compares
 // against from the oracle's descriptions (a large pool's path, and the cuda executor's), and with
 // the byte mirror a small pool keeps beside them.
-void expect_same_outcome(const std::string& name, const std::optional<Difference>& meant,
-                         const std::optional<Difference>& held_bytes) {
-  ASSERT_EQ(meant.has_value(), held_bytes.has_value()) << name;
-  if (!meant) return;
-  EXPECT_EQ(meant->step, held_bytes->step) << name;
-  EXPECT_EQ(meant->kind, held_bytes->kind) << name;
-  EXPECT_EQ(meant->text, held_bytes->text) << name;
-}
-
 // The meanings alone, without the byte mirror a tiny preset's small pool keeps, while it lives.
 struct MeaningsAlone {
   MeaningsAlone() { oracle::engine::set_byte_mirror_bytes_max_for_testing(0); }
@@ -236,8 +227,8 @@ void expect_three_agree(const std::string& name, Run run, int& killed) {
   }
   const Result mirrored = run(oracle::engine::Structures::fast);
   const Result bytes = run(oracle::engine::Structures::reference);
-  ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, meant.mismatch, bytes.mismatch));
-  ASSERT_NO_FATAL_FAILURE(expect_same_outcome(name, mirrored.mismatch, bytes.mismatch));
+  ASSERT_NO_FATAL_FAILURE(testing::expect_same_outcome(name, meant.mismatch, bytes.mismatch));
+  ASSERT_NO_FATAL_FAILURE(testing::expect_same_outcome(name, mirrored.mismatch, bytes.mismatch));
   ASSERT_EQ(meant.finding.has_value(), bytes.finding.has_value()) << name;
   EXPECT_EQ(meant.bytes_compared, bytes.bytes_compared) << name;
   EXPECT_EQ(mirrored.bytes_compared, bytes.bytes_compared) << name;
@@ -260,10 +251,7 @@ TEST(MeaningsAndBytes, EveryRunnerMutantEndsTheSameOnAll) {
 
 TEST(MeaningsAndBytes, EveryKernelMutantEndsTheSameOnAll) {
   model::testing::TempDir dir;
-  SimulationOptions s = testing::small_pool_run(model::CacheMode::align, model::RunnerFlavour::v1,
-                                                gpu::engine::RunnerMutant::none);
-  s.record = dir.path() / "clean.jsonl";
-  ASSERT_TRUE(simulate(s).held());
+  const std::filesystem::path trace = testing::record_clean_run(dir.path());
   int killed = 0;
   for (std::size_t m = 1; m <= gpu::kernel_mutants().size(); ++m) {
     const auto mutant = static_cast<gpu::Mutant>(m);
@@ -272,7 +260,7 @@ TEST(MeaningsAndBytes, EveryKernelMutantEndsTheSameOnAll) {
     o.arena_compare = {.whole_bytes_max = 0, .whole_every = 5};
     const auto run = [&](oracle::engine::Structures structures) {
       o.structures = structures;
-      return replay_file(*s.record, o);
+      return replay_file(trace, o);
     };
     ASSERT_NO_FATAL_FAILURE(expect_three_agree(std::string(gpu::to_string(mutant)), run, killed));
   }

@@ -4,10 +4,16 @@
 #pragma once
 
 #include "gpu/mutant.h"
+#include "harness/difference.h"
 #include "harness/simulate.h"
 #include "model/presets.h"
 
+#include <gtest/gtest.h>
+
 #include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -43,6 +49,25 @@ inline std::vector<SimulationOptions> runner_mutant_runs() {
     for (std::size_t m = 0; m <= gpu::runner_mutants().size(); ++m)
       runs.push_back(small_pool_run(mode, runner, static_cast<gpu::engine::RunnerMutant>(m)));
   return runs;
+}
+
+// The align V1 run, clean, recorded as `dir`/clean.jsonl for the kernel mutants' replays.
+inline std::filesystem::path record_clean_run(const std::filesystem::path& dir) {
+  SimulationOptions s = small_pool_run(model::CacheMode::align, model::RunnerFlavour::v1,
+                                       gpu::engine::RunnerMutant::none);
+  s.record = dir / "clean.jsonl";
+  EXPECT_TRUE(simulate(s).held());
+  return *s.record;
+}
+
+// Two runs of `name` ended alike: both held, or both at the same step with the same difference.
+inline void expect_same_outcome(const std::string& name, const std::optional<Difference>& a,
+                                const std::optional<Difference>& b) {
+  ASSERT_EQ(a.has_value(), b.has_value()) << name;
+  if (!a) return;
+  EXPECT_EQ(a->step, b->step) << name;
+  EXPECT_EQ(a->kind, b->kind) << name;
+  EXPECT_EQ(a->text, b->text) << name;
 }
 
 } // namespace mc::harness::testing
