@@ -14,6 +14,7 @@
 #include "cli/junit.h"
 #include "cli/mutant_option.h"
 #include "cli/output_paths.h"
+#include "cli/parallel_option.h"
 #include "cli/progress.h"
 #include "cli/steps_out.h"
 #include "gpu/engine/runner_mutant.h"
@@ -21,6 +22,7 @@
 #include "harness/replay.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
+#include "model/parallel.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -204,6 +206,8 @@ int replay_one(const ReplayCliOptions& given) {
   if (steps_output.wanted()) options.on_view = steps_output.sink();
   Progress progress("replay", -1);
   options.on_step = [&progress](std::int64_t) { progress.tick(); };
+  // One simulation at a time: a large step spreads over the cores this process may use.
+  model::set_work_threads(usable_cores());
   const auto start = std::chrono::steady_clock::now();
   const harness::ReplayResult r = harness::replay_file(o.trace, options);
   progress.done();

@@ -12,11 +12,13 @@
 #include "cli/coverage_option.h"
 #include "cli/external_option.h"
 #include "cli/output_paths.h"
+#include "cli/parallel_option.h"
 #include "cli/steps_out.h"
 #include "harness/simulate.h"
 #include "model/conv_history.h"
 #include "model/errors.h"
 #include "model/interrupt.h"
+#include "model/parallel.h"
 #include "model/presets.h"
 #include "scenarios/workload_import.h"
 
@@ -215,6 +217,8 @@ int run_run(const RunOptions& o) {
   StepsOutput steps_output(o.steps_out, std::nullopt);
   if (steps_output.wanted()) s.on_view = steps_output.sink();
   if (!o.record.empty()) s.record = o.record;
+  // One simulation at a time: a large step spreads over the cores this process may use.
+  model::set_work_threads(usable_cores());
   const auto start = std::chrono::steady_clock::now();
   const harness::SimulationResult r = harness::simulate(s);
   print_summary(o, r,

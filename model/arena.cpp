@@ -1,6 +1,7 @@
 #include "model/arena.h"
 
 #include "model/errors.h"
+#include "model/parallel.h"
 #include "model/touched_pages.h"
 
 #include <sys/mman.h>
@@ -154,7 +155,13 @@ void Arena::poison() {
   // thousand page faults instead of a million (a hint; without THP nothing changes). A sparse
   // arena, never poisoned, keeps its small pages.
   if (data_ != nullptr) (void)madvise(data_, static_cast<std::size_t>(size_bytes_), MADV_HUGEPAGE);
-  poison_range(0, size_bytes_);
+  // Spread over the cores in 2 MiB pieces: the first touch of a multi-GiB arena is most of a
+  // full-depth run's start.
+  constexpr std::int64_t kPiece = std::int64_t{2} << 20;
+  run_parts(size_bytes_, [&](std::int64_t part, std::int64_t parts) {
+    for (std::int64_t at = part * kPiece; at < size_bytes_; at += parts * kPiece)
+      poison_range(at, std::min(kPiece, size_bytes_ - at));
+  });
 }
 
 void Arena::poison_range(std::int64_t offset_bytes, std::int64_t size_bytes) {

@@ -3,8 +3,10 @@
 #include "model/expected_bytes.h"
 
 #include "model/errors.h"
+#include "model/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 
@@ -70,9 +72,50 @@ ConvElement conv_element(const ExpectedRange& r, const ExpectedRow& w, std::int6
   return e;
 }
 
+// A conv element's `size` bytes, little-endian; a fixed-size move for the usual sizes.
+std::uint64_t load_element(const std::byte* at, std::int32_t size) {
+  std::uint64_t value = 0;
+  switch (size) {
+  case 2: {
+    std::uint16_t v = 0;
+    std::memcpy(&v, at, sizeof(v)); // little-endian host
+    return v;
+  }
+  case 4: {
+    std::uint32_t v = 0;
+    std::memcpy(&v, at, sizeof(v));
+    return v;
+  }
+  default:
+    std::memcpy(&value, at, static_cast<std::size_t>(size));
+    return value;
+  }
+}
+
+// Whether a conv state of stamp and empty rows holds exactly its values: one pass without a
+// branch per element, the common case of a comparison (a state with a poison row is left to
+// the exact walk below).
+bool conv_rows_hold(const ExpectedRange& r, const ExpectedRow* rows,
+                    std::span<const std::byte> bytes) {
+  const ConvStrides s = conv_strides(r);
+  std::uint64_t diff = 0;
+  for (std::int64_t row = 0; row < r.state_len; ++row) {
+    const ExpectedRow& w = rows[r.first_row + row];
+    if (w.kind == ConvRowMeaning::Kind::poison) return false;
+    const bool stamp = w.kind == ConvRowMeaning::Kind::stamp;
+    for (std::int64_t ch = 0; ch < r.conv_dim; ++ch) {
+      const std::uint64_t want = stamp ? conv_channel_value(w.value, ch, r.elem_size) : 0;
+      const std::int64_t at = (row * s.row + ch * s.channel) * r.elem_size;
+      diff |= load_element(bytes.data() + at, r.elem_size) ^ want;
+    }
+  }
+  return diff == 0;
+}
+
 // A conv state element by element: a stamp or zero compared whole, poison byte by byte.
 std::int64_t first_conv_difference(const ExpectedRange& r, const ExpectedRow* rows,
                                    std::span<const std::byte> bytes) {
+  if (conv_rows_hold(r, rows, bytes)) return -1;
   std::int64_t first = -1;
   for (std::int64_t row = 0; row < r.state_len; ++row) {
     const ExpectedRow& w = rows[r.first_row + row];
@@ -85,8 +128,7 @@ std::int64_t first_conv_difference(const ExpectedRange& r, const ExpectedRow* ro
       if (w.kind == ConvRowMeaning::Kind::poison) {
         k = first_poison_difference(e.poison_at, got);
       } else {
-        std::uint64_t have = 0;
-        std::memcpy(&have, got.data(), got.size()); // little-endian host
+        const std::uint64_t have = load_element(got.data(), r.elem_size);
         if (const std::uint64_t diff = have ^ e.value; diff != 0) k = std::countr_zero(diff) / 8;
       }
       if (k >= 0) first = e.at + k;
@@ -141,8 +183,15 @@ std::vector<std::int64_t> first_differences(const ExpectedStates& expected,
                                             std::span<const std::span<const std::byte>> bytes) {
   MC_ASSERT(bytes.size() == expected.ranges.size());
   std::vector<std::int64_t> first(expected.ranges.size(), -1);
-  for (std::size_t i = 0; i < expected.ranges.size(); ++i)
-    first[i] = first_difference(expected.ranges[i], expected.rows.data(), bytes[i]);
+  std::int64_t total = 0;
+  for (const ExpectedRange& r : expected.ranges)
+    total += r.range.size_bytes;
+  // Ranges are independent: a large comparison takes them off one shared count on every thread.
+  std::atomic<std::size_t> next{0};
+  run_parts(total, [&](std::int64_t, std::int64_t) {
+    for (std::size_t i = next++; i < expected.ranges.size(); i = next++)
+      first[i] = first_difference(expected.ranges[i], expected.rows.data(), bytes[i]);
+  });
   return first;
 }
 

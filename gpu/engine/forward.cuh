@@ -23,14 +23,40 @@
 
 namespace mc::gpu::engine {
 
-// Stores the low `bytes` bytes of `value` little-endian at `dst` (byte by byte: any alignment).
+// Stores the low `bytes` bytes of `value` little-endian at `dst` (any alignment). The host
+// moves a conv element of 2 or 4 bytes in one access: a call per element of a production conv
+// state (10,240 channels) cost more than the temporal state beside it.
 MC_HD_INLINE void store_le(unsigned char* dst, std::uint64_t value, std::int32_t bytes) {
+#if !defined(__CUDA_ARCH__)
+  if (bytes == 2) {
+    const auto v = static_cast<std::uint16_t>(value);
+    std::memcpy(dst, &v, sizeof(v)); // little-endian host
+    return;
+  }
+  if (bytes == 4) {
+    const auto v = static_cast<std::uint32_t>(value);
+    std::memcpy(dst, &v, sizeof(v));
+    return;
+  }
+#endif
   for (std::int32_t i = 0; i < bytes; ++i)
     dst[i] = static_cast<unsigned char>(value >> (8 * i));
 }
 
 // The low `bytes` bytes at `src`, little-endian.
 MC_HD_INLINE std::uint64_t load_le(const unsigned char* src, std::int32_t bytes) {
+#if !defined(__CUDA_ARCH__)
+  if (bytes == 2) {
+    std::uint16_t v = 0;
+    std::memcpy(&v, src, sizeof(v)); // little-endian host
+    return v;
+  }
+  if (bytes == 4) {
+    std::uint32_t v = 0;
+    std::memcpy(&v, src, sizeof(v));
+    return v;
+  }
+#endif
   std::uint64_t value = 0;
   for (std::int32_t i = 0; i < bytes; ++i)
     value |= static_cast<std::uint64_t>(src[i]) << (8 * i);
@@ -104,21 +130,60 @@ MC_HD_INLINE void forward_temporal(const ForwardOp& op, const ForwardTensor& t, 
   }
 }
 
+// Element e = row * dim + channel of a conv window, for e = first, first + step, ...: the row
+// and channel follow without a division per element, and the row's stamp seed is mixed once
+// per row a lane visits.
+struct ConvCursor {
+  MC_HD_INLINE ConvCursor(std::int64_t first, std::int64_t step, std::int64_t channels)
+      : row(first / channels), channel(first % channels), row_step(step / channels),
+        channel_step(step % channels), dim(channels) {}
+  MC_HD_INLINE void next() {
+    row += row_step;
+    channel += channel_step;
+    if (channel >= dim) {
+      channel -= dim;
+      ++row;
+    }
+  }
+  std::int64_t row;
+  std::int64_t channel;
+  std::int64_t row_step;
+  std::int64_t channel_step;
+  std::int64_t dim;
+  // conv_stamp(token, q, tensor, channel, elem_size) for the cursor's row, which holds the
+  // token at position q >= 0.
+  MC_HD_INLINE std::uint64_t stamp(std::int32_t token, std::int64_t q, std::int32_t tensor,
+                                   std::int32_t elem_size) {
+    if (seeded_row != row) {
+      seeded_row = row;
+      row_seed = model::conv_row_seed(token, q, tensor);
+    }
+    return model::conv_channel_value(row_seed, channel, elem_size);
+  }
+  std::int64_t seeded_row = -1;
+  std::uint64_t row_seed = 0;
+};
+
+// Byte offset of (row, channel) in a conv state's natural bytes (SD: r * dim + ch; DS: ch * L + r).
+MC_HD_INLINE std::int64_t conv_offset(const ForwardTensor& t, std::int64_t row,
+                                      std::int64_t channel) {
+  const std::int64_t index =
+      t.conv_ds != 0 ? channel * t.conv_width + row : row * t.conv_dim + channel;
+  return index * t.elem_size;
+}
+
 MC_HD_INLINE void forward_conv(const ForwardParams& p, const ForwardOp& op, const ForwardTensor& t,
                                std::int32_t tensor, std::uint64_t carry, unsigned char* block,
                                std::int64_t lane, std::int64_t lanes) {
   const std::int64_t num_elems = static_cast<std::int64_t>(t.conv_width) * t.conv_dim;
-  for (std::int64_t e = lane; e < num_elems; e += lanes) {
-    const std::int64_t r = e / t.conv_dim;
-    const std::int64_t ch = e % t.conv_dim;
-    const std::int64_t q = op.running - t.history_rows + r;
+  if (num_elems <= 0) return;
+  ConvCursor at(lane, lanes, t.conv_dim);
+  for (std::int64_t e = lane; e < num_elems; e += lanes, at.next()) {
+    const std::int64_t q = op.running - t.history_rows + at.row;
     std::uint64_t value = 0;
-    if (q >= 0 && q < op.end) {
-      const std::int32_t token = p.tokens[op.token_offset + (q - op.token_pos0)];
-      value = model::conv_stamp(token, q, tensor, ch, t.elem_size);
-    }
-    const std::int64_t index = t.conv_ds != 0 ? ch * t.conv_width + r : r * t.conv_dim + ch;
-    store_le(block + index * t.elem_size, value ^ carry, t.elem_size);
+    if (q >= 0 && q < op.end)
+      value = at.stamp(p.tokens[op.token_offset + (q - op.token_pos0)], q, tensor, t.elem_size);
+    store_le(block + conv_offset(t, at.row, at.channel), value ^ carry, t.elem_size);
   }
 }
 
@@ -168,18 +233,16 @@ MC_HD_INLINE std::uint64_t forward_read_diff(const ForwardParams& p, std::int64_
     return diff;
   }
   const std::int64_t num_elems = static_cast<std::int64_t>(t.history_rows) * t.conv_dim;
-  for (std::int64_t e = lane; e < num_elems; e += lanes) {
-    const std::int64_t r = e / t.conv_dim + rd.conv_offset;
-    const std::int64_t ch = e % t.conv_dim;
+  if (num_elems <= 0) return diff;
+  ConvCursor at(lane, lanes, t.conv_dim); // rows counted from the read's conv offset
+  for (std::int64_t e = lane; e < num_elems; e += lanes, at.next()) {
+    const std::int64_t r = at.row + rd.conv_offset;
     if (r >= t.conv_width) break; // rows past the window: free
-    const std::int64_t q = rd.num_computed - t.history_rows + (r - rd.conv_offset);
+    const std::int64_t q = rd.num_computed - t.history_rows + at.row;
     std::uint64_t expected = 0;
-    if (q >= 0) {
-      const std::int32_t token = p.tokens[rd.token_offset + (q - rd.token_pos0)];
-      expected = model::conv_stamp(token, q, tensor, ch, t.elem_size);
-    }
-    const std::int64_t index = t.conv_ds != 0 ? ch * t.conv_width + r : r * t.conv_dim + ch;
-    diff |= (load_le(block + index * t.elem_size, t.elem_size) ^ expected) &
+    if (q >= 0)
+      expected = at.stamp(p.tokens[rd.token_offset + (q - rd.token_pos0)], q, tensor, t.elem_size);
+    diff |= (load_le(block + conv_offset(t, r, at.channel), t.elem_size) ^ expected) &
             low_bytes_mask(t.elem_size);
   }
   return diff;

@@ -1,5 +1,6 @@
 // The host executor: launches and the forward run the kernels' own per-program bodies on the
-// CPU, one program after another in grid order, in place over arenas that live for the run.
+// CPU, in place over arenas that live for the run: launches one program after another in grid
+// order, a large forward over the threads model/parallel.h allows.
 // Launches go through the host backend's in-place run (gpu/host_backend.h) over these arenas.
 #include "gpu/engine/executor.h"
 #include "gpu/engine/forward.cuh"
@@ -7,6 +8,7 @@
 #include "gpu/launch_plan.h"
 #include "model/block_copy.h"
 #include "model/errors.h"
+#include "model/parallel.h"
 
 #include <algorithm>
 #include <map>
@@ -36,6 +38,8 @@ public:
     tensors_ = make_tensor_descs(layout_, arena_addrs_);
     units_ = make_units(tensors_);
     forward_tensors_ = make_forward_tensors(layout_, arena_addrs_);
+    for (const ForwardTensor& t : forward_tensors_)
+      kind_bytes_[t.is_temporal != 0 ? 1 : 0] += t.natural_bytes;
   }
 
   model::LaunchResult launch(model::LaunchCase& lent) override {
@@ -146,13 +150,33 @@ private:
   }
 
   // Every read before any write: a row may read a column another of its writes replaces.
-  static void run_programs(const ForwardParams& p) {
+  // Read programs are independent. A write program goes to the thread of the block it writes,
+  // so that the programs writing one block (a wrong table's conflict) run in program order and
+  // the bytes never depend on the threads' timing.
+  void run_programs(const ForwardParams& p) const {
     const std::int64_t reads_programs = std::int64_t{p.num_reads} * p.num_tensors;
-    for (std::int64_t program = 0; program < reads_programs; ++program)
-      p.read_diffs[program] |= forward_read_diff(p, program, 0, 1);
+    model::run_parts(p.num_reads * (kind_bytes_[0] + kind_bytes_[1]),
+                     [&](std::int64_t part, std::int64_t parts) {
+                       for (std::int64_t program = part; program < reads_programs; program += parts)
+                         p.read_diffs[program] |= forward_read_diff(p, program, 0, 1);
+                     });
     const std::int64_t programs = std::int64_t{p.num_ops} * p.num_tensors;
-    for (std::int64_t program = 0; program < programs; ++program)
-      forward_program(p, program, 0, 1);
+    std::int64_t write_bytes = 0;
+    for (std::int32_t i = 0; i < p.num_ops; ++i)
+      write_bytes += kind_bytes_[p.ops[i].is_temporal != 0 ? 1 : 0];
+    model::run_parts(write_bytes, [&](std::int64_t part, std::int64_t parts) {
+      for (std::int64_t program = 0; program < programs; ++program)
+        if (parts == 1 || write_part(p, program, parts) == part) forward_program(p, program, 0, 1);
+    });
+  }
+
+  // The thread of the block a write program writes (any for one that writes nothing).
+  static std::int64_t write_part(const ForwardParams& p, std::int64_t program, std::int64_t parts) {
+    const ForwardOp& op = p.ops[program / p.num_tensors];
+    const ForwardTensor& t = p.tensors[program % p.num_tensors];
+    const unsigned char* block = forward_block(p, op.batch_row, op.col, t);
+    return static_cast<std::int64_t>(model::mix64(reinterpret_cast<std::uintptr_t>(block)) %
+                                     static_cast<std::uint64_t>(parts));
   }
 
   model::Layout layout_;
@@ -162,6 +186,7 @@ private:
   std::vector<TensorDesc> tensors_;
   std::vector<UnitRef> units_;
   std::vector<ForwardTensor> forward_tensors_;
+  std::int64_t kind_bytes_[2] = {0, 0}; // natural bytes of a block in every conv, temporal tensor
   std::vector<std::uint64_t> read_diffs_;    // the last forward's
   std::map<std::int32_t, HostGraph> graphs_; // by batch size
 };

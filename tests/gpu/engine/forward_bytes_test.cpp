@@ -2,6 +2,8 @@
 // temporal words, stored little-endian and cut to the natural bytes, equal fill_temporal. Its
 // read programs find exactly the bits in which a block differs from the expected state, and a
 // write carries them.
+// Every split of a conv state's elements over a CTA's lanes writes and reads the same elements
+// as one lane does on the host.
 // The stamp values themselves are pinned at compile time, so a change to their formulas (which
 // both sides share through model/stamps.h) shows here and not only as unreadable checkpoints.
 #include "gpu/engine/forward.cuh"
@@ -10,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace mc::gpu::engine {
@@ -147,6 +150,94 @@ TEST(ForwardBytes, AWriteCarriesItsRowsReadDifference) {
     const std::uint64_t stamp = q < 5 ? model::conv_stamp(f.tokens[q - 2], q, 1, ch, 2) : 0;
     EXPECT_EQ(load_le(f.block(1, 2) + e * 2, 2), (stamp ^ carry) & 0xffff) << e;
   }
+}
+
+// One conv tensor of L = 4 rows (H = 3) over block 0 of its own arena, the window of an op at
+// running 6 with tokens at positions 2..6 (end 7): rows hold positions 2..5.
+struct ConvSplit {
+  std::int32_t ds = 0;
+  std::int32_t elem_size = 2;
+  std::int64_t dim = 3;
+  std::vector<unsigned char> arena;
+  std::int32_t table[1] = {0};
+  std::vector<std::int32_t> tokens{11, 12, 13, 14, 15};
+  ForwardTensor tensor;
+  ForwardOp op{.num_computed = 6, .running = 6, .end = 7, .token_pos0 = 2};
+  ForwardRead read{.conv_offset = 1, .num_computed = 5, .token_pos0 = 2};
+  std::uint64_t diff = 0;
+
+  ConvSplit(std::int32_t ds_, std::int32_t elem_size_, std::int64_t dim_)
+      : ds(ds_), elem_size(elem_size_), dim(dim_),
+        arena(static_cast<std::size_t>(4 * dim_ * elem_size_), 0) {
+    tensor = {.base_addr = reinterpret_cast<std::uint64_t>(arena.data()),
+              .block_stride_bytes = static_cast<std::int64_t>(arena.size()),
+              .natural_bytes = static_cast<std::int64_t>(arena.size()),
+              .conv_dim = dim,
+              .conv_width = 4,
+              .history_rows = 3,
+              .elem_size = elem_size,
+              .conv_ds = ds};
+  }
+  ForwardParams params() {
+    ForwardParams p{.tensors = &tensor,
+                    .ops = &op,
+                    .tokens = tokens.data(),
+                    .reads = &read,
+                    .read_diffs = &diff,
+                    .num_tensors = 1,
+                    .num_ops = 1,
+                    .num_reads = 1,
+                    .row_width = 1,
+                    .row_stride = 1,
+                    .num_blocks = 1};
+    p.block_tables[0] = reinterpret_cast<std::uint64_t>(table);
+    return p;
+  }
+  std::int64_t at(std::int64_t r, std::int64_t ch) const {
+    return (ds != 0 ? ch * 4 + r : r * dim + ch) * elem_size;
+  }
+  // The stamp of row r of a window that ends before `running` (tokens at 2..end-1).
+  std::uint64_t stamp(std::int64_t running, std::int64_t end, std::int64_t r,
+                      std::int64_t ch) const {
+    const std::int64_t q = running - 3 + r;
+    if (q < 0 || q >= end) return 0;
+    return model::conv_stamp(tokens[static_cast<std::size_t>(q - 2)], q, 0, ch, elem_size);
+  }
+};
+
+TEST(ForwardBytes, EverySplitOverLanesWritesAndReadsTheSameConvElements) {
+  for (std::int32_t ds : {0, 1})
+    for (std::int32_t elem_size : {2, 4})
+      for (std::int64_t dim : {1, 3, 10})
+        for (std::int64_t lanes : {1, 2, 3, 7, 256}) {
+          ConvSplit f(ds, elem_size, dim);
+          const std::string where = "ds " + std::to_string(ds) + " elem " +
+                                    std::to_string(elem_size) + " dim " + std::to_string(dim) +
+                                    " lanes " + std::to_string(lanes);
+          ForwardParams p = f.params();
+          for (std::int64_t lane = 0; lane < lanes; ++lane)
+            forward_program(p, 0, lane, lanes);
+          for (std::int64_t r = 0; r < 4; ++r)
+            for (std::int64_t ch = 0; ch < dim; ++ch)
+              ASSERT_EQ(load_le(f.arena.data() + f.at(r, ch), elem_size),
+                        f.stamp(6, 7, r, ch) & low_bytes_mask(elem_size))
+                  << where << " row " << r << " channel " << ch;
+          // The state after 5 tokens at rows 1..3 reads clean; rows 0 is outside the read.
+          for (std::int64_t r = 1; r < 4; ++r)
+            for (std::int64_t ch = 0; ch < dim; ++ch)
+              store_le(f.arena.data() + f.at(r, ch), f.stamp(5, 5, r - 1, ch), elem_size);
+          f.arena[static_cast<std::size_t>(f.at(0, dim - 1))] ^= 0xff;
+          const auto read_diff = [&] {
+            std::uint64_t diff = 0;
+            for (std::int64_t lane = 0; lane < lanes; ++lane)
+              diff |= forward_read_diff(p, 0, lane, lanes);
+            return diff;
+          };
+          ASSERT_EQ(read_diff(), 0u) << where;
+          // The high byte of the last element of the last row.
+          f.arena[static_cast<std::size_t>(f.at(3, dim - 1) + elem_size - 1)] ^= 0x40;
+          EXPECT_EQ(read_diff(), std::uint64_t{0x40} << (8 * (elem_size - 1))) << where;
+        }
 }
 
 } // namespace
