@@ -53,6 +53,9 @@ TokenHash sequence_hash(std::span<const std::int32_t> tokens);
 void fill_temporal(std::span<std::byte> out, TokenHash hash, std::int32_t tensor);
 // The same from the state's seed (temporal_seed(hash, tensor)).
 void fill_temporal_seeded(std::span<std::byte> out, std::uint64_t seed);
+// The bits in which `bytes` differ from fill_temporal_seeded(seed) of their size, ORed over
+// every word (0: they hold it): a whole state's check in one pass.
+std::uint64_t temporal_difference_bits(std::span<const std::byte> bytes, std::uint64_t seed);
 
 // The seed of the temporal state of tensor `tensor` after the sequence hashed `hash`: mixed
 // once per state; each word then costs one multiply and one xor-shift (temporal_value). The

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 namespace mc::gpu::engine {
 
@@ -120,6 +121,13 @@ MC_HD_INLINE void forward_temporal(const ForwardOp& op, const ForwardTensor& t, 
                                    std::int64_t lanes) {
   // temporal_word(hash, tensor, w), its seed mixed once.
   const std::uint64_t seed = model::temporal_seed(op.hash ^ carry, tensor);
+#if !defined(__CUDA_ARCH__)
+  if (lanes == 1) { // the host executor: the same words, two at a time
+    model::fill_temporal_seeded(
+        {reinterpret_cast<std::byte*>(block), static_cast<std::size_t>(t.natural_bytes)}, seed);
+    return;
+  }
+#endif
   const std::int64_t num_words = (t.natural_bytes + 7) / 8;
   for (std::int64_t w = lane; w < num_words; w += lanes) {
     const std::int64_t left = t.natural_bytes - 8 * w;
@@ -172,9 +180,97 @@ MC_HD_INLINE std::int64_t conv_offset(const ForwardTensor& t, std::int64_t row,
   return index * t.elem_size;
 }
 
+#if !defined(__CUDA_ARCH__)
+// The host runs a program on one lane: a conv window row by row, a row's stamp seed mixed once
+// and its channels in a loop of one element size (a production window has 10,240 channels).
+// Row `first` element, `stride` elements between channels (SD: r * dim, 1; DS: r, L).
+struct HostConvRow {
+  std::int64_t first = 0;
+  std::int64_t stride = 1;
+  bool token = false; // else no token: zeros
+  std::uint64_t seed = 0;
+};
+
+inline HostConvRow host_conv_row(const ForwardParams& p, const ForwardTensor& t,
+                                 std::int32_t tensor, std::int64_t row, std::int64_t q, bool token,
+                                 std::int64_t token_offset, std::int64_t token_pos0) {
+  HostConvRow r{.first = t.conv_ds != 0 ? row : row * t.conv_dim,
+                .stride = t.conv_ds != 0 ? t.conv_width : 1,
+                .token = token};
+  if (token) r.seed = model::conv_row_seed(p.tokens[token_offset + (q - token_pos0)], q, tensor);
+  return r;
+}
+
+template <typename Elem>
+void host_write_conv_row(unsigned char* block, const HostConvRow& r, std::int64_t dim,
+                         std::uint64_t carry) {
+  unsigned char* at = block + r.first * sizeof(Elem);
+  const std::int64_t step = r.stride * static_cast<std::int64_t>(sizeof(Elem));
+  for (std::int64_t ch = 0; ch < dim; ++ch, at += step) {
+    const std::uint64_t stamp = r.token ? model::conv_channel_value(r.seed, ch, sizeof(Elem)) : 0;
+    const auto v = static_cast<Elem>(stamp ^ carry);
+    std::memcpy(at, &v, sizeof(v)); // little-endian host
+  }
+}
+
+template <typename Elem>
+std::uint64_t host_conv_row_diff(const unsigned char* block, const HostConvRow& r,
+                                 std::int64_t dim) {
+  const unsigned char* at = block + r.first * sizeof(Elem);
+  const std::int64_t step = r.stride * static_cast<std::int64_t>(sizeof(Elem));
+  std::uint64_t diff = 0;
+  for (std::int64_t ch = 0; ch < dim; ++ch, at += step) {
+    Elem got = 0;
+    std::memcpy(&got, at, sizeof(got));
+    const std::uint64_t stamp = r.token ? model::conv_channel_value(r.seed, ch, sizeof(Elem)) : 0;
+    diff |= static_cast<Elem>(got ^ static_cast<Elem>(stamp));
+  }
+  return diff;
+}
+
+// forward_conv on one lane, for element sizes 2 and 4 (false: the lanes' loop does it).
+inline bool host_forward_conv(const ForwardParams& p, const ForwardOp& op, const ForwardTensor& t,
+                              std::int32_t tensor, std::uint64_t carry, unsigned char* block) {
+  if (t.elem_size != 2 && t.elem_size != 4) return false;
+  for (std::int64_t row = 0; row < t.conv_width; ++row) {
+    const std::int64_t q = op.running - t.history_rows + row;
+    const HostConvRow r =
+        host_conv_row(p, t, tensor, row, q, q >= 0 && q < op.end, op.token_offset, op.token_pos0);
+    if (t.elem_size == 2)
+      host_write_conv_row<std::uint16_t>(block, r, t.conv_dim, carry);
+    else
+      host_write_conv_row<std::uint32_t>(block, r, t.conv_dim, carry);
+  }
+  return true;
+}
+
+// The conv half of forward_read_diff on one lane, for element sizes 2 and 4 (nullopt: the
+// lanes' loop does it).
+inline std::optional<std::uint64_t> host_conv_read_diff(const ForwardParams& p,
+                                                        const ForwardRead& rd,
+                                                        const ForwardTensor& t, std::int32_t tensor,
+                                                        const unsigned char* block) {
+  if (t.elem_size != 2 && t.elem_size != 4) return std::nullopt;
+  std::uint64_t diff = 0;
+  for (std::int64_t k = 0; k < t.history_rows; ++k) { // row k of the history
+    const std::int64_t row = k + rd.conv_offset;
+    if (row >= t.conv_width) break; // rows past the window: free
+    const std::int64_t q = rd.num_computed - t.history_rows + k;
+    const HostConvRow r =
+        host_conv_row(p, t, tensor, row, q, q >= 0, rd.token_offset, rd.token_pos0);
+    diff |= t.elem_size == 2 ? host_conv_row_diff<std::uint16_t>(block, r, t.conv_dim)
+                             : host_conv_row_diff<std::uint32_t>(block, r, t.conv_dim);
+  }
+  return diff;
+}
+#endif
+
 MC_HD_INLINE void forward_conv(const ForwardParams& p, const ForwardOp& op, const ForwardTensor& t,
                                std::int32_t tensor, std::uint64_t carry, unsigned char* block,
                                std::int64_t lane, std::int64_t lanes) {
+#if !defined(__CUDA_ARCH__)
+  if (lanes == 1 && host_forward_conv(p, op, t, tensor, carry, block)) return;
+#endif
   const std::int64_t num_elems = static_cast<std::int64_t>(t.conv_width) * t.conv_dim;
   if (num_elems <= 0) return;
   ConvCursor at(lane, lanes, t.conv_dim);
@@ -219,6 +315,12 @@ MC_HD_INLINE std::uint64_t forward_read_diff(const ForwardParams& p, std::int64_
   std::uint64_t diff = 0;
   if (t.is_temporal != 0) {
     const std::uint64_t seed = model::temporal_seed(rd.hash, tensor);
+#if !defined(__CUDA_ARCH__)
+    if (lanes == 1) // the host executor: the same check, two words at a time
+      return model::temporal_difference_bits(
+          {reinterpret_cast<const std::byte*>(block), static_cast<std::size_t>(t.natural_bytes)},
+          seed);
+#endif
     const std::int64_t num_words = (t.natural_bytes + 7) / 8;
     for (std::int64_t w = lane; w < num_words; w += lanes) {
       const std::int64_t left = t.natural_bytes - 8 * w;
@@ -232,6 +334,11 @@ MC_HD_INLINE std::uint64_t forward_read_diff(const ForwardParams& p, std::int64_
     }
     return diff;
   }
+#if !defined(__CUDA_ARCH__)
+  if (lanes == 1)
+    if (const std::optional<std::uint64_t> d = host_conv_read_diff(p, rd, t, tensor, block))
+      return *d;
+#endif
   const std::int64_t num_elems = static_cast<std::int64_t>(t.history_rows) * t.conv_dim;
   if (num_elems <= 0) return diff;
   ConvCursor at(lane, lanes, t.conv_dim); // rows counted from the read's conv offset

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -108,8 +109,9 @@ TEST(ParallelWork, AnArenasPoisonIsTheSameOnAnyNumberOfThreads) {
 }
 
 TEST(ParallelWork, FirstDifferencesAreTheSameOnAnyNumberOfThreads) {
-  // 40 ranges over one buffer: temporal states, poison and SD and DS conv states (some with a
-  // row of poison), each made as described, then a byte flipped in every other one.
+  // 40 ranges over one buffer: temporal states, poison and SD and DS conv states (elements of
+  // 2, 4 and 8 bytes, some with a row of poison), each made as described, then a byte flipped
+  // in every other one.
   ExpectedStates expected;
   std::int64_t offset = 0;
   for (std::int32_t i = 0; i < 40; ++i) {
@@ -121,7 +123,7 @@ TEST(ParallelWork, FirstDifferencesAreTheSameOnAnyNumberOfThreads) {
            .kind = ExpectedKind::conv,
            .first_row = static_cast<std::int32_t>(expected.rows.size()),
            .state_len = 3,
-           .elem_size = 2,
+           .elem_size = std::array{2, 4, 8}[static_cast<std::size_t>(i % 9 / 3)],
            .ds = i % 2 == 0,
            .conv_dim = 17};
       if (i % 4 == 2)
@@ -132,7 +134,7 @@ TEST(ParallelWork, FirstDifferencesAreTheSameOnAnyNumberOfThreads) {
         expected.rows.push_back({.kind = ConvRowMeaning::Kind::empty});
       expected.rows.push_back({.kind = ConvRowMeaning::Kind::stamp, .value = mix64(7 + i)});
       expected.rows.push_back({.kind = ConvRowMeaning::Kind::stamp, .value = mix64(9 + i)});
-      r.range.size_bytes = 3 * 17 * 2;
+      r.range.size_bytes = 3 * 17 * r.elem_size;
     } else {
       r.range.size_bytes = 1000 + 8 * i + i % 8;
     }

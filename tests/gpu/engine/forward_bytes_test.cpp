@@ -24,17 +24,24 @@ static_assert(model::temporal_word(0x1234567890ULL, 5, 3) == 0x29ae39c67757cb0bU
 static_assert(model::conv_stamp(42, 17, 3, 9, 2) == 0xbfb0);
 static_assert(model::conv_stamp(42, -1, 3, 9, 2) == 0);
 
-TEST(ForwardBytes, TemporalBytesEqualFillTemporal) {
-  for (std::size_t size : {1u, 7u, 8u, 13u, 64u, 1001u}) {
-    std::vector<std::byte> expected(size);
-    const model::TokenHash hash = model::mix64(size);
-    model::fill_temporal(expected, hash, 5);
-    std::vector<unsigned char> got(size);
-    const ForwardOp op{.is_temporal = 1, .hash = hash};
-    const ForwardTensor tensor{.natural_bytes = static_cast<std::int64_t>(size), .is_temporal = 1};
-    forward_temporal(op, tensor, 5, 0, got.data(), 0, 1);
-    ASSERT_EQ(std::memcmp(expected.data(), got.data(), size), 0) << size;
-  }
+// One lane (the host's path) and lanes of a CTA (the device's loop, also run here) both write
+// temporal_word of every word, cut to the natural bytes.
+TEST(ForwardBytes, TemporalBytesAreTemporalWordsOnEveryPath) {
+  for (std::size_t size : {1u, 7u, 8u, 13u, 64u, 1001u})
+    for (std::int64_t lanes : {1, 3}) {
+      const model::TokenHash hash = model::mix64(size);
+      std::vector<unsigned char> got(size);
+      const ForwardOp op{.is_temporal = 1, .hash = hash};
+      const ForwardTensor tensor{.natural_bytes = static_cast<std::int64_t>(size),
+                                 .is_temporal = 1};
+      for (std::int64_t lane = 0; lane < lanes; ++lane)
+        forward_temporal(op, tensor, 5, 0, got.data(), lane, lanes);
+      for (std::size_t b = 0; b < size; ++b)
+        ASSERT_EQ(got[b], static_cast<unsigned char>(
+                              model::temporal_word(hash, 5, static_cast<std::int64_t>(b / 8)) >>
+                              (8 * (b % 8))))
+            << "size " << size << " lanes " << lanes << " byte " << b;
+    }
 }
 
 // One batch row whose table is [null, block 1, block 2] over a three-block arena of one

@@ -80,5 +80,37 @@ TEST(Stamps, TwoByteStampsTellNeighboursApart) {
   EXPECT_LE(same_next_token, 2);
 }
 
+// The host's two-words-at-a-time loops give exactly the per-word definition at every size and
+// alignment, and the difference bits are exactly the flipped ones, the tail beyond the size
+// never counted.
+TEST(Stamps, TheHostsWholeStateLoopsEqualThePerWordDefinition) {
+  std::vector<std::byte> buffer(200 + 16);
+  for (std::size_t align = 0; align < 8; ++align)
+    for (std::size_t size = 0; size <= 200; size += (size < 40 ? 1 : 37)) {
+      const std::uint64_t seed = mix64(size * 8 + align);
+      std::fill(buffer.begin(), buffer.end(), std::byte{0xA5});
+      const std::span<std::byte> out = std::span(buffer).subspan(align, size);
+      fill_temporal_seeded(out, seed);
+      for (std::size_t b = 0; b < size; ++b)
+        ASSERT_EQ(static_cast<std::uint8_t>(out[b]),
+                  static_cast<std::uint8_t>(
+                      temporal_value(seed, static_cast<std::int64_t>(b / 8)) >> (8 * (b % 8))))
+            << "size " << size << " align " << align << " byte " << b;
+      ASSERT_EQ(buffer[align + size], std::byte{0xA5}) << "wrote past the end";
+      ASSERT_EQ(temporal_difference_bits(out, seed), 0u) << size;
+      if (size > 0) {
+        ASSERT_NE(temporal_difference_bits(out, seed + 1), 0u) << size;
+      }
+      for (std::size_t b = 0; b < size; ++b) {
+        out[b] ^= std::byte{0x04};
+        ASSERT_EQ(temporal_difference_bits(out, seed), std::uint64_t{0x04} << (8 * (b % 8)))
+            << "size " << size << " align " << align << " byte " << b;
+        out[b] ^= std::byte{0x04};
+      }
+      buffer[align + size] ^= std::byte{0xff}; // past the end: not part of the state
+      ASSERT_EQ(temporal_difference_bits(out, seed), 0u) << size;
+    }
+}
+
 } // namespace
 } // namespace mc::model
