@@ -93,37 +93,22 @@ std::uint64_t load_element(const std::byte* at, std::int32_t size) {
   }
 }
 
-// The bits in which row `row` of a conv state differs from its stamp or empty row, for one
-// element size: a tight loop over the row's channels.
-template <typename Elem>
-std::uint64_t conv_row_difference_bits(const ExpectedRange& r, const ExpectedRow& w,
-                                       std::int64_t row, std::span<const std::byte> bytes) {
-  const ConvStrides s = conv_strides(r);
-  const std::byte* at = bytes.data() + row * s.row * r.elem_size;
-  const std::int64_t step = s.channel * r.elem_size;
-  const bool stamp = w.kind == ConvRowMeaning::Kind::stamp;
-  std::uint64_t diff = 0;
-  for (std::int64_t ch = 0; ch < r.conv_dim; ++ch, at += step) {
-    Elem got = 0;
-    std::memcpy(&got, at, sizeof(got)); // little-endian host
-    const std::uint64_t want = stamp ? conv_channel_value(w.value, ch, sizeof(Elem)) : 0;
-    diff |= static_cast<Elem>(got ^ static_cast<Elem>(want));
-  }
-  return diff;
-}
-
 // Whether a conv state of stamp and empty rows holds exactly its values: one pass without a
 // branch per element, the common case of a comparison (a state with a poison row, or of an
-// element size other than 2 or 4, is left to the exact walk below).
+// element size the row loops do not take, is left to the exact walk below).
 bool conv_rows_hold(const ExpectedRange& r, const ExpectedRow* rows,
                     std::span<const std::byte> bytes) {
-  if (r.elem_size != 2 && r.elem_size != 4) return false;
+  if (!conv_row_loops_take(r.elem_size)) return false;
+  const ConvStrides s = conv_strides(r);
+  const ConvRowPlace place{
+      .step = s.channel * r.elem_size, .channels = r.conv_dim, .elem_size = r.elem_size};
   std::uint64_t diff = 0;
   for (std::int64_t row = 0; row < r.state_len; ++row) {
     const ExpectedRow& w = rows[r.first_row + row];
     if (w.kind == ConvRowMeaning::Kind::poison) return false;
-    diff |= r.elem_size == 2 ? conv_row_difference_bits<std::uint16_t>(r, w, row, bytes)
-                             : conv_row_difference_bits<std::uint32_t>(r, w, row, bytes);
+    diff |= conv_row_difference_bits(bytes.data() + row * s.row * r.elem_size, place,
+                                     w.kind == ConvRowMeaning::Kind::stamp ? std::optional(w.value)
+                                                                           : std::nullopt);
   }
   return diff == 0;
 }

@@ -2,8 +2,10 @@
 
 #include "model/errors.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -21,7 +23,7 @@ std::int64_t work_threads() {
 
 void set_work_threads(std::int64_t threads) {
   MC_ASSERT(threads >= 1);
-  g_threads.store(threads, std::memory_order_relaxed);
+  g_threads.store(std::min(threads, kWorkThreadsMax), std::memory_order_relaxed);
 }
 
 std::int64_t parallel_bytes_min() {
@@ -47,9 +49,16 @@ void run_parts(std::int64_t work_bytes,
   {
     std::vector<std::jthread> others;
     others.reserve(static_cast<std::size_t>(parts - 1));
-    for (std::int64_t part = 1; part < parts; ++part)
-      others.emplace_back(run, part);
-    run(0);
+    std::vector<std::int64_t> here{0}; // parts the calling thread runs
+    for (std::int64_t part = 1; part < parts; ++part) {
+      try {
+        others.emplace_back(run, part);
+      } catch (const std::system_error&) { // no thread to be had: the work is still done
+        here.push_back(part);
+      }
+    }
+    for (const std::int64_t part : here)
+      run(part);
   } // joined
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);

@@ -1,5 +1,7 @@
 #include "model/stamps.h"
 
+#include "model/errors.h"
+
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -32,10 +34,41 @@ constexpr std::uint64_t first_product(std::uint64_t seed) {
 static_assert(temporal_value(12345, 7) == ((first_product(12345) + 7 * kWordStep) ^
                                            ((first_product(12345) + 7 * kWordStep) >> 32)));
 
+#if defined(__SSE2__)
+// v of words 0 and 1, in the low and high lanes.
+__m128i first_two_products(std::uint64_t seed) {
+  return _mm_set_epi64x(static_cast<long long>(first_product(seed) + kWordStep),
+                        static_cast<long long>(first_product(seed)));
+}
+#endif
+
 std::uint64_t load_word(const std::byte* at) {
   std::uint64_t w = 0;
   std::memcpy(&w, at, sizeof(w)); // little-endian host (x86-64, aarch64)
   return w;
+}
+
+template <typename Elem>
+void write_conv_row_as(std::byte* at, const ConvRowPlace& place,
+                       std::optional<std::uint64_t> row_seed, std::uint64_t carry) {
+  for (std::int64_t ch = 0; ch < place.channels; ++ch, at += place.step) {
+    const std::uint64_t stamp = row_seed ? conv_channel_value(*row_seed, ch, sizeof(Elem)) : 0;
+    const auto v = static_cast<Elem>(stamp ^ carry);
+    std::memcpy(at, &v, sizeof(v)); // little-endian host
+  }
+}
+
+template <typename Elem>
+std::uint64_t conv_row_difference_bits_as(const std::byte* at, const ConvRowPlace& place,
+                                          std::optional<std::uint64_t> row_seed) {
+  std::uint64_t diff = 0;
+  for (std::int64_t ch = 0; ch < place.channels; ++ch, at += place.step) {
+    Elem got = 0;
+    std::memcpy(&got, at, sizeof(got));
+    const std::uint64_t stamp = row_seed ? conv_channel_value(*row_seed, ch, sizeof(Elem)) : 0;
+    diff |= static_cast<Elem>(got ^ static_cast<Elem>(stamp));
+  }
+  return diff;
 }
 
 } // namespace
@@ -44,8 +77,7 @@ void fill_temporal_seeded(std::span<std::byte> out, std::uint64_t seed) {
   const std::size_t num_words = out.size() / 8;
   std::size_t i = 0;
 #if defined(__SSE2__)
-  __m128i v = _mm_set_epi64x(static_cast<long long>(first_product(seed) + kWordStep),
-                             static_cast<long long>(first_product(seed)));
+  __m128i v = first_two_products(seed);
   const __m128i step = _mm_set1_epi64x(static_cast<long long>(2 * kWordStep));
   for (; i + 2 <= num_words; i += 2, v = _mm_add_epi64(v, step))
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + 8 * i),
@@ -67,8 +99,7 @@ std::uint64_t temporal_difference_bits(std::span<const std::byte> bytes, std::ui
   std::size_t i = 0;
   std::uint64_t diff = 0;
 #if defined(__SSE2__)
-  __m128i v = _mm_set_epi64x(static_cast<long long>(first_product(seed) + kWordStep),
-                             static_cast<long long>(first_product(seed)));
+  __m128i v = first_two_products(seed);
   const __m128i step = _mm_set1_epi64x(static_cast<long long>(2 * kWordStep));
   __m128i any = _mm_setzero_si128();
   for (; i + 2 <= num_words; i += 2, v = _mm_add_epi64(v, step)) {
@@ -89,6 +120,20 @@ std::uint64_t temporal_difference_bits(std::span<const std::byte> bytes, std::ui
     diff |= (got ^ temporal_value(seed, static_cast<std::int64_t>(num_words))) & mask;
   }
   return diff;
+}
+
+void write_conv_row(std::byte* at, const ConvRowPlace& place, std::optional<std::uint64_t> row_seed,
+                    std::uint64_t carry) {
+  MC_ASSERT(conv_row_loops_take(place.elem_size));
+  if (place.elem_size == 2) return write_conv_row_as<std::uint16_t>(at, place, row_seed, carry);
+  write_conv_row_as<std::uint32_t>(at, place, row_seed, carry);
+}
+
+std::uint64_t conv_row_difference_bits(const std::byte* at, const ConvRowPlace& place,
+                                       std::optional<std::uint64_t> row_seed) {
+  MC_ASSERT(conv_row_loops_take(place.elem_size));
+  if (place.elem_size == 2) return conv_row_difference_bits_as<std::uint16_t>(at, place, row_seed);
+  return conv_row_difference_bits_as<std::uint32_t>(at, place, row_seed);
 }
 
 } // namespace mc::model

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace mc::model {
@@ -56,6 +57,25 @@ void fill_temporal_seeded(std::span<std::byte> out, std::uint64_t seed);
 // The bits in which `bytes` differ from fill_temporal_seeded(seed) of their size, ORed over
 // every word (0: they hold it): a whole state's check in one pass.
 std::uint64_t temporal_difference_bits(std::span<const std::byte> bytes, std::uint64_t seed);
+
+// A conv row on the host: `channels` elements of `elem_size` bytes, `step` bytes apart (SD: the
+// element size; DS: the window's length times it).
+struct ConvRowPlace {
+  std::int64_t step = 0;
+  std::int64_t channels = 0;
+  std::int32_t elem_size = 0;
+};
+// Whether the row loops below take elements of this size (2 and 4 bytes, every preset's).
+constexpr bool conv_row_loops_take(std::int32_t elem_size) {
+  return elem_size == 2 || elem_size == 4;
+}
+// Writes the row at `at`: conv_channel_value(*row_seed, ch) of every channel, or zeros for a
+// row without a token (no seed), each XOR `carry`, cut to the element size.
+void write_conv_row(std::byte* at, const ConvRowPlace& place, std::optional<std::uint64_t> row_seed,
+                    std::uint64_t carry);
+// The bits in which the row at `at` differs from those values (carry 0), ORed over its channels.
+std::uint64_t conv_row_difference_bits(const std::byte* at, const ConvRowPlace& place,
+                                       std::optional<std::uint64_t> row_seed);
 
 // The seed of the temporal state of tensor `tensor` after the sequence hashed `hash`: mixed
 // once per state; each word then costs one multiply and one xor-shift (temporal_value). The

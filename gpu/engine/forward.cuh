@@ -24,40 +24,14 @@
 
 namespace mc::gpu::engine {
 
-// Stores the low `bytes` bytes of `value` little-endian at `dst` (any alignment). The host
-// moves a conv element of 2 or 4 bytes in one access: a call per element of a production conv
-// state (10,240 channels) cost more than the temporal state beside it.
+// Stores the low `bytes` bytes of `value` little-endian at `dst` (byte by byte: any alignment).
 MC_HD_INLINE void store_le(unsigned char* dst, std::uint64_t value, std::int32_t bytes) {
-#if !defined(__CUDA_ARCH__)
-  if (bytes == 2) {
-    const auto v = static_cast<std::uint16_t>(value);
-    std::memcpy(dst, &v, sizeof(v)); // little-endian host
-    return;
-  }
-  if (bytes == 4) {
-    const auto v = static_cast<std::uint32_t>(value);
-    std::memcpy(dst, &v, sizeof(v));
-    return;
-  }
-#endif
   for (std::int32_t i = 0; i < bytes; ++i)
     dst[i] = static_cast<unsigned char>(value >> (8 * i));
 }
 
 // The low `bytes` bytes at `src`, little-endian.
 MC_HD_INLINE std::uint64_t load_le(const unsigned char* src, std::int32_t bytes) {
-#if !defined(__CUDA_ARCH__)
-  if (bytes == 2) {
-    std::uint16_t v = 0;
-    std::memcpy(&v, src, sizeof(v)); // little-endian host
-    return v;
-  }
-  if (bytes == 4) {
-    std::uint32_t v = 0;
-    std::memcpy(&v, src, sizeof(v));
-    return v;
-  }
-#endif
   std::uint64_t value = 0;
   for (std::int32_t i = 0; i < bytes; ++i)
     value |= static_cast<std::uint64_t>(src[i]) << (8 * i);
@@ -153,11 +127,6 @@ struct ConvCursor {
       ++row;
     }
   }
-  std::int64_t row;
-  std::int64_t channel;
-  std::int64_t row_step;
-  std::int64_t channel_step;
-  std::int64_t dim;
   // conv_stamp(token, q, tensor, channel, elem_size) for the cursor's row, which holds the
   // token at position q >= 0.
   MC_HD_INLINE std::uint64_t stamp(std::int32_t token, std::int64_t q, std::int32_t tensor,
@@ -168,13 +137,19 @@ struct ConvCursor {
     }
     return model::conv_channel_value(row_seed, channel, elem_size);
   }
-  std::int64_t seeded_row = -1;
+
+  std::int64_t row;
+  std::int64_t channel;
+  std::int64_t row_step;
+  std::int64_t channel_step;
+  std::int64_t dim;
+  std::int64_t seeded_row = -1; // the row row_seed belongs to
   std::uint64_t row_seed = 0;
 };
 
 // Byte offset of (row, channel) in a conv state's natural bytes (SD: r * dim + ch; DS: ch * L + r).
-MC_HD_INLINE std::int64_t conv_offset(const ForwardTensor& t, std::int64_t row,
-                                      std::int64_t channel) {
+MC_HD_INLINE std::int64_t conv_byte_offset(const ForwardTensor& t, std::int64_t row,
+                                           std::int64_t channel) {
   const std::int64_t index =
       t.conv_ds != 0 ? channel * t.conv_width + row : row * t.conv_dim + channel;
   return index * t.elem_size;
@@ -182,84 +157,51 @@ MC_HD_INLINE std::int64_t conv_offset(const ForwardTensor& t, std::int64_t row,
 
 #if !defined(__CUDA_ARCH__)
 // The host runs a program on one lane: a conv window row by row, a row's stamp seed mixed once
-// and its channels in a loop of one element size (a production window has 10,240 channels).
-// Row `first` element, `stride` elements between channels (SD: r * dim, 1; DS: r, L).
-struct HostConvRow {
-  std::int64_t first = 0;
-  std::int64_t stride = 1;
-  bool token = false; // else no token: zeros
-  std::uint64_t seed = 0;
-};
-
-inline HostConvRow host_conv_row(const ForwardParams& p, const ForwardTensor& t,
-                                 std::int32_t tensor, std::int64_t row, std::int64_t q, bool token,
-                                 std::int64_t token_offset, std::int64_t token_pos0) {
-  HostConvRow r{.first = t.conv_ds != 0 ? row : row * t.conv_dim,
-                .stride = t.conv_ds != 0 ? t.conv_width : 1,
-                .token = token};
-  if (token) r.seed = model::conv_row_seed(p.tokens[token_offset + (q - token_pos0)], q, tensor);
-  return r;
+// and its channels in one loop (model/stamps.h; a production window has 10,240 channels).
+// How far apart a row's channels lie (a row starts at conv_byte_offset(t, row, 0)), and a row's
+// seed when it holds the token at position q.
+inline model::ConvRowPlace conv_row_place(const ForwardTensor& t) {
+  return {.step = t.elem_size * (t.conv_ds != 0 ? std::int64_t{t.conv_width} : 1),
+          .channels = t.conv_dim,
+          .elem_size = t.elem_size};
+}
+inline std::optional<std::uint64_t> host_row_seed(const ForwardParams& p, std::int32_t tensor,
+                                                  std::int64_t q, bool has_token,
+                                                  std::int64_t token_offset,
+                                                  std::int64_t token_pos0) {
+  if (!has_token) return std::nullopt;
+  return model::conv_row_seed(p.tokens[token_offset + (q - token_pos0)], q, tensor);
 }
 
-template <typename Elem>
-void host_write_conv_row(unsigned char* block, const HostConvRow& r, std::int64_t dim,
-                         std::uint64_t carry) {
-  unsigned char* at = block + r.first * sizeof(Elem);
-  const std::int64_t step = r.stride * static_cast<std::int64_t>(sizeof(Elem));
-  for (std::int64_t ch = 0; ch < dim; ++ch, at += step) {
-    const std::uint64_t stamp = r.token ? model::conv_channel_value(r.seed, ch, sizeof(Elem)) : 0;
-    const auto v = static_cast<Elem>(stamp ^ carry);
-    std::memcpy(at, &v, sizeof(v)); // little-endian host
-  }
-}
-
-template <typename Elem>
-std::uint64_t host_conv_row_diff(const unsigned char* block, const HostConvRow& r,
-                                 std::int64_t dim) {
-  const unsigned char* at = block + r.first * sizeof(Elem);
-  const std::int64_t step = r.stride * static_cast<std::int64_t>(sizeof(Elem));
-  std::uint64_t diff = 0;
-  for (std::int64_t ch = 0; ch < dim; ++ch, at += step) {
-    Elem got = 0;
-    std::memcpy(&got, at, sizeof(got));
-    const std::uint64_t stamp = r.token ? model::conv_channel_value(r.seed, ch, sizeof(Elem)) : 0;
-    diff |= static_cast<Elem>(got ^ static_cast<Elem>(stamp));
-  }
-  return diff;
-}
-
-// forward_conv on one lane, for element sizes 2 and 4 (false: the lanes' loop does it).
+// forward_conv on one lane, for the element sizes model::write_conv_row takes (false: the
+// lanes' loop does it).
 inline bool host_forward_conv(const ForwardParams& p, const ForwardOp& op, const ForwardTensor& t,
                               std::int32_t tensor, std::uint64_t carry, unsigned char* block) {
-  if (t.elem_size != 2 && t.elem_size != 4) return false;
+  if (!model::conv_row_loops_take(t.elem_size)) return false;
   for (std::int64_t row = 0; row < t.conv_width; ++row) {
     const std::int64_t q = op.running - t.history_rows + row;
-    const HostConvRow r =
-        host_conv_row(p, t, tensor, row, q, q >= 0 && q < op.end, op.token_offset, op.token_pos0);
-    if (t.elem_size == 2)
-      host_write_conv_row<std::uint16_t>(block, r, t.conv_dim, carry);
-    else
-      host_write_conv_row<std::uint32_t>(block, r, t.conv_dim, carry);
+    model::write_conv_row(
+        reinterpret_cast<std::byte*>(block + conv_byte_offset(t, row, 0)), conv_row_place(t),
+        host_row_seed(p, tensor, q, q >= 0 && q < op.end, op.token_offset, op.token_pos0), carry);
   }
   return true;
 }
 
-// The conv half of forward_read_diff on one lane, for element sizes 2 and 4 (nullopt: the
+// The conv half of forward_read_diff on one lane, for the same element sizes (nullopt: the
 // lanes' loop does it).
 inline std::optional<std::uint64_t> host_conv_read_diff(const ForwardParams& p,
                                                         const ForwardRead& rd,
                                                         const ForwardTensor& t, std::int32_t tensor,
                                                         const unsigned char* block) {
-  if (t.elem_size != 2 && t.elem_size != 4) return std::nullopt;
+  if (!model::conv_row_loops_take(t.elem_size)) return std::nullopt;
   std::uint64_t diff = 0;
   for (std::int64_t k = 0; k < t.history_rows; ++k) { // row k of the history
     const std::int64_t row = k + rd.conv_offset;
     if (row >= t.conv_width) break; // rows past the window: free
     const std::int64_t q = rd.num_computed - t.history_rows + k;
-    const HostConvRow r =
-        host_conv_row(p, t, tensor, row, q, q >= 0, rd.token_offset, rd.token_pos0);
-    diff |= t.elem_size == 2 ? host_conv_row_diff<std::uint16_t>(block, r, t.conv_dim)
-                             : host_conv_row_diff<std::uint32_t>(block, r, t.conv_dim);
+    diff |= model::conv_row_difference_bits(
+        reinterpret_cast<const std::byte*>(block + conv_byte_offset(t, row, 0)), conv_row_place(t),
+        host_row_seed(p, tensor, q, q >= 0, rd.token_offset, rd.token_pos0));
   }
   return diff;
 }
@@ -279,7 +221,7 @@ MC_HD_INLINE void forward_conv(const ForwardParams& p, const ForwardOp& op, cons
     std::uint64_t value = 0;
     if (q >= 0 && q < op.end)
       value = at.stamp(p.tokens[op.token_offset + (q - op.token_pos0)], q, tensor, t.elem_size);
-    store_le(block + conv_offset(t, at.row, at.channel), value ^ carry, t.elem_size);
+    store_le(block + conv_byte_offset(t, at.row, at.channel), value ^ carry, t.elem_size);
   }
 }
 
@@ -349,7 +291,7 @@ MC_HD_INLINE std::uint64_t forward_read_diff(const ForwardParams& p, std::int64_
     std::uint64_t expected = 0;
     if (q >= 0)
       expected = at.stamp(p.tokens[rd.token_offset + (q - rd.token_pos0)], q, tensor, t.elem_size);
-    diff |= (load_le(block + conv_offset(t, r, at.channel), t.elem_size) ^ expected) &
+    diff |= (load_le(block + conv_byte_offset(t, r, at.channel), t.elem_size) ^ expected) &
             low_bytes_mask(t.elem_size);
   }
   return diff;

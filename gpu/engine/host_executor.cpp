@@ -39,7 +39,7 @@ public:
     units_ = make_units(tensors_);
     forward_tensors_ = make_forward_tensors(layout_, arena_addrs_);
     for (const ForwardTensor& t : forward_tensors_)
-      kind_bytes_[t.is_temporal != 0 ? 1 : 0] += t.natural_bytes;
+      (t.is_temporal != 0 ? temporal_block_bytes_ : conv_block_bytes_) += t.natural_bytes;
   }
 
   model::LaunchResult launch(model::LaunchCase& lent) override {
@@ -155,7 +155,7 @@ private:
   // the bytes never depend on the threads' timing.
   void run_programs(const ForwardParams& p) const {
     const std::int64_t reads_programs = std::int64_t{p.num_reads} * p.num_tensors;
-    model::run_parts(p.num_reads * (kind_bytes_[0] + kind_bytes_[1]),
+    model::run_parts(p.num_reads * (conv_block_bytes_ + temporal_block_bytes_),
                      [&](std::int64_t part, std::int64_t parts) {
                        for (std::int64_t program = part; program < reads_programs; program += parts)
                          p.read_diffs[program] |= forward_read_diff(p, program, 0, 1);
@@ -163,7 +163,7 @@ private:
     const std::int64_t programs = std::int64_t{p.num_ops} * p.num_tensors;
     std::int64_t write_bytes = 0;
     for (std::int32_t i = 0; i < p.num_ops; ++i)
-      write_bytes += kind_bytes_[p.ops[i].is_temporal != 0 ? 1 : 0];
+      write_bytes += p.ops[i].is_temporal != 0 ? temporal_block_bytes_ : conv_block_bytes_;
     model::run_parts(write_bytes, [&](std::int64_t part, std::int64_t parts) {
       for (std::int64_t program = 0; program < programs; ++program)
         if (parts == 1 || write_part(p, program, parts) == part) forward_program(p, program, 0, 1);
@@ -186,7 +186,10 @@ private:
   std::vector<TensorDesc> tensors_;
   std::vector<UnitRef> units_;
   std::vector<ForwardTensor> forward_tensors_;
-  std::int64_t kind_bytes_[2] = {0, 0}; // natural bytes of a block in every conv, temporal tensor
+  // A block's natural bytes summed over the conv tensors and over the temporal ones: what a
+  // read or a write of one row costs, to decide whether a forward is worth the threads.
+  std::int64_t conv_block_bytes_ = 0;
+  std::int64_t temporal_block_bytes_ = 0;
   std::vector<std::uint64_t> read_diffs_;    // the last forward's
   std::map<std::int32_t, HostGraph> graphs_; // by batch size
 };

@@ -5,9 +5,11 @@
 #include "model/expected_bytes.h"
 #include "model/parallel.h"
 #include "model/stamps.h"
+#include "tests/model/work_threads.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <mutex>
 #include <set>
@@ -20,25 +22,7 @@
 namespace mc::model {
 namespace {
 
-// Sets the threads and the threshold for one test and puts the process's back after it.
-class Threads {
-public:
-  Threads(std::int64_t threads, std::int64_t bytes_min)
-      : threads_(work_threads()), bytes_min_(parallel_bytes_min()) {
-    set_work_threads(threads);
-    set_parallel_bytes_min_for_testing(bytes_min);
-  }
-  ~Threads() {
-    set_work_threads(threads_);
-    set_parallel_bytes_min_for_testing(bytes_min_);
-  }
-  Threads(const Threads&) = delete;
-  Threads& operator=(const Threads&) = delete;
-
-private:
-  std::int64_t threads_;
-  std::int64_t bytes_min_;
-};
+using Threads = test::WorkThreads;
 
 struct Seen {
   std::mutex mutex;

@@ -159,19 +159,18 @@ TEST(ForwardBytes, AWriteCarriesItsRowsReadDifference) {
   }
 }
 
-// One conv tensor of L = 4 rows (H = 3) over block 0 of its own arena, the window of an op at
-// running 6 with tokens at positions 2..6 (end 7): rows hold positions 2..5.
+// One conv tensor of L = 4 rows (H = 3) over block 0 of its own arena, tokens at positions 0..6.
 struct ConvSplit {
   std::int32_t ds = 0;
   std::int32_t elem_size = 2;
   std::int64_t dim = 3;
   std::vector<unsigned char> arena;
   std::int32_t table[1] = {0};
-  std::vector<std::int32_t> tokens{11, 12, 13, 14, 15};
+  std::vector<std::int32_t> tokens{11, 12, 13, 14, 15, 16, 17};
   ForwardTensor tensor;
-  ForwardOp op{.num_computed = 6, .running = 6, .end = 7, .token_pos0 = 2};
-  ForwardRead read{.conv_offset = 1, .num_computed = 5, .token_pos0 = 2};
-  std::uint64_t diff = 0;
+  ForwardOp op;
+  ForwardRead read;
+  std::uint64_t diff = 0; // the read's difference, which a write with .read = 0 carries
 
   ConvSplit(std::int32_t ds_, std::int32_t elem_size_, std::int64_t dim_)
       : ds(ds_), elem_size(elem_size_), dim(dim_),
@@ -203,47 +202,80 @@ struct ConvSplit {
   std::int64_t at(std::int64_t r, std::int64_t ch) const {
     return (ds != 0 ? ch * 4 + r : r * dim + ch) * elem_size;
   }
-  // The stamp of row r of a window that ends before `running` (tokens at 2..end-1).
-  std::uint64_t stamp(std::int64_t running, std::int64_t end, std::int64_t r,
-                      std::int64_t ch) const {
-    const std::int64_t q = running - 3 + r;
+  // The stamp of channel ch at position q: 0 outside [0, end).
+  std::uint64_t stamp(std::int64_t q, std::int64_t end, std::int64_t ch) const {
     if (q < 0 || q >= end) return 0;
-    return model::conv_stamp(tokens[static_cast<std::size_t>(q - 2)], q, 0, ch, elem_size);
+    return model::conv_stamp(tokens[static_cast<std::size_t>(q)], q, 0, ch, elem_size);
   }
 };
 
+struct ConvWrite {
+  std::int64_t running = 0;
+  std::int64_t end = 0;
+  std::uint64_t read_diff = 0; // nonzero: the write carries it
+};
+struct ConvRead {
+  std::int32_t conv_offset = 0;
+  std::int64_t num_computed = 0;
+};
+
+// Rows with tokens, rows past `end` (zeros), rows before position 0, a carried read difference;
+// reads of the history at offsets 0..2 (at 2 its last row lies past the window), from before
+// position 0; element sizes the host's row loops take and one they leave to the lanes' loop.
 TEST(ForwardBytes, EverySplitOverLanesWritesAndReadsTheSameConvElements) {
+  const ConvWrite writes[] = {{6, 7, 0}, {6, 5, 0}, {2, 7, 0}, {6, 7, 0x8}};
+  const ConvRead reads[] = {{1, 5}, {2, 2}, {0, 1}};
   for (std::int32_t ds : {0, 1})
-    for (std::int32_t elem_size : {2, 4})
+    for (std::int32_t elem_size : {2, 4, 8})
       for (std::int64_t dim : {1, 3, 10})
         for (std::int64_t lanes : {1, 2, 3, 7, 256}) {
-          ConvSplit f(ds, elem_size, dim);
           const std::string where = "ds " + std::to_string(ds) + " elem " +
                                     std::to_string(elem_size) + " dim " + std::to_string(dim) +
                                     " lanes " + std::to_string(lanes);
-          ForwardParams p = f.params();
-          for (std::int64_t lane = 0; lane < lanes; ++lane)
-            forward_program(p, 0, lane, lanes);
-          for (std::int64_t r = 0; r < 4; ++r)
-            for (std::int64_t ch = 0; ch < dim; ++ch)
-              ASSERT_EQ(load_le(f.arena.data() + f.at(r, ch), elem_size),
-                        f.stamp(6, 7, r, ch) & low_bytes_mask(elem_size))
-                  << where << " row " << r << " channel " << ch;
-          // The state after 5 tokens at rows 1..3 reads clean; rows 0 is outside the read.
-          for (std::int64_t r = 1; r < 4; ++r)
-            for (std::int64_t ch = 0; ch < dim; ++ch)
-              store_le(f.arena.data() + f.at(r, ch), f.stamp(5, 5, r - 1, ch), elem_size);
-          f.arena[static_cast<std::size_t>(f.at(0, dim - 1))] ^= 0xff;
-          const auto read_diff = [&] {
-            std::uint64_t diff = 0;
+          for (const ConvWrite& w : writes) {
+            ConvSplit f(ds, elem_size, dim);
+            f.op = {.num_computed = static_cast<std::int32_t>(w.running),
+                    .running = w.running,
+                    .end = w.end,
+                    .read = w.read_diff != 0 ? 0 : -1};
+            f.diff = w.read_diff;
+            const std::uint64_t carry = w.read_diff != 0 ? model::mix64(w.read_diff) | 1 : 0;
+            ForwardParams p = f.params();
             for (std::int64_t lane = 0; lane < lanes; ++lane)
-              diff |= forward_read_diff(p, 0, lane, lanes);
-            return diff;
-          };
-          ASSERT_EQ(read_diff(), 0u) << where;
-          // The high byte of the last element of the last row.
-          f.arena[static_cast<std::size_t>(f.at(3, dim - 1) + elem_size - 1)] ^= 0x40;
-          EXPECT_EQ(read_diff(), std::uint64_t{0x40} << (8 * (elem_size - 1))) << where;
+              forward_program(p, 0, lane, lanes);
+            for (std::int64_t r = 0; r < 4; ++r)
+              for (std::int64_t ch = 0; ch < dim; ++ch)
+                ASSERT_EQ(load_le(f.arena.data() + f.at(r, ch), elem_size),
+                          (f.stamp(w.running - 3 + r, w.end, ch) ^ carry) &
+                              low_bytes_mask(elem_size))
+                    << where << " running " << w.running << " end " << w.end << " carry " << carry
+                    << " row " << r << " channel " << ch;
+          }
+          for (const ConvRead& rd : reads) {
+            ConvSplit f(ds, elem_size, dim);
+            f.read = {.conv_offset = rd.conv_offset, .num_computed = rd.num_computed};
+            std::fill(f.arena.begin(), f.arena.end(), 0x5a); // rows outside the read: any bytes
+            std::int64_t last_row = -1;
+            for (std::int64_t k = 0; k < 3 && k + rd.conv_offset < 4; ++k) {
+              last_row = k + rd.conv_offset;
+              for (std::int64_t ch = 0; ch < dim; ++ch)
+                store_le(f.arena.data() + f.at(last_row, ch),
+                         f.stamp(rd.num_computed - 3 + k, rd.num_computed, ch), elem_size);
+            }
+            ForwardParams p = f.params();
+            const auto read_diff = [&] {
+              std::uint64_t diff = 0;
+              for (std::int64_t lane = 0; lane < lanes; ++lane)
+                diff |= forward_read_diff(p, 0, lane, lanes);
+              return diff;
+            };
+            const std::string read_where = where + " offset " + std::to_string(rd.conv_offset) +
+                                           " computed " + std::to_string(rd.num_computed);
+            ASSERT_EQ(read_diff(), 0u) << read_where;
+            // The high byte of the last element of the last row read.
+            f.arena[static_cast<std::size_t>(f.at(last_row, dim - 1) + elem_size - 1)] ^= 0x40;
+            EXPECT_EQ(read_diff(), std::uint64_t{0x40} << (8 * (elem_size - 1))) << read_where;
+          }
         }
 }
 

@@ -3,9 +3,9 @@
 // writes of a block run in program order, so the last row's state is the one that stays.
 #include "gpu/engine/executor.h"
 #include "model/block_table.h"
-#include "model/parallel.h"
 #include "model/presets.h"
 #include "model/stamps.h"
+#include "tests/model/work_threads.h"
 
 #include <gtest/gtest.h>
 
@@ -67,18 +67,13 @@ struct Ran {
 };
 
 Ran run_forward(const model::Layout& layout, const Forward& f, std::int64_t threads) {
-  const std::int64_t threads_before = model::work_threads();
-  const std::int64_t bytes_min_before = model::parallel_bytes_min();
-  model::set_work_threads(threads);
-  model::set_parallel_bytes_min_for_testing(0);
+  const model::test::WorkThreads every_forward_threaded(threads, 0);
   const std::unique_ptr<Executor> executor = make_host_executor(layout);
   Ran ran;
   executor->forward(f.tables, f.ops, f.reads, f.tokens); // reads poison
   ran.diffs = executor->forward(f.tables, f.ops, f.reads, f.tokens);
   for (const model::Arena& a : executor->arenas())
     ran.arenas.emplace_back(a.bytes().begin(), a.bytes().end());
-  model::set_work_threads(threads_before);
-  model::set_parallel_bytes_min_for_testing(bytes_min_before);
   return ran;
 }
 
