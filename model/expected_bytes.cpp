@@ -73,26 +73,6 @@ ConvElement conv_element(const ExpectedRange& r, const ExpectedRow& w, std::int6
   return e;
 }
 
-// A conv element's `size` bytes, little-endian; a fixed-size move for the usual sizes.
-std::uint64_t load_element(const std::byte* at, std::int32_t size) {
-  std::uint64_t value = 0;
-  switch (size) {
-  case 2: {
-    std::uint16_t v = 0;
-    std::memcpy(&v, at, sizeof(v)); // little-endian host
-    return v;
-  }
-  case 4: {
-    std::uint32_t v = 0;
-    std::memcpy(&v, at, sizeof(v));
-    return v;
-  }
-  default:
-    std::memcpy(&value, at, static_cast<std::size_t>(size));
-    return value;
-  }
-}
-
 // Whether a conv state of stamp and empty rows holds exactly its values: one pass without a
 // branch per element, the common case of a comparison (a state with a poison row, or of an
 // element size the row loops do not take, is left to the exact walk below).
@@ -129,7 +109,8 @@ std::int64_t first_conv_difference(const ExpectedRange& r, const ExpectedRow* ro
       if (w.kind == ConvRowMeaning::Kind::poison) {
         k = first_poison_difference(e.poison_at, got);
       } else {
-        const std::uint64_t have = load_element(got.data(), r.elem_size);
+        std::uint64_t have = 0;
+        std::memcpy(&have, got.data(), got.size()); // little-endian host
         if (const std::uint64_t diff = have ^ e.value; diff != 0) k = std::countr_zero(diff) / 8;
       }
       if (k >= 0) first = e.at + k;

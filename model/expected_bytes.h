@@ -96,9 +96,10 @@ MC_HD_INLINE std::uint8_t expected_byte(const ExpectedRange& r, const ExpectedRo
 // The bytes `r` says, into `out` (the range's size), on the host.
 void make_expected(const ExpectedRange& r, const ExpectedRow* rows, std::span<std::byte> out);
 
-// The first byte of `bytes` (the range's) that differs from what `r` says, or -1: one pass on
-// the host, a temporal state a word at a time, poison against the pattern, a conv state by
-// element (what a device compare does where its bytes are).
+// The first byte of `bytes` (the range's) that differs from what `r` says, or -1, on the host
+// (what a device compare does where its bytes are): a temporal state and a conv state's stamp
+// rows in one pass over their words and rows, poison against the pattern; only a state that
+// differs, or a conv state with poison rows, is then walked to its first differing byte.
 std::int64_t first_difference(const ExpectedRange& r, const ExpectedRow* rows,
                               std::span<const std::byte> bytes);
 // The same for every range of `expected`, bytes[i] being range i's.
