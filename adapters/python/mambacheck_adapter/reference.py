@@ -334,13 +334,6 @@ def select_variant(*names):
     )
 
 
-_clean = select_variant("clean")
-postprocess_mamba_fused_kernel = _clean.postprocess_mamba_fused_kernel
-precopy_mamba_align_fused_kernel = _clean.precopy_mamba_align_fused_kernel
-preprocess_mamba_align_fused_kernel = _clean.preprocess_mamba_align_fused_kernel
-selective_state_update = _clean.selective_state_update
-causal_conv1d_update = _clean.causal_conv1d_update
-selective_scan_fn = _clean.selective_scan_fn
-DEVICE = "host"  # the adapter's default device for this module
-BLOCK_TABLE_ROWS = _clean.BLOCK_TABLE_ROWS
-PRECOPY_HAS_IDX_MAPPING = _clean.PRECOPY_HAS_IDX_MAPPING
+# The module's own attributes are the clean kernels and conventions (DEVICE "host": the
+# adapter's default device for this module).
+globals().update(vars(select_variant("clean")))

@@ -400,11 +400,5 @@ def select_variant(*names):
     )
 
 
-_clean = select_variant("clean")
-postprocess_mamba_fused_kernel = _clean.postprocess_mamba_fused_kernel
-precopy_mamba_align_fused_kernel = _clean.precopy_mamba_align_fused_kernel
-preprocess_mamba_align_fused_kernel = _clean.preprocess_mamba_align_fused_kernel
-batch_memcpy = _clean.batch_memcpy
-selective_state_update = _clean.selective_state_update
-causal_conv1d_update = _clean.causal_conv1d_update
-selective_scan_fn = _clean.selective_scan_fn
+# The module's own attributes are the clean kernels.
+globals().update(vars(select_variant("clean")))
