@@ -63,16 +63,29 @@ class HostClock:
 HOST_CLOCK = HostClock()
 
 
+def differing_pages(a, b):
+    """Indices of the PAGE_BYTES pages (the last one possibly short) where a and b differ."""
+    full = a.size // PAGE_BYTES * PAGE_BYTES
+    pages = []
+    for start in range(0, full, DIFF_CHUNK_BYTES):
+        end = min(full, start + DIFF_CHUNK_BYTES)
+        x = a[start:end].reshape(-1, PAGE_BYTES)
+        y = b[start:end].reshape(-1, PAGE_BYTES)
+        differ = np.flatnonzero((x != y).any(axis=1))
+        if differ.size:
+            pages.append(differ + start // PAGE_BYTES)
+    if full < a.size and not np.array_equal(a[full:], b[full:]):
+        pages.append(np.array([full // PAGE_BYTES]))
+    return np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
+
+
 class HostDevice:
     """Buffers are numpy arrays in this process; kernel arguments are numpy views."""
 
     name = "host"
 
-    def alloc(self, nbytes, fill=0):
-        buf = np.empty(nbytes, dtype=np.uint8) if fill else np.zeros(nbytes, dtype=np.uint8)
-        if fill:
-            buf.fill(fill)
-        return buf
+    def alloc(self, nbytes):
+        return np.zeros(nbytes, dtype=np.uint8)
 
     def fill(self, buf, start, end, value):
         buf[start:end] = value
@@ -95,16 +108,7 @@ class HostDevice:
         return buf[offset:offset + count * size].view(dtype)
 
     def changed_pages(self, a, b):
-        """Indices of the PAGE_BYTES pages where a and b differ (sizes: multiples of a page)."""
-        pages = []
-        step = DIFF_CHUNK_BYTES
-        for start in range(0, a.size, step):
-            x = a[start:start + step].reshape(-1, PAGE_BYTES)
-            y = b[start:start + step].reshape(-1, PAGE_BYTES)
-            differ = np.flatnonzero((x != y).any(axis=1))
-            if differ.size:
-                pages.append(differ + start // PAGE_BYTES)
-        return np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
+        return differing_pages(a, b)
 
     def copy(self, dst, src):
         dst[:] = src
@@ -153,10 +157,8 @@ class TorchDevice:
         self.torch = torch
         self.device = torch.device(device)
 
-    def alloc(self, nbytes, fill=0):
-        t = self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device)
-        t.fill_(fill)
-        return t
+    def alloc(self, nbytes):
+        return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
 
     def fill(self, buf, start, end, value):
         if end > start:

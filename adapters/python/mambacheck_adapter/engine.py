@@ -26,9 +26,8 @@ import sys
 import numpy as np
 
 from . import casefile, forward, launch
-from .devices import DIFF_CHUNK_BYTES, PAGE_BYTES
+from .devices import PAGE_BYTES, differing_pages
 
-UPLOAD_CHUNK = 64 << 20
 ARENA_MODES = ("shared", "device")
 
 
@@ -40,22 +39,6 @@ def field(obj, key, what):
     if not isinstance(obj, dict) or key not in obj:
         raise EngineError(f"engine {what}: {key}: missing")
     return obj[key]
-
-
-def differing_pages(a, b):
-    """Indices of the PAGE_BYTES pages (the last one possibly short) where a and b differ."""
-    full = a.size // PAGE_BYTES * PAGE_BYTES
-    pages = []
-    for start in range(0, full, DIFF_CHUNK_BYTES):
-        end = min(full, start + DIFF_CHUNK_BYTES)
-        x = a[start:end].reshape(-1, PAGE_BYTES)
-        y = b[start:end].reshape(-1, PAGE_BYTES)
-        differ = np.flatnonzero((x != y).any(axis=1))
-        if differ.size:
-            pages.append(differ + start // PAGE_BYTES)
-    if full < a.size and not np.array_equal(a[full:], b[full:]):
-        pages.append(np.array([full // PAGE_BYTES]))
-    return np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
 
 
 class SharedArena:
@@ -88,30 +71,19 @@ class ResidentArena(launch.DeviceArena):
     """An arena kept on the device for the run, synchronised with the shared file by pages."""
 
     def __init__(self, device, file_bytes, index, offset, size, page_bytes, stats):
-        self.device = device
-        self.index = index
-        self.size = size
+        self.allocate(device, index, size, page_bytes)
         self.stats = stats
         self.view = file_bytes[offset:offset + size]
-        self.guard_hi = launch.round_up(min(max(page_bytes, PAGE_BYTES),
-                                            launch.ARENA_GUARD_HI_MAX), PAGE_BYTES)
-        self.total = launch.round_up(launch.ARENA_GUARD_LO + size + self.guard_hi, PAGE_BYTES)
-        self.buf = device.alloc(self.total)
-        device.fill(self.buf, 0, launch.ARENA_GUARD_LO, launch.GUARD_BYTE)
-        device.fill(self.buf, launch.ARENA_GUARD_LO + size, self.total, launch.GUARD_BYTE)
-        for start in range(0, size, UPLOAD_CHUNK):
-            end = min(size, start + UPLOAD_CHUNK)
-            device.upload(self.buf, launch.ARENA_GUARD_LO + start, self.view[start:end])
+        self.upload(self.view, 0, size)
         stats["uploaded"] += size
         self.shadow = np.array(self.view)  # what the device holds, as of the last sync
-        self.address = device.address(self.buf) + launch.ARENA_GUARD_LO
         self.before = None
 
     def prepare(self):
         """Uploads the pages mambacheck changed since the last launch, then snapshots."""
         for first, last in launch.page_runs(differing_pages(self.view, self.shadow)):
             lo, hi = first * PAGE_BYTES, min(self.size, (last + 1) * PAGE_BYTES)
-            self.device.upload(self.buf, launch.ARENA_GUARD_LO + lo, self.view[lo:hi])
+            self.upload(self.view, lo, hi)
             self.shadow[lo:hi] = self.view[lo:hi]
             self.stats["uploaded"] += hi - lo
         self.before = self.device.clone(self.buf)

@@ -23,6 +23,7 @@ COPY_BLOCK_SIZE = 1024  # the seed runner's value
 PREPROCESS_BLOCK_SIZE = 128  # requests per program of the preprocess kernel
 ARENA_GUARD_LO = PAGE_BYTES
 ARENA_GUARD_HI_MAX = 64 << 20
+UPLOAD_CHUNK = 64 << 20
 GUARD_BYTE = 0xC3
 ARRAY_GUARD = 16  # int32 entries before and after every per-request array and table
 ARRAY_POISON = np.int32(-0x21524111)  # 0xDEADBEEF
@@ -125,22 +126,30 @@ class DeviceArena:
     """One arena on the device: [guard | arena bytes | guard], rounded up to whole pages."""
 
     def __init__(self, device, case, index):
+        self.allocate(device, index, case.arena_bytes(index),
+                      int(case.arena_specs[index]["page_bytes"]))
+        arena = case.arena(index).reshape(-1)
+        for offset, length in case.arena_regions(index):  # the rest: zeros, the file's holes
+            self.upload(arena, offset, offset + length)
+        self.before = device.clone(self.buf)
+
+    def allocate(self, device, index, size, page_bytes):
+        """The zeroed buffer of `size` arena bytes between guards of GUARD_BYTE."""
         self.device = device
         self.index = index
-        self.size = case.arena_bytes(index)
-        page = int(case.arena_specs[index]["page_bytes"])
-        self.guard_hi = round_up(min(max(page, PAGE_BYTES), ARENA_GUARD_HI_MAX), PAGE_BYTES)
-        self.total = round_up(ARENA_GUARD_LO + self.size + self.guard_hi, PAGE_BYTES)
-        self.buf = device.alloc(self.total)  # zeros: the holes of the case file
+        self.size = size
+        self.guard_hi = round_up(min(max(page_bytes, PAGE_BYTES), ARENA_GUARD_HI_MAX), PAGE_BYTES)
+        self.total = round_up(ARENA_GUARD_LO + size + self.guard_hi, PAGE_BYTES)
+        self.buf = device.alloc(self.total)
         device.fill(self.buf, 0, ARENA_GUARD_LO, GUARD_BYTE)
-        device.fill(self.buf, ARENA_GUARD_LO + self.size, self.total, GUARD_BYTE)
-        arena = case.arena(index).reshape(-1)
-        for offset, length in case.arena_regions(index):
-            for start in range(offset, offset + length, 64 << 20):
-                end = min(offset + length, start + (64 << 20))
-                device.upload(self.buf, ARENA_GUARD_LO + start, arena[start:end])
-        self.before = device.clone(self.buf)
+        device.fill(self.buf, ARENA_GUARD_LO + size, self.total, GUARD_BYTE)
         self.address = device.address(self.buf) + ARENA_GUARD_LO
+
+    def upload(self, data, start, end):
+        """Arena bytes [start, end) from data[start:end], UPLOAD_CHUNK bytes at a time."""
+        for lo in range(start, end, UPLOAD_CHUNK):
+            hi = min(end, lo + UPLOAD_CHUNK)
+            self.device.upload(self.buf, ARENA_GUARD_LO + lo, data[lo:hi])
 
     def changes(self):
         """(offset, bytes) runs of the arena the launch changed, whole pages at a time;
