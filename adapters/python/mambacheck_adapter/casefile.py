@@ -227,14 +227,6 @@ class Case:
                 raise CaseError(f"{file}: {dtype.str} {shape}, expected |u1 {want}")
             self.arena_offsets.append(offset)
 
-    @property
-    def block_size(self):
-        return int(self.config["mamba_block_size"])
-
-    @property
-    def conv_dim_first(self):
-        return self.config["conv_layout"] == "DS"
-
     def arena_bytes(self, i):
         spec = self.arena_specs[i]
         return int(spec["num_blocks"]) * int(spec["page_bytes"])

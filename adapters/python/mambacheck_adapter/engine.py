@@ -133,14 +133,6 @@ class LaunchCase:
         self.metadata = session.metadata
         self.arena_specs = session.arena_specs
 
-    @property
-    def block_size(self):
-        return int(self.config["mamba_block_size"])
-
-    @property
-    def conv_dim_first(self):
-        return self.config["conv_layout"] == "DS"
-
 
 class Session:
     """One engine run: the shared file mapped, its arenas, the layout's geometry."""

@@ -253,21 +253,21 @@ class Launch:
                               f"BLOCK_TABLE_ROWS is {table_rows(kernels)!r}, "
                               f"PRECOPY_HAS_IDX_MAPPING "
                               f"{bool(getattr(kernels, 'PRECOPY_HAS_IDX_MAPPING', False))})")
-        copy_block = getattr(kernels, "COPY_BLOCK_SIZE", COPY_BLOCK_SIZE)
+        block_size = int(c.config["mamba_block_size"])
+        copy_flags = {"COPY_BLOCK_SIZE": getattr(kernels, "COPY_BLOCK_SIZE", COPY_BLOCK_SIZE),
+                      "CONV_STATE_DIM_FIRST": c.config["conv_layout"] == "DS"}
         a = self.arg
         if columns.family == "postprocess":
             kernel[grid](a("num_accepted"), a("state_idx"), a("num_scheduled"),
                          a("num_computed"), a("num_draft"), *self.meta,
-                         a("num_accepted_out"), None, c.num_reqs, block_size=c.block_size,
-                         COPY_BLOCK_SIZE=copy_block, CONV_STATE_DIM_FIRST=c.conv_dim_first)
+                         a("num_accepted_out"), None, c.num_reqs, block_size=block_size,
+                         **copy_flags)
         elif columns.family == "postprocess_align":
             # The tables are the case's (gathered by batch row, or one row per slot): the
             # module's kernel reads them by its own convention.
             kernel[grid](a("num_accepted"), a("state_idx"), None, a("new_num_computed"), None,
-                         *self.meta, None, a("idx_mapping"), c.num_reqs,
-                         block_size=c.block_size, COPY_BLOCK_SIZE=copy_block,
-                         CONV_STATE_DIM_FIRST=c.conv_dim_first, HAS_IDX_MAPPING=True,
-                         PRECOMPUTED_NEW_COMPUTED=True)
+                         *self.meta, None, a("idx_mapping"), c.num_reqs, block_size=block_size,
+                         **copy_flags, HAS_IDX_MAPPING=True, PRECOMPUTED_NEW_COMPUTED=True)
         elif columns.work == "copy_plan":
             src, dst, sizes = self.flat_copy_plan()
             if sizes:
@@ -275,19 +275,17 @@ class Launch:
                        self.int_array(sizes, np.int64))
         elif columns.family == "precopy" and columns.slots == "idx_mapping":
             kernel[grid](a("state_idx"), a("src_col"), a("token_bias"), *self.meta,
-                         a("idx_mapping"), c.num_reqs, COPY_BLOCK_SIZE=copy_block,
-                         CONV_STATE_DIM_FIRST=c.conv_dim_first)
+                         a("idx_mapping"), c.num_reqs, **copy_flags)
         elif columns.family == "precopy":
             # vLLM's V1 runner: run_fused_precopy(..., idx_mapping=None).
             kernel[grid](a("state_idx"), a("src_col"), a("token_bias"), *self.meta, None,
-                         c.num_reqs, COPY_BLOCK_SIZE=copy_block,
-                         CONV_STATE_DIM_FIRST=c.conv_dim_first, HAS_IDX_MAPPING=False)
+                         c.num_reqs, **copy_flags, HAS_IDX_MAPPING=False)
         else:
             block = getattr(kernels, "PREPROCESS_BLOCK_SIZE", PREPROCESS_BLOCK_SIZE)
             kernel[((c.num_reqs + block - 1) // block,)](
                 a("idx_mapping"), a("state_idx"), a("num_computed"), a("query_start_loc"),
                 a("num_accepted"), a("src_col"), a("token_bias"), c.num_reqs,
-                BLOCK_SIZE=block, MAMBA_BLOCK_SIZE=c.block_size)
+                BLOCK_SIZE=block, MAMBA_BLOCK_SIZE=block_size)
         return "ok", ""
 
     def flat_copy_plan(self):
