@@ -313,12 +313,14 @@ class MambaGroup:
     a block for every B tokens, all kept while the request runs, nsb speculative blocks after
     the last, which become the blocks of their positions as the table grows."""
 
-    def __init__(self, gid, pool, block_size, nsb, variants, all_mode, hash_unit, copies, index):
+    def __init__(self, gid, pool, block_size, nsb, variants, all_mode, hash_unit, copies, index,
+                 this_step):
         self.gid, self.pool, self.B, self.nsb = gid, pool, block_size, nsb
         self.all_mode = all_mode
         self.variants = variants
         self.h = hash_unit
         self.copies, self.index = copies, index  # index: among the Mamba groups
+        self.this_step = this_step  # the manager's blocks registered by this planning
         self.tables, self.num_cached, self.allocated, self.last_state = {}, {}, set(), {}
         # A partial state to copy on the request's next allocation, (column, block): a hit that
         # ends mid-block (its copy replaces the shared block in the table), or the request's
@@ -493,19 +495,12 @@ class ReferenceManager:
         self.pool = Pool(setup["num_blocks"])
         self.copies = []  # (Mamba group index or None for attention, source, destination)
         self.this_step = set()
-        gid = 0
-        self.attention = []
-        for _ in range(setup.get("attention_groups", 1)):
-            self.attention.append(AttentionGroup(gid, self.pool, attention_block_size, self.eagle,
-                                                 self.h, self.copies))
-            gid += 1
-        self.mamba = []
-        for index in range(setup["mamba_groups"]):
-            g = MambaGroup(gid, self.pool, self.B, self.nsb, self.variants, all_mode, self.h,
-                           self.copies, index)
-            g.this_step = self.this_step
-            self.mamba.append(g)
-            gid += 1
+        num_attention = setup.get("attention_groups", 1)
+        self.attention = [AttentionGroup(gid, self.pool, attention_block_size, self.eagle, self.h,
+                                         self.copies) for gid in range(num_attention)]
+        self.mamba = [MambaGroup(num_attention + index, self.pool, self.B, self.nsb, self.variants,
+                                 all_mode, self.h, self.copies, index, self.this_step)
+                      for index in range(setup["mamba_groups"])]
         self.defer_block_free = bool(setup.get("defer_block_free", False))
         self.deferred = []  # blocks of requests freed while a step was in flight
         self.retention = CopyRetention(self.defer_block_free, self.pool.release)
