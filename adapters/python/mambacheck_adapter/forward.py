@@ -68,6 +68,11 @@ def _columns(message, key, rows, width):
     return v
 
 
+def _check_offsets(offsets, key):
+    if offsets[0] != 0 or np.any(np.diff(offsets) < 0):
+        raise ForwardError(f"engine forward: {key} must start at 0 and never decrease")
+
+
 def _changed_blocks(before, after, n):
     """The blocks (of the n between the guards) whose values changed."""
     inner_before = before[GUARD_BLOCKS:GUARD_BLOCKS + n]
@@ -128,9 +133,7 @@ class Step:
             raise ForwardError("engine forward: prefill rows need prefill_state_indices of rows "
                                "x prefill_width, prefill_query_start_loc of rows + 1 and "
                                "prefill_has_initial_state of rows entries")
-        if self.prefill_qsl[0] != 0 or np.any(np.diff(self.prefill_qsl) < 0):
-            raise ForwardError("engine forward: prefill_query_start_loc must start at 0 and "
-                               "never decrease")
+        _check_offsets(self.prefill_qsl, "prefill_query_start_loc")
         self.prefill_indices = indices.reshape(p, self.prefill_width) if self.all_mode \
             else indices
         self.prefill_columns = [np.zeros(0, dtype=np.int32)] * 3
@@ -141,11 +144,8 @@ class Step:
                             "prefill_block_idx_last_scheduled", "prefill_block_idx_last_computed")]
 
     def __init__(self, message):
-        self.num_blocks = int(_field(message, "num_blocks"))
-        self.state_len = int(_field(message, "state_len"))
-        self.conv_width = int(_field(message, "conv_width"))
-        self.rows = int(_field(message, "rows"))
-        self.width = int(_field(message, "width"))
+        for key in ("num_blocks", "state_len", "conv_width", "rows", "width"):
+            setattr(self, key, int(_field(message, key)))
         self.kernels = list(_field(message, "kernels"))
         if self.num_blocks <= 0 or self.rows < 0 or self.width <= 0:
             raise ForwardError("engine forward: num_blocks and width must be positive, rows not "
@@ -185,9 +185,7 @@ class Step:
             if self.num_accepted.size != self.rows or self.query_start_loc.size != self.rows + 1:
                 raise ForwardError("engine forward: num_accepted needs rows entries and "
                                    "query_start_loc rows + 1")
-            if self.query_start_loc[0] != 0 or np.any(np.diff(self.query_start_loc) < 0):
-                raise ForwardError("engine forward: query_start_loc must start at 0 and never "
-                                   "decrease")
+            _check_offsets(self.query_start_loc, "query_start_loc")
             self.num_tokens = int(self.query_start_loc[-1])
         else:
             self.num_tokens = self.rows
@@ -207,12 +205,14 @@ class Step:
         return out
 
 
-def _with_guards(inner):
-    """`inner` (blocks first) with GUARD_BLOCKS guard blocks of GUARD_VALUE on either side."""
-    shape = (inner.shape[0] + 2 * GUARD_BLOCKS,) + inner.shape[1:]
-    full = np.full(shape, GUARD_VALUE, dtype=np.float32)
-    full[GUARD_BLOCKS:GUARD_BLOCKS + inner.shape[0]] = inner
-    return full
+def _tracer(inner, device):
+    """`inner` (blocks first) on the device with GUARD_BLOCKS guard blocks of GUARD_VALUE on
+    either side: (the values before the kernel, the whole tensor, the inner blocks of it)."""
+    n = inner.shape[0]
+    before = np.full((n + 2 * GUARD_BLOCKS,) + inner.shape[1:], GUARD_VALUE, dtype=np.float32)
+    before[GUARD_BLOCKS:GUARD_BLOCKS + n] = inner
+    full = device.tensor(before)
+    return before, full, full[GUARD_BLOCKS:GUARD_BLOCKS + n]
 
 
 def _guards_changed(before, after, n):
@@ -227,9 +227,8 @@ def _guards_changed(before, after, n):
 def run_ssm(step, kernel, device):
     n = step.num_blocks
     tags = (np.arange(n, dtype=np.float32) + 1) * TRACER_BLOCK
-    before = _with_guards(np.broadcast_to(tags[:, None, None, None], (n,) + SSM_SHAPE).copy())
-    full = device.tensor(before)
-    state = full[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    before, full, state = _tracer(np.broadcast_to(tags[:, None, None, None], (n,) + SSM_SHAPE),
+                                  device)
     t = step.num_tokens
     heads, dim, dstate = SSM_SHAPE
     ones = np.ones((t, heads, dim), dtype=np.float32)
@@ -260,10 +259,8 @@ def run_conv(step, kernel, device):
     n, length = step.num_blocks, step.state_len
     rows = np.arange(length, dtype=np.float32) + 1
     tags = (np.arange(n, dtype=np.float32) + 1) * TRACER_BLOCK
-    inner = np.broadcast_to(tags[:, None, None] + rows[None, None, :], (n, CONV_DIM, length))
-    before = _with_guards(inner.copy())
-    full = device.tensor(before)
-    conv_state = full[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    before, full, conv_state = _tracer(
+        np.broadcast_to(tags[:, None, None] + rows[None, None, :], (n, CONV_DIM, length)), device)
     tokens = -(step.token_index().astype(np.float32) + 1)
     x = np.broadcast_to(tokens[:, None], (step.num_tokens, CONV_DIM)).copy()
     spec = step.num_accepted is not None
@@ -309,9 +306,7 @@ def run_scan(step, kernel, device):
                            f"exact in float32")
     dim, dstate = 2, 2
     tags = (np.arange(n, dtype=np.float32) + 1) * tag
-    before = _with_guards(np.broadcast_to(tags[:, None, None], (n, dim, dstate)).copy())
-    full = device.tensor(before)
-    states = full[GUARD_BLOCKS:GUARD_BLOCKS + n]
+    before, full, states = _tracer(np.broadcast_to(tags[:, None, None], (n, dim, dstate)), device)
     total = int(step.prefill_qsl[-1])
     ones = np.ones((dim, total), dtype=np.float32)
     kernel(device.tensor(ones), states, device.tensor(ones),
