@@ -339,27 +339,15 @@ def _postprocess(grid, bug, num_accepted_tokens_ptr, mamba_state_idx_ptr,
         HAS_IDX_MAPPING=HAS_IDX_MAPPING, PRECOMPUTED_NEW_COMPUTED=PRECOMPUTED_NEW_COMPUTED)
 
 
-def _precopy(grid, bug, mamba_state_idx_ptr, src_col_ptr, token_bias_ptr, block_table_ptrs_ptr,
-             block_table_stride_req, state_base_addrs_ptr, state_block_strides_ptr,
-             state_elem_sizes_ptr, state_inner_sizes_ptr, state_conv_widths_ptr,
-             state_group_indices_ptr, state_dim_row_count_ptr, state_dim_row_stride_ptr,
-             idx_mapping_ptr, num_reqs, COPY_BLOCK_SIZE, CONV_STATE_DIM_FIRST):
-    _precopy_kernel[grid](
-        mamba_state_idx_ptr, src_col_ptr, token_bias_ptr, block_table_ptrs_ptr,
-        block_table_stride_req, state_base_addrs_ptr, state_block_strides_ptr,
-        state_elem_sizes_ptr, state_inner_sizes_ptr, state_conv_widths_ptr,
-        state_group_indices_ptr, state_dim_row_count_ptr, state_dim_row_stride_ptr,
-        idx_mapping_ptr, num_reqs, COPY_BLOCK_SIZE=COPY_BLOCK_SIZE,
-        CONV_STATE_DIM_FIRST=CONV_STATE_DIM_FIRST, BUG=bug)
+def _precopy(grid, bug, *args, COPY_BLOCK_SIZE, CONV_STATE_DIM_FIRST):
+    """The seed's precopy arguments (_precopy_kernel's), passed on."""
+    _precopy_kernel[grid](*args, COPY_BLOCK_SIZE=COPY_BLOCK_SIZE,
+                          CONV_STATE_DIM_FIRST=CONV_STATE_DIM_FIRST, BUG=bug)
 
 
-def _preprocess(grid, bug, idx_mapping_ptr, state_idx_ptr, num_computed_tokens_ptr,
-                query_start_loc_ptr, num_accepted_tokens_ptr, src_col_ptr, src_off_ptr, num_reqs,
-                BLOCK_SIZE, MAMBA_BLOCK_SIZE):
-    _preprocess_kernel[grid](
-        idx_mapping_ptr, state_idx_ptr, num_computed_tokens_ptr, query_start_loc_ptr,
-        num_accepted_tokens_ptr, src_col_ptr, src_off_ptr, num_reqs, MAMBA_BLOCK_SIZE,
-        BLOCK_SIZE=BLOCK_SIZE, BUG=bug)
+def _preprocess(grid, bug, *args, BLOCK_SIZE, MAMBA_BLOCK_SIZE):
+    """The seed's preprocess arguments, MAMBA_BLOCK_SIZE passed on at run time."""
+    _preprocess_kernel[grid](*args, MAMBA_BLOCK_SIZE, BLOCK_SIZE=BLOCK_SIZE, BUG=bug)
 
 
 def _batch_memcpy(bug, src_ptrs, dst_ptrs, sizes):
