@@ -35,6 +35,10 @@ FAMILY_KERNELS = {  # the seed's names: a module with these attributes works unc
     "preprocess_align": "preprocess_mamba_align_fused_kernel",
 }
 COPY_PLAN_KERNEL = "batch_memcpy"  # V1's flat copies, planned on the host
+# The per-state metadata arguments after state_base_addrs: case.json's field and the dtype.
+METADATA_FIELDS = (("block_stride_bytes", np.int64), ("elem_size", np.int32),
+                   ("inner_size", np.int64), ("conv_width", np.int32), ("group_index", np.int32),
+                   ("ds_row_count", np.int32), ("ds_row_stride_bytes", np.int64))
 TABLE_ROWS = casefile.COLUMN_VALUES["table_rows"]  # the values of a module's BLOCK_TABLE_ROWS
 
 
@@ -225,13 +229,7 @@ class Launch:
             self.int_array([t.address for t in self.tables], np.int64),  # block_table_ptrs
             self.case.row_stride,  # block_table_stride_req (elements)
             self.int_array(np.array(base, dtype=np.uint64).view(np.int64), np.int64),
-            self.int_array([e["block_stride_bytes"] for e in m], np.int64),
-            self.int_array([e["elem_size"] for e in m], np.int32),
-            self.int_array([e["inner_size"] for e in m], np.int64),
-            self.int_array([e["conv_width"] for e in m], np.int32),
-            self.int_array([e["group_index"] for e in m], np.int32),
-            self.int_array([e["ds_row_count"] for e in m], np.int32),
-            self.int_array([e["ds_row_stride_bytes"] for e in m], np.int64),
+            *(self.int_array([e[key] for e in m], dtype) for key, dtype in METADATA_FIELDS),
         ]
 
     def arg(self, name):
