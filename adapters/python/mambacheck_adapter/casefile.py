@@ -198,9 +198,8 @@ class Case:
         self.num_reqs = int(field(launch, "num_reqs", path, "launch."))
         self.num_slots = int(field(launch, "num_slots", path, "launch."))
         geometry = field(launch, "block_table", path, "launch.")
-        self.num_rows = int(field(geometry, "num_rows", path, "launch.block_table."))
-        self.row_width = int(field(geometry, "row_width", path, "launch.block_table."))
-        self.row_stride = int(field(geometry, "row_stride", path, "launch.block_table."))
+        for key in ("num_rows", "row_width", "row_stride"):
+            setattr(self, key, int(field(geometry, key, path, "launch.block_table.")))
         names = field(launch, "arrays", path, "launch.")
         for name in names:
             if name not in ARRAY_ORDER:

@@ -108,11 +108,8 @@ class LaunchCase:
             self.columns = casefile.kind_columns(message, "engine launch", "")
         except casefile.CaseError as e:
             raise EngineError(str(e)) from None
-        self.num_reqs = int(field(message, "num_reqs", "launch"))
-        self.num_slots = int(field(message, "num_slots", "launch"))
-        self.num_rows = int(field(message, "num_rows", "launch"))
-        self.row_width = int(field(message, "row_width", "launch"))
-        self.row_stride = int(field(message, "row_stride", "launch"))
+        for key in ("num_reqs", "num_slots", "num_rows", "row_width", "row_stride"):
+            setattr(self, key, int(field(message, key, "launch")))
         tables = field(message, "tables", "launch")
         if not isinstance(tables, list) or len(tables) != len(session.groups):
             raise EngineError(f"engine launch: tables: expected {len(session.groups)} lists")
@@ -128,10 +125,8 @@ class LaunchCase:
             for name in self.columns.inputs:
                 if name not in self.arrays:
                     raise EngineError(f"engine launch: {self.kind} needs {name}")
-        self.config = session.config
-        self.tensors = session.tensors
-        self.metadata = session.metadata
-        self.arena_specs = session.arena_specs
+        for key in ("config", "tensors", "metadata", "arena_specs"):  # the session's geometry
+            setattr(self, key, getattr(session, key))
 
 
 class Session:

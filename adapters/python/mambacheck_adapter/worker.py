@@ -81,18 +81,15 @@ def out_of_memory(e):
 def run_case(case, module, device, arenas=None):
     """launch.run_case, retried once with the device's cache released when memory ran out
     (several workers can share one GPU): memory is the machine's problem, not the kernel's."""
-    try:
-        return launch.run_case(case, module, device, arenas)
-    except Exception as e:  # noqa: BLE001: only out-of-memory is retried
-        if not out_of_memory(e):
-            raise
-    device.release(force=True)
-    try:
-        return launch.run_case(case, module, device, arenas)
-    except Exception as e:  # noqa: BLE001
-        if out_of_memory(e):
-            raise DeviceUnusable(f"out of device memory: {one_line(str(e))[:300]}") from e
-        raise
+    for attempt in (1, 2):
+        try:
+            return launch.run_case(case, module, device, arenas)
+        except Exception as e:  # noqa: BLE001: only out-of-memory is retried
+            if not out_of_memory(e):
+                raise
+            if attempt == 2:
+                raise DeviceUnusable(f"out of device memory: {one_line(str(e))[:300]}") from e
+        device.release(force=True)
 
 
 class DeviceUnusable(Exception):
