@@ -51,6 +51,7 @@ What the recorder has to reconstruct, and how:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -112,18 +113,16 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default) if obj is not None else default
 
 
+@dataclasses.dataclass
 class _Request:
     """What the recorder keeps of a live request: its tokens so far, and its last row (the step,
     the true count it started from, its scheduled tokens and the tokens it committed)."""
 
-    __slots__ = ("tokens", "last_step", "last_start", "last_scheduled", "last_committed")
-
-    def __init__(self, prompt: Sequence[int]):
-        self.tokens = [int(t) for t in prompt]
-        self.last_step = -1
-        self.last_start = 0
-        self.last_scheduled = 0
-        self.last_committed = 0
+    tokens: list[int]
+    last_step: int = -1
+    last_start: int = 0
+    last_scheduled: int = 0
+    last_committed: int = 0
 
 
 class TraceRecorder:
@@ -325,7 +324,7 @@ class TraceRecorder:
             if not prompt:
                 raise RecorderError(f"new request {req_id!r} has no prompt token ids "
                                     "(prompt embeddings cannot be recorded)")
-            self._requests[req_id] = _Request(prompt)
+            self._requests[req_id] = _Request([int(t) for t in prompt])
             computed[req_id] = int(req.num_computed_tokens)
             self._note_groups(req.block_ids)
             entry: dict[str, Any] = {"req_id": req_id, "prompt_token_ids": [int(t) for t in prompt]}

@@ -104,8 +104,7 @@ class HostDevice:
         return buf.copy()
 
     def typed(self, buf, offset, dtype, count):
-        size = np.dtype(dtype).itemsize
-        return buf[offset:offset + count * size].view(dtype)
+        return buf[offset:offset + count * np.dtype(dtype).itemsize].view(dtype)
 
     def changed_pages(self, a, b):
         return differing_pages(a, b)

@@ -284,9 +284,6 @@ class AttentionGroup:
         table.extend(self.pool.take(self.needed(req, num_tokens)))
         return table[prev:]
 
-    def remove_skipped(self, req, processed):
-        return []
-
     def cache(self, req, num_tokens, this_step, partial_tail=False):
         table = self.tables.get(req.id)
         if table is None:

@@ -303,12 +303,10 @@ class _Kernel:
     def __init__(self, launch, bug, racy=False):
         self.launch = launch
         self.bug = bug
-        self.racy = racy
+        self.flags = {"racy": True} if racy else {}
 
     def __getitem__(self, grid):
-        if self.racy:
-            return functools.partial(self.launch, tuple(grid), self.bug, racy=True)
-        return functools.partial(self.launch, tuple(grid), self.bug)
+        return functools.partial(self.launch, tuple(grid), self.bug, **self.flags)
 
 
 def _postprocess(grid, bug, num_accepted_tokens_ptr, mamba_state_idx_ptr,

@@ -179,8 +179,7 @@ class VllmManager:
             return None
         fresh = r.num_computed_tokens == 0
         table = self.kvm.get_blocks(r.request_id).get_block_ids()
-        new_mamba, new_attention = self.split(table if fresh else got.get_block_ids())
-        return new_mamba, new_attention
+        return self.split(table if fresh else got.get_block_ids())
 
     def cache_blocks(self, r, num_tokens):
         self.kvm.cache_blocks(r, num_tokens)
