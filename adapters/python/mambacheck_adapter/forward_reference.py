@@ -25,9 +25,9 @@ raises IndexError naming it, where a GPU kernel would read or write memory it do
   block_idx_first_scheduled_token on, and the final state to block_idx_last_scheduled_token's
   column; the chunk starts on a block boundary.
 
-`make(bugs)` returns the three kernels with the named deliberate bugs (FORWARD_VARIANTS). They
-take numpy arrays or torch tensors alike (the adapter's test kernels run them on a GPU through
-torch, a sequence at a time).
+`make(bugs)` returns the three kernels by name, with the named deliberate bugs
+(FORWARD_VARIANTS). They take numpy arrays or torch tensors alike (the adapter's test kernels
+run them on a GPU through torch, a sequence at a time).
 """
 
 import numpy as np
@@ -117,7 +117,7 @@ def _sequences(num_tokens, cu_seqlens):
 
 
 def make(bugs=frozenset()):
-    """The three kernels with the deliberate bugs `bugs` (names of FORWARD_VARIANTS)."""
+    """The three kernels by name, with the deliberate bugs `bugs` (names of FORWARD_VARIANTS)."""
     reads_a = "reads_column_a" in bugs
     null_ok = "null_block_not_skipped" in bugs
     one_column = "drafts_into_one_column" in bugs
@@ -250,4 +250,5 @@ def make(bugs=frozenset()):
                     ssm_states[_block(ssm_states, dst, "selective_scan_fn write")] = st
             ssm_states[_block(ssm_states, final, "selective_scan_fn write")] = st
 
-    return selective_state_update, causal_conv1d_update, selective_scan_fn
+    return {"selective_state_update": selective_state_update,
+            "causal_conv1d_update": causal_conv1d_update, "selective_scan_fn": selective_scan_fn}

@@ -195,11 +195,9 @@ def postprocess(bugs, grid, num_accepted, state_idx, num_scheduled, num_computed
                 PRECOMPUTED_NEW_COMPUTED=False):
     meta = Meta(bt_ptrs, bt_stride, bases, strides, elems, inners, widths, groups, ds_rows,
                 ds_row_strides)
-    rows = []
-    for row in range(min(num_reqs, grid[0])):
-        slot = int(idx_mapping[row]) if HAS_IDX_MAPPING else row
-        if slot >= 0:
-            rows.append((row, slot))
+    slots = ((row, int(idx_mapping[row]) if HAS_IDX_MAPPING else row)
+             for row in range(min(num_reqs, grid[0])))
+    rows = [(row, slot) for row, slot in slots if slot >= 0]
 
     def decide(a, slot):
         return save_decision(a, slot, state_idx, num_scheduled, num_computed, num_draft,
@@ -319,11 +317,8 @@ def select_variant(*names):
                              f"{', '.join(list(VARIANTS) + list(CONVENTIONS))}")
     slot_tables = any(name in SLOT_TABLE_NAMES for name in names)
     bugs = frozenset(names) - {"clean"} | ({"slot_tables"} if slot_tables else set())
-    ssu, conv_update, scan = forward_reference.make(bugs & set(forward_reference.FORWARD_VARIANTS))
     return types.SimpleNamespace(
-        selective_state_update=ssu,
-        causal_conv1d_update=conv_update,
-        selective_scan_fn=scan,
+        **forward_reference.make(bugs & set(forward_reference.FORWARD_VARIANTS)),
         postprocess_mamba_fused_kernel=HostKernel(postprocess, bugs),
         precopy_mamba_align_fused_kernel=HostKernel(precopy, bugs),
         preprocess_mamba_align_fused_kernel=HostKernel(preprocess, bugs),

@@ -372,11 +372,8 @@ def select_variant(*names):
                          f"time (combine one with {', '.join(sorted(RACY_VARIANTS))})")
     bug = codes[0] if codes else 0
     racy = any(n in RACY_VARIANTS for n in names)
-    ssu, conv_update, scan = forward_reference.make(forward_bugs)
     return types.SimpleNamespace(
-        selective_state_update=ssu,
-        causal_conv1d_update=conv_update,
-        selective_scan_fn=scan,
+        **forward_reference.make(forward_bugs),
         postprocess_mamba_fused_kernel=_Kernel(_postprocess, bug, racy),
         precopy_mamba_align_fused_kernel=_Kernel(_precopy, bug),
         preprocess_mamba_align_fused_kernel=_Kernel(_preprocess, bug),
