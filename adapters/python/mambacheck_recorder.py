@@ -261,8 +261,7 @@ class TraceRecorder:
         return step
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.close()
+        self._file.close()
 
     def __enter__(self) -> "TraceRecorder":
         return self

@@ -511,10 +511,7 @@ class ReferenceManager:
                 "hash_block_size": self.h if self.h < self.B else 0}
 
     def request(self, message):
-        req_id = message["id"]
-        req = self.requests.get(req_id)
-        if req is None:
-            req = self.requests[req_id] = Request(req_id)
+        req = self.requests.setdefault(message["id"], Request(message["id"]))
         req.update(message)
         return req
 
