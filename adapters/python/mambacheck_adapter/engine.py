@@ -115,9 +115,8 @@ class LaunchCase:
             raise EngineError(f"engine launch: tables: expected {len(session.groups)} lists")
         self.tables = [np.asarray(t, dtype=np.int32).reshape(self.num_rows, self.row_stride)
                        for t in tables]
-        arrays = field(message, "arrays", "launch")
         self.arrays = {}
-        for name, values in arrays.items():
+        for name, values in field(message, "arrays", "launch").items():
             if name not in casefile.ARRAY_ORDER:
                 raise EngineError(f"engine launch: arrays: unknown array {name!r}")
             self.arrays[name] = np.asarray(values, dtype=np.int32)
