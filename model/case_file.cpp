@@ -30,9 +30,6 @@ constexpr std::size_t kJsonListMax = std::size_t{1} << 24; // entries of any lis
 using ArrayField = RequestArrayField;
 constexpr const auto& kArrayFields = kRequestArrays;
 
-std::string_view to_string(PagePolicy policy) {
-  return policy == PagePolicy::shared ? "shared" : "separate";
-}
 std::string_view to_string(StateKind kind) {
   return kind == StateKind::conv ? "conv" : "temporal";
 }
@@ -52,30 +49,6 @@ fs::path array_file(const fs::path& dir, std::string_view name) {
 
 // ---------------------------------------------------------------------------------------
 // Writing.
-
-json config_json(const CacheConfig& c) {
-  return {{"mamba_block_size", c.mamba_block_size},
-          {"attn_block_size", c.attn_block_size},
-          {"num_spec_tokens", c.num_spec_tokens},
-          {"num_spec_blocks", c.num_spec_blocks},
-          {"mode", to_string(c.mode)},
-          {"conv_layout", to_string(c.conv_layout)},
-          {"runner", to_string(c.runner)},
-          {"tp_size", c.tp_size}};
-}
-
-json params_json(const FamilyParams& p) {
-  return {{"intermediate_size", p.intermediate_size},
-          {"n_groups", p.n_groups},
-          {"num_heads", p.num_heads},
-          {"head_dim", p.head_dim},
-          {"state_size", p.state_size},
-          {"conv_kernel", p.conv_kernel},
-          {"num_k_heads", p.num_k_heads},
-          {"num_v_heads", p.num_v_heads},
-          {"head_k_dim", p.head_k_dim},
-          {"head_v_dim", p.head_v_dim}};
-}
 
 json tensor_json(const StateTensor& t) {
   return {{"group", t.group},
@@ -113,14 +86,7 @@ json arena_json(const ArenaSpec& a) {
 json layout_json(const Layout& layout) {
   json groups = json::array();
   for (const GroupSpec& g : layout.spec.groups)
-    groups.push_back({{"name", g.name},
-                      {"family", to_string(g.family)},
-                      {"params", params_json(g.params)},
-                      {"num_layers", g.num_layers},
-                      {"conv_elem_size", g.conv_elem_size},
-                      {"temporal_elem_size", g.temporal_elem_size},
-                      {"page_policy", to_string(g.page_policy)},
-                      {"page_align_bytes", g.page_align_bytes}});
+    groups.push_back(group_json(g, ZeroParams::written));
   json tensors = json::array();
   for (const StateTensor& t : layout.tensors)
     tensors.push_back(tensor_json(t));
@@ -284,23 +250,10 @@ CacheConfig parse_config(const Field& n) {
 }
 
 FamilyParams parse_params(const Field& n) {
-  const auto param = [&n](std::string_view key) { return n[key].integer(0, kCaseFamilyParamMax); };
-  return FamilyParams{.intermediate_size = param("intermediate_size"),
-                      .n_groups = param("n_groups"),
-                      .num_heads = param("num_heads"),
-                      .head_dim = param("head_dim"),
-                      .state_size = param("state_size"),
-                      .conv_kernel = param("conv_kernel"),
-                      .num_k_heads = param("num_k_heads"),
-                      .num_v_heads = param("num_v_heads"),
-                      .head_k_dim = param("head_k_dim"),
-                      .head_v_dim = param("head_v_dim")};
-}
-
-PagePolicy parse_page_policy(std::string_view text) {
-  if (text == "shared") return PagePolicy::shared;
-  if (text == "separate") return PagePolicy::separate;
-  fail_input("expected shared or separate, got '{}'", text);
+  FamilyParams params;
+  for (const FamilyParamField& p : kFamilyParamFields)
+    params.*p.member = n[p.name].integer(0, kCaseFamilyParamMax);
+  return params;
 }
 
 LayoutSpec parse_spec(const Field& n) {
@@ -632,6 +585,32 @@ void check_result_fits(const LaunchResult& result, const CaseHeader& h, const fs
 }
 
 } // namespace
+
+json config_json(const CacheConfig& c) {
+  return {{"mamba_block_size", c.mamba_block_size},
+          {"attn_block_size", c.attn_block_size},
+          {"num_spec_tokens", c.num_spec_tokens},
+          {"num_spec_blocks", c.num_spec_blocks},
+          {"mode", to_string(c.mode)},
+          {"conv_layout", to_string(c.conv_layout)},
+          {"runner", to_string(c.runner)},
+          {"tp_size", c.tp_size}};
+}
+
+json group_json(const GroupSpec& g, ZeroParams zero_params) {
+  json params = json::object();
+  for (const FamilyParamField& f : kFamilyParamFields)
+    if (zero_params == ZeroParams::written || g.params.*f.member != 0)
+      params[std::string(f.name)] = g.params.*f.member;
+  return {{"name", g.name},
+          {"family", to_string(g.family)},
+          {"params", params},
+          {"num_layers", g.num_layers},
+          {"conv_elem_size", g.conv_elem_size},
+          {"temporal_elem_size", g.temporal_elem_size},
+          {"page_policy", to_string(g.page_policy)},
+          {"page_align_bytes", g.page_align_bytes}};
+}
 
 void save_case(const LaunchCase& launch_case, const std::filesystem::path& dir) {
   assert_well_formed(launch_case);

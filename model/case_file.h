@@ -16,6 +16,8 @@
 
 #include "model/launch.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <string_view>
@@ -48,6 +50,13 @@ void save_case(const LaunchCase& launch_case, const std::filesystem::path& dir);
 // "metadata": ...}, the fields a case directory's reader takes its geometry from (an external
 // worker's engine session is opened with it: backends/external_engine.h).
 std::string case_layout_json(const Layout& layout);
+
+// The config and a group spec as case.json writes them; the trace header writes them the same
+// (scenarios/FORMAT.md). A group's FamilyParams are written whole, or (ZeroParams::left_out, the
+// trace's way) without the fields that are 0, which read back as 0.
+enum class ZeroParams : std::uint8_t { written, left_out };
+nlohmann::ordered_json config_json(const CacheConfig& config);
+nlohmann::ordered_json group_json(const GroupSpec& group, ZeroParams zero_params);
 
 // Reads and checks a case directory; throws InputError naming the file and field.
 LaunchCase load_case(const std::filesystem::path& dir);

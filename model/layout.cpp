@@ -90,6 +90,16 @@ std::int32_t cap_layers(LayoutSpec& spec, std::int32_t layers_max) {
   return deepest;
 }
 
+std::string_view to_string(PagePolicy policy) {
+  return policy == PagePolicy::shared ? "shared" : "separate";
+}
+
+PagePolicy parse_page_policy(std::string_view text) {
+  if (text == "shared") return PagePolicy::shared;
+  if (text == "separate") return PagePolicy::separate;
+  fail_input("expected shared or separate, got '{}'", text);
+}
+
 std::int64_t Layout::total_bytes() const {
   std::int64_t total = 0;
   for (const ArenaSpec& a : arenas) total += a.size_bytes();

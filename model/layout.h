@@ -16,11 +16,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mc::model {
 
 enum class PagePolicy : std::uint8_t { separate, shared };
+
+std::string_view to_string(PagePolicy policy);
+PagePolicy parse_page_policy(std::string_view text); // throws InputError
 
 struct GroupSpec {
   std::string name;

@@ -44,6 +44,24 @@ struct FamilyParams {
   std::int64_t head_v_dim = 0;        // gated_delta_net
 };
 
+// The FamilyParams fields by name, in the order files write them.
+struct FamilyParamField {
+  std::string_view name;
+  std::int64_t FamilyParams::*member;
+};
+inline constexpr FamilyParamField kFamilyParamFields[] = {
+    {"intermediate_size", &FamilyParams::intermediate_size},
+    {"n_groups", &FamilyParams::n_groups},
+    {"num_heads", &FamilyParams::num_heads},
+    {"head_dim", &FamilyParams::head_dim},
+    {"state_size", &FamilyParams::state_size},
+    {"conv_kernel", &FamilyParams::conv_kernel},
+    {"num_k_heads", &FamilyParams::num_k_heads},
+    {"num_v_heads", &FamilyParams::num_v_heads},
+    {"head_k_dim", &FamilyParams::head_k_dim},
+    {"head_v_dim", &FamilyParams::head_v_dim},
+};
+
 // The shape of one state within one block (the leading num_blocks axis excluded).
 struct StateShape {
   std::string name;                // "conv", "temporal", "conv_k", "recurrent", ...

@@ -2,6 +2,7 @@
 // free-form source (FORMAT.md, "Header line").
 #include "scenarios/trace_header_json.h"
 
+#include "model/case_file.h"
 #include "model/errors.h"
 #include "model/presets.h"
 
@@ -10,48 +11,8 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string_view to_string(model::PagePolicy policy) {
-  return policy == model::PagePolicy::shared ? "shared" : "separate";
-}
-
-ojson config_to_json(const model::CacheConfig& c) {
-  return {
-      {"mamba_block_size", c.mamba_block_size}, {"attn_block_size", c.attn_block_size},
-      {"num_spec_tokens", c.num_spec_tokens},   {"num_spec_blocks", c.num_spec_blocks},
-      {"mode", model::to_string(c.mode)},       {"conv_layout", model::to_string(c.conv_layout)},
-      {"runner", model::to_string(c.runner)},   {"tp_size", c.tp_size}};
-}
-
-// The FamilyParams fields by name; a field left at 0 is not written and reads back as 0.
-struct ParamField {
-  std::string_view name;
-  std::int64_t model::FamilyParams::*member;
-};
-constexpr ParamField kParamFields[] = {
-    {"intermediate_size", &model::FamilyParams::intermediate_size},
-    {"n_groups", &model::FamilyParams::n_groups},
-    {"num_heads", &model::FamilyParams::num_heads},
-    {"head_dim", &model::FamilyParams::head_dim},
-    {"state_size", &model::FamilyParams::state_size},
-    {"conv_kernel", &model::FamilyParams::conv_kernel},
-    {"num_k_heads", &model::FamilyParams::num_k_heads},
-    {"num_v_heads", &model::FamilyParams::num_v_heads},
-    {"head_k_dim", &model::FamilyParams::head_k_dim},
-    {"head_v_dim", &model::FamilyParams::head_v_dim},
-};
-
 ojson group_to_json(const model::GroupSpec& g) {
-  ojson params = ojson::object();
-  for (const ParamField& f : kParamFields)
-    if (g.params.*f.member != 0) params[std::string(f.name)] = g.params.*f.member;
-  return {{"name", g.name},
-          {"family", model::to_string(g.family)},
-          {"params", params},
-          {"num_layers", g.num_layers},
-          {"conv_elem_size", g.conv_elem_size},
-          {"temporal_elem_size", g.temporal_elem_size},
-          {"page_policy", to_string(g.page_policy)},
-          {"page_align_bytes", g.page_align_bytes}};
+  return model::group_json(g, model::ZeroParams::left_out);
 }
 
 // Whether the groups are still the preset's: a run that cut layers (run --layers) or a shrunk
@@ -105,22 +66,16 @@ model::CacheConfig config_from_json(const Field& f) {
           .tp_size = f["tp_size"].int32(1, model::kTpSizeMax)};
 }
 
-model::PagePolicy parse_page_policy(std::string_view text) {
-  if (text == "shared") return model::PagePolicy::shared;
-  if (text == "separate") return model::PagePolicy::separate;
-  model::fail_input("expected shared or separate, got '{}'", text);
-}
-
 model::FamilyParams params_from_json(const Field& f) {
   if (!f.value().is_object()) f.fail("expected an object");
   for (const auto& item : f.value().items()) {
     bool known = item.key().starts_with("x_");
-    for (const ParamField& p : kParamFields)
+    for (const model::FamilyParamField& p : model::kFamilyParamFields)
       known = known || item.key() == p.name;
     if (!known) f[item.key()].fail("unknown family parameter");
   }
   model::FamilyParams params;
-  for (const ParamField& p : kParamFields)
+  for (const model::FamilyParamField& p : model::kFamilyParamFields)
     if (f.has(p.name)) params.*p.member = f[p.name].integer(0, kFamilyParamMax);
   return params;
 }
@@ -134,7 +89,7 @@ model::GroupSpec group_from_json(const Field& f) {
           .num_layers = f["num_layers"].int32(1, model::kLayersMax),
           .conv_elem_size = f["conv_elem_size"].int32(1, 8),
           .temporal_elem_size = f["temporal_elem_size"].int32(1, 8),
-          .page_policy = parse_enum(f["page_policy"], parse_page_policy),
+          .page_policy = parse_enum(f["page_policy"], model::parse_page_policy),
           .page_align_bytes = f["page_align_bytes"].integer(1, std::int64_t{1} << 30)};
 }
 
@@ -233,7 +188,7 @@ std::vector<std::int32_t> resolved_pool_sizes(const TraceHeader& header) {
 nlohmann::ordered_json header_to_json(const TraceHeader& header) {
   ojson out = {{"format", kTraceFormatName},
                {"version", header.version},
-               {"config", config_to_json(header.config)},
+               {"config", model::config_json(header.config)},
                {"layout", layout_to_json(header)},
                {"block_pool_sizes", resolved_pool_sizes(header)},
                {"derived_vocab_size", header.derived_vocab_size}};
