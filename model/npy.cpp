@@ -107,9 +107,28 @@ bool all_zero(const std::byte* data, std::int64_t size) {
          std::memcmp(data, data + 1, static_cast<std::size_t>(size - 1)) == 0;
 }
 
+struct DtypeInfo {
+  NpyDtype dtype;
+  std::string_view descr;
+  std::int64_t elem_size;
+};
+constexpr DtypeInfo kDtypes[] = {
+    {NpyDtype::int32, "<i4", 4},
+    {NpyDtype::int64, "<i8", 8},
+    {NpyDtype::uint64, "<u8", 8},
+    {NpyDtype::uint8, "|u1", 1},
+};
+
+const DtypeInfo& dtype_info(NpyDtype dtype) {
+  for (const DtypeInfo& info : kDtypes)
+    if (info.dtype == dtype) return info;
+  MC_ASSERT(false);
+  return kDtypes[0];
+}
+
 std::optional<NpyDtype> dtype_from_descr(std::string_view descr) {
-  for (const NpyDtype d : {NpyDtype::int32, NpyDtype::int64, NpyDtype::uint64, NpyDtype::uint8})
-    if (npy_descr(d) == descr) return d;
+  for (const DtypeInfo& info : kDtypes)
+    if (info.descr == descr) return info.dtype;
   return std::nullopt;
 }
 
@@ -306,33 +325,11 @@ Prefix read_prefix(const Fd& fd, const std::filesystem::path& file, std::int64_t
 } // namespace
 
 std::string_view npy_descr(NpyDtype dtype) {
-  switch (dtype) {
-  case NpyDtype::int32:
-    return "<i4";
-  case NpyDtype::int64:
-    return "<i8";
-  case NpyDtype::uint64:
-    return "<u8";
-  case NpyDtype::uint8:
-    return "|u1";
-  }
-  MC_ASSERT(false);
-  return "?";
+  return dtype_info(dtype).descr;
 }
 
 std::int64_t npy_elem_size(NpyDtype dtype) {
-  switch (dtype) {
-  case NpyDtype::int32:
-    return 4;
-  case NpyDtype::int64:
-    return 8;
-  case NpyDtype::uint64:
-    return 8;
-  case NpyDtype::uint8:
-    return 1;
-  }
-  MC_ASSERT(false);
-  return 0;
+  return dtype_info(dtype).elem_size;
 }
 
 std::int64_t NpyHeader::num_elements() const {
