@@ -59,12 +59,15 @@ void put_list(ojson& out, const char* key, const std::vector<T>& items, ToJson t
   out[key] = std::move(list);
 }
 
-model::GroupBlockIds block_ids_from_json(const Field& f, std::size_t num_groups) {
+// One list per group of the layout, of values in min..max (block ids, or a mask of 0 and 1).
+model::GroupBlockIds group_lists_from_json(const Field& f, std::size_t num_groups,
+                                           std::int32_t min = kInt32Min,
+                                           std::int32_t max = kInt32Max) {
   if (f.array_size(model::kGroupsMax) != num_groups)
     f.fail("{} groups, the layout has {}", f.value().size(), num_groups);
   model::GroupBlockIds ids(num_groups);
   for (std::size_t g = 0; g < num_groups; ++g)
-    ids[g] = f[g].int32_list(kInt32Min, kInt32Max, kBlockIdsPerRowMax);
+    ids[g] = f[g].int32_list(min, max, kBlockIdsPerRowMax);
   return ids;
 }
 
@@ -102,7 +105,7 @@ model::NewRequestData new_from_json(const Field& f, std::size_t num_groups,
                    "suffix_id", "num_computed_tokens", "block_ids", "attention_block_ids"});
   model::NewRequestData r{.req_id = f["req_id"].string(kReqIdBytesMax)};
   r.prompt_token_ids = prompt_from_json(f, vocab_size);
-  r.block_ids = block_ids_from_json(f["block_ids"], num_groups);
+  r.block_ids = group_lists_from_json(f["block_ids"], num_groups);
   if (f.has("attention_block_ids"))
     r.attention_block_ids = attention_ids_from_json(f["attention_block_ids"], attention_groups);
   else if (attention_groups > 0)
@@ -125,7 +128,7 @@ model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups
   model::CachedRequestData r{.req_id = f["req_id"].string(kReqIdBytesMax)};
   r.resumed = f.has("resumed") && f["resumed"].boolean();
   if (f.has("new_block_ids"))
-    r.new_block_ids = block_ids_from_json(f["new_block_ids"], num_groups);
+    r.new_block_ids = group_lists_from_json(f["new_block_ids"], num_groups);
   else if (r.resumed)
     fail_field(f.path() + ".new_block_ids",
                "missing (required for a resumed request: its whole new table)");
@@ -139,7 +142,8 @@ model::CachedRequestData cached_from_json(const Field& f, std::size_t num_groups
     r.attention_block_ids = attention_ids_from_json(f["attention_block_ids"], attention_groups);
   else if (attention_groups > 0)
     r.attention_block_ids.assign(attention_groups, {});
-  if (f.has("held_block_ids")) r.held_block_ids = block_ids_from_json(f["held_block_ids"], num_groups);
+  if (f.has("held_block_ids"))
+    r.held_block_ids = group_lists_from_json(f["held_block_ids"], num_groups);
   return r;
 }
 
@@ -203,17 +207,9 @@ model::RowExpectation expectation_fields_from_json(const Field& f, model::Reques
   if (f.has("state_col")) e.state_col = f["state_col"].int32(0, kInt32Max);
   if (f.has("num_accepted")) e.num_accepted = f["num_accepted"].int32(1, 1 + model::kSpecTokensMax);
   if (f.has("prev_step_anchor")) e.prev_step_anchor = f["prev_step_anchor"].int32(0, kInt32Max);
-  const auto read_mask = [&](const char* key) {
-    const Field mask = f[key];
-    if (mask.array_size(model::kGroupsMax) != num_groups)
-      mask.fail("{} groups, the layout has {}", mask.value().size(), num_groups);
-    std::vector<std::vector<std::int32_t>> out;
-    for (std::size_t g = 0; g < num_groups; ++g)
-      out.push_back(mask[g].int32_list(0, 1, kBlockIdsPerRowMax));
-    return out;
-  };
-  if (f.has("block_mask")) e.block_mask = read_mask("block_mask");
-  if (f.has("kv_block_mask")) e.kv_block_mask = read_mask("kv_block_mask");
+  if (f.has("block_mask")) e.block_mask = group_lists_from_json(f["block_mask"], num_groups, 0, 1);
+  if (f.has("kv_block_mask"))
+    e.kv_block_mask = group_lists_from_json(f["kv_block_mask"], num_groups, 0, 1);
   if (f.has("preprocess_copy_idx"))
     e.preprocess_copy_idx = copy_from_json(f["preprocess_copy_idx"]);
   if (f.has("postprocess_copy_idx"))
