@@ -130,24 +130,23 @@ void EngineCoverageCounter::count_requests(const model::Step& step,
     running_.erase(id);
   }
   if (aborts) coverage_.add(F::abort, *aborts);
+  // Back to waiting, by a reset (forced) or a preemption.
+  const auto preempt = [&](const std::string& id, bool forced) {
+    Request& r = requests_[id];
+    r.waiting = true;
+    r.forced = forced;
+    r.preempted_in_flight = step.planned_during >= 0 && r.last_step == step.planned_during;
+    if (r.preempted_in_flight) coverage_.add(F::preemption_in_flight);
+  };
   if (step.reset_prefix_cache) {
     coverage_.add(F::reset);
-    for (const std::string& id : running_) {
-      Request& r = requests_[id];
-      r.waiting = true;
-      r.forced = true;
-      r.preempted_in_flight = step.planned_during >= 0 && r.last_step == step.planned_during;
-      if (r.preempted_in_flight) coverage_.add(F::preemption_in_flight);
-    }
+    for (const std::string& id : running_)
+      preempt(id, true);
     running_.clear();
   }
   for (const std::string& id : step.preempted_req_ids) {
     coverage_.add(F::preemption);
-    Request& r = requests_[id];
-    r.waiting = true;
-    r.forced = false;
-    r.preempted_in_flight = step.planned_during >= 0 && r.last_step == step.planned_during;
-    if (r.preempted_in_flight) coverage_.add(F::preemption_in_flight);
+    preempt(id, false);
     running_.erase(id);
   }
   const std::int32_t block_size = layout_.config.mamba_block_size;

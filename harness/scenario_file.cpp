@@ -46,16 +46,10 @@ void read_config(const Field& f, model::CacheConfig& c) {
     c.num_spec_tokens = f["num_spec_tokens"].int32(0, model::kSpecTokensMax);
     c.num_spec_blocks = c.num_spec_tokens;
   }
-  const auto parsed = [](const Field& field, auto parse) {
-    try {
-      return parse(field.string(16));
-    } catch (const model::InputError& e) {
-      field.fail("{}", e.what());
-    }
-  };
-  if (f.has("mode")) c.mode = parsed(f["mode"], model::parse_cache_mode);
-  if (f.has("conv_layout")) c.conv_layout = parsed(f["conv_layout"], model::parse_conv_layout);
-  if (f.has("runner")) c.runner = parsed(f["runner"], model::parse_runner);
+  if (f.has("mode")) c.mode = f["mode"].parse_with(model::parse_cache_mode, 16);
+  if (f.has("conv_layout"))
+    c.conv_layout = f["conv_layout"].parse_with(model::parse_conv_layout, 16);
+  if (f.has("runner")) c.runner = f["runner"].parse_with(model::parse_runner, 16);
   c.num_spec_blocks = c.num_spec_tokens; // one speculative block per draft, in both modes
 }
 
@@ -120,12 +114,8 @@ Script read_script(const nlohmann::json& root_json) {
                       "max_running", "drafter_prunes_last_block", "pad_prompt_tails", "steps_max",
                       "requests", "expect"});
   Script s{.preset = root["preset"].string(64)};
-  const model::Preset* preset = nullptr;
-  try {
-    preset = &model::find_preset(s.preset);
-  } catch (const model::InputError& e) {
-    root["preset"].fail("{}", e.what());
-  }
+  const model::Preset* preset =
+      root["preset"].parse_with([](std::string_view name) { return &model::find_preset(name); });
   s.config = preset->config;
   s.spec = preset->spec;
   if (root.has("config")) read_config(root["config"], s.config);

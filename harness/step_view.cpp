@@ -211,10 +211,8 @@ StepView StepViewer::after(OracleSide& oracle, const OracleStep& o) {
       row.num_accepted_after = p->num_accepted;
       last_read_[s.req_id] = Read{.state_col = p->state_idx, .num_accepted = p->num_accepted};
     }
-    for (const oracle::engine::LaunchRecord& l : o.record.launches) {
-      if (is_pre_step(l.kind) && !row.pre_copy) row.pre_copy = copy_of_row(l, row.batch_row);
-      if (is_post_step(l.kind) && !row.post_copy) row.post_copy = copy_of_row(l, row.batch_row);
-    }
+    row.pre_copy = row_copy_view(o.record, row.batch_row, true);
+    row.post_copy = row_copy_view(o.record, row.batch_row, false);
     if (const model::GroupBlockIds* table = runner.row(s.req_id)) row.table = *table;
     view.rows.push_back(std::move(row));
   }
