@@ -39,16 +39,12 @@ BlockDiff block_diff(const model::StateTensor& t, std::int32_t index, std::int64
   const std::int64_t n = t.elem_size;
   const GridAxes axes = grid_axes(t);
   BlockDiff d{.tensor = index, .block = block, .elements = t.natural_bytes / n};
-  std::uint64_t hash = 1469598103934665603ULL; // FNV-1a over the differing element indices
-  bool first = true;
   for (std::int64_t i = 0; i < d.elements; ++i) {
     if (std::memcmp(e + i * n, a + i * n, static_cast<std::size_t>(n)) == 0) continue;
+    if (d.elements_differing == 0) d.first_element = i;
     ++d.elements_differing;
-    if (first) d.first_element = i;
-    first = false;
-    hash = (hash ^ static_cast<std::uint64_t>(i)) * 1099511628211ULL;
   }
-  d.pattern = hash;
+  d.pattern = pattern_of(t, e, a);
   // The grid position of element i: SD/temporal row-major, DS row-major too (dims are
   // [dim, state_len]), so row = i / cols for every layout.
   const std::int64_t r = d.first_element / axes.cols, c = d.first_element % axes.cols;

@@ -31,7 +31,6 @@ struct BackendReplay {
 };
 
 BackendReplay replay_backend(const std::filesystem::path& trace, const EnginePictureOptions& o,
-                             const model::Layout*& layout_out,
                              std::optional<model::Layout>& layout) {
   BackendReplay out;
   harness::ReplayOptions options = o.replay;
@@ -51,7 +50,6 @@ BackendReplay replay_backend(const std::filesystem::path& trace, const EnginePic
   model::CacheConfig config = reader.header().config;
   config.runner = o.replay.runner.value_or(config.runner);
   layout = model::build_layout(config, reader.header().layout_spec);
-  layout_out = &*layout;
   out.result = harness::replay_trace(reader, options);
   return out;
 }
@@ -74,6 +72,12 @@ std::string kernel_picture(const model::LaunchCase& launch, const Backend& backe
                                            .header = std::move(h)});
   };
   if (!backend) return draw(nullptr, std::move(header));
+  const auto oracle_only = [&](const std::string& failure) {
+    add_note(header, fmt::format("The backend failed on the case ({}): only the oracle's side is "
+                                 "drawn.",
+                                 failure));
+    return draw(nullptr, std::move(header));
+  };
   if (isolate) {
     std::string failure;
     std::optional<std::string> page = isolate(
@@ -83,19 +87,13 @@ std::string kernel_picture(const model::LaunchCase& launch, const Backend& backe
         },
         failure);
     if (page) return std::move(*page);
-    add_note(header, fmt::format("The backend failed on the case ({}): only the oracle's side "
-                                 "is drawn.",
-                                 failure));
-    return draw(nullptr, std::move(header));
+    return oracle_only(failure);
   }
   try {
     const model::LaunchResult actual = backend(launch);
     return draw(&actual, std::move(header));
   } catch (const std::exception& e) {
-    add_note(header, fmt::format("The backend failed on the case ({}): only the oracle's side is "
-                                 "drawn.",
-                                 e.what()));
-    return draw(nullptr, std::move(header));
+    return oracle_only(e.what());
   }
 }
 
@@ -103,22 +101,20 @@ std::string engine_picture(const std::filesystem::path& trace, const EnginePictu
   const auto draw = [&trace, &o](bool with_backend) {
     Header header = o.header;
     std::optional<model::Layout> layout;
-    const model::Layout* layout_ptr = nullptr;
     EnginePictureOptions clean = o;
     clean.replay =
         harness::ReplayOptions{.runner = o.replay.runner, .v1_copy_path = o.replay.v1_copy_path};
-    BackendReplay b = replay_backend(trace, with_backend ? o : clean, layout_ptr, layout);
+    BackendReplay b = replay_backend(trace, with_backend ? o : clean, layout);
     if (!with_backend)
       add_note(header, "The backend failed while replaying the trace: only the oracle's views "
                        "are drawn.");
     // Past a backend's difference the oracle's own replay goes on: its views fill the timeline.
     if (b.failure && !b.failure->is_finding()) {
       std::optional<model::Layout> clean_layout;
-      const model::Layout* unused = nullptr;
-      b.views = replay_backend(trace, clean, unused, clean_layout).views;
+      b.views = replay_backend(trace, clean, clean_layout).views;
     }
     if (header.failure.empty() && b.failure) header.failure = b.result.summary();
-    EngineReport report{.layout = *layout_ptr,
+    EngineReport report{.layout = *layout,
                         .views = std::move(b.views),
                         .failure = b.failure,
                         .outcome = b.result.summary(),
