@@ -89,6 +89,7 @@ std::string_view to_string(LaunchFamily family);
 std::string_view to_string(LaunchPhase phase);
 std::string_view to_string(LaunchWork work);
 
+// A row of the table leaves out a column that has the common value given here.
 struct LaunchKindInfo {
   LaunchKind kind;
   std::string_view name;
@@ -96,13 +97,13 @@ struct LaunchKindInfo {
   LaunchPhase phase;
   // V2 kinds: arrays by slot, idx_mapping[batch row] = slot (-1 skips the row); V1 kinds:
   // slot = batch row, idx_mapping empty and num_slots == num_reqs.
-  bool by_slot;
+  bool by_slot = false;
   // The block-table row of batch row b: its slot (newer vLLM hands the kernels the
   // per-request-slot tables, #55506; the tables then have a row for every slot) or b itself
   // (the seed: tables gathered in batch order). The same for V1 kinds, whose slot is b.
-  bool tables_by_slot;
-  bool moves_state;
-  LaunchWork work;
+  bool tables_by_slot = false;
+  bool moves_state = true;
+  LaunchWork work = LaunchWork::batch_rows;
   std::array<ArrayUse, kRequestArrays.size()> arrays; // in kRequestArrays order
 };
 
@@ -121,10 +122,6 @@ inline constexpr auto kLaunchKinds = std::to_array<LaunchKindInfo>({
      .name = "postprocess",
      .family = LaunchFamily::postprocess,
      .phase = LaunchPhase::post_step,
-     .by_slot = false,
-     .tables_by_slot = false,
-     .moves_state = true,
-     .work = LaunchWork::batch_rows,
      .arrays = {unused, read, read, read, read, read, unused, unused, unused, unused,
                 written_or_empty}},
     {.kind = LaunchKind::postprocess_align,
@@ -132,46 +129,31 @@ inline constexpr auto kLaunchKinds = std::to_array<LaunchKindInfo>({
      .family = LaunchFamily::postprocess_align,
      .phase = LaunchPhase::post_step,
      .by_slot = true,
-     .tables_by_slot = false,
-     .moves_state = true,
-     .work = LaunchWork::batch_rows,
      .arrays = kSaveV2Arrays},
     {.kind = LaunchKind::precopy,
      .name = "precopy",
      .family = LaunchFamily::precopy,
      .phase = LaunchPhase::pre_step,
      .by_slot = true,
-     .tables_by_slot = false,
-     .moves_state = true,
-     .work = LaunchWork::batch_rows,
      .arrays = kPrecopyV2Arrays},
     {.kind = LaunchKind::preprocess_align,
      .name = "preprocess_align",
      .family = LaunchFamily::preprocess_align,
      .phase = LaunchPhase::pre_step,
      .by_slot = true,
-     .tables_by_slot = false,
      .moves_state = false,
-     .work = LaunchWork::batch_rows,
      .arrays = {read, updated, updated, unused, read, unused, unused, read, written, written,
                 unused}},
     {.kind = LaunchKind::batch_copy,
      .name = "batch_copy",
      .family = LaunchFamily::precopy,
      .phase = LaunchPhase::pre_step,
-     .by_slot = false,
-     .tables_by_slot = false,
-     .moves_state = true,
      .work = LaunchWork::copy_plan,
      .arrays = kPrecopyV1Arrays},
     {.kind = LaunchKind::precopy_v1,
      .name = "precopy_v1",
      .family = LaunchFamily::precopy,
      .phase = LaunchPhase::pre_step,
-     .by_slot = false,
-     .tables_by_slot = false,
-     .moves_state = true,
-     .work = LaunchWork::batch_rows,
      .arrays = kPrecopyV1Arrays},
     {.kind = LaunchKind::postprocess_align_slot_tables,
      .name = "postprocess_align_slot_tables",
@@ -179,8 +161,6 @@ inline constexpr auto kLaunchKinds = std::to_array<LaunchKindInfo>({
      .phase = LaunchPhase::post_step,
      .by_slot = true,
      .tables_by_slot = true,
-     .moves_state = true,
-     .work = LaunchWork::batch_rows,
      .arrays = kSaveV2Arrays},
     {.kind = LaunchKind::precopy_slot_tables,
      .name = "precopy_slot_tables",
@@ -188,8 +168,6 @@ inline constexpr auto kLaunchKinds = std::to_array<LaunchKindInfo>({
      .phase = LaunchPhase::pre_step,
      .by_slot = true,
      .tables_by_slot = true,
-     .moves_state = true,
-     .work = LaunchWork::batch_rows,
      .arrays = kPrecopyV2Arrays},
 });
 } // namespace launch_kind_detail
