@@ -22,10 +22,7 @@ ArenaComparer::ArenaComparer(const model::Layout& layout, ArenaComparePolicy pol
   if (policy.whole_every < 1)
     throw model::InputError(fmt::format(
         "the whole arenas must be compared every N >= 1 steps, got {}", policy.whole_every));
-  std::int64_t total = 0;
-  for (const model::ArenaSpec& a : layout.arenas)
-    total += a.size_bytes();
-  whole_every_step_ = policy.whole_every == 1 || total <= policy.whole_bytes_max;
+  whole_every_step_ = policy.whole_every == 1 || layout.total_bytes() <= policy.whole_bytes_max;
 }
 
 std::vector<model::ArenaRange> ArenaComparer::written_ranges(

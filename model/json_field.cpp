@@ -156,9 +156,8 @@ nlohmann::json parse_json_text(std::string_view text, JsonText kind,
 
 std::string Field::path() const {
   if (parent_ == nullptr) return {};
-  std::string parent = parent_->path();
-  if (key_.empty()) return fmt::format("{}[{}]", parent, index_);
-  return parent.empty() ? std::string(key_) : fmt::format("{}.{}", parent, key_);
+  if (key_.empty()) return fmt::format("{}[{}]", parent_->path(), index_);
+  return parent_->child_path(key_);
 }
 
 std::string Field::child_path(std::string_view key) const {
