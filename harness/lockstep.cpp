@@ -105,28 +105,24 @@ LockstepResult run_lockstep(OracleSide& oracle, gpu::engine::EngineRunner& backe
       break;
     }
     if (hooks.check_step) hooks.check_step(*o);
+    const auto failed = [&o](std::string kind, std::string_view what, const std::exception& e) {
+      return Difference{.kind = std::move(kind),
+                        .step = o->step.index,
+                        .text = fmt::format("step {}: {}: {}", o->step.index, what, e.what())};
+    };
     gpu::engine::StepRecord record;
     try {
       record = backend.execute(o->step);
     } catch (const gpu::engine::KernelFailure& e) {
-      result.failure = Difference{.kind = e.kind,
-                                  .step = o->step.index,
-                                  .text = fmt::format("step {}: the kernels under test failed: {}",
-                                                      o->step.index, e.what())};
+      result.failure = failed(e.kind, "the kernels under test failed", e);
       break;
     } catch (const model::DeviceFault& e) {
       if (!hooks.backend_errors_are_findings) throw;
-      result.failure = Difference{.kind = "device-fault",
-                                  .step = o->step.index,
-                                  .text = fmt::format("step {}: the device faulted: {}",
-                                                      o->step.index, e.what())};
+      result.failure = failed("device-fault", "the device faulted", e);
       break;
     } catch (const std::exception& e) {
       if (!hooks.backend_errors_are_findings) throw;
-      result.failure = Difference{.kind = "backend-error",
-                                  .step = o->step.index,
-                                  .text = fmt::format("step {}: the backend failed: {}",
-                                                      o->step.index, e.what())};
+      result.failure = failed("backend-error", "the backend failed", e);
       break;
     }
     std::optional<Difference> d = difference_of_forward(o->step, o->record, record);
