@@ -131,6 +131,7 @@ struct KernelPicture {
   std::vector<std::map<std::int32_t, Cells>> cells;
   std::vector<std::set<std::int64_t>> diff_blocks; // per group, blocks whose bytes differ
   ArenaDiff diff;
+  std::int32_t width = 0, stride = 0; // the largest row width and row stride of the tables
 
   explicit KernelPicture(const KernelReport& report)
       : r(report), c(report.launch), expected_rows(by_row(&report.expected)),
@@ -138,6 +139,10 @@ struct KernelPicture {
         diff_blocks(report.launch.block_tables.groups.size()) {
     if (r.actual != nullptr)
       diff = diff_arenas(c.layout, r.expected.arenas, r.actual->arenas);
+    for (const model::BlockTable& t : c.block_tables.groups) {
+      width = std::max(width, t.row_width);
+      stride = std::max(stride, t.row_stride);
+    }
     for (const BlockDiff& d : diff.blocks)
       diff_blocks[static_cast<std::size_t>(
                       c.layout.tensors[static_cast<std::size_t>(d.tensor)].group)]
@@ -277,9 +282,6 @@ struct KernelPicture {
       const std::vector<std::int64_t>& like = alike[row];
       rows.push_back(table_row(row, all[static_cast<std::size_t>(row)], like.size(), like));
     }
-    std::int32_t width = 0;
-    for (const model::BlockTable& t : c.block_tables.groups)
-      width = std::max(width, t.row_width);
     std::string out = table_rows_svg(rows, width);
     if (not_drawn > 0)
       out += fmt::format("<p class=\"note\">{} more rows of other behaviours not drawn (at most {} "
@@ -340,22 +342,15 @@ std::string kernel_report_html(const KernelReport& report) {
           escape(report.actual_name) +
           ")</span> dashed below it where it differs; label c+b: a conv copy with token bias b "
           "(the window shifts by b), t+b: a temporal copy reading column src + b</p>\n";
-  std::int32_t width = 0, stride = 0;
-  for (const model::BlockTable& t : c.block_tables.groups) {
-    width = std::max(width, t.row_width);
-    stride = std::max(stride, t.row_stride);
-  }
-  body += fmt::format("<h2 id=\"tables\">{}: block tables and decisions</h2>\n<p>{} batch rows "
-                      "over {} slots, {} group{}, tables width {} (stride {}), {} state tensors, "
-                      "B = {}, {} spec tokens, conv {}; {} copies expected{}</p>\n",
-                      model::to_string(c.kind), c.num_reqs, c.num_slots,
-                      c.block_tables.groups.size(), c.block_tables.groups.size() == 1 ? "" : "s",
-                      width, stride, c.layout.tensors.size(), c.layout.config.mamba_block_size,
-                      c.layout.config.num_spec_tokens, model::to_string(c.layout.config.conv_layout),
-                      report.expected.decisions.size(),
-                      report.actual != nullptr
-                          ? fmt::format(", {} made", report.actual->decisions.size())
-                          : "");
+  body += fmt::format(
+      "<h2 id=\"tables\">{}: block tables and decisions</h2>\n<p>{} batch rows "
+      "over {} slots, {} group{}, tables width {} (stride {}), {} state tensors, "
+      "B = {}, {} spec tokens, conv {}; {} copies expected{}</p>\n",
+      model::to_string(c.kind), c.num_reqs, c.num_slots, c.block_tables.groups.size(),
+      c.block_tables.groups.size() == 1 ? "" : "s", picture.width, picture.stride,
+      c.layout.tensors.size(), c.layout.config.mamba_block_size, c.layout.config.num_spec_tokens,
+      model::to_string(c.layout.config.conv_layout), report.expected.decisions.size(),
+      report.actual != nullptr ? fmt::format(", {} made", report.actual->decisions.size()) : "");
   if (report.expected.status == model::LaunchStatus::unsupported)
     body += fmt::format("<p class=\"bad\">the oracle calls the launch unsupported: {}</p>\n",
                         escape(report.expected.unsupported_reason));
