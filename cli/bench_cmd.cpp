@@ -199,7 +199,7 @@ int run_external_bench_command(const gpu::BenchOptions& k, const ExternalArgs& a
   if (limited && !(a.max_slowdown >= 1 && a.max_slowdown <= kMaxSlowdownMax))
     model::fail_input("bench: --max-slowdown: expected a ratio in 1..{}, got {}", kMaxSlowdownMax,
                       a.max_slowdown);
-  check_external_timeout(a.timeout_seconds);
+  check_timeout_option("--external-timeout", a.timeout_seconds);
   create_output_dir("--out", a.out);
   bench::ExternalBenchResult result;
   try {

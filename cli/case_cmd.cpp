@@ -126,7 +126,7 @@ backends::Backend checked_backend(const CaseOptions& options) {
   const backends::Backend backend = backends::parse_backend(options.backend);
   if (external && backend != backends::Backend::oracle)
     model::fail_input("--external and --backend: give one of them");
-  check_external_timeout(options.external_timeout);
+  check_timeout_option("--external-timeout", options.external_timeout);
   if (options.reruns < 0 || options.reruns > 100000)
     model::fail_input("--reruns: expected 0..100000, got {}", options.reruns);
   if (options.reruns > 0 && !options.check) model::fail_input("--reruns: needs --check");

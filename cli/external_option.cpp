@@ -14,9 +14,9 @@ void add_external_options(CLI::App& cmd, std::string& command, double& timeout_s
                  "(default 300)");
 }
 
-void check_external_timeout(double seconds) {
+void check_timeout_option(std::string_view option, double seconds) {
   if (!(seconds > 0 && seconds <= 86400))
-    model::fail_input("--external-timeout: expected 0 < seconds <= 86400, got {}", seconds);
+    model::fail_input("{}: expected 0 < seconds <= 86400, got {}", option, seconds);
 }
 
 void add_block_manager_options(CLI::App& cmd, std::string& command, double& timeout_seconds) {
@@ -29,15 +29,10 @@ void add_block_manager_options(CLI::App& cmd, std::string& command, double& time
                  "(default 60)");
 }
 
-void check_block_manager_timeout(double seconds) {
-  if (!(seconds > 0 && seconds <= 86400))
-    model::fail_input("--block-manager-timeout: expected 0 < seconds <= 86400, got {}", seconds);
-}
-
 std::unique_ptr<backends::BlockManagerWorker> start_block_manager(const std::string& command,
                                                                   double timeout_seconds) {
   if (command.empty()) return nullptr;
-  check_block_manager_timeout(timeout_seconds);
+  check_timeout_option("--block-manager-timeout", timeout_seconds);
   return std::make_unique<backends::BlockManagerWorker>(
       backends::BlockManagerOptions{.command = command, .timeout_seconds = timeout_seconds});
 }

@@ -417,10 +417,9 @@ void check_campaign_options(const FuzzOptions& o) {
     model::fail_input("--repeat: expected 1..1000, got {}", o.repeat);
   if (o.keep_going && o.stop_at_first)
     model::fail_input("--keep-going and --stop-at-first: give one of them");
-  check_external_timeout(o.external_timeout);
-  check_block_manager_timeout(o.block_manager_timeout);
-  if (!(o.case_timeout > 0 && o.case_timeout <= 86400))
-    model::fail_input("--case-timeout: expected 0 < seconds <= 86400, got {}", o.case_timeout);
+  check_timeout_option("--external-timeout", o.external_timeout);
+  check_timeout_option("--block-manager-timeout", o.block_manager_timeout);
+  check_timeout_option("--case-timeout", o.case_timeout);
 }
 
 // The options of one level only, refused where the other level runs alone.

@@ -647,8 +647,9 @@ StageResult block_manager_liveness_stage(const GateOptions& o, const Target& t,
 backends::Backend checked_backend(const GateOptions& o) {
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
-  if (!o.external.empty()) check_external_timeout(o.external_timeout);
-  if (!o.block_manager.empty()) check_block_manager_timeout(o.block_manager_timeout);
+  if (!o.external.empty()) check_timeout_option("--external-timeout", o.external_timeout);
+  if (!o.block_manager.empty())
+    check_timeout_option("--block-manager-timeout", o.block_manager_timeout);
   if (o.external.empty() && (!o.variant_command.empty() || o.variants_given))
     model::fail_input("--variants and --variant-command: with --external only");
   const backends::Backend backend = !o.external.empty() ? backends::Backend::host

@@ -39,7 +39,7 @@ std::unique_ptr<backends::ExternalEngineSource> external_source(const ReplayCliO
   if (o.external.empty()) return nullptr;
   if (o.kernel_mutant != "none" || o.runner_mutant != "none")
     model::fail_input("--mutant: not with --external (the worker runs its own kernels)");
-  check_external_timeout(o.external_timeout);
+  check_timeout_option("--external-timeout", o.external_timeout);
   return backends::start_external_engine(o.external, o.external_timeout, {});
 }
 

@@ -206,7 +206,7 @@ int run_run(const RunOptions& o) {
   check_output_file("--record", o.record);
   std::unique_ptr<backends::ExternalEngineSource> external;
   if (!o.external.empty()) {
-    check_external_timeout(o.external_timeout);
+    check_timeout_option("--external-timeout", o.external_timeout);
     external = backends::start_external_engine(o.external, o.external_timeout, {});
     s.external = external.get();
   }
