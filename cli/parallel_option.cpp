@@ -161,13 +161,11 @@ Parallel resolve_parallel(const ParallelOptions& o, model::Backend backend, bool
     return p;
   }
   p.workers = true;
-  if (!o.devices.empty()) {
+  if (!o.devices.empty())
     p.devices = parse_devices(o.devices, devices_visible);
-  } else if (backend == model::Backend::cuda) {
+  else if (backend == model::Backend::cuda ||
+           (backend == model::Backend::external && devices_visible.value_or(0) > 1))
     p.devices = parse_devices("all", devices_visible);
-  } else if (backend == model::Backend::external && devices_visible.value_or(0) > 1) {
-    p.devices = parse_devices("all", devices_visible);
-  }
   const auto devices = static_cast<std::int64_t>(p.devices.size());
   std::int64_t jobs = o.workers != -1 ? o.workers : o.jobs;
   if (jobs == -1) jobs = default_jobs(o, backend, cores, devices, mps_available);

@@ -200,10 +200,9 @@ int replay_one(const ReplayCliOptions& given) {
   const std::unique_ptr<backends::ExternalEngineSource> external = external_source(o);
   options.external = external.get();
   check_output_file("--junit", o.junit);
-  check_output_file("--steps-out", o.steps_out);
   StepsOutput steps_output(o.steps_out,
                            o.explain == kNoStep ? std::nullopt : std::optional(o.explain));
-  if (steps_output.wanted()) options.on_view = steps_output.sink();
+  options.on_view = steps_output.sink();
   Progress progress("replay", -1);
   options.on_step = [&progress](std::int64_t) { progress.tick(); };
   // One simulation at a time: a large step spreads over the cores this process may use.
@@ -224,7 +223,6 @@ int replay_one(const ReplayCliOptions& given) {
   std::cout << std::flush;
   const std::vector<std::string> missing = report_coverage(required, r.coverage);
   steps_output.finish();
-  if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   if (!o.report.empty()) {
     nlohmann::json j = result_json(o, r);
     if (cut_short) {

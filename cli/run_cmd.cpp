@@ -213,9 +213,8 @@ int run_run(const RunOptions& o) {
   const std::unique_ptr<backends::BlockManagerWorker> manager =
       start_block_manager(o.block_manager, o.block_manager_timeout);
   s.block_manager = manager.get();
-  check_output_file("--steps-out", o.steps_out);
   StepsOutput steps_output(o.steps_out, std::nullopt);
-  if (steps_output.wanted()) s.on_view = steps_output.sink();
+  s.on_view = steps_output.sink();
   if (!o.record.empty()) s.record = o.record;
   // One simulation at a time: a large step spreads over the cores this process may use.
   model::set_work_threads(usable_cores());
@@ -226,7 +225,6 @@ int run_run(const RunOptions& o) {
   std::fflush(stdout);
   const std::vector<std::string> missing = report_coverage(required, r.coverage);
   steps_output.finish();
-  if (!o.steps_out.empty()) fmt::print("steps: {}\n", o.steps_out);
   if (r.finding) {
     fmt::print("FINDING: {}\n", r.finding->message);
     return kExitMismatch;

@@ -1,6 +1,7 @@
 // --steps-out and --explain (steps_out.h).
 #include "cli/steps_out.h"
 
+#include "cli/output_paths.h"
 #include "model/errors.h"
 #include "model/output_file.h"
 
@@ -13,6 +14,7 @@ namespace mc::cli {
 
 StepsOutput::StepsOutput(const std::string& path, std::optional<std::int64_t> explain_step)
     : path_(path), explain_step_(explain_step) {
+  check_output_file("--steps-out", path);
   if (explain_step_ && *explain_step_ < 0)
     model::fail_input("--explain: expected a step index >= 0, got {}", *explain_step_);
   if (path.empty()) return;
@@ -27,6 +29,7 @@ StepsOutput::~StepsOutput() {
 }
 
 std::function<void(const harness::StepView&)> StepsOutput::sink() {
+  if (!file_.is_open() && !explain_step_) return {};
   return [this](const harness::StepView& view) {
     ++steps_;
     if (file_.is_open()) {
@@ -60,6 +63,7 @@ void StepsOutput::finish() {
   finished_ = true;
   if (explain_step_ && !explained_)
     model::fail_input("--explain: no step {} among the {} steps that ran", *explain_step_, steps_);
+  if (!path_.empty()) fmt::print("steps: {}\n", path_);
 }
 
 } // namespace mc::cli

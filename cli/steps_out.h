@@ -15,7 +15,7 @@ namespace mc::cli {
 
 class StepsOutput {
 public:
-  // Throws InputError when `path` (non-empty) cannot be written.
+  // Throws InputError when `path` (non-empty) cannot be written (check_output_file first).
   StepsOutput(const std::string& path, std::optional<std::int64_t> explain_step);
   // Without finish(), the run ended by an error (a bad trace line, say): the file it cut short
   // goes.
@@ -23,11 +23,12 @@ public:
   StepsOutput(const StepsOutput&) = delete;
   StepsOutput& operator=(const StepsOutput&) = delete;
 
-  bool wanted() const { return file_.is_open() || explain_step_.has_value(); }
-  // The sink for ReplayOptions::on_view / SimulationOptions::on_view.
+  // The sink for ReplayOptions::on_view / SimulationOptions::on_view; empty when neither FILE
+  // nor STEP was asked for.
   std::function<void(const harness::StepView&)> sink();
-  // Writes out what the file's buffer still holds, then closes it: throws EnvironmentError when
-  // that fails (a full disk), InputError when --explain named a step that never ran.
+  // Writes out what the file's buffer still holds, then closes it and prints "steps: FILE":
+  // throws EnvironmentError when that fails (a full disk), InputError when --explain named a
+  // step that never ran.
   void finish();
 
 private:
