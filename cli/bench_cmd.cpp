@@ -64,23 +64,11 @@ int run_bench_command(const gpu::BenchOptions& options) {
 // What the engine bench takes beyond the kernel bench's --preset, --requests and --json; an
 // option not given keeps the preset's default (bench/engine_bench.h).
 struct EngineArgs {
-  std::int64_t steps = 0;
-  std::int32_t max_running = 0;
-  std::int32_t token_budget = 0;
-  std::int64_t pool_blocks = 0;
-  std::int32_t num_spec = 0;
-  std::int32_t layers = 0;
+  oracle::engine::EngineBenchOptions options; // its presets and requests: the kernel bench's
   std::string runner = "v1";
-  std::uint64_t seed = 1;
-  bool reference = false;
   std::string block_manager; // plan through this block manager under test
   double block_manager_timeout = backends::kBlockManagerTimeoutSecondsDefault;
-  const CLI::App* cmd = nullptr; // which options were given
 };
-
-template <typename T> std::optional<T> given(const EngineArgs& a, const char* name, T value) {
-  return a.cmd->count(name) > 0 ? std::optional<T>(value) : std::nullopt;
-}
 
 nlohmann::json to_json(const oracle::engine::EngineBenchResult& r) {
   const oracle::engine::EngineBenchCase& c = r.bench_case;
@@ -115,16 +103,9 @@ nlohmann::json to_json(const oracle::engine::EngineBenchResult& r) {
 
 int run_engine_bench_command(const gpu::BenchOptions& k, const EngineArgs& a) {
   check_output_file("--json", k.json_path);
-  oracle::engine::EngineBenchOptions o{.presets = k.presets,
-                                       .steps = given(a, "--steps", a.steps),
-                                       .max_running = given(a, "--max-running", a.max_running),
-                                       .token_budget = given(a, "--token-budget", a.token_budget),
-                                       .pool_blocks = given(a, "--pool-blocks", a.pool_blocks),
-                                       .num_spec = given(a, "--num-spec", a.num_spec),
-                                       .layers = given(a, "--layers", a.layers),
-                                       .runner = model::parse_runner(a.runner),
-                                       .seed = a.seed,
-                                       .reference = a.reference};
+  oracle::engine::EngineBenchOptions o = a.options;
+  o.presets = k.presets;
+  o.runner = model::parse_runner(a.runner);
   if (k.requests.size() > 1)
     model::fail_input("bench --engine: --requests takes one number, got {}", k.requests.size());
   if (!k.requests.empty()) o.requests = k.requests[0];
@@ -185,46 +166,43 @@ int run_case_bench_command(const gpu::BenchOptions& k, const CaseArgs& a, std::u
 struct ExternalArgs {
   std::string command;
   std::string baseline;
-  double max_slowdown = 0;
+  std::optional<double> max_slowdown; // --max-slowdown: not given, no limit
   double timeout_seconds = backends::kExternalTimeoutSecondsDefault;
   std::string out = "mc-out/bench-external";
-  const CLI::Option* max_slowdown_option = nullptr;
 };
 
 constexpr double kMaxSlowdownMax = 1000;
 
 int run_external_bench_command(const gpu::BenchOptions& k, const ExternalArgs& a) {
   check_kernel_bench_options(k);
-  const bool limited = a.max_slowdown_option->count() > 0;
-  if (limited && !(a.max_slowdown >= 1 && a.max_slowdown <= kMaxSlowdownMax))
+  if (a.max_slowdown && !(*a.max_slowdown >= 1 && *a.max_slowdown <= kMaxSlowdownMax))
     model::fail_input("bench: --max-slowdown: expected a ratio in 1..{}, got {}", kMaxSlowdownMax,
-                      a.max_slowdown);
+                      *a.max_slowdown);
   check_timeout_option("--external-timeout", a.timeout_seconds);
   create_output_dir("--out", a.out);
   bench::ExternalBenchResult result;
   try {
-    result = bench::run_external_bench(
-        {.command = a.command,
-         .baseline_command = a.baseline,
-         .max_slowdown = limited ? std::optional(a.max_slowdown) : std::nullopt,
-         .presets = k.presets,
-         .requests = k.requests,
-         .iters = k.iters,
-         .sets = k.sets,
-         .timeout_seconds = a.timeout_seconds,
-         .work_dir = a.out},
-        std::cout);
+    result = bench::run_external_bench({.command = a.command,
+                                        .baseline_command = a.baseline,
+                                        .max_slowdown = a.max_slowdown,
+                                        .presets = k.presets,
+                                        .requests = k.requests,
+                                        .iters = k.iters,
+                                        .sets = k.sets,
+                                        .timeout_seconds = a.timeout_seconds,
+                                        .work_dir = a.out},
+                                       std::cout);
   } catch (const bench::ExternalBenchKernelFailure& failure) {
     std::cerr << "mambacheck: " << failure.message << "\n";
     return kExitMismatch;
   }
   write_json_file("--json", k.json_path, result.report);
-  if (limited)
+  if (a.max_slowdown)
     std::cout << (result.regression
                       ? fmt::format("REGRESSION: {} of {} cases slower than {}x the baseline\n",
                                     result.report["regressions"].size(),
-                                    result.report["cases"].size(), a.max_slowdown)
-                      : fmt::format("no case slower than {}x the baseline\n", a.max_slowdown));
+                                    result.report["cases"].size(), *a.max_slowdown)
+                      : fmt::format("no case slower than {}x the baseline\n", *a.max_slowdown));
   return result.regression ? kExitMismatch : kExitOk;
 }
 
@@ -233,27 +211,26 @@ int run_external_bench_command(const gpu::BenchOptions& k, const ExternalArgs& a
 // The engine bench's own options (not given: the preset's default); each needs --engine
 // (`flag`).
 void add_engine_bench_options(CLI::App& cmd, EngineArgs& engine, CLI::Option* flag) {
-  engine.cmd = &cmd;
-  cmd.add_option("--steps", engine.steps, "--engine: steps at most")->needs(flag);
-  cmd.add_option("--max-running", engine.max_running,
-                  "--engine: running requests at most (max_num_seqs)")
+  oracle::engine::EngineBenchOptions& o = engine.options;
+  cmd.add_option("--steps", o.steps, "--engine: steps at most")->needs(flag);
+  cmd.add_option("--max-running", o.max_running,
+                 "--engine: running requests at most (max_num_seqs)")
       ->needs(flag);
-  cmd.add_option("--token-budget", engine.token_budget,
-                  "--engine: tokens per step (max_num_batched_tokens)")
+  cmd.add_option("--token-budget", o.token_budget,
+                 "--engine: tokens per step (max_num_batched_tokens)")
       ->needs(flag);
-  cmd.add_option("--pool-blocks", engine.pool_blocks, "--engine: blocks per state tensor")
+  cmd.add_option("--pool-blocks", o.pool_blocks, "--engine: blocks per state tensor")->needs(flag);
+  cmd.add_option("--num-spec", o.num_spec, "--engine: speculative tokens per decode, 0..16")
       ->needs(flag);
-  cmd.add_option("--num-spec", engine.num_spec, "--engine: speculative tokens per decode, 0..16")
-      ->needs(flag);
-  cmd.add_option("--layers", engine.layers,
-                  "--engine: layers per group, cut from the preset's (default: all for tiny "
-                  "presets, 2 for production ones)")
+  cmd.add_option("--layers", o.layers,
+                 "--engine: layers per group, cut from the preset's (default: all for tiny "
+                 "presets, 2 for production ones)")
       ->needs(flag);
   cmd.add_option("--runner", engine.runner, "--engine: v1 or v2 (default v1)")->needs(flag);
   add_block_manager_options(cmd, engine.block_manager, engine.block_manager_timeout);
-  cmd.add_flag("--reference", engine.reference,
-                "--engine: run the oracle on its plain structures instead of its fast ones (the "
-                "same counters, slower; oracle/engine/structures.h)")
+  cmd.add_flag("--reference", o.reference,
+               "--engine: run the oracle on its plain structures instead of its fast ones (the "
+               "same counters, slower; oracle/engine/structures.h)")
       ->needs(flag);
 }
 
@@ -271,10 +248,9 @@ CLI::Option* add_external_bench_options(CLI::App& cmd, ExternalArgs& external,
       "--external: a second worker command, the kernels the candidate would replace; the "
       "ratio candidate / baseline is reported per case");
   baseline->needs(external_option);
-  external.max_slowdown_option =
-      cmd.add_option("--max-slowdown", external.max_slowdown,
-                      "--baseline: exit 1 when a case's ratio exceeds this (e.g. 1.05)")
-          ->needs(baseline);
+  cmd.add_option("--max-slowdown", external.max_slowdown,
+                 "--baseline: exit 1 when a case's ratio exceeds this (e.g. 1.05)")
+      ->needs(baseline);
   cmd.add_option("--external-timeout", external.timeout_seconds,
                   "--external: seconds a worker may take to start and for each case (default "
                   "300)")
@@ -325,7 +301,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--backend", cases->backend, "--cases: host or cuda (default host)")
       ->needs(cases_option);
   CLI::Option* seed = cmd->add_option(
-      "--seed", engine->seed,
+      "--seed", engine->options.seed,
       "--engine: seed of workload and scheduler; --cases: campaign seed (default 1)");
   auto external = std::make_shared<ExternalArgs>();
   CLI::Option* external_option =
@@ -338,7 +314,7 @@ void add_bench_command(CLI::App& app, Action& action) {
       action = [options, external] { return run_external_bench_command(*options, *external); };
     else if (cases_option->count() > 0)
       action = [options, engine, cases] {
-        return run_case_bench_command(*options, *cases, engine->seed);
+        return run_case_bench_command(*options, *cases, engine->options.seed);
       };
     else if (*engine_mode)
       action = [options, engine] { return run_engine_bench_command(*options, *engine); };
