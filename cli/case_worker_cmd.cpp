@@ -47,6 +47,15 @@ fs::path worker_dir(const nlohmann::json& backend) {
   return dir;
 }
 
+// What `start` returns; an adapter worker that cannot be started or used ends this case worker.
+template <class Start> auto fatal_on_failure(Start start) {
+  try {
+    return start();
+  } catch (const backends::ExternalWorkerFailure& failure) {
+    throw fuzz::CaseWorkerFatal{failure.message};
+  }
+}
+
 // The worker's backend as the campaign described it under setup["backend"].
 fuzz::LaunchRunner make_runner(const nlohmann::json& backend,
                                std::unique_ptr<backends::ExternalWorker>& external) {
@@ -56,21 +65,15 @@ fuzz::LaunchRunner make_runner(const nlohmann::json& backend,
         backends::parse_backend(name),
         backends::parse_kernel_mutant(backend.value("mutant", std::string("none"))));
   const fs::path dir = worker_dir(backend);
-  try {
-    external = std::make_unique<backends::ExternalWorker>(
+  external = fatal_on_failure([&] {
+    return std::make_unique<backends::ExternalWorker>(
         backends::ExternalOptions{.command = backend.at("command").get<std::string>(),
                                   .work_dir = dir,
                                   .log_file = dir / "worker.log",
                                   .timeout_seconds = backend.at("timeout").get<double>()});
-  } catch (const backends::ExternalWorkerFailure& failure) {
-    throw fuzz::CaseWorkerFatal{failure.message};
-  }
+  });
   return [w = external.get()](const model::LaunchCase& launch) {
-    try {
-      return w->run(launch);
-    } catch (const backends::ExternalWorkerFailure& failure) {
-      throw fuzz::CaseWorkerFatal{failure.message};
-    }
+    return fatal_on_failure([&] { return w->run(launch); });
   };
 }
 
@@ -79,13 +82,11 @@ std::unique_ptr<backends::ExternalEngineSource>
 make_engine_source(const nlohmann::json& backend) {
   if (backend.at("name") != "external") return nullptr;
   const fs::path dir = worker_dir(backend);
-  try {
+  return fatal_on_failure([&] {
     return backends::start_external_engine(backend.at("command").get<std::string>(),
                                            backend.at("timeout").get<double>(),
                                            dir / "engine-worker.log");
-  } catch (const backends::ExternalWorkerFailure& failure) {
-    throw fuzz::CaseWorkerFatal{failure.message};
-  }
+  });
 }
 
 // The engine level's block manager of this worker, where the campaign has one.

@@ -586,20 +586,20 @@ StageResult mutant_smoke_stage(const GateOptions& o, backends::Backend backend) 
   run.out_dir = std::filesystem::path(o.out) / "mutants";
   std::vector<std::string> names(std::begin(kSmokeMutants), std::end(kSmokeMutants));
   StageResult s;
-  std::string survivors;
+  std::vector<std::string> survivors;
   std::int64_t killed = 0;
   for (const fuzz::MutantJob& job : fuzz::select_jobs(mutant_jobs("both"), names)) {
     const fuzz::MutantOutcome m = job.run(run);
     s.cases += m.cases;
-    if (m.killed) {
+    if (m.killed)
       ++killed;
-    } else {
-      survivors += (survivors.empty() ? "" : ", ") + m.name;
-    }
+    else
+      survivors.push_back(m.name);
   }
   s.passed = survivors.empty();
   s.detail = s.passed ? fmt::format("{} of {} mutants killed", killed, names.size())
-                      : fmt::format("SURVIVED: {} (the gate would miss these bugs)", survivors);
+                      : fmt::format("SURVIVED: {} (the gate would miss these bugs)",
+                                    fmt::join(survivors, ", "));
   return s;
 }
 
@@ -732,8 +732,6 @@ int run_gate(const GateOptions& o) {
                 .external_timeout = o.external_timeout,
                 .out = o.out};
   const GateWorkers workers = start_gate_workers(o, target);
-  const auto& engine = workers.engine;
-  const auto& manager = workers.manager;
   std::vector<Stage> stages;
   stages.push_back({"kernel-fuzz", [&] { return kernel_fuzz_stage(o, target); }});
   stages.push_back({"engine-fuzz", [&] { return engine_fuzz_stage(o, target); }});
@@ -741,11 +739,10 @@ int run_gate(const GateOptions& o) {
   if (o.external.empty())
     stages.push_back({"mutant-smoke", [&] { return mutant_smoke_stage(o, backend); }});
   else
-    stages.push_back({"liveness", [&] { return liveness_stage(o, engine->worker()); }});
-  if (manager)
-    stages.push_back({"manager-live", [&] {
-                        return block_manager_liveness_stage(o, target, *manager);
-                      }});
+    stages.push_back({"liveness", [&] { return liveness_stage(o, workers.engine->worker()); }});
+  if (workers.manager)
+    stages.push_back({"manager-live",
+                      [&] { return block_manager_liveness_stage(o, target, *workers.manager); }});
   std::cout << fmt::format("gate on the {} backend: {} stages\n", target.name(), stages.size());
   std::vector<JunitCase> junit;
   bool passed = true;
