@@ -49,7 +49,7 @@ void check_output_file(std::string_view option, const std::string& path) {
     model::fail_input("{}: cannot write '{}': {}", option, path, std::strerror(errno));
 }
 
-void check_output_dir(std::string_view option, const std::string& path) {
+void create_output_dir(std::string_view option, const std::string& path) {
   if (path.empty()) return;
   std::error_code ec;
   fs::path existing = fs::absolute(path, ec);
@@ -63,12 +63,6 @@ void check_output_dir(std::string_view option, const std::string& path) {
   if (::access(existing.c_str(), W_OK | X_OK) != 0)
     model::fail_input("{}: cannot create '{}': '{}': {}", option, path, existing.string(),
                       std::strerror(errno));
-}
-
-void create_output_dir(std::string_view option, const std::string& path) {
-  if (path.empty()) return;
-  check_output_dir(option, path);
-  std::error_code ec;
   fs::create_directories(path, ec);
   if (ec) model::fail_input("{}: cannot create '{}': {}", option, path, ec.message());
 }

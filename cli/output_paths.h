@@ -16,11 +16,9 @@ namespace mc::cli {
 // 'PATH': why").
 void check_output_file(std::string_view option, const std::string& path);
 
-// The directory `path` is writable, or can be created: its nearest existing ancestor is a
-// writable directory. Nothing is created here (a run that finds nothing leaves no directory).
-void check_output_dir(std::string_view option, const std::string& path);
-
-// check_output_dir, then creates it with its parents (throws model::InputError when it cannot).
+// Creates the directory `path` with its parents, once it is found writable or creatable (its
+// nearest existing ancestor a writable directory). Empty: nothing to do. Throws
+// model::InputError when it cannot.
 void create_output_dir(std::string_view option, const std::string& path);
 
 // check_output_file, then model::write_whole_file: `content` to PATH.tmp-PID renamed to `path`

@@ -143,6 +143,18 @@ std::int64_t default_jobs(const ParallelOptions& o, model::Backend backend, std:
   return 1;
 }
 
+// CUDA_VISIBLE_DEVICES for a worker on device `ordinal` of this process: the ordinal-th entry
+// of this process's own CUDA_VISIBLE_DEVICES where it has one, else the ordinal.
+std::string visible_device(int ordinal, const std::optional<std::string>& own_visible) {
+  MC_ASSERT(ordinal >= 0);
+  if (!own_visible) return std::to_string(ordinal);
+  std::istringstream items(*own_visible);
+  std::string item;
+  for (int i = 0; std::getline(items, item, ','); ++i)
+    if (i == ordinal) return item;
+  return std::to_string(ordinal); // not reached for a device cudaGetDeviceCount counted
+}
+
 } // namespace
 
 Parallel resolve_parallel(const ParallelOptions& o, model::Backend backend, bool no_isolate,
@@ -174,16 +186,6 @@ Parallel resolve_parallel(const ParallelOptions& o, model::Backend backend, bool
   p.mps = on_gpus && mps_available &&
           (o.mps == "on" || (o.mps == "auto" && jobs > std::max<std::int64_t>(devices, 1)));
   return p;
-}
-
-std::string visible_device(int ordinal, const std::optional<std::string>& own_visible) {
-  MC_ASSERT(ordinal >= 0);
-  if (!own_visible) return std::to_string(ordinal);
-  std::istringstream items(*own_visible);
-  std::string item;
-  for (int i = 0; std::getline(items, item, ','); ++i)
-    if (i == ordinal) return item;
-  return std::to_string(ordinal); // not reached for a device cudaGetDeviceCount counted
 }
 
 fuzz::CaseWorkerStart case_worker_start(const Parallel& p, nlohmann::json backend) {

@@ -72,10 +72,6 @@ Parallel resolve_parallel(const ParallelOptions& options, model::Backend backend
 // Every core this process may run on (a Slurm allocation, taskset or a cpuset narrows it).
 std::int64_t usable_cores();
 
-// CUDA_VISIBLE_DEVICES for a worker on device `ordinal` of this process: the ordinal-th entry
-// of this process's own CUDA_VISIBLE_DEVICES where it has one, else the ordinal.
-std::string visible_device(int ordinal, const std::optional<std::string>& own_visible);
-
 // The start of a campaign's case workers: this program's case-worker subcommand, each worker
 // its slot (MC_CASE_WORKER) and GPU, `backend` as the worker makes it (setup["backend"]).
 fuzz::CaseWorkerStart case_worker_start(const Parallel& parallel, nlohmann::json backend);
