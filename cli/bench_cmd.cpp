@@ -48,12 +48,9 @@ void check_kernel_bench_options(const gpu::BenchOptions& options) {
   for (const std::string& p : options.presets)
     (void)model::find_preset(p); // exit 2 if unknown
   for (const std::int32_t n : options.requests)
-    if (n <= 0 || n > kRequestsMax)
-      model::fail_input("bench: --requests must be in 1..{}, got {}", kRequestsMax, n);
-  if (options.iters <= 0 || options.iters > kItersMax)
-    model::fail_input("bench: --iters must be in 1..{}, got {}", kItersMax, options.iters);
-  if (options.sets < 1 || options.sets > gpu::kBenchSetsMax)
-    model::fail_input("bench: --sets must be in 1..{}, got {}", gpu::kBenchSetsMax, options.sets);
+    check_option_within("bench: --requests", n, 1, kRequestsMax);
+  check_option_within("bench: --iters", options.iters, 1, kItersMax);
+  check_option_within("bench: --sets", options.sets, 1, gpu::kBenchSetsMax);
 }
 
 int run_bench_command(const gpu::BenchOptions& options) {
@@ -143,10 +140,8 @@ struct CaseArgs {
 
 int run_case_bench_command(const gpu::BenchOptions& k, const CaseArgs& a, std::uint64_t seed) {
   check_output_file("--json", k.json_path);
-  if (a.cases < 1 || a.cases > 10'000'000)
-    model::fail_input("bench --cases: expected 1..10000000, got {}", a.cases);
-  if (a.max_size < 0 || a.max_size > 100)
-    model::fail_input("bench --max-size: expected 0..100, got {}", a.max_size);
+  check_option_range("bench --cases", a.cases, 1, 10'000'000);
+  check_option_range("bench --max-size", a.max_size, 0, 100);
   const backends::Backend backend = backends::parse_backend(a.backend);
   if (backend == backends::Backend::oracle)
     model::fail_input("bench --backend: host or cuda (the oracle is timed on its own)");

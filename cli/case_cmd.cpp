@@ -127,8 +127,7 @@ backends::Backend checked_backend(const CaseOptions& options) {
   if (external && backend != backends::Backend::oracle)
     model::fail_input("--external and --backend: give one of them");
   check_timeout_option("--external-timeout", options.external_timeout);
-  if (options.reruns < 0 || options.reruns > 100000)
-    model::fail_input("--reruns: expected 0..100000, got {}", options.reruns);
+  check_option_range("--reruns", options.reruns, 0, 100000);
   if (options.reruns > 0 && !options.check) model::fail_input("--reruns: needs --check");
   check_output_file("--report", options.report);
   create_output_dir("--out", options.out);

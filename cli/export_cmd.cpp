@@ -48,10 +48,8 @@ fuzz::GenOptions gen_options(const ExportOptions& options) {
 }
 
 int run_export(const ExportOptions& options) {
-  if (options.cases <= 0 || options.cases > kExportCasesMax)
-    model::fail_input("--cases: expected 1..{}, got {}", kExportCasesMax, options.cases);
-  if (options.max_size < 0 || options.max_size > 100)
-    model::fail_input("--max-size: expected 0..100, got {}", options.max_size);
+  check_option_range("--cases", options.cases, 1, kExportCasesMax);
+  check_option_range("--max-size", options.max_size, 0, 100);
   create_output_dir("--out", options.out);
   fuzz::GenOptions gen = gen_options(options);
   Progress progress("export", options.cases);

@@ -406,15 +406,12 @@ void check_campaign_options(const FuzzOptions& o) {
   check_output_file("--report", o.report);
   check_output_file("--junit", o.junit);
   create_output_dir("--out", o.out);
-  if (o.max_size < 0 || o.max_size > 100)
-    model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
+  check_option_range("--max-size", o.max_size, 0, 100);
   if (!o.external.empty() && !o.backend.empty())
     model::fail_input("--external and --backend: give one of them");
-  if (o.reruns < 0 || o.reruns > 1000)
-    model::fail_input("--reruns: expected 0..1000, got {}", o.reruns);
+  check_option_range("--reruns", o.reruns, 0, 1000);
   shrink_seconds(o); // refuses a malformed one before any case runs
-  if (o.repeat < 1 || o.repeat > 1000)
-    model::fail_input("--repeat: expected 1..1000, got {}", o.repeat);
+  check_option_range("--repeat", o.repeat, 1, 1000);
   if (o.keep_going && o.stop_at_first)
     model::fail_input("--keep-going and --stop-at-first: give one of them");
   check_timeout_option("--external-timeout", o.external_timeout);

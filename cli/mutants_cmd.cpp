@@ -162,8 +162,7 @@ int run_mutants(const MutantsOptions& o) {
     std::cout << format_catalogue(fuzz::select_jobs(mutant_jobs(o.level), split_names(o.only)));
     return kExitOk;
   }
-  if (o.max_size < 0 || o.max_size > 100)
-    model::fail_input("--max-size: expected 0..100, got {}", o.max_size);
+  check_option_range("--max-size", o.max_size, 0, 100);
   check_output_file("--report", o.report);
   check_output_file("--junit", o.junit);
   create_output_dir("--out", o.out);

@@ -1,5 +1,6 @@
 #include "cli/parallel_option.h"
 
+#include "cli/commands.h"
 #include "model/errors.h"
 
 #include <fmt/format.h>
@@ -48,11 +49,6 @@ std::vector<int> parse_devices(const std::string& text, std::optional<int> visib
   if (out.empty() || text.back() == ',')
     model::fail_input("--devices: expected all or device indices like 0,1, got '{}'", text);
   return out;
-}
-
-std::int64_t checked_count(const char* option, std::int64_t n) {
-  if (n < 1 || n > kJobsMax) model::fail_input("{}: expected 1..{}, got {}", option, kJobsMax, n);
-  return n;
 }
 
 } // namespace
@@ -108,9 +104,9 @@ void check_parallel(const ParallelOptions& o, model::Backend backend, bool no_is
       model::fail_input("--mps on: no MPS here (nvidia-cuda-mps-control is not on PATH and "
                         "CUDA_MPS_PIPE_DIRECTORY is not set)");
   }
-  if (o.jobs != -1) checked_count("--jobs", o.jobs);
+  if (o.jobs != -1) check_option_range("--jobs", o.jobs, 1, kJobsMax);
   if (o.workers != -1) {
-    checked_count("--workers", o.workers);
+    check_option_range("--workers", o.workers, 1, kJobsMax);
     if (backend != model::Backend::external)
       model::fail_input("--workers: starts adapter workers for --external; the host and cuda "
                         "backends take --jobs N");

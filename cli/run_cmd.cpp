@@ -81,8 +81,7 @@ void scale_workload(std::int32_t block_size, oracle::engine::WorkloadOptions& w)
 // --num-spec, --layers, --block-size and --token-budget over the preset's.
 void apply_sizes(const RunOptions& o, harness::SimulationOptions& c) {
   if (o.num_spec >= 0) {
-    if (o.num_spec > model::kSpecTokensMax)
-      model::fail_input("--num-spec must be in 0..{}, got {}", model::kSpecTokensMax, o.num_spec);
+    check_option_within("--num-spec", o.num_spec, 0, model::kSpecTokensMax);
     c.config.num_spec_tokens = o.num_spec;
     c.config.num_spec_blocks = o.num_spec;             // one spec block per draft, in both modes
   } else if (c.config.mode == model::CacheMode::all) { // all mode drafts only when asked
@@ -91,9 +90,7 @@ void apply_sizes(const RunOptions& o, harness::SimulationOptions& c) {
   }
   model::cap_layers(c.spec, o.layers);
   if (o.block_size != 0) {
-    if (o.block_size < 1 || o.block_size > model::kBlockSizeMax)
-      model::fail_input("--block-size must be in 1..{}, got {}", model::kBlockSizeMax,
-                        o.block_size);
+    check_option_within("--block-size", o.block_size, 1, model::kBlockSizeMax);
     c.config.mamba_block_size = o.block_size;
   }
   if (o.num_spec < 0 &&
@@ -103,23 +100,18 @@ void apply_sizes(const RunOptions& o, harness::SimulationOptions& c) {
     c.config.num_spec_blocks = 0;
   }
   scale_workload(c.config.mamba_block_size, c.engine.workload);
-  if (o.token_budget != 0 &&
-      (o.token_budget < 1 || o.token_budget > oracle::engine::kTokenBudgetMax))
-    model::fail_input("--token-budget must be in 1..{}, got {}", oracle::engine::kTokenBudgetMax,
-                      o.token_budget);
+  if (o.token_budget != 0)
+    check_option_within("--token-budget", o.token_budget, 1, oracle::engine::kTokenBudgetMax);
   c.engine.scheduler.token_budget =
       o.token_budget != 0 ? o.token_budget : oracle::engine::token_budget_default(c.config);
 }
 
 // Resets, aborts, async scheduling and the pool's size.
 void apply_scheduler(const RunOptions& o, harness::SimulationOptions& c) {
-  const auto per_million = [](std::int32_t v, const char* name) {
-    if (v < 0 || v > 1'000'000) model::fail_input("{} must be in 0..1000000, got {}", name, v);
-    return v;
-  };
-  c.engine.scheduler.reset_prefix_cache_per_million =
-      per_million(o.resets_per_million, "--resets-per-million");
-  c.engine.scheduler.abort_per_million = per_million(o.aborts_per_million, "--aborts-per-million");
+  check_option_within("--resets-per-million", o.resets_per_million, 0, 1'000'000);
+  check_option_within("--aborts-per-million", o.aborts_per_million, 0, 1'000'000);
+  c.engine.scheduler.reset_prefix_cache_per_million = o.resets_per_million;
+  c.engine.scheduler.abort_per_million = o.aborts_per_million;
   if (o.async_frees)
     model::fail_input("--async-frees is gone: --async runs async scheduling (one step in flight, "
                       "planned from optimistic counts; a freed block is held back only while the "
@@ -129,8 +121,7 @@ void apply_scheduler(const RunOptions& o, harness::SimulationOptions& c) {
   c.engine.scheduler.pad_prompt_tails = o.pad_tails;
   c.engine.scheduler.hash_block_size = o.hash_block_size;
   if (o.pool_blocks != 0) {
-    if (o.pool_blocks < 4 || o.pool_blocks > model::kBlocksMax)
-      model::fail_input("--pool-blocks must be in 4..{}, got {}", model::kBlocksMax, o.pool_blocks);
+    check_option_within("--pool-blocks", o.pool_blocks, 4, model::kBlocksMax);
     c.spec.num_blocks = o.pool_blocks;
   }
 }
