@@ -3,6 +3,7 @@
 #include "gpu/launch_plan.h"
 #include "model/case_file.h"
 #include "model/errors.h"
+#include "model/process.h"
 #include "model/request_arrays.h"
 
 #include <fmt/format.h>
@@ -37,14 +38,6 @@ struct Region {
   std::int64_t guard_lo = 0, guard_hi = 0;
 };
 
-// The memfd, closed when the executor goes.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
 void fill_guard(int fd, std::int64_t offset, std::int64_t size) {
   const std::vector<unsigned char> guard(static_cast<std::size_t>(std::min(size, kGuardHiBytesMax)),
                                          kGuardByte);
@@ -67,8 +60,8 @@ class ExternalEngineExecutor final : public gpu::engine::Executor {
 public:
   ExternalEngineExecutor(ExternalEngineSource& source, const model::Layout& layout)
       : source_(source), worker_(*source.worker_) {
-    shm_.fd = memfd_create("mambacheck-arenas", MFD_CLOEXEC);
-    if (shm_.fd < 0)
+    shm_ = model::Fd(memfd_create("mambacheck-arenas", MFD_CLOEXEC));
+    if (shm_.get() < 0)
       throw model::EnvironmentError(
           fmt::format("--external: cannot create shared memory (memfd): {}", std::strerror(errno)));
     std::int64_t cursor = 0;
@@ -82,16 +75,16 @@ public:
       regions_.push_back(r);
     }
     file_bytes_ = cursor;
-    if (ftruncate(shm_.fd, static_cast<off_t>(file_bytes_)) != 0)
+    if (ftruncate(shm_.get(), static_cast<off_t>(file_bytes_)) != 0)
       throw model::EnvironmentError(
           fmt::format("--external: cannot size shared memory to {} bytes: {}", file_bytes_,
                       std::strerror(errno)));
     std::vector<model::Arena> arenas;
     json regions = json::array();
     for (const Region& r : regions_) {
-      fill_guard(shm_.fd, r.offset - r.guard_lo, r.guard_lo);
-      fill_guard(shm_.fd, r.offset + r.size, r.guard_hi);
-      arenas.push_back(model::Arena::map_shared(shm_.fd, r.offset, r.size));
+      fill_guard(shm_.get(), r.offset - r.guard_lo, r.guard_lo);
+      fill_guard(shm_.get(), r.offset + r.size, r.guard_hi);
+      arenas.push_back(model::Arena::map_shared(shm_.get(), r.offset, r.size));
       arenas.back().poison();
       regions.push_back({{"offset", r.offset},
                          {"size", r.size},
@@ -100,7 +93,7 @@ public:
     }
     host_ = gpu::engine::make_host_executor(layout, std::move(arenas));
     const json open{{"op", "open"},
-                    {"shm", fmt::format("/proc/{}/fd/{}", getpid(), shm_.fd)},
+                    {"shm", fmt::format("/proc/{}/fd/{}", getpid(), shm_.get())},
                     {"file_bytes", file_bytes_},
                     {"arenas", std::move(regions)},
                     {"case", json::parse(model::case_layout_json(layout))}};
@@ -289,7 +282,7 @@ private:
 
   ExternalEngineSource& source_;
   ExternalWorker& worker_;
-  Fd shm_;
+  model::Fd shm_; // the memfd, closed when the executor goes
   std::vector<Region> regions_;
   std::int64_t file_bytes_ = 0;
   std::unique_ptr<gpu::engine::Executor> host_;

@@ -10,16 +10,10 @@
 namespace mc::fuzz {
 
 std::string_view to_string(Classification classification) {
-  switch (classification) {
-  case Classification::deterministic:
-    return "deterministic";
-  case Classification::nondeterministic:
-    return "nondeterministic";
-  case Classification::backend_error:
-    return "backend-error";
-  }
-  MC_ASSERT(false);
-  return "";
+  constexpr std::string_view kNames[] = {"deterministic", "nondeterministic", "backend-error"};
+  const auto i = static_cast<std::size_t>(classification);
+  MC_ASSERT(i < std::size(kNames));
+  return kNames[i];
 }
 
 void RunTally::add(const std::optional<std::string>& fingerprint, bool is_backend_error) {

@@ -115,22 +115,9 @@ std::int32_t pick_elem_size() {
 }
 
 std::int64_t pick_page_align() {
-  switch (pick_weighted({35, 15, 10, 15, 10, 5, 10})) {
-  case 0:
-    return 1;
-  case 1:
-    return 8;
-  case 2:
-    return 16;
-  case 3:
-    return 64;
-  case 4:
-    return 96;
-  case 5:
-    return 4096;
-  default:
-    return 8 * pick_int(2, 64);
-  }
+  constexpr std::int64_t kAligns[] = {1, 8, 16, 64, 96, 4096};
+  const auto k = static_cast<std::size_t>(pick_weighted({35, 15, 10, 15, 10, 5, 10}));
+  return k < std::size(kAligns) ? kAligns[k] : 8 * pick_int(2, 64);
 }
 
 Family pick_family(bool two_states_min) {

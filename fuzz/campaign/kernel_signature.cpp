@@ -146,10 +146,8 @@ Signature kernel_signature(const model::LaunchCase& launch, const CaseOutcome& o
   const std::optional<std::int32_t> row = failing_row(launch, outcome.oracle, d);
   switch (d.category) {
   case DifferenceCategory::status:
-    s.difference = "status";
-    break;
   case DifferenceCategory::decisions:
-    s.difference = "decisions";
+    s.difference = to_string(d.category);
     break;
   case DifferenceCategory::requests:
     s.difference = "request-array-" + d.array;

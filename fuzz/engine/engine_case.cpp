@@ -49,6 +49,11 @@ constexpr std::uint64_t kTailStream = 0x7061642d7461696c;       // "pad-tail"
 constexpr std::uint64_t kRevisitStream = 0x612d622d612d6869;    // "a-b-a-hi"
 constexpr std::uint64_t kHashUnitStream = 0x686173682d756e69;   // "hash-uni"
 
+// The generator of a case's choices from `stream` (0: its main one), for its seed and size.
+Rng stream_rng(std::uint64_t case_seed, int size, std::uint64_t stream = 0) {
+  return Rng::from_seed(model::mix64(case_seed ^ stream) ^ static_cast<std::uint64_t>(size));
+}
+
 template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& items) {
   return items[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(N) - 1))];
 }
@@ -59,8 +64,7 @@ template <typename T, std::size_t N> T pick(Rng& rng, const std::array<T, N>& it
 class Steering {
 public:
   Steering(const SteerBoosts& boosts, std::uint64_t case_seed, int size)
-      : boosts_(boosts), rng_(Rng::from_seed(model::mix64(case_seed ^ kSteerStream) ^
-                                             static_cast<std::uint64_t>(size))) {}
+      : boosts_(boosts), rng_(stream_rng(case_seed, size, kSteerStream)) {}
 
   bool forces(SteerKnob knob) {
     switch (boosts_.at(knob)) {
@@ -490,8 +494,7 @@ void draw_hash_unit(EngineCase& c, std::uint64_t case_seed, int size, Steering& 
   if (c.config.mode != model::CacheMode::align || B < 2 ||
       c.engine.scheduler.drafter_prunes_last_block)
     return;
-  Rng units =
-      Rng::from_seed(model::mix64(case_seed ^ kHashUnitStream) ^ static_cast<std::uint64_t>(size));
+  Rng units = stream_rng(case_seed, size, kHashUnitStream);
   if (!((size >= kProductionSizeMin && units.chance(333'333)) ||
         steer.forces(SteerKnob::partial_hashes)))
     return;
@@ -504,33 +507,29 @@ void draw_hash_unit(EngineCase& c, std::uint64_t case_seed, int size, Steering& 
 
 EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineCaseFixed& fixed) {
   MC_ASSERT(size >= 0 && size <= kEngineSizeMax);
-  Rng rng = Rng::from_seed(model::mix64(case_seed) ^ static_cast<std::uint64_t>(size));
+  Rng rng = stream_rng(case_seed, size);
   EngineCase c{.case_seed = case_seed, .size = size, .steer = fixed.steer};
   Steering steer(fixed.steer, case_seed, size);
   draw_config(c, rng, fixed, steer);
   draw_options(c, rng, fixed, steer);
   // From a stream of its own, so that the other cases of a seed stay what they were.
-  Rng production = Rng::from_seed(model::mix64(case_seed ^ kProductionStream) ^
-                                  static_cast<std::uint64_t>(size));
+  Rng production = stream_rng(case_seed, size, kProductionStream);
   const bool at_production_sizes =
       size >= kProductionSizeMin && production.chance(kProductionPerMillion);
   if (at_production_sizes) draw_production(c, production, fixed, steer);
   // Also from a stream of its own: these choose among equivalent paths, never the workload.
-  Rng conventions = Rng::from_seed(model::mix64(case_seed ^ kConventionStream) ^
-                                   static_cast<std::uint64_t>(size));
+  Rng conventions = stream_rng(case_seed, size, kConventionStream);
   draw_conventions(c, conventions, steer);
   // EAGLE/MTP drafting in a quarter of the cases that draft, from the sizes production draws
   // start at: the split's back-off and, through a block manager, the hit's dropped block and
   // the lookahead. From a stream of its own too, and above those sizes only, so that the small
   // campaigns drawn before it (and the reports they wrote) stay what they were.
-  Rng eagle = Rng::from_seed(model::mix64(case_seed ^ kEagleStream) ^
-                             static_cast<std::uint64_t>(size));
+  Rng eagle = stream_rng(case_seed, size, kEagleStream);
   c.engine.scheduler.drafter_prunes_last_block =
       size >= kProductionSizeMin && c.config.num_spec_tokens > 0 && eagle.chance(250'000);
   // Padded prompt tails (vLLM's pad_spec_decode) in half the cases that draft from the same
   // sizes on, and where steering forces them; a stream of their own, as EAGLE's.
-  Rng tails =
-      Rng::from_seed(model::mix64(case_seed ^ kTailStream) ^ static_cast<std::uint64_t>(size));
+  Rng tails = stream_rng(case_seed, size, kTailStream);
   c.engine.scheduler.pad_prompt_tails =
       c.config.num_spec_tokens > 0 && ((size >= kProductionSizeMin && tails.chance(500'000)) ||
                                        steer.forces(SteerKnob::padded_tails));
@@ -551,13 +550,11 @@ EngineCase generate_engine_case(std::uint64_t case_seed, int size, const EngineC
                                                  model::kSpecTokensMax + 2, rng);
   // Follow-up turns in a quarter of the cases from the production sizes on, and where steering
   // forces them; their own stream and sizes, as EAGLE's above.
-  Rng turns = Rng::from_seed(model::mix64(case_seed ^ kTurnStream) ^
-                             static_cast<std::uint64_t>(size));
+  Rng turns = stream_rng(case_seed, size, kTurnStream);
   if ((size >= kProductionSizeMin && turns.chance(250'000)) ||
       steer.forces(SteerKnob::follow_ups)) {
     const auto pairs = draw_follow_ups(c.requests, turns);
-    Rng revisits =
-        Rng::from_seed(model::mix64(case_seed ^ kRevisitStream) ^ static_cast<std::uint64_t>(size));
+    Rng revisits = stream_rng(case_seed, size, kRevisitStream);
     draw_revisits(c.requests, pairs, revisits);
   }
   fit_workload_bounds(c);

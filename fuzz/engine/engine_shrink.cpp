@@ -32,6 +32,13 @@ void add(Candidates& out, EngineCase c) {
   out.push_back({std::move(c)});
 }
 
+// `c` with one change.
+template <typename Change> void add_changed(Candidates& out, const EngineCase& c, Change change) {
+  EngineCase a = c;
+  change(a);
+  add(out, std::move(a));
+}
+
 void add_reseeded(Candidates& out, EngineCase c) {
   fit_workload_bounds(c);
   for (std::uint64_t k = 1; k <= kReseedsPerWorkloadChange; ++k) {
@@ -44,16 +51,12 @@ void add_reseeded(Candidates& out, EngineCase c) {
 
 void request_candidates(const EngineCase& c, Candidates& out) {
   const std::size_t n = c.requests.size();
-  if (n >= 4) { // the later half, then the earlier half
-    EngineCase a = c;
-    a.requests.resize(n / 2);
-    add(out, std::move(a));
-  }
-  for (std::size_t i = n; i-- > 0 && n > 1;) {
-    EngineCase a = c;
-    a.requests.erase(a.requests.begin() + static_cast<std::ptrdiff_t>(i));
-    add(out, std::move(a));
-  }
+  if (n >= 4) // the later half, then the earlier half
+    add_changed(out, c, [n](EngineCase& a) { a.requests.resize(n / 2); });
+  for (std::size_t i = n; i-- > 0 && n > 1;)
+    add_changed(out, c, [i](EngineCase& a) {
+      a.requests.erase(a.requests.begin() + static_cast<std::ptrdiff_t>(i));
+    });
   if (n > 0 && c.requests.back().arrival_step > 0) {
     EngineCase a = c;
     for (auto& r : a.requests)
@@ -107,36 +110,25 @@ void config_candidates(const EngineCase& c, Candidates& out) {
     }
     add(out, std::move(a));
   }
-  for (const std::int32_t b : smaller(static_cast<std::int32_t>(c.spec.num_blocks), 4)) {
-    EngineCase a = c;
-    a.spec.num_blocks = b;
-    add(out, std::move(a));
-  }
+  for (const std::int32_t b : smaller(static_cast<std::int32_t>(c.spec.num_blocks), 4))
+    add_changed(out, c, [b](EngineCase& a) { a.spec.num_blocks = b; });
   const std::int32_t budget_min =
       std::max(c.config.mamba_block_size, 1 + c.config.num_spec_tokens);
-  for (const std::int32_t t : smaller(c.engine.scheduler.token_budget, budget_min)) {
-    EngineCase a = c;
-    a.engine.scheduler.token_budget = t;
-    add(out, std::move(a));
-  }
-  for (const std::int32_t m : smaller(c.engine.scheduler.max_running, 1)) {
-    EngineCase a = c;
-    a.engine.scheduler.max_running = m;
-    add(out, std::move(a));
-  }
+  for (const std::int32_t t : smaller(c.engine.scheduler.token_budget, budget_min))
+    add_changed(out, c, [t](EngineCase& a) { a.engine.scheduler.token_budget = t; });
+  for (const std::int32_t m : smaller(c.engine.scheduler.max_running, 1))
+    add_changed(out, c, [m](EngineCase& a) { a.engine.scheduler.max_running = m; });
   for (std::size_t g = 0; g < c.spec.groups.size(); ++g) {
-    if (c.spec.groups.size() > 1) {
-      EngineCase a = c;
-      a.spec.groups.erase(a.spec.groups.begin() + static_cast<std::ptrdiff_t>(g));
-      a.preset_layout = false;
-      add(out, std::move(a));
-    }
-    if (c.spec.groups[g].num_layers > 1) {
-      EngineCase a = c;
-      a.spec.groups[g].num_layers = 1;
-      a.preset_layout = false;
-      add(out, std::move(a));
-    }
+    if (c.spec.groups.size() > 1)
+      add_changed(out, c, [g](EngineCase& a) {
+        a.spec.groups.erase(a.spec.groups.begin() + static_cast<std::ptrdiff_t>(g));
+        a.preset_layout = false;
+      });
+    if (c.spec.groups[g].num_layers > 1)
+      add_changed(out, c, [g](EngineCase& a) {
+        a.spec.groups[g].num_layers = 1;
+        a.preset_layout = false;
+      });
   }
   for (const std::int32_t b : smaller(c.config.mamba_block_size, 1 + c.config.num_spec_tokens)) {
     EngineCase a = c;
@@ -151,11 +143,7 @@ void config_candidates(const EngineCase& c, Candidates& out) {
 }
 
 void option_candidates(const EngineCase& c, Candidates& out) {
-  auto variant = [&](auto&& change) {
-    EngineCase a = c;
-    change(a);
-    add(out, std::move(a));
-  };
+  const auto variant = [&](auto change) { add_changed(out, c, change); };
   const oracle::engine::SchedulerOptions& s = c.engine.scheduler;
   if (s.reset_prefix_cache_per_million > 0)
     variant([](EngineCase& a) { a.engine.scheduler.reset_prefix_cache_per_million = 0; });
@@ -181,11 +169,8 @@ void option_candidates(const EngineCase& c, Candidates& out) {
 
 Candidates candidates_of(const EngineCase& c, std::int64_t steps_run) {
   Candidates out;
-  if (c.num_steps > steps_run) {
-    EngineCase a = c;
-    a.num_steps = steps_run;
-    add(out, std::move(a));
-  }
+  if (c.num_steps > steps_run)
+    add_changed(out, c, [steps_run](EngineCase& a) { a.num_steps = steps_run; });
   request_candidates(c, out);
   config_candidates(c, out);
   length_candidates(c, out);
