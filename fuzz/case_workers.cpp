@@ -61,15 +61,6 @@ constexpr std::size_t kSetupBytesMax = 16 << 20;
 // imports torch) at least, whatever a case may take: the case timeout where that is longer.
 constexpr double kReadySecondsMin = 120.0;
 
-std::string frame_bytes(char tag, std::string_view data) {
-  std::string out(frames::kHeaderBytes, '\0');
-  out[0] = tag;
-  const std::uint64_t length = data.size();
-  std::memcpy(out.data() + 1, &length, sizeof length);
-  out.append(data);
-  return out;
-}
-
 // The last non-empty line of a worker's output, for a message.
 std::string last_line(std::string_view text) {
   std::string_view last;
@@ -116,7 +107,7 @@ CaseWorkerPool::CaseWorkerPool(CaseWorkerStart start, int jobs) : start_(std::mo
   MC_ASSERT(jobs >= 1);
   MC_ASSERT(!start_.command.empty());
   MC_ASSERT(start_.options.timeout_seconds >= 0 && start_.options.payload_bytes_max > 0);
-  setup_text_ = frame_bytes(kSetup, start_.setup.dump());
+  setup_text_ = frames::frame_bytes(kSetup, start_.setup.dump());
   MC_ASSERT(setup_text_.size() <= kSetupBytesMax);
   // A worker that dies while we write to it must be a case's outcome, not our death.
   ::signal(SIGPIPE, SIG_IGN);
@@ -234,7 +225,7 @@ void CaseWorkerPool::send_case(Worker& w, Flight& flight) {
   std::string data(sizeof flight.index, '\0');
   std::memcpy(data.data(), &flight.index, sizeof flight.index);
   // A worker that died on the way shows as the end of its results: the case's outcome.
-  model::write_all(w.child.fd(kCommands), frame_bytes(kCase, data));
+  model::write_all(w.child.fd(kCommands), frames::frame_bytes(kCase, data));
 }
 
 void CaseWorkerPool::arm(Worker& w) {
@@ -242,11 +233,13 @@ void CaseWorkerPool::arm(Worker& w) {
   w.queue.front()->deadline = model::Deadline::after(start_.options.timeout_seconds);
 }
 
-void CaseWorkerPool::finish_front(Worker& w, IsolatedOutcome outcome) {
+void CaseWorkerPool::finish_front(Worker& w, frames::CaseEnd end) {
   MC_ASSERT(!w.queue.empty());
   Flight* flight = w.queue.front();
   w.queue.pop_front();
-  flight->outcome = std::move(outcome);
+  end.frames = std::move(flight->frames);
+  end.stderr_text = std::move(w.stderr_text);
+  flight->outcome = frames::classify(std::move(end), start_.options);
   flight->done = true;
   waiting_bytes_ += held_bytes(flight->outcome);
   flight->worker = nullptr;
@@ -290,17 +283,13 @@ void CaseWorkerPool::drain_errors(Worker& w) {
 }
 
 void CaseWorkerPool::take_frames(Worker& w) {
-  const std::size_t frames_max = static_cast<std::size_t>(start_.options.payload_bytes_max) +
-                                 2 * frames::kHeaderBytes + sizeof(frames::FaultRecord);
+  const std::size_t frames_max = frames::frames_bytes_max(start_.options);
   while (w.alive()) {
     std::optional<frames::Frame> frame = frames::take_frame(w.bytes);
     if (!frame) {
       if (!w.queue.empty() && w.bytes.size() > frames_max) {
-        frames::CaseEnd end{.frames = std::move(w.queue.front()->frames),
-                            .stderr_text = std::move(w.stderr_text),
-                            .too_big = true};
         w.child.kill();
-        finish_front(w, frames::classify(std::move(end), start_.options));
+        finish_front(w, {.too_big = true});
         replace(w, true);
       }
       return;
@@ -316,9 +305,7 @@ void CaseWorkerPool::take_frames(Worker& w) {
       if (w.queue.empty()) break;
       w.queue.front()->frames.add(std::move(*frame));
       drain_errors(w);
-      frames::CaseEnd end{.frames = std::move(w.queue.front()->frames),
-                          .stderr_text = std::move(w.stderr_text)};
-      finish_front(w, frames::classify(std::move(end), start_.options));
+      finish_front(w, {});
       break;
     }
     case frames::kRetire:
@@ -344,13 +331,7 @@ void CaseWorkerPool::worker_gone(Worker& w) {
                                               start_.command.front(), ended.describe(),
                                               said.empty() ? "" : fmt::format(": \"{}\"", said)));
   }
-  if (!w.queue.empty()) {
-    frames::CaseEnd end{.frames = std::move(w.queue.front()->frames),
-                        .stderr_text = std::move(w.stderr_text),
-                        .status = ended.status,
-                        .exited = true};
-    finish_front(w, frames::classify(std::move(end), start_.options));
-  }
+  if (!w.queue.empty()) finish_front(w, {.status = ended.status, .exited = true});
   replace(w, false);
 }
 
@@ -363,11 +344,8 @@ void CaseWorkerPool::check_deadlines() {
                                                 start_.command.front(), ready_seconds()));
     }
     if (w->queue.empty() || !w->queue.front()->deadline.passed()) continue;
-    frames::CaseEnd end{.frames = std::move(w->queue.front()->frames),
-                        .stderr_text = std::move(w->stderr_text),
-                        .timed_out = true};
     w->child.kill();
-    finish_front(*w, frames::classify(std::move(end), start_.options));
+    finish_front(*w, {.timed_out = true});
     replace(*w, true);
   }
 }

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "fuzz/isolate.h"
+#include "fuzz/isolate_frames.h"
 
 #include <nlohmann/json.hpp>
 
@@ -92,7 +93,8 @@ private:
   void spawn(Worker& w);
   void send_case(Worker& w, Flight& flight);
   void arm(Worker& w);
-  void finish_front(Worker& w, IsolatedOutcome outcome);
+  // The case `w` runs ends so: its frames and stderr added, classified.
+  void finish_front(Worker& w, frames::CaseEnd end);
   void replace(Worker& w, bool kill_it);
   void end_worker(Worker& w, bool kill_it);
   void read_results(Worker& w);

@@ -57,8 +57,7 @@ class Gatherer {
 public:
   Gatherer(model::Child child, const IsolateOptions& options)
       : child_(std::move(child)), deadline_(model::Deadline::after(options.timeout_seconds)),
-        frames_max_(static_cast<std::size_t>(options.payload_bytes_max) + 2 * frames::kHeaderBytes +
-                    sizeof(frames::FaultRecord)) {}
+        frames_max_(frames::frames_bytes_max(options)) {}
 
   frames::CaseEnd gather() {
     while (!settled())

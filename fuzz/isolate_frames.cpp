@@ -91,11 +91,19 @@ void set_result_fd(int fd) {
   g_result_fd = fd;
 }
 
+std::string frame_bytes(char tag, std::string_view data) {
+  std::string out(kHeaderBytes, '\0');
+  frame_header(out.data(), tag, data.size());
+  return out.append(data);
+}
+
 bool send(char tag, std::string_view data) {
-  char header[kHeaderBytes];
-  frame_header(header, tag, data.size());
-  return model::write_all(g_result_fd, {header, sizeof header}) &&
-         model::write_all(g_result_fd, data);
+  return model::write_all(g_result_fd, frame_bytes(tag, data));
+}
+
+std::size_t frames_bytes_max(const IsolateOptions& options) {
+  return static_cast<std::size_t>(options.payload_bytes_max) + 2 * kHeaderBytes +
+         sizeof(FaultRecord);
 }
 
 void install_crash_handler() {

@@ -41,6 +41,8 @@ struct FaultRecord {
 
 // The pipe the frames go to (the crash handler and report_progress use it too).
 void set_result_fd(int fd);
+// One frame of `data`, as `send` writes it.
+std::string frame_bytes(char tag, std::string_view data);
 // Sends one frame; false when the pipe is gone.
 bool send(char tag, std::string_view data);
 // The SIGSEGV/SIGBUS handler above. Install it after a sanitizer's (ASan's
@@ -54,6 +56,8 @@ struct Frame {
   std::string data;
 };
 
+// The most that the frames of one case may hold: its payload, a fault and the headers.
+std::size_t frames_bytes_max(const IsolateOptions& options);
 // Takes the first whole frame off the front of `bytes`; nothing while it is incomplete.
 std::optional<Frame> take_frame(std::string& bytes);
 
