@@ -321,13 +321,10 @@ std::string ExternalWorker::request(const std::string& line, std::string_view wh
 std::string point_campaign_at(std::vector<model::LaunchKind>& drawn, fuzz::LaunchRunner& backend,
                               ExternalWorker& worker) {
   std::vector<model::LaunchKind> kinds;
-  std::string names;
   for (const model::LaunchKind kind : model::kAllLaunchKinds) {
     const bool wanted = drawn.empty() || std::ranges::find(drawn, kind) != drawn.end();
-    if (wanted && std::ranges::find(worker.kinds(), kind) != worker.kinds().end()) {
+    if (wanted && std::ranges::find(worker.kinds(), kind) != worker.kinds().end())
       kinds.push_back(kind);
-      names += fmt::format("{}{}", names.empty() ? "" : ",", model::to_string(kind));
-    }
   }
   if (kinds.empty())
     throw ExternalWorkerFailure{fmt::format("--external worker covers none of the launch kinds "
@@ -336,7 +333,7 @@ std::string point_campaign_at(std::vector<model::LaunchKind>& drawn, fuzz::Launc
   drawn = kinds;
   ExternalWorker* w = &worker;
   backend = [w](const model::LaunchCase& launch_case) { return w->run(launch_case); };
-  return names;
+  return fmt::format("{}", fmt::join(fuzz::kind_names(kinds), ","));
 }
 
 std::unique_ptr<ExternalWorker> start_worker_in(const std::string& command,

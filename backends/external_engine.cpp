@@ -318,11 +318,9 @@ std::unique_ptr<ExternalEngineSource> start_external_engine(const std::string& c
                                                              .work_dir = {},
                                                              .log_file = log_file,
                                                              .timeout_seconds = timeout_seconds});
-  std::string kinds;
-  for (const model::LaunchKind kind : source->kinds())
-    kinds += fmt::format("{}{}", kinds.empty() ? "" : ",", model::to_string(kind));
   std::cout << fmt::format("external worker (engine level): {} (kinds {}{})\n",
-                           source->worker().greeting().substr(0, 300), kinds,
+                           source->worker().greeting().substr(0, 300),
+                           fmt::join(fuzz::kind_names(source->kinds()), ","),
                            log_file.empty() ? "" : "; stderr in " + log_file.string())
             << std::flush;
   return source;

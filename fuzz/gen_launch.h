@@ -127,6 +127,8 @@ struct GenOptions {
 
 // Every field as JSON and back: how a campaign tells its case workers to draw its cases.
 nlohmann::json to_json(const GenOptions& options);
+// The names of `kinds` (model::to_string), in their order.
+std::vector<std::string> kind_names(const std::vector<model::LaunchKind>& kinds);
 GenOptions gen_options_from_json(const nlohmann::json& j);
 
 // The preset named `focus` ("default", "gpu-grid", "big-offsets", "races"), for command

@@ -6,14 +6,18 @@
 
 namespace mc::fuzz {
 
+std::vector<std::string> kind_names(const std::vector<model::LaunchKind>& kinds) {
+  std::vector<std::string> names;
+  for (const model::LaunchKind kind : kinds)
+    names.emplace_back(model::to_string(kind));
+  return names;
+}
+
 nlohmann::json to_json(const GenOptions& o) {
-  nlohmann::json kinds = nlohmann::json::array();
-  for (const model::LaunchKind kind : o.kinds)
-    kinds.push_back(std::string(model::to_string(kind)));
   const ClassWeights& w = o.weights;
   const SaveRowWeights& s = o.save_rows;
   const TableVariantWeights& t = o.tables;
-  return {{"kinds", kinds},
+  return {{"kinds", kind_names(o.kinds)},
           {"weights", {w.tiny, w.small, w.wide_states, w.grid, w.big_offset}},
           {"save_rows", {s.no_copy, s.copy, s.same_column, s.same_column_shift}},
           {"tables",

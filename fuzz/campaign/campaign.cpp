@@ -132,7 +132,14 @@ CampaignReport run_campaign(const CampaignOptions& o, CampaignLevel& level) {
       ++known->cases;
     } else {
       flight.settle();
-      report.findings.push_back(level.record(c, result, report));
+      Finding f{.signature = result.signature,
+                .first_case_seed = c.case_seed,
+                .first_size = c.size,
+                .cases = 1,
+                .skipped = skipped_by(result.signature, o.skip_signatures),
+                .failure = *result.failure};
+      level.record(c, result, f, report);
+      report.findings.push_back(std::move(f));
       if (o.on_finding) o.on_finding(report.findings.back());
     }
     if (level.device_lost(result)) {

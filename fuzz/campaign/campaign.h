@@ -171,8 +171,10 @@ public:
   // Counts a result into `report` (totals, counts by, coverage); returns the progress text.
   virtual std::string count(const CaseRef& c, const CaseResult& result,
                             CampaignReport& report) = 0;
-  // The first case of a new signature: reran, classified, shrunk and saved.
-  virtual Finding record(const CaseRef& c, const CaseResult& result, CampaignReport& report) = 0;
+  // The first case of a new signature (`f`, as the runner made it from the result): reran,
+  // classified, shrunk and saved.
+  virtual void record(const CaseRef& c, const CaseResult& result, Finding& f,
+                      CampaignReport& report) = 0;
   // After a failure: whether nothing more can run in this process (its CUDA context is lost
   // and nothing replaced it).
   virtual bool device_lost(const CaseResult& result) const = 0;

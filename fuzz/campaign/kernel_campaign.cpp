@@ -92,24 +92,19 @@ public:
 
   // `backend` runs the pictures' actual side. `can_rerun` false: the device context is lost and
   // nothing replaced it; the original case is saved as it is.
-  Finding record(std::uint64_t case_seed, int size, const rc::Shrinkable<LaunchSpec>& drawn,
-                 const CaseVerdict& first, const LaunchRunner& backend, bool can_rerun) {
-    Finding f{.signature = first.signature,
-                    .first_case_seed = case_seed,
-                    .first_size = size,
-                    .cases = 1,
-                    .failure = *first.failure};
-    f.skipped = skipped_by(f.signature, options_.skip_signatures);
+  void record(Finding& f, const rc::Shrinkable<LaunchSpec>& drawn, const CaseVerdict& first,
+              const LaunchRunner& backend, bool can_rerun) {
+    const std::uint64_t case_seed = f.first_case_seed;
     const std::string key = f.signature.key();
     tally(f, first, key);
     for (int i = 0; i < options_.reruns && can_rerun; ++i)
       tally(f, judge_(drawn.value()), key);
     f.signature.classification = f.runs.classify();
     if (f.signature.classification != Classification::nondeterministic) f.rows_in_runs.clear();
-    if (f.skipped) return f;
+    if (f.skipped) return;
 
     const LaunchRunner picture_backend = can_rerun ? backend : LaunchRunner{};
-    KernelCounterexample cx{.case_seed = case_seed, .size = size};
+    KernelCounterexample cx{.case_seed = case_seed, .size = f.first_size};
     const std::string stem = fmt::format("kernel-seed{}", case_seed);
     cx.original_dir = options_.out_dir / (stem + "-original");
     save_spec(drawn.value(), cx.original_dir);
@@ -148,7 +143,6 @@ public:
     f.reproduce = f.counterexample_json.at("reproduce").get<std::string>();
     f.counterexample_dir = cx.shrunk_dir;
     f.counterexample = std::move(cx);
-    return f;
   }
 
 private:
@@ -442,12 +436,12 @@ std::string KernelLevel::count(const CaseRef&, const CaseResult& result, Campaig
   return fmt::format("{} {}", model::to_string(d.kind), to_string(d.size_class));
 }
 
-Finding KernelLevel::record(const CaseRef& c, const CaseResult& result, CampaignReport& report) {
+void KernelLevel::record(const CaseRef& c, const CaseResult& result, Finding& f,
+                         CampaignReport& report) {
   const rc::Shrinkable<LaunchSpec> drawn = state_->gen(rc::Random(c.case_seed), c.size);
-  Finding f = state_->recorder.record(c.case_seed, c.size, drawn, detail_of(result).verdict,
-                                      state_->backend, !state_->device_lost);
+  state_->recorder.record(f, drawn, detail_of(result).verdict, state_->backend,
+                          !state_->device_lost);
   if (report.backend_replaced.empty()) report.backend_replaced = state_->backend_replaced;
-  return f;
 }
 
 bool KernelLevel::device_lost(const CaseResult&) const { return state_->device_lost; }
@@ -456,12 +450,7 @@ void KernelLevel::report_json(const CampaignReport& r, nlohmann::json& j) const 
   write_counts(r, {"copies_compared", "arena_bytes_compared"}, {"kind", "size_class"}, j);
   // What decides which cases are drawn, so that `mambacheck merge` can refuse shards of
   // different campaigns.
-  if (!state_->options.gen.kinds.empty()) {
-    std::vector<std::string> kinds;
-    for (const model::LaunchKind k : state_->options.gen.kinds)
-      kinds.emplace_back(model::to_string(k));
-    j["kinds"] = kinds;
-  }
+  if (!state_->options.gen.kinds.empty()) j["kinds"] = kind_names(state_->options.gen.kinds);
   if (!state_->options.focus.empty()) j["focus"] = state_->options.focus;
 }
 

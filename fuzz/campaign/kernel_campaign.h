@@ -118,7 +118,8 @@ public:
   CaseResult run_here(const CaseRef& c) override;
   CaseResult from_worker(const CaseRef& c, const IsolatedOutcome& outcome) override;
   std::string count(const CaseRef& c, const CaseResult& result, CampaignReport& report) override;
-  Finding record(const CaseRef& c, const CaseResult& result, CampaignReport& report) override;
+  void record(const CaseRef& c, const CaseResult& result, Finding& f,
+              CampaignReport& report) override;
   bool device_lost(const CaseResult& result) const override;
   StartGate before_start(std::int64_t, bool, CampaignReport&) override { return {}; }
   void report_json(const CampaignReport& report, nlohmann::json& j) const override;

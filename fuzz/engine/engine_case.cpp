@@ -1,6 +1,7 @@
 // Generating and running one engine-level fuzz case (engine_case.h).
 #include "fuzz/engine/engine_case.h"
 
+#include "fuzz/gen_launch.h"
 #include "fuzz/isolate.h"
 #include "gpu/cuda_backend.h"
 #include "harness/lockstep.h"
@@ -451,12 +452,7 @@ nlohmann::json to_json(const EngineCaseFixed& f) {
   if (f.token_budget) j["token_budget"] = *f.token_budget;
   if (f.async_scheduling) j["async"] = true;
   if (f.steer.any()) j["steer_boosts"] = to_string(f.steer);
-  if (!f.kinds.empty()) {
-    std::vector<std::string> kinds;
-    for (const model::LaunchKind k : f.kinds)
-      kinds.emplace_back(model::to_string(k));
-    j["kinds"] = kinds;
-  }
+  if (!f.kinds.empty()) j["kinds"] = kind_names(f.kinds);
   return j;
 }
 

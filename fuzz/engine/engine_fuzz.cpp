@@ -345,15 +345,9 @@ Signature engine_signature(const EngineCase& c, const harness::Difference& d) {
 namespace {
 
 // The first case of a new signature: rerun, classify, shrink, save.
-Finding record_finding(const CampaignOptions& o, const EngineLevelOptions& e, const EngineCase& c,
-                       const EngineOutcome& outcome) {
+void record_finding(const CampaignOptions& o, const EngineLevelOptions& e, const EngineCase& c,
+                    const EngineOutcome& outcome, Finding& f) {
   const EngineRunOptions& run = e.run;
-  Finding f{.signature = engine_signature(c, *outcome.failure),
-            .first_case_seed = c.case_seed,
-            .first_size = c.size,
-            .cases = 1,
-            .failure = outcome.failure->text};
-  f.skipped = skipped_by(f.signature, o.skip_signatures);
   const std::string key = f.signature.key();
   f.runs.add(outcome.failure->text, is_backend_error(*outcome.failure));
   // A fault in this process (the case's own rerun, or an earlier finding's) loses its CUDA
@@ -367,7 +361,7 @@ Finding record_finding(const CampaignOptions& o, const EngineLevelOptions& e, co
             again.failed() && is_backend_error(*again.failure));
   }
   f.signature.classification = f.runs.classify();
-  if (f.skipped) return f;
+  if (f.skipped) return;
   EngineCounterexample cx = make_counterexample(o, e, c, outcome, f.runs, !device_lost);
   f.counterexample_json = nlohmann::json::parse(counterexample_json(cx).dump());
   f.saved_runs = cx.saved_runs;
@@ -375,7 +369,6 @@ Finding record_finding(const CampaignOptions& o, const EngineLevelOptions& e, co
   f.reproduce = cx.reproduce;
   f.counterexample_dir = cx.dir;
   f.counterexample = std::move(cx);
-  return f;
 }
 
 // Case `index` of a campaign: case seed seed + index at size `case seed % (max_size + 1)`.
@@ -570,10 +563,10 @@ std::string EngineLevel::count(const CaseRef& ref, const CaseResult& result,
   return fmt::format("{} steps, {}", report.total("steps"), d.preset);
 }
 
-Finding EngineLevel::record(const CaseRef&, const CaseResult& result, CampaignReport&) {
+void EngineLevel::record(const CaseRef&, const CaseResult& result, Finding& f, CampaignReport&) {
   const EngineCaseDetail& d = detail_of(result);
   MC_ASSERT(d.c.has_value());
-  return record_finding(state_->campaign, state_->options, *d.c, d.outcome);
+  record_finding(state_->campaign, state_->options, *d.c, d.outcome, f);
 }
 
 // A device fault in a worker cost that worker only; in this process, its CUDA context.
