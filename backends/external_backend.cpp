@@ -76,10 +76,6 @@ std::string exit_description(const model::ProcessEnd& end, bool passive = true) 
   return fmt::format("exited with status {}", code);
 }
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 std::string trimmed(std::string_view text) {
   const std::size_t first = text.find_first_not_of(" \t");
   if (first == std::string_view::npos) return {};
@@ -245,9 +241,9 @@ void ExternalWorker::parse_greeting(const std::string& line) {
   while (words >> word) {
     if (word == "engine=1") serves_engine_ = true;
     if (word == "bench=1") serves_bench_ = true;
-    if (starts_with(word, "device=")) device_ = word.substr(7);
+    if (word.starts_with("device=")) device_ = word.substr(7);
     if (word == "variants=0" || word == "variants=1") has_variants_ = word == "variants=1";
-    if (starts_with(word, "forward=")) {
+    if (word.starts_with("forward=")) {
       std::istringstream names(word.substr(8));
       std::string name;
       while (std::getline(names, name, ','))
@@ -258,7 +254,7 @@ void ExternalWorker::parse_greeting(const std::string& line) {
                            "scan)",
                            excerpt(name)));
     }
-    if (!starts_with(word, "kinds=")) continue;
+    if (!word.starts_with("kinds=")) continue;
     std::istringstream names(word.substr(6));
     std::string name;
     while (std::getline(names, name, ',')) {
@@ -312,8 +308,8 @@ std::string ExternalWorker::request(const std::string& line, std::string_view wh
   std::string answer;
   const model::ReadEnd end = write_line(line) ? read_line(answer) : model::ReadEnd::closed;
   if (end != model::ReadEnd::line) crashed_on_case(end);
-  if (starts_with(answer, "error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
-  if (starts_with(answer, "fatal:"))
+  if (answer.starts_with("error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
+  if (answer.starts_with("fatal:"))
     fail(fmt::format("gave up on {}: {}", what, excerpt(trimmed(answer.substr(6)))));
   return answer;
 }

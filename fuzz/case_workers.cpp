@@ -425,11 +425,7 @@ namespace {
 std::optional<frames::Frame> next_command(std::string& buffer) {
   for (;;) {
     if (std::optional<frames::Frame> frame = frames::take_frame(buffer)) return frame;
-    char chunk[4096];
-    const ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;
-    buffer.append(chunk, static_cast<std::size_t>(n));
+    if (model::read_some(STDIN_FILENO, buffer) == model::ReadEnd::closed) return std::nullopt;
     if (buffer.size() > kSetupBytesMax) return std::nullopt;
   }
 }

@@ -97,21 +97,6 @@ bool signature_matches(const Signature& signature, std::string_view skip);
 // Whether --skip-signature arguments `skips` name `signature`.
 bool skipped_by(const Signature& signature, const std::vector<std::string>& skips);
 
-// The first finding of a campaign that is not skipped (--skip-signature), or null; and the
-// failing cases of all of them. `Finding` has `skipped` and `cases` (KernelFinding,
-// EngineFinding).
-template <class Finding> const Finding* first_not_skipped(const std::vector<Finding>& findings) {
-  for (const Finding& f : findings)
-    if (!f.skipped) return &f;
-  return nullptr;
-}
-template <class Finding> std::int64_t cases_of(const std::vector<Finding>& findings) {
-  std::int64_t n = 0;
-  for (const Finding& f : findings)
-    n += f.cases;
-  return n;
-}
-
 // A signature as a verdict travels between processes; the classification goes with it.
 nlohmann::json to_json(const Signature& signature);
 Signature signature_from_json(const nlohmann::json& j);

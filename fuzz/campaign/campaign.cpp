@@ -16,9 +16,17 @@ std::int64_t CampaignReport::total(const std::string& name) const {
   return it == totals.end() ? 0 : it->second;
 }
 
-const Finding* CampaignReport::first_failing() const { return first_not_skipped(findings); }
+const Finding* CampaignReport::first_failing() const {
+  const auto it = std::ranges::find_if(findings, [](const Finding& f) { return !f.skipped; });
+  return it == findings.end() ? nullptr : &*it;
+}
 
-std::int64_t CampaignReport::failing_cases() const { return cases_of(findings); }
+std::int64_t CampaignReport::failing_cases() const {
+  std::int64_t n = 0;
+  for (const Finding& f : findings)
+    n += f.cases;
+  return n;
+}
 
 namespace {
 

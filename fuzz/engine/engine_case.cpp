@@ -68,15 +68,9 @@ public:
       : boosts_(boosts), rng_(stream_rng(case_seed, size, kSteerStream)) {}
 
   bool forces(SteerKnob knob) {
-    switch (boosts_.at(knob)) {
-    case SteerBoost::none:
-      return false;
-    case SteerBoost::rare:
-      return rng_.chance(kSteerShareRare);
-    case SteerBoost::missing:
-      return rng_.chance(kSteerShareMissing);
-    }
-    return false;
+    const SteerBoost boost = boosts_.at(knob);
+    if (boost == SteerBoost::none) return false; // no draw: the unsteered case's choices
+    return rng_.chance(boost == SteerBoost::rare ? kSteerShareRare : kSteerShareMissing);
   }
   Rng& rng() { return rng_; }
   // Decided with the workload bounds (longer outputs), applied to the pool and requests.

@@ -157,6 +157,4 @@ ShrinkResult shrink_engine_case(const EngineCase& failing, const EngineOutcome& 
                                 const EngineRunOptions& run, const ShrinkLimits& limits,
                                 int runs_per_candidate = 1);
 
-
-
 } // namespace mc::fuzz
