@@ -684,6 +684,12 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
   if (run.isolate && run.external == nullptr && run.manager == nullptr && steps_out == nullptr)
     return run_isolated_case(c, run);
   EngineOutcome out;
+  // A failure before the first step: step 0's.
+  const auto failed_at_start = [&out](std::string kind, const std::string& what) {
+    out.failure =
+        harness::Difference{.kind = std::move(kind), .step = 0, .text = "step 0: " + what};
+    return out;
+  };
   std::optional<model::Layout> layout;
   std::unique_ptr<oracle::engine::Engine> engine;
   std::unique_ptr<harness::ManagedSteps> managed;
@@ -713,23 +719,14 @@ EngineOutcome run_engine_case(const EngineCase& c, const EngineRunOptions& run,
     out.refused_by_manager = e.reason;
     return out;
   } catch (const oracle::engine::KvManagerFault& e) { // the manager failed its setup
-    out.failure = harness::Difference{
-        .kind = "block_manager_fault", .step = 0,
-        .text = fmt::format("step 0: block_manager_fault: {}", e.message)};
-    return out;
+    return failed_at_start("block_manager_fault", "block_manager_fault: " + e.message);
   } catch (const gpu::engine::KernelFailure& e) { // the worker died opening the run
-    out.failure = harness::Difference{
-        .kind = e.kind, .step = 0,
-        .text = fmt::format("step 0: the kernels under test failed: {}", e.what())};
-    return out;
+    return failed_at_start(e.kind, fmt::format("the kernels under test failed: {}", e.what()));
   } catch (const model::EnvironmentError& e) {
     // The arenas could not be made because a fault of this run's kernels, or of another
     // process's on a GPU shared through MPS, left the context unusable: the device's failure.
     if (runs_here_possible(run)) throw;
-    out.failure = harness::Difference{
-        .kind = "device-fault", .step = 0,
-        .text = fmt::format("step 0: the device faulted: {}", e.what())};
-    return out;
+    return failed_at_start("device-fault", fmt::format("the device faulted: {}", e.what()));
   }
   std::optional<harness::ScheduledSteps> scheduled;
   if (engine)

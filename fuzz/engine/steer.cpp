@@ -120,13 +120,11 @@ SteerBoosts parse_steer_boosts(std::string_view text) {
                         item.substr(0, eq), fmt::join(kKnobNames, ", "));
     const std::string_view boost =
         eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
-    if (boost == "rare")
-      out.knobs[static_cast<std::size_t>(*knob)] = SteerBoost::rare;
-    else if (boost == "missing")
-      out.knobs[static_cast<std::size_t>(*knob)] = SteerBoost::missing;
-    else
+    if (boost != "rare" && boost != "missing")
       model::fail_input("--steer-boosts: '{}': expected {}=rare or {}=missing", item,
                         to_string(*knob), to_string(*knob));
+    out.knobs[static_cast<std::size_t>(*knob)] =
+        boost == "rare" ? SteerBoost::rare : SteerBoost::missing;
   }
   return out;
 }
