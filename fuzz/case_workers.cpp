@@ -32,14 +32,6 @@ constexpr std::size_t kCommands = 0;
 constexpr std::size_t kResults = 1;
 constexpr std::size_t kErrors = 2;
 
-// SIGINT and SIGTERM: the campaign's to act on, never a worker's.
-sigset_t interrupt_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  return set;
-}
 // Finished cases kept waiting behind a slow older one, per job. Case times have a heavy tail
 // (at default sizes the slowest 1 % of cases take a fifth of the time, 17-50 ms against a
 // median of 0.2 ms), and while one of them runs the other workers go on only as far as this
@@ -450,7 +442,10 @@ int serve_case_worker(pid_t parent,
   // Ctrl-C reaches the whole process group: the case finishes, and the campaign stops after it.
   // The pool started this worker with both blocked; ignored now, what came meanwhile is dropped.
   model::ignore_interrupts();
-  const sigset_t interrupts = interrupt_signals();
+  sigset_t interrupts;
+  sigemptyset(&interrupts);
+  sigaddset(&interrupts, SIGINT);
+  sigaddset(&interrupts, SIGTERM);
   sigprocmask(SIG_UNBLOCK, &interrupts, nullptr);
   frames::set_result_fd(kResultsFd);
   frames::install_crash_handler();
