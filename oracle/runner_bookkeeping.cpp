@@ -8,33 +8,6 @@
 
 namespace mc::oracle {
 
-namespace {
-
-template <class Map>
-void erase_ids(const std::vector<std::string>& finished_req_ids,
-               const std::vector<std::string>& preempted_req_ids,
-               const std::vector<std::string>& resumed_req_ids, Map& map) {
-  for (const auto* ids : {&finished_req_ids, &preempted_req_ids, &resumed_req_ids})
-    for (const std::string& req_id : *ids)
-      map.erase(req_id);
-}
-
-} // namespace
-
-void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
-                             const std::vector<std::string>& preempted_req_ids,
-                             const std::vector<std::string>& resumed_req_ids,
-                             MambaStateIdx& mamba_state_idx) {
-  erase_ids(finished_req_ids, preempted_req_ids, resumed_req_ids, mamba_state_idx);
-}
-
-void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
-                             const std::vector<std::string>& preempted_req_ids,
-                             const std::vector<std::string>& resumed_req_ids,
-                             AllModeRecords& records) {
-  erase_ids(finished_req_ids, preempted_req_ids, resumed_req_ids, records);
-}
-
 PreprocessPlan preprocess_mamba(const StepRequestIds& step, std::span<const BatchRequest> batch,
                                 std::int32_t block_size, std::int32_t num_speculative_blocks,
                                 MambaStateIdx& mamba_state_idx) {

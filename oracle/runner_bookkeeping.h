@@ -33,14 +33,15 @@ struct AllModeRecord {
 };
 using AllModeRecords = std::unordered_map<std::string, AllModeRecord>; // request id -> record
 
+// `map` is mamba_state_idx or all mode's records.
+template <class Map>
 void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
                              const std::vector<std::string>& preempted_req_ids,
-                             const std::vector<std::string>& resumed_req_ids,
-                             MambaStateIdx& mamba_state_idx);
-void cleanup_mamba_state_idx(const std::vector<std::string>& finished_req_ids,
-                             const std::vector<std::string>& preempted_req_ids,
-                             const std::vector<std::string>& resumed_req_ids,
-                             AllModeRecords& records);
+                             const std::vector<std::string>& resumed_req_ids, Map& map) {
+  for (const auto* ids : {&finished_req_ids, &preempted_req_ids, &resumed_req_ids})
+    for (const std::string& req_id : *ids)
+      map.erase(req_id);
+}
 
 // One request of the batch, in batch order.
 struct BatchRequest {
