@@ -89,14 +89,8 @@ FusedParams make_fused_params(const model::LaunchCase& launch, std::span<const T
   p.num_units = static_cast<std::int32_t>(units.size());
   p.num_segments = (launch.num_reqs + kSegmentRows - 1) / kSegmentRows;
   MC_ASSERT(p.num_groups <= kGroupsMaxDevice && p.num_segments <= kSegmentsMax);
-  for (const TensorDesc& t : tensors) {
-    const std::uint32_t bit = 1u << t.group;
-    if (t.kind == TensorKind::temporal) {
-      p.groups_with_temporal |= bit;
-    } else {
-      p.groups_with_conv |= bit;
-    }
-  }
+  for (const TensorDesc& t : tensors)
+    (t.kind == TensorKind::temporal ? p.groups_with_temporal : p.groups_with_conv) |= 1u << t.group;
   if (!launch.block_tables.groups.empty())
     p.block_table_row_stride = launch.block_tables.groups.front().row_stride;
   p.tensors = tensors.data();

@@ -224,10 +224,9 @@ EngineReport run_engine(const model::CacheConfig& config, const model::LayoutSpe
   std::vector<RequestSpec> requests =
       generate_workload(options.workload, num_requests, model::kSpecTokensMax + 2, rng);
   Engine engine(layout, std::move(requests), seed, options);
-  EngineReport report;
   for (std::int64_t i = 0; i < num_steps; ++i)
     if (!engine.step()) break;
-  report = engine.report();
+  EngineReport report = engine.report();
   report.requests = num_requests;
   return report;
 }

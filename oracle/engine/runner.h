@@ -150,6 +150,7 @@ private:
                           const std::vector<SeedNote>& seed_note);
   bool forward(StepCtx& ctx, const std::vector<std::int32_t>& state_idx,
                const std::vector<std::int32_t>& num_accepted);
+  bool forward_rows(StepCtx& ctx, std::span<const ForwardRow> rows); // false: a finding
 
   model::Layout layout_;
   RunnerOptions options_;

@@ -57,6 +57,10 @@ bool OracleRunner::forward(StepCtx& ctx, const std::vector<std::int32_t>& state_
                     .state_idx = state_idx[b],
                     .row = &ctx.state[b]->row,
                     .truth = ctx.truth[b]});
+  return forward_rows(ctx, rows);
+}
+
+bool OracleRunner::forward_rows(StepCtx& ctx, std::span<const ForwardRow> rows) {
   const ForwardContext fctx{.layout = &layout_,
                             .states = states_.get(),
                             .step = ctx.step.index,
@@ -100,10 +104,8 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
     return;
   const auto n = static_cast<std::int32_t>(batch.size());
   bool any_copy = false;
-  for (std::int32_t b = 0; b < n; ++b)
-    any_copy = any_copy || (plan.src_col[static_cast<std::size_t>(b)] >= 0 &&
-                            plan.src_col[static_cast<std::size_t>(b)] !=
-                                plan.state_idx[static_cast<std::size_t>(b)]);
+  for (std::size_t b = 0; b < batch.size(); ++b)
+    any_copy = any_copy || (plan.src_col[b] >= 0 && plan.src_col[b] != plan.state_idx[b]);
   if (options_.v1_copy_path == V1CopyPath::precopy_v1) {
     // vLLM's fused V1 path launches on every step with rows, whether or not one copies.
     if (n > 0 && !launch(ctx, model::LaunchKind::precopy_v1, n, fused_precopy_inputs(plan))) return;
@@ -119,10 +121,9 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
     if (!launch(ctx, kind, n, std::move(arrays))) return;
   }
   if (!forward(ctx, plan.state_idx, plan.num_accepted)) return;
-  for (std::int32_t b = 0; b < n; ++b) {
-    ctx.state[static_cast<std::size_t>(b)]->num_accepted =
-        step.scheduled[static_cast<std::size_t>(b)].num_accepted_tokens;
-    ctx.state[static_cast<std::size_t>(b)]->has_accepted = true;
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    ctx.state[b]->num_accepted = step.scheduled[b].num_accepted_tokens;
+    ctx.state[b]->has_accepted = true;
   }
   if (layout_.config.num_spec_tokens == 0 || n == 0) return;
   model::RequestArrays post{.state_idx = plan.state_idx, .num_computed = ctx.num_computed};
@@ -134,9 +135,8 @@ void OracleRunner::execute_v1(StepCtx& ctx) {
   post.num_accepted_out = post.num_accepted; // the runner initialises the output (LAUNCH_KINDS)
   if (!launch(ctx, model::LaunchKind::postprocess, n, std::move(post))) return;
   const model::RequestArrays& out = ctx.rec.launches.back().requests;
-  for (std::int32_t b = 0; b < n; ++b)
-    ctx.state[static_cast<std::size_t>(b)]->num_accepted =
-        out.num_accepted_out[static_cast<std::size_t>(b)];
+  for (std::size_t b = 0; b < batch.size(); ++b)
+    ctx.state[b]->num_accepted = out.num_accepted_out[b];
 }
 
 // All mode: the forward at the blocks the attention metadata builder derives, read from the
@@ -177,15 +177,7 @@ void OracleRunner::execute_all(StepCtx& ctx) {
                     .row = &ctx.state[b]->row,
                     .truth = ctx.truth[b]});
   }
-  const ForwardContext fctx{.layout = &layout_,
-                            .states = states_.get(),
-                            .step = step.index,
-                            .log = &ctx.rec.access,
-                            .bytes_checked = &ctx.rec.bytes_checked,
-                            .conv_history = conv_history_};
-  ctx.rec.metadata = derive_forward_metadata(layout_.config, rows);
-  ctx.rec.finding = run_forward(fctx, rows);
-  if (ctx.rec.finding) return;
+  if (!forward_rows(ctx, rows)) return;
   std::vector<BatchRequest> batch;
   batch.reserve(n);
   for (std::size_t b = 0; b < n; ++b)

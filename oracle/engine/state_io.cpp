@@ -101,6 +101,18 @@ void write_conv_typed(const BlockRef& ref, std::int64_t history, std::int64_t ru
   }
 }
 
+// f(Elem{}) with Elem the unsigned type of `elem_size` bytes (2, 4 or 8).
+template <typename F> decltype(auto) with_elem_type(std::int64_t elem_size, F&& f) {
+  switch (elem_size) {
+  case 2:
+    return f(std::uint16_t{});
+  case 4:
+    return f(std::uint32_t{});
+  }
+  MC_ASSERT(elem_size == 8);
+  return f(std::uint64_t{});
+}
+
 // The first byte of the natural bytes at `got` that differs from the temporal state of `hash`,
 // or -1. The words are computed as they are compared (model::temporal_value, the definition
 // fill_temporal writes), so a 2.6 MB state is neither materialised nor read twice; runs of
@@ -158,29 +170,16 @@ void write_temporal(const BlockRef& ref, model::TokenHash hash) {
 std::optional<std::string> check_conv(const BlockRef& ref, std::int64_t history,
                                       std::int64_t num_tokens, std::int64_t offset,
                                       const TokenWindow& tokens) {
-  switch (ref.tensor->elem_size) {
-  case 2:
-    return check_conv_typed<std::uint16_t>(ref, history, num_tokens, offset, tokens);
-  case 4:
-    return check_conv_typed<std::uint32_t>(ref, history, num_tokens, offset, tokens);
-  case 8:
-    return check_conv_typed<std::uint64_t>(ref, history, num_tokens, offset, tokens);
-  }
-  MC_ASSERT(false);
-  return std::nullopt;
+  return with_elem_type(ref.tensor->elem_size, [&](auto elem) {
+    return check_conv_typed<decltype(elem)>(ref, history, num_tokens, offset, tokens);
+  });
 }
 
 void write_conv(const BlockRef& ref, std::int64_t history, std::int64_t running,
                 const TokenWindow& tokens) {
-  switch (ref.tensor->elem_size) {
-  case 2:
-    return write_conv_typed<std::uint16_t>(ref, history, running, tokens);
-  case 4:
-    return write_conv_typed<std::uint32_t>(ref, history, running, tokens);
-  case 8:
-    return write_conv_typed<std::uint64_t>(ref, history, running, tokens);
-  }
-  MC_ASSERT(false);
+  with_elem_type(ref.tensor->elem_size, [&](auto elem) {
+    write_conv_typed<decltype(elem)>(ref, history, running, tokens);
+  });
 }
 
 } // namespace mc::oracle::engine

@@ -410,10 +410,8 @@ const std::vector<model::Arena>& MeaningStates::arenas() {
   return whole_;
 }
 
-} // namespace
-
-namespace {
 std::int64_t mirror_bytes_max_set = -1; // -1: the default
+
 } // namespace
 
 std::int64_t byte_mirror_bytes_max() {
