@@ -1,4 +1,4 @@
-// apply_copy (copy.h): the tensor-slice copy of one state, dispatched on the element size.
+// apply_copies (copy.h): the tensor-slice copy of one state, dispatched on the element size.
 #include "oracle/copy.h"
 
 #include "model/errors.h"
@@ -51,21 +51,26 @@ void apply_typed(model::Arena& arena, const model::StateTensor& tensor, std::int
 
 } // namespace
 
-void apply_copy(model::Arena& arena, const model::StateTensor& tensor, std::int64_t num_blocks,
-                const model::CopyDecision& decision) {
-  // Bytes are what matter: each element size maps to an unsigned integer of that size.
-  switch (tensor.elem_size) {
-  case 2:
-    apply_typed<std::uint16_t>(arena, tensor, num_blocks, decision);
-    return;
-  case 4:
-    apply_typed<std::uint32_t>(arena, tensor, num_blocks, decision);
-    return;
-  case 8:
-    apply_typed<std::uint64_t>(arena, tensor, num_blocks, decision);
-    return;
-  default:
-    MC_ASSERT(false);
+void apply_copies(const model::Layout& layout, std::vector<model::Arena>& arenas,
+                  std::span<const model::CopyDecision> decisions) {
+  for (const model::CopyDecision& d : decisions) {
+    const model::StateTensor& t = layout.tensors[static_cast<std::size_t>(d.tensor)];
+    model::Arena& arena = arenas[static_cast<std::size_t>(t.arena)];
+    const std::int64_t num_blocks = layout.spec.num_blocks;
+    // Bytes are what matter: each element size maps to an unsigned integer of that size.
+    switch (t.elem_size) {
+    case 2:
+      apply_typed<std::uint16_t>(arena, t, num_blocks, d);
+      break;
+    case 4:
+      apply_typed<std::uint32_t>(arena, t, num_blocks, d);
+      break;
+    case 8:
+      apply_typed<std::uint64_t>(arena, t, num_blocks, d);
+      break;
+    default:
+      MC_ASSERT(false);
+    }
   }
 }
 

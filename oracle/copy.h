@@ -11,13 +11,15 @@
 
 #include "model/arena.h"
 #include "model/launch.h"
+#include "model/layout.h"
 
-#include <cstdint>
+#include <span>
+#include <vector>
 
 namespace mc::oracle {
 
-// Applies `decision` to the arena that holds `tensor` (`num_blocks` blocks).
-void apply_copy(model::Arena& arena, const model::StateTensor& tensor, std::int64_t num_blocks,
-                const model::CopyDecision& decision);
+// Applies each decision, in order, to the arena of `layout` that holds its tensor.
+void apply_copies(const model::Layout& layout, std::vector<model::Arena>& arenas,
+                  std::span<const model::CopyDecision> decisions);
 
 } // namespace mc::oracle

@@ -57,15 +57,6 @@ flat_copy_unsupported(model::LaunchKind kind, const model::Layout& layout,
   return std::nullopt;
 }
 
-void apply_copies(model::LaunchCase& launch_case,
-                  const std::vector<model::CopyDecision>& decisions) {
-  const std::int64_t num_blocks = launch_case.layout.spec.num_blocks;
-  for (const model::CopyDecision& d : decisions) {
-    const model::StateTensor& t = launch_case.layout.tensors[static_cast<std::size_t>(d.tensor)];
-    apply_copy(launch_case.arenas[static_cast<std::size_t>(t.arena)], t, num_blocks, d);
-  }
-}
-
 } // namespace
 
 model::LaunchResult run_launch_in_place(model::LaunchCase& launch_case, Copies copies) {
@@ -87,7 +78,7 @@ model::LaunchResult run_launch_in_place(model::LaunchCase& launch_case, Copies c
   }
   // Every check passed: from here on nothing throws.
   std::swap(launch_case.requests, requests_after);
-  if (copies == Copies::apply) apply_copies(launch_case, decisions);
+  if (copies == Copies::apply) apply_copies(launch_case.layout, launch_case.arenas, decisions);
   result.decisions = std::move(decisions);
   return result;
 }

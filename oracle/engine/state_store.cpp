@@ -41,10 +41,7 @@ public:
   }
 
   void apply_copies(std::span<const model::CopyDecision> decisions) override {
-    for (const model::CopyDecision& d : decisions) {
-      const model::StateTensor& t = layout_.tensors[static_cast<std::size_t>(d.tensor)];
-      apply_copy(arenas_[static_cast<std::size_t>(t.arena)], t, layout_.spec.num_blocks, d);
-    }
+    oracle::apply_copies(layout_, arenas_, decisions);
   }
   void copy_blocks(std::span<const model::BlockCopy> copies) override {
     model::copy_blocks(layout_, arenas_, copies);
