@@ -35,8 +35,7 @@ void AttentionShadow::start(const std::string& req_id, const model::GroupBlockId
   const auto hits = static_cast<std::size_t>(std::max(hit_tokens, 0) / block_size_);
   for (const std::vector<std::int32_t>& ids : tables)
     note_taken(ids, std::min(hits, ids.size()), taken);
-  tables_[req_id] = {.groups = tables,
-                     .registered = static_cast<std::int32_t>(hits) * block_size_};
+  tables_[req_id] = {.groups = tables, .registered = static_cast<std::int32_t>(hits) * block_size_};
 }
 
 void AttentionShadow::grow(const std::string& req_id, const model::GroupBlockIds& appended,
@@ -51,7 +50,9 @@ void AttentionShadow::grow(const std::string& req_id, const model::GroupBlockIds
   }
 }
 
-void AttentionShadow::drop(const std::string& req_id) { tables_.erase(req_id); }
+void AttentionShadow::drop(const std::string& req_id) {
+  tables_.erase(req_id);
+}
 
 void AttentionShadow::reset() {
   tables_.clear();
@@ -70,43 +71,34 @@ void AttentionShadow::register_blocks(const std::string& req_id,
   const auto it = tables_known_ ? tables_.find(req_id) : tables_.try_emplace(req_id).first;
   if (it == tables_.end()) return;
   Tables& t = it->second;
-  const std::int32_t end = std::min<std::int32_t>(
-      num_tokens, static_cast<std::int32_t>(hashes.size()) - 1) / block_size_ * block_size_;
-  for (std::int32_t covered = t.registered + block_size_; covered <= end;
-       covered += block_size_) {
-    const auto p = static_cast<std::size_t>(covered / block_size_ - 1);
-    const model::TokenHash hash = hashes[static_cast<std::size_t>(covered)];
+  // The state after `tokens` tokens, held by each group's block at position p (`entries`:
+  // by_block_, or partial_by_block_ for a partial tail).
+  const auto hold = [&](std::int32_t tokens, std::int32_t p, auto& entries) {
+    const model::TokenHash hash = hashes[static_cast<std::size_t>(tokens)];
     if (!tables_known_) {
       holders_[0].try_emplace(hash, 1);
-      continue;
+      return;
     }
     for (std::size_t g = 0; g < t.groups.size(); ++g) {
-      if (p >= t.groups[g].size()) continue;
-      const std::int32_t block = t.groups[g][p];
-      if (by_block_[g].contains(block)) continue; // a hit block, or registered before
-      by_block_[g][block] = hash;
+      if (static_cast<std::size_t>(p) >= t.groups[g].size()) continue;
+      const std::int32_t block = t.groups[g][static_cast<std::size_t>(p)];
+      if (entries[g].contains(block)) continue; // a hit block, or registered before
+      entries[g][block] = hash;
       ++holders_[g][hash];
     }
-  }
+  };
+  const std::int32_t end =
+      std::min<std::int32_t>(num_tokens, static_cast<std::int32_t>(hashes.size()) - 1) /
+      block_size_ * block_size_;
+  for (std::int32_t covered = t.registered + block_size_; covered <= end; covered += block_size_)
+    hold(covered, covered / block_size_ - 1, by_block_);
   t.registered = std::max(t.registered, end);
   if (hash_unit_ <= 0) return;
   const std::int32_t tail = num_prompt / hash_unit_ * hash_unit_;
   if (tail == 0 || tail % block_size_ == 0 ||
       tail > std::min<std::int32_t>(num_tokens, static_cast<std::int32_t>(hashes.size()) - 1))
     return;
-  const model::TokenHash hash = hashes[static_cast<std::size_t>(tail)];
-  if (!tables_known_) {
-    holders_[0].try_emplace(hash, 1);
-    return;
-  }
-  const auto p = static_cast<std::size_t>(tail / block_size_);
-  for (std::size_t g = 0; g < t.groups.size(); ++g) {
-    if (p >= t.groups[g].size()) continue;
-    const std::int32_t block = t.groups[g][p];
-    if (partial_by_block_[g].contains(block)) continue;
-    partial_by_block_[g][block] = hash;
-    ++holders_[g][hash];
-  }
+  hold(tail, tail / block_size_, partial_by_block_);
 }
 
 void AttentionShadow::evict(std::int32_t block_id) {

@@ -76,13 +76,11 @@ std::optional<Finding> check_read(const TensorStep& ts, std::int32_t col, std::i
   if (!block) return ts.bad_block(col, "read");
   const std::int32_t c = ts.row.num_computed;
   StateStore& states = *ts.ctx.states;
-  std::optional<std::string> wrong;
-  if (ts.t.kind() == model::StateKind::temporal) {
-    wrong = states.check_temporal(ts.tensor, *block, ts.truth.hashes[static_cast<std::size_t>(c)],
-                                  ts.truth.hashes);
-  } else {
-    wrong = states.check_conv(ts.tensor, *block, ts.history(), c, offset, ts.committed());
-  }
+  const std::optional<std::string> wrong =
+      ts.t.kind() == model::StateKind::temporal
+          ? states.check_temporal(ts.tensor, *block, ts.truth.hashes[static_cast<std::size_t>(c)],
+                                  ts.truth.hashes)
+          : states.check_conv(ts.tensor, *block, ts.history(), c, offset, ts.committed());
   *ts.ctx.bytes_checked += ts.t.natural_bytes;
   if (!wrong) return std::nullopt;
   return ts.finding(FindingKind::wrong_read, col, *block,

@@ -15,27 +15,20 @@ namespace {
 
 // The block manager's table of one request and group (empty once it finished or was preempted),
 // by batch row: every request is looked up once per step.
-class HeldBlocks {
-public:
-  explicit HeldBlocks(std::span<const RequestBlocks* const> tables) : tables_(tables) {}
-
-  std::span<const std::int32_t> of(std::int32_t batch_row, std::int32_t group) const {
-    const RequestBlocks* blocks = tables_[static_cast<std::size_t>(batch_row)];
-    if (blocks == nullptr) return {};
-    return blocks->groups[static_cast<std::size_t>(group)].block_ids;
-  }
-
-private:
-  std::span<const RequestBlocks* const> tables_;
-};
+std::span<const std::int32_t> held_of(std::span<const RequestBlocks* const> tables,
+                                      std::int32_t batch_row, std::int32_t group) {
+  const RequestBlocks* blocks = tables[static_cast<std::size_t>(batch_row)];
+  if (blocks == nullptr) return {};
+  return blocks->groups[static_cast<std::size_t>(group)].block_ids;
+}
 
 std::optional<std::string> illegal_write(const BlockAccess& w, const BlockManager& blocks,
-                                         const HeldBlocks& held, std::int64_t num_blocks,
-                                         Structures structures) {
+                                         std::span<const RequestBlocks* const> tables,
+                                         std::int64_t num_blocks, Structures structures) {
   if (w.block_id == model::kNullBlockId) return "writes the null block";
   if (w.block_id < 0 || w.block_id >= num_blocks) return "writes outside the arena (a pad slot?)";
   const BlockPool& pool = blocks.pool(w.group);
-  if (!holds(held.of(w.batch_row, w.group), w.col, w.block_id, structures))
+  if (!holds(held_of(tables, w.batch_row, w.group), w.col, w.block_id, structures))
     return pool.ref_count(w.block_id) == 0 ? "writes a freed block"
                                            : "writes a block the request does not hold";
   // The retained ends of a copy (block_pool.h) are no other request's.
@@ -51,20 +44,19 @@ std::optional<Finding> check_accesses(const model::Step& step, const StepRecord&
                                       const BlockManager& blocks,
                                       std::span<const RequestBlocks* const> tables,
                                       const model::Layout& layout, Structures structures) {
-  const HeldBlocks held(tables);
   const auto req_id = [&step](const BlockAccess& a) -> const std::string& {
     return step.scheduled[static_cast<std::size_t>(a.batch_row)].req_id;
   };
   for (const BlockAccess& w : record.access.writes) {
     if (w.batch_row < 0) continue; // a block copy: the block manager's own, judged by what it holds
-    if (auto why = illegal_write(w, blocks, held, layout.spec.num_blocks, structures))
+    if (auto why = illegal_write(w, blocks, tables, layout.spec.num_blocks, structures))
       return make_finding(layout, FindingKind::bad_write, step.index, req_id(w), w.tensor, w.col,
                           w.block_id, fmt::format("{} ({})", *why, w.origin),
                           "a block the request holds alone");
   }
   for (const BlockAccess& r : record.access.copy_reads) {
     if (r.block_id == model::kNullBlockId ||
-        !holds(held.of(r.batch_row, r.group), r.col, r.block_id, structures))
+        !holds(held_of(tables, r.batch_row, r.group), r.col, r.block_id, structures))
       return make_finding(
           layout, FindingKind::bad_read, step.index, req_id(r), r.tensor, r.col, r.block_id,
           fmt::format("the {} copy reads a block the request does not hold", r.origin),
