@@ -11,10 +11,8 @@
 namespace mc::oracle {
 namespace {
 
-std::int32_t at(const std::vector<std::int32_t>& array, std::int32_t slot) {
-  return array[static_cast<std::size_t>(slot)];
-}
-std::int32_t& at(std::vector<std::int32_t>& array, std::int32_t slot) {
+// Entry `slot` of a per-request array, const or not.
+template <class Array> auto& at(Array& array, std::int32_t slot) {
   return array[static_cast<std::size_t>(slot)];
 }
 

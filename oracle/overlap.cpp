@@ -65,14 +65,6 @@ void for_each_access(const model::Layout& layout, const std::vector<model::CopyD
   }
 }
 
-std::vector<Access> collect_accesses(const model::Layout& layout,
-                                     const std::vector<model::CopyDecision>& decisions) {
-  std::vector<Access> accesses;
-  accesses.reserve(2 * decisions.size());
-  for_each_access(layout, decisions, [&accesses](const Access& a) { accesses.push_back(a); });
-  return accesses;
-}
-
 // Whether some (tensor, block) is touched by two request rows and written by one of them: the
 // only way two accesses can race. One pass over an open-addressing table keyed by the packed
 // (tensor, block), sized for the accesses (not for the pool); when it says yes, the exact
@@ -150,7 +142,9 @@ bool races(const Access& x, const Access& y) {
 void validate_no_overlap(const model::Layout& layout,
                          const std::vector<model::CopyDecision>& decisions) {
   if (!rows_meet_on_a_written_block(layout, decisions)) return; // the usual launch: no race
-  const std::vector<Access> accesses = collect_accesses(layout, decisions);
+  std::vector<Access> accesses;
+  accesses.reserve(2 * decisions.size());
+  for_each_access(layout, decisions, [&accesses](const Access& a) { accesses.push_back(a); });
   const std::vector<AccessKey> keys = sorted_keys(accesses);
   for (std::size_t first = 0; first < keys.size();) {
     std::size_t last = first + 1; // [first, last): one (tensor, block)

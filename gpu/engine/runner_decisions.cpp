@@ -8,31 +8,12 @@
 
 namespace mc::gpu::engine {
 
-bool RunnerDecisions::keeps_slot_arrays(SlotHandover /*handover*/) const {
-  return false;
-}
-
-std::int32_t RunnerDecisions::prev_column_block_size(const model::CacheConfig& config) const {
-  return config.mamba_block_size;
-}
-
-std::int32_t RunnerDecisions::prev_column_computed(std::int32_t c, bool /*resumed*/) const {
-  return c;
-}
-
 std::int32_t RunnerDecisions::prev_column(std::int32_t c, std::int32_t block_size) const {
   return static_cast<std::int32_t>(model::floor_div(c - 1, block_size));
 }
 
 std::int32_t RunnerDecisions::curr_column(std::int32_t end, std::int32_t block_size) const {
   return static_cast<std::int32_t>(model::cdiv(end, block_size) - 1);
-}
-
-void RunnerDecisions::preempted(const std::string& /*req_id*/, std::int32_t /*num_accepted*/) {}
-
-std::optional<std::int32_t> RunnerDecisions::accepted_at_seed(const std::string& /*req_id*/,
-                                                              bool /*resumed*/) {
-  return std::nullopt;
 }
 
 std::vector<std::int32_t>
@@ -42,17 +23,6 @@ RunnerDecisions::precopy_idx_mapping(ArraysIndexedBy arrays,
   std::vector<std::int32_t> rows(slots.size());
   std::iota(rows.begin(), rows.end(), 0);
   return rows;
-}
-
-void RunnerDecisions::v2_precopy_sources(model::RequestArrays& /*arrays*/) const {}
-
-bool RunnerDecisions::runs_postprocess(const model::Step& /*step*/) const {
-  return true;
-}
-
-std::int32_t RunnerDecisions::accepted_after_postprocess(std::int32_t launch_out,
-                                                         std::int32_t /*before*/) const {
-  return launch_out;
 }
 
 // The chunk may start mid-block (all mode does not align chunks to blocks), so the first
@@ -91,18 +61,6 @@ bool RunnerDecisions::decode_row(std::int32_t n, std::int32_t d, bool /*prompt_t
   return n <= threshold && n - d == 1;
 }
 
-std::int32_t RunnerDecisions::accepted_count_row(std::int32_t written, std::int32_t /*now*/) const {
-  return written;
-}
-
-bool RunnerDecisions::dispatches_graph_by_shape() const {
-  return false;
-}
-
-bool RunnerDecisions::on_spec_path(std::int32_t /*d*/) const {
-  return true;
-}
-
 std::int32_t RunnerDecisions::decode_window_start(std::int32_t seq_len,
                                                   std::int32_t block_size) const {
   return std::max(seq_len - 1, 0) / block_size;
@@ -110,26 +68,6 @@ std::int32_t RunnerDecisions::decode_window_start(std::int32_t seq_len,
 
 std::int32_t RunnerDecisions::first_scheduled_block(std::int32_t c, std::int32_t block_size) const {
   return static_cast<std::int32_t>(model::cdiv(std::int64_t{c} + 1, block_size) - 1);
-}
-
-bool RunnerDecisions::pads_graph_rows_with_null() const {
-  return true;
-}
-
-std::int32_t RunnerDecisions::accepted_read_index(std::int32_t num_accepted) const {
-  return num_accepted - 1;
-}
-
-bool RunnerDecisions::bounds_accepted_read() const {
-  return true;
-}
-
-bool RunnerDecisions::runs_block_copies() const {
-  return true;
-}
-
-bool RunnerDecisions::updates_graph_buffers_in_place() const {
-  return true;
 }
 
 } // namespace mc::gpu::engine

@@ -30,15 +30,12 @@ void EngineRunner::execute_v1(StepRecord& rec, const Batch& batch) {
     Request& r = slots_[static_cast<std::size_t>(batch.slot[b])];
     const model::ScheduledRequest& s = step.scheduled[b];
     const std::int32_t c = batch.num_computed[b];
-    const std::int32_t acc = r.has_accepted ? r.num_accepted : 1;
-    const std::int32_t prev = r.state_idx >= 0 ? r.state_idx : prev_column(c, r.resumed);
-    const std::int32_t end = c + s.num_scheduled_tokens;
-    const std::int32_t curr = decisions_->curr_column(end, B);
-    r.state_idx = curr;
+    // prev column -> curr column with bias a - 1 (a: the count kept from the last step, else 1).
+    src[b] = r.state_idx >= 0 ? r.state_idx : prev_column(c, r.resumed);
+    dst[b] = decisions_->curr_column(c + s.num_scheduled_tokens, B);
+    bias[b] = (r.has_accepted ? r.num_accepted : 1) - 1;
+    r.state_idx = dst[b];
     r.resumed = false;
-    src[b] = prev;
-    dst[b] = curr;
-    bias[b] = acc - 1;
   }
   if (options_.v1_copy_path == V1CopyPath::precopy_v1) {
     // vLLM's fused V1 pre-copy: one launch per step with rows, no idx_mapping; a row that

@@ -50,10 +50,6 @@ void AttentionShadow::grow(const std::string& req_id, const model::GroupBlockIds
   }
 }
 
-void AttentionShadow::drop(const std::string& req_id) {
-  tables_.erase(req_id);
-}
-
 void AttentionShadow::reset() {
   tables_.clear();
   for (auto& m : by_block_)

@@ -36,7 +36,8 @@ public:
   // A running request's appended blocks, all taken.
   void grow(const std::string& req_id, const model::GroupBlockIds& appended,
             std::vector<std::int32_t>& taken);
-  void drop(const std::string& req_id); // finished or preempted: its blocks stay cached
+  // Finished or preempted: its blocks stay cached.
+  void drop(const std::string& req_id) { tables_.erase(req_id); }
   void reset();                         // reset_prefix_cache
 
   // Registers the full blocks of the request's tables that `num_tokens` tokens cover: block p

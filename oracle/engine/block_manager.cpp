@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace mc::oracle::engine {
 
 using model::kNullBlockId;
@@ -91,29 +93,20 @@ std::int32_t BlockManager::num_new_blocks(const RequestBlocks* found,
 
 bool BlockManager::can_allocate(const std::string& req_id, std::int32_t num_tokens) const {
   const std::int32_t needed = num_new_blocks(req_id, num_tokens);
-  for (const BlockPool& pool : pools_)
-    if (pool.num_free() < needed) return false;
-  return true;
+  return std::ranges::all_of(pools_, [&](const BlockPool& p) { return p.num_free() >= needed; });
 }
 
 bool BlockManager::can_allocate(const RequestBlocks& held, std::int32_t num_tokens) const {
   const std::int32_t needed = num_new_blocks(&held, num_tokens);
-  for (const BlockPool& pool : pools_)
-    if (pool.num_free() < needed) return false;
-  return true;
+  return std::ranges::all_of(pools_, [&](const BlockPool& p) { return p.num_free() >= needed; });
 }
 
 bool BlockManager::can_allocate_after_release(const RequestBlocks& held,
                                               std::int32_t num_tokens) const {
   const std::int32_t needed = num_new_blocks(&held, num_tokens);
-  for (const BlockPool& pool : pools_)
-    if (pool.num_free() + static_cast<std::int32_t>(pool.held_back_blocks().size()) < needed)
-      return false;
-  return true;
-}
-
-RequestBlocks* BlockManager::find_held(const std::string& req_id, std::int32_t key) {
-  return requests_.find(req_id, key);
+  return std::ranges::all_of(pools_, [&](const BlockPool& p) {
+    return p.num_free() + static_cast<std::int32_t>(p.held_back_blocks().size()) >= needed;
+  });
 }
 
 void BlockManager::grow_align(GroupRow& row, bool allocated, std::int32_t required, BlockPool& pool,
@@ -349,10 +342,6 @@ void BlockManager::register_partial(RequestBlocks& held, std::int32_t num_tokens
     pools_[g].register_block(held.groups[g].block_ids[static_cast<std::size_t>(col)], hash, col,
                              tail, num_tokens);
   held.partial_col = col;
-}
-
-const RequestBlocks* BlockManager::find(const std::string& req_id, std::int32_t key) const {
-  return requests_.find(req_id, key);
 }
 
 void BlockManager::mark_in_flight(const RequestBlocks& held, std::int32_t row_start) {

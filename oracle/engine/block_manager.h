@@ -93,7 +93,9 @@ public:
   // The same three for a request that holds tables already (`held`: find(req_id), which stays
   // valid until that request is freed): the scheduler looks a running request up once a step.
   // `key`: the request's dense key, a hint (request_records.h).
-  RequestBlocks* find_held(const std::string& req_id, std::int32_t key = -1);
+  RequestBlocks* find_held(const std::string& req_id, std::int32_t key = -1) {
+    return requests_.find(req_id, key);
+  }
   bool can_allocate(const RequestBlocks& held, std::int32_t num_tokens) const;
   // Async: whether it could once the step in flight completes (its held-back frees counted).
   bool can_allocate_after_release(const RequestBlocks& held, std::int32_t num_tokens) const;
@@ -140,7 +142,9 @@ public:
   // stays cached and findable. Whether the request still needed it, the reads judge.
   void adopt_frees(const std::string& req_id, const model::GroupBlockIds& held);
 
-  const RequestBlocks* find(const std::string& req_id, std::int32_t key = -1) const;
+  const RequestBlocks* find(const std::string& req_id, std::int32_t key = -1) const {
+    return requests_.find(req_id, key);
+  }
   const BlockPool& pool(std::int32_t group) const {
     return pools_[static_cast<std::size_t>(group)];
   }

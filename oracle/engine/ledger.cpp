@@ -76,13 +76,8 @@ void Ledger::end_step(const model::Step& step) {
   for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
     const model::ScheduledRequest& s = step.scheduled[b];
     RequestTruth& t = keep_rows_ ? *rows_[b] : requests_.at(s.req_id);
-    if (s.num_draft_tokens == 0) {
-      t.num_committed += s.num_scheduled_tokens;
-      t.num_committed_max = std::max(t.num_committed_max, t.num_committed);
-      continue;
-    }
-    // The bonus token at position c is known; accepted drafts extend the sequence.
-    for (std::int32_t j = 1; j < s.num_accepted_tokens; ++j) {
+    // With drafts: the bonus token at position c is known; accepted drafts extend the sequence.
+    for (std::int32_t j = 1; s.num_draft_tokens > 0 && j < s.num_accepted_tokens; ++j) {
       const std::int32_t pos = t.num_committed + j;
       const std::int32_t token = s.token_ids[static_cast<std::size_t>(j)];
       if (pos < static_cast<std::int32_t>(t.tokens.size()))
@@ -90,17 +85,9 @@ void Ledger::end_step(const model::Step& step) {
       else
         append(t, token);
     }
-    t.num_committed += s.num_accepted_tokens;
+    t.num_committed += s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens;
     t.num_committed_max = std::max(t.num_committed_max, t.num_committed);
   }
-}
-
-const RequestTruth& Ledger::truth(const std::string& req_id) const {
-  return requests_.at(req_id);
-}
-
-const RequestTruth* Ledger::find(const std::string& req_id) const {
-  return requests_.find(req_id);
 }
 
 const RequestTruth& Ledger::row_truth(const model::Step& step, std::size_t batch_row) const {

@@ -45,8 +45,9 @@ public:
   // Commits accepted tokens and drops finished requests.
   void end_step(const model::Step& step);
 
-  const RequestTruth& truth(const std::string& req_id) const;
-  const RequestTruth* find(const std::string& req_id) const; // null when not known
+  const RequestTruth& truth(const std::string& req_id) const { return requests_.at(req_id); }
+  // Null when not known.
+  const RequestTruth* find(const std::string& req_id) const { return requests_.find(req_id); }
   // The truth of batch row `batch_row` of `step`, the step begun last (asserted): truth(its
   // id), which the fast structures keep by batch row.
   const RequestTruth& row_truth(const model::Step& step, std::size_t batch_row) const;

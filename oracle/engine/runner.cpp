@@ -35,15 +35,10 @@ const model::GroupBlockIds* OracleRunner::row(const std::string& req_id) const {
   return st == nullptr ? nullptr : &st->row;
 }
 
-OracleRunner::RequestState& OracleRunner::state_of(const std::string& req_id, std::int32_t key) {
-  return requests_.at(req_id, key);
-}
-
 void OracleRunner::update_rows(const model::Step& step) {
-  for (const auto& id : step.finished_req_ids)
-    requests_.erase(id);
-  for (const auto& id : step.preempted_req_ids)
-    requests_.erase(id);
+  for (const auto* departed : {&step.finished_req_ids, &step.preempted_req_ids})
+    for (const auto& id : *departed)
+      requests_.erase(id);
   listed_.clear();
   for (const model::NewRequestData& n : step.new_requests) {
     RequestState& st = requests_.emplace(n.req_id, n.key);

@@ -109,10 +109,12 @@ private:
     bool has_accepted = false;
     // V1: its mamba_state_idx entry after that step; all mode: the column the next step reads
     std::int32_t state_idx = 0;
-    std::int32_t anchor = -1;   // all mode with spec decode: the next step's anchor
-    std::int32_t slot = -1;     // V2: its slot in that step
+    std::int32_t anchor = -1; // all mode with spec decode: the next step's anchor
+    std::int32_t slot = -1;   // V2: its slot in that step
   };
-  RequestState& state_of(const std::string& req_id, std::int32_t key);
+  RequestState& state_of(const std::string& req_id, std::int32_t key) {
+    return requests_.at(req_id, key);
+  }
   struct Slot { // V2 per-request state, by slot
     std::string req_id;
     std::int32_t state_idx = -1;

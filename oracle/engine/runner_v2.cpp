@@ -17,10 +17,9 @@ void OracleRunner::update_slots(const model::Step& step) {
     free_slots_.push_back(it->second);
     slot_of_.erase(it);
   };
-  for (const auto& id : step.finished_req_ids)
-    release(id);
-  for (const auto& id : step.preempted_req_ids)
-    release(id);
+  for (const auto* departed : {&step.finished_req_ids, &step.preempted_req_ids})
+    for (const auto& id : *departed)
+      release(id);
   for (Slot& s : slots_)
     s.reseeded = false;
   const std::int32_t divisor = layout_.config.mamba_block_size;
