@@ -28,9 +28,6 @@ std::vector<model::Arena> poisoned_arenas(const model::Layout& layout) {
 
 class HostExecutor final : public Executor {
 public:
-  HostExecutor(const model::Layout& layout, Mutant kernel_mutant)
-      : HostExecutor(layout, poisoned_arenas(layout), kernel_mutant) {}
-
   HostExecutor(const model::Layout& layout, std::vector<model::Arena> arenas, Mutant kernel_mutant)
       : layout_(layout), kernel_mutant_(kernel_mutant), arenas_(std::move(arenas)) {
     MC_ASSERT(arenas_.size() == layout.arenas.size());
@@ -197,7 +194,7 @@ private:
 } // namespace
 
 std::unique_ptr<Executor> make_host_executor(const model::Layout& layout, Mutant kernel_mutant) {
-  return std::make_unique<HostExecutor>(layout, kernel_mutant);
+  return std::make_unique<HostExecutor>(layout, poisoned_arenas(layout), kernel_mutant);
 }
 
 std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,

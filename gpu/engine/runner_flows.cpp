@@ -76,8 +76,7 @@ void EngineRunner::postprocess_v1(StepRecord& rec, const Batch& batch,
                                   const std::vector<std::int32_t>& dst) {
   const model::Step& step = *batch.step;
   const auto n = static_cast<std::int32_t>(batch.slot.size());
-  if (layout_.config.num_spec_tokens == 0 || n == 0) return;
-  if (!decisions_->runs_postprocess(step)) return;
+  if (layout_.config.num_spec_tokens == 0 || n == 0 || !decisions_->runs_postprocess(step)) return;
   model::RequestArrays post{.state_idx = dst, .num_computed = batch.num_computed};
   for (const model::ScheduledRequest& s : step.scheduled) {
     post.num_accepted.push_back(s.num_accepted_tokens);
@@ -188,8 +187,7 @@ void EngineRunner::execute_v2(StepRecord& rec, const Batch& batch) {
     r.num_computed = batch.num_computed[b] +
                      (s.num_draft_tokens > 0 ? s.num_accepted_tokens : s.num_scheduled_tokens);
   }
-  if (layout_.config.num_spec_tokens == 0) return;
-  if (!decisions_->runs_postprocess(step)) return;
+  if (layout_.config.num_spec_tokens == 0 || !decisions_->runs_postprocess(step)) return;
   model::RequestArrays post = slot_arrays();
   post.idx_mapping = batch.slot;
   post.new_num_computed = post.num_computed;

@@ -105,9 +105,8 @@ void OracleRunner::execute_v2(StepCtx& ctx) {
   }
   if (!check_copy_sources(ctx, src, dst, bias, ctx.seed_note)) return;
   bool any_copy = false;
-  for (std::int32_t b = 0; b < n; ++b)
-    any_copy = any_copy || (src[static_cast<std::size_t>(b)] >= 0 &&
-                            src[static_cast<std::size_t>(b)] != dst[static_cast<std::size_t>(b)]);
+  for (std::size_t b = 0; b < src.size(); ++b)
+    any_copy = any_copy || (src[b] >= 0 && src[b] != dst[b]);
   const bool slot_tables = options_.v2_table_rows == model::V2TableRows::slot;
   if (any_copy) {
     model::RequestArrays copy = slot_arrays();

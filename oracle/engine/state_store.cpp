@@ -244,8 +244,7 @@ void MeaningStates::copy_blocks(std::span<const model::BlockCopy> copies) {
         temporal(tensor, c.dst) = temporal(tensor, c.src);
         continue;
       }
-      const std::span<ConvRow> src = conv(tensor, c.src);
-      std::ranges::copy(src, conv(tensor, c.dst).begin());
+      std::ranges::copy(conv(tensor, c.src), conv(tensor, c.dst).begin());
     }
 }
 
