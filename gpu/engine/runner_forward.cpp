@@ -312,17 +312,14 @@ void add_scan_rows(ForwardKernelStep& step, const model::ForwardMetadata& md,
                    const model::Step& scheduled, const std::vector<std::int32_t>& num_computed) {
   std::vector<const model::ForwardMetadataRow*> prefills;
   std::int32_t width = 1;
+  std::int64_t longest = 0;
   for (const model::ForwardMetadataRow& m : md.rows) {
     const auto b = static_cast<std::size_t>(m.batch_row);
     if (m.decode || (step.all_mode && num_computed[b] % step.block_size != 0)) continue;
     prefills.push_back(&m);
     width = std::max(width, static_cast<std::int32_t>(m.state_indices.front().size()));
+    longest = std::max<std::int64_t>(longest, scheduled.scheduled[b].num_scheduled_tokens);
   }
-  std::int64_t longest = 0;
-  for (const model::ForwardMetadataRow* m : prefills)
-    longest = std::max<std::int64_t>(
-        longest,
-        scheduled.scheduled[static_cast<std::size_t>(m->batch_row)].num_scheduled_tokens);
   if (prefills.empty() || !scan_tracer_fits(step.num_blocks, longest)) return;
   step.kernels.push_back("scan");
   step.prefill_width = step.all_mode ? width : 1;

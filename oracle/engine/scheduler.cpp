@@ -32,7 +32,6 @@ Scheduler::Scheduler(const model::Layout& layout, const SchedulerOptions& option
     r.num_tokens = r.spec.num_prompt_tokens;
     MC_ASSERT(r.num_tokens >= 1 && r.spec.max_len > r.num_tokens);
     MC_ASSERT(static_cast<std::int32_t>(r.spec.tokens.size()) >= r.spec.max_len + 2);
-    index_.emplace(r.spec.req_id, requests_.size());
     requests_.push_back(std::move(r));
   }
   std::stable_sort(requests_.begin(), requests_.end(), [](const auto& a, const auto& b) {

@@ -217,11 +217,8 @@ void Scheduler::update(const model::Step& step) {
       // its conv window), and when no later row of r is planned yet: that row overwrites it.
       const bool partial = s.num_draft_tokens == 0 && r.planned.step < 0;
       const std::int32_t num_prompt = partial ? r.spec.num_prompt_tokens : 0;
-      if (same_row)
-        blocks_.cache_blocks(*rows.held[b], r.num_computed, r.prefix_hashes, r.spec.tokens,
-                             tail_tokens_, num_prompt);
-      else
-        blocks_.cache_blocks(s.req_id, r.num_computed, r.prefix_hashes, r.spec.tokens, tail_tokens_,
+      if (RequestBlocks* held = same_row ? rows.held[b] : blocks_.find_held(s.req_id))
+        blocks_.cache_blocks(*held, r.num_computed, r.prefix_hashes, r.spec.tokens, tail_tokens_,
                              num_prompt);
     }
     if (r.num_tokens >= r.spec.max_len) finish(r);
