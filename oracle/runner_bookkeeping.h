@@ -14,7 +14,6 @@
 #include "model/launch.h"
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>

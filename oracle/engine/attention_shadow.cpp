@@ -52,10 +52,9 @@ void AttentionShadow::grow(const std::string& req_id, const model::GroupBlockIds
 
 void AttentionShadow::reset() {
   tables_.clear();
-  for (auto& m : by_block_)
-    m.clear();
-  for (auto& m : partial_by_block_)
-    m.clear();
+  for (auto* maps : {&by_block_, &partial_by_block_})
+    for (auto& m : *maps)
+      m.clear();
   for (auto& m : holders_)
     m.clear();
 }

@@ -30,9 +30,7 @@ model::ForwardMetadataRow derive_row(const model::CacheConfig& config, const For
   const std::int64_t computed = fr.num_computed;
   const std::int64_t seq_len = computed + s.num_scheduled_tokens;
   const std::int64_t B = config.mamba_block_size;
-  model::ForwardMetadataRow out;
-  out.batch_row = batch_row;
-  out.decode = decode;
+  model::ForwardMetadataRow out{.batch_row = batch_row, .decode = decode};
   if (config.mode == model::CacheMode::all) {
     // The whole block table, and _compute_prefix_caching_block_indices.
     out.window_start = 0;

@@ -4,9 +4,6 @@
 #include "oracle/engine/runner.h"
 #include "oracle/engine/runner_step.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <numeric>
 
 namespace mc::oracle::engine {

@@ -5,8 +5,6 @@
 #include "oracle/engine/runner.h"
 #include "oracle/engine/runner_step.h"
 
-#include <fmt/format.h>
-
 namespace mc::oracle::engine {
 
 void OracleRunner::update_slots(const model::Step& step) {
