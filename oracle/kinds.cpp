@@ -70,17 +70,14 @@ struct SaveDecision {
 
 SaveDecision decide_save(std::int64_t running_tokens, std::int64_t new_num_computed,
                          std::int32_t state_idx, std::int32_t block_size) {
-  SaveDecision save;
   const std::int64_t aligned = model::floor_div(new_num_computed, block_size) * block_size;
-  if (aligned < running_tokens) return save; // no block boundary reached: a is left alone
-  const std::int64_t token_bias = aligned - running_tokens;
-  const std::int64_t dst_col = aligned / block_size - 1;
-  save.src_col = state_idx;
-  save.dst_col = dst_col;
-  save.token_bias = token_bias;
+  if (aligned < running_tokens) return {}; // no block boundary reached: a is left alone
+  SaveDecision save{.src_col = state_idx,
+                    .dst_col = aligned / block_size - 1,
+                    .token_bias = aligned - running_tokens};
   // Logical columns, never addresses: aliasing columns still copy (class D).
-  save.resets_accepted = state_idx == dst_col;
-  save.copies = !(state_idx == dst_col && token_bias == 0);
+  save.resets_accepted = state_idx == save.dst_col;
+  save.copies = !(state_idx == save.dst_col && save.token_bias == 0);
   return save;
 }
 

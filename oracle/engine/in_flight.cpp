@@ -82,10 +82,9 @@ void InFlightAccesses::remember(const model::Step& step, const StepRecord& recor
     const auto [it, inserted] = touched_.try_emplace(block_key(a.group, a.block_id), Toucher{id});
     if (!inserted && it->second.req_id != id) it->second.several = true;
   };
-  for (const BlockAccess& r : record.access.copy_reads)
-    add(r);
-  for (const BlockAccess& w : record.access.writes)
-    add(w);
+  for (const auto* accesses : {&record.access.copy_reads, &record.access.writes})
+    for (const BlockAccess& a : *accesses)
+      add(a);
 }
 
 void InFlightAccesses::clear() {

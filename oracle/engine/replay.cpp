@@ -144,21 +144,19 @@ std::optional<Finding> Replayer::commit_pending(const model::Step& step) {
 std::optional<Finding> Replayer::apply_tables(const model::Step& step) {
   plan_registrations(step);
   note_hit_copies(step);
-  for (const model::RequestId& id : step.finished_req_ids) {
+  const auto depart = [this](const model::RequestId& id, std::int64_t& counted) {
     blocks_.free_request(id);
     attention_.drop(id);
     computed_after_.erase(id);
-    ++stats_.finished;
-  }
+    ++counted;
+  };
+  for (const model::RequestId& id : step.finished_req_ids)
+    depart(id, stats_.finished);
   // A request preempted by this very planning may have copied its partial tail first.
   for (const model::RequestId& id : step.preempted_req_ids)
     if (auto f = adopt_producer_copies(step, id)) return f;
-  for (const model::RequestId& id : step.preempted_req_ids) {
-    blocks_.free_request(id);
-    attention_.drop(id);
-    computed_after_.erase(id);
-    ++stats_.preemptions;
-  }
+  for (const model::RequestId& id : step.preempted_req_ids)
+    depart(id, stats_.preemptions);
   if (step.reset_prefix_cache) {
     for (const auto& [id, computed] : computed_after_)
       blocks_.free_request(id);
@@ -357,7 +355,7 @@ std::optional<Finding> check_known_drafts(const model::Layout& layout, const mod
 }
 
 std::int32_t Replayer::expected_hit(std::span<const model::TokenHash> hashes,
-                                   std::int32_t num_tokens, bool strict) const {
+                                    std::int32_t num_tokens, bool strict) const {
   const std::int32_t B = layout_.config.mamba_block_size;
   if (!attention_.active())
     return longest_prefix_hit(blocks_.pools(), B, hashes, num_tokens, blocks_.hash_unit(), strict);
@@ -432,11 +430,10 @@ void Replayer::plan_registrations(const model::Step& step) {
     // counted, known or not), before the output of the step in flight then if it had a row
     // there.
     const auto before = async_ ? known_before_output_.find(c.req_id) : known_before_output_.end();
-    start_known.emplace(c.req_id, std::pair(c.resumed ? c.num_computed_tokens
-                                                      : c.num_computed_planned(),
-                                            before != known_before_output_.end()
-                                                ? before->second
-                                                : t->num_tokens()));
+    start_known.emplace(
+        c.req_id,
+        std::pair(c.resumed ? c.num_computed_tokens : c.num_computed_planned(),
+                  before != known_before_output_.end() ? before->second : t->num_tokens()));
     // A row in flight that ends short of the tokens known samples nothing: no token of this
     // step is a placeholder, so every token it schedules but its drafts was known to its
     // scheduler. The ledger may know fewer: a resumed request's last sample, the stale output
