@@ -59,11 +59,7 @@ class SharedArena:
     def changes(self):
         """Nothing to copy (the kernel wrote the file); LaunchError if it wrote a guard byte."""
         for side, guard, first in self.guards:
-            bad = np.flatnonzero(guard != launch.GUARD_BYTE)
-            if bad.size:
-                raise launch.LaunchError(f"the kernel wrote {side} arena {self.index} "
-                                         f"({self.size} bytes): byte {first + int(bad[0])} "
-                                         f"relative to its start")
+            launch.check_guard_bytes(guard, side, self.index, self.size, first)
         return []
 
 

@@ -84,9 +84,8 @@ def covers(kernels, kind):
     if not columns.moves_state or columns.work == "copy_plan":
         return True
     if columns.slots == "batch_row":
-        if columns.family != "precopy":
-            return True
-        return bool(getattr(kernels, "PRECOPY_HAS_IDX_MAPPING", False))
+        has_idx_mapping = bool(getattr(kernels, "PRECOPY_HAS_IDX_MAPPING", False))
+        return columns.family != "precopy" or has_idx_mapping
     return table_rows(kernels) == columns.table_rows
 
 
@@ -173,14 +172,18 @@ class DeviceArena:
         for lo, hi, side in ((0, ARENA_GUARD_LO, "before"),
                              (ARENA_GUARD_LO + self.size, self.total, "past the end of")):
             lo, hi = max(lo, start), min(hi, end)
-            if hi <= lo:
-                continue
-            got = self.device.download(self.buf, lo, hi - lo)
-            bad = np.flatnonzero(got != GUARD_BYTE)
-            if bad.size:
-                first = lo + int(bad[0]) - ARENA_GUARD_LO
-                raise LaunchError(f"the kernel wrote {side} arena {self.index} ({self.size} "
-                                  f"bytes): byte {first} relative to its start")
+            if hi > lo:
+                check_guard_bytes(self.device.download(self.buf, lo, hi - lo), side, self.index,
+                                  self.size, lo - ARENA_GUARD_LO)
+
+
+def check_guard_bytes(guard, side, index, size, first):
+    """LaunchError if a byte of `guard`, the bytes of arena `index` from `first` on (relative
+    to its start), is not GUARD_BYTE."""
+    bad = np.flatnonzero(guard != GUARD_BYTE)
+    if bad.size:
+        raise LaunchError(f"the kernel wrote {side} arena {index} ({size} bytes): byte "
+                          f"{first + int(bad[0])} relative to its start")
 
 
 def page_runs(pages):

@@ -291,10 +291,8 @@ def preprocess(bugs, grid, idx_mapping, state_idx, num_computed, query_start_loc
         src_col[slot] = old
         src_off[slot] = max(a - 1, 0)
         tokens = int(num_computed[slot]) + int(query_start_loc[row + 1]) - int(query_start_loc[row])
-        if "preprocess_floor" in bugs:
-            new = tokens // MAMBA_BLOCK_SIZE - 1
-        else:
-            new = (tokens + MAMBA_BLOCK_SIZE - 1) // MAMBA_BLOCK_SIZE - 1
+        round_up = 0 if "preprocess_floor" in bugs else MAMBA_BLOCK_SIZE - 1
+        new = (tokens + round_up) // MAMBA_BLOCK_SIZE - 1
         state_idx[slot] = new
         if old >= 0 and old != new:
             num_accepted[slot] = 1

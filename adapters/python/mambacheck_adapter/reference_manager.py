@@ -157,9 +157,8 @@ class Pool:
     def reset(self):
         if any(self.ref[b] > 0 for b in range(1, self.num_blocks)):
             return False
-        for b in range(1, self.num_blocks):
-            self.key_of[b] = None
-            self.partial_of[b] = ()
+        self.key_of = [None] * self.num_blocks
+        self.partial_of = [()] * self.num_blocks
         self.cached.clear()
         return True
 
