@@ -102,9 +102,13 @@ def _state_writes(before, after, n, tag, zeros_source):
     return writes
 
 
-def _decode_conv(value):
-    """[source block, source row] of a tracer conv value; [-1, i] for the step's token i,
-    [-3, 0] for a guard value (read outside the tensor), [-2, 0] for anything else."""
+def _decode_conv(values):
+    """[source block, source row] of the distinct values of a tracer conv row; [-1, i] for
+    the step's token i, [-3, 0] for a guard value (read outside the tensor), [-2, 0] for
+    anything else (several values among them)."""
+    value = float(values[0])
+    if values.size != 1:
+        return [-2, 0]
     if value == GUARD_VALUE:
         return [-3, 0]
     if value != np.floor(value):
@@ -174,10 +178,9 @@ class Step:
             self.last_computed, self.last_scheduled = (
                 _columns(message, key, self.rows, self.width)
                 for key in ("block_idx_last_computed", "block_idx_last_scheduled"))
-        accepted = message.get("num_accepted")
-        self.num_accepted = None if accepted is None else np.asarray(accepted, dtype=np.int32)
-        qsl = message.get("query_start_loc")
-        self.query_start_loc = None if qsl is None else np.asarray(qsl, dtype=np.int32)
+        self.num_accepted, self.query_start_loc = (
+            None if message.get(key) is None else np.asarray(message[key], dtype=np.int32)
+            for key in ("num_accepted", "query_start_loc"))
         if (self.num_accepted is None) != (self.query_start_loc is None):
             raise ForwardError("engine forward: num_accepted and query_start_loc come together "
                                "(spec decode) or not at all")
@@ -273,14 +276,9 @@ def run_conv(step, kernel, device):
            **({"block_idx_last_scheduled_token": device.tensor(step.last_scheduled),
                "initial_state_idx": device.tensor(step.last_computed)} if step.all_mode else {}))
     after = device.to_numpy(full)
-    writes = []
     inner_after = after[GUARD_BLOCKS:GUARD_BLOCKS + n]
-    for b in _changed_blocks(before, after, n):
-        block_rows = []
-        for r in range(length):
-            column = np.unique(inner_after[b, :, r])
-            block_rows.append(_decode_conv(float(column[0])) if column.size == 1 else [-2, 0])
-        writes.append([int(b), block_rows])
+    writes = [[int(b), [_decode_conv(np.unique(inner_after[b, :, r])) for r in range(length)]]
+              for b in _changed_blocks(before, after, n)]
     return {"writes": writes, "outside": _guards_changed(before, after, n)}
 
 
