@@ -287,10 +287,7 @@ class AttentionGroup:
         table = self.tables.get(req.id)
         if table is None:
             return
-        end = min(num_tokens // self.B, len(table))
-        for p in range(self.num_cached[req.id], end):
-            self.pool.register(table[p], (self.gid, req.prefix_hashes[(p + 1) * self.B]))
-        self.num_cached[req.id] = max(self.num_cached[req.id], end)
+        register_full_blocks(self, req, table, num_tokens)
         tail = req.num_prompt // self.h * self.h
         if self.h < self.B and 0 < tail <= num_tokens and tail % self.B and \
                 tail // self.B < len(table):
@@ -301,6 +298,15 @@ class AttentionGroup:
         self.num_cached.pop(req_id, None)
         self.partial_hit.pop(req_id, None)
         return self.tables.pop(req_id, [])
+
+
+def register_full_blocks(group, req, table, num_tokens):
+    """Registers the hashes of the full blocks of the first num_tokens tokens that the group
+    has not registered for the request yet; returns the blocks this registered."""
+    start, end = group.num_cached[req.id], min(num_tokens // group.B, len(table))
+    group.num_cached[req.id] = max(start, end)
+    return [table[p] for p in range(start, end)
+            if group.pool.register(table[p], (group.gid, req.block_hash(p, group.B)))]
 
 
 class MambaGroup:
@@ -353,9 +359,7 @@ class MambaGroup:
             return int(partial)
         if self.all_mode:
             return required - len(table)
-        if req.id not in self.allocated:
-            return 1 + self.nsb + int(partial)
-        return 1 + int(partial)
+        return 1 + int(partial) + (0 if req.id in self.allocated else self.nsb)
 
     def allocate(self, req, num_tokens):
         table = self.tables.setdefault(req.id, [])
@@ -363,11 +367,8 @@ class MambaGroup:
         nsb, prev = self.nsb, len(table)
         self.copy_partial(req, table)
         required = cdiv(num_tokens, self.B) + nsb
-        if required <= prev:
-            self.allocated.add(req.id)
-            return []
-        if self.all_mode:
-            table.extend(self.pool.take(required - prev))
+        if required <= prev or self.all_mode:
+            table.extend(self.pool.take(max(required - prev, 0)))
             self.allocated.add(req.id)
             return table[prev:]
         allocated = req.id in self.allocated
@@ -429,11 +430,7 @@ class MambaGroup:
         table = self.tables.get(req.id)
         if table is None:
             return
-        end = min(num_tokens // self.B, len(table))
-        for p in range(self.num_cached[req.id], end):
-            if self.pool.register(table[p], (self.gid, req.block_hash(p, self.B))):
-                this_step.add(table[p])
-        self.num_cached[req.id] = max(self.num_cached[req.id], end)
+        this_step.update(register_full_blocks(self, req, table, num_tokens))
         if partial_tail:
             self.cache_partial_tail(req, num_tokens, this_step)
 
