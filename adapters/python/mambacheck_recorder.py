@@ -367,12 +367,9 @@ class TraceRecorder:
             if req_id not in self._requests:
                 raise RecorderError(f"cached request {req_id!r} was never recorded as new")
             resumed = req_id in resumed_ids or (i < len(resumed_flags) and bool(resumed_flags[i]))
-            optimistic = None
-            if resumed:
-                computed[req_id] = int(num_computed[i])
-            else:
-                computed[req_id], optimistic = self._true_count(req_id, int(num_computed[i]),
-                                                                planned_during)
+            # A resumed request starts over from the count its scheduler output says.
+            computed[req_id], optimistic = self._true_count(
+                req_id, int(num_computed[i]), None if resumed else planned_during)
             entry: dict[str, Any] = {"req_id": req_id}
             if resumed:
                 entry["resumed"] = True

@@ -106,8 +106,7 @@ def describe_arena_difference(case, i, e, a, first):
     same = np.flatnonzero(e[first:end] == a[first:end])
     run = int(same[0]) if same.size else end - first
     shown = min(run, HEX_BYTES_MAX)
-    hex_e = " ".join(f"{b:02x}" for b in e[first:first + shown])
-    hex_a = " ".join(f"{b:02x}" for b in a[first:first + shown])
+    hex_e, hex_a = (" ".join(f"{b:02x}" for b in side[first:first + shown]) for side in (e, a))
     return (f"arena {i} bytes [{first}, {first + run}) differ: "
             f"{describe_location(case, i, first, run)}; expected {hex_e}, actual {hex_a}")
 

@@ -82,24 +82,25 @@ def _changed_blocks(before, after, n):
 
 def _state_writes(before, after, n, tag, zeros_source):
     """[block, source block, tokens] per changed block of a state tracer whose block b held
-    (b + 1) * tag and gained 1 per token: source -3 for a guard's value (read outside the
-    tensor), `zeros_source` for a value below the tag (a state started from zeros), -2 for
-    anything else (not one whole value)."""
-    writes = []
-    for b in _changed_blocks(before, after, n):
-        values = np.unique(after[GUARD_BLOCKS + b])
-        v = float(values[0])
-        if values.size != 1:
-            writes.append([int(b), -2, 0])
-        elif v < 0:  # a guard's value, plus the tokens applied: every state's is above 0
-            writes.append([int(b), -3, 0])
-        elif v != np.floor(v):
-            writes.append([int(b), -2, 0])
-        elif v < tag:
-            writes.append([int(b), zeros_source, int(v) if zeros_source == -4 else 0])
-        else:
-            writes.append([int(b), int(v) // int(tag) - 1, int(v) % int(tag)])
-    return writes
+    (b + 1) * tag and gained 1 per token (_decode_state)."""
+    return [[int(b), *_decode_state(np.unique(after[GUARD_BLOCKS + b]), tag, zeros_source)]
+            for b in _changed_blocks(before, after, n)]
+
+
+def _decode_state(values, tag, zeros_source):
+    """[source block, tokens] of the distinct values of a written state block: source -3 for
+    a guard's value (read outside the tensor), `zeros_source` for a value below the tag (a
+    state started from zeros), -2 for anything else (not one whole value)."""
+    v = float(values[0])
+    if values.size != 1:
+        return [-2, 0]
+    if v < 0:  # a guard's value, plus the tokens applied: every state's is above 0
+        return [-3, 0]
+    if v != np.floor(v):
+        return [-2, 0]
+    if v < tag:
+        return [zeros_source, int(v) if zeros_source == -4 else 0]
+    return [int(v) // int(tag) - 1, int(v) % int(tag)]
 
 
 def _decode_conv(values):
