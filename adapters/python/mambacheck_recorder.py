@@ -170,16 +170,12 @@ class TraceRecorder:
         partial = bool(hash_block_size) and int(hash_block_size) < mamba_block_size
         self._copies = partial or bool(scheduler and scheduler.get("hash_block_size"))
         if scheduler is None:
-            scheduler = {"cache_registration": "at_schedule"}
-            if use_eagle:
-                scheduler["eagle"] = True
-            if unordered_writer:
-                scheduler["unordered_writer"] = True
-            if self._attention:
-                scheduler["attention_groups"] = len(self._attention)
-                scheduler["shared_pool"] = True
-            if partial:
-                scheduler["hash_block_size"] = int(hash_block_size)
+            scheduler = {"cache_registration": "at_schedule", "eagle": bool(use_eagle),
+                         "unordered_writer": bool(unordered_writer),
+                         "attention_groups": len(self._attention),
+                         "shared_pool": bool(self._attention),
+                         "hash_block_size": int(hash_block_size) if partial else 0}
+            scheduler = {key: value for key, value in scheduler.items() if value}
         version = (FORMAT_VERSION_COPIES if self._copies
                    else FORMAT_VERSION_SCHEDULER if scheduler
                    else FORMAT_VERSION_ASYNC if self._async else FORMAT_VERSION)
