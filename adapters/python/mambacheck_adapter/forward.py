@@ -220,12 +220,8 @@ def _tracer(inner, device):
 
 
 def _guards_changed(before, after, n):
-    out = []
-    if not np.array_equal(before[:GUARD_BLOCKS], after[:GUARD_BLOCKS]):
-        out.append("before")
-    if not np.array_equal(before[GUARD_BLOCKS + n:], after[GUARD_BLOCKS + n:]):
-        out.append("after")
-    return out
+    guards = (("before", slice(0, GUARD_BLOCKS)), ("after", slice(GUARD_BLOCKS + n, None)))
+    return [side for side, guard in guards if not np.array_equal(before[guard], after[guard])]
 
 
 def run_ssm(step, kernel, device):
@@ -286,10 +282,7 @@ def run_conv(step, kernel, device):
 def scan_tag(step):
     """The tag step of the scan's tracer: a power of two above every prefill row's tokens."""
     longest = int(np.max(np.diff(step.prefill_qsl))) if step.prefill_qsl.size > 1 else 0
-    tag = 64
-    while tag <= longest:
-        tag *= 2
-    return float(tag)
+    return float(max(64, 1 << longest.bit_length()))
 
 
 def run_scan(step, kernel, device):
