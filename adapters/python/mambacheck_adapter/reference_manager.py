@@ -273,12 +273,7 @@ class AttentionGroup:
     def allocate(self, req, num_tokens):
         table = self.tables.setdefault(req.id, [])
         self.num_cached.setdefault(req.id, 0)
-        if req.id in self.partial_hit:
-            col, src = self.partial_hit.pop(req.id)
-            cow = self.pool.take(1)[0]
-            table[col] = cow
-            self.pool.touch([cow])  # both ends retained until the step ran the copy
-            self.copies.append((None, src, cow))
+        copy_partial(self, req, table, None)
         prev = len(table)
         table.extend(self.pool.take(self.needed(req, num_tokens)))
         return table[prev:]
@@ -298,6 +293,26 @@ class AttentionGroup:
         self.num_cached.pop(req_id, None)
         self.partial_hit.pop(req_id, None)
         return self.tables.pop(req_id, [])
+
+
+def copy_partial(group, req, table, index, producer=False):
+    """The copy on write of the group's partial state of the request, if it has one to copy,
+    before the request's tokens run: a hit's shared block gives way to a private copy; a
+    producer's own block keeps running in place, and its cache entry moves to the copy. Both
+    ends stay retained until the step ran the copy (the manager releases them). `index`: the
+    group's in the copies (None: an attention group)."""
+    if req.id not in group.partial_hit:
+        return
+    col, src = group.partial_hit.pop(req.id)
+    cow = group.pool.take(1)[0]
+    if producer:
+        group.pool.move(src, cow)
+        group.pool.touch([src])
+        group.this_step.add(cow)  # filled by this step's copy: no hit on it before
+    else:
+        table[col] = cow
+        group.pool.touch([cow])
+    group.copies.append((index, src, cow))
 
 
 def register_full_blocks(group, req, table, num_tokens):
@@ -365,7 +380,7 @@ class MambaGroup:
         table = self.tables.setdefault(req.id, [])
         self.num_cached.setdefault(req.id, 0)
         nsb, prev = self.nsb, len(table)
-        self.copy_partial(req, table)
+        copy_partial(self, req, table, self.index, producer=req.id in self.allocated)
         required = cdiv(num_tokens, self.B) + nsb
         if required <= prev or self.all_mode:
             table.extend(self.pool.take(max(required - prev, 0)))
@@ -384,24 +399,6 @@ class MambaGroup:
         table.extend(self.pool.take(required - len(table)))
         self.allocated.add(req.id)
         return table[prev:]
-
-    def copy_partial(self, req, table):
-        """The copy on write of a partial state, before the request's tokens run: a hit's
-        shared block gives way to a private copy; a producer's own block keeps running in
-        place, and its cache entry moves to the copy. Both ends stay retained until the step
-        ran the copy (the manager releases them)."""
-        if req.id not in self.partial_hit:
-            return
-        col, src = self.partial_hit.pop(req.id)
-        cow = self.pool.take(1)[0]
-        if req.id in self.allocated:
-            self.pool.move(src, cow)
-            self.pool.touch([src])
-            self.this_step.add(cow)  # filled by this step's copy: no hit on it before
-        else:
-            table[col] = cow
-            self.pool.touch([cow])
-        self.copies.append((self.index, src, cow))
 
     def remove_skipped(self, req, processed):
         table = self.tables.get(req.id)
