@@ -219,6 +219,11 @@ def _tracer(inner, device):
     return before, full, full[GUARD_BLOCKS:GUARD_BLOCKS + n]
 
 
+def _f32(device, shape, value):
+    """A float32 kernel argument of `shape` holding `value` everywhere."""
+    return device.tensor(np.full(shape, value, dtype=np.float32))
+
+
 def _guards_changed(before, after, n):
     guards = (("before", slice(0, GUARD_BLOCKS)), ("after", slice(GUARD_BLOCKS + n, None)))
     return [side for side, guard in guards if not np.array_equal(before[guard], after[guard])]
@@ -231,22 +236,18 @@ def run_ssm(step, kernel, device):
                                   device)
     t = step.num_tokens
     heads, dim, dstate = SSM_SHAPE
-    ones = np.ones((t, heads, dim), dtype=np.float32)
     spec = step.num_accepted is not None
     src = dst = device.tensor(step.indices)
     if step.all_mode:  # the mixer's gathers: one column read, one written
         rows = np.arange(step.rows)
         src = device.tensor(step.indices[rows, step.last_computed].copy())
         dst = device.tensor(step.indices[rows, step.last_scheduled].copy())
-    kernel(state, device.tensor(ones), device.tensor(ones),
-           device.tensor(np.zeros((heads, dim, dstate), dtype=np.float32)),
-           device.tensor(np.ones((t, 1, dstate), dtype=np.float32)),
-           device.tensor(np.ones((t, 1, dstate), dtype=np.float32)),
-           device.tensor(np.zeros((heads, dim), dtype=np.float32)),
-           device.tensor(np.zeros((heads, dim), dtype=np.float32)),
+    kernel(state, _f32(device, (t, heads, dim), 1), _f32(device, (t, heads, dim), 1),  # x, dt
+           _f32(device, (heads, dim, dstate), 0), _f32(device, (t, 1, dstate), 1),  # A, B
+           _f32(device, (t, 1, dstate), 1), _f32(device, (heads, dim), 0),  # C, D
+           _f32(device, (heads, dim), 0),  # dt_bias
            z=None, dt_softplus=False, state_batch_indices=src, dst_state_batch_indices=dst,
-           null_block_id=NULL_BLOCK_ID, out=device.tensor(np.zeros((t, heads, dim),
-                                                                   dtype=np.float32)),
+           null_block_id=NULL_BLOCK_ID, out=_f32(device, (t, heads, dim), 0),
            num_accepted_tokens=device.tensor(step.num_accepted) if spec else None,
            cu_seqlens=device.tensor(step.query_start_loc) if spec else None)
     after = device.to_numpy(full)
@@ -265,7 +266,7 @@ def run_conv(step, kernel, device):
     x = np.broadcast_to(tokens[:, None], (step.num_tokens, CONV_DIM)).copy()
     spec = step.num_accepted is not None
     kernel(device.tensor(x), conv_state,
-           device.tensor(np.zeros((CONV_DIM, step.conv_width), dtype=np.float32)), bias=None,
+           _f32(device, (CONV_DIM, step.conv_width), 0), bias=None,
            activation=None, conv_state_indices=device.tensor(step.indices),
            num_accepted_tokens=device.tensor(step.num_accepted) if spec else None,
            query_start_loc=device.tensor(step.query_start_loc) if spec else None,
@@ -300,11 +301,9 @@ def run_scan(step, kernel, device):
     tags = (np.arange(n, dtype=np.float32) + 1) * tag
     before, full, states = _tracer(np.broadcast_to(tags[:, None, None], (n, dim, dstate)), device)
     total = int(step.prefill_qsl[-1])
-    ones = np.ones((dim, total), dtype=np.float32)
-    kernel(device.tensor(ones), states, device.tensor(ones),
-           device.tensor(np.zeros((dim, dstate), dtype=np.float32)),
-           device.tensor(np.ones((1, dstate, total), dtype=np.float32)),
-           device.tensor(np.ones((1, dstate, total), dtype=np.float32)),
+    kernel(_f32(device, (dim, total), 1), states, _f32(device, (dim, total), 1),  # u, delta
+           _f32(device, (dim, dstate), 0), _f32(device, (1, dstate, total), 1),  # A, B
+           _f32(device, (1, dstate, total), 1),  # C
            D=None, z=None, delta_bias=None, delta_softplus=False,
            query_start_loc=device.tensor(step.prefill_qsl),
            cache_indices=device.tensor(step.prefill_indices),
