@@ -6,3 +6,8 @@ mambacheck's case files (model/CASE_FORMAT.md). See adapters/python/README.md.""
 __version__ = "0.1.0"
 
 PROTOCOL_VERSION = 1
+
+
+def one_line(text):
+    """`text` (or an exception's message) on one line, as the workers' answers carry it."""
+    return " ".join(str(text).split()) or "(empty message)"

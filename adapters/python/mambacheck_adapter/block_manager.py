@@ -42,7 +42,7 @@ import os
 import sys
 import traceback
 
-from . import reference_manager
+from . import one_line, reference_manager
 
 PROTOCOL_VERSION = 1
 MANAGERS = ("reference", "vllm")
@@ -125,10 +125,6 @@ def make_factory(args):
     if variants:
         raise ValueError("--variant: the vllm manager has no variants")
     return vllm_manager.VllmManager
-
-
-def one_line(text):
-    return " ".join(str(text).split()) or "(empty message)"
 
 
 def serve(stdin, stdout, session):

@@ -37,7 +37,8 @@ import pathlib
 import sys
 import traceback
 
-from . import PROTOCOL_VERSION, bench, casefile, devices, engine, forward, kernels, launch
+from . import (PROTOCOL_VERSION, bench, casefile, devices, engine, forward, kernels, launch,
+               one_line)
 
 
 def parse_args(argv):
@@ -88,7 +89,7 @@ def run_case(case, module, device, arenas=None):
             if not out_of_memory(e):
                 raise
             if attempt == 2:
-                raise DeviceUnusable(f"out of device memory: {one_line(str(e))[:300]}") from e
+                raise DeviceUnusable(f"out of device memory: {one_line(e)[:300]}") from e
         device.release(force=True)
 
 
@@ -143,10 +144,6 @@ def answer_bench(text, module, device):
     """The answer to one bench message (bench.py): one JSON line of times."""
     return answer_guarded(lambda: bench.answer(text, module, device), device,
                           (bench.BenchError, casefile.CaseError, launch.LaunchError))
-
-
-def one_line(text):
-    return " ".join(text.split()) or "(empty message)"
 
 
 def serve(stdin, stdout, module, device, results, arena_mode=None):
