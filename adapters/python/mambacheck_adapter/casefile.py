@@ -89,11 +89,7 @@ class CaseError(Exception):
 
 
 def array_length(name, num_reqs, num_slots):
-    if name == "idx_mapping":
-        return num_reqs
-    if name == "query_start_loc":
-        return num_reqs + 1
-    return num_slots
+    return {"idx_mapping": num_reqs, "query_start_loc": num_reqs + 1}.get(name, num_slots)
 
 
 def read_json(path):

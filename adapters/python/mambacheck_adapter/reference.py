@@ -167,9 +167,7 @@ class HostKernel:
 
 def table_row(bugs, row, slot):
     """The block-table row of batch row `row` with slot `slot` (the kernel's bt_row_idx)."""
-    if "slot_tables" in bugs and "table_by_batch_row" not in bugs:
-        return slot
-    return row
+    return slot if "slot_tables" in bugs and "table_by_batch_row" not in bugs else row
 
 
 def save_decision(a, slot, state_idx, num_scheduled, num_computed, num_draft, block_size,
