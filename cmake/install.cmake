@@ -15,7 +15,6 @@
 # Only these targets are installed: building `mambacheck` builds all three.
 include(CMakePackageConfigHelpers)
 
-set(MC_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/mambacheck)
 set(MC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/mambacheck)
 
 install(TARGETS mambacheck EXPORT mambacheckTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -25,7 +24,7 @@ install(TARGETS mc_model mc_scenarios mc_fmt EXPORT mambacheckTargets
 # ("model/layout.h"), which include/mambacheck keeps.
 foreach(dir model scenarios)
   file(GLOB mc_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${dir}/*.h)
-  install(FILES ${mc_headers} DESTINATION ${MC_INSTALL_INCLUDEDIR}/${dir})
+  install(FILES ${mc_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mambacheck/${dir})
 endforeach()
 
 install(EXPORT mambacheckTargets NAMESPACE mambacheck:: DESTINATION ${MC_INSTALL_CMAKEDIR})
