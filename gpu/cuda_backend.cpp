@@ -6,25 +6,12 @@
 #include "gpu/launch_plan.h"
 #include "model/request_arrays.h"
 
-#include <array>
 #include <cstdlib>
-#include <stdexcept>
 #include <string_view>
 #include <utility>
 
 namespace mc::gpu {
 namespace {
-
-using PointerField = std::int32_t* RequestPointers::*;
-
-// The device pointer of each array of model::kRequestArrays, in its order.
-constexpr std::array<PointerField, model::kRequestArrays.size()> kPointerFields{
-    &RequestPointers::idx_mapping,      &RequestPointers::num_accepted,
-    &RequestPointers::state_idx,        &RequestPointers::num_scheduled,
-    &RequestPointers::num_computed,     &RequestPointers::num_draft,
-    &RequestPointers::new_num_computed, &RequestPointers::query_start_loc,
-    &RequestPointers::src_col,          &RequestPointers::token_bias,
-    &RequestPointers::num_accepted_out};
 
 // The per-request arrays on the device: uploaded, pointed at, downloaded after the launch.
 struct DeviceRequests {
@@ -36,7 +23,7 @@ struct DeviceRequests {
       const std::vector<std::int32_t>& v = arrays.*model::kRequestArrays[i].member;
       if (v.empty()) continue;
       buffers[i] = upload_vector<std::int32_t>(v);
-      pointers.*kPointerFields[i] = buffers[i].as<std::int32_t>();
+      pointers.*kRequestPointerFields[i] = buffers[i].as<std::int32_t>();
     }
   }
   void download(model::RequestArrays& arrays) const {
@@ -46,25 +33,6 @@ struct DeviceRequests {
     }
   }
 };
-
-std::vector<DeviceBuffer> upload_arenas(const model::LaunchCase& launch) {
-  std::vector<DeviceBuffer> out;
-  for (const model::Arena& a : launch.arenas)
-    out.push_back(upload_arena(a));
-  return out;
-}
-
-std::vector<std::uint64_t> addresses(const std::vector<DeviceBuffer>& buffers) {
-  std::vector<std::uint64_t> out;
-  for (const DeviceBuffer& b : buffers)
-    out.push_back(b.address());
-  return out;
-}
-
-void download_arenas(const std::vector<DeviceBuffer>& arenas, model::LaunchResult& result) {
-  for (const DeviceBuffer& a : arenas)
-    result.arenas.push_back(download_arena(a));
-}
 
 // MC_FUSED_START=ticket starts the fused kernel by tickets instead of a cooperative launch
 // (scripts/gpu-check runs the GPU tests both ways, so the fallback stays tested).
@@ -101,8 +69,8 @@ void run_fused_cuda(const model::LaunchCase& launch, Mutant mutant, const Device
                     model::LaunchResult& result) {
   validate_fused_copies(launch);
   FusedParams p = make_fused_params(launch, arenas.tensors, arenas.units);
-  p.tensors = arenas.device_tensors;
-  p.units = arenas.device_units;
+  p.tensors = arenas.device_tensors.as<TensorDesc>();
+  p.units = arenas.device_units.as<UnitRef>();
   std::vector<DeviceBuffer> tables;
   for (const model::BlockTable& t : launch.block_tables.groups) {
     tables.push_back(upload_vector<std::int32_t>(t.block_ids));
@@ -144,6 +112,11 @@ void run_batch_copy_cuda(const model::LaunchCase& launch, Mutant mutant, const D
 
 } // namespace
 
+DeviceArenas::DeviceArenas(const model::Layout& layout, std::vector<std::uint64_t> addrs)
+    : arena_addrs(std::move(addrs)), tensors(make_tensor_descs(layout, arena_addrs)),
+      units(make_units(tensors)), device_tensors(upload_vector<TensorDesc>(tensors)),
+      device_units(upload_vector<UnitRef>(units)) {}
+
 bool cuda_available() {
   return device_present();
 }
@@ -183,24 +156,20 @@ model::LaunchResult run_launch_cuda(const model::LaunchCase& launch, Mutant muta
   model::LaunchResult result;
   result.requests = prepare_request_arrays(launch);
   on_device([&] {
-    const std::vector<DeviceBuffer> arenas = upload_arenas(launch);
-    const std::vector<std::uint64_t> addrs = addresses(arenas);
-    const std::vector<TensorDesc> tensors = make_tensor_descs(launch.layout, addrs);
-    const std::vector<UnitRef> units = make_units(tensors);
-    const DeviceBuffer d_tensors = upload_vector<TensorDesc>(tensors);
-    const DeviceBuffer d_units = upload_vector<UnitRef>(units);
-    run_launch_cuda_in_place(launch, mutant,
-                             DeviceArenas{.arena_addrs = addrs,
-                                          .tensors = tensors,
-                                          .units = units,
-                                          .device_tensors = d_tensors.as<TensorDesc>(),
-                                          .device_units = d_units.as<UnitRef>()},
-                             result);
+    std::vector<DeviceBuffer> arenas;
+    std::vector<std::uint64_t> addrs;
+    for (const model::Arena& a : launch.arenas) {
+      arenas.push_back(upload_arena(a));
+      addrs.push_back(arenas.back().address());
+    }
+    const DeviceArenas in_place(launch.layout, std::move(addrs));
+    run_launch_cuda_in_place(launch, mutant, in_place, result);
     if (result.status == model::LaunchStatus::unsupported) {
       for (const model::Arena& a : launch.arenas) // nothing ran: the arenas as they came
         result.arenas.push_back(a.clone());
     } else {
-      download_arenas(arenas, result);
+      for (const DeviceBuffer& a : arenas)
+        result.arenas.push_back(download_arena(a));
     }
   });
   return result;

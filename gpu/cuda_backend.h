@@ -4,13 +4,14 @@
 // behind it says so (cuda_available() is false, run_launch_cuda throws).
 #pragma once
 
+#include "gpu/device_memory.h"
 #include "gpu/device_types.h"
 #include "gpu/mutant.h"
 #include "model/launch.h"
 
 #include <cstdint>
 #include <optional>
-#include <span>
+#include <vector>
 
 namespace mc::gpu {
 
@@ -42,14 +43,15 @@ model::LaunchResult run_launch_cuda(const model::LaunchCase& launch,
                                     Mutant mutant = Mutant::none);
 
 // Where a launch runs in place on the device (CUDA builds only; the cuda engine executor keeps
-// these for a whole run): the device arenas at `arena_addrs`, the tensor descriptors and units
+// one for a whole run): the device arenas at `arena_addrs`, the tensor descriptors and units
 // made over those addresses (make_tensor_descs, make_units), on the host and uploaded.
 struct DeviceArenas {
-  std::span<const std::uint64_t> arena_addrs;
-  std::span<const TensorDesc> tensors;
-  std::span<const UnitRef> units;
-  const TensorDesc* device_tensors = nullptr;
-  const UnitRef* device_units = nullptr;
+  DeviceArenas(const model::Layout& layout, std::vector<std::uint64_t> arena_addrs);
+  std::vector<std::uint64_t> arena_addrs;
+  std::vector<TensorDesc> tensors;
+  std::vector<UnitRef> units;
+  DeviceBuffer device_tensors;
+  DeviceBuffer device_units;
 };
 
 // Runs a launch that validate_case_arrays accepted, in place over `arenas` (the case's own

@@ -140,6 +140,10 @@ void register_case_buffers(model::AddressRangeScope& scope, const model::LaunchC
 
 } // namespace
 
+HostArenas::HostArenas(const model::Layout& layout, std::vector<std::uint64_t> addrs)
+    : arena_addrs(std::move(addrs)), tensors(make_tensor_descs(layout, arena_addrs)),
+      units(make_units(tensors)) {}
+
 std::vector<std::uint64_t> arena_addresses(const std::vector<model::Arena>& arenas) {
   std::vector<std::uint64_t> out;
   for (const model::Arena& a : arenas)
@@ -168,11 +172,8 @@ model::LaunchResult run_launch_host(const model::LaunchCase& launch, Mutant muta
   result.requests = prepare_request_arrays(launch);
   for (const model::Arena& a : launch.arenas)
     result.arenas.push_back(a.clone());
-  const std::vector<std::uint64_t> addrs = arena_addresses(result.arenas);
-  const std::vector<TensorDesc> tensors = make_tensor_descs(launch.layout, addrs);
-  const std::vector<UnitRef> units = make_units(tensors);
-  run_launch_host_in_place(
-      launch, mutant, HostArenas{.arena_addrs = addrs, .tensors = tensors, .units = units}, result);
+  run_launch_host_in_place(launch, mutant,
+                           HostArenas(launch.layout, arena_addresses(result.arenas)), result);
   return result;
 }
 

@@ -8,7 +8,6 @@
 #include "model/launch.h"
 
 #include <cstdint>
-#include <span>
 #include <vector>
 
 namespace mc::gpu {
@@ -22,9 +21,10 @@ model::LaunchResult run_launch_host(const model::LaunchCase& launch,
 // memory) and the tensor descriptors and units made over those addresses
 // (make_tensor_descs, make_units), which a caller running many launches keeps.
 struct HostArenas {
-  std::span<const std::uint64_t> arena_addrs;
-  std::span<const TensorDesc> tensors;
-  std::span<const UnitRef> units;
+  HostArenas(const model::Layout& layout, std::vector<std::uint64_t> arena_addrs);
+  std::vector<std::uint64_t> arena_addrs;
+  std::vector<TensorDesc> tensors;
+  std::vector<UnitRef> units;
 };
 
 // The addresses of host arenas, one per arena, as HostArenas::arena_addrs takes them.

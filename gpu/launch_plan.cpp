@@ -110,19 +110,13 @@ model::RequestArrays prepare_request_arrays(const model::LaunchCase& launch) {
   return arrays;
 }
 
-RequestPointers host_request_pointers(model::RequestArrays& a) {
-  const auto ptr = [](std::vector<std::int32_t>& v) { return v.empty() ? nullptr : v.data(); };
-  return RequestPointers{.idx_mapping = ptr(a.idx_mapping),
-                         .num_accepted = ptr(a.num_accepted),
-                         .state_idx = ptr(a.state_idx),
-                         .num_scheduled = ptr(a.num_scheduled),
-                         .num_computed = ptr(a.num_computed),
-                         .num_draft = ptr(a.num_draft),
-                         .new_num_computed = ptr(a.new_num_computed),
-                         .query_start_loc = ptr(a.query_start_loc),
-                         .src_col = ptr(a.src_col),
-                         .token_bias = ptr(a.token_bias),
-                         .num_accepted_out = ptr(a.num_accepted_out)};
+RequestPointers host_request_pointers(model::RequestArrays& arrays) {
+  RequestPointers out;
+  for (std::size_t i = 0; i < model::kRequestArrays.size(); ++i) {
+    std::vector<std::int32_t>& v = arrays.*model::kRequestArrays[i].member;
+    if (!v.empty()) out.*kRequestPointerFields[i] = v.data();
+  }
+  return out;
 }
 
 std::vector<model::CopyDecision> compact_decisions(std::span<const DecisionRecord> records,

@@ -7,7 +7,9 @@
 
 #include "gpu/device_types.h"
 #include "model/launch.h"
+#include "model/request_arrays.h"
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -48,7 +50,16 @@ void validate_fused_copies(const model::LaunchCase& launch);
 // token_bias sized to num_slots when the case left them empty, zero-filled).
 model::RequestArrays prepare_request_arrays(const model::LaunchCase& launch);
 
-// Points `requests` at the int32 arrays of `arrays` (host memory).
+// The RequestPointers field of each array of model::kRequestArrays, in its order.
+inline constexpr std::array<std::int32_t * RequestPointers::*, model::kRequestArrays.size()>
+    kRequestPointerFields{&RequestPointers::idx_mapping,      &RequestPointers::num_accepted,
+                          &RequestPointers::state_idx,        &RequestPointers::num_scheduled,
+                          &RequestPointers::num_computed,     &RequestPointers::num_draft,
+                          &RequestPointers::new_num_computed, &RequestPointers::query_start_loc,
+                          &RequestPointers::src_col,          &RequestPointers::token_bias,
+                          &RequestPointers::num_accepted_out};
+
+// Points `requests` at the int32 arrays of `arrays` (host memory; null where one is empty).
 RequestPointers host_request_pointers(model::RequestArrays& arrays);
 
 // V1's flat copy plan (batch_copy), addresses from `arena_base_addrs`.

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <stdexcept>
+#include <optional>
 
 namespace mc::gpu::engine {
 namespace {
@@ -44,17 +44,14 @@ public:
       : layout_(layout), kernel_mutant_(kernel_mutant) {
     if (!device_present()) throw model::EnvironmentError("no CUDA device is visible");
     on_device([&] {
+      std::vector<std::uint64_t> addrs;
       for (const model::ArenaSpec& a : layout_.arenas) {
         arenas_.push_back(poisoned_device_arena(a.size_bytes()));
-        arena_addrs_.push_back(arenas_.back().address());
+        addrs.push_back(arenas_.back().address());
       }
-      tensors_ = make_tensor_descs(layout_, arena_addrs_);
-      units_ = make_units(tensors_);
-      device_tensors_ = upload_vector<TensorDesc>(tensors_);
-      device_units_ = upload_vector<UnitRef>(units_);
-      device_forward_tensors_ =
-          upload_vector<ForwardTensor>(make_forward_tensors(layout_, arena_addrs_));
-      device_arena_addrs_ = upload_vector<std::uint64_t>(arena_addrs_);
+      in_place_.emplace(layout_, addrs);
+      device_forward_tensors_ = upload_vector<ForwardTensor>(make_forward_tensors(layout_, addrs));
+      device_arena_addrs_ = upload_vector<std::uint64_t>(addrs);
       device_poison_ = upload_vector<std::uint8_t>(
           std::span(model::poison_pattern_bytes(), static_cast<std::size_t>(model::kPoisonPeriod)));
     });
@@ -66,15 +63,7 @@ public:
     validate_case_arrays(launch_case);
     model::LaunchResult result;
     result.requests = prepare_request_arrays(launch_case);
-    on_device([&] {
-      run_launch_cuda_in_place(launch_case, kernel_mutant_,
-                               DeviceArenas{.arena_addrs = arena_addrs_,
-                                            .tensors = tensors_,
-                                            .units = units_,
-                                            .device_tensors = device_tensors_.as<TensorDesc>(),
-                                            .device_units = device_units_.as<UnitRef>()},
-                               result);
-    });
+    on_device([&] { run_launch_cuda_in_place(launch_case, kernel_mutant_, *in_place_, result); });
     return result;
   }
 
@@ -309,14 +298,10 @@ private:
 
   model::Layout layout_;
   Mutant kernel_mutant_ = Mutant::none;
-  std::vector<DeviceBuffer> arenas_; // the run's state, on the device
-  std::vector<std::uint64_t> arena_addrs_;
-  std::vector<TensorDesc> tensors_;
-  std::vector<UnitRef> units_;
-  DeviceBuffer device_tensors_;
-  DeviceBuffer device_units_;
+  std::vector<DeviceBuffer> arenas_;     // the run's state, on the device
+  std::optional<DeviceArenas> in_place_; // launches' view of arenas_
   DeviceBuffer device_forward_tensors_;
-  DeviceBuffer device_arena_addrs_;            // arena_addrs_, for the compare kernel
+  DeviceBuffer device_arena_addrs_;            // the arenas' addresses, for the compare kernel
   DeviceBuffer device_poison_;                 // the arena poison pattern, for the compare kernel
   DeviceBuffer compare_buffer_;            // compare()'s description and answers, grown as needed
   std::vector<std::byte> compare_staging_; // the same on the host

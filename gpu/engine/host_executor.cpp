@@ -29,12 +29,10 @@ std::vector<model::Arena> poisoned_arenas(const model::Layout& layout) {
 class HostExecutor final : public Executor {
 public:
   HostExecutor(const model::Layout& layout, std::vector<model::Arena> arenas, Mutant kernel_mutant)
-      : layout_(layout), kernel_mutant_(kernel_mutant), arenas_(std::move(arenas)) {
+      : layout_(layout), kernel_mutant_(kernel_mutant), arenas_(std::move(arenas)),
+        in_place_(layout_, arena_addresses(arenas_)) {
     MC_ASSERT(arenas_.size() == layout.arenas.size());
-    arena_addrs_ = arena_addresses(arenas_);
-    tensors_ = make_tensor_descs(layout_, arena_addrs_);
-    units_ = make_units(tensors_);
-    forward_tensors_ = make_forward_tensors(layout_, arena_addrs_);
+    forward_tensors_ = make_forward_tensors(layout_, in_place_.arena_addrs);
     for (const ForwardTensor& t : forward_tensors_)
       (t.is_temporal != 0 ? temporal_block_bytes_ : conv_block_bytes_) += t.natural_bytes;
   }
@@ -46,9 +44,7 @@ public:
     try {
       validate_case(lent);
       result.requests = prepare_request_arrays(lent);
-      run_launch_host_in_place(
-          lent, kernel_mutant_,
-          HostArenas{.arena_addrs = arena_addrs_, .tensors = tensors_, .units = units_}, result);
+      run_launch_host_in_place(lent, kernel_mutant_, in_place_, result);
     } catch (...) {
       arenas_ = std::move(lent.arenas);
       throw;
@@ -85,14 +81,12 @@ public:
       g = HostGraph{}; // a larger shape than captured: captured anew
       capture = true;
     }
-    if (capture) {
-      g.buffers.push_back(std::make_unique<GraphBuffers>(in, layout_.tensors.size()));
-      g.params = params_over(*g.buffers.back(), in.shape);
-    } else if (fresh_buffers) {
+    if (capture || fresh_buffers) {
       g.buffers.push_back(std::make_unique<GraphBuffers>(in, layout_.tensors.size()));
     } else {
       g.buffers.front()->copy_in_place(in);
     }
+    if (capture) g.params = params_over(*g.buffers.back(), in.shape);
     std::fill(g.buffers.front()->read_diffs.begin(), g.buffers.front()->read_diffs.end(), 0);
     run_programs(g.params);
     return g.buffers.back()->read_diffs;
@@ -179,9 +173,7 @@ private:
   model::Layout layout_;
   Mutant kernel_mutant_ = Mutant::none;
   std::vector<model::Arena> arenas_; // moved in and out of launches; the bytes never move
-  std::vector<std::uint64_t> arena_addrs_;
-  std::vector<TensorDesc> tensors_;
-  std::vector<UnitRef> units_;
+  HostArenas in_place_;              // launches' view of arenas_
   std::vector<ForwardTensor> forward_tensors_;
   // A block's natural bytes summed over the conv tensors and over the temporal ones: what a
   // read or a write of one row costs, to decide whether a forward is worth the threads.
