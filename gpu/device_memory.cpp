@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace mc::gpu {
@@ -120,18 +121,14 @@ DeviceBuffer::DeviceBuffer(std::int64_t size_bytes) : size_bytes_(size_bytes) {
 DeviceBuffer::~DeviceBuffer() { release(data_, size_bytes_); }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : data_(other.data_), size_bytes_(other.size_bytes_) {
-  other.data_ = nullptr;
-  other.size_bytes_ = 0;
+    : data_(std::exchange(other.data_, nullptr)), size_bytes_(std::exchange(other.size_bytes_, 0)) {
 }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
     release(data_, size_bytes_);
-    data_ = other.data_;
-    size_bytes_ = other.size_bytes_;
-    other.data_ = nullptr;
-    other.size_bytes_ = 0;
+    data_ = std::exchange(other.data_, nullptr);
+    size_bytes_ = std::exchange(other.size_bytes_, 0);
   }
   return *this;
 }

@@ -21,20 +21,6 @@ void validate_row_count(const model::LaunchCase& c) {
                model::to_string(c.kind), c.num_reqs, kRowsMax);
 }
 
-} // namespace
-
-void validate_case(const model::LaunchCase& c) {
-  model::validate_launch_shape(c);
-  validate_row_count(c);
-}
-
-void validate_case_arrays(const model::LaunchCase& c) {
-  model::validate_launch_arrays(c);
-  validate_row_count(c);
-}
-
-namespace {
-
 RowDecision decide_any(KernelKind kind, const FusedParams& p, std::int32_t b) {
   switch (kind) {
   case KernelKind::postprocess:
@@ -63,6 +49,16 @@ void check_column(const model::LaunchCase& c, std::int32_t b, std::int32_t row, 
 }
 
 } // namespace
+
+void validate_case(const model::LaunchCase& c) {
+  model::validate_launch_shape(c);
+  validate_row_count(c);
+}
+
+void validate_case_arrays(const model::LaunchCase& c) {
+  model::validate_launch_arrays(c);
+  validate_row_count(c);
+}
 
 void validate_fused_copies(const model::LaunchCase& c) {
   const model::LaunchKindInfo& info = model::launch_kind_info(c.kind);

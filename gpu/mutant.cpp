@@ -58,15 +58,9 @@ const MutantInfo* find_mutant(std::string_view name) {
 }
 
 std::string_view to_string(MutantLevel level) {
-  switch (level) {
-  case MutantLevel::kernel:
-    return "kernel";
-  case MutantLevel::runner:
-    return "runner";
-  case MutantLevel::scheduler:
-    return "scheduler";
-  }
-  return "?";
+  constexpr std::array<std::string_view, 3> kNames{"kernel", "runner", "scheduler"}; // by level
+  const auto i = static_cast<std::size_t>(level);
+  return i < kNames.size() ? kNames[i] : "?";
 }
 
 std::span<const MutantInfo> runner_mutants() {

@@ -6,7 +6,6 @@
 #include "model/errors.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>

@@ -12,7 +12,6 @@
 #include "model/stamps.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -29,9 +28,6 @@ struct EngineRunner::RowForward {
 
 std::optional<ForwardReadFinding> EngineRunner::add_row_ops(const RowForward& f,
                                                             RowOps& out) const {
-  std::vector<ForwardOp>& ops = out.ops;
-  std::vector<ForwardRead>& reads = out.reads;
-  std::vector<std::int32_t>& tokens = out.tokens;
   const model::ForwardMetadataRow& m = f.md->rows[f.md_row];
   const auto b = static_cast<std::size_t>(m.batch_row);
   const Batch& batch = *f.batch;
@@ -40,9 +36,9 @@ std::optional<ForwardReadFinding> EngineRunner::add_row_ops(const RowForward& f,
   const std::vector<std::int32_t>& truth = truth_.at(s.req_id);
   MC_ASSERT(static_cast<std::int32_t>(truth.size()) >= c);
   const std::int32_t pos0 = std::max(0, c - conv_width_max_);
-  const auto offset = static_cast<std::int64_t>(tokens.size());
-  tokens.insert(tokens.end(), truth.begin() + pos0, truth.begin() + c);
-  tokens.insert(tokens.end(), s.token_ids.begin(), s.token_ids.end());
+  const auto offset = static_cast<std::int64_t>(out.tokens.size());
+  out.tokens.insert(out.tokens.end(), truth.begin() + pos0, truth.begin() + c);
+  out.tokens.insert(out.tokens.end(), s.token_ids.begin(), s.token_ids.end());
   // hash[k] = h(c + k): the running hash after truth[0..c) and x[0..k).
   std::vector<model::TokenHash> hash{
       model::sequence_hash({truth.data(), static_cast<std::size_t>(c)})};
@@ -58,25 +54,25 @@ std::optional<ForwardReadFinding> EngineRunner::add_row_ops(const RowForward& f,
     op.col = col;
     op.is_temporal = 1;
     op.hash = hash[static_cast<std::size_t>(k)];
-    ops.push_back(op);
+    out.ops.push_back(op);
   };
   auto conv = [&](std::int32_t col, std::int64_t running) {
     ForwardOp op = base;
     op.col = col;
     op.running = running;
-    ops.push_back(op);
+    out.ops.push_back(op);
   };
   auto read = [&](std::int32_t batch_row, std::int32_t col, std::int32_t conv_col,
                   std::int32_t conv_offset) {
-    base.read = static_cast<std::int32_t>(reads.size());
-    reads.push_back({.batch_row = batch_row,
-                     .col = col,
-                     .conv_col = conv_col,
-                     .conv_offset = conv_offset,
-                     .num_computed = c,
-                     .token_pos0 = pos0,
-                     .token_offset = offset,
-                     .hash = hash[0]});
+    base.read = static_cast<std::int32_t>(out.reads.size());
+    out.reads.push_back({.batch_row = batch_row,
+                         .col = col,
+                         .conv_col = conv_col,
+                         .conv_offset = conv_offset,
+                         .num_computed = c,
+                         .token_pos0 = pos0,
+                         .token_offset = offset,
+                         .hash = hash[0]});
   };
   const std::int32_t n = s.num_scheduled_tokens;
   const std::int32_t d = s.num_draft_tokens;
@@ -355,8 +351,8 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
   if (layout_.config.mode == model::CacheMode::none) return;
   const std::vector<std::string> available = executor_->forward_kernels();
   if (available.empty()) return;
-  const auto has = [&](std::string_view k) {
-    return std::find(available.begin(), available.end(), k) != available.end();
+  const auto contains = [](const std::vector<std::string>& kernels, std::string_view k) {
+    return std::find(kernels.begin(), kernels.end(), k) != kernels.end();
   };
   ForwardKernelStep step{.num_blocks = layout_.spec.num_blocks,
                          .width = 1 + layout_.config.num_spec_tokens,
@@ -369,8 +365,8 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
     any_temporal = any_temporal || temporal;
     if (t.group != 0) continue;
     const std::string kernel = temporal ? "ssm" : "conv";
-    if (md.num_decodes == 0 || (all && spec) || !has(kernel) ||
-        std::find(step.kernels.begin(), step.kernels.end(), kernel) != step.kernels.end())
+    if (md.num_decodes == 0 || (all && spec) || !contains(available, kernel) ||
+        contains(step.kernels, kernel))
       continue;
     step.kernels.push_back(kernel);
     if (!temporal) {
@@ -380,7 +376,7 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
                         1;
     }
   }
-  if (has("scan") && any_temporal && md.num_prefills > 0)
+  if (contains(available, "scan") && any_temporal && md.num_prefills > 0)
     add_scan_rows(step, md, *batch.step, batch.num_computed);
   if (step.kernels.empty()) return;
   // The decode rows come first in the metadata, the padding rows last; they go only to the
@@ -442,9 +438,7 @@ void EngineRunner::check_forward_kernels_of(StepRecord& rec, const Batch& batch)
   // given that row's count out of range, past the window and 0, as a stale or racing count
   // reaches a kernel (#50021, #48475). Every valid trace keeps a count within its window, so
   // only such a probe tells a kernel that bounds the count from one that does not.
-  if (!spec || md.num_decodes == 0 ||
-      std::find(step.kernels.begin(), step.kernels.end(), "ssm") == step.kernels.end())
-    return;
+  if (!spec || md.num_decodes == 0 || !contains(step.kernels, "ssm")) return;
   count_probed_ = true;
   ForwardKernelStep probe = step;
   probe.kernels = {"ssm"};
