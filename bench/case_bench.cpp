@@ -73,6 +73,18 @@ void run_one(const rc::Gen<fuzz::LaunchSpec>& gen, const CaseBenchOptions& o, st
   ++r.cases;
 }
 
+std::vector<std::pair<const char*, double>> phase_list(const CasePhases& p) {
+  return {{"draw the spec", p.draw},
+          {"layout, arenas mapped and poisoned", p.arenas},
+          {"fill referenced blocks", p.fill},
+          {"oracle", p.oracle},
+          {"backend", p.backend},
+          {"compare", p.compare},
+          {"verdict (signature, coverage)", p.verdict},
+          {"release the case's memory", p.release},
+          {"verdict to JSON and back (IPC)", p.ipc}};
+}
+
 } // namespace
 
 CaseBenchResult run_case_bench(const CaseBenchOptions& o) {
@@ -89,22 +101,6 @@ CaseBenchResult run_case_bench(const CaseBenchOptions& o) {
   r.system_seconds = after.system - before.system;
   return r;
 }
-
-namespace {
-
-std::vector<std::pair<const char*, double>> phase_list(const CasePhases& p) {
-  return {{"draw the spec", p.draw},
-          {"layout, arenas mapped and poisoned", p.arenas},
-          {"fill referenced blocks", p.fill},
-          {"oracle", p.oracle},
-          {"backend", p.backend},
-          {"compare", p.compare},
-          {"verdict (signature, coverage)", p.verdict},
-          {"release the case's memory", p.release},
-          {"verdict to JSON and back (IPC)", p.ipc}};
-}
-
-} // namespace
 
 std::string describe(const CaseBenchOptions& o, const CaseBenchResult& r) {
   const double wall = std::max(r.wall_seconds, 1e-9);

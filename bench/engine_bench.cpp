@@ -51,6 +51,32 @@ void apply_layers(std::int32_t layers, model::LayoutSpec& spec) {
     g.num_layers = std::min(g.num_layers, layers);
 }
 
+// The bench's loop with the steps planned through a block manager under test.
+EngineBenchResult run_managed(const model::Layout& layout, std::vector<RequestSpec> requests,
+                              KvManager& manager, EngineBenchResult r) {
+  const EngineBenchCase& c = r.bench_case;
+  harness::ManagedSteps steps(layout, std::move(requests), c.seed, c.engine, manager);
+  const double cpu0 = model::cpu_seconds().total();
+  const auto wall0 = std::chrono::steady_clock::now();
+  std::optional<Finding> finding;
+  std::int64_t run = 0;
+  for (; run < c.steps && !finding; ++run) {
+    std::optional<harness::OracleStep> o = steps.next();
+    if (!o) break;
+    r.rows_max = std::max(r.rows_max, static_cast<std::int64_t>(o->step.scheduled.size()));
+    finding = o->finding;
+    if (o->last) {
+      ++run;
+      break;
+    }
+  }
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.cpu_seconds = model::cpu_seconds().total() - cpu0;
+  r.report = steps.report(run, finding);
+  r.report.requests = c.requests;
+  return r;
+}
+
 } // namespace
 
 EngineBenchCase make_engine_bench_case(const std::string& preset_name,
@@ -85,9 +111,7 @@ EngineBenchCase make_engine_bench_case(const std::string& preset_name,
     c.spec.num_blocks = *o.pool_blocks;
   }
   const model::Layout layout = model::build_layout(c.config, c.spec);
-  std::int64_t arena_bytes = 0;
-  for (const model::ArenaSpec& a : layout.arenas)
-    arena_bytes += a.size_bytes();
+  const std::int64_t arena_bytes = layout.total_bytes();
   if (arena_bytes > kEngineBenchArenaBytesMax)
     model::fail_input("bench --engine: {} needs {} bytes of arenas (more than {}); lower "
                       "--pool-blocks or --layers",
@@ -95,36 +119,6 @@ EngineBenchCase make_engine_bench_case(const std::string& preset_name,
   validate_options(c.engine, layout);
   return c;
 }
-
-namespace {
-
-// The bench's loop with the steps planned through a block manager under test.
-EngineBenchResult run_managed(const model::Layout& layout, std::vector<RequestSpec> requests,
-                              KvManager& manager, EngineBenchResult r) {
-  const EngineBenchCase& c = r.bench_case;
-  harness::ManagedSteps steps(layout, std::move(requests), c.seed, c.engine, manager);
-  const double cpu0 = model::cpu_seconds().total();
-  const auto wall0 = std::chrono::steady_clock::now();
-  std::optional<Finding> finding;
-  std::int64_t run = 0;
-  for (; run < c.steps && !finding; ++run) {
-    std::optional<harness::OracleStep> o = steps.next();
-    if (!o) break;
-    r.rows_max = std::max(r.rows_max, static_cast<std::int64_t>(o->step.scheduled.size()));
-    finding = o->finding;
-    if (o->last) {
-      ++run;
-      break;
-    }
-  }
-  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  r.cpu_seconds = model::cpu_seconds().total() - cpu0;
-  r.report = steps.report(run, finding);
-  r.report.requests = c.requests;
-  return r;
-}
-
-} // namespace
 
 EngineBenchResult run_engine_bench(const EngineBenchCase& c, KvManager* manager) {
   auto rng = model::SplitMix64::from_seed(c.seed);
@@ -138,8 +132,7 @@ EngineBenchResult run_engine_bench(const EngineBenchCase& c, KvManager* manager)
   EngineBenchResult r{.bench_case = c};
   for (const model::GroupSpec& g : c.spec.groups)
     r.num_layers += g.num_layers;
-  for (const model::ArenaSpec& a : layout.arenas)
-    r.arena_bytes += a.size_bytes();
+  r.arena_bytes = layout.total_bytes();
   if (manager != nullptr) return run_managed(layout, std::move(requests), *manager, std::move(r));
   Engine engine(layout, std::move(requests), c.seed, c.engine);
   const double cpu0 = model::cpu_seconds().total();

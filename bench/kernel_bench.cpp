@@ -94,15 +94,13 @@ nlohmann::json measure(const BenchCase& bench, const BenchOptions& options, std:
   const int iters = options.iters;
   BenchDevice dev(bench, fused_start(options));
   const std::size_t sets = bench.sets.size();
-  const double fused = median_us(dev.stream(), iters, 1, Timing::queued, [&](int i) {
-    dev.launch_fused(static_cast<std::size_t>(i) % sets);
-  });
+  const double fused =
+      median_us(dev.stream(), iters, 1, Timing::queued, [&](int i) { dev.launch_fused(i); });
   const std::int64_t bytes = dev.bytes_per_launch();
   const double memcpy = memcpy_us(dev, bytes, iters);
   const double batch = batch_memcpy_us(dev, sets, iters);
-  const double kernel = median_us(dev.stream(), iters, 1, Timing::queued, [&](int i) {
-    dev.launch_batch_kernel(static_cast<std::size_t>(i) % sets);
-  });
+  const double kernel =
+      median_us(dev.stream(), iters, 1, Timing::queued, [&](int i) { dev.launch_batch_kernel(i); });
   out << fmt::format(
       "{:<22} reqs {:>4} crossing {:>4} states {:>4} sets {}  {:>9.3f} MB  fused {:>9.1f} us "
       "{:>7.1f} GB/s | memcpy {:>9.1f} us (x{:.2f}) | batch memcpy {:>9.1f} us (x{:.2f}) | "
@@ -132,12 +130,9 @@ nlohmann::json measure_decision_only(const BenchCase& bench, const BenchOptions&
                                      std::ostream& out) {
   const int iters = options.iters;
   BenchDevice dev(bench, fused_start(options));
-  const std::size_t sets = bench.sets.size();
   constexpr int kBatch = 20;
-  const auto fused = [&](int i) { dev.launch_fused(static_cast<std::size_t>(i) % sets); };
-  const auto deciders = [&](int i) {
-    dev.launch_fused_deciders_only(static_cast<std::size_t>(i) % sets);
-  };
+  const auto fused = [&](int i) { dev.launch_fused(i); };
+  const auto deciders = [&](int i) { dev.launch_fused_deciders_only(i); };
   const auto empty = [&](int) { dev.launch_empty_grid(); };
   const auto time = [&](int batch, Timing timing, const std::function<void(int)>& run) {
     return median_us(dev.stream(), iters, batch, timing, run);
@@ -213,10 +208,8 @@ OwnKernelTimes time_own_kernels(const BenchCase& bench, std::int32_t iters) {
   OwnKernelTimes times;
   {
     BenchDevice dev(bench);
-    const std::size_t sets = bench.sets.size();
-    times.fused_us = median_us(dev.stream(), iters, 1, Timing::queued, [&](int i) {
-      dev.launch_fused(static_cast<std::size_t>(i) % sets);
-    });
+    times.fused_us =
+        median_us(dev.stream(), iters, 1, Timing::queued, [&](int i) { dev.launch_fused(i); });
     times.bytes_per_launch = dev.bytes_per_launch();
     times.memcpy_us = memcpy_us(dev, times.bytes_per_launch, iters);
   }
@@ -225,9 +218,8 @@ OwnKernelTimes time_own_kernels(const BenchCase& bench, std::int32_t iters) {
 }
 
 int run_bench(const BenchOptions& options, std::ostream& out) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-    throw model::EnvironmentError("no CUDA device is visible");
+  const std::optional<BenchGpu> gpu = bench_gpu();
+  if (!gpu) throw model::EnvironmentError("no CUDA device is visible");
   cudaDeviceProp prop{};
   MC_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   out << fmt::format("GPU: {} ({} SMs, {:.1f} GiB, L2 {} MiB); CUDA runtime {}; iters {}; input "
@@ -237,7 +229,7 @@ int run_bench(const BenchOptions& options, std::ostream& out) {
                      CUDART_VERSION, options.iters, options.sets);
   // Input sets are rotated so that L2 cannot hold a launch's data from one timed run to the
   // next: enough of them to touch 4x the L2 (a launch of 1 GiB needs one).
-  const std::int64_t cache_bytes = std::int64_t{4} * prop.l2CacheSize;
+  const std::int64_t cache_bytes = gpu->cache_bytes;
   const std::vector<std::string>& presets =
       options.presets.empty() ? kDefaultPresets : options.presets;
   const std::vector<std::int32_t> requests =

@@ -134,17 +134,18 @@ BenchDevice::~BenchDevice() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-void BenchDevice::launch_fused(std::size_t set) {
-  launch_fused_grid(set, programs_);
+void BenchDevice::launch_fused(int run) {
+  launch_fused_grid(run, programs_);
 }
 
-void BenchDevice::launch_fused_deciders_only(std::size_t set) {
-  launch_fused_grid(set, params_.num_segments);
+void BenchDevice::launch_fused_deciders_only(int run) {
+  launch_fused_grid(run, params_.num_segments);
 }
 
-void BenchDevice::launch_fused_grid(std::size_t set, int programs) {
-  for (std::size_t g = 0; g < tables_[set].size(); ++g)
-    params_.block_tables[g] = tables_[set][g].address();
+void BenchDevice::launch_fused_grid(int run, int programs) {
+  const std::vector<DeviceBuffer>& tables = tables_[set_of(run)];
+  for (std::size_t g = 0; g < tables.size(); ++g)
+    params_.block_tables[g] = tables[g].address();
   params_.epoch = params_.epoch == 0xFFFFFFFFu ? 1u : params_.epoch + 1; // never 0
   gpu::launch_fused(KernelKind::postprocess_align, false, Mutant::none, params_, programs, stream_);
 }
@@ -159,7 +160,8 @@ void BenchDevice::launch_empty_grid() {
   gpu::launch_empty(programs_, stream_);
 }
 
-void BenchDevice::launch_batch_kernel(std::size_t set) {
+void BenchDevice::launch_batch_kernel(int run) {
+  const std::size_t set = set_of(run);
   const BatchCopyParams p{.triples = d_triples_[set].as<CopyTriple>(),
                           .num_triples = static_cast<std::int64_t>(triples_[set].size()),
                           .num_units = triple_units_[set]};

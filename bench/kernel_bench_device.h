@@ -40,20 +40,22 @@ public:
   cudaStream_t stream() const { return stream_; }
   std::int64_t bytes_per_launch() const { return bytes_per_launch_; }
   std::int32_t num_tensors() const { return static_cast<std::int32_t>(tensors_.size()); }
-  // The fused postprocess_align launch (no recording) over input set `set`.
-  void launch_fused(std::size_t set);
+  // The fused postprocess_align launch (no recording) of timed run `run`: over input set
+  // run % sets, so that runs rotate through the sets.
+  void launch_fused(int run);
   // The same launch with only the decider CTAs (valid for any input; slow when rows copy).
-  void launch_fused_deciders_only(std::size_t set);
+  void launch_fused_deciders_only(int run);
   // An empty kernel with the fused launch's grid: the floor of that shape.
   void launch_empty_grid();
   int programs() const { return programs_; }
   const DeviceBuffer& largest_arena() const;
-  // The V1 flat copy list of input set `set`, and its batched-copy kernel launch.
+  // The V1 flat copy list of input set `set`, and its batched-copy kernel launch (of run `run`).
   const std::vector<CopyTriple>& triples(std::size_t set) const { return triples_[set]; }
-  void launch_batch_kernel(std::size_t set);
+  void launch_batch_kernel(int run);
 
 private:
-  void launch_fused_grid(std::size_t set, int programs);
+  std::size_t set_of(int run) const { return static_cast<std::size_t>(run) % bench_.sets.size(); }
+  void launch_fused_grid(int run, int programs);
 
   const BenchCase& bench_;
   cudaStream_t stream_ = nullptr;
