@@ -218,8 +218,9 @@ OwnKernelTimes time_own_kernels(const BenchCase& bench, std::int32_t iters) {
 }
 
 int run_bench(const BenchOptions& options, std::ostream& out) {
-  const std::optional<BenchGpu> gpu = bench_gpu();
-  if (!gpu) throw model::EnvironmentError("no CUDA device is visible");
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    throw model::EnvironmentError("no CUDA device is visible");
   cudaDeviceProp prop{};
   MC_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   out << fmt::format("GPU: {} ({} SMs, {:.1f} GiB, L2 {} MiB); CUDA runtime {}; iters {}; input "
@@ -229,7 +230,7 @@ int run_bench(const BenchOptions& options, std::ostream& out) {
                      CUDART_VERSION, options.iters, options.sets);
   // Input sets are rotated so that L2 cannot hold a launch's data from one timed run to the
   // next: enough of them to touch 4x the L2 (a launch of 1 GiB needs one).
-  const std::int64_t cache_bytes = gpu->cache_bytes;
+  const std::int64_t cache_bytes = std::int64_t{4} * prop.l2CacheSize;
   const std::vector<std::string>& presets =
       options.presets.empty() ? kDefaultPresets : options.presets;
   const std::vector<std::int32_t> requests =
