@@ -59,7 +59,7 @@ void fill_guard(int fd, std::int64_t offset, std::int64_t size) {
 class ExternalEngineExecutor final : public gpu::engine::Executor {
 public:
   ExternalEngineExecutor(ExternalEngineSource& source, const model::Layout& layout)
-      : source_(source), worker_(*source.worker_) {
+      : worker_(*source.worker_) {
     shm_ = model::Fd(memfd_create("mambacheck-arenas", MFD_CLOEXEC));
     if (shm_.get() < 0)
       throw model::EnvironmentError(
@@ -130,7 +130,6 @@ public:
     for (const model::RequestArrayField& f : model::kRequestArrays)
       if (const std::vector<std::int32_t>& v = result.requests.*(f.member); !v.empty())
         arrays[std::string(f.name)] = v;
-    ++source_.launches_;
     const json answer = send(message);
     if (!answer.is_object() || !answer.contains("status") || !answer["status"].is_string())
       bad_answer("launch", answer.dump());
@@ -280,7 +279,6 @@ private:
                           : "ok")};
   }
 
-  ExternalEngineSource& source_;
   ExternalWorker& worker_;
   model::Fd shm_; // the memfd, closed when the executor goes
   std::vector<Region> regions_;

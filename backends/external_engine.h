@@ -33,7 +33,6 @@
 #include "backends/external_backend.h"
 #include "gpu/engine/executor.h"
 
-#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -49,12 +48,10 @@ public:
   const std::vector<model::LaunchKind>& kinds() const override { return worker_->kinds(); }
 
   ExternalWorker& worker() { return *worker_; }
-  std::int64_t launches() const { return launches_; }
 
 private:
   friend class ExternalEngineExecutor;
   std::unique_ptr<ExternalWorker> worker_;
-  std::int64_t launches_ = 0;
 };
 
 // `--external COMMAND` of run, replay, the library and gate: the worker started (its stderr
