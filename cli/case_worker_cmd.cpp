@@ -66,11 +66,8 @@ fuzz::LaunchRunner make_runner(const nlohmann::json& backend,
         backends::parse_kernel_mutant(backend.value("mutant", std::string("none"))));
   const fs::path dir = worker_dir(backend);
   external = fatal_on_failure([&] {
-    return std::make_unique<backends::ExternalWorker>(
-        backends::ExternalOptions{.command = backend.at("command").get<std::string>(),
-                                  .work_dir = dir,
-                                  .log_file = dir / "worker.log",
-                                  .timeout_seconds = backend.at("timeout").get<double>()});
+    return backends::start_worker_in(backend.at("command").get<std::string>(), dir,
+                                     backend.at("timeout").get<double>());
   });
   return [w = external.get()](const model::LaunchCase& launch) {
     return fatal_on_failure([&] { return w->run(launch); });
