@@ -59,12 +59,14 @@ void put_list(ojson& out, const char* key, const std::vector<T>& items, ToJson t
   out[key] = std::move(list);
 }
 
-// One list per group of the layout, of values in min..max (block ids, or a mask of 0 and 1).
+// One list per group of the layout (or as many as `declared` says), of values in min..max
+// (block ids, or a mask of 0 and 1).
 model::GroupBlockIds group_lists_from_json(const Field& f, std::size_t num_groups,
                                            std::int32_t min = kInt32Min,
-                                           std::int32_t max = kInt32Max) {
+                                           std::int32_t max = kInt32Max,
+                                           std::string_view declared = "the layout has") {
   if (f.array_size(model::kGroupsMax) != num_groups)
-    f.fail("{} groups, the layout has {}", f.value().size(), num_groups);
+    f.fail("{} groups, {} {}", f.value().size(), declared, num_groups);
   model::GroupBlockIds ids(num_groups);
   for (std::size_t g = 0; g < num_groups; ++g)
     ids[g] = f[g].int32_list(min, max, kBlockIdsPerRowMax);
@@ -91,12 +93,7 @@ std::vector<std::int32_t> prompt_from_json(const Field& f, std::int32_t vocab_si
 // The attention groups' ids: no null block or pad among them, `num` lists (none: empty).
 model::GroupBlockIds attention_ids_from_json(const Field& f, std::size_t num) {
   if (num == 0) f.fail("unknown field: the header's scheduler declares no attention_groups");
-  if (f.array_size(model::kGroupsMax) != num)
-    f.fail("{} groups, the header's scheduler declares {}", f.value().size(), num);
-  model::GroupBlockIds ids(num);
-  for (std::size_t g = 0; g < num; ++g)
-    ids[g] = f[g].int32_list(1, kInt32Max, kBlockIdsPerRowMax);
-  return ids;
+  return group_lists_from_json(f, num, 1, kInt32Max, "the header's scheduler declares");
 }
 
 model::NewRequestData new_from_json(const Field& f, std::size_t num_groups,
@@ -256,12 +253,9 @@ std::string step_to_line(const model::Step& step) {
   if (!step.preempted_req_ids.empty()) out["preempted_req_ids"] = step.preempted_req_ids;
   if (!step.finished_req_ids.empty()) out["finished_req_ids"] = step.finished_req_ids;
   if (step.reset_prefix_cache) out["reset_prefix_cache"] = true;
-  if (!step.block_copies.empty()) {
-    ojson copies = ojson::array();
-    for (const model::BlockCopy& c : step.block_copies)
-      copies.push_back({c.group, c.src, c.dst});
-    out["block_copies"] = std::move(copies);
-  }
+  put_list(out, "block_copies", step.block_copies, [](const model::BlockCopy& c) {
+    return ojson::array({c.group, c.src, c.dst});
+  });
   if (!step.expect.empty()) out["expect"] = expect_to_json(step.expect);
   // Invalid UTF-8 in a request id is replaced, never a throw while writing; the checker
   // rejects control characters before this is reached.
