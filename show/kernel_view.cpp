@@ -120,10 +120,6 @@ bool arrays_differ_at(const model::LaunchResult& e, const model::LaunchResult& a
   return false;
 }
 
-} // namespace
-
-namespace {
-
 struct KernelPicture {
   const KernelReport& r;
   const model::LaunchCase& c;
