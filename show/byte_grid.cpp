@@ -33,7 +33,7 @@ std::uint64_t pattern_of(const model::StateTensor& t, const std::byte* e, const 
   return hash;
 }
 
-// The natural bytes of (t, block) in both arenas: counts, pattern and the window drawn.
+// The natural bytes of (t, block) in both arenas: counts and the window drawn.
 BlockDiff block_diff(const model::StateTensor& t, std::int32_t index, std::int64_t block,
                      const std::byte* e, const std::byte* a, std::int64_t arena_offset) {
   const std::int64_t n = t.elem_size;
@@ -44,7 +44,6 @@ BlockDiff block_diff(const model::StateTensor& t, std::int32_t index, std::int64
     if (d.elements_differing == 0) d.first_element = i;
     ++d.elements_differing;
   }
-  d.pattern = pattern_of(t, e, a);
   // The grid position of element i: SD/temporal row-major, DS row-major too (dims are
   // [dim, state_len]), so row = i / cols for every layout.
   const std::int64_t r = d.first_element / axes.cols, c = d.first_element % axes.cols;

@@ -37,7 +37,6 @@ struct BlockDiff {
   std::int64_t elements = 0;            // in the block's natural bytes
   std::int64_t elements_differing = 0;
   std::int64_t first_element = 0;       // the first differing element
-  std::uint64_t pattern = 0;            // hash of which elements differ
   std::int64_t row0 = 0, col0 = 0;      // the window drawn, in grid coordinates
   std::int64_t rows = 0, cols = 0;
   std::vector<std::uint8_t> expected;   // the window's bytes, element after element

@@ -12,11 +12,6 @@
 namespace mc::show {
 namespace {
 
-std::string note_page(Header header, const std::string& note) {
-  header.note = note;
-  return page_html(header.title, header_html(header));
-}
-
 void add_note(Header& header, const std::string& note) {
   header.note += (header.note.empty() ? "" : " ") + note;
 }
@@ -62,7 +57,8 @@ std::string kernel_picture(const model::LaunchCase& launch, const Backend& backe
   try {
     expected = oracle::run_launch(launch);
   } catch (const model::InputError& e) {
-    return note_page(std::move(header), fmt::format("the oracle rejects the case: {}", e.what()));
+    header.note = fmt::format("the oracle rejects the case: {}", e.what());
+    return page_html(header.title, header_html(header));
   }
   const auto draw = [&](const model::LaunchResult* actual, Header h) {
     return kernel_report_html(KernelReport{.launch = launch,

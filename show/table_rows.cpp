@@ -187,10 +187,9 @@ std::string table_rows_svg(std::span<const TableRow> rows, std::int32_t row_widt
                                 x + kCellW / 2 - 1, gy - 2, seg.from);
           continue;
         }
-        const char* cls = seg.kind == Segment::nulls ? "null" : seg.kind == Segment::pads ? "pad" : "gap";
-        const char* what = seg.kind == Segment::nulls  ? "null"
-                           : seg.kind == Segment::pads ? "pad"
-                                                       : "\u2026";
+        const char* cls = seg.kind == Segment::nulls  ? "null"
+                          : seg.kind == Segment::pads ? "pad"
+                                                      : "gap";
         body += fmt::format("<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
                             "data-t=\"columns {}-{}: {}\"/><text x=\"{}\" y=\"{}\" "
                             "text-anchor=\"middle\" font-size=\"8\" pointer-events=\"none\">{}"
@@ -199,7 +198,8 @@ std::string table_rows_svg(std::span<const TableRow> rows, std::int32_t row_widt
                             seg.kind == Segment::nulls  ? "null blocks"
                             : seg.kind == Segment::pads ? "pad slots"
                                                         : "not drawn",
-                            x + kCellW / 2 - 1, gy + 14, what, seg.to - seg.from);
+                            x + kCellW / 2 - 1, gy + 14, seg.kind == Segment::gap ? "\u2026" : cls,
+                            seg.to - seg.from);
       }
       for (const Arrow& a : g.arrows) {
         if (!x_of.contains(a.src_col) || !x_of.contains(a.dst_col)) continue;
