@@ -177,13 +177,14 @@ void check_format_and_version(const Field& root) {
   if (version < 1) root["version"].fail("versions start at 1, got {}", version);
 }
 
-} // namespace
-
+// Pool sizes as written: the header's, or num_blocks for every group when it has none.
 std::vector<std::int32_t> resolved_pool_sizes(const TraceHeader& header) {
   if (!header.block_pool_sizes.empty()) return header.block_pool_sizes;
   return std::vector<std::int32_t>(header.layout_spec.groups.size(),
                                    static_cast<std::int32_t>(header.layout_spec.num_blocks));
 }
+
+} // namespace
 
 nlohmann::ordered_json header_to_json(const TraceHeader& header) {
   ojson out = {{"format", kTraceFormatName},

@@ -23,7 +23,4 @@ nlohmann::ordered_json header_to_json(const TraceHeader& header);
 // Throws FieldError naming the field.
 TraceHeader header_from_json(const Field& root);
 
-// Pool sizes as written: the header's, or num_blocks for every group when it has none.
-std::vector<std::int32_t> resolved_pool_sizes(const TraceHeader& header);
-
 } // namespace mc::scenarios

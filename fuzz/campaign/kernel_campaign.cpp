@@ -239,17 +239,8 @@ std::string crash_shape(const std::string& message) {
   return "-";
 }
 
-} // namespace
-
-CaseVerdict judge_case_isolated(const LaunchSpec& spec, const LaunchRunner& backend,
-                                double timeout_seconds) {
-  // Runs in the child as soon as it is forked: the references are still good there.
-  return isolated_verdict(
-      spec.kind,
-      run_isolated([&spec, &backend] { return to_json(judge_case(spec, backend)).dump(); },
-                   IsolateOptions{.timeout_seconds = timeout_seconds}));
-}
-
+// The verdict of a case from how the process that ran it ended: the payload's verdict, or a
+// crash or timeout.
 CaseVerdict isolated_verdict(model::LaunchKind kind, const IsolatedOutcome& r) {
   if (r.returned()) return verdict_from_json(nlohmann::json::parse(r.payload));
   CaseVerdict v;
@@ -261,6 +252,17 @@ CaseVerdict isolated_verdict(model::LaunchKind kind, const IsolatedOutcome& r) {
                           .shape = crash_shape(r.message),
                           .classification = Classification::backend_error};
   return v;
+}
+
+} // namespace
+
+CaseVerdict judge_case_isolated(const LaunchSpec& spec, const LaunchRunner& backend,
+                                double timeout_seconds) {
+  // Runs in the child as soon as it is forked: the references are still good there.
+  return isolated_verdict(
+      spec.kind,
+      run_isolated([&spec, &backend] { return to_json(judge_case(spec, backend)).dump(); },
+                   IsolateOptions{.timeout_seconds = timeout_seconds}));
 }
 
 nlohmann::json to_json(const CaseVerdict& v) {

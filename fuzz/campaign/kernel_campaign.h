@@ -73,10 +73,6 @@ CaseVerdict verdict_of(const model::LaunchCase& launch, const CaseOutcome& outco
 CaseVerdict judge_case_isolated(const LaunchSpec& spec, const LaunchRunner& backend,
                                 double timeout_seconds);
 
-// The verdict of a case from how the process that ran it ended: the payload's verdict, or a
-// crash or timeout.
-CaseVerdict isolated_verdict(model::LaunchKind kind, const IsolatedOutcome& outcome);
-
 // A case worker's side of a kernel campaign: case `index` drawn from the setup the campaign sent
 // (its seed, sizes, generator options and repeats) as the campaign draws it, run on `backend` up
 // to `repeat` times (stopping at the first that fails), its verdict as the payload.

@@ -14,6 +14,40 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// `spec` without batch row b (kept valid: rows never share a block they write).
+LaunchSpec without_row(const LaunchSpec& spec, std::int32_t b) {
+  MC_ASSERT(b >= 0 && b < spec.num_reqs);
+  LaunchSpec out = spec;
+  const auto at = static_cast<std::size_t>(b);
+  // Per-slot tables keep every slot's row: the other rows find theirs by slot.
+  if (!model::tables_by_slot(spec.kind)) {
+    for (model::BlockTable& t : out.block_tables.groups) {
+      const auto stride = static_cast<std::ptrdiff_t>(t.row_stride);
+      t.block_ids.erase(t.block_ids.begin() + static_cast<std::ptrdiff_t>(b) * stride,
+                        t.block_ids.begin() + static_cast<std::ptrdiff_t>(b + 1) * stride);
+      --t.num_rows;
+    }
+  }
+  model::RequestArrays& r = out.requests;
+  if (!model::uses_idx_mapping(spec.kind)) {
+    for (std::vector<std::int32_t>* v :
+         {&r.num_accepted, &r.state_idx, &r.num_scheduled, &r.num_computed, &r.num_draft,
+          &r.new_num_computed, &r.src_col, &r.token_bias, &r.num_accepted_out})
+      if (v->size() == static_cast<std::size_t>(spec.num_slots)) v->erase(v->begin() + b);
+    --out.num_slots;
+  } else {
+    if (!r.idx_mapping.empty()) r.idx_mapping.erase(r.idx_mapping.begin() + b);
+    if (!r.query_start_loc.empty()) {
+      const std::int32_t len = r.query_start_loc[at + 1] - r.query_start_loc[at];
+      r.query_start_loc.erase(r.query_start_loc.begin() + b + 1);
+      for (std::size_t i = at + 1; i < r.query_start_loc.size(); ++i)
+        r.query_start_loc[i] -= len;
+    }
+  }
+  --out.num_reqs;
+  return out;
+}
+
 class Shrinker {
 public:
   Shrinker(const RunTally& original_runs, std::string key, const CaseJudge& judge,
@@ -128,39 +162,6 @@ ShrinkOutcome shrink_finding(const rc::Shrinkable<LaunchSpec>& original,
   }
   out.tried = shrinker.tried();
   out.timed_out = out.timed_out || shrinker.timed_out();
-  return out;
-}
-
-LaunchSpec without_row(const LaunchSpec& spec, std::int32_t b) {
-  MC_ASSERT(b >= 0 && b < spec.num_reqs);
-  LaunchSpec out = spec;
-  const auto at = static_cast<std::size_t>(b);
-  // Per-slot tables keep every slot's row: the other rows find theirs by slot.
-  if (!model::tables_by_slot(spec.kind)) {
-    for (model::BlockTable& t : out.block_tables.groups) {
-      const auto stride = static_cast<std::ptrdiff_t>(t.row_stride);
-      t.block_ids.erase(t.block_ids.begin() + static_cast<std::ptrdiff_t>(b) * stride,
-                        t.block_ids.begin() + static_cast<std::ptrdiff_t>(b + 1) * stride);
-      --t.num_rows;
-    }
-  }
-  model::RequestArrays& r = out.requests;
-  if (!model::uses_idx_mapping(spec.kind)) {
-    for (std::vector<std::int32_t>* v :
-         {&r.num_accepted, &r.state_idx, &r.num_scheduled, &r.num_computed, &r.num_draft,
-          &r.new_num_computed, &r.src_col, &r.token_bias, &r.num_accepted_out})
-      if (v->size() == static_cast<std::size_t>(spec.num_slots)) v->erase(v->begin() + b);
-    --out.num_slots;
-  } else {
-    if (!r.idx_mapping.empty()) r.idx_mapping.erase(r.idx_mapping.begin() + b);
-    if (!r.query_start_loc.empty()) {
-      const std::int32_t len = r.query_start_loc[at + 1] - r.query_start_loc[at];
-      r.query_start_loc.erase(r.query_start_loc.begin() + b + 1);
-      for (std::size_t i = at + 1; i < r.query_start_loc.size(); ++i)
-        r.query_start_loc[i] -= len;
-    }
-  }
-  --out.num_reqs;
   return out;
 }
 

@@ -31,7 +31,4 @@ ShrinkOutcome shrink_finding(const rc::Shrinkable<LaunchSpec>& original,
                              const RunTally& original_runs, const std::string& key,
                              const CaseJudge& judge, int reruns, const ShrinkLimits& limits);
 
-// `spec` without batch row b (kept valid: rows never share a block they write).
-LaunchSpec without_row(const LaunchSpec& spec, std::int32_t b);
-
 } // namespace mc::fuzz
