@@ -61,7 +61,7 @@ std::string rate_of(const nlohmann::json& j) {
                      text_field(j, "classification"));
 }
 
-int show_kernel(const ShowOptions& o, const fs::path& dir, const std::string& out) {
+void show_kernel(const ShowOptions& o, const fs::path& dir, const std::string& out) {
   const nlohmann::json report = read_report(dir);
   std::string backend_name = o.backend.empty() ? text_field(report, "backend") : o.backend;
   const std::string mutant = o.mutant.empty() ? text_field(report, "mutant") : o.mutant;
@@ -100,11 +100,10 @@ int show_kernel(const ShowOptions& o, const fs::path& dir, const std::string& ou
       show::kernel_picture(
           launch, runner, backend == backends::Backend::host ? fuzz::run_isolated_payload : nullptr,
           actual_name, header));
-  return kExitOk;
 }
 
-int show_trace(const ShowOptions& o, const fs::path& trace, const nlohmann::json& report,
-               const std::string& out) {
+void show_trace(const ShowOptions& o, const fs::path& trace, const nlohmann::json& report,
+                const std::string& out) {
   const scenarios::TraceReader reader(trace); // a malformed header is exit 2 here
   const nlohmann::json& source = reader.header().source;
   const auto from_source = [&source](const char* name) {
@@ -151,7 +150,6 @@ int show_trace(const ShowOptions& o, const fs::path& trace, const nlohmann::json
                                ? replay
                                : text_field(report, "reproduce") + "\n(the trace: " + replay + ")"};
   write_file_atomically("--out", out, show::engine_picture(trace, p));
-  return kExitOk;
 }
 
 int run_show(const ShowOptions& o) {
@@ -163,22 +161,21 @@ int run_show(const ShowOptions& o) {
   const std::string out = !o.out.empty() ? o.out : dir ? (path / "report.html").string()
                                                        : std::string("report.html");
   check_output_file("--out", out);
-  int code = kExitOk;
   if (dir && fs::exists(path / "case.json")) {
-    code = show_kernel(o, path, out);
+    show_kernel(o, path, out);
   } else if (dir && fs::exists(path / "trace.jsonl")) {
-    code = show_trace(o, path / "trace.jsonl", read_report(path), out);
+    show_trace(o, path / "trace.jsonl", read_report(path), out);
   } else if (dir) {
     model::fail_input("{}: neither a case directory (case.json) nor an engine counterexample "
                       "(trace.jsonl)",
                       o.path);
   } else {
-    code = show_trace(o, path, nlohmann::json::object(), out);
+    show_trace(o, path, nlohmann::json::object(), out);
   }
   std::error_code size_error;
   const auto bytes = fs::file_size(out, size_error);
   fmt::print("picture: {} ({} KiB)\n", out, size_error ? 0 : (bytes + 1023) / 1024);
-  return code;
+  return kExitOk;
 }
 
 void add_show_command(CLI::App& app, Action& action) {
