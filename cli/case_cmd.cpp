@@ -42,15 +42,6 @@ struct CaseOptions {
   std::string mutant; // host or cuda: run a kernel mutant instead of the clean kernels
 };
 
-// The result of the external kernels; a worker that cannot be used is exit 3.
-model::LaunchResult run_external(const CaseOptions& options, const model::LaunchCase& launch_case) {
-  try {
-    return backends::run_external_once(options.external, options.external_timeout, launch_case);
-  } catch (const backends::ExternalWorkerFailure& failure) {
-    throw model::EnvironmentError(failure.message);
-  }
-}
-
 std::string summary(const model::LaunchResult& result) {
   if (result.status == model::LaunchStatus::unsupported)
     return fmt::format("unsupported: {}", result.unsupported_reason);
@@ -63,8 +54,10 @@ std::string summary(const model::LaunchResult& result) {
 // The backend under test as run_case takes it; empty for the oracle, whose result run_case
 // then clones instead of running it twice.
 fuzz::LaunchRunner case_runner(const CaseOptions& options, backends::Backend backend) {
-  if (!options.external.empty())
-    return [&options](const model::LaunchCase& c) { return run_external(options, c); };
+  if (!options.external.empty()) // a worker that cannot be used is exit 3 (main)
+    return [&options](const model::LaunchCase& c) {
+      return backends::run_external_once(options.external, options.external_timeout, c);
+    };
   if (backend == backends::Backend::oracle) return {};
   const fuzz::LaunchRunner run = backends::kernel_runner(
       backend, backends::parse_kernel_mutant(options.mutant.empty() ? "none" : options.mutant));
