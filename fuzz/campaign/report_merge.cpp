@@ -50,11 +50,6 @@ constexpr std::string_view kSummedMaps[] = {"cases_by_kind", "cases_by_size_clas
                                             "cases_by_scheduling"};
 constexpr std::string_view kLevels[] = {"kernel", "engine"};
 
-bool is_result_field(std::string_view key) {
-  return std::find(std::begin(kResultFields), std::end(kResultFields), key) !=
-         std::end(kResultFields);
-}
-
 std::string quoted(const Json& value) {
   std::string text = value.dump();
   if (text.size() > 60) text = text.substr(0, 57) + "...";
@@ -115,7 +110,7 @@ void check_one_campaign(const std::vector<LevelPart>& parts) {
     std::set<std::string> keys;
     for (const LevelPart* p : {&a, &b})
       for (const auto& [key, value] : p->report->items())
-        if (!is_result_field(key)) keys.insert(key);
+        if (std::ranges::find(kResultFields, key) == std::end(kResultFields)) keys.insert(key);
     for (const std::string& key : keys) {
       const Json missing = "(none)";
       const Json& va = a.report->contains(key) ? a.report->at(key) : missing;
