@@ -36,11 +36,9 @@ std::string RunTally::summary() const { return fmt::format("failed {} of {} runs
 
 void add_run(RunTally& tally, const std::optional<std::string>& failure, const std::string& run_key,
              const std::string& key, bool is_backend_error) {
-  if (!failure) {
-    tally.add(std::nullopt, false);
-    return;
-  }
-  tally.add(run_key == key ? *failure : run_key + ": " + *failure, is_backend_error);
+  std::optional<std::string> fingerprint = failure;
+  if (failure && run_key != key) fingerprint = run_key + ": " + *failure;
+  tally.add(fingerprint, is_backend_error); // a run that held is never a backend error
 }
 
 bool skipped_by(const Signature& signature, const std::vector<std::string>& skips) {
