@@ -85,9 +85,7 @@ void TraceReader::read_header() {
     const nlohmann::json root = parse_line(line_);
     header_ = header_from_json(Field(root));
     layout_ = build_checked_layout(header_);
-    checker_ =
-        std::make_unique<StepChecker>(header_.config, header_.block_pool_sizes,
-                                      header_.async_scheduling, header_.contract.hash_block_size);
+    checker_ = std::make_unique<StepChecker>(header_);
   } catch (const FieldError&) {
     failed_ = true;
     rethrow_at_line();
@@ -144,9 +142,7 @@ void TraceWriter::start(const TraceHeader& header) {
     const TraceHeader checked = header_from_json(Field(root));
     version_ = checked.version;
     build_checked_layout(checked);
-    checker_ =
-        std::make_unique<StepChecker>(checked.config, checked.block_pool_sizes,
-                                      checked.async_scheduling, checked.contract.hash_block_size);
+    checker_ = std::make_unique<StepChecker>(checked);
   } catch (const FieldError& e) {
     model::fail_input("{}: header: {}: {}", name_, e.field, e.reason);
   }

@@ -54,10 +54,10 @@ void check_known_ids(const std::vector<model::RequestId>& ids, std::string_view 
 
 } // namespace
 
-StepChecker::StepChecker(const model::CacheConfig& config, std::vector<std::int32_t> pool_sizes,
-                         bool async_scheduling, std::int32_t hash_block_size)
-    : config_(config), pool_sizes_(std::move(pool_sizes)), async_(async_scheduling),
-      hit_unit_(hash_block_size == 0 ? config.mamba_block_size : hash_block_size) {
+StepChecker::StepChecker(const TraceHeader& header)
+    : config_(header.config), pool_sizes_(header.block_pool_sizes), async_(header.async_scheduling),
+      hit_unit_(header.contract.hash_block_size == 0 ? header.config.mamba_block_size
+                                                     : header.contract.hash_block_size) {
   MC_ASSERT(!pool_sizes_.empty());
   for (const std::int32_t size : pool_sizes_)
     MC_ASSERT(size >= 1);

@@ -8,8 +8,8 @@
 // read; the writer on every step written, so a written trace always reads back.
 #pragma once
 
-#include "model/config.h"
 #include "model/step.h"
+#include "scenarios/trace.h"
 
 #include <cstdint>
 #include <functional>
@@ -22,10 +22,9 @@ namespace mc::scenarios {
 
 class StepChecker {
 public:
-  // `pool_sizes`: blocks per group (ids 0..size-1 are valid, 0 the null block);
-  // `async_scheduling`: the trace's header allows steps planned during another.
-  StepChecker(const model::CacheConfig& config, std::vector<std::int32_t> pool_sizes,
-              bool async_scheduling = false, std::int32_t hash_block_size = 0);
+  // The rules of `header`'s trace: its pools (blocks per group: ids 0..size-1 are valid, 0 the
+  // null block), steps planned during another only with async_scheduling, its hash unit.
+  explicit StepChecker(const TraceHeader& header);
 
   void check(const model::Step& step);
   std::size_t num_live() const { return live_.size(); }
