@@ -9,8 +9,6 @@
 namespace mc::scenarios {
 
 using model::fail_field;
-using model::Field;
-using model::FieldError;
 
 namespace {
 constexpr std::size_t kBufferBytes = std::size_t{64} << 10;

@@ -13,8 +13,6 @@
 namespace mc::scenarios {
 
 using model::fail_field;
-using model::Field;
-using model::FieldError;
 namespace {
 
 std::string at(std::string_view list, std::size_t i, std::string_view member) {
