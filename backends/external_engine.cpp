@@ -97,7 +97,7 @@ public:
                     {"file_bytes", file_bytes_},
                     {"arenas", std::move(regions)},
                     {"case", json::parse(model::case_layout_json(layout))}};
-    expect_ok(send(open), "open");
+    if (const json answer = send(open); answer != "ok") bad_answer("open", answer.dump());
     restarts_at_open_ = worker_.restarts();
     open_ = true;
   }
@@ -262,10 +262,6 @@ private:
     json parsed = json::parse(answer, nullptr, false);
     if (parsed.is_discarded()) bad_answer(message.value("op", "?"), answer);
     return parsed;
-  }
-
-  void expect_ok(const json& answer, std::string_view op) {
-    if (answer != "ok") bad_answer(op, answer.dump());
   }
 
   [[noreturn]] void bad_answer(std::string_view op, std::string_view answer) {

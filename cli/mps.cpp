@@ -147,8 +147,7 @@ std::unique_ptr<MpsSession> MpsSession::start(std::string& why_not) {
   setenv(kLogVar, (s->dir_ / "log").c_str(), 1);
   s->own_ = true;
   live_session = s.get();
-  static const bool registered = std::atexit(stop_live_session) == 0;
-  (void)registered;
+  [[maybe_unused]] static const bool registered = std::atexit(stop_live_session) == 0;
   const int rc = run_control(s->control_, {"-d"}, "");
   if (rc != 0) {
     why_not = fmt::format("{} -d exited with {}", kControl, rc);
