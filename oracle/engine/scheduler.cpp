@@ -154,10 +154,7 @@ void Scheduler::make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32
   const std::int32_t computed = planned_computed(r);
   planned_.requests.push_back(static_cast<std::size_t>(&r - requests_.data()));
   planned_.held.push_back(held);
-  if (spare_scheduled_.empty()) spare_scheduled_.emplace_back();
-  step.scheduled.push_back(std::move(spare_scheduled_.back()));
-  spare_scheduled_.pop_back();
-  model::ScheduledRequest& s = step.scheduled.back();
+  model::ScheduledRequest& s = reuse_spare(spare_scheduled_, step.scheduled);
   s.req_id = r.spec.req_id;
   s.key = static_cast<std::int32_t>(planned_.requests.back());
   s.num_scheduled_tokens = num_new;
@@ -306,18 +303,8 @@ void Scheduler::maybe_abort(model::Step& step) {
 
 void Scheduler::force_preempt_all(model::Step& step) {
   const std::size_t preempted_before = step.preempted_req_ids.size();
-  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-    SchedRequest& r = requests_[*it];
-    release(r);
-    r.num_computed = 0;
-    r.status = RequestStatus::waiting;
-    r.in_flight.stale = r.in_flight.step >= 0;
-    r.planned.stale = r.planned.step >= 0;
-    waiting_.push_front(*it);
-    step.preempted_req_ids.push_back(r.spec.req_id);
-    ++stats_.forced_preemptions;
-  }
-  running_.clear();
+  while (!running_.empty())
+    preempt_last(step, stats_.forced_preemptions);
   // A manager under test that still holds a block (a free it defers) refuses the reset and
   // keeps its cache, as vLLM's BlockPool.reset_prefix_cache does: the requests were preempted
   // all the same. A reset that happened lists none of them: they come back resumed.
@@ -328,18 +315,18 @@ void Scheduler::force_preempt_all(model::Step& step) {
   ++stats_.resets;
 }
 
-void Scheduler::preempt(std::size_t running_index, model::Step& step) {
-  const std::size_t idx = running_[running_index];
+void Scheduler::preempt_last(model::Step& step, std::int64_t& counter) {
+  const std::size_t idx = running_.back();
   SchedRequest& r = requests_[idx];
   release(r);
   r.num_computed = 0;
   r.status = RequestStatus::waiting;
   r.in_flight.stale = r.in_flight.step >= 0;
   r.planned.stale = r.planned.step >= 0;
-  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
+  running_.pop_back();
   waiting_.push_front(idx);
   step.preempted_req_ids.push_back(r.spec.req_id);
-  ++stats_.preemptions;
+  ++counter;
 }
 
 void Scheduler::release(SchedRequest& r) {

@@ -138,6 +138,13 @@ private:
   // Appends r's row to step.scheduled; `held`: r's tables (just allocated).
   void make_scheduled(SchedRequest& r, std::int32_t num_new, std::int32_t num_draft,
                       RequestBlocks* held, model::Step& step);
+  // Appends a row to `rows`, made of a spent one from `spare` when there is one.
+  template <typename Row> static Row& reuse_spare(std::vector<Row>& spare, std::vector<Row>& rows) {
+    if (spare.empty()) spare.emplace_back();
+    rows.push_back(std::move(spare.back()));
+    spare.pop_back();
+    return rows.back();
+  }
   // With an external manager (use_manager): r as vLLM's Request shows it (`fresh`: admitted
   // now, computed 0), a running request's allocation with preemption until it fits (false:
   // r preempted itself), a waiting request's admission, and r's blocks given back.
@@ -158,7 +165,8 @@ private:
   void admit_arrivals();
   void maybe_abort(model::Step& step);
   void force_preempt_all(model::Step& step);
-  void preempt(std::size_t running_index, model::Step& step);
+  // The last running request back to the front of the waiting queue, counted in `counter`.
+  void preempt_last(model::Step& step, std::int64_t& counter);
   void schedule_running(model::Step& step, std::int32_t& budget);
   void schedule_waiting(model::Step& step, std::int32_t& budget);
   bool admit_one(SchedRequest& r, model::Step& step, std::int32_t& budget);

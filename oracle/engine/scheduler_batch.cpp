@@ -37,10 +37,7 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
     const std::string& id = r.spec.req_id;
     const auto key = static_cast<std::int32_t>(running_[i]);
     if (kv_) {
-      if (spare_cached_.empty()) spare_cached_.emplace_back();
-      step.cached_requests.push_back(std::move(spare_cached_.back()));
-      spare_cached_.pop_back();
-      if (!allocate_running(i, num_new, step, step.cached_requests.back())) {
+      if (!allocate_running(i, num_new, step, reuse_spare(spare_cached_, step.cached_requests))) {
         step.cached_requests.pop_back();
         break;
       }
@@ -61,7 +58,7 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
       while (!blocks_.can_allocate(*held, computed + num_new) &&
              !blocks_.can_allocate_after_release(*held, computed + num_new)) {
         self_preempted = running_.size() - 1 == i;
-        preempt(running_.size() - 1, step);
+        preempt_last(step, stats_.preemptions);
         if (self_preempted) break;
       }
       if (self_preempted) break;
@@ -77,15 +74,12 @@ void Scheduler::schedule_running(model::Step& step, std::int32_t& budget) {
       blocks_.remove_skipped(*held, computed);
       while (!blocks_.can_allocate(*held, computed + num_new)) {
         self_preempted = running_.size() - 1 == i;
-        preempt(running_.size() - 1, step);
+        preempt_last(step, stats_.preemptions);
         if (self_preempted) break;
       }
       if (self_preempted) break;
     }
-    if (spare_cached_.empty()) spare_cached_.emplace_back();
-    step.cached_requests.push_back(std::move(spare_cached_.back()));
-    spare_cached_.pop_back();
-    model::CachedRequestData& cached = step.cached_requests.back();
+    model::CachedRequestData& cached = reuse_spare(spare_cached_, step.cached_requests);
     cached.req_id = id;
     cached.key = key;
     cached.resumed = false;
@@ -252,7 +246,7 @@ bool Scheduler::allocate_running(std::size_t i, std::int32_t num_new, model::Ste
   SchedRequest& r = requests_[running_[i]];
   while (!kv_->allocate_slots(kv_request(r, false), num_new, 0, lookahead_, allocation_)) {
     const bool self = running_.size() - 1 == i;
-    preempt(running_.size() - 1, step);
+    preempt_last(step, stats_.preemptions);
     if (self) return false;
   }
   cached.req_id = r.spec.req_id;
