@@ -106,13 +106,6 @@ std::int64_t Layout::total_bytes() const {
   return total;
 }
 
-std::int32_t Layout::first_tensor_of_group(std::int32_t group) const {
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].group == group) return static_cast<std::int32_t>(i);
-  MC_ASSERT(false);
-  return -1;
-}
-
 Layout build_layout(const CacheConfig& config, const LayoutSpec& spec) {
   validate(config);
   if (spec.groups.empty()) fail_input("layout: at least one mamba group is required");

@@ -76,8 +76,6 @@ struct Layout {
 
   std::int32_t num_groups() const { return static_cast<std::int32_t>(spec.groups.size()); }
   std::int64_t total_bytes() const;
-  // Index of the first tensor of `group` in `tensors`.
-  std::int32_t first_tensor_of_group(std::int32_t group) const;
 };
 
 inline constexpr std::int32_t kGroupsMax = 16;

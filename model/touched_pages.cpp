@@ -247,20 +247,4 @@ std::vector<ByteSpan> entry_spans(const void* data, std::int64_t size) {
   return spans;
 }
 
-std::vector<ByteSpan> span_union(const std::vector<ByteSpan>& a, const std::vector<ByteSpan>& b) {
-  std::vector<ByteSpan> all;
-  all.reserve(a.size() + b.size());
-  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(all),
-             [](const ByteSpan& x, const ByteSpan& y) { return x.offset < y.offset; });
-  std::vector<ByteSpan> out;
-  for (const ByteSpan& s : all) {
-    if (s.size == 0) continue;
-    if (!out.empty() && s.offset <= out.back().end())
-      out.back().size = std::max(out.back().end(), s.end()) - out.back().offset;
-    else
-      out.push_back(s);
-  }
-  return out;
-}
-
 } // namespace mc::model

@@ -40,7 +40,4 @@ bool page_map_available();
 std::optional<std::vector<ByteSpan>> scanned_spans(const void* data, std::int64_t size);
 std::vector<ByteSpan> entry_spans(const void* data, std::int64_t size);
 
-// Spans covering the bytes of either list (both in order): where two arenas can differ.
-std::vector<ByteSpan> span_union(const std::vector<ByteSpan>& a, const std::vector<ByteSpan>& b);
-
 } // namespace mc::model

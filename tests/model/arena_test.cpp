@@ -165,16 +165,5 @@ TEST(TouchedPages, ScanAndEntriesAgree) {
   EXPECT_EQ((*inner)[0].size, 2 * page);
 }
 
-TEST(TouchedPages, UnionMergesOverlapsAndNeighbours) {
-  const std::vector<ByteSpan> u = span_union({{0, 10}, {50, 10}}, {{5, 10}, {60, 5}, {90, 1}});
-  ASSERT_EQ(u.size(), 3u);
-  EXPECT_EQ(u[0].offset, 0);
-  EXPECT_EQ(u[0].size, 15);
-  EXPECT_EQ(u[1].offset, 50);
-  EXPECT_EQ(u[1].size, 15);
-  EXPECT_EQ(u[2].offset, 90);
-  EXPECT_EQ(u[2].size, 1);
-}
-
 } // namespace
 } // namespace mc::model

@@ -53,7 +53,6 @@ TEST(Layout, SeparateTensorsRoundTheirStrideUp) {
   }
   EXPECT_EQ(layout.tensors[8].natural_bytes, 18);
   EXPECT_EQ(layout.tensors[8].block_stride_bytes, 32);
-  EXPECT_EQ(layout.first_tensor_of_group(2), 5);
   EXPECT_EQ(layout.total_bytes(), 32 * (96 + 96 + 80 + 16 * 3 + 32));
 }
 
