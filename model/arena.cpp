@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <utility>
 
 namespace mc::model {
 namespace {
@@ -112,21 +113,15 @@ Arena Arena::map_shared(int fd, std::int64_t offset, std::int64_t size_bytes) {
 }
 
 Arena::Arena(Arena&& other) noexcept
-    : data_(other.data_), size_bytes_(other.size_bytes_), shared_(other.shared_) {
-  other.data_ = nullptr;
-  other.size_bytes_ = 0;
-  other.shared_ = false;
-}
+    : data_(std::exchange(other.data_, nullptr)), size_bytes_(std::exchange(other.size_bytes_, 0)),
+      shared_(std::exchange(other.shared_, false)) {}
 
 Arena& Arena::operator=(Arena&& other) noexcept {
   if (this != &other) {
     if (data_ != nullptr) munmap(data_, static_cast<std::size_t>(size_bytes_));
-    data_ = other.data_;
-    size_bytes_ = other.size_bytes_;
-    shared_ = other.shared_;
-    other.data_ = nullptr;
-    other.size_bytes_ = 0;
-    other.shared_ = false;
+    data_ = std::exchange(other.data_, nullptr);
+    size_bytes_ = std::exchange(other.size_bytes_, 0);
+    shared_ = std::exchange(other.shared_, false);
   }
   return *this;
 }

@@ -152,9 +152,7 @@ void validate_launch_arrays(const LaunchCase& c) {
 void validate_launch_shape(const LaunchCase& c) {
   validate_counts(c);
   validate_arenas(c);
-  validate_block_tables(c);
-  validate_idx_mapping(c);
-  validate_request_arrays(c);
+  validate_launch_arrays(c);
 }
 
 } // namespace mc::model
