@@ -31,24 +31,15 @@ std::vector<std::string> names(const nlohmann::json& s, const char* key,
 // A name the catalogue does not hold is a misspelling: a scenario that names it would claim to
 // guard a mutant that no replay ever runs.
 std::vector<std::string> mutant_names(const nlohmann::json& s, const char* key,
-                                      const std::filesystem::path& trace,
-                                      bool (*known)(std::string_view name)) {
+                                      const std::filesystem::path& trace) {
+  const bool kernel = std::string_view(key) == "kernel_mutants";
   std::vector<std::string> out = names(s, key, trace);
   for (const std::string& name : out)
-    if (!known(name))
+    if (kernel ? !gpu::find_kernel_mutant(name) : !gpu::engine::find_runner_mutant(name))
       model::fail_input("{}:1: source.scenario.{}: '{}' is no {} of the catalogue (`mambacheck "
                         "mutants` lists them)",
-                        trace.string(), key, name,
-                        std::string_view(key) == "kernel_mutants" ? "kernel mutant"
-                                                                  : "runner mutant");
+                        trace.string(), key, name, kernel ? "kernel mutant" : "runner mutant");
   return out;
-}
-
-bool is_kernel_mutant(std::string_view name) {
-  return gpu::find_kernel_mutant(name).has_value();
-}
-bool is_runner_mutant(std::string_view name) {
-  return gpu::engine::find_runner_mutant(name).has_value();
 }
 
 std::string text(const nlohmann::json& s, const char* key, const std::filesystem::path& trace) {
@@ -103,8 +94,8 @@ ScenarioInfo read_scenario_info(const std::filesystem::path& trace) {
                       trace.string(), bug_class);
   info.bug_class = bug_class[0];
   info.guards = text(s, "guards", trace);
-  info.kernel_mutants = mutant_names(s, "kernel_mutants", trace, is_kernel_mutant);
-  info.runner_mutants = mutant_names(s, "runner_mutants", trace, is_runner_mutant);
+  info.kernel_mutants = mutant_names(s, "kernel_mutants", trace);
+  info.runner_mutants = mutant_names(s, "runner_mutants", trace);
   if (s.contains("v1_copy_path")) {
     const std::string path = text(s, "v1_copy_path", trace);
     const std::optional<model::V1CopyPath> parsed = model::parse_v1_copy_path(path);

@@ -18,14 +18,6 @@ bool copies_in(model::LaunchKind kind, model::LaunchPhase phase) {
   return info.moves_state && info.phase == phase;
 }
 
-bool is_pre_step(model::LaunchKind kind) {
-  return copies_in(kind, model::LaunchPhase::pre_step);
-}
-
-bool is_post_step(model::LaunchKind kind) {
-  return copies_in(kind, model::LaunchPhase::post_step);
-}
-
 // The copy of batch row `row` in a launch: its columns and bias, and how many states it moved.
 std::optional<CopyView> copy_of_row(const oracle::engine::LaunchRecord& launch, std::int32_t row) {
   std::optional<CopyView> copy;
@@ -111,8 +103,10 @@ std::string column_copy_text(const std::optional<model::ColumnCopy>& c) {
 
 std::optional<CopyView> row_copy_view(const oracle::engine::StepRecord& record, std::int32_t row,
                                       bool pre_step) {
+  const model::LaunchPhase phase =
+      pre_step ? model::LaunchPhase::pre_step : model::LaunchPhase::post_step;
   for (const oracle::engine::LaunchRecord& l : record.launches)
-    if (pre_step ? is_pre_step(l.kind) : is_post_step(l.kind))
+    if (copies_in(l.kind, phase))
       if (std::optional<CopyView> c = copy_of_row(l, row)) return c;
   return std::nullopt;
 }
