@@ -23,24 +23,19 @@ Backend default_backend() {
   return gpu::cuda_available() ? Backend::cuda : Backend::host;
 }
 
-model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch_case) {
+fuzz::LaunchRunner launch_runner(Backend backend) {
   switch (backend) {
   case Backend::oracle:
-    return oracle::run_launch(launch_case);
+    return [](const model::LaunchCase& launch_case) { return oracle::run_launch(launch_case); };
   case Backend::host:
-    return gpu::run_launch_host(launch_case);
+    return [](const model::LaunchCase& launch_case) { return gpu::run_launch_host(launch_case); };
   case Backend::cuda:
-    return gpu::run_launch_cuda(launch_case);
+    return [](const model::LaunchCase& launch_case) { return gpu::run_launch_cuda(launch_case); };
   case Backend::external: // an external worker runs its launches itself
     break;
   }
   MC_ASSERT(false);
   return {};
-}
-
-fuzz::LaunchRunner launch_runner(Backend backend) {
-  return
-      [backend](const model::LaunchCase& launch_case) { return run_backend(backend, launch_case); };
 }
 
 } // namespace mc::backends

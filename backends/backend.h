@@ -3,7 +3,6 @@
 
 #include "fuzz/run_case.h"
 #include "model/backend.h"
-#include "model/launch.h"
 
 #include <string_view>
 
@@ -18,8 +17,7 @@ Backend parse_backend(std::string_view name);
 void require_backend(Backend backend);
 // The default of campaigns: cuda when a device is present, host otherwise.
 Backend default_backend();
-model::LaunchResult run_backend(Backend backend, const model::LaunchCase& launch_case);
-// run_backend on `backend`, as the kernel-level checks take a backend (fuzz/run_case.h).
+// The launches of `backend`, as the kernel-level checks take a backend (fuzz/run_case.h).
 fuzz::LaunchRunner launch_runner(Backend backend);
 
 } // namespace mc::backends
