@@ -39,9 +39,9 @@ std::int64_t log_size(const fs::path& log_file) {
   return ec ? 0 : static_cast<std::int64_t>(size);
 }
 
-// The last non-empty line of the worker's log written from byte `written_from` on, for a
-// failure message.
-std::string log_tail(const fs::path& log_file, std::int64_t written_from = 0) {
+// "; its stderr ends: \"LINE\"" with the last non-empty line of the worker's log written from
+// byte `written_from` on, for a failure message (empty when there is none).
+std::string stderr_ending(const fs::path& log_file, std::int64_t written_from = 0) {
   if (log_file.empty()) return {};
   std::ifstream in(log_file, std::ios::binary);
   if (!in) return {};
@@ -57,7 +57,7 @@ std::string log_tail(const fs::path& log_file, std::int64_t written_from = 0) {
   std::string last;
   while (std::getline(lines, line))
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-  return excerpt(last);
+  return last.empty() ? "" : fmt::format("; its stderr ends: \"{}\"", excerpt(last));
 }
 
 // "exited with status 4", "killed by SIGSEGV (invalid memory reference)" (with "was " before
@@ -166,8 +166,7 @@ void ExternalWorker::fail(std::string_view what) {
     else
       child_.reap();
   }
-  if (const std::string tail = log_tail(options_.log_file); !tail.empty())
-    message += fmt::format("; its stderr ends: \"{}\"", tail);
+  message += stderr_ending(options_.log_file);
   if (!options_.log_file.empty()) message += fmt::format(" (log: {})", options_.log_file.string());
   stop();
   throw ExternalWorkerFailure{std::move(message)};
@@ -189,8 +188,7 @@ void ExternalWorker::fail(std::string_view what) {
   }
   child_.kill(); // what it started and left behind (its group outlives it)
   // Only what it wrote on this case: the log holds the words of earlier crashes too.
-  if (const std::string tail = log_tail(options_.log_file, log_bytes_at_case_); !tail.empty())
-    message += fmt::format("; its stderr ends: \"{}\"", tail);
+  message += stderr_ending(options_.log_file, log_bytes_at_case_);
   stop();
   crashed_ = true;
   throw ExternalWorkerCrash(message, end == model::ReadEnd::timed_out);
@@ -217,11 +215,6 @@ model::ReadEnd ExternalWorker::read_line(std::string& line) {
     fail(fmt::format("wrote a line of more than {} bytes", kLineBytesMax));
   if (end == model::ReadEnd::failed) fail(fmt::format("cannot be read: {}", std::strerror(errno)));
   return end;
-}
-
-bool ExternalWorker::write_line(const std::string& line) {
-  // False when it stopped reading: it died, or is dying.
-  return model::write_all(child_.fd(kToWorker), line + "\n");
 }
 
 void ExternalWorker::parse_greeting(const std::string& line) {
@@ -306,7 +299,10 @@ std::string ExternalWorker::request(const std::string& line, std::string_view wh
   if (!child_.running()) throw ExternalWorkerFailure{"--external worker: no longer running"};
   log_bytes_at_case_ = log_size(options_.log_file);
   std::string answer;
-  const model::ReadEnd end = write_line(line) ? read_line(answer) : model::ReadEnd::closed;
+  // A write fails when it stopped reading: it died, or is dying.
+  const model::ReadEnd end = model::write_all(child_.fd(kToWorker), line + "\n")
+                                 ? read_line(answer)
+                                 : model::ReadEnd::closed;
   if (end != model::ReadEnd::line) crashed_on_case(end);
   if (answer.starts_with("error:")) throw ExternalKernelError(trimmed(answer.substr(6)));
   if (answer.starts_with("fatal:"))

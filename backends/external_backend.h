@@ -115,7 +115,6 @@ private:
   [[noreturn]] void crashed_on_case(model::ReadEnd end);
   model::ReadEnd read_line(std::string& line);
   std::string read_greeting();
-  bool write_line(const std::string& line);
   void parse_greeting(const std::string& line);
   void stop();
 
