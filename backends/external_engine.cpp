@@ -59,25 +59,24 @@ void fill_guard(int fd, std::int64_t offset, std::int64_t size) {
 class ExternalEngineExecutor final : public gpu::engine::Executor {
 public:
   ExternalEngineExecutor(ExternalEngineSource& source, const model::Layout& layout)
-      : worker_(*source.worker_) {
+      : worker_(source.worker()) {
     shm_ = model::Fd(memfd_create("mambacheck-arenas", MFD_CLOEXEC));
     if (shm_.get() < 0)
       throw model::EnvironmentError(
           fmt::format("--external: cannot create shared memory (memfd): {}", std::strerror(errno)));
-    std::int64_t cursor = 0;
+    std::int64_t file_bytes = 0; // so far
     for (const model::ArenaSpec& a : layout.arenas) {
       Region r{.guard_lo = kShmPageBytes};
-      r.offset = cursor + r.guard_lo;
+      r.offset = file_bytes + r.guard_lo;
       r.size = a.size_bytes();
       r.guard_hi = round_up(std::min(std::max(a.page_bytes, kShmPageBytes), kGuardHiBytesMax),
                             kShmPageBytes);
-      cursor = round_up(r.offset + r.size + r.guard_hi, kShmPageBytes);
+      file_bytes = round_up(r.offset + r.size + r.guard_hi, kShmPageBytes);
       regions_.push_back(r);
     }
-    file_bytes_ = cursor;
-    if (ftruncate(shm_.get(), static_cast<off_t>(file_bytes_)) != 0)
+    if (ftruncate(shm_.get(), static_cast<off_t>(file_bytes)) != 0)
       throw model::EnvironmentError(
-          fmt::format("--external: cannot size shared memory to {} bytes: {}", file_bytes_,
+          fmt::format("--external: cannot size shared memory to {} bytes: {}", file_bytes,
                       std::strerror(errno)));
     std::vector<model::Arena> arenas;
     json regions = json::array();
@@ -94,17 +93,16 @@ public:
     host_ = gpu::engine::make_host_executor(layout, std::move(arenas));
     const json open{{"op", "open"},
                     {"shm", fmt::format("/proc/{}/fd/{}", getpid(), shm_.get())},
-                    {"file_bytes", file_bytes_},
+                    {"file_bytes", file_bytes},
                     {"arenas", std::move(regions)},
                     {"case", json::parse(model::case_layout_json(layout))}};
     if (const json answer = send(open); answer != "ok") bad_answer("open", answer.dump());
     restarts_at_open_ = worker_.restarts();
-    open_ = true;
   }
 
   ~ExternalEngineExecutor() override {
     // A worker that died since (or was started again) holds no session of ours.
-    if (!open_ || worker_.crashed() || worker_.restarts() != restarts_at_open_) return;
+    if (worker_.crashed() || worker_.restarts() != restarts_at_open_) return;
     try {
       worker_.request(R"(engine {"op":"close"})");
     } catch (...) { // NOLINT(bugprone-empty-catch): the run is over; the next open tells
@@ -278,10 +276,8 @@ private:
   ExternalWorker& worker_;
   model::Fd shm_; // the memfd, closed when the executor goes
   std::vector<Region> regions_;
-  std::int64_t file_bytes_ = 0;
   std::unique_ptr<gpu::engine::Executor> host_;
   std::int64_t restarts_at_open_ = 0;
-  bool open_ = false;
 };
 
 ExternalEngineSource::ExternalEngineSource(ExternalOptions options) {

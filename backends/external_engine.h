@@ -50,7 +50,6 @@ public:
   ExternalWorker& worker() { return *worker_; }
 
 private:
-  friend class ExternalEngineExecutor;
   std::unique_ptr<ExternalWorker> worker_;
 };
 
