@@ -75,9 +75,8 @@ void BlockManagerWorker::start() {
   const model::ReadEnd end =
       model::read_line(child_.fd(1), buffer_, line,
                        model::Deadline::after(options_.timeout_seconds), kLineBytesMax);
-  const bool greeted = end == model::ReadEnd::line && line.starts_with(kGreetingWord) &&
-                       line.substr(kGreetingWord.size()).starts_with(
-                           fmt::format(" {}", kProtocolVersion));
+  const bool greeted = end == model::ReadEnd::line &&
+                       line.starts_with(fmt::format("{} {}", kGreetingWord, kProtocolVersion));
   if (!greeted) {
     const std::string said = end == model::ReadEnd::line ? fmt::format("greeted \"{}\"", excerpt(line))
                              : end == model::ReadEnd::timed_out
