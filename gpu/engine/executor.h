@@ -127,8 +127,6 @@ public:
 std::unique_ptr<Executor> make_executor(model::Backend kind, const model::Layout& layout,
                                         Mutant kernel_mutant = Mutant::none);
 
-std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,
-                                             Mutant kernel_mutant = Mutant::none);
 // A host executor over `arenas` (one per layout arena, as the caller prepared them: an external
 // worker's shared ones).
 std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,

@@ -185,10 +185,6 @@ private:
 
 } // namespace
 
-std::unique_ptr<Executor> make_host_executor(const model::Layout& layout, Mutant kernel_mutant) {
-  return std::make_unique<HostExecutor>(layout, poisoned_arenas(layout), kernel_mutant);
-}
-
 std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,
                                              std::vector<model::Arena> arenas,
                                              Mutant kernel_mutant) {
@@ -198,8 +194,9 @@ std::unique_ptr<Executor> make_host_executor(const model::Layout& layout,
 std::unique_ptr<Executor> make_executor(model::Backend kind, const model::Layout& layout,
                                         Mutant kernel_mutant) {
   MC_ASSERT(kind == model::Backend::host || kind == model::Backend::cuda);
-  return kind == model::Backend::host ? make_host_executor(layout, kernel_mutant)
-                                      : make_cuda_executor(layout, kernel_mutant);
+  return kind == model::Backend::host
+             ? make_host_executor(layout, poisoned_arenas(layout), kernel_mutant)
+             : make_cuda_executor(layout, kernel_mutant);
 }
 
 } // namespace mc::gpu::engine

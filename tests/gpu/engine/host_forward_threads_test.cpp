@@ -68,7 +68,7 @@ struct Ran {
 
 Ran run_forward(const model::Layout& layout, const Forward& f, std::int64_t threads) {
   const model::test::WorkThreads every_forward_threaded(threads, 0);
-  const std::unique_ptr<Executor> executor = make_host_executor(layout);
+  const std::unique_ptr<Executor> executor = make_executor(model::Backend::host, layout);
   Ran ran;
   executor->forward(f.tables, f.ops, f.reads, f.tokens); // reads poison
   ran.diffs = executor->forward(f.tables, f.ops, f.reads, f.tokens);
