@@ -62,6 +62,11 @@ std::optional<ForwardReadFinding> EngineRunner::add_row_ops(const RowForward& f,
     op.running = running;
     out.ops.push_back(op);
   };
+  // All mode writes both states after the first k scheduled tokens into one column.
+  auto states_after = [&](std::int32_t col, std::int64_t k) {
+    temporal(col, k);
+    conv(col, c + k);
+  };
   auto read = [&](std::int32_t batch_row, std::int32_t col, std::int32_t conv_col,
                   std::int32_t conv_offset) {
     base.read = static_cast<std::int32_t>(out.reads.size());
@@ -92,19 +97,13 @@ std::optional<ForwardReadFinding> EngineRunner::add_row_ops(const RowForward& f,
     // token on, a decode's draft prefixes in the columns after its last block, then its final
     // state in the block of its last scheduled token.
     const std::int32_t shift = m.block_idx_first_scheduled - c / B;
-    for (const AllModeBoundary& bd : decisions_->all_mode_boundaries(c, n, B)) {
-      temporal(bd.col + shift, bd.pos - c);
-      conv(bd.col + shift, bd.pos);
-    }
+    for (const AllModeBoundary& bd : decisions_->all_mode_boundaries(c, n, B))
+      states_after(bd.col + shift, bd.pos - c);
     const std::int32_t last = m.block_idx_last_scheduled;
-    if (d > 0) {
-      for (std::int32_t k = 1; k < n; ++k) {
-        temporal(last + k, k);
-        conv(last + k, std::int64_t{c} + k);
-      }
-    }
-    temporal(last, n);
-    conv(last, c + n);
+    if (d > 0)
+      for (std::int32_t k = 1; k < n; ++k)
+        states_after(last + k, k);
+    states_after(last, n);
     return std::nullopt;
   }
   const std::int32_t w = m.window_start;
@@ -187,13 +186,10 @@ ForwardReadFinding EngineRunner::describe_wrong_read(const StepRecord& rec, cons
                                     .offset_bytes = t.offset_bytes + block * t.block_stride_bytes,
                                     .size_bytes = t.natural_bytes};
       const std::span<const std::byte> bytes = executor_->read(std::span(&range, 1)).front();
-      bool poison = true;
-      for (std::size_t i = 0; i < bytes.size() && poison; ++i)
-        poison = bytes[i] ==
-                 std::byte{model::poison_byte(range.offset_bytes + static_cast<std::int64_t>(i))};
-      if (poison) held = "the arena's poison (never written)";
-      const std::vector<std::int32_t>& truth = truth_.at(s.req_id);
       std::vector<std::byte> expect(static_cast<std::size_t>(t.natural_bytes));
+      model::fill_poison(expect, range.offset_bytes);
+      if (std::ranges::equal(bytes, expect)) held = "the arena's poison (never written)";
+      const std::vector<std::int32_t>& truth = truth_.at(s.req_id);
       model::TokenHash h = model::kEmptySequenceHash;
       const auto c = static_cast<std::size_t>(read.num_computed);
       // Prefixes of the committed tokens, then of the committed ones and this step's.
