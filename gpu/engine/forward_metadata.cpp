@@ -127,11 +127,10 @@ model::ForwardMetadata MetadataBuilder::build(std::span<const MetadataInput> inp
       config_.mode == model::CacheMode::align && threshold > 1 && !inputs.empty() &&
       std::ranges::all_of(inputs,
                           [&](const MetadataInput& in) { return in.num_scheduled == threshold; });
-  if (uniform_spec_shape && md.num_prefills > 0 && decisions_->dispatches_graph_by_shape()) {
+  if (uniform_spec_shape && md.num_prefills > 0 && decisions_->dispatches_graph_by_shape())
     replay_stale_graph(md);
-    return md;
-  }
-  pad_for_graph(md);
+  else
+    pad_for_graph(md);
   return md;
 }
 

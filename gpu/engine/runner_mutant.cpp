@@ -39,12 +39,9 @@ struct accepted_kept_across_preempt final : RunnerDecisions {
     kept_[req_id] = num_accepted;
   }
   std::optional<std::int32_t> accepted_at_seed(const std::string& req_id, bool resumed) override {
-    const auto it = kept_.find(req_id);
-    if (it == kept_.end()) return std::nullopt;
-    const std::int32_t num_accepted = it->second;
-    kept_.erase(it);
-    if (!resumed) return std::nullopt;
-    return num_accepted;
+    const auto kept = kept_.extract(req_id);
+    if (kept.empty() || !resumed) return std::nullopt;
+    return kept.mapped();
   }
 
 private:
