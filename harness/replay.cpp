@@ -9,10 +9,6 @@
 
 namespace mc::harness {
 
-bool kernel_mutants_supported() {
-  return true;
-}
-
 std::string ReplayResult::summary() const {
   const std::string where = fmt::format("step {} (line {})", stop_step, stop_line);
   if (finding) return fmt::format("FINDING at {}: {}", where, finding->message);

@@ -107,8 +107,4 @@ ReplayResult replay_file(const std::filesystem::path& trace, const ReplayOptions
 // first broken invariant; returns the steps viewed. Errors as replay_trace.
 std::int64_t view_trace_file(const std::filesystem::path& trace, const ReplayOptions& options);
 
-// Whether a kernel mutant can reach the GPU-side engine runner in this build
-// (gpu::engine::RunnerOptions::kernel_mutant).
-bool kernel_mutants_supported();
-
 } // namespace mc::harness
