@@ -46,7 +46,7 @@ TracedSteps::TracedSteps(scenarios::TraceReader& reader, oracle::engine::Replaye
     : reader_(reader), replayer_(replayer) {}
 
 std::int32_t ScheduledSteps::lookahead() const {
-  return kv_lookahead(engine_.runner().layout(), engine_.options());
+  return kv_lookahead(engine_.runner().layout().config, engine_.options());
 }
 
 std::int32_t TracedSteps::lookahead() const {

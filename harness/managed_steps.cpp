@@ -11,9 +11,9 @@
 
 namespace mc::harness {
 
-std::int32_t kv_lookahead(const model::Layout& layout,
+std::int32_t kv_lookahead(const model::CacheConfig& config,
                           const oracle::engine::EngineOptions& options) {
-  return options.scheduler.drafter_prunes_last_block ? layout.config.num_spec_tokens : 0;
+  return options.scheduler.drafter_prunes_last_block ? config.num_spec_tokens : 0;
 }
 
 std::int32_t vllm_attention_block_size(const model::CacheConfig& config) {
@@ -48,8 +48,7 @@ void fit_to_manager(model::CacheConfig& config, model::LayoutSpec& spec,
   std::int32_t longest = 0;
   for (const oracle::engine::RequestSpec& r : requests)
     longest = std::max(longest, r.max_len);
-  const std::int64_t lookahead =
-      options.scheduler.drafter_prunes_last_block ? config.num_spec_tokens : 0;
+  const std::int64_t lookahead = kv_lookahead(config, options);
   const std::int64_t per_request =
       model::cdiv(longest + config.num_spec_tokens + lookahead, std::max(config.attn_block_size, 1));
   const std::int64_t mamba_groups = model::build_layout(config, spec).num_groups();
@@ -74,7 +73,7 @@ ManagedSteps::ManagedSteps(const model::Layout& layout,
                            std::vector<oracle::engine::RequestSpec> requests, std::uint64_t seed,
                            const oracle::engine::EngineOptions& options,
                            oracle::engine::KvManager& kv)
-    : async_(options.scheduler.async_scheduling), lookahead_(kv_lookahead(layout, options)),
+    : async_(options.scheduler.async_scheduling), lookahead_(kv_lookahead(layout.config, options)),
       contract_(kv.setup(kv_setup(layout, options))),
       // The seed as the oracle engine mixes it: the same case draws the same steps.
       scheduler_(layout, options.scheduler, std::move(requests), model::mix64(seed + 1),

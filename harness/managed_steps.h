@@ -28,7 +28,8 @@ namespace mc::harness {
 oracle::engine::KvSetup kv_setup(const model::Layout& layout,
                                  const oracle::engine::EngineOptions& options);
 // The tokens an EAGLE/MTP drafter adds to each allocation (vLLM's num_lookahead_tokens).
-std::int32_t kv_lookahead(const model::Layout& layout, const oracle::engine::EngineOptions& options);
+std::int32_t kv_lookahead(const model::CacheConfig& config,
+                          const oracle::engine::EngineOptions& options);
 
 // The attention block size vLLM gives a hybrid model's attention groups (upstream 6a391a931a92,
 // vllm/model_executor/models/config.py HybridAttentionMambaModelConfig): in align mode the Mamba

@@ -84,7 +84,7 @@ void hit_lost_at_exact_boundary(Engine& engine, model::Step& step) {
 // their speculative layout; a running block already in the row before the step stays.
 void lookahead_displaces_running_column(Engine& engine, model::Step& step) {
   const model::CacheConfig& config = engine.runner().layout().config;
-  const std::int32_t lookahead = kv_lookahead(engine.runner().layout(), engine.options());
+  const std::int32_t lookahead = kv_lookahead(config, engine.options());
   if (config.mode != model::CacheMode::align || lookahead == 0) return;
   const std::int32_t B = config.mamba_block_size;
   const auto displace = [&](const std::string& id, std::int64_t first_col,
