@@ -42,10 +42,8 @@ void read_config(const Field& f, model::CacheConfig& c) {
     c.mamba_block_size = f["mamba_block_size"].int32(1, model::kBlockSizeMax);
   if (f.has("attn_block_size"))
     c.attn_block_size = f["attn_block_size"].int32(1, model::kBlockSizeMax);
-  if (f.has("num_spec_tokens")) {
+  if (f.has("num_spec_tokens"))
     c.num_spec_tokens = f["num_spec_tokens"].int32(0, model::kSpecTokensMax);
-    c.num_spec_blocks = c.num_spec_tokens;
-  }
   if (f.has("mode")) c.mode = f["mode"].parse_with(model::parse_cache_mode, 16);
   if (f.has("conv_layout"))
     c.conv_layout = f["conv_layout"].parse_with(model::parse_conv_layout, 16);
