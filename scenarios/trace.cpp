@@ -70,7 +70,8 @@ std::size_t TraceReader::num_live_requests() const {
   return checker_->num_live();
 }
 
-void TraceReader::rethrow_at_line() const {
+void TraceReader::fail_at_line() {
+  failed_ = true;
   try {
     throw;
   } catch (const FieldError& e) {
@@ -87,8 +88,7 @@ void TraceReader::read_header() {
     layout_ = build_checked_layout(header_);
     checker_ = std::make_unique<StepChecker>(header_);
   } catch (const FieldError&) {
-    failed_ = true;
-    rethrow_at_line();
+    fail_at_line();
   }
 }
 
@@ -103,8 +103,7 @@ std::optional<model::Step> TraceReader::next() {
     checker_->check(step);
     return step;
   } catch (const FieldError&) {
-    failed_ = true;
-    rethrow_at_line();
+    fail_at_line();
   }
 }
 

@@ -118,7 +118,7 @@ public:
 
 private:
   void read_header();
-  [[noreturn]] void rethrow_at_line() const;
+  [[noreturn]] void fail_at_line();
 
   std::unique_ptr<std::ifstream> file_; // owned when opened by path
   std::string name_;
