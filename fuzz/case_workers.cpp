@@ -151,9 +151,6 @@ void CaseWorkerPool::spawn(Worker& w) {
   }
   ++workers_started_;
   ++w.generation;
-  w.ready = false;
-  w.bytes.clear();
-  w.stderr_text.clear();
   w.ready_deadline = model::Deadline::after(ready_seconds());
   // A worker that dies before it reads this shows as the end of its results.
   model::write_all(w.child.fd(kCommands), setup_text_);

@@ -49,9 +49,8 @@ std::string mutant_args(const EngineLevelOptions& o, bool scheduler = true) {
 
 // Reruns plan through the same block manager; a replay needs none (the trace holds its tables).
 std::string manager_args(const EngineLevelOptions& o) {
-  std::string out;
-  if (o.run.block_manager.empty()) return out;
-  out = fmt::format(" --block-manager {}", model::shell_quote(o.run.block_manager));
+  if (o.run.block_manager.empty()) return {};
+  std::string out = fmt::format(" --block-manager {}", model::shell_quote(o.run.block_manager));
   if (o.run.block_manager_timeout != 60.0)
     out += fmt::format(" --block-manager-timeout {}", o.run.block_manager_timeout);
   return out;
