@@ -262,10 +262,7 @@ int replay_library(const ReplayCliOptions& o) {
     coverage.merge(r.clean.coverage);
     std::string mutants;
     for (const auto& m : r.mutants)
-      mutants += fmt::format(" {}={}", m.mutant,
-                             !m.known   ? "unknown"
-                             : m.caught ? "caught"
-                                        : "MISSED");
+      mutants += fmt::format(" {}={}", m.mutant, m.caught ? "caught" : "MISSED");
     if (!r.skipped.empty())
       fmt::print("skip {} [{}]: {}\n", r.info.name, r.info.bug_class, r.skipped);
     else

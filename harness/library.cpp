@@ -50,7 +50,7 @@ std::string text(const nlohmann::json& s, const char* key, const std::filesystem
 
 LibraryResult::MutantRun run_mutant(const ScenarioInfo& info, ReplayOptions options,
                                     std::string_view kind, const std::string& name) {
-  LibraryResult::MutantRun run{.mutant = fmt::format("{}:{}", kind, name), .known = true};
+  LibraryResult::MutantRun run{.mutant = fmt::format("{}:{}", kind, name)};
   if (kind == "kernel") {
     const std::optional<gpu::Mutant> m = gpu::find_kernel_mutant(name);
     MC_ASSERT(m.has_value()); // read_scenario_info rejects other names
@@ -71,8 +71,7 @@ LibraryResult::MutantRun run_mutant(const ScenarioInfo& info, ReplayOptions opti
 bool LibraryResult::passed() const {
   if (!skipped.empty()) return true;
   if (!clean.held()) return false;
-  return std::all_of(mutants.begin(), mutants.end(),
-                     [](const MutantRun& m) { return !m.known || m.caught; });
+  return std::all_of(mutants.begin(), mutants.end(), [](const MutantRun& m) { return m.caught; });
 }
 
 ScenarioInfo read_scenario_info(const std::filesystem::path& trace) {

@@ -34,7 +34,6 @@ struct LibraryResult {
   ReplayResult clean; // replayed without a mutant: must hold
   struct MutantRun {
     std::string mutant;  // "kernel:NAME" or "runner:NAME"
-    bool known = false;  // this build runs it (kernel mutants need them in the engine runner)
     bool caught = false; // the replay failed (mismatch or finding)
     std::string summary;
   };
@@ -42,7 +41,7 @@ struct LibraryResult {
   // Why the scenario was not run (kernels in another process that lack a launch kind it
   // needs); empty: it ran.
   std::string skipped;
-  bool passed() const; // skipped, or clean held and every mutant this build runs caught
+  bool passed() const; // skipped, or clean held and every mutant caught
 };
 
 // The scenarios of `dir` (every *.jsonl), sorted by file name. Throws model::InputError for a
@@ -50,11 +49,10 @@ struct LibraryResult {
 std::vector<ScenarioInfo> list_library(const std::filesystem::path& dir);
 ScenarioInfo read_scenario_info(const std::filesystem::path& trace);
 
-// Replays one scenario clean, then with each of its mutants (those this build cannot run are
-// reported, not run). `options` gives the backend; its mutants are ignored. With `options.external`
-// (kernels in another process) only the clean replay runs: the mutants are this project's
-// kernels and runner, what the scenario proves it catches; and a scenario whose runner
-// launches a kind those kernels do not cover is skipped.
+// Replays one scenario clean, then with each of its mutants. `options` gives the backend; its
+// mutants are ignored. With `options.external` (kernels in another process) only the clean
+// replay runs: the mutants are this project's kernels and runner, what the scenario proves it
+// catches; and a scenario whose runner launches a kind those kernels do not cover is skipped.
 LibraryResult run_scenario(const ScenarioInfo& info, const ReplayOptions& options);
 std::vector<LibraryResult> run_library(const std::filesystem::path& dir,
                                        const ReplayOptions& options);
