@@ -161,7 +161,6 @@ private:
   // first a - 1 of them true, the others not).
   void fill_tokens(const SchedRequest& r, std::int32_t computed, model::ScheduledRequest& s) const;
   void mark_in_flight();
-  void finish_waiting(SchedRequest& r);
   void admit_arrivals();
   void maybe_abort(model::Step& step);
   void force_preempt_all(model::Step& step);

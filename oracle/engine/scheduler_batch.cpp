@@ -194,7 +194,7 @@ void Scheduler::update(const model::Step& step) {
     MC_ASSERT(r.num_tokens <= static_cast<std::int32_t>(r.spec.tokens.size()));
     if (r.status == RequestStatus::finished) continue; // aborted while its row ran
     if (stale) {
-      if (r.num_tokens >= r.spec.max_len) finish_waiting(r);
+      if (r.num_tokens >= r.spec.max_len) finish(r);
       continue;
     }
     MC_ASSERT(r.status == RequestStatus::running && r.num_computed == end - committed);
@@ -219,21 +219,17 @@ void Scheduler::update(const model::Step& step) {
   }
 }
 
-// A request preempted while its row was in flight, whose row sampled its last token.
-void Scheduler::finish_waiting(SchedRequest& r) {
-  MC_ASSERT(r.status == RequestStatus::waiting);
-  const std::size_t idx = index_.at(r.spec.req_id);
-  waiting_.erase(std::find(waiting_.begin(), waiting_.end(), idx));
-  r.status = RequestStatus::finished;
-  finished_pending_.push_back(r.spec.req_id);
-  ++num_finished_;
-  ++stats_.finished;
-}
-
+// A running request done, or one preempted while its row was in flight whose row sampled its
+// last token (its blocks freed at the preemption).
 void Scheduler::finish(SchedRequest& r) {
-  release(r);
+  const std::size_t idx = index_.at(r.spec.req_id);
+  if (r.status == RequestStatus::waiting) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), idx));
+  } else {
+    release(r);
+    running_.erase(std::find(running_.begin(), running_.end(), idx));
+  }
   r.status = RequestStatus::finished;
-  running_.erase(std::find(running_.begin(), running_.end(), index_.at(r.spec.req_id)));
   finished_pending_.push_back(r.spec.req_id);
   ++num_finished_;
   ++stats_.finished;
