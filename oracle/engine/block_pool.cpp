@@ -40,8 +40,7 @@ void BlockPool::take(std::int32_t count, std::vector<std::int32_t>& blocks) {
 }
 
 bool BlockPool::take_block(std::int32_t block_id) {
-  MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  const auto b = static_cast<std::size_t>(block_id);
+  const std::size_t b = real_index_of(block_id);
   if (ref_count_[b] != 0) return false;
   if (held_back(block_id)) {
     MC_ASSERT(reachable_held_back(block_id)); // the caller reports a touchable one itself
@@ -56,8 +55,7 @@ bool BlockPool::take_block(std::int32_t block_id) {
 }
 
 void BlockPool::touch(std::int32_t block_id) {
-  MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  const auto b = static_cast<std::size_t>(block_id);
+  const std::size_t b = real_index_of(block_id);
   if (ref_count_[b] == 0 && reachable_held_back(block_id)) {
     unhold(block_id);
   } else if (ref_count_[b] == 0) {
@@ -68,8 +66,7 @@ void BlockPool::touch(std::int32_t block_id) {
 }
 
 void BlockPool::free(std::int32_t block_id) {
-  MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  const auto b = static_cast<std::size_t>(block_id);
+  const std::size_t b = real_index_of(block_id);
   MC_ASSERT(ref_count_[b] > 0);
   if (--ref_count_[b] > 0) return;
   if (in_flight_[b] != 0) {
@@ -82,30 +79,27 @@ void BlockPool::free(std::int32_t block_id) {
 }
 
 void BlockPool::retain(std::int32_t block_id) {
-  MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  MC_ASSERT(ref_count_[static_cast<std::size_t>(block_id)] > 0); // a block its request holds
-  ++ref_count_[static_cast<std::size_t>(block_id)];
-  ++retained_[static_cast<std::size_t>(block_id)];
+  const std::size_t b = real_index_of(block_id);
+  MC_ASSERT(ref_count_[b] > 0); // a block its request holds
+  ++ref_count_[b];
+  ++retained_[b];
 }
 
 void BlockPool::keep_as_retained(std::int32_t block_id) {
-  MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  const auto b = static_cast<std::size_t>(block_id);
+  const std::size_t b = real_index_of(block_id);
   MC_ASSERT(ref_count_[b] > retained_[b]);
   ++retained_[b];
 }
 
 void BlockPool::release(std::int32_t block_id) {
-  MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  const auto b = static_cast<std::size_t>(block_id);
+  const std::size_t b = real_index_of(block_id);
   MC_ASSERT(retained_[b] > 0);
   --retained_[b];
   free(block_id);
 }
 
 void BlockPool::mark_copy_target(std::int32_t block_id) {
-  MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  ++copy_target_[static_cast<std::size_t>(block_id)];
+  ++copy_target_[real_index_of(block_id)];
 }
 
 void BlockPool::release_copy_target(std::int32_t block_id) {
@@ -115,8 +109,7 @@ void BlockPool::release_copy_target(std::int32_t block_id) {
 }
 
 void BlockPool::mark_in_flight(std::int32_t block_id, bool touchable) {
-  MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  const auto b = static_cast<std::size_t>(block_id);
+  const std::size_t b = real_index_of(block_id);
   MC_ASSERT(ref_count_[b] > 0); // a block of a table in flight is held by its request
   if (in_flight_[b] == 0) in_flight_list_.push_back(block_id);
   in_flight_[b] = std::max(in_flight_[b], touchable ? kTouchable : kHeld);
@@ -152,8 +145,7 @@ std::optional<std::int32_t> BlockPool::lookup(model::TokenHash hash, bool strict
 
 void BlockPool::register_block(std::int32_t block_id, model::TokenHash hash, std::int32_t position,
                                std::span<const std::int32_t> tail_tokens, std::int32_t num_tokens) {
-  MC_ASSERT(block_id > 0 && block_id < num_blocks());
-  const auto b = static_cast<std::size_t>(block_id);
+  const std::size_t b = real_index_of(block_id);
   MC_ASSERT(is_cached_[b] == 0);
   if (!by_hash_.insert(hash, block_id)) { // another block holds this boundary
     if (!duplicates_) return;
@@ -193,7 +185,6 @@ BlockPool::registered_since(std::uint64_t since) const {
 }
 
 bool BlockPool::taken_elsewhere(std::int32_t block_id) {
-  MC_ASSERT(block_id >= 0 && block_id < num_blocks());
   if (ref_count(block_id) > 0) return false;
   if (cached(block_id) != nullptr) evict(block_id);
   return true;

@@ -51,10 +51,7 @@ public:
   std::int32_t num_blocks() const { return static_cast<std::int32_t>(ref_count_.size()); }
   std::int32_t num_free() const { return free_.size(); }
   bool queued(std::int32_t block_id) const { return free_.contains(block_id); } // takeable now
-  std::int32_t ref_count(std::int32_t block_id) const {
-    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
-    return ref_count_[static_cast<std::size_t>(block_id)];
-  }
+  std::int32_t ref_count(std::int32_t block_id) const { return ref_count_[index_of(block_id)]; }
 
   std::vector<std::int32_t> take(std::int32_t count);            // asserts count <= num_free()
   void take(std::int32_t count, std::vector<std::int32_t>& out); // appends them to `out`
@@ -68,28 +65,19 @@ public:
   void retain(std::int32_t block_id);
   void keep_as_retained(std::int32_t block_id);
   void release(std::int32_t block_id);
-  std::int32_t retained(std::int32_t block_id) const {
-    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
-    return retained_[static_cast<std::size_t>(block_id)];
-  }
+  std::int32_t retained(std::int32_t block_id) const { return retained_[index_of(block_id)]; }
   // The destination of a copy whose step has not completed (retained as such): its cache entry,
   // moved there, holds its state only once the copy ran. `release_copy_target` logs the entry
   // as a registration again, so that the checker visits it then.
   void mark_copy_target(std::int32_t block_id);
   void release_copy_target(std::int32_t block_id);
-  bool copy_target(std::int32_t block_id) const {
-    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
-    return copy_target_[static_cast<std::size_t>(block_id)] != 0;
-  }
+  bool copy_target(std::int32_t block_id) const { return copy_target_[index_of(block_id)] != 0; }
 
   // Async: the step in flight can touch this block (a block of its rows' tables).
   // `touchable`: the step in flight can read or write it (BlockManager::mark_in_flight); a
   // block marked both ways stays touchable.
   void mark_in_flight(std::int32_t block_id, bool touchable = true);
-  bool in_flight(std::int32_t block_id) const {
-    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
-    return in_flight_[static_cast<std::size_t>(block_id)] != 0;
-  }
+  bool in_flight(std::int32_t block_id) const { return in_flight_[index_of(block_id)] != 0; }
   // Freed while in flight: referenced by nobody, not takeable yet.
   bool held_back(std::int32_t block_id) const {
     return in_flight(block_id) && ref_count(block_id) == 0;
@@ -131,8 +119,7 @@ public:
   void move_entry(std::int32_t from, std::int32_t to);
   // The block's cache entry, or nullptr.
   const CachedBlock* cached(std::int32_t block_id) const {
-    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
-    const auto b = static_cast<std::size_t>(block_id);
+    const std::size_t b = index_of(block_id);
     return is_cached_[b] != 0 ? &entries_[b] : nullptr;
   }
   // Another group of a shared pool took this block: its cache entry here is gone. False, and
@@ -150,6 +137,15 @@ public:
   std::uint64_t num_registrations() const { return log_base_ + log_.size(); }
 
 private:
+  // A block id of this pool as an index of the per-block vectors; `real_`: not the null block.
+  std::size_t index_of(std::int32_t block_id) const {
+    MC_ASSERT(block_id >= 0 && block_id < num_blocks());
+    return static_cast<std::size_t>(block_id);
+  }
+  std::size_t real_index_of(std::int32_t block_id) const {
+    MC_ASSERT(block_id != 0);
+    return index_of(block_id);
+  }
   void evict(std::int32_t block_id);
   void log_registration(std::int32_t block_id);
 
