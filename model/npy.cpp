@@ -173,13 +173,13 @@ public:
   Fields parse() {
     Fields fields;
     bool seen_descr = false, seen_order = false, seen_shape = false;
-    expect('{');
+    expect("{");
     while (true) {
       skip_space();
       if (peek() == '}') break;
       const std::string key = parse_string("a key");
       skip_space();
-      expect(':');
+      expect(":");
       skip_space();
       if (key == "descr") {
         mark_seen(seen_descr, key);
@@ -194,10 +194,7 @@ public:
         fail("unexpected key '{}' (expected descr, fortran_order, shape)", key);
       }
       skip_space();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
+      if (accept(",")) continue;
       if (peek() != '}') fail("expected ',' or '}}' at offset {}", pos_);
     }
     ++pos_;
@@ -220,9 +217,14 @@ private:
                                    text_[pos_] == '\t' || text_[pos_] == '\r'))
       ++pos_;
   }
-  void expect(char c) {
-    if (peek() != c) fail("expected '{}' at offset {}", c, pos_);
-    ++pos_;
+  // Consumes `word` when the text goes on with it.
+  bool accept(std::string_view word) {
+    if (text_.substr(pos_, word.size()) != word) return false;
+    pos_ += word.size();
+    return true;
+  }
+  void expect(std::string_view word) {
+    if (!accept(word)) fail("expected '{}' at offset {}", word, pos_);
   }
   void mark_seen(bool& seen, const std::string& key) {
     if (seen) fail("key '{}' appears twice", key);
@@ -239,29 +241,20 @@ private:
     return s;
   }
   bool parse_bool() {
-    if (text_.substr(pos_, 4) == "True") {
-      pos_ += 4;
-      return true;
-    }
-    if (text_.substr(pos_, 5) == "False") {
-      pos_ += 5;
-      return false;
-    }
+    if (accept("True")) return true;
+    if (accept("False")) return false;
     fail("'fortran_order' must be True or False at offset {}", pos_);
   }
   std::vector<std::int64_t> parse_shape() {
     std::vector<std::int64_t> shape;
-    expect('(');
+    expect("(");
     while (true) {
       skip_space();
       if (peek() == ')') break;
       if (shape.size() == kNpyRankMax) fail("shape has more than {} dimensions", kNpyRankMax);
       shape.push_back(parse_dim());
       skip_space();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
+      if (accept(",")) continue;
       if (peek() != ')') fail("expected ',' or ')' in the shape at offset {}", pos_);
     }
     ++pos_;
@@ -276,7 +269,7 @@ private:
       if (value > kNpyDataBytesMax) fail("dimension larger than {}", kNpyDataBytesMax);
       ++pos_;
     }
-    if (peek() == 'L') ++pos_; // Python 2 longs in old files
+    accept("L"); // Python 2 longs in old files
     return value;
   }
 
