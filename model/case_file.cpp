@@ -350,10 +350,9 @@ Layout parse_layout(const Field& root) {
   if (metadata.array_size(kJsonListMax) != layout.tensors.size())
     metadata.fail("{} entries, the layout has {} tensors", metadata.value().size(),
                   layout.tensors.size());
-  const std::vector<std::uint64_t> zeros(layout.arenas.size(), 0);
-  const std::vector<StateMeta> metas = flatten_metadata(layout, zeros);
-  for (std::size_t i = 0; i < metas.size(); ++i)
-    expect_same_fields(metadata[i], meta_json(metas[i], layout.tensors[i].arena));
+  const json rebuilt = metadata_json(layout);
+  for (std::size_t i = 0; i < rebuilt.size(); ++i)
+    expect_same_fields(metadata[i], rebuilt[i]);
   return layout;
 }
 
