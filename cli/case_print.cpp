@@ -1,18 +1,13 @@
 // The oracle's decisions of a launch case, printed (case_print.h).
 #include "cli/case_print.h"
 
+#include "model/launch_features.h"
 #include "model/request_arrays.h"
 
 #include <fmt/format.h>
 
 namespace mc::cli {
 namespace {
-
-// The slot of batch row `row`: through idx_mapping for the V2 kinds, the row itself otherwise.
-std::int32_t slot_of_row(const model::LaunchCase& launch, std::int32_t row) {
-  const std::vector<std::int32_t>& map = launch.requests.idx_mapping;
-  return model::uses_idx_mapping(launch.kind) ? map[static_cast<std::size_t>(row)] : row;
-}
 
 std::string tensor_name(const model::LaunchCase& launch, std::int32_t tensor) {
   const model::StateTensor& t = launch.layout.tensors[static_cast<std::size_t>(tensor)];
@@ -30,7 +25,8 @@ std::string case_decisions_text(const model::LaunchCase& launch,
     out += fmt::format("  unsupported: {}\n", result.unsupported_reason);
   std::size_t next = 0; // decisions are sorted by (batch_row, tensor)
   for (std::int32_t row = 0; row < launch.num_reqs; ++row) {
-    out += fmt::format("  row {} (slot {}):", row, slot_of_row(launch, row));
+    out += fmt::format("  row {} (slot {}):", row,
+                       model::slot_of_row(launch.kind, launch.requests, row));
     if (next == result.decisions.size() || result.decisions[next].batch_row != row)
       out += " no copy";
     out += "\n";
@@ -69,8 +65,9 @@ nlohmann::ordered_json case_decisions_json(const model::LaunchCase& launch,
                         {"src_byte_offset", d.src_byte_offset},
                         {"bytes", d.bytes}});
     }
-    rows.push_back(
-        {{"batch_row", row}, {"slot", slot_of_row(launch, row)}, {"copies", std::move(copies)}});
+    rows.push_back({{"batch_row", row},
+                    {"slot", model::slot_of_row(launch.kind, launch.requests, row)},
+                    {"copies", std::move(copies)}});
   }
   nlohmann::ordered_json arrays = nlohmann::ordered_json::object();
   for (const model::RequestArrayField& f : model::kRequestArrays) {

@@ -1,6 +1,7 @@
 // The kernel-level picture (kernel_view.h).
 #include "show/kernel_view.h"
 
+#include "model/launch_features.h"
 #include "model/request_arrays.h"
 #include "show/byte_grid.h"
 #include "show/table_rows.h"
@@ -19,11 +20,6 @@ namespace {
 using model::CopyDecision;
 
 constexpr std::int32_t kArraySlotsShownMax = 64;
-
-std::int32_t slot_of(const model::LaunchCase& c, std::int32_t row) {
-  return model::uses_idx_mapping(c.kind) ? c.requests.idx_mapping[static_cast<std::size_t>(row)]
-                                         : row;
-}
 
 std::map<std::int32_t, std::vector<CopyDecision>> by_row(const model::LaunchResult* r) {
   std::map<std::int32_t, std::vector<CopyDecision>> out;
@@ -146,7 +142,7 @@ struct KernelPicture {
   }
 
   RowFacts facts(std::int32_t row) const {
-    RowFacts f{.slot = slot_of(c, row)};
+    RowFacts f{.slot = model::slot_of_row(c.kind, c.requests, row)};
     const auto& ex = expected_rows.contains(row) ? expected_rows.at(row) : kNone;
     const auto& ac = actual_rows.contains(row) ? actual_rows.at(row) : kNone;
     if (r.actual != nullptr)
