@@ -2,18 +2,11 @@
 #include "oracle/engine/forward_metadata.h"
 
 #include "model/block_table.h"
-#include "model/errors.h"
 
 #include <algorithm>
 
 namespace mc::oracle::engine {
 namespace {
-
-// Python's floor division of a non-negative numerator by a positive divisor.
-std::int32_t floor_div(std::int64_t x, std::int64_t y) {
-  MC_ASSERT(x >= 0 && y > 0);
-  return static_cast<std::int32_t>(x / y);
-}
 
 // A query is a decode when it is at most the threshold (1 + num_spec with speculative
 // decoding) long and, since here a chunk is always a prefill (model/FORWARD.md), has one token
@@ -44,7 +37,7 @@ model::ForwardMetadataRow derive_row(const model::CacheConfig& config, const For
   } else {
     // mamba_get_block_table_tensor gathers 1 + num_spec columns from (seq_len - 1) // B,
     // clamped at 0; a decode keeps all of them, a prefill the first.
-    out.window_start = floor_div(std::max<std::int64_t>(seq_len - 1, 0), B);
+    out.window_start = static_cast<std::int32_t>(std::max<std::int64_t>(seq_len - 1, 0) / B);
     const std::size_t keep = decode ? 1 + static_cast<std::size_t>(config.num_spec_tokens) : 1;
     out.state_indices.resize(fr.row->size());
     for (std::size_t g = 0; g < fr.row->size(); ++g) {
