@@ -14,9 +14,17 @@ std::string status_with_reason(const model::LaunchResult& r) {
 } // namespace
 
 std::string_view to_string(DifferenceCategory category) {
-  constexpr std::string_view kNames[] = {"status", "decisions", "requests", "arena"};
-  const auto i = static_cast<std::size_t>(category);
-  return i < std::size(kNames) ? kNames[i] : "?";
+  switch (category) {
+  case DifferenceCategory::status:
+    return "status";
+  case DifferenceCategory::decisions:
+    return "decisions";
+  case DifferenceCategory::requests:
+    return "requests";
+  case DifferenceCategory::arena:
+    return "arena";
+  }
+  return "?";
 }
 
 std::optional<Difference> compare_results(const model::LaunchCase& launch,

@@ -10,10 +10,16 @@
 namespace mc::fuzz {
 
 std::string_view to_string(Classification classification) {
-  constexpr std::string_view kNames[] = {"deterministic", "nondeterministic", "backend-error"};
-  const auto i = static_cast<std::size_t>(classification);
-  MC_ASSERT(i < std::size(kNames));
-  return kNames[i];
+  switch (classification) {
+  case Classification::deterministic:
+    return "deterministic";
+  case Classification::nondeterministic:
+    return "nondeterministic";
+  case Classification::backend_error:
+    return "backend-error";
+  }
+  MC_ASSERT(false);
+  return "";
 }
 
 void RunTally::add(const std::optional<std::string>& fingerprint, bool is_backend_error) {
@@ -38,7 +44,7 @@ void add_run(RunTally& tally, const std::optional<std::string>& failure, const s
              const std::string& key, bool is_backend_error) {
   std::optional<std::string> fingerprint = failure;
   if (failure && run_key != key) fingerprint = run_key + ": " + *failure;
-  tally.add(fingerprint, is_backend_error); // a run that held is never a backend error
+  tally.add(fingerprint, failure && is_backend_error); // a run that held is no backend error
 }
 
 bool skipped_by(const Signature& signature, const std::vector<std::string>& skips) {

@@ -148,10 +148,19 @@ LaunchSpec build_spec(const GenOptions& options, int size) {
 } // namespace
 
 std::string_view to_string(SizeClass size_class) {
-  constexpr std::string_view kNames[] = {"tiny", "small", "wide_states", "grid", "big_offset"};
-  static_assert(std::size(kNames) == std::size(kAllSizeClasses));
-  const auto i = static_cast<std::size_t>(size_class);
-  return i < std::size(kNames) ? kNames[i] : "?";
+  switch (size_class) {
+  case SizeClass::tiny:
+    return "tiny";
+  case SizeClass::small:
+    return "small";
+  case SizeClass::wide_states:
+    return "wide_states";
+  case SizeClass::grid:
+    return "grid";
+  case SizeClass::big_offset:
+    return "big_offset";
+  }
+  return "?";
 }
 
 GenOptions GenOptions::host_default() {

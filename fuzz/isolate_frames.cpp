@@ -98,7 +98,11 @@ std::string frame_bytes(char tag, std::string_view data) {
 }
 
 bool send(char tag, std::string_view data) {
-  return model::write_all(g_result_fd, frame_bytes(tag, data));
+  // Two writes, no copy of the payload: the child that sends may hold a large one.
+  char header[kHeaderBytes];
+  frame_header(header, tag, data.size());
+  return model::write_all(g_result_fd, {header, sizeof header}) &&
+         model::write_all(g_result_fd, data);
 }
 
 std::size_t frames_bytes_max(const IsolateOptions& options) {

@@ -58,9 +58,15 @@ const MutantInfo* find_mutant(std::string_view name) {
 }
 
 std::string_view to_string(MutantLevel level) {
-  constexpr std::array<std::string_view, 3> kNames{"kernel", "runner", "scheduler"}; // by level
-  const auto i = static_cast<std::size_t>(level);
-  return i < kNames.size() ? kNames[i] : "?";
+  switch (level) {
+  case MutantLevel::kernel:
+    return "kernel";
+  case MutantLevel::runner:
+    return "runner";
+  case MutantLevel::scheduler:
+    return "scheduler";
+  }
+  return "?";
 }
 
 std::span<const MutantInfo> runner_mutants() {

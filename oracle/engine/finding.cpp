@@ -2,34 +2,50 @@
 
 #include <fmt/format.h>
 
-#include <iterator>
-
 namespace mc::oracle::engine {
 
 std::string_view to_string(FindingKind kind) {
-  // In the order of the enum.
-  static constexpr std::string_view kNames[] = {"wrong_read",
-                                                "wrong_copy_source",
-                                                "wrong_next_state",
-                                                "wrong_cached_state",
-                                                "bad_write",
-                                                "bad_read",
-                                                "bad_index",
-                                                "launch_rejected",
-                                                "unsupported_copy",
-                                                "token_mismatch",
-                                                "inconsistent_step",
-                                                "wrong_prefix_hit",
-                                                "spec_blocks_not_moved",
-                                                "excess_retention",
-                                                "internal_assertion",
-                                                "in_flight_block_reused",
-                                                "in_flight_write_conflict",
-                                                "block_manager_fault",
-                                                "block_accounting"};
-  static_assert(std::size(kNames) == static_cast<std::size_t>(FindingKind::block_accounting) + 1);
-  const auto i = static_cast<std::size_t>(kind);
-  return i < std::size(kNames) ? kNames[i] : "?";
+  switch (kind) {
+  case FindingKind::wrong_read:
+    return "wrong_read";
+  case FindingKind::wrong_copy_source:
+    return "wrong_copy_source";
+  case FindingKind::wrong_next_state:
+    return "wrong_next_state";
+  case FindingKind::wrong_cached_state:
+    return "wrong_cached_state";
+  case FindingKind::bad_write:
+    return "bad_write";
+  case FindingKind::bad_read:
+    return "bad_read";
+  case FindingKind::bad_index:
+    return "bad_index";
+  case FindingKind::launch_rejected:
+    return "launch_rejected";
+  case FindingKind::unsupported_copy:
+    return "unsupported_copy";
+  case FindingKind::token_mismatch:
+    return "token_mismatch";
+  case FindingKind::inconsistent_step:
+    return "inconsistent_step";
+  case FindingKind::wrong_prefix_hit:
+    return "wrong_prefix_hit";
+  case FindingKind::spec_blocks_not_moved:
+    return "spec_blocks_not_moved";
+  case FindingKind::excess_retention:
+    return "excess_retention";
+  case FindingKind::block_manager_fault:
+    return "block_manager_fault";
+  case FindingKind::block_accounting:
+    return "block_accounting";
+  case FindingKind::internal_assertion:
+    return "internal_assertion";
+  case FindingKind::in_flight_block_reused:
+    return "in_flight_block_reused";
+  case FindingKind::in_flight_write_conflict:
+    return "in_flight_write_conflict";
+  }
+  return "?";
 }
 
 Finding make_finding(const model::Layout& layout, FindingKind kind, std::int64_t step,
